@@ -1,0 +1,30 @@
+"""Pure, incremental parsers for deep-learning training logs.
+
+Standard library only: no I/O, no terminal, no UI.  Feed text with
+:class:`ParserSet`; get typed records from :mod:`parsers.events`.
+"""
+from __future__ import annotations
+
+from .base import LineContext, LineParser, Sample
+from .deepspeed import DeepSpeedParser
+from .dispatch import ParserSet
+from .failures import FailureParser
+from .launcher import LauncherParser
+from .megatron import MegatronParser
+from .timers import TimerParser
+
+#: Specific before generic; order is also the order events of one line come out in.
+ALL_PARSERS: tuple[type[LineParser], ...] = (
+    MegatronParser,
+    DeepSpeedParser,
+    TimerParser,
+    LauncherParser,
+    FailureParser,
+)
+
+
+def parser_set(file: str) -> ParserSet:
+    return ParserSet(file, ALL_PARSERS)
+
+
+__all__ = ["ALL_PARSERS", "LineContext", "LineParser", "ParserSet", "Sample", "parser_set"]

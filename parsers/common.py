@@ -1,0 +1,115 @@
+"""Small helpers shared by several format parsers."""
+from __future__ import annotations
+
+import re
+import shlex
+from typing import Optional
+
+from .numbers import to_float, to_int
+
+_RANK_TAG = re.compile(r"\[Rank (\d{1,6})\]")
+
+
+def rank_tag(body: str) -> Optional[int]:
+    """Rank from a ``[Rank N]`` tag (DeepSpeed log_dist, Megatron memory reports)."""
+    m = _RANK_TAG.search(body)
+    return int(m.group(1)) if m else None
+
+
+_NORM = re.compile(r"[^a-z0-9/]+")
+_norm_cache: dict[str, str] = {}
+
+
+def norm_key(raw: str) -> str:
+    """``Elapsed time per iteration (ms)`` -> ``elapsed time per iteration ms``;
+    ``lm_loss``/``lm-loss`` -> ``lm loss``.  Cached: keys repeat on every line."""
+    key = _norm_cache.get(raw)
+    if key is None:
+        key = _NORM.sub(" ", raw.lower()).strip()
+        if len(_norm_cache) < 4096:
+            _norm_cache[raw] = key
+    return key
+
+
+# Model and parallelism flags as spelled on Megatron/DeepSpeed command lines
+# and in Megatron's argument dump (underscored).
+_ARG_FIELDS: dict[str, tuple[str, type]] = {
+    "num_layers": ("num_layers", int),
+    "hidden_size": ("hidden_size", int),
+    "num_attention_heads": ("num_heads", int),
+    "seq_length": ("seq_length", int),
+    "vocab_size": ("vocab_size", int),
+    "padded_vocab_size": ("padded_vocab_size", int),
+    "micro_batch_size": ("micro_batch", int),
+    "batch_size": ("micro_batch", int),  # Megatron <= 1.x: per-GPU batch
+    "global_batch_size": ("global_batch", int),
+    "tensor_model_parallel_size": ("tp", int),
+    "model_parallel_size": ("tp", int),
+    "pipeline_model_parallel_size": ("pp", int),
+    "data_parallel_size": ("dp", int),
+    "world_size": ("world_size", int),
+    "train_iters": ("train_iters", int),
+}
+_CKPT_TRUE_FLAGS = {"checkpoint_activations", "recompute_activations",
+                    "deepspeed_activation_checkpointing"}
+
+
+def config_from_args(pairs: dict[str, str]) -> dict:
+    """RunConfig fields from Megatron-style ``name -> value`` pairs."""
+    out: dict = {}
+    for name, value in pairs.items():
+        spec = _ARG_FIELDS.get(name)
+        if spec is not None:
+            v = to_int(value)
+            if v is not None and v >= 0:
+                out[spec[0]] = v
+    ckpt = _activation_checkpointing(pairs)
+    if ckpt is not None:
+        out["activation_checkpointing"] = ckpt
+    return out
+
+
+def _activation_checkpointing(pairs: dict[str, str]) -> Optional[bool]:
+    seen = False
+    for flag in _CKPT_TRUE_FLAGS:
+        if flag in pairs:
+            seen = True
+            if pairs[flag].strip().lower() in ("", "true", "1"):
+                return True
+    for name in ("activations_checkpoint_method", "recompute_method"):
+        if name in pairs:
+            seen = True
+            if pairs[name].strip().lower() not in ("none", "", "null"):
+                return True
+    if "recompute_granularity" in pairs:
+        seen = True
+        if pairs["recompute_granularity"].strip().lower() == "full":
+            return True
+    return False if seen else None
+
+
+def flags_from_command(command: str) -> dict[str, str]:
+    """``--num-layers 32 --checkpoint-activations`` -> {num_layers: '32', checkpoint_activations: ''}."""
+    try:
+        words = shlex.split(command, posix=True)
+    except ValueError:
+        words = command.split()
+    out: dict[str, str] = {}
+    i = 0
+    while i < len(words):
+        w = words[i]
+        if w.startswith("--") and len(w) > 2:
+            name, eq, value = w[2:].partition("=")
+            name = name.replace("-", "_")
+            if not eq:
+                nxt = words[i + 1] if i + 1 < len(words) else ""
+                if nxt and not nxt.startswith("--"):
+                    value = nxt
+                    i += 1
+            out[name] = value
+        i += 1
+    return out
+
+
+def num(text: str) -> Optional[float]:
+    return to_float(text)

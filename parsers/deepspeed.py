@@ -1,0 +1,119 @@
+"""DeepSpeed engine lines (also inside Megatron-DeepSpeed, HF+DeepSpeed, ZeRO-Offload/Infinity).
+
+``[ts] [INFO] [logging.py:N:log_dist] [Rank R] step=N, skipped=K, lr=[...]``,
+``[timer.py:N:stop] e/N, SamplesPerSec=x`` (and the newer
+``epoch=E/micro_step=M/global_step=N, RunningAvgSamplesPerSec=...``), the pipeline
+engine's ``steps: N loss: x iter time (s): y samples/sec: z`` and
+``see_memory_usage`` reports (MA/Max_MA/CA/Max_CA in GB, then CPU virtual memory).
+Timer lines are handled by :mod:`parsers.timers`.
+"""
+from __future__ import annotations
+
+import re
+from typing import Optional
+
+from .base import LineContext, LineParser, Sample, compile_sniff
+from .common import rank_tag
+from .events import Event, Memory, Milestone, RunConfig, Step, Throughput
+from .numbers import to_float, to_int
+
+_STEP = re.compile(r"step=(\d+), skipped=(\d+), lr=\[([^\],]*)")
+_SAMPLES = re.compile(r"\[timer\.py:\d+:stop\] (\d+)/(\d+), SamplesPerSec=(\S+)")
+_SAMPLES_NEW = re.compile(r"global_step=(\d+), RunningAvgSamplesPerSec=([^,\s]+), CurrSamplesPerSec=([^,\s]+)")
+_PIPE = re.compile(r"steps: (\d+) loss: (\S+) iter time \(s\): (\S+) samples/sec: (\S+)")
+_MA = re.compile(r"MA (\S+) GB\s+Max_MA (\S+) GB\s+CA (\S+) GB\s+Max_CA (\S+) GB")
+_CPU = re.compile(r"CPU Virtual Memory:\s+used = (\S+) GB, percent = (\S+)%")
+_MEM_LABEL = re.compile(r"see_memory_usage\] (.*)")
+_INIT = re.compile(r"Initializing TorchBackend in DeepSpeed|DeepSpeed info: version=")
+
+
+class DeepSpeedParser(LineParser):
+    name = "deepspeed"
+    framework = "deepspeed"
+    SNIFF = compile_sniff(r"\[logging\.py:\d+:log_dist\]", r"\[timer\.py:\d+:stop\]", r"see_memory_usage",
+                          r"\[runner\.py:\d+:main\]", r"DeepSpeed info", r"steps: \d+ loss: ",
+                          r"RunningAvgSamplesPerSec")
+    TRIGGERS = (r"step=\d+, skipped=", r"SamplesPerSec=", r"see_memory_usage", r"steps: \d+ loss",
+                r"Initializing TorchBackend", r"DeepSpeed info: ")
+
+    SAMPLES = (
+        Sample("[2023-11-02 18:34:13,122] [INFO] [logging.py:96:log_dist] [Rank 0] step=0, skipped=0, "
+               "lr=[0.0, 0.0], mom=[(0.9, 0.999), (0.9, 0.999)]",
+               "step", {"step": 0, "skipped": 0, "lr": 0.0, "rank": 0, "wall_time": 1698950053.122}),
+        Sample("[2022-06-29 01:36:30,237] [INFO] [logging.py:69:log_dist] [Rank 0] step=50, skipped=0, "
+               "lr=[2.34375e-06, 2.34375e-06], mom=[(0.9, 0.999), (0.9, 0.999)]",
+               "step", {"step": 50, "lr": 2.34375e-06}),
+        Sample("[2022-06-29 01:36:30,237] [INFO] [timer.py:181:stop] 0/50, SamplesPerSec=0.25199842464335126",
+               "throughput", {"iteration": 50, "samples_per_sec": 0.25199842464335126}),
+        Sample("[2024-01-01 10:00:00,000] [INFO] [timer.py:260:stop] epoch=0/micro_step=10/global_step=10, "
+               "RunningAvgSamplesPerSec=27.5, CurrSamplesPerSec=28.1, MemAllocated=1.2GB, MaxMemAllocated=3.4GB",
+               "throughput", {"iteration": 10, "samples_per_sec": 28.1}),
+        Sample("steps: 2 loss: 12.8004 iter time (s): 145.206 samples/sec: 7.052",
+               "step", {"step": 2, "loss": 12.8004, "elapsed_ms": 145206.0, "samples_per_sec": 7.052}),
+        Sample("[2022-06-29 01:22:16,071] [INFO] [utils.py:823:see_memory_usage] MA 0.0 GB         Max_MA 0.0 GB"
+               "         CA 0.0 GB         Max_CA 0 GB ",
+               "memory", {"label": "Before Building Model", "gpu_allocated_mb": 0.0, "gpu_max_reserved_mb": 0.0},
+               context=("[2022-06-29 01:22:16,070] [INFO] [utils.py:822:see_memory_usage] Before Building Model",)),
+        Sample("[2021-05-26 04:37:53,114] [INFO] [utils.py:589:see_memory_usage] MA 2.34 GB         Max_MA 3.81 GB"
+               "         CA 5.4 GB         Max_CA 5 GB ",
+               "memory", {"gpu_allocated_mb": 2.34 * 1024, "gpu_max_allocated_mb": 3.81 * 1024,
+                          "gpu_reserved_mb": 5.4 * 1024, "gpu_max_reserved_mb": 5 * 1024}),
+        Sample("[2022-06-29 01:22:16,071] [INFO] [utils.py:831:see_memory_usage] CPU Virtual Memory:  used = "
+               "3.08 GB, percent = 3.4%", "memory", {"cpu_used_gb": 3.08, "cpu_percent": 3.4}),
+    )
+
+    def __init__(self, file: str = "") -> None:
+        super().__init__(file)
+        self._mem_label: Optional[str] = None
+        self._announced = False
+
+    def feed(self, body: str, ctx: LineContext) -> list[Event]:
+        events = self._feed(body, ctx)
+        if events and not self._announced:
+            self._announced = True
+            events.insert(0, self.make(RunConfig, ctx, framework=self.framework))
+        return events
+
+    def _feed(self, body: str, ctx: LineContext) -> list[Event]:
+        if "step=" in body:
+            m = _STEP.search(body)
+            if m:
+                rank = rank_tag(body)
+                return [Step(file=self.file, line=ctx.line, rank=rank if rank is not None else ctx.rank,
+                             node=ctx.node, wall_time=ctx.wall_time, step=to_int(m.group(1)),
+                             skipped=to_int(m.group(2)), lr=to_float(m.group(3)))]
+        if "SamplesPerSec=" in body:
+            m = _SAMPLES.search(body)
+            if m:
+                return [self.make(Throughput, ctx, iteration=to_int(m.group(2)), samples_per_sec=to_float(m.group(3)))]
+            m = _SAMPLES_NEW.search(body)
+            if m:
+                return [self.make(Throughput, ctx, iteration=to_int(m.group(1)), samples_per_sec=to_float(m.group(3)))]
+            return []
+        if "see_memory_usage" in body:
+            return self._memory(body, ctx)
+        m = _PIPE.search(body)
+        if m:
+            secs = to_float(m.group(3))
+            return [self.make(Step, ctx, step=to_int(m.group(1)), loss=to_float(m.group(2)),
+                              elapsed_ms=secs * 1000.0 if secs is not None else None,
+                              samples_per_sec=to_float(m.group(4)))]
+        if _INIT.search(body):
+            return [self.make(Milestone, ctx, name="deepspeed-init")]
+        return []
+
+    def _memory(self, body: str, ctx: LineContext) -> list[Event]:
+        m = _MA.search(body)
+        if m:
+            gb = [to_float(g) for g in m.groups()]
+            mb = [v * 1024.0 if v is not None else None for v in gb]
+            return [self.make(Memory, ctx, label=self._mem_label, gpu_allocated_mb=mb[0], gpu_max_allocated_mb=mb[1],
+                              gpu_reserved_mb=mb[2], gpu_max_reserved_mb=mb[3])]
+        m = _CPU.search(body)
+        if m:
+            return [self.make(Memory, ctx, label=self._mem_label, cpu_used_gb=to_float(m.group(1)),
+                              cpu_percent=to_float(m.group(2)))]
+        m = _MEM_LABEL.search(body)
+        if m:
+            self._mem_label = m.group(1).strip()[:120] or None
+        return []

@@ -1,0 +1,92 @@
+"""How jobs die: Slurm cancellation, CUDA OOM, NCCL errors and timeouts, Python
+tracebacks, the kernel's OOM killer.  Always on, whatever the framework."""
+from __future__ import annotations
+
+import re
+from typing import Optional
+
+from .base import LineContext, LineParser, Sample
+from .events import Event, Exit, Failure
+from .timestamps import parse_iso
+
+_CANCELLED = re.compile(r"\*\*\* (?:JOB|STEP) (\S+) ON (\S+) CANCELLED AT (\S+)(?: DUE TO ([^*]+?))? \*\*\*")
+_OOM = re.compile(r"CUDA out of memory|OutOfMemoryError|CUDA error: out of memory|XPU out of memory"
+                  r"|HIP out of memory|torch\.OutOfMemoryError")
+_NCCL = re.compile(r"NCCL error|DistBackendError|ncclUnhandledCudaError|ncclSystemError|ncclInternalError"
+                   r"|ncclInvalidUsage|ncclRemoteError|Watchdog caught collective operation timeout"
+                   r"|NCCL communicator was aborted|NCCL WARN .*(?:[Ee]rror|[Tt]imeout)")
+_KILLED = re.compile(r"^Killed$|^Killed by signal|: Killed$|oom-kill|Out of memory: Killed process"
+                     r"|exit code 137|exited on signal 9")
+_TRACEBACK = "Traceback (most recent call last)"
+# The exception line that closes a traceback: "ValueError: msg", "torch.distributed.DistBackendError: ..."
+_EXC_LINE = re.compile(r"^\s*([A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Exit|Failure))(?::\s?(.*))?$")
+_SLURM_EXIT = re.compile(r"srun: error: \S+: tasks? [\d\-,]+: Exited with exit code (\d+)")
+
+
+def _message(body: str) -> str:
+    return body.strip()[:500]
+
+
+class FailureParser(LineParser):
+    name = "failures"
+    SNIFF = None
+    TRIGGERS = (r"CANCELLED AT", r"out of memory", r"OutOfMemory", r"NCCL", r"nccl[A-Z]", r"DistBackendError",
+                r"Watchdog caught", r"Killed", r"oom-kill", r"exit code 137", r"exited on signal",
+                r"Traceback \(most recent", r"(?:Error|Exception|Interrupt|Exit|Failure)(?::|$)",
+                r"Exited with exit code")
+
+    SAMPLES = (
+        Sample("slurmstepd: error: *** JOB 1999616 ON r6i4n5 CANCELLED AT 2021-05-27T21:42:11 DUE TO TIME LIMIT ***",
+               "failure", {"kind": "cancelled", "wall_time": 1622151731.0}),
+        Sample("torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 3.91 GiB (GPU 0; 79.33 GiB total "
+               "capacity; 27.16 GiB already allocated; 244.44 MiB free; 31.59 GiB reserved in total by PyTorch)",
+               "failure", {"kind": "oom"}),
+        Sample("[rank0]:[rank0]: torch.distributed.DistBackendError: NCCL error in: .../ProcessGroupNCCL.cpp:3907, "
+               "invalid usage", "failure", {"kind": "nccl", "rank": 0}),
+        Sample("[E ProcessGroupNCCL.cpp:475] [Rank 3] Watchdog caught collective operation timeout: "
+               "WorkNCCL(SeqNum=1, OpType=ALLREDUCE, Timeout(ms)=1800000) ran for 1800102 milliseconds before "
+               "timing out.", "failure", {"kind": "nccl"}),
+        Sample("ValueError: Interleaved 1F1B requires the number of microbatches to be a multiple of the number of "
+               "rounds (2), but got 5.", "failure",
+               {"kind": "traceback", "message": "ValueError: Interleaved 1F1B requires the number of microbatches "
+                                                "to be a multiple of the number of rounds (2), but got 5."},
+               context=("Traceback (most recent call last):", '  File "train.py", line 3, in <module>')),
+        Sample("ValueError: not inside a traceback", None),
+        Sample("Killed", "failure", {"kind": "killed"}),
+        Sample("srun: error: r6i4n5: task 0: Exited with exit code 1", "exit", {"status": 1}),
+        Sample("NCCL INFO Channel 00/02 :    0   1   2   3", None),
+    )
+
+    def __init__(self, file: str = "") -> None:
+        super().__init__(file)
+        self._in_traceback: Optional[int] = None  # line number of the open traceback
+
+    def feed(self, body: str, ctx: LineContext) -> list[Event]:
+        if _TRACEBACK in body:
+            self._in_traceback = ctx.line
+            return []
+        m = _CANCELLED.search(body)
+        if m:
+            wall = parse_iso(m.group(3))
+            reason = f" due to {m.group(4).strip().lower()}" if m.group(4) else ""
+            return [Failure(file=self.file, line=ctx.line, rank=ctx.rank, node=m.group(2),
+                            wall_time=wall if wall is not None else ctx.wall_time, kind="cancelled",
+                            message=f"Slurm cancelled {m.group(1)}{reason}")]
+        if _OOM.search(body):
+            self._in_traceback = None
+            return [self.make(Failure, ctx, kind="oom", message=_message(body))]
+        if "ccl" in body or "Watchdog" in body or "DistBackendError" in body:
+            if _NCCL.search(body):
+                self._in_traceback = None
+                return [self.make(Failure, ctx, kind="nccl", message=_message(body))]
+        m = _SLURM_EXIT.search(body)
+        if m:
+            return [self.make(Exit, ctx, status=int(m.group(1)))]
+        if "ill" in body and _KILLED.search(body.strip()):
+            return [self.make(Failure, ctx, kind="killed", message=_message(body))]
+        if self._in_traceback is not None:
+            m = _EXC_LINE.match(body)
+            if m:
+                self._in_traceback = None
+                return [self.make(Failure, ctx, kind="traceback", message=_message(body))]
+        return []

@@ -1,0 +1,71 @@
+"""Launchers and job scripts: the start-of-job stamp, ezpz/ALCF logger lines,
+torch.distributed initialisation and the training command line itself."""
+from __future__ import annotations
+
+import re
+
+from .base import LineContext, LineParser, Sample
+from .common import config_from_args, flags_from_command
+from .events import Event, Milestone, RunConfig
+from .numbers import to_int
+from .timestamps import parse_compact
+
+_JOB_STARTED = re.compile(r"Job started at: (\d{4}-\d{2}-\d{2}-\d{6}) on (\S+)")
+_EZPZ_RANK = re.compile(r"\] - RANK: (\d+) / (\d+)")
+_DIST_INIT = re.compile(r"Initializing torch distributed|init_process_group|Completed store-based barrier"
+                        r"|Added key: store_based_barrier_key|torch\.distributed initialized")
+_MODEL_FLAGS = re.compile(r"--(?:num-layers|num_layers|hidden-size|hidden_size)[ =]\d")
+
+
+class LauncherParser(LineParser):
+    name = "launcher"
+    SNIFF = None  # always on: these lines appear in logs of every framework
+    TRIGGERS = (r"Job started at: ", r"\] - RANK: \d", r"--(?:num-layers|num_layers|hidden-size|hidden_size)[ =]",
+                r"Initializing torch distributed", r"init_process_group", r"store-based barrier",
+                r"store_based_barrier_key", r"torch\.distributed initialized")
+
+    SAMPLES = (
+        Sample("Job started at: 2023-11-02-183323 on x3004c0s13b0n0", "milestone",
+               {"name": "job-start", "wall_time": 1698950003.0, "node": "x3004c0s13b0n0"}),
+        Sample("[2023-12-19 13:33:35][INFO][dist.py:307] - RANK: 0 / 47", "run_config", {"world_size": 48}),
+        Sample("[2023-12-19 13:33:35][INFO][dist.py:307] - RANK: 0 / 47", "milestone",
+               {"name": "ranks-up", "wall_time": 1702992815.0}),
+        Sample("[2022-06-29 01:22:11,147] [INFO] [runner.py:398:main] cmd = /usr/bin/python3.9 -u -m "
+               "deepspeed.launcher.launch --world_info=eyJsb2NhbGhvc3QiOiBbMF19 --master_addr=127.0.0.1 "
+               "--master_port=29500 pretrain_gpt2.py --model-parallel-size 1 --num-layers 48 --hidden-size 2048 "
+               "--num-attention-heads 16 --seq-length 1024 --max-position-embeddings 1024 --batch-size 4 "
+               "--train-iters 50 --log-interval 10 --checkpoint-activations",
+               "run_config", {"num_layers": 48, "hidden_size": 2048, "num_heads": 16, "seq_length": 1024,
+                              "micro_batch": 4, "train_iters": 50, "tp": 1, "activation_checkpointing": True}),
+        Sample("PYTHONGIL=1 python pretrain_gpt.py --num-layers 32 --hidden-size 2048 --num-attention-heads 16 "
+               "--seq-length 1024 --micro-batch-size 4 --global-batch-size 4 --max-position-embeddings 1024 "
+               "--train-iters 50", "run_config",
+               {"num_layers": 32, "global_batch": 4, "micro_batch": 4, "activation_checkpointing": None}),
+    )
+
+    def __init__(self, file: str = "") -> None:
+        super().__init__(file)
+        self._ranks_seen = False
+        self._dist_seen = False
+
+    def feed(self, body: str, ctx: LineContext) -> list[Event]:
+        m = _JOB_STARTED.search(body)
+        if m:
+            wall = parse_compact(m.group(1))
+            return [Milestone(file=self.file, line=ctx.line, rank=ctx.rank, node=m.group(2),
+                              wall_time=wall if wall is not None else ctx.wall_time, name="job-start")]
+        m = _EZPZ_RANK.search(body)
+        if m:
+            if self._ranks_seen:
+                return []
+            self._ranks_seen = True
+            world = to_int(m.group(2))
+            return [self.make(RunConfig, ctx, world_size=world + 1 if world is not None else None),
+                    self.make(Milestone, ctx, name="ranks-up")]
+        if _MODEL_FLAGS.search(body):
+            fields = config_from_args(flags_from_command(body))
+            return [self.make(RunConfig, ctx, **fields)] if fields else []
+        if not self._dist_seen and _DIST_INIT.search(body):
+            self._dist_seen = True
+            return [self.make(Milestone, ctx, name="init-distributed")]
+        return []

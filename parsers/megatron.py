@@ -1,0 +1,339 @@
+"""Megatron-LM family: Megatron-LM 1.x-core, Megatron-DeepSpeed, GPT-NeoX, NeMo
+and the offloading forks built on them (STRONGHOLD, L2L).
+
+Iteration lines are ``|``-separated ``key: value`` (or ``key=value``) records
+around an ``iteration N/ M`` field.  Keys vary between forks and versions, so
+they are normalised and mapped by meaning rather than matched literally.
+"""
+from __future__ import annotations
+
+import math
+import re
+from types import MappingProxyType
+from typing import Optional
+
+from .base import LineContext, LineParser, Sample, compile_sniff
+from .common import config_from_args, norm_key, rank_tag
+from .events import Event, Exit, Failure, Iteration, Memory, Milestone, RunConfig, Throughput
+from .numbers import to_float, to_int
+from .timestamps import parse_iso
+
+# Same shape as the grep users run: one event per match, even when two ranks'
+# lines were interleaved onto one physical line.
+ITERATION = re.compile(r"iteration[ =]+(\d+)/ *(\d+) *\|")
+
+_ARGS_BEGIN = re.compile(r"-{3,} arguments -{3,}")
+_ARGS_END = re.compile(r"-{3,} end of arguments -{3,}")
+_ARG_LINE = re.compile(r"^\s*(\w+) \.{2,} ?(.*?)\s*$")
+_WORLD = re.compile(
+    r"using world size: (\d+)(?:, data-parallel-size: (\d+))?(?:, (?:context-parallel size: \d+, )?"
+    r"(?:hierarchical context-parallel sizes: \S+, )?tensor-model-parallel size: (\d+))?"
+    r"(?:, (?:encoder-)?(?:tensor-model-parallel size: \d+, )?pipeline-model-parallel size: (\d+))?")
+_PADDED = re.compile(r"padded vocab \(size: (\d+)\) with \d+ dummy tokens \(new size: (\d+)\)")
+_EFFECTIVE = re.compile(r"Effective Tera Flops per GPU: (\S+) and total parameters (\S+) B")
+_NUMWORKERS = re.compile(r"NumWorkers: (\d+); SamplesPerStep: (\d+); IterationTime: (\S+);\s*SamplesPerSecond: (\S+)")
+_MEMORY = re.compile(r"(?:\[Rank (\d+)\] )?\(?after (\d+) iterations\)? memory \(MB\) \| (.*)")
+_EXIT = re.compile(r"\[exiting program (?:at iteration (\d+)|after [\d.]+ minutes)\] datetime: (.*)")
+_MILESTONES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
+    (re.compile(p), name) for p, name in (
+        (r"> initializing torch distributed", "init-distributed"),
+        (r"> compiling dataset index builder", "compile-dataset-index"),
+        (r"done with dataset index builder\. Compilation time: (\S+) seconds", "dataset-index-builder"),
+        (r"> compiling and loading fused kernels", "compile-fused-kernels"),
+        (r"done with compiling and loading fused kernels\. Compilation time: (\S+) seconds", "fused-kernels"),
+        (r"done with compiling and loading strongh utils\. Compilation time: (\S+) seconds", "stronghold-utils"),
+        (r"^\s*(?:> )?building (?:GPT2?|BERT|T5) model", "build-model"),
+        (r"\[after megatron is initialized\] datetime: (.*)", "megatron-initialized"),
+        (r"\[after model, optimizer, and learning rate scheduler are built\] datetime: (.*)", "model-built"),
+        (r"> building train, validation, and test datasets", "build-datasets"),
+        (r"\[after dataloaders are built\] datetime: (.*)", "dataloaders-built"),
+        (r"^\s*done with setups? \.\.\.", "setup-done"),
+        (r"\[before the start of training step\] datetime: (.*)", "training-start"),
+    ))
+
+_FIELD_OF = {
+    "elapsed time per iteration ms": ("elapsed_ms", 1.0),
+    "elapsed time per iteration s": ("elapsed_ms", 1000.0),
+    "train step timing in s": ("elapsed_ms", 1000.0),
+    "learning rate": ("lr", None),
+    "lr": ("lr", None),
+    "global batch size": ("global_batch", "int"),
+    "consumed samples": ("consumed_samples", "int"),
+    "consumed tokens": ("consumed_tokens", "int"),
+    "loss scale": ("loss_scale", None),
+    "grad norm": ("grad_norm", None),
+    "number of skipped iterations": ("skipped", "int"),
+    "number of nan iterations": ("nan_count", "int"),
+    "throughput per gpu tflop/s/gpu": ("tflops_reported", None),
+    "tflops": ("tflops_reported", None),
+    "approx flops per gpu": ("tflops_reported", None),
+    "samples per second": ("samples_per_sec", None),
+    "samples/sec": ("samples_per_sec", None),
+    "tokens per second": ("tokens_per_sec", None),
+    "tokens per gpu per second tgs": ("tokens_per_gpu_per_sec", None),
+    "tokens per gpu per second": ("tokens_per_gpu_per_sec", None),
+}
+_IGNORED_LOSS_KEYS = {"loss scale"}
+
+
+def _style(line: str) -> str:
+    if "approx flops per GPU" in line:
+        return "gpt-neox"
+    if "reduced_train_loss" in line or "Training epoch" in line:
+        return "nemo"
+    return "megatron-lm"
+
+
+def parse_record(record: str) -> dict:
+    """Fields of one iteration record (the text of one ``iteration N/M | ...`` entry)."""
+    out: dict = {}
+    losses: dict[str, float] = {}
+    for seg in record.split("|"):
+        if ":" in seg:
+            raw, _, value = seg.partition(":")
+        elif "=" in seg:
+            raw, _, value = seg.partition("=")
+        else:
+            continue
+        key = norm_key(raw)
+        spec = _FIELD_OF.get(key)
+        if spec is not None:
+            name, kind = spec
+            if kind == "int":
+                out[name] = to_int(value)
+            else:
+                v = to_float(value)
+                if v is not None and isinstance(kind, float):
+                    v *= kind
+                out[name] = v
+        elif "loss" in key and key not in _IGNORED_LOSS_KEYS:
+            v = to_float(value)
+            if v is not None:
+                losses[key] = v
+    if losses:
+        out["losses"] = MappingProxyType(losses)
+    return out
+
+
+class MegatronParser(LineParser):
+    name = "megatron"
+    framework = "megatron-lm"
+    SNIFF = compile_sniff(r"iteration[ =]+\d+/ *\d+ *\|", r"-{3,} arguments -{3,}", r"using world size: \d+",
+                          r"padded vocab \(size:", r"\[before the start of training step\]",
+                          r"Effective Tera Flops per GPU", r"> initializing torch distributed")
+    TRIGGERS = (r"iteration[ =]+\d+/", r" arguments -{3}", r"\w \.{3,} ", r"using world size: ",
+                r"padded vocab \(size", r"Effective Tera Flops", r"NumWorkers: ", r"memory \(MB\) \|",
+                r"\[exiting program", r"\] datetime: ", r"> initializing torch distributed",
+                r"Compilation time: ", r"> compiling ", r"building (?:GPT|BERT|T5)", r"done with setup",
+                r"> building train, validation")
+
+    SAMPLES = (
+        Sample(" iteration       30/      50 | elapsed time per iteration (ms): 6051.8 | learning rate: 1.406E-06 | "
+               "global batch size:     4 | lm loss: 1.052111E+01 | loss scale: 1.0 | grad norm: 12.352 | "
+               "number of skipped iterations:   0 | number of nan iterations:   0 |",
+               "iteration", {"iteration": 30, "train_iters": 50, "elapsed_ms": 6051.8, "lr": 1.406e-06,
+                             "global_batch": 4, "losses": {"lm loss": 10.52111}, "loss_scale": 1.0,
+                             "grad_norm": 12.352, "skipped": 0, "nan_count": 0}),
+        Sample(" iteration        1/    1000 | elapsed time per iteration (ms): 121899.8 | learning rate: 1.875E-05 | "
+               "lm loss: 1.252221E+01 | loss scale: 1024.0 | number of skipped iterations:   0 | "
+               "number of nan iterations:   0 |",
+               "iteration", {"iteration": 1, "train_iters": 1000, "elapsed_ms": 121899.8, "global_batch": None,
+                             "consumed_samples": None, "grad_norm": None, "losses": {"lm loss": 12.52221}}),
+        Sample(" iteration        1/    1000 | consumed samples:         1024 | elapsed time per iteration (ms): "
+               "150891.7 | learning rate: 0.000E+00 | global batch size:  1024 | loss scale: 4294967296.0 | "
+               "number of skipped iterations:   1 | number of nan iterations:   0 |",
+               "iteration", {"iteration": 1, "consumed_samples": 1024, "global_batch": 1024,
+                             "loss_scale": 4294967296.0, "skipped": 1, "losses": {}}),
+        Sample(" iteration       10/      50 | elapsed time per iteration (ms): 2723.1 | learning rate: 4.687E-07 | "
+               "global batch size:     4 | lm loss: 1.131046E+01 | loss scale: 1.0 | grad norm: inf | "
+               "number of skipped iterations:   0 | number of nan iterations:   0 |",
+               "iteration", {"iteration": 10, "grad_norm": math.inf}),
+        Sample(" iteration        1/    1000 | consumed samples:         1024 | elapsed time per iteration (ms): "
+               "159778.9 | learning rate: 1.875E-05 | global batch size:  1024 | lm-loss: 1.244238E+01 | "
+               "loss scale: -1.0 | grad norm: 0.000 | num zeros: 0.0 | number of skipped iterations:   0 | "
+               "number of nan iterations:   0 |",
+               "iteration", {"losses": {"lm loss": 12.44238}, "loss_scale": -1.0, "grad_norm": 0.0}),
+        Sample(" [2026-04-15 11:19:02.524672] iteration        1/     500 | consumed samples:           80 | "
+               "elapsed time per iteration (ms): 12465.5 | throughput per GPU (TFLOP/s/GPU): 11.9 | learning rate: "
+               "6.000000E-06 | global batch size:    80 | lm loss: 1.218301E+01 | loss scale: 1.0 | grad norm: "
+               "11.908 | number of skipped iterations:   0 | number of nan iterations:   0 |",
+               "iteration", {"iteration": 1, "train_iters": 500, "tflops_reported": 11.9, "consumed_samples": 80,
+                             "wall_time": 1776251942.524672}),
+        Sample("9: [default3]: [2026-04-15 11:19:02.524672] iteration        1/     500 | consumed samples:"
+               "           80 | elapsed time per iteration (ms): 12465.5 | lm loss: 1.218301E+01 |",
+               "iteration", {"iteration": 1, "node": "9", "rank": None, "elapsed_ms": 12465.5}),
+        Sample(" samples/sec: 206.693 | iteration        1/     512 | elapsed time per iteration (ms): 2477.1 | "
+               "learning rate: 1.000E-05 | approx flops per GPU: 13.3TFLOPS | lm_loss: 1.106431E+01 | loss scale: "
+               "4096.0 | number of skipped iterations:   0 | number of nan iterations:   0 |",
+               "iteration", {"samples_per_sec": 206.693, "tflops_reported": 13.3, "losses": {"lm loss": 11.06431},
+                             "train_iters": 512}),
+        Sample(" iteration      199/  317892 | consumed samples:       152832 | consumed tokens:    625999872 | "
+               "elapsed time per iteration (ms): 14287.5 | learning rate: 2.407E-04 | global batch size:   768 | "
+               "lm loss: 5.905366E+00 | loss scale: 8192.0 | actual seqlen:  4096 | number of skipped iterations:"
+               "   0 | number of nan iterations:   0 | samples per second: 53.753 | tokens per gpu per second (tgs):"
+               " 1146.733 | TFLOPs: 63.65 |",
+               "iteration", {"iteration": 199, "consumed_tokens": 625999872, "samples_per_sec": 53.753,
+                             "tokens_per_gpu_per_sec": 1146.733, "tflops_reported": 63.65}),
+        Sample("[2024-06-21 10:50:42][INFO][training:1609] -  iteration=       1/  317892 | consumed_samples=  "
+               "       768 | consumed_tokens=     3145728 | elapsed_time_per_iteration_ms=108893.2 | learning_rate="
+               "1.88743e-08 | global_batch_size=  768 | lm loss=11.133188 | loss_scale=1.0 | actual_seqlen= 4096 |"
+               " number_of_skipped_iterations=  0 | number_of_nan_iterations=  0 | samples_per_second=7.053 |",
+               "iteration", {"iteration": 1, "elapsed_ms": 108893.2, "lr": 1.88743e-08, "global_batch": 768,
+                             "losses": {"lm loss": 11.133188}, "samples_per_sec": 7.053, "skipped": 0}),
+        Sample("Training epoch 0, iteration 0/99 | lr: 0 | global_batch_size: 4 | global_step: 0 | "
+               "reduced_train_loss: 1.285 | train_step_timing in s: 23.52",
+               "iteration", {"iteration": 0, "train_iters": 99, "lr": 0.0, "global_batch": 4,
+                             "losses": {"reduced train loss": 1.285}, "elapsed_ms": 23520.0}),
+        Sample("Effective Tera Flops per GPU: 9.29 and total parameters 1.717 B",
+               "throughput", {"tflops_reported": 9.29}),
+        Sample("NumWorkers: 1; SamplesPerStep: 4; IterationTime: 6.051781535148621;  SamplesPerSecond: "
+               "0.6609623921101718", "throughput", {"samples_per_sec": 0.6609623921101718,
+                                                   "iteration_time_s": 6.051781535148621}),
+        Sample("using world size: 64, data-parallel-size: 1, tensor-model-parallel size: 4, "
+               "pipeline-model-parallel size: 16 ", "run_config",
+               {"world_size": 64, "dp": 1, "tp": 4, "pp": 16}),
+        Sample(" > padded vocab (size: 50257) with 47 dummy tokens (new size: 50304)", "run_config",
+               {"vocab_size": 50257, "padded_vocab_size": 50304}),
+        Sample("[Rank 12] (after 1 iterations) memory (MB) | allocated: 15382.845703125 | max allocated: "
+               "19070.73583984375 | reserved: 26762.0 | max reserved: 26762.0", "memory",
+               {"rank": 12, "gpu_allocated_mb": 15382.845703125, "gpu_max_allocated_mb": 19070.73583984375,
+                "gpu_reserved_mb": 26762.0, "gpu_max_reserved_mb": 26762.0, "label": "after 1 iterations"}),
+        Sample("after 10 iterations memory (MB) | allocated: 6943.26611328125 | max allocated: 10359.83984375 | "
+               "reserved: 20720.0 | max reserved: 20720.0", "memory",
+               {"rank": None, "gpu_max_allocated_mb": 10359.83984375}),
+        Sample(">>> done with compiling and loading fused kernels. Compilation time: 6.667 seconds", "milestone",
+               {"name": "fused-kernels", "duration_s": 6.667}),
+        Sample("[before the start of training step] datetime: 2022-06-22 22:22:59 ", "milestone",
+               {"name": "training-start", "wall_time": 1655936579.0}),
+        Sample("> initializing torch distributed ...", "milestone", {"name": "init-distributed"}),
+        Sample("[exiting program at iteration 50] datetime: 2022-06-29 01:00:50 ", "exit",
+               {"iteration": 50, "wall_time": 1656464450.0}),
+        Sample("-------------------- end of arguments ---------------------", "run_config",
+               {"num_layers": 32, "hidden_size": 2048, "activation_checkpointing": True, "tp": 4,
+                "global_batch": 1024, "framework": "megatron-lm"},
+               context=("------------------------ arguments ------------------------",
+                        "  activations_checkpoint_method ................... uniform",
+                        "  global_batch_size ............................... 1024",
+                        "  hidden_size ..................................... 2048",
+                        "  num_layers ...................................... 32",
+                        "  tensor_model_parallel_size ...................... 4")),
+        Sample("  hidden_size ..................................... 2048", None),
+    )
+
+    def __init__(self, file: str = "") -> None:
+        super().__init__(file)
+        self._args: Optional[dict[str, str]] = None
+        self._args_ctx: Optional[LineContext] = None
+        self._announced = False
+        self._nan_reported = False
+        self.last_iteration: Optional[int] = None
+
+    # -- dispatch -----------------------------------------------------------------
+    def feed(self, body: str, ctx: LineContext) -> list[Event]:
+        if "iteration" in body:
+            matches = list(ITERATION.finditer(body))
+            if matches:
+                return self._iterations(body, matches, ctx)
+        if self._args is not None:
+            return self._in_args(body, ctx)
+        if " arguments -" in body and _ARGS_BEGIN.search(body) and not _ARGS_END.search(body):
+            self._args = {}
+            self._args_ctx = ctx
+            return []
+        m = _EFFECTIVE.search(body)
+        if m:
+            return [self.make(Throughput, ctx, iteration=self.last_iteration, tflops_reported=to_float(m.group(1))),
+                    self.make(RunConfig, ctx, total_params_b=to_float(m.group(2)))]
+        m = _NUMWORKERS.search(body)
+        if m:
+            return [self.make(Throughput, ctx, iteration=self.last_iteration, samples_per_sec=to_float(m.group(4)),
+                              iteration_time_s=to_float(m.group(3)))]
+        if "memory (MB)" in body:
+            return self._memory(body, ctx)
+        m = _WORLD.search(body)
+        if m:
+            world, dp, tp, pp = (to_int(g) for g in m.groups())
+            return [self.make(RunConfig, ctx, world_size=world, dp=dp, tp=tp, pp=pp)]
+        m = _PADDED.search(body)
+        if m:
+            return [self.make(RunConfig, ctx, vocab_size=int(m.group(1)), padded_vocab_size=int(m.group(2)))]
+        m = _EXIT.search(body)
+        if m:
+            wall = parse_iso(m.group(2))
+            return [Exit(file=self.file, line=ctx.line, rank=ctx.rank, node=ctx.node,
+                         wall_time=wall if wall is not None else ctx.wall_time,
+                         iteration=to_int(m.group(1)) if m.group(1) else self.last_iteration)]
+        for pattern, name in _MILESTONES:
+            m = pattern.search(body)
+            if m:
+                return [self._milestone(name, m, ctx)]
+        return []
+
+    def flush(self) -> list[Event]:
+        if self._args is not None and self._args_ctx is not None:
+            ctx, self._args_ctx = self._args_ctx, None
+            pairs, self._args = self._args, None
+            return [self.make(RunConfig, ctx, framework=self.framework, **config_from_args(pairs))]
+        return []
+
+    # -- pieces ---------------------------------------------------------------------
+    def _iterations(self, body: str, matches: list[re.Match], ctx: LineContext) -> list[Event]:
+        events: list[Event] = []
+        if not self._announced:
+            self._announced = True
+            events.append(self.make(RunConfig, ctx, framework=_style(body)))
+        for i, m in enumerate(matches):
+            start = 0 if i == 0 else m.start()
+            end = matches[i + 1].start() if i + 1 < len(matches) else len(body)
+            fields = parse_record(body[start:end])
+            it = to_int(m.group(1))
+            fields["iteration"] = it
+            fields["train_iters"] = to_int(m.group(2))
+            events.append(self.make(Iteration, ctx, **fields))
+            if it is not None:
+                self.last_iteration = it
+            if not self._nan_reported and _has_nan(fields):
+                self._nan_reported = True
+                events.append(self.make(Failure, ctx, kind="nan",
+                                        message=f"NaN at iteration {it}: {body.strip()[:200]}"))
+        return events
+
+    def _in_args(self, body: str, ctx: LineContext) -> list[Event]:
+        if _ARGS_END.search(body):
+            return self.flush()
+        m = _ARG_LINE.match(body)
+        if m and self._args is not None and len(self._args) < 4096:
+            self._args[m.group(1)] = m.group(2)
+        return []
+
+    def _memory(self, body: str, ctx: LineContext) -> list[Event]:
+        m = _MEMORY.search(body)
+        if not m:
+            return []
+        values: dict[str, Optional[float]] = {}
+        for seg in m.group(3).split("|"):
+            key, _, value = seg.partition(":")
+            values[norm_key(key)] = to_float(value)
+        rank = to_int(m.group(1)) if m.group(1) else (rank_tag(body) if "[Rank" in body else ctx.rank)
+        return [Memory(file=self.file, line=ctx.line, rank=rank, node=ctx.node, wall_time=ctx.wall_time,
+                       label=f"after {m.group(2)} iterations",
+                       gpu_allocated_mb=values.get("allocated"), gpu_max_allocated_mb=values.get("max allocated"),
+                       gpu_reserved_mb=values.get("reserved"), gpu_max_reserved_mb=values.get("max reserved"))]
+
+    def _milestone(self, name: str, m: re.Match, ctx: LineContext) -> Event:
+        duration = wall = None
+        if m.groups():
+            arg = m.group(1)
+            if "datetime" in m.re.pattern:
+                wall = parse_iso(arg)
+            else:
+                duration = to_float(arg)
+        return Milestone(file=self.file, line=ctx.line, rank=ctx.rank, node=ctx.node,
+                         wall_time=wall if wall is not None else ctx.wall_time, name=name, duration_s=duration)
+
+
+def _has_nan(fields: dict) -> bool:
+    if (fields.get("nan_count") or 0) > 0:
+        return True
+    losses = fields.get("losses") or {}
+    return any(v != v for v in losses.values())

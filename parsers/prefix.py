@@ -1,0 +1,48 @@
+"""Launcher prefixes that wrap the real log line.
+
+``srun --label`` adds ``12: ``, torchrun adds ``[default3]:`` (local rank) or
+``[rank3]:`` (global rank, sometimes twice), pdsh/deepspeed multi-node runners add
+``hostname: ``.  They stack (``0: [default0]: ...``).  Stripping them once, before
+any format parser looks at the line, keeps every format parser prefix-agnostic.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Optional
+
+_PREFIX = re.compile(
+    r"""^(?:
+        (?P<label>\d{1,6}):\ +                                  # srun --label
+      | (?P<host>(?:\d{1,3}(?:\.\d{1,3}){3}|[a-z][a-z0-9-]*\d[a-z0-9-]*(?:\.[a-z0-9-]+)*|localhost)):\ +  # pdsh host
+    )?
+    (?:\[default(?P<local>\d{1,5})\]:\ ?)?
+    (?:\[rank(?P<rank>\d{1,6})\]:\ ?)*
+    """,
+    re.VERBOSE,
+)
+
+
+@dataclass(slots=True)
+class Prefix:
+    body: str
+    rank: Optional[int]
+    local_rank: Optional[int]
+    node: Optional[str]
+
+
+def split_prefix(line: str) -> Prefix:
+    m = _PREFIX.match(line)
+    if m is None or m.end() == 0:
+        return Prefix(line, None, None, None)
+    label, host, local, rank = m.group("label", "host", "local", "rank")
+    rank_i = int(rank) if rank is not None else None
+    local_i = int(local) if local is not None else None
+    node = host
+    if label is not None:
+        if local_i is None and rank_i is None:
+            # srun task id is the global rank when each task is one process
+            rank_i = int(label)
+        else:
+            node = label
+    return Prefix(line[m.end():], rank_i, local_i, node)

@@ -1,0 +1,136 @@
+"""Timer breakdowns and checkpoint saves.
+
+Megatron prints ``time (ms) | name: x | name: y``; DeepSpeed wraps the same in a
+``log_dist`` line tagged ``[Rank R]``; newer Megatron prints a
+``(min, max) time across ranks (ms):`` header followed by one
+``name ....: (min, max)`` line per timer.  Timer names are free-form (STRONGHOLD
+adds ``offloading-*``), so each is classified into a group by its words.
+"""
+from __future__ import annotations
+
+import re
+from typing import Optional
+
+from .base import LineContext, LineParser, Sample, compile_sniff
+from .common import rank_tag
+from .events import Checkpoint, Event, RunConfig, Timers, frozen_map
+from .numbers import to_float, to_int
+
+_MINMAX = re.compile(r"^\s*(\S.*?) \.{2,}: \(([^,()]+), ([^,()]+)\)\s*$")
+_SAVED = re.compile(r"successfully saved checkpoint (?:from iteration|at iteration)\s+(\d+) to (\S+)")
+_COMM_WORDS = ("allreduce", "all-reduce", "all_reduce", "allgather", "all-gather", "reduce-scatter",
+               "reduce_scatter", "send", "recv", "broadcast", "grads-reduce", "params-all-gather")
+_SETUP_WORDS = ("setup", "load-checkpoint", "model and optimizer", "data iterators", "init_optimizer",
+                "model-and-optimizer", "iterators")
+
+
+def timer_group(name: str) -> str:
+    """forward / backward / optimizer / offload / communication / setup / checkpoint / other."""
+    n = name.lower()
+    if "offload" in n or "swap" in n:
+        return "offload"
+    if "save-checkpoint" in n or "save_checkpoint" in n:
+        return "checkpoint"
+    if any(w in n for w in _SETUP_WORDS):
+        return "setup"
+    if any(w in n for w in _COMM_WORDS):
+        return "communication"
+    if "forward" in n or n.startswith("fwd"):
+        return "forward"
+    if "backward" in n or n.startswith("bwd"):
+        return "backward"
+    if "optimizer" in n or n in ("step", "step_microstep") or n.startswith("step"):
+        return "optimizer"
+    return "other"
+
+
+class TimerParser(LineParser):
+    name = "timers"
+    SNIFF = compile_sniff(r"time \(ms\)", r"time across ranks \(ms\)", r"saved checkpoint")
+    TRIGGERS = (r"time \(ms\)", r"\.{2,}: \(", r"saved checkpoint")
+
+    SAMPLES = (
+        Sample("time (ms) | e2e-time: 6051.73 | forward-compute: 852.50 | backward-compute: 5188.55 | "
+               "backward-embedding-all-reduce: 0.02 | optimizer: 2.45 | batch-generator: 1.21 | "
+               "offloading-func-call-overhead: 14.16 | offloading-fwd-overhead: 751.53 | offloading-bwd-overhead: "
+               "61.74 | offloading-fwd-2gpu-overhead: 348.26 | offloading-fwd-2cpu-overhead: 402.66 | "
+               "offloading-bwd-2gpu-overhead: 0.76 | offloading-bwd-2cpu-overhead: 60.09",
+               "timers", {"timers": {"e2e-time": 6051.73, "forward-compute": 852.5, "backward-compute": 5188.55,
+                                     "backward-embedding-all-reduce": 0.02, "optimizer": 2.45,
+                                     "batch-generator": 1.21, "offloading-func-call-overhead": 14.16,
+                                     "offloading-fwd-overhead": 751.53, "offloading-bwd-overhead": 61.74,
+                                     "offloading-fwd-2gpu-overhead": 348.26,
+                                     "offloading-fwd-2cpu-overhead": 402.66,
+                                     "offloading-bwd-2gpu-overhead": 0.76,
+                                     "offloading-bwd-2cpu-overhead": 60.09}}),
+        Sample("[2022-06-29 01:26:11,085] [INFO] [logging.py:69:log_dist] [Rank 0] rank=0 time (ms) | "
+               "optimizer_allgather: 52.34 | optimizer_gradients: 270.08 | optimizer_step: 7393.54",
+               "timers", {"rank": 0, "timers": {"optimizer_allgather": 52.34, "optimizer_gradients": 270.08,
+                                                "optimizer_step": 7393.54},
+                          "groups": {"optimizer_allgather": "communication", "optimizer_gradients": "optimizer",
+                                     "optimizer_step": "optimizer"},
+                          "wall_time": 1656465971.085}),
+        Sample("time (ms) | model-and-optimizer-setup: 336.26 | train/valid/test-data-iterators-setup: 662.92",
+               "timers", {"timers": {"model-and-optimizer-setup": 336.26,
+                                     "train/valid/test-data-iterators-setup": 662.92},
+                          "groups": {"model-and-optimizer-setup": "setup",
+                                     "train/valid/test-data-iterators-setup": "setup"}}),
+        Sample("    model-and-optimizer-setup ......................: (4228.35, 4670.69)", "timers",
+               {"timers": {"model-and-optimizer-setup": 4670.69}}),
+        Sample("time (ms) | save-checkpoint: 66891.40", "checkpoint", {"save_ms": 66891.40, "iteration": 50},
+               context=("  successfully saved checkpoint at iteration      50 to checkpoints/gpt2",)),
+        Sample("  successfully saved checkpoint at iteration      50 to checkpoints/gpt2", "checkpoint",
+               {"iteration": 50, "path": "checkpoints/gpt2", "save_ms": None}),
+        Sample("time (ms)", None),
+    )
+
+    def __init__(self, file: str = "") -> None:
+        super().__init__(file)
+        self._saved_iteration: Optional[int] = None
+        self._offload_announced = False
+
+    def feed(self, body: str, ctx: LineContext) -> list[Event]:
+        pos = body.find("time (ms)")
+        if pos >= 0:
+            timers = _pairs(body[pos + 9:])
+        else:
+            m = _SAVED.search(body)
+            if m:
+                self._saved_iteration = to_int(m.group(1))
+                return [self.make(Checkpoint, ctx, iteration=self._saved_iteration, path=m.group(2))]
+            m = _MINMAX.match(body)
+            if not m:
+                return []
+            value = to_float(m.group(3))
+            if value is None:
+                return []
+            timers = {m.group(1).strip(): value}
+        if not timers:
+            return []
+        rank = rank_tag(body) if "[Rank" in body else ctx.rank
+        events: list[Event] = []
+        save = timers.pop("save-checkpoint", None)
+        if save is not None:
+            events.append(self.make(Checkpoint, ctx, iteration=self._saved_iteration, save_ms=save))
+        if timers:
+            groups = {name: timer_group(name) for name in timers}
+            if not self._offload_announced and any(g == "offload" and n.startswith("offloading")
+                                                   for n, g in groups.items()):
+                self._offload_announced = True
+                events.append(self.make(RunConfig, ctx, framework="stronghold"))
+            events.append(Timers(file=self.file, line=ctx.line, rank=rank, node=ctx.node, wall_time=ctx.wall_time,
+                                 timers=frozen_map(timers), groups=frozen_map(groups)))
+        return events
+
+
+def _pairs(text: str) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for seg in text.split("|"):
+        name, sep, value = seg.rpartition(":")
+        if not sep:
+            continue
+        v = to_float(value)
+        name = name.strip()
+        if v is not None and name and len(out) < 256:
+            out[name] = v
+    return out

@@ -1,0 +1,54 @@
+"""Wall-clock timestamps as they appear in training logs.
+
+All stamps in these logs are naive local times.  They are converted to POSIX
+seconds as if they were UTC: only differences between stamps of one job are
+used, so the zone does not matter, and date arithmetic stays correct across
+minutes, hours and midnight.
+"""
+from __future__ import annotations
+
+import calendar
+import re
+from typing import Optional
+
+# 2022-06-29 01:36:30,237 | 2026-04-15 11:19:02.524672 | 2023-12-19 13:33:24 | 2021-05-27T21:42:11
+_ISO = re.compile(
+    r"(?P<y>\d{4})-(?P<mo>\d{2})-(?P<d>\d{2})[ T](?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2})(?:[.,](?P<f>\d{1,9}))?"
+)
+# 2023-11-02-183323 (the ALCF "Job started at" stamp)
+_COMPACT = re.compile(r"(?P<y>\d{4})-(?P<mo>\d{2})-(?P<d>\d{2})-(?P<h>\d{2})(?P<mi>\d{2})(?P<s>\d{2})\b")
+# Leading stamp of a line: "[2022-06-29 01:36:30,237] ...", "[2023-12-19 13:33:24][INFO]...",
+# " [2026-04-15 11:19:02.524672] iteration ...", "[titan] 2026-05-19 23:02:48,804 - root"
+LEADING = re.compile(r"^\s*(?:\[[^\]\d]{1,16}\]\s*)?\[?(\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[.,]\d{1,9})?)")
+
+
+def _to_epoch(m: re.Match) -> Optional[float]:
+    try:
+        y, mo, d = int(m["y"]), int(m["mo"]), int(m["d"])
+        h, mi, s = int(m["h"]), int(m["mi"]), int(m["s"])
+        if not (1 <= mo <= 12 and 1 <= d <= 31 and h < 24 and mi < 60 and s < 62):
+            return None
+        frac = m["f"] if "f" in m.groupdict() else None
+        base = calendar.timegm((y, mo, d, h, mi, s, 0, 0, 0))
+        if frac:
+            base += int(frac) / (10 ** len(frac))
+        return float(base)
+    except (ValueError, OverflowError, TypeError):
+        return None
+
+
+def parse_iso(text: str) -> Optional[float]:
+    m = _ISO.search(text)
+    return _to_epoch(m) if m else None
+
+
+def parse_compact(text: str) -> Optional[float]:
+    m = _COMPACT.search(text)
+    return _to_epoch(m) if m else None
+
+
+def leading_timestamp(line: str) -> Optional[float]:
+    m = LEADING.match(line)
+    if not m:
+        return None
+    return parse_iso(m.group(1))

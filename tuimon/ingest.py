@@ -1,0 +1,85 @@
+"""One file's pipeline: bytes -> framing -> parsers -> events."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterator, Optional
+
+from parsers import ParserSet, parser_set
+from parsers.events import Event
+
+from .sources.framing import Framer
+
+READ_SIZE = 4 << 20
+
+
+@dataclass(slots=True)
+class ParseStats:
+    bytes: int = 0
+    lines: int = 0
+    too_long: int = 0
+    invalid_utf8: int = 0
+
+    @property
+    def skipped(self) -> int:
+        """Lines whose content was not parsed at all."""
+        return self.too_long
+
+    def add(self, other: "ParseStats") -> None:
+        self.bytes += other.bytes
+        self.lines += other.lines
+        self.too_long += other.too_long
+        self.invalid_utf8 += other.invalid_utf8
+
+
+class FileParser:
+    """Incremental: feed bytes as they arrive, call :meth:`finish` at end of input."""
+
+    def __init__(self, label: str, parsers: Optional[ParserSet] = None) -> None:
+        self.label = label
+        self.framer = Framer()
+        self.parsers = parsers or parser_set(label)
+
+    def feed(self, data: bytes) -> list[Event]:
+        block = self.framer.feed(data)
+        if not block.lines:
+            return []
+        return self.parsers.feed_block(block.text, block.first_line)
+
+    def finish(self) -> list[Event]:
+        block = self.framer.flush()
+        events = self.parsers.feed_block(block.text, block.first_line) if block.lines else []
+        events.extend(self.parsers.flush())
+        return events
+
+    @property
+    def stats(self) -> ParseStats:
+        f = self.framer
+        return ParseStats(bytes=f.bytes_in, lines=f.next_line - 1, too_long=f.too_long,
+                          invalid_utf8=f.invalid_utf8)
+
+
+def read_chunks(path: Path, size: int = READ_SIZE) -> Iterator[bytes]:
+    with open(path, "rb") as fh:
+        while True:
+            chunk = fh.read(size)
+            if not chunk:
+                return
+            yield chunk
+
+
+def parse_file(path: Path, label: Optional[str] = None,
+               sink: Optional[Callable[[list[Event]], None]] = None) -> tuple[list[Event], ParseStats]:
+    """Parse a whole file.  With ``sink``, events are handed over per chunk and
+    the returned list stays empty (bounded memory on huge files)."""
+    fp = FileParser(label or str(path))
+    collected: list[Event] = []
+    out = sink or collected.extend
+    for chunk in read_chunks(path):
+        events = fp.feed(chunk)
+        if events:
+            out(events)
+    tail = fp.finish()
+    if tail:
+        out(tail)
+    return collected, fp.stats

@@ -1,0 +1,120 @@
+"""Framing: bytes in, blocks of complete normalised lines out.
+
+* Lines end at ``b"\\n"`` only (never ``str.splitlines``, which also breaks on
+  U+2028, ``\\x0b``, ``\\x1c``...).  A partial last line is held until its newline.
+* ``\\r\\n`` endings lose the ``\\r``; ``\\r`` progress bars keep their last segment.
+* A line longer than ``max_line`` is replaced by one marker line (memory stays
+  bounded: its bytes are dropped as they arrive) and counted.
+* Decoding replaces invalid UTF-8 with U+FFFD; a multibyte character can never be
+  split, because only whole lines are decoded.  NUL bytes become U+2400 (␀).
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+DEFAULT_MAX_LINE = 1 << 20
+TOO_LONG_MARKER = "\u2400tuimon: line too long, skipped"
+
+_CR_BEFORE_NL = re.compile(r"\r+(?=\n)")
+_CR_PROGRESS = re.compile(r"[^\n]*\r")
+
+
+@dataclass(slots=True)
+class Block:
+    text: str  # complete lines, each ending in "\n"
+    first_line: int  # 1-based number of the first line
+    lines: int
+
+
+class Framer:
+    def __init__(self, max_line: int = DEFAULT_MAX_LINE) -> None:
+        self.max_line = max_line
+        self._partial = b""
+        self._discarding = False
+        self.next_line = 1
+        self.too_long = 0
+        self.invalid_utf8 = 0
+        self.bytes_in = 0
+
+    @property
+    def pending(self) -> int:
+        """Bytes of the held, incomplete last line."""
+        return len(self._partial)
+
+    def feed(self, data: bytes) -> Block:
+        self.bytes_in += len(data)
+        prefix_lines: list[str] = []
+        if self._discarding:
+            nl = data.find(b"\n")
+            if nl < 0:
+                return self._block("", 0)
+            data = data[nl + 1:]
+            self._discarding = False
+            prefix_lines.append(TOO_LONG_MARKER)
+        buf = self._partial + data if self._partial else data
+        last_nl = buf.rfind(b"\n")
+        if last_nl < 0:
+            self._hold(buf)
+            return self._finish(prefix_lines, b"")
+        complete = buf[:last_nl + 1]
+        self._hold(buf[last_nl + 1:])
+        return self._finish(prefix_lines, complete)
+
+    def flush(self) -> Block:
+        """End of input: the held partial line becomes a line of its own."""
+        if self._discarding:
+            self._discarding = False
+            return self._finish([TOO_LONG_MARKER], b"")
+        rest, self._partial = self._partial, b""
+        return self._finish([], rest + b"\n" if rest else b"")
+
+    # -- internals ---------------------------------------------------------------------
+    def _hold(self, rest: bytes) -> None:
+        if len(rest) > self.max_line:
+            self._partial = b""
+            self._discarding = True
+            self.too_long += 1
+        else:
+            self._partial = bytes(rest)
+
+    def _finish(self, prefix_lines: list[str], complete: bytes) -> Block:
+        if not complete:
+            text = "".join(line + "\n" for line in prefix_lines)
+            return self._block(text, len(prefix_lines))
+        nls = np.flatnonzero(np.frombuffer(complete, dtype=np.uint8) == 10)
+        n = int(nls.size)
+        if len(complete) > self.max_line:
+            lengths = np.diff(nls, prepend=-1) - 1
+            if int(lengths.max()) > self.max_line:
+                complete = self._drop_long_lines(complete)
+        try:
+            text = complete.decode("utf-8")
+        except UnicodeDecodeError:
+            text = complete.decode("utf-8", "replace")
+            self.invalid_utf8 += sum(1 for line in text.split("\n") if "\ufffd" in line)
+        if "\r" in text:
+            text = _CR_PROGRESS.sub("", _CR_BEFORE_NL.sub("", text))
+        if "\x00" in text:
+            text = text.replace("\x00", "\u2400")
+        if prefix_lines:
+            text = "".join(line + "\n" for line in prefix_lines) + text
+        return self._block(text, n + len(prefix_lines))
+
+    def _drop_long_lines(self, complete: bytes) -> bytes:
+        marker = TOO_LONG_MARKER.encode()
+        out = []
+        for line in complete.split(b"\n")[:-1]:
+            if len(line) > self.max_line:
+                self.too_long += 1
+                out.append(marker)
+            else:
+                out.append(line)
+        return b"\n".join(out) + b"\n"
+
+    def _block(self, text: str, lines: int) -> Block:
+        block = Block(text, self.next_line, lines)
+        self.next_line += lines
+        return block
