@@ -1,0 +1,193 @@
+"""Command line: ``tuimon VERB ...``.  The only module that may import the UI."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Optional, Sequence
+
+from . import __version__
+from .discover import DEFAULT_INCLUDE, PathError, discover
+from .gpus import GPU_PEAK_TFLOPS, peak_for
+from .ingest import ParseStats, parse_file
+from .metrics import parse_size, tflops_per_gpu
+from .store import JobStore
+from .summary import RENDERERS, summarize
+
+EXIT_USAGE = 2
+
+
+def _err(message: str) -> None:
+    print(f"tuimon: error: {message}", file=sys.stderr)
+
+
+def _add_paths(p: argparse.ArgumentParser) -> None:
+    p.add_argument("paths", nargs="+", metavar="PATH", help="log files or directories (searched recursively)")
+    p.add_argument("--include", action="append", metavar="GLOB",
+                   help=f"file name pattern to read in directories (default: {' '.join(DEFAULT_INCLUDE)})")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="tuimon", description="Live monitor for distributed training logs.")
+    parser.add_argument("--version", action="version", version=f"tuimon {__version__}")
+    verbs = parser.add_subparsers(dest="verb", metavar="VERB")
+
+    p = verbs.add_parser("summary", help="one row per job: iteration time, TFLOPs, startup, failures")
+    _add_paths(p)
+    p.add_argument("--format", choices=sorted(RENDERERS), default="table")
+    p.add_argument("--gpu", choices=sorted(GPU_PEAK_TFLOPS), help="GPU model, for MFU")
+    p.add_argument("--gpu-peak", type=float, metavar="TFLOPS", help="peak TFLOPs per GPU, for MFU")
+
+    p = verbs.add_parser("events", help="every parsed event as one JSON object per line")
+    _add_paths(p)
+
+    p = verbs.add_parser("tflops", help="TFLOPs per GPU from model size and iteration time (seed formula)")
+    p.add_argument("--params", required=True, help="model size, e.g. 52B or 350M")
+    p.add_argument("--seq", type=int, required=True, help="sequence length")
+    p.add_argument("--gbs", type=float, required=True, help="global batch size")
+    p.add_argument("--iter-time", type=float, required=True, metavar="SECONDS", help="seconds per iteration")
+    p.add_argument("--gpus", type=int, required=True, help="total number of GPUs")
+    p.add_argument("--no-activation-checkpointing", action="store_true", help="use factor 3 instead of 4")
+    p.add_argument("--gpu-peak", type=float, metavar="TFLOPS", help="also print MFU against this peak")
+
+    for verb, text in (("watch", "open the live dashboard on local paths (issue 5: not yet available)"),
+                       ("ssh", "follow logs on a remote host over SSH (issue 4: not yet available)")):
+        p = verbs.add_parser(verb, help=text)
+        p.add_argument("paths", nargs="*", metavar="PATH")
+    verbs.add_parser("demo", help="simulate five training jobs and show them live")
+    return parser
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        if args.verb == "summary":
+            return cmd_summary(args)
+        if args.verb == "events":
+            return cmd_events(args)
+        if args.verb == "tflops":
+            return cmd_tflops(args)
+        if args.verb == "demo":
+            from .demo import run_demo
+            return run_demo()
+        if args.verb in ("watch", "ssh"):
+            _err(f"'tuimon {args.verb}' is not available in this version yet; use 'tuimon summary' or 'tuimon events'")
+            return EXIT_USAGE
+        parser.print_help()
+        return EXIT_USAGE
+    except PathError as exc:
+        _err(str(exc))
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        # the reader (e.g. `| head`) went away: not an error of ours
+        try:
+            sys.stdout = open(os.devnull, "w")
+        except OSError:
+            pass
+        return 0
+
+
+def _files(args) -> list[Path]:
+    include = tuple(args.include) if args.include else DEFAULT_INCLUDE
+    files = discover(args.paths, include=include)
+    if not files:
+        raise PathError("no log files found under " + " ".join(args.paths))
+    return files
+
+
+def _report(stats: ParseStats, files: int, seconds: float) -> None:
+    parts = [f"{files} file{'s' if files != 1 else ''}", f"{stats.lines:,} lines",
+             f"{stats.bytes / 1e6:.1f} MB", f"{seconds:.2f} s"]
+    line = "tuimon: parsed " + ", ".join(parts) + f"; skipped {stats.skipped:,} lines"
+    if stats.too_long:
+        line += f" ({stats.too_long:,} too long)"
+    if stats.invalid_utf8:
+        line += f"; {stats.invalid_utf8:,} lines had invalid UTF-8 (replaced)"
+    print(line, file=sys.stderr)
+
+
+def _parse_into(store: JobStore, files: list[Path]) -> ParseStats:
+    total = ParseStats()
+    for path in files:
+        store.add_file(str(path))
+        try:
+            _, stats = parse_file(path, str(path), sink=store.add)
+        except OSError as exc:
+            _err(f"cannot read {path}: {exc.strerror or exc}")
+            continue
+        total.add(stats)
+    return total
+
+
+def cmd_summary(args) -> int:
+    files = _files(args)
+    t0 = time.perf_counter()
+    store = JobStore()
+    stats = _parse_into(store, files)
+    now = time.time()
+    peak = args.gpu_peak or peak_for(args.gpu)
+    rows = []
+    for job in store.jobs.values():
+        mtimes = [_mtime(f) for f in job.files]
+        last_write = max((m for m in mtimes if m is not None), default=None)
+        rows.append(summarize(job, now=now, last_write=last_write, gpu_peak=peak))
+    rows.sort(key=lambda r: r["job"])
+    sys.stdout.write(RENDERERS[args.format](rows))
+    sys.stdout.flush()
+    _report(stats, len(files), time.perf_counter() - t0)
+    return 0
+
+
+def _mtime(path: str) -> Optional[float]:
+    try:
+        return os.stat(path).st_mtime
+    except OSError:
+        return None
+
+
+def cmd_events(args) -> int:
+    files = _files(args)
+    t0 = time.perf_counter()
+    out = sys.stdout
+    total = ParseStats()
+
+    def emit(events) -> None:
+        out.write("".join(json.dumps(e.to_dict(), allow_nan=False) + "\n" for e in events))
+
+    for path in files:
+        try:
+            _, stats = parse_file(path, str(path), sink=emit)
+        except OSError as exc:
+            _err(f"cannot read {path}: {exc.strerror or exc}")
+            continue
+        total.add(stats)
+    out.flush()
+    _report(total, len(files), time.perf_counter() - t0)
+    return 0
+
+
+def cmd_tflops(args) -> int:
+    try:
+        params = parse_size(args.params)
+    except ValueError:
+        _err(f"--params: not a model size: {args.params!r} (try 52B or 350M)")
+        return EXIT_USAGE
+    value = tflops_per_gpu(params, args.seq, args.gbs, args.iter_time, args.gpus,
+                           activation_checkpointing=not args.no_activation_checkpointing)
+    if value is None:
+        _err("--iter-time and --gpus must be positive")
+        return EXIT_USAGE
+    print(f"{value:.1f}")
+    if args.gpu_peak:
+        print(f"MFU {100.0 * value / args.gpu_peak:.1f}%")
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,50 @@
+"""Finding log files under the paths a user names (headless, one-shot walk)."""
+from __future__ import annotations
+
+import fnmatch
+import os
+from pathlib import Path
+from typing import Iterable, Sequence
+
+DEFAULT_INCLUDE = ("*.log", "*.out", "*.err", "*.txt")
+DEFAULT_EXCLUDE = ("*.swp", "*~", ".*")
+
+
+class PathError(Exception):
+    """A path the user named cannot be read; the message is one line for the user."""
+
+
+def _matches(name: str, patterns: Sequence[str]) -> bool:
+    return any(fnmatch.fnmatch(name, p) for p in patterns)
+
+
+def discover(paths: Iterable[str], include: Sequence[str] = DEFAULT_INCLUDE,
+             exclude: Sequence[str] = DEFAULT_EXCLUDE) -> list[Path]:
+    """Files named directly are always taken; directories are walked recursively
+    for files matching ``include`` and not ``exclude``.  Raises :class:`PathError`."""
+    found: list[Path] = []
+    seen: set[str] = set()
+    for raw in paths:
+        path = Path(os.path.expanduser(raw))
+        if not path.exists():
+            raise PathError(f"no such file or directory: {raw}")
+        if path.is_dir():
+            if not os.access(path, os.R_OK | os.X_OK):
+                raise PathError(f"permission denied: {raw}")
+            for root, dirs, files in os.walk(path, onerror=None):
+                dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+                for name in sorted(files):
+                    if _matches(name, include) and not _matches(name, exclude):
+                        _add(found, seen, Path(root) / name)
+        else:
+            if not os.access(path, os.R_OK):
+                raise PathError(f"permission denied: {raw}")
+            _add(found, seen, path)
+    return found
+
+
+def _add(found: list[Path], seen: set[str], path: Path) -> None:
+    key = str(path)
+    if key not in seen:
+        seen.add(key)
+        found.append(path)

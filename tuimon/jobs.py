@@ -1,0 +1,55 @@
+"""Which files make one job.
+
+* A Slurm/PBS job id in the file name groups ``x-1999618.out`` with ``x-1999618.err``.
+* Per-rank files of one run (``...rank3...``, ``...rank_3...``, ``log.rank0``) are one job,
+  and the number gives the rank.
+* Otherwise each file is its own job.
+Files are only grouped within one directory.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import PurePath
+from typing import Optional
+
+_RANK_IN_NAME = re.compile(r"(?i)([-_.]?)(?:rank|worker|proc)[-_]?(\d{1,6})(?=[-_.]|$)")
+_JOB_ID = re.compile(r"(?:^|[-_.])(?:slurm-|job[-_]?)?(\d{5,10})(?=[-_.]|$)")
+_LOG_SUFFIXES = (".log", ".out", ".err", ".txt")
+
+
+@dataclass(frozen=True)
+class FileIdentity:
+    job_key: str
+    job_name: str
+    rank: Optional[int]
+
+
+def _stem(name: str) -> str:
+    changed = True
+    while changed:
+        changed = False
+        for suffix in _LOG_SUFFIXES:
+            if name.lower().endswith(suffix) and len(name) > len(suffix):
+                name = name[: -len(suffix)]
+                changed = True
+    return name
+
+
+def identify(path: str) -> FileIdentity:
+    p = PurePath(path)
+    parent = str(p.parent)
+    stem = _stem(p.name)
+    rank = None
+    m = _RANK_IN_NAME.search(stem)
+    if m:
+        rank = int(m.group(2))
+        stem_wo_rank = (stem[: m.start()] + stem[m.end():]).strip("-_.") or stem
+    else:
+        stem_wo_rank = stem
+    job_id = _JOB_ID.findall(stem_wo_rank)
+    if job_id:
+        jid = job_id[-1]
+        name = stem_wo_rank[: stem_wo_rank.rfind(jid) + len(jid)]
+        return FileIdentity(f"{parent}/{name}", name, rank)
+    return FileIdentity(f"{parent}/{stem_wo_rank}", stem_wo_rank, rank)

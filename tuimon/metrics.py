@@ -1,0 +1,114 @@
+"""Derived metrics, as pure functions of numbers (no I/O, no state).
+
+Formulas are the ones users already apply by hand (seed 001):
+  model size (B) = (l*(12h^2 + 13h) + v*h + s*h + 2h) / 1e9
+  TFLOPs/GPU     = size_B * k * 2 * seq * global_batch / (iter_s * gpus * 1e3)
+with k = 4 when activations are checkpointed (recomputed forward), else 3.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Iterable, Optional, Sequence
+
+import numpy as np
+
+
+def model_size_billion(layers: int, hidden: int, seq: int, vocab: int) -> float:
+    h = float(hidden)
+    return (layers * (12 * h * h + 13 * h) + vocab * h + seq * h + 2 * h) / 1e9
+
+
+def tflops_per_gpu(params_billion: float, seq: int, global_batch: float, iter_time_s: float, gpus: int,
+                   activation_checkpointing: bool = True) -> Optional[float]:
+    if not iter_time_s or iter_time_s <= 0 or not gpus or gpus <= 0:
+        return None
+    factor = 4 if activation_checkpointing else 3
+    value = params_billion * factor * 2 * seq * global_batch / (iter_time_s * gpus * 1e3)
+    return value if math.isfinite(value) else None
+
+
+def mfu(tflops: Optional[float], peak_tflops: Optional[float]) -> Optional[float]:
+    if tflops is None or not peak_tflops:
+        return None
+    return tflops / peak_tflops
+
+
+@dataclass(frozen=True)
+class SpreadStats:
+    median: float
+    mean: float
+    min: float
+    max: float
+    p10: float
+    p90: float
+    n: int
+
+    def as_dict(self) -> dict:
+        return {"median": self.median, "mean": self.mean, "min": self.min, "max": self.max,
+                "p10": self.p10, "p90": self.p90, "n": self.n}
+
+
+def warmup_count(n: int) -> int:
+    """How many of the first logged points are warm-up (compilation, allocator,
+    NCCL setup): the first one always, then 10% of the run, keeping at least one."""
+    if n <= 1:
+        return 0
+    return min(n - 1, max(1, round(0.1 * n)))
+
+
+def steady_stats(values: Sequence[float] | np.ndarray, skip_warmup: bool = True) -> Optional[SpreadStats]:
+    arr = np.asarray(values, dtype=np.float64)
+    if skip_warmup:
+        arr = arr[warmup_count(arr.size):]
+    arr = arr[np.isfinite(arr)]
+    if arr.size == 0:
+        return None
+    p10, p50, p90 = np.percentile(arr, [10, 50, 90])
+    return SpreadStats(median=float(p50), mean=float(arr.mean()), min=float(arr.min()), max=float(arr.max()),
+                       p10=float(p10), p90=float(p90), n=int(arr.size))
+
+
+def steady_median(values: Sequence[float] | np.ndarray) -> Optional[float]:
+    stats = steady_stats(values)
+    return stats.median if stats else None
+
+
+@dataclass(frozen=True)
+class Phase:
+    name: str
+    offset_s: float  # seconds after the job-start mark
+
+
+def startup_timeline(start: Optional[float], first_step: Optional[float],
+                     marks: Iterable[tuple[str, Optional[float]]]) -> tuple[Optional[float], list[Phase]]:
+    """Seconds from the job-start mark to the first completed training step, and
+    the named marks in between (wall-clock seconds, so minutes, hours and midnight
+    roll over correctly).  Marks before the start or after the first step are dropped."""
+    if start is None:
+        return None, []
+    phases = [Phase("job-start", 0.0)]
+    seen = {"job-start"}
+    for name, wall in sorted(((n, w) for n, w in marks if w is not None), key=lambda nw: nw[1]):
+        if name in seen or wall < start or (first_step is not None and wall > first_step):
+            continue
+        seen.add(name)
+        phases.append(Phase(name, wall - start))
+    total = None
+    if first_step is not None and first_step >= start:
+        total = first_step - start
+        phases.append(Phase("first-step", total))
+    return total, phases
+
+
+def parse_size(text: str) -> float:
+    """``52B``, ``1.3b``, ``350M``, ``52`` (billions) -> billions of parameters."""
+    t = text.strip().upper()
+    scale = 1.0
+    if t.endswith("B"):
+        t = t[:-1]
+    elif t.endswith("M"):
+        t, scale = t[:-1], 1e-3
+    elif t.endswith("T"):
+        t, scale = t[:-1], 1e3
+    return float(t) * scale

@@ -1,0 +1,87 @@
+"""Growable numpy series of iteration points, 28 bytes a point.
+
+Wall time is stored as float32 seconds after the series' first stamp (about 0.25 s
+resolution after a month), which is what keeps a point under 32 bytes; growth by
+1/8 keeps the allocated slack under 4 bytes a point.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import numpy as np
+
+POINT_DTYPE = np.dtype([
+    ("iteration", "<i4"),
+    ("elapsed_ms", "<f4"),
+    ("loss", "<f4"),
+    ("grad_norm", "<f4"),
+    ("tflops", "<f4"),
+    ("samples_per_sec", "<f4"),
+    ("wall", "<f4"),
+])
+_NAN = float("nan")
+_I32_MAX = np.iinfo(np.int32).max
+
+
+def _f(value: Optional[float]) -> float:
+    """float32-safe value: huge magnitudes become +-inf instead of an overflow warning."""
+    if value is None:
+        return _NAN
+    try:
+        v = float(value)
+    except (OverflowError, ValueError, TypeError):
+        return _NAN
+    if v > 3.4e38:
+        return float("inf")
+    if v < -3.4e38:
+        return float("-inf")
+    return v
+
+
+class Series:
+    __slots__ = ("_data", "n", "wall_base")
+
+    def __init__(self, capacity: int = 64) -> None:
+        self._data = np.empty(capacity, dtype=POINT_DTYPE)
+        self.n = 0
+        self.wall_base: Optional[float] = None
+
+    def __len__(self) -> int:
+        return self.n
+
+    def append(self, iteration: Optional[int], elapsed_ms: Optional[float] = None, loss: Optional[float] = None,
+               grad_norm: Optional[float] = None, tflops: Optional[float] = None,
+               samples_per_sec: Optional[float] = None, wall: Optional[float] = None) -> None:
+        if self.n == len(self._data):
+            grow = max(64, len(self._data) // 8)
+            self._data = np.resize(self._data, len(self._data) + grow)
+        if wall is not None and self.wall_base is None:
+            self.wall_base = wall
+        it = iteration if iteration is not None and 0 <= iteration <= _I32_MAX else -1
+        rel = (wall - self.wall_base) if wall is not None and self.wall_base is not None else None
+        self._data[self.n] = (it, _f(elapsed_ms), _f(loss), _f(grad_norm), _f(tflops), _f(samples_per_sec), _f(rel))
+        self.n += 1
+
+    def set_last(self, column: str, value: Optional[float]) -> None:
+        if self.n:
+            self._data[column][self.n - 1] = _f(value)
+
+    @property
+    def points(self) -> np.ndarray:
+        """Read-only view of the stored points."""
+        view = self._data[: self.n]
+        view.flags.writeable = False
+        return view
+
+    def column(self, name: str) -> np.ndarray:
+        return self._data[name][: self.n]
+
+    def last(self, name: str) -> Optional[float]:
+        if not self.n:
+            return None
+        value = self._data[name][self.n - 1]
+        return float(value)
+
+    @property
+    def bytes_allocated(self) -> int:
+        return int(self._data.nbytes)

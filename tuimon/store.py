@@ -1,0 +1,263 @@
+"""The job store: events in, per-job and per-rank state out.  No Textual here.
+
+Each job keeps its iteration points per rank in :class:`~tuimon.series.Series`
+(numpy), running aggregates for timers and memory, and the few discrete facts
+(config, milestones, checkpoints, failures) needed to derive every summary figure.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterable, Optional, Union
+
+from parsers.events import (Checkpoint, Event, Exit, Failure, Iteration, Memory, Milestone, RunConfig, Step,
+                            Throughput, Timers, Truncated)
+
+from .jobs import identify
+from .series import Series
+
+RankKey = Union[int, str]
+_CONFIG_FIELDS = ("num_layers", "hidden_size", "num_heads", "seq_length", "vocab_size", "padded_vocab_size",
+                  "micro_batch", "global_batch", "tp", "pp", "dp", "world_size", "activation_checkpointing",
+                  "train_iters", "total_params_b")
+_FATAL = ("oom", "nccl", "cancelled", "killed")
+
+
+@dataclass
+class TimerStat:
+    group: str
+    total_ms: float = 0.0
+    count: int = 0
+    last_ms: float = 0.0
+
+    @property
+    def mean_ms(self) -> float:
+        return self.total_ms / self.count if self.count else 0.0
+
+
+@dataclass
+class Job:
+    key: str
+    name: str
+    files: list[str] = field(default_factory=list)
+    config: dict = field(default_factory=dict)
+    frameworks: list[str] = field(default_factory=list)
+    ranks: dict[RankKey, Series] = field(default_factory=dict)
+    steps: Series = field(default_factory=Series)
+    reported: Series = field(default_factory=Series)  # Throughput lines: tflops / samples/s / iteration time
+    timers: dict[str, TimerStat] = field(default_factory=dict)
+    memory: dict[str, float] = field(default_factory=dict)
+    milestones: list[Milestone] = field(default_factory=list)
+    checkpoints: dict[int, dict] = field(default_factory=dict)
+    failures: list[Failure] = field(default_factory=list)
+    exits: list[Exit] = field(default_factory=list)
+    truncations: int = 0
+    last_iteration: Optional[int] = None
+    last_progress: Optional[tuple[str, int]] = None  # (file, line) of the latest iteration/step
+    last_losses: dict[str, float] = field(default_factory=dict)
+    last_lr: Optional[float] = None
+    last_loss_scale: Optional[float] = None
+    first_wall: Optional[float] = None
+    last_wall: Optional[float] = None
+    first_step_wall: Optional[float] = None
+    events: int = 0
+
+    # -- derived facts ------------------------------------------------------------------
+    @property
+    def iterations_seen(self) -> int:
+        return sum(len(s) for s in self.ranks.values())
+
+    @property
+    def primary(self) -> Optional[Series]:
+        """The rank that logged the most iterations (Megatron logs them on one rank)."""
+        if not self.ranks:
+            return None
+        return max(self.ranks.values(), key=len)
+
+    @property
+    def framework(self) -> str:
+        fw = set(self.frameworks)
+        if "stronghold" in fw:
+            return "stronghold"
+        if "gpt-neox" in fw:
+            return "gpt-neox"
+        if "nemo" in fw:
+            return "nemo"
+        if "megatron-lm" in fw and "deepspeed" in fw:
+            return "megatron-deepspeed"
+        for name in ("megatron-lm", "deepspeed"):
+            if name in fw:
+                return name
+        return "unknown"
+
+    @property
+    def fatal_failure(self) -> Optional[Failure]:
+        """The failure that ended the job: the first OOM/NCCL error, else the first
+        other failure after which the job made no more progress."""
+        if not self.failures:
+            return None
+        for kinds in (("oom", "nccl"),):
+            for f in self.failures:
+                if f.kind in kinds:
+                    return f
+        progress = self.last_progress
+        for f in self.failures:
+            if f.kind in _FATAL:
+                return f
+            if progress is None or f.file != progress[0] or f.line > progress[1]:
+                return f
+        return None
+
+
+class JobStore:
+    """Routes events to jobs by their file (see :mod:`tuimon.jobs`)."""
+
+    def __init__(self) -> None:
+        self.jobs: dict[str, Job] = {}
+        self._file_job: dict[str, tuple[Job, Optional[int]]] = {}
+
+    def job_for(self, file: str) -> tuple[Job, Optional[int]]:
+        hit = self._file_job.get(file)
+        if hit is None:
+            ident = identify(file)
+            job = self.jobs.get(ident.job_key)
+            if job is None:
+                job = self.jobs[ident.job_key] = Job(ident.job_key, ident.job_name)
+            job.files.append(file)
+            hit = self._file_job[file] = (job, ident.rank)
+        return hit
+
+    def add_file(self, file: str) -> Job:
+        return self.job_for(file)[0]
+
+    def add(self, events: Iterable[Event]) -> None:
+        for ev in events:
+            job, file_rank = self.job_for(ev.file)
+            job.events += 1
+            if ev.wall_time is not None:
+                if job.first_wall is None or ev.wall_time < job.first_wall:
+                    job.first_wall = ev.wall_time
+                if job.last_wall is None or ev.wall_time > job.last_wall:
+                    job.last_wall = ev.wall_time
+            handler = _HANDLERS.get(type(ev))
+            if handler is not None:
+                handler(job, ev, file_rank)
+
+
+def _rank_key(ev: Event, file_rank: Optional[int]) -> RankKey:
+    if ev.rank is not None:
+        return ev.rank
+    if file_rank is not None:
+        return file_rank
+    return ev.node if ev.node is not None else "-"
+
+
+def _on_config(job: Job, ev: RunConfig, _: Optional[int]) -> None:
+    if ev.framework and ev.framework not in job.frameworks:
+        job.frameworks.append(ev.framework)
+    for name in _CONFIG_FIELDS:
+        value = getattr(ev, name)
+        if value is not None:
+            job.config[name] = value
+
+
+def _primary_loss(losses) -> Optional[float]:
+    if not losses:
+        return None
+    for name in ("lm loss", "loss", "reduced train loss"):
+        if name in losses:
+            return losses[name]
+    return next(iter(losses.values()))
+
+
+def _on_iteration(job: Job, ev: Iteration, file_rank: Optional[int]) -> None:
+    key = _rank_key(ev, file_rank)
+    series = job.ranks.get(key)
+    if series is None:
+        series = job.ranks[key] = Series()
+    series.append(ev.iteration, ev.elapsed_ms, _primary_loss(ev.losses), ev.grad_norm, ev.tflops_reported,
+                  ev.samples_per_sec, ev.wall_time)
+    if ev.iteration is not None and (job.last_iteration is None or ev.iteration >= job.last_iteration):
+        job.last_iteration = ev.iteration
+    job.last_progress = (ev.file, ev.line)
+    if ev.losses:
+        job.last_losses = dict(ev.losses)
+    if ev.lr is not None:
+        job.last_lr = ev.lr
+    if ev.loss_scale is not None:
+        job.last_loss_scale = ev.loss_scale
+    if ev.train_iters is not None:
+        job.config["train_iters"] = ev.train_iters
+    if ev.global_batch is not None:
+        job.config["global_batch"] = ev.global_batch
+    _first_step(job, ev.wall_time)
+
+
+def _first_step(job: Job, wall: Optional[float]) -> None:
+    if wall is not None and (job.first_step_wall is None or wall < job.first_step_wall):
+        job.first_step_wall = wall
+
+
+def _on_step(job: Job, ev: Step, _: Optional[int]) -> None:
+    job.steps.append(ev.step, ev.elapsed_ms, ev.loss, None, None, ev.samples_per_sec, ev.wall_time)
+    job.last_progress = (ev.file, ev.line)
+    if ev.lr is not None and not job.ranks:
+        job.last_lr = ev.lr
+    _first_step(job, ev.wall_time)
+
+
+def _on_throughput(job: Job, ev: Throughput, file_rank: Optional[int]) -> None:
+    elapsed = ev.iteration_time_s * 1000.0 if ev.iteration_time_s is not None else None
+    job.reported.append(ev.iteration, elapsed, None, None, ev.tflops_reported, ev.samples_per_sec, ev.wall_time)
+
+
+def _on_timers(job: Job, ev: Timers, _: Optional[int]) -> None:
+    for name, ms in ev.timers.items():
+        stat = job.timers.get(name)
+        if stat is None:
+            if len(job.timers) >= 512:
+                continue
+            stat = job.timers[name] = TimerStat(ev.groups.get(name, "other"))
+        if ms == ms and ms not in (float("inf"), float("-inf")):
+            stat.total_ms += ms
+            stat.count += 1
+            stat.last_ms = ms
+
+
+def _on_memory(job: Job, ev: Memory, _: Optional[int]) -> None:
+    for name in ("gpu_max_allocated_mb", "gpu_max_reserved_mb", "cpu_used_gb", "gpu_allocated_mb",
+                 "gpu_reserved_mb"):
+        value = getattr(ev, name)
+        if value is not None and value == value and value > job.memory.get(name, float("-inf")):
+            job.memory[name] = value
+
+
+def _on_milestone(job: Job, ev: Milestone, _: Optional[int]) -> None:
+    if len(job.milestones) < 1024:
+        job.milestones.append(ev)
+
+
+def _on_checkpoint(job: Job, ev: Checkpoint, _: Optional[int]) -> None:
+    key = ev.iteration if ev.iteration is not None else (job.last_iteration or 0)
+    entry = job.checkpoints.setdefault(key, {"iteration": key, "save_ms": None})
+    if ev.save_ms is not None:
+        entry["save_ms"] = ev.save_ms
+
+
+def _on_failure(job: Job, ev: Failure, _: Optional[int]) -> None:
+    if len(job.failures) < 256:
+        job.failures.append(ev)
+
+
+def _on_exit(job: Job, ev: Exit, _: Optional[int]) -> None:
+    job.exits.append(ev)
+
+
+def _on_truncated(job: Job, ev: Truncated, _: Optional[int]) -> None:
+    job.truncations += 1
+
+
+_HANDLERS = {
+    RunConfig: _on_config, Iteration: _on_iteration, Step: _on_step, Throughput: _on_throughput,
+    Timers: _on_timers, Memory: _on_memory, Milestone: _on_milestone, Checkpoint: _on_checkpoint,
+    Failure: _on_failure, Exit: _on_exit, Truncated: _on_truncated,
+}

@@ -1,0 +1,265 @@
+"""Per-job summary figures derived from the store, and their table renderings.
+
+Rates (iteration time, samples/s, TFLOPs) are steady-state medians: warm-up
+points are left out (see :func:`tuimon.metrics.warmup_count`).
+"""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from typing import Any, Optional
+
+import numpy as np
+
+from .metrics import model_size_billion, mfu, startup_timeline, steady_median, steady_stats, tflops_per_gpu
+from .store import Job
+
+#: A job with no iteration whose files were written less than this long ago is still starting.
+LIVE_WINDOW_S = 600.0
+
+
+def _clean(value: Optional[float], digits: int = 3) -> Optional[float]:
+    if value is None or not math.isfinite(value):
+        return None
+    return round(float(value), digits)
+
+
+def _column(series, name: str) -> np.ndarray:
+    if series is None or not len(series):
+        return np.empty(0, dtype=np.float32)
+    return series.column(name)
+
+
+def _finite(arr: np.ndarray) -> np.ndarray:
+    return arr[np.isfinite(arr)]
+
+
+def params_billion(config: dict) -> Optional[float]:
+    layers, hidden, seq = config.get("num_layers"), config.get("hidden_size"), config.get("seq_length")
+    vocab = config.get("padded_vocab_size") or config.get("vocab_size")
+    if layers and hidden and seq and vocab:
+        return model_size_billion(layers, hidden, seq, vocab)
+    return config.get("total_params_b")
+
+
+def world_size(config: dict) -> Optional[int]:
+    if config.get("world_size"):
+        return config["world_size"]
+    tp, pp, dp = config.get("tp"), config.get("pp"), config.get("dp")
+    if tp and pp and dp:
+        return tp * pp * dp
+    return None
+
+
+def global_batch(config: dict) -> Optional[int]:
+    if config.get("global_batch"):
+        return config["global_batch"]
+    micro, dp = config.get("micro_batch"), config.get("dp")
+    if micro and dp:
+        return micro * dp
+    return None
+
+
+def status_of(job: Job, now: Optional[float], last_write: Optional[float]) -> tuple[str, Optional[dict]]:
+    failure = job.fatal_failure
+    if failure is not None:
+        return "failed", {"kind": failure.kind, "message": failure.message, "line": failure.line,
+                          "file": failure.file}
+    train_iters = job.config.get("train_iters")
+    last = job.last_iteration
+    if any(e.iteration is not None for e in job.exits) or (last is not None and train_iters and last >= train_iters):
+        return "finished", None
+    if job.iterations_seen or len(job.steps):
+        return "training", None
+    live = now is not None and last_write is not None and now - last_write < LIVE_WINDOW_S
+    if live:
+        return "starting", None
+    return "no-iterations", {"kind": "no-iterations", "message": "no training iteration was logged",
+                             "line": None, "file": job.files[0] if job.files else None}
+
+
+def _first_step_wall(job: Job) -> Optional[float]:
+    if job.first_step_wall is not None:
+        return job.first_step_wall
+    start = next((m.wall_time for m in job.milestones if m.name == "training-start" and m.wall_time), None)
+    primary = job.primary
+    if start is not None and primary is not None and len(primary):
+        first_ms = float(primary.column("elapsed_ms")[0])
+        if math.isfinite(first_ms):
+            return start + first_ms / 1000.0
+    return None
+
+
+def startup(job: Job) -> tuple[Optional[float], list[dict]]:
+    t0 = next((m.wall_time for m in job.milestones if m.name == "job-start" and m.wall_time is not None),
+              job.first_wall)
+    t1 = _first_step_wall(job)
+    total, phases = startup_timeline(t0, t1, ((m.name, m.wall_time) for m in job.milestones))
+    return _clean(total, 1), [{"name": p.name, "offset_s": round(p.offset_s, 3)} for p in phases]
+
+
+def summarize(job: Job, *, now: Optional[float] = None, last_write: Optional[float] = None,
+              gpu_peak: Optional[float] = None) -> dict[str, Any]:
+    cfg = job.config
+    primary = job.primary
+    elapsed = _column(primary, "elapsed_ms")
+    if not _finite(elapsed).size:
+        elapsed = _column(job.steps, "elapsed_ms")
+    if not _finite(elapsed).size:
+        elapsed = _column(job.reported, "elapsed_ms")
+    it_stats = steady_stats(elapsed)
+
+    samples = _column(primary, "samples_per_sec")
+    for fallback in (job.reported, job.steps):
+        if not _finite(samples).size:
+            samples = _column(fallback, "samples_per_sec")
+    samples_per_sec = steady_median(samples)
+    gbs = global_batch(cfg)
+    if samples_per_sec is None and it_stats and gbs:
+        samples_per_sec = gbs / (it_stats.median / 1000.0)
+
+    reported = _column(primary, "tflops")
+    if not _finite(reported).size:
+        reported = _column(job.reported, "tflops")
+    tflops_reported = steady_median(reported)
+
+    params = params_billion(cfg)
+    gpus = world_size(cfg)
+    computed = None
+    if params and cfg.get("seq_length") and gbs and it_stats and gpus:
+        ckpt = cfg.get("activation_checkpointing")
+        computed = tflops_per_gpu(params, cfg["seq_length"], gbs, it_stats.median / 1000.0, gpus,
+                                  activation_checkpointing=True if ckpt is None else ckpt)
+
+    status, failure = status_of(job, now, last_write)
+    startup_s, phases = startup(job)
+    loss = job.last_losses
+    loss_last = None
+    if loss:
+        for name in ("lm loss", "loss", "reduced train loss"):
+            if name in loss:
+                loss_last = loss[name]
+                break
+        else:
+            loss_last = next(iter(loss.values()))
+    elif len(job.steps):
+        loss_last = job.steps.last("loss")
+
+    offload = {name: round(stat.mean_ms, 3) for name, stat in job.timers.items() if stat.group == "offload"}
+    timers = {name: {"group": stat.group, "mean_ms": round(stat.mean_ms, 3), "count": stat.count}
+              for name, stat in job.timers.items()}
+    mem = job.memory
+    return {
+        "job": job.name,
+        "files": list(job.files),
+        "framework": job.framework,
+        "status": status,
+        "iterations_seen": job.iterations_seen,
+        "steps_seen": len(job.steps),
+        "last_iteration": job.last_iteration,
+        "train_iters": cfg.get("train_iters"),
+        "iter_time_ms": {k: (round(v, 3) if isinstance(v, float) else v) for k, v in it_stats.as_dict().items()}
+        if it_stats else None,
+        "samples_per_sec": _clean(samples_per_sec, 4),
+        "tflops_per_gpu": {"reported": _clean(tflops_reported, 2), "computed": _clean(computed, 2)},
+        "mfu": _clean(mfu(computed if computed is not None else tflops_reported, gpu_peak), 4),
+        "params_billion": _clean(params, 3),
+        "world_size": gpus,
+        "global_batch": gbs,
+        "seq_length": cfg.get("seq_length"),
+        "activation_checkpointing": cfg.get("activation_checkpointing"),
+        "startup_s": startup_s,
+        "startup": phases,
+        "offload_ms": offload,
+        "timers_ms": timers,
+        "memory": {"gpu_max_allocated_mb": _clean(mem.get("gpu_max_allocated_mb"), 1),
+                   "gpu_max_reserved_mb": _clean(mem.get("gpu_max_reserved_mb"), 1),
+                   "cpu_used_gb": _clean(mem.get("cpu_used_gb"), 2)},
+        "checkpoints": [job.checkpoints[k] for k in sorted(job.checkpoints)],
+        "loss_last": _clean(loss_last, 6) if loss_last is None or math.isfinite(loss_last)
+        else ("nan" if loss_last != loss_last else "inf"),
+        "failure": failure,
+    }
+
+
+# -- renderings ---------------------------------------------------------------------------
+TABLE_COLUMNS = (
+    ("Job", lambda r: r["job"]),
+    ("Framework", lambda r: r["framework"]),
+    ("Status", lambda r: r["status"] + (f" ({r['failure']['kind']})" if r["failure"] and r["status"] == "failed"
+                                        else "")),
+    ("Iter", lambda r: _iter_text(r)),
+    ("Iter time (s)", lambda r: _fmt(r["iter_time_ms"]["median"] / 1000.0, 3) if r["iter_time_ms"] else "-"),
+    ("p10-p90 (s)", lambda r: (f"{r['iter_time_ms']['p10'] / 1000.0:.3f}-{r['iter_time_ms']['p90'] / 1000.0:.3f}"
+                               if r["iter_time_ms"] else "-")),
+    ("Samples/s", lambda r: _fmt(r["samples_per_sec"], 3)),
+    ("TFLOPs rep", lambda r: _fmt(r["tflops_per_gpu"]["reported"], 1)),
+    ("TFLOPs calc", lambda r: _fmt(r["tflops_per_gpu"]["computed"], 1)),
+    ("Size (B)", lambda r: _fmt(r["params_billion"], 3)),
+    ("GPUs", lambda r: _fmt(r["world_size"], 0)),
+    ("Startup (s)", lambda r: _fmt(r["startup_s"], 0)),
+    ("Loss", lambda r: _fmt(r["loss_last"], 4)),
+)
+
+
+def _iter_text(r: dict) -> str:
+    if r["last_iteration"] is None:
+        return "-"
+    return f"{r['last_iteration']}/{r['train_iters']}" if r["train_iters"] else str(r["last_iteration"])
+
+
+def _fmt(value: Any, digits: int) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, str):
+        return value
+    if digits == 0:
+        return f"{value:.0f}"
+    return f"{value:.{digits}f}"
+
+
+def _rows(summaries: list[dict]) -> tuple[list[str], list[list[str]]]:
+    head = [name for name, _ in TABLE_COLUMNS]
+    return head, [[_safe_cell(fn(s)) for _, fn in TABLE_COLUMNS] for s in summaries]
+
+
+def _safe_cell(text: str) -> str:
+    """Cells may hold log-derived text (job names): no control characters, no pipes."""
+    return "".join(ch if ch.isprintable() else "?" for ch in str(text)).replace("|", "/")
+
+
+def render_table(summaries: list[dict]) -> str:
+    head, rows = _rows(summaries)
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(head)]
+    numeric = [i >= 3 for i in range(len(head))]
+    def line(cells):
+        return "  ".join(c.rjust(w) if numeric[i] else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths)))
+    out = [line(head), line(["-" * w for w in widths])]
+    out.extend(line(r) for r in rows)
+    return "\n".join(out) + "\n"
+
+
+def render_markdown(summaries: list[dict]) -> str:
+    head, rows = _rows(summaries)
+    align = ["---" if i < 3 else "--:" for i in range(len(head))]
+    out = ["| " + " | ".join(head) + " |", "| " + " | ".join(align) + " |"]
+    out.extend("| " + " | ".join(r) + " |" for r in rows)
+    return "\n".join(out) + "\n"
+
+
+def render_csv(summaries: list[dict]) -> str:
+    buf = io.StringIO()
+    head, rows = _rows(summaries)
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(head)
+    writer.writerows(rows)
+    return buf.getvalue()
+
+
+def render_json(summaries: list[dict]) -> str:
+    return json.dumps(summaries, indent=2, allow_nan=False) + "\n"
+
+
+RENDERERS = {"table": render_table, "markdown": render_markdown, "csv": render_csv, "json": render_json}
