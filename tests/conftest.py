@@ -1,0 +1,40 @@
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = Path(os.environ.get("TUIMON_SHARED", ROOT.parent / "shared"))
+FIXTURES = Path(__file__).parent / "fixtures"
+GOLDEN = Path(__file__).parent / "golden"
+
+
+def shared_or_skip(sub: str) -> Path:
+    """Path under ../shared, or a loud skip naming what is missing."""
+    path = SHARED / sub
+    if not path.exists():
+        pytest.skip(f"SKIPPED: {path} not found -- tests on the shared seeds/corpus need ../shared beside the repo")
+    return path
+
+
+@pytest.fixture
+def run_cli(capsys):
+    """Run ``tuimon`` in-process; returns (exit code, stdout, stderr)."""
+    from tuimon.cli import main
+
+    def run(*argv: str):
+        code = main(list(argv))
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    return run
+
+
+def pytest_report_header(config):
+    return f"tuimon shared material: {SHARED} ({'present' if SHARED.exists() else 'MISSING: corpus/seed tests skip'})"
+
+
+sys.path.insert(0, str(ROOT))

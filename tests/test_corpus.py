@@ -1,0 +1,39 @@
+"""Every real log in ../shared/corpus parses, and yields exactly as many iteration
+events as the users' grep counts."""
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+
+import pytest
+
+from tests.conftest import SHARED, shared_or_skip
+from tuimon.ingest import parse_file
+
+GREP = r"iteration[ =]+[0-9]+/ *[0-9]+ *\|"
+CORPUS = sorted((SHARED / "corpus").rglob("*.log")) if (SHARED / "corpus").exists() else []
+
+
+def grep_count(path) -> int:
+    if shutil.which("grep"):
+        out = subprocess.run(["grep", "-aoE", GREP, str(path)], capture_output=True)
+        return len(out.stdout.splitlines())
+    return len(re.findall(GREP.encode(), path.read_bytes()))
+
+
+def test_corpus_present():
+    corpus = shared_or_skip("corpus")
+    assert any(corpus.rglob("*.log"))
+
+
+@pytest.mark.parametrize("path", CORPUS, ids=[str(p.relative_to(SHARED / "corpus")) for p in CORPUS])
+def test_corpus_file(path):
+    events, stats = parse_file(path)
+    iterations = [e for e in events if e.type == "iteration"]
+    assert len(iterations) == grep_count(path)
+    assert stats.lines > 0
+    for e in events:
+        assert e.file == str(path) and e.line >= 1
+    lines = [e.line for e in iterations]
+    assert lines == sorted(lines)

@@ -1,0 +1,54 @@
+"""Every sample line a parser declares yields the declared event, field by field."""
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+import pytest
+
+from parsers import ALL_PARSERS
+from parsers.dispatch import ParserSet
+
+CASES = [(cls, i, s) for cls in ALL_PARSERS for i, s in enumerate(cls.SAMPLES)]
+
+
+def _same(want, got) -> bool:
+    if isinstance(want, float) and isinstance(got, float):
+        if math.isnan(want):
+            return math.isnan(got)
+        return got == want or math.isclose(got, want, rel_tol=1e-9, abs_tol=1e-9)
+    if isinstance(want, Mapping):
+        return isinstance(got, Mapping) and set(want) == set(got) and all(_same(v, got[k]) for k, v in want.items())
+    return want == got
+
+
+def test_every_parser_declares_samples():
+    for cls in ALL_PARSERS:
+        assert len(cls.SAMPLES) >= 3, cls.name
+
+
+@pytest.mark.parametrize("cls,index,sample", CASES, ids=[f"{c.name}-{i}" for c, i, _ in CASES])
+def test_sample(cls, index, sample):
+    ps = ParserSet("sample.log", [cls], sniff=False)
+    for n, line in enumerate(sample.context, 1):
+        ps.feed_line(line, n)
+    events = ps.feed_line(sample.line, len(sample.context) + 1)
+    if sample.type is None:
+        assert events == [], f"{cls.name} should ignore {sample.line!r}"
+        return
+    matching = [e for e in events if e.type == sample.type]
+    assert matching, f"no {sample.type} event from {sample.line!r}: got {[e.type for e in events]}"
+    event = matching[0]
+    assert event.file == "sample.log" and 1 <= event.line <= len(sample.context) + 1
+    for name, want in sample.fields.items():
+        got = getattr(event, name)
+        assert _same(want, got), f"{name}: want {want!r}, got {got!r}"
+
+
+@pytest.mark.parametrize("cls", ALL_PARSERS, ids=lambda c: c.name)
+def test_samples_are_sniffed(cls):
+    """A file made of a parser's samples switches that parser on."""
+    if cls.SNIFF is None:
+        return
+    text = "\n".join(line for s in cls.SAMPLES for line in (*s.context, s.line))
+    assert cls.SNIFF.search(text), cls.name

@@ -1,0 +1,119 @@
+"""Golden summaries of the project's own fixture logs, plus the facts each must show."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+
+import pytest
+
+from tests.conftest import FIXTURES, GOLDEN
+from tuimon.ingest import parse_file
+from tuimon.store import JobStore
+from tuimon.summary import summarize
+
+FIXTURE_FILES = sorted(FIXTURES.iterdir())
+
+
+def summary_of(path) -> dict:
+    store = JobStore()
+    parse_file(path, path.name, sink=store.add)
+    (job,) = store.jobs.values()
+    return summarize(job, now=None, last_write=None)
+
+
+@pytest.mark.parametrize("path", FIXTURE_FILES, ids=lambda p: p.name)
+def test_golden(path):
+    got = summary_of(path)
+    golden = GOLDEN / (path.name + ".json")
+    if os.environ.get("TUIMON_UPDATE_GOLDEN") or not golden.exists():
+        golden.write_text(json.dumps(got, indent=2, sort_keys=True) + "\n")
+        if not os.environ.get("TUIMON_UPDATE_GOLDEN"):
+            pytest.fail(f"golden file {golden.name} was missing; written now, review and commit it")
+    assert got == json.loads(golden.read_text())
+
+
+def test_stronghold_offload_run():
+    s = summary_of(FIXTURES / "stronghold-run.log")
+    assert s["framework"] == "stronghold" and s["status"] == "finished"
+    assert s["params_billion"] == 1.717 and s["world_size"] == 1
+    assert s["tflops_per_gpu"]["computed"] == pytest.approx(s["tflops_per_gpu"]["reported"], abs=0.05)
+    assert set(s["offload_ms"]) == {"offloading-func-call-overhead", "offloading-fwd-overhead",
+                                    "offloading-bwd-overhead"}
+    assert s["offload_ms"]["offloading-bwd-overhead"] == 5453.51
+    assert s["checkpoints"] == [{"iteration": 50, "save_ms": 66891.4}]
+    assert s["memory"]["gpu_max_allocated_mb"] == 10359.8
+    # job started 23:59:30, training began 00:00:41, first iteration took ~7.99 s
+    assert s["startup_s"] == pytest.approx(79.0, abs=0.1)
+    names = [p["name"] for p in s["startup"]]
+    assert names[0] == "job-start" and names[-1] == "first-step" and "model-built" in names
+    assert s["iter_time_ms"]["n"] == 4 and s["iter_time_ms"]["max"] == 7859.4
+
+
+def test_megatron_deepspeed_run():
+    s = summary_of(FIXTURES / "megatron-deepspeed-8gpu-1234567.log")
+    assert s["framework"] == "megatron-deepspeed" and s["status"] == "training"
+    assert s["iter_time_ms"]["median"] == 2500.0 and s["world_size"] == 8 and s["global_batch"] == 64
+    assert s["samples_per_sec"] == 25.6 and s["tflops_per_gpu"]["reported"] == 98.1
+    assert s["memory"]["cpu_used_gb"] == 40.02
+    # job started 23:59:23; step=0 logged at 00:00:22 (13 s + 9 s warm-up iteration)
+    assert s["startup_s"] == 59.0
+
+
+@pytest.mark.parametrize("name,kind", [("oom-run.log", "oom"), ("nccl-timeout-555001.out", "nccl"),
+                                       ("cancelled-777001.out", "cancelled"),
+                                       ("no-iterations-888001.out", "no-iterations")])
+def test_failures(name, kind):
+    s = summary_of(FIXTURES / name)
+    assert s["failure"]["kind"] == kind
+    assert s["status"] == ("no-iterations" if kind == "no-iterations" else "failed")
+    if kind != "no-iterations":
+        assert s["failure"]["line"] >= 1 and s["failure"]["message"]
+
+
+def test_cli_json_has_required_keys(run_cli, tmp_path):
+    for f in FIXTURE_FILES:
+        shutil.copy(f, tmp_path / f.name)
+        os.utime(tmp_path / f.name, (1_000_000_000, 1_000_000_000))  # long finished
+    code, out, err = run_cli("summary", str(tmp_path), "--format", "json")
+    assert code == 0, err
+    rows = json.loads(out)
+    assert len(rows) == len(FIXTURE_FILES)
+    required = {"job", "files", "framework", "status", "iterations_seen", "last_iteration", "train_iters",
+                "iter_time_ms", "samples_per_sec", "tflops_per_gpu", "params_billion", "world_size", "startup_s",
+                "startup", "offload_ms", "memory", "checkpoints", "loss_last", "failure"}
+    for row in rows:
+        assert required <= set(row)
+    assert {r["status"] for r in rows} == {"finished", "training", "failed", "no-iterations"}
+    assert "parsed 6 files" in err
+
+
+@pytest.mark.parametrize("fmt", ["table", "markdown", "csv"])
+def test_cli_formats(run_cli, fmt):
+    code, out, _ = run_cli("summary", str(FIXTURES), "--format", fmt)
+    assert code == 0
+    assert "stronghold-run" in out and "7.2" in out
+    if fmt == "markdown":
+        assert out.splitlines()[1].startswith("| ---")
+
+
+def test_events_command_json_lines(run_cli):
+    code, out, _ = run_cli("events", str(FIXTURES / "stronghold-run.log"))
+    assert code == 0
+    events = [json.loads(line) for line in out.splitlines()]
+    iterations = [e for e in events if e["type"] == "iteration"]
+    assert [e["iteration"] for e in iterations] == [10, 20, 30, 40, 50]
+    assert iterations[0]["file"].endswith("stronghold-run.log") and iterations[0]["line"] > 1
+    assert iterations[0]["losses"] == {"lm loss": 10.3}
+
+
+def test_per_rank_files_are_one_job(tmp_path):
+    line = " iteration        1/      10 | elapsed time per iteration (ms): {} | lm loss: 1.0E+00 |\n"
+    for rank, ms in ((0, 100.0), (1, 180.0)):
+        (tmp_path / f"train-rank{rank}.log").write_text(line.format(ms))
+    store = JobStore()
+    for rank in (0, 1):
+        p = tmp_path / f"train-rank{rank}.log"
+        parse_file(p, str(p), sink=store.add)
+    (job,) = store.jobs.values()
+    assert job.name == "train" and set(job.ranks) == {0, 1}
