@@ -1,0 +1,47 @@
+from __future__ import annotations
+
+from hypothesis import given, settings, strategies as st
+
+from tuimon.sources.framing import Framer
+
+
+def frame_all(chunks, max_line=1 << 20):
+    f = Framer(max_line=max_line)
+    text = "".join(f.feed(c).text for c in chunks) + f.flush().text
+    return text, f
+
+
+def test_partial_line_is_held_until_newline():
+    f = Framer()
+    assert f.feed(b"iteration 1 | abc").lines == 0
+    block = f.feed(b"def\nnext")
+    assert block.text == "iteration 1 | abcdef\n" and block.first_line == 1
+    assert f.flush().text == "next\n"
+
+
+def test_multibyte_character_split_across_reads():
+    data = "é€😀\n".encode()
+    text, f = frame_all([data[:1], data[1:3], data[3:]])
+    assert text == "é€😀\n" and f.invalid_utf8 == 0
+
+
+def test_only_newline_splits_lines():
+    text, _ = frame_all([b"a\xe2\x80\xa8b\x0bc\x1cd\x85e\n"])
+    assert text.count("\n") == 1
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.text(alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\r\n\x00"),
+                        max_size=40), max_size=30),
+       st.lists(st.integers(min_value=1, max_value=64), min_size=1, max_size=20))
+def test_any_chunking_gives_the_same_lines(lines, cuts):
+    data = "".join(line + "\n" for line in lines).encode()
+    chunks, i, k = [], 0, 0
+    while i < len(data):
+        step = cuts[k % len(cuts)]
+        chunks.append(data[i:i + step])
+        i += step
+        k += 1
+    text, f = frame_all(chunks)
+    assert text.split("\n")[:-1] == lines
+    assert f.next_line == len(lines) + 1

@@ -1,0 +1,51 @@
+"""Data flows one way: parsers (stdlib only) -> store (no Textual) -> UI (only via the CLI)."""
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+
+from tests.conftest import ROOT
+
+STDLIB = set(sys.stdlib_module_names)
+
+
+def imports_of(path):
+    tree = ast.parse(path.read_text())
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield alias.name.split(".")[0], node.lineno
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            yield node.module.split(".")[0], node.lineno
+
+
+def test_parsers_use_only_the_standard_library():
+    for path in (ROOT / "parsers").glob("*.py"):
+        for name, line in imports_of(path):
+            assert name in STDLIB, f"{path.name}:{line} imports {name}"
+
+
+def test_core_modules_do_not_import_textual():
+    for path in (ROOT / "tuimon").rglob("*.py"):
+        if "ui" in path.relative_to(ROOT / "tuimon").parts or path.name == "cli.py":
+            continue
+        for name, line in imports_of(path):
+            assert name not in ("textual", "rich"), f"{path}:{line} imports {name}"
+
+
+def test_store_and_summary_load_without_textual():
+    code = ("import sys, tuimon.store, tuimon.summary, tuimon.ingest, parsers; "
+            "bad=[m for m in sys.modules if m.split('.')[0] in ('textual','rich')]; print(bad); assert not bad")
+    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_store_point_is_at_most_32_bytes():
+    from tuimon.series import POINT_DTYPE, Series
+
+    s = Series()
+    for i in range(100_000):
+        s.append(i, 1.0, 2.0, 3.0, 4.0, 5.0, 1e9 + i)
+    assert POINT_DTYPE.itemsize <= 32
+    assert s.bytes_allocated / len(s) <= 32, s.bytes_allocated / len(s)

@@ -1,0 +1,49 @@
+"""A non-editable install from the built wheel ships parsers/, themes/ (with .tcss) and the CLI."""
+from __future__ import annotations
+
+import subprocess
+import sys
+import venv
+import zipfile
+
+import pytest
+
+from tests.conftest import ROOT
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory):
+    out = tmp_path_factory.mktemp("wheel")
+    r = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(out), str(ROOT)],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr[-2000:]
+    (whl,) = out.glob("tuimon-*.whl")
+    return whl
+
+
+def test_wheel_contents(wheel):
+    names = zipfile.ZipFile(wheel).namelist()
+    assert "parsers/__init__.py" in names and "tuimon/cli.py" in names
+    assert any(n.startswith("themes/") and n.endswith(".tcss") for n in names)
+    assert not any(n.startswith("tests/") for n in names)
+
+
+def test_installed_wheel_runs(wheel, tmp_path):
+    env_dir = tmp_path / "venv"
+    venv.EnvBuilder(with_pip=True, system_site_packages=True).create(env_dir)
+    py = env_dir / "bin" / "python"
+    r = subprocess.run([str(py), "-m", "pip", "install", "-q", "--no-deps", "--force-reinstall", str(wheel)],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr[-2000:]
+    code = ("import parsers, themes, tuimon, pathlib; "
+            "base = pathlib.Path(tuimon.__file__).parent.parent; "
+            "assert pathlib.Path(parsers.__file__).parent.parent == base, parsers.__file__; "
+            "assert pathlib.Path(themes.__file__).parent.parent == base, themes.__file__; "
+            "assert list(pathlib.Path(themes.__file__).parent.glob('*.tcss')); print('ok')")
+    r = subprocess.run([str(py), "-c", code], capture_output=True, text=True, cwd=tmp_path)
+    assert r.stdout.strip() == "ok", r.stderr
+    r = subprocess.run([str(env_dir / "bin" / "tuimon"), "--version"], capture_output=True, text=True)
+    assert r.returncode == 0 and r.stdout.startswith("tuimon ")
+    r = subprocess.run([str(env_dir / "bin" / "tuimon"), "--help"], capture_output=True, text=True)
+    for verb in ("watch", "ssh", "summary", "events", "tflops", "demo"):
+        assert verb in r.stdout
