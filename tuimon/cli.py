@@ -57,7 +57,8 @@ def build_parser() -> argparse.ArgumentParser:
                        ("ssh", "follow logs on a remote host over SSH (issue 4: not yet available)")):
         p = verbs.add_parser(verb, help=text)
         p.add_argument("paths", nargs="*", metavar="PATH")
-    verbs.add_parser("demo", help="simulate five training jobs and show them live")
+    p = verbs.add_parser("demo", help="simulate five training jobs and show them live")
+    p.add_argument("--seconds", type=float, default=20.0, help="how long the demo runs (default 20)")
     return parser
 
 
@@ -73,7 +74,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             return cmd_tflops(args)
         if args.verb == "demo":
             from .demo import run_demo
-            return run_demo()
+            return run_demo(seconds=args.seconds)
         if args.verb in ("watch", "ssh"):
             _err(f"'tuimon {args.verb}' is not available in this version yet; use 'tuimon summary' or 'tuimon events'")
             return EXIT_USAGE

@@ -1,0 +1,99 @@
+"""Throughput of ``tuimon summary`` against seed 001's perl one-liner on the same file.
+
+Generates a mixed log (Megatron iteration and timer lines, DeepSpeed log_dist
+lines, memory reports, NCCL INFO noise, tqdm bars) of --mb megabytes, then times:
+  perl  : the one-liner users run today (averages one field)
+  tuimon: `tuimon summary FILE` (extracts every event)
+and prints both MB/s and their ratio.  Target: ratio >= 0.25.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+PERL = (r"m|elapsed time per iteration .ms.: ([\d\.]+)| &&  do {$x+=$1; $c++}; "
+        r'END { print "$ARGV " . ($c ? int($x/$c/1000) : "fail")}')
+
+
+def block(i: int) -> str:
+    ts = f"2024-05-0{1 + i % 9} {i % 24:02d}:{i % 60:02d}:{(i * 7) % 60:02d},{i % 1000:03d}"
+    nccl = "".join(f"nid{i % 512:06d}:{1000 + r}:{2000 + r} [{r}] NCCL INFO Channel {r:02d}/32 :    0   1   2   3\n"
+                   for r in range(12))
+    return (
+        nccl
+        + f"[{ts}] [INFO] [logging.py:96:log_dist] [Rank 0] step={i}, skipped=0, lr=[0.0003, 0.0003], "
+          f"mom=[(0.9, 0.95), (0.9, 0.95)]\n"
+        + f"[{ts}] [INFO] [logging.py:96:log_dist] [Rank 0] rank=0 time (ms) | forward_microstep: 612.{i % 97:02d} | "
+          f"backward_microstep: 1501.{i % 89:02d} | backward_allreduce_microstep: 100.01 | step_microstep: 250.25\n"
+        + f" iteration {i:8d}/ 1000000 | consumed samples: {i * 64:12d} | elapsed time per iteration (ms): "
+          f"{2500 + i % 113}.{i % 10} | learning rate: 3.000E-04 | global batch size:    64 | lm loss: "
+          f"{2 + (i % 1000) / 1000:.6E} | loss scale: 4096.0 | grad norm: {1 + (i % 37) / 10:.3f} | "
+          f"number of skipped iterations:   0 | number of nan iterations:   0 |\n"
+        + f"time (ms) | forward-compute: 612.{i % 7} | backward-compute: 1501.2 | optimizer: 250.1 | "
+          f"offloading-fwd-overhead: 31.{i % 5} | offloading-bwd-overhead: 40.2\n"
+        + f"[Rank {i % 8}] (after {i} iterations) memory (MB) | allocated: 15382.8 | max allocated: 19070.7 | "
+          f"reserved: 26762.0 | max reserved: 26762.0\n"
+        + " 50%|#####     | 50/100 [00:10<00:10,  4.90it/s]\r100%|##########| 100/100 [00:20<00:00,  4.90it/s]\n"
+        + "WARNING: some library chatter that no parser cares about, repeated as real logs do\n" * 4
+    )
+
+
+def generate(path: Path, megabytes: int) -> int:
+    target = megabytes * 1_000_000
+    written = 0
+    i = 1
+    with open(path, "w") as fh:
+        while written < target:
+            chunk = "".join(block(j) for j in range(i, i + 500))
+            fh.write(chunk)
+            written += len(chunk.encode())
+            i += 500
+    return written
+
+
+def timed(cmd: list[str]) -> tuple[float, str]:
+    t0 = time.perf_counter()
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    dt = time.perf_counter() - t0
+    if r.returncode != 0:
+        raise SystemExit(f"command failed: {' '.join(cmd)}\n{r.stderr}")
+    return dt, r.stderr.strip()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--mb", type=int, default=300, help="size of the generated log (default 300)")
+    ap.add_argument("--runs", type=int, default=2, help="timed runs of each, best kept")
+    args = ap.parse_args()
+    if not shutil.which("perl"):
+        raise SystemExit("perl not found: the baseline needs it")
+    tmp = Path(tempfile.mkdtemp(prefix="tuimon-bench-"))
+    try:
+        log = tmp / "mixed-1234567.out"
+        size = generate(log, args.mb)
+        lines = sum(1 for _ in open(log, "rb"))
+        print(f"generated {size / 1e6:.0f} MB, {lines:,} lines: {log}")
+        tuimon = [sys.executable, "-m", "tuimon", "summary", str(log)]
+        perl = ["perl", "-lne", PERL, str(log)]
+        env_note = ""
+        t_perl = min(timed(perl)[0] for _ in range(args.runs))
+        runs = [timed(tuimon) for _ in range(args.runs)]
+        t_tui, report = min(runs)
+        mb = size / 1e6
+        print(f"perl one-liner : {t_perl:7.2f} s  {mb / t_perl:8.1f} MB/s  (one field)")
+        print(f"tuimon summary : {t_tui:7.2f} s  {mb / t_tui:8.1f} MB/s  (every event)")
+        print(f"ratio tuimon/perl MB/s: {t_perl / t_tui:.2f}  (target >= 0.25){env_note}")
+        print(f"tuimon said: {report}")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("PYTHONPATH", str(Path(__file__).resolve().parents[1]))
+    main()
