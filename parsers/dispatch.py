@@ -26,7 +26,7 @@ class ParserSet:
         self.file = file
         self._dormant = [cls for cls in parser_classes if sniff and cls.SNIFF is not None]
         self.active: list[LineParser] = [cls(file) for cls in parser_classes if cls not in self._dormant]
-        self._trigger: Optional[re.Pattern[str]] = None
+        self._triggers: list[re.Pattern[str]] = []
         self._last_wall: Optional[float] = None
         self.lines_fed = 0
         self._rebuild()
@@ -40,10 +40,12 @@ class ParserSet:
             self._rebuild()
 
     def _rebuild(self) -> None:
+        # One pattern per trigger: each starts with a literal the regex engine can
+        # search for quickly, where one big alternation is tried at every position.
         patterns: list[str] = []
         for parser in self.active:
             patterns.extend(parser.TRIGGERS)
-        self._trigger = re.compile("|".join(f"(?:{p})" for p in dict.fromkeys(patterns))) if patterns else None
+        self._triggers = [re.compile(p) for p in dict.fromkeys(patterns)]
 
     @property
     def active_names(self) -> list[str]:
@@ -55,26 +57,25 @@ class ParserSet:
         1-based number of its first line."""
         if self._dormant:
             self.sniff(text)
-        if self._trigger is None:
+        if not self._triggers:
             return []
+        rfind = text.rfind
+        starts: set[int] = set()
+        for trigger in self._triggers:
+            for m in trigger.finditer(text):
+                starts.add(rfind("\n", 0, m.start()) + 1)
         events: list[Event] = []
         lineno = first_line
         counted_to = 0
-        line_end = -1
         find = text.find
-        rfind = text.rfind
         count = text.count
-        for m in self._trigger.finditer(text):
-            pos = m.start()
-            if pos < line_end:
-                continue  # another trigger on a line already fed
-            start = rfind("\n", 0, pos) + 1
-            line_end = find("\n", pos)
-            if line_end < 0:
-                line_end = len(text)
+        for start in sorted(starts):
+            end = find("\n", start)
+            if end < 0:
+                end = len(text)
             lineno += count("\n", counted_to, start)
             counted_to = start
-            events.extend(self.feed_line(text[start:line_end], lineno))
+            events.extend(self.feed_line(text[start:end], lineno))
         return events
 
     def feed_line(self, line: str, lineno: int) -> list[Event]:

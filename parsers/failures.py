@@ -30,10 +30,10 @@ def _message(body: str) -> str:
 class FailureParser(LineParser):
     name = "failures"
     SNIFF = None
-    TRIGGERS = (r"CANCELLED AT", r"out of memory", r"OutOfMemory", r"NCCL", r"nccl[A-Z]", r"DistBackendError",
-                r"Watchdog caught", r"Killed", r"oom-kill", r"exit code 137", r"exited on signal",
-                r"Traceback \(most recent", r"(?:Error|Exception|Interrupt|Exit|Failure)(?::|$)",
-                r"Exited with exit code")
+    TRIGGERS = (r"CANCELLED AT", r"out of memory", r"OutOfMemory", r"NCCL error", r"NCCL WARN", r"nccl[A-Z]",
+                r"NCCL communicator", r"DistBackendError", r"Watchdog caught", r"Killed", r"oom-kill",
+                r"exit code 137", r"exited on signal", r"Traceback \(most recent", r"Error:", r"Exception:",
+                r"Interrupt", r"Exit:", r"Failure:", r"Exited with exit code")
 
     SAMPLES = (
         Sample("slurmstepd: error: *** JOB 1999616 ON r6i4n5 CANCELLED AT 2021-05-27T21:42:11 DUE TO TIME LIMIT ***",

@@ -121,7 +121,7 @@ class MegatronParser(LineParser):
     SNIFF = compile_sniff(r"iteration[ =]+\d+/ *\d+ *\|", r"-{3,} arguments -{3,}", r"using world size: \d+",
                           r"padded vocab \(size:", r"\[before the start of training step\]",
                           r"Effective Tera Flops per GPU", r"> initializing torch distributed")
-    TRIGGERS = (r"iteration[ =]+\d+/", r" arguments -{3}", r"\w \.{3,} ", r"using world size: ",
+    TRIGGERS = (r"iteration[ =]+\d+/", r" arguments -{3}", r" \.\.\.\.", r"using world size: ",
                 r"padded vocab \(size", r"Effective Tera Flops", r"NumWorkers: ", r"memory \(MB\) \|",
                 r"\[exiting program", r"\] datetime: ", r"> initializing torch distributed",
                 r"Compilation time: ", r"> compiling ", r"building (?:GPT|BERT|T5)", r"done with setup",

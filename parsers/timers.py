@@ -47,7 +47,7 @@ def timer_group(name: str) -> str:
 class TimerParser(LineParser):
     name = "timers"
     SNIFF = compile_sniff(r"time \(ms\)", r"time across ranks \(ms\)", r"saved checkpoint")
-    TRIGGERS = (r"time \(ms\)", r"\.{2,}: \(", r"saved checkpoint")
+    TRIGGERS = (r"time \(ms\)", r"\.\.: \(", r"saved checkpoint")
 
     SAMPLES = (
         Sample("time (ms) | e2e-time: 6051.73 | forward-compute: 852.50 | backward-compute: 5188.55 | "

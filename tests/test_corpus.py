@@ -37,3 +37,26 @@ def test_corpus_file(path):
         assert e.file == str(path) and e.line >= 1
     lines = [e.line for e in iterations]
     assert lines == sorted(lines)
+
+
+def _all_lines_events(path):
+    """Reference: every line fed to every parser, no prefilter."""
+    from parsers import parser_set
+    from parsers.dispatch import feed_lines
+    from tuimon.sources.framing import Framer
+
+    f = Framer()
+    text = f.feed(path.read_bytes()).text + f.flush().text
+    ps = parser_set(str(path))
+    ps.sniff(text)
+    return feed_lines(ps, text.split("\n")[:-1]) + ps.flush()
+
+
+PREFILTER_CASES = sorted((SHARED / "corpus" / "stronghold").glob("*.log"))[:6] + sorted(
+    (SHARED / "corpus" / "slurm-errors").glob("*.log"))[:4] if (SHARED / "corpus").exists() else []
+
+
+@pytest.mark.parametrize("path", PREFILTER_CASES, ids=lambda p: p.name)
+def test_prefilter_loses_no_event(path):
+    fast, _ = parse_file(path)
+    assert [e.to_dict() for e in fast] == [e.to_dict() for e in _all_lines_events(path)]
