@@ -32,7 +32,7 @@ class FailureParser(LineParser):
     SNIFF = None
     TRIGGERS = (r"CANCELLED AT", r"out of memory", r"OutOfMemory", r"NCCL error", r"NCCL WARN", r"nccl[A-Z]",
                 r"NCCL communicator", r"DistBackendError", r"Watchdog caught", r"Killed", r"oom-kill",
-                r"exit code 137", r"exited on signal", r"Traceback \(most recent", r"Error:", r"Exception:",
+                r"exit code 137", r"exited on signal", r"Traceback \(most recent", r"Error:", r"Exception:", r"Error\n", r"Exception\n",
                 r"Interrupt", r"Exit:", r"Failure:", r"Exited with exit code")
 
     SAMPLES = (
