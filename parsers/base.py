@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Optional, Pattern
+from typing import Any, Callable, ClassVar, Optional, Pattern
 
 from .events import Event
 
@@ -36,17 +36,39 @@ class LineContext:
 
 
 class LineParser:
+    """Subclasses declare ``ROUTES``: (trigger pattern, handler method name).  A line
+    is handed to each handler whose trigger it contains, in ``ROUTES`` order, once
+    per handler.  Handlers take ``(body, ctx)`` and return a list of events."""
+
     name: ClassVar[str] = "base"
     framework: ClassVar[Optional[str]] = None
     SNIFF: ClassVar[Optional[Pattern[str]]] = None  # None: always on
+    ROUTES: ClassVar[tuple[tuple[str, str], ...]] = ()
     TRIGGERS: ClassVar[tuple[str, ...]] = ()
     SAMPLES: ClassVar[tuple[Sample, ...]] = ()
+    _ROUTE_RES: ClassVar[tuple[tuple[Pattern[str], str], ...]] = ()
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.TRIGGERS = tuple(p for p, _ in cls.ROUTES)
+        cls._ROUTE_RES = tuple((re.compile(p), h) for p, h in cls.ROUTES)
 
     def __init__(self, file: str = "") -> None:
         self.file = file
 
+    def routes(self) -> list[tuple[str, Callable[[str, LineContext], list[Event]]]]:
+        return [(p, getattr(self, h)) for p, h in self.ROUTES]
+
     def feed(self, body: str, ctx: LineContext) -> list[Event]:
-        raise NotImplementedError
+        """Feed one line (without its newline) to every handler it triggers."""
+        probe = body + "\n"  # triggers may anchor on the line end
+        events: list[Event] = []
+        done: list[str] = []
+        for rx, handler in self._ROUTE_RES:
+            if handler not in done and rx.search(probe):
+                done.append(handler)
+                events.extend(getattr(self, handler)(body, ctx))
+        return events
 
     def flush(self) -> list[Event]:
         """Events held back waiting for more lines (called at end of input)."""

@@ -24,7 +24,6 @@ _PIPE = re.compile(r"steps: (\d+) loss: (\S+) iter time \(s\): (\S+) samples/sec
 _MA = re.compile(r"MA (\S+) GB\s+Max_MA (\S+) GB\s+CA (\S+) GB\s+Max_CA (\S+) GB")
 _CPU = re.compile(r"CPU Virtual Memory:\s+used = (\S+) GB, percent = (\S+)%")
 _MEM_LABEL = re.compile(r"see_memory_usage\] (.*)")
-_INIT = re.compile(r"Initializing TorchBackend in DeepSpeed|DeepSpeed info: version=")
 
 
 class DeepSpeedParser(LineParser):
@@ -33,8 +32,9 @@ class DeepSpeedParser(LineParser):
     SNIFF = compile_sniff(r"\[logging\.py:\d+:log_dist\]", r"\[timer\.py:\d+:stop\]", r"see_memory_usage",
                           r"\[runner\.py:\d+:main\]", r"DeepSpeed info", r"steps: \d+ loss: ",
                           r"RunningAvgSamplesPerSec")
-    TRIGGERS = (r"step=\d+, skipped=", r"SamplesPerSec=", r"see_memory_usage", r"steps: \d+ loss",
-                r"Initializing TorchBackend", r"DeepSpeed info: ")
+    ROUTES = ((r"step=\d+, skipped=", "_on_step"), (r"SamplesPerSec=", "_on_samples"),
+              (r"see_memory_usage", "_on_memory"), (r"steps: \d+ loss", "_on_pipe"),
+              (r"Initializing TorchBackend", "_on_init"), (r"DeepSpeed info: ", "_on_init"))
 
     SAMPLES = (
         Sample("[2023-11-02 18:34:13,122] [INFO] [logging.py:96:log_dist] [Rank 0] step=0, skipped=0, "
@@ -67,52 +67,56 @@ class DeepSpeedParser(LineParser):
         self._mem_label: Optional[str] = None
         self._announced = False
 
-    def feed(self, body: str, ctx: LineContext) -> list[Event]:
-        events = self._feed(body, ctx)
+    def _announce(self, events: list[Event], ctx: LineContext) -> list[Event]:
         if events and not self._announced:
             self._announced = True
             events.insert(0, self.make(RunConfig, ctx, framework=self.framework))
         return events
 
-    def _feed(self, body: str, ctx: LineContext) -> list[Event]:
-        if "step=" in body:
-            m = _STEP.search(body)
-            if m:
-                rank = rank_tag(body)
-                return [Step(file=self.file, line=ctx.line, rank=rank if rank is not None else ctx.rank,
-                             node=ctx.node, wall_time=ctx.wall_time, step=to_int(m.group(1)),
-                             skipped=to_int(m.group(2)), lr=to_float(m.group(3)))]
-        if "SamplesPerSec=" in body:
-            m = _SAMPLES.search(body)
-            if m:
-                return [self.make(Throughput, ctx, iteration=to_int(m.group(2)), samples_per_sec=to_float(m.group(3)))]
-            m = _SAMPLES_NEW.search(body)
-            if m:
-                return [self.make(Throughput, ctx, iteration=to_int(m.group(1)), samples_per_sec=to_float(m.group(3)))]
+    def _on_step(self, body: str, ctx: LineContext) -> list[Event]:
+        m = _STEP.search(body)
+        if not m:
             return []
-        if "see_memory_usage" in body:
-            return self._memory(body, ctx)
-        m = _PIPE.search(body)
+        rank = rank_tag(body)
+        return self._announce([Step(file=self.file, line=ctx.line, rank=rank if rank is not None else ctx.rank,
+                                    node=ctx.node, wall_time=ctx.wall_time, step=to_int(m.group(1)),
+                                    skipped=to_int(m.group(2)), lr=to_float(m.group(3)))], ctx)
+
+    def _on_samples(self, body: str, ctx: LineContext) -> list[Event]:
+        m = _SAMPLES.search(body)
         if m:
-            secs = to_float(m.group(3))
-            return [self.make(Step, ctx, step=to_int(m.group(1)), loss=to_float(m.group(2)),
-                              elapsed_ms=secs * 1000.0 if secs is not None else None,
-                              samples_per_sec=to_float(m.group(4)))]
-        if _INIT.search(body):
-            return [self.make(Milestone, ctx, name="deepspeed-init")]
+            return self._announce([self.make(Throughput, ctx, iteration=to_int(m.group(2)),
+                                             samples_per_sec=to_float(m.group(3)))], ctx)
+        m = _SAMPLES_NEW.search(body)
+        if m:
+            return self._announce([self.make(Throughput, ctx, iteration=to_int(m.group(1)),
+                                             samples_per_sec=to_float(m.group(3)))], ctx)
         return []
 
-    def _memory(self, body: str, ctx: LineContext) -> list[Event]:
+    def _on_pipe(self, body: str, ctx: LineContext) -> list[Event]:
+        m = _PIPE.search(body)
+        if not m:
+            return []
+        secs = to_float(m.group(3))
+        return self._announce([self.make(Step, ctx, step=to_int(m.group(1)), loss=to_float(m.group(2)),
+                                         elapsed_ms=secs * 1000.0 if secs is not None else None,
+                                         samples_per_sec=to_float(m.group(4)))], ctx)
+
+    def _on_init(self, body: str, ctx: LineContext) -> list[Event]:
+        return self._announce([self.make(Milestone, ctx, name="deepspeed-init")], ctx)
+
+    def _on_memory(self, body: str, ctx: LineContext) -> list[Event]:
         m = _MA.search(body)
         if m:
             gb = [to_float(g) for g in m.groups()]
             mb = [v * 1024.0 if v is not None else None for v in gb]
-            return [self.make(Memory, ctx, label=self._mem_label, gpu_allocated_mb=mb[0], gpu_max_allocated_mb=mb[1],
-                              gpu_reserved_mb=mb[2], gpu_max_reserved_mb=mb[3])]
+            return self._announce([self.make(Memory, ctx, label=self._mem_label, gpu_allocated_mb=mb[0],
+                                             gpu_max_allocated_mb=mb[1], gpu_reserved_mb=mb[2],
+                                             gpu_max_reserved_mb=mb[3])], ctx)
         m = _CPU.search(body)
         if m:
-            return [self.make(Memory, ctx, label=self._mem_label, cpu_used_gb=to_float(m.group(1)),
-                              cpu_percent=to_float(m.group(2)))]
+            return self._announce([self.make(Memory, ctx, label=self._mem_label, cpu_used_gb=to_float(m.group(1)),
+                                             cpu_percent=to_float(m.group(2)))], ctx)
         m = _MEM_LABEL.search(body)
         if m:
             self._mem_label = m.group(1).strip()[:120] or None

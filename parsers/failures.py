@@ -30,10 +30,19 @@ def _message(body: str) -> str:
 class FailureParser(LineParser):
     name = "failures"
     SNIFF = None
-    TRIGGERS = (r"CANCELLED AT", r"out of memory", r"OutOfMemory", r"NCCL error", r"NCCL WARN", r"nccl[A-Z]",
-                r"NCCL communicator", r"DistBackendError", r"Watchdog caught", r"Killed", r"oom-kill",
-                r"exit code 137", r"exited on signal", r"Traceback \(most recent", r"Error:", r"Exception:", r"Error\n", r"Exception\n",
-                r"Interrupt", r"Exit:", r"Failure:", r"Exited with exit code")
+    ROUTES = (
+        (r"Traceback \(most recent", "_on_traceback"),
+        (r"CANCELLED AT", "_on_cancelled"),
+        (r"out of memory", "_on_oom"), (r"OutOfMemory", "_on_oom"),
+        (r"NCCL error", "_on_nccl"), (r"NCCL WARN", "_on_nccl"), (r"nccl[A-Z]", "_on_nccl"),
+        (r"NCCL communicator", "_on_nccl"), (r"DistBackendError", "_on_nccl"), (r"Watchdog caught", "_on_nccl"),
+        (r"Exited with exit code", "_on_slurm_exit"),
+        (r"Killed", "_on_killed"), (r"oom-kill", "_on_killed"), (r"exit code 137", "_on_killed"),
+        (r"exited on signal", "_on_killed"),
+        (r"Error:", "_on_exception"), (r"Exception:", "_on_exception"), (r"Error\n", "_on_exception"),
+        (r"Exception\n", "_on_exception"), (r"Interrupt", "_on_exception"), (r"Exit:", "_on_exception"),
+        (r"Failure:", "_on_exception"),
+    )
 
     SAMPLES = (
         Sample("slurmstepd: error: *** JOB 1999616 ON r6i4n5 CANCELLED AT 2021-05-27T21:42:11 DUE TO TIME LIMIT ***",
@@ -61,32 +70,46 @@ class FailureParser(LineParser):
         super().__init__(file)
         self._in_traceback: Optional[int] = None  # line number of the open traceback
 
-    def feed(self, body: str, ctx: LineContext) -> list[Event]:
-        if _TRACEBACK in body:
-            self._in_traceback = ctx.line
-            return []
-        m = _CANCELLED.search(body)
-        if m:
-            wall = parse_iso(m.group(3))
-            reason = f" due to {m.group(4).strip().lower()}" if m.group(4) else ""
-            return [Failure(file=self.file, line=ctx.line, rank=ctx.rank, node=m.group(2),
-                            wall_time=wall if wall is not None else ctx.wall_time, kind="cancelled",
-                            message=f"Slurm cancelled {m.group(1)}{reason}")]
-        if _OOM.search(body):
-            self._in_traceback = None
-            return [self.make(Failure, ctx, kind="oom", message=_message(body))]
-        if "ccl" in body or "Watchdog" in body or "DistBackendError" in body:
-            if _NCCL.search(body):
-                self._in_traceback = None
-                return [self.make(Failure, ctx, kind="nccl", message=_message(body))]
-        m = _SLURM_EXIT.search(body)
-        if m:
-            return [self.make(Exit, ctx, status=int(m.group(1)))]
-        if "ill" in body and _KILLED.search(body.strip()):
-            return [self.make(Failure, ctx, kind="killed", message=_message(body))]
-        if self._in_traceback is not None:
-            m = _EXC_LINE.match(body)
-            if m:
-                self._in_traceback = None
-                return [self.make(Failure, ctx, kind="traceback", message=_message(body))]
+    def _on_traceback(self, body: str, ctx: LineContext) -> list[Event]:
+        self._in_traceback = ctx.line
         return []
+
+    def _on_cancelled(self, body: str, ctx: LineContext) -> list[Event]:
+        m = _CANCELLED.search(body)
+        if not m:
+            return []
+        wall = parse_iso(m.group(3))
+        reason = f" due to {m.group(4).strip().lower()}" if m.group(4) else ""
+        return [Failure(file=self.file, line=ctx.line, rank=ctx.rank, node=m.group(2),
+                        wall_time=wall if wall is not None else ctx.wall_time, kind="cancelled",
+                        message=f"Slurm cancelled {m.group(1)}{reason}")]
+
+    def _on_oom(self, body: str, ctx: LineContext) -> list[Event]:
+        if not _OOM.search(body):
+            return []
+        self._in_traceback = None
+        return [self.make(Failure, ctx, kind="oom", message=_message(body))]
+
+    def _on_nccl(self, body: str, ctx: LineContext) -> list[Event]:
+        if not _NCCL.search(body):
+            return []
+        self._in_traceback = None
+        return [self.make(Failure, ctx, kind="nccl", message=_message(body))]
+
+    def _on_slurm_exit(self, body: str, ctx: LineContext) -> list[Event]:
+        m = _SLURM_EXIT.search(body)
+        return [self.make(Exit, ctx, status=int(m.group(1)))] if m else []
+
+    def _on_killed(self, body: str, ctx: LineContext) -> list[Event]:
+        if not _KILLED.search(body.strip()):
+            return []
+        return [self.make(Failure, ctx, kind="killed", message=_message(body))]
+
+    def _on_exception(self, body: str, ctx: LineContext) -> list[Event]:
+        if self._in_traceback is None:
+            return []
+        m = _EXC_LINE.match(body)
+        if not m:
+            return []
+        self._in_traceback = None
+        return [self.make(Failure, ctx, kind="traceback", message=_message(body))]

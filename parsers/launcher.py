@@ -12,17 +12,16 @@ from .timestamps import parse_compact
 
 _JOB_STARTED = re.compile(r"Job started at: (\d{4}-\d{2}-\d{2}-\d{6}) on (\S+)")
 _EZPZ_RANK = re.compile(r"\] - RANK: (\d+) / (\d+)")
-_DIST_INIT = re.compile(r"Initializing torch distributed|init_process_group|Completed store-based barrier"
-                        r"|Added key: store_based_barrier_key|torch\.distributed initialized")
-_MODEL_FLAGS = re.compile(r"--(?:num-layers|num_layers|hidden-size|hidden_size)[ =]\d")
 
 
 class LauncherParser(LineParser):
     name = "launcher"
     SNIFF = None  # always on: these lines appear in logs of every framework
-    TRIGGERS = (r"Job started at: ", r"\] - RANK: \d", r"--(?:num-layers|num_layers|hidden-size|hidden_size)[ =]",
-                r"Initializing torch distributed", r"init_process_group", r"store-based barrier",
-                r"store_based_barrier_key", r"torch\.distributed initialized")
+    ROUTES = ((r"Job started at: ", "_on_job_started"), (r"\] - RANK: \d", "_on_ezpz_rank"),
+              (r"--(?:num-layers|num_layers|hidden-size|hidden_size)[ =]\d", "_on_flags"),
+              (r"Initializing torch distributed", "_on_dist_init"), (r"init_process_group", "_on_dist_init"),
+              (r"store-based barrier", "_on_dist_init"), (r"store_based_barrier_key", "_on_dist_init"),
+              (r"torch\.distributed initialized", "_on_dist_init"))
 
     SAMPLES = (
         Sample("Job started at: 2023-11-02-183323 on x3004c0s13b0n0", "milestone",
@@ -48,24 +47,29 @@ class LauncherParser(LineParser):
         self._ranks_seen = False
         self._dist_seen = False
 
-    def feed(self, body: str, ctx: LineContext) -> list[Event]:
+    def _on_job_started(self, body: str, ctx: LineContext) -> list[Event]:
         m = _JOB_STARTED.search(body)
-        if m:
-            wall = parse_compact(m.group(1))
-            return [Milestone(file=self.file, line=ctx.line, rank=ctx.rank, node=m.group(2),
-                              wall_time=wall if wall is not None else ctx.wall_time, name="job-start")]
+        if not m:
+            return []
+        wall = parse_compact(m.group(1))
+        return [Milestone(file=self.file, line=ctx.line, rank=ctx.rank, node=m.group(2),
+                          wall_time=wall if wall is not None else ctx.wall_time, name="job-start")]
+
+    def _on_ezpz_rank(self, body: str, ctx: LineContext) -> list[Event]:
         m = _EZPZ_RANK.search(body)
-        if m:
-            if self._ranks_seen:
-                return []
-            self._ranks_seen = True
-            world = to_int(m.group(2))
-            return [self.make(RunConfig, ctx, world_size=world + 1 if world is not None else None),
-                    self.make(Milestone, ctx, name="ranks-up")]
-        if _MODEL_FLAGS.search(body):
-            fields = config_from_args(flags_from_command(body))
-            return [self.make(RunConfig, ctx, **fields)] if fields else []
-        if not self._dist_seen and _DIST_INIT.search(body):
-            self._dist_seen = True
-            return [self.make(Milestone, ctx, name="init-distributed")]
-        return []
+        if not m or self._ranks_seen:
+            return []
+        self._ranks_seen = True
+        world = to_int(m.group(2))
+        return [self.make(RunConfig, ctx, world_size=world + 1 if world is not None else None),
+                self.make(Milestone, ctx, name="ranks-up")]
+
+    def _on_flags(self, body: str, ctx: LineContext) -> list[Event]:
+        fields = config_from_args(flags_from_command(body))
+        return [self.make(RunConfig, ctx, **fields)] if fields else []
+
+    def _on_dist_init(self, body: str, ctx: LineContext) -> list[Event]:
+        if self._dist_seen:
+            return []
+        self._dist_seen = True
+        return [self.make(Milestone, ctx, name="init-distributed")]

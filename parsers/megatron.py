@@ -121,11 +121,24 @@ class MegatronParser(LineParser):
     SNIFF = compile_sniff(r"iteration[ =]+\d+/ *\d+ *\|", r"-{3,} arguments -{3,}", r"using world size: \d+",
                           r"padded vocab \(size:", r"\[before the start of training step\]",
                           r"Effective Tera Flops per GPU", r"> initializing torch distributed")
-    TRIGGERS = (r"iteration[ =]+\d+/", r" arguments -{3}", r" \.\.\.\.", r"using world size: ",
-                r"padded vocab \(size", r"Effective Tera Flops", r"NumWorkers: ", r"memory \(MB\) \|",
-                r"\[exiting program", r"\] datetime: ", r"> initializing torch distributed",
-                r"Compilation time: ", r"> compiling ", r"building (?:GPT|BERT|T5)", r"done with setup",
-                r"> building train, validation")
+    ROUTES = (
+        (r"iteration[ =]+\d+/", "_on_iteration"),
+        (r" arguments -{3}", "_on_args_marker"),
+        (r" \.\.\.\.", "_on_arg_line"),
+        (r"Effective Tera Flops", "_on_effective"),
+        (r"NumWorkers: ", "_on_numworkers"),
+        (r"memory \(MB\) \|", "_on_memory"),
+        (r"using world size: ", "_on_world"),
+        (r"padded vocab \(size", "_on_padded"),
+        (r"\[exiting program", "_on_exit"),
+        (r"\] datetime: ", "_on_milestone"),
+        (r"> initializing torch distributed", "_on_milestone"),
+        (r"Compilation time: ", "_on_milestone"),
+        (r"> compiling ", "_on_milestone"),
+        (r"building (?:GPT|BERT|T5)", "_on_milestone"),
+        (r"done with setup", "_on_milestone"),
+        (r"> building train, validation", "_on_milestone"),
+    )
 
     SAMPLES = (
         Sample(" iteration       30/      50 | elapsed time per iteration (ms): 6051.8 | learning rate: 1.406E-06 | "
@@ -228,41 +241,63 @@ class MegatronParser(LineParser):
         self._nan_reported = False
         self.last_iteration: Optional[int] = None
 
-    # -- dispatch -----------------------------------------------------------------
-    def feed(self, body: str, ctx: LineContext) -> list[Event]:
-        if "iteration" in body:
-            matches = list(ITERATION.finditer(body))
-            if matches:
-                return self._iterations(body, matches, ctx)
-        if self._args is not None:
-            return self._in_args(body, ctx)
-        if " arguments -" in body and _ARGS_BEGIN.search(body) and not _ARGS_END.search(body):
+    # -- handlers ----------------------------------------------------------------------
+    def _on_iteration(self, body: str, ctx: LineContext) -> list[Event]:
+        matches = list(ITERATION.finditer(body))
+        return self._iterations(body, matches, ctx) if matches else []
+
+    def _on_args_marker(self, body: str, ctx: LineContext) -> list[Event]:
+        if _ARGS_END.search(body):
+            return self.flush()
+        if _ARGS_BEGIN.search(body):
             self._args = {}
             self._args_ctx = ctx
-            return []
+        return []
+
+    def _on_arg_line(self, body: str, ctx: LineContext) -> list[Event]:
+        if self._args is not None:
+            m = _ARG_LINE.match(body)
+            if m and len(self._args) < 4096:
+                self._args[m.group(1)] = m.group(2)
+        return []
+
+    def _on_effective(self, body: str, ctx: LineContext) -> list[Event]:
         m = _EFFECTIVE.search(body)
-        if m:
-            return [self.make(Throughput, ctx, iteration=self.last_iteration, tflops_reported=to_float(m.group(1))),
-                    self.make(RunConfig, ctx, total_params_b=to_float(m.group(2)))]
+        if not m:
+            return []
+        return [self.make(Throughput, ctx, iteration=self.last_iteration, tflops_reported=to_float(m.group(1))),
+                self.make(RunConfig, ctx, total_params_b=to_float(m.group(2)))]
+
+    def _on_numworkers(self, body: str, ctx: LineContext) -> list[Event]:
         m = _NUMWORKERS.search(body)
-        if m:
-            return [self.make(Throughput, ctx, iteration=self.last_iteration, samples_per_sec=to_float(m.group(4)),
-                              iteration_time_s=to_float(m.group(3)))]
-        if "memory (MB)" in body:
-            return self._memory(body, ctx)
+        if not m:
+            return []
+        return [self.make(Throughput, ctx, iteration=self.last_iteration, samples_per_sec=to_float(m.group(4)),
+                          iteration_time_s=to_float(m.group(3)))]
+
+    def _on_world(self, body: str, ctx: LineContext) -> list[Event]:
         m = _WORLD.search(body)
-        if m:
-            world, dp, tp, pp = (to_int(g) for g in m.groups())
-            return [self.make(RunConfig, ctx, world_size=world, dp=dp, tp=tp, pp=pp)]
+        if not m:
+            return []
+        world, dp, tp, pp = (to_int(g) for g in m.groups())
+        return [self.make(RunConfig, ctx, world_size=world, dp=dp, tp=tp, pp=pp)]
+
+    def _on_padded(self, body: str, ctx: LineContext) -> list[Event]:
         m = _PADDED.search(body)
-        if m:
-            return [self.make(RunConfig, ctx, vocab_size=int(m.group(1)), padded_vocab_size=int(m.group(2)))]
+        if not m:
+            return []
+        return [self.make(RunConfig, ctx, vocab_size=int(m.group(1)), padded_vocab_size=int(m.group(2)))]
+
+    def _on_exit(self, body: str, ctx: LineContext) -> list[Event]:
         m = _EXIT.search(body)
-        if m:
-            wall = parse_iso(m.group(2))
-            return [Exit(file=self.file, line=ctx.line, rank=ctx.rank, node=ctx.node,
-                         wall_time=wall if wall is not None else ctx.wall_time,
-                         iteration=to_int(m.group(1)) if m.group(1) else self.last_iteration)]
+        if not m:
+            return []
+        wall = parse_iso(m.group(2))
+        return [Exit(file=self.file, line=ctx.line, rank=ctx.rank, node=ctx.node,
+                     wall_time=wall if wall is not None else ctx.wall_time,
+                     iteration=to_int(m.group(1)) if m.group(1) else self.last_iteration)]
+
+    def _on_milestone(self, body: str, ctx: LineContext) -> list[Event]:
         for pattern, name in _MILESTONES:
             m = pattern.search(body)
             if m:
@@ -298,15 +333,7 @@ class MegatronParser(LineParser):
                                         message=f"NaN at iteration {it}: {body.strip()[:200]}"))
         return events
 
-    def _in_args(self, body: str, ctx: LineContext) -> list[Event]:
-        if _ARGS_END.search(body):
-            return self.flush()
-        m = _ARG_LINE.match(body)
-        if m and self._args is not None and len(self._args) < 4096:
-            self._args[m.group(1)] = m.group(2)
-        return []
-
-    def _memory(self, body: str, ctx: LineContext) -> list[Event]:
+    def _on_memory(self, body: str, ctx: LineContext) -> list[Event]:
         m = _MEMORY.search(body)
         if not m:
             return []

@@ -24,8 +24,20 @@ _SETUP_WORDS = ("setup", "load-checkpoint", "model and optimizer", "data iterato
                 "model-and-optimizer", "iterators")
 
 
+_group_cache: dict[str, str] = {}
+
+
 def timer_group(name: str) -> str:
     """forward / backward / optimizer / offload / communication / setup / checkpoint / other."""
+    group = _group_cache.get(name)
+    if group is None:
+        group = _classify(name)
+        if len(_group_cache) < 4096:
+            _group_cache[name] = group
+    return group
+
+
+def _classify(name: str) -> str:
     n = name.lower()
     if "offload" in n or "swap" in n:
         return "offload"
@@ -47,7 +59,7 @@ def timer_group(name: str) -> str:
 class TimerParser(LineParser):
     name = "timers"
     SNIFF = compile_sniff(r"time \(ms\)", r"time across ranks \(ms\)", r"saved checkpoint")
-    TRIGGERS = (r"time \(ms\)", r"\.\.: \(", r"saved checkpoint")
+    ROUTES = ((r"time \(ms\)", "_on_time_line"), (r"\.\.: \(", "_on_minmax"), (r"saved checkpoint", "_on_saved"))
 
     SAMPLES = (
         Sample("time (ms) | e2e-time: 6051.73 | forward-compute: 852.50 | backward-compute: 5188.55 | "
@@ -89,22 +101,25 @@ class TimerParser(LineParser):
         self._saved_iteration: Optional[int] = None
         self._offload_announced = False
 
-    def feed(self, body: str, ctx: LineContext) -> list[Event]:
+    def _on_saved(self, body: str, ctx: LineContext) -> list[Event]:
+        m = _SAVED.search(body)
+        if not m:
+            return []
+        self._saved_iteration = to_int(m.group(1))
+        return [self.make(Checkpoint, ctx, iteration=self._saved_iteration, path=m.group(2))]
+
+    def _on_minmax(self, body: str, ctx: LineContext) -> list[Event]:
+        m = _MINMAX.match(body)
+        if not m:
+            return []
+        value = to_float(m.group(3))  # the slowest rank's time: it sets the step time
+        return self._timers({m.group(1).strip(): value}, body, ctx) if value is not None else []
+
+    def _on_time_line(self, body: str, ctx: LineContext) -> list[Event]:
         pos = body.find("time (ms)")
-        if pos >= 0:
-            timers = _pairs(body[pos + 9:])
-        else:
-            m = _SAVED.search(body)
-            if m:
-                self._saved_iteration = to_int(m.group(1))
-                return [self.make(Checkpoint, ctx, iteration=self._saved_iteration, path=m.group(2))]
-            m = _MINMAX.match(body)
-            if not m:
-                return []
-            value = to_float(m.group(3))
-            if value is None:
-                return []
-            timers = {m.group(1).strip(): value}
+        return self._timers(_pairs(body[pos + 9:]), body, ctx) if pos >= 0 else []
+
+    def _timers(self, timers: dict[str, float], body: str, ctx: LineContext) -> list[Event]:
         if not timers:
             return []
         rank = rank_tag(body) if "[Rank" in body else ctx.rank
@@ -114,8 +129,7 @@ class TimerParser(LineParser):
             events.append(self.make(Checkpoint, ctx, iteration=self._saved_iteration, save_ms=save))
         if timers:
             groups = {name: timer_group(name) for name in timers}
-            if not self._offload_announced and any(g == "offload" and n.startswith("offloading")
-                                                   for n, g in groups.items()):
+            if not self._offload_announced and any(n.startswith("offloading") for n in timers):
                 self._offload_announced = True
                 events.append(self.make(RunConfig, ctx, framework="stronghold"))
             events.append(Timers(file=self.file, line=ctx.line, rank=rank, node=ctx.node, wall_time=ctx.wall_time,

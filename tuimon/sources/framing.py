@@ -19,7 +19,8 @@ DEFAULT_MAX_LINE = 1 << 20
 TOO_LONG_MARKER = "\u2400tuimon: line too long, skipped"
 
 _CR_BEFORE_NL = re.compile(r"\r+(?=\n)")
-_CR_PROGRESS = re.compile(r"[^\n]*\r")
+# anchored at line starts: each line is scanned once (an unanchored pattern rescans it from every offset)
+_CR_PROGRESS = re.compile(r"^[^\n]*\r", re.MULTILINE)
 
 
 @dataclass(slots=True)
@@ -96,7 +97,9 @@ class Framer:
             text = complete.decode("utf-8", "replace")
             self.invalid_utf8 += sum(1 for line in text.split("\n") if "\ufffd" in line)
         if "\r" in text:
-            text = _CR_PROGRESS.sub("", _CR_BEFORE_NL.sub("", text))
+            text = _CR_BEFORE_NL.sub("", text)
+            if "\r" in text:
+                text = _CR_PROGRESS.sub("", text)
         if "\x00" in text:
             text = text.replace("\x00", "\u2400")
         if prefix_lines:
