@@ -43,6 +43,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = verbs.add_parser("events", help="every parsed event as one JSON object per line")
     _add_paths(p)
+    p.add_argument("--follow", "-f", action="store_true", help="keep following the files (until Ctrl-C)")
+    p.add_argument("--poll", type=float, metavar="SECONDS", help="poll every SECONDS instead of using inotify")
+    p.add_argument("--state", metavar="FILE", help="save read positions here and resume from them")
+    p.add_argument("--exclude", action="append", metavar="GLOB", help="file name pattern to skip")
 
     p = verbs.add_parser("tflops", help="TFLOPs per GPU from model size and iteration time (seed formula)")
     p.add_argument("--params", required=True, help="model size, e.g. 52B or 350M")
@@ -153,6 +157,8 @@ def _mtime(path: str) -> Optional[float]:
 
 
 def cmd_events(args) -> int:
+    if args.follow:
+        return cmd_follow(args)
     files = _files(args)
     t0 = time.perf_counter()
     out = sys.stdout
@@ -170,6 +176,44 @@ def cmd_events(args) -> int:
         total.add(stats)
     out.flush()
     _report(total, len(files), time.perf_counter() - t0)
+    return 0
+
+
+def cmd_follow(args) -> int:
+    import threading
+
+    from .discover import DEFAULT_EXCLUDE
+    from .sources.local import LocalFollower
+
+    for raw in args.paths:
+        if not os.path.exists(os.path.expanduser(raw)):
+            raise PathError(f"no such file or directory: {raw}")
+    if args.poll is not None and args.poll <= 0:
+        _err("--poll must be a positive number of seconds")
+        return EXIT_USAGE
+    out = sys.stdout
+
+    def emit(events) -> None:
+        out.write("".join(json.dumps(e.to_dict(), allow_nan=False) + "\n" for e in events))
+        out.flush()
+
+    follower = LocalFollower(args.paths, emit, include=tuple(args.include) if args.include else DEFAULT_INCLUDE,
+                             exclude=tuple(args.exclude) if args.exclude else DEFAULT_EXCLUDE, poll=args.poll,
+                             state_path=args.state)
+    for warning in follower.warnings:
+        print(f"tuimon: warning: {warning}", file=sys.stderr)
+    stop = threading.Event()
+    try:
+        follower.run(stop)
+    except KeyboardInterrupt:
+        stop.set()
+    finally:
+        if args.state:
+            try:
+                follower.save_state()
+            except OSError as exc:
+                _err(f"cannot save state to {args.state}: {exc.strerror}")
+        follower.close()
     return 0
 
 

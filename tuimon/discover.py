@@ -14,7 +14,7 @@ class PathError(Exception):
     """A path the user named cannot be read; the message is one line for the user."""
 
 
-def _matches(name: str, patterns: Sequence[str]) -> bool:
+def matches(name: str, patterns: Sequence[str]) -> bool:
     return any(fnmatch.fnmatch(name, p) for p in patterns)
 
 
@@ -34,7 +34,7 @@ def discover(paths: Iterable[str], include: Sequence[str] = DEFAULT_INCLUDE,
             for root, dirs, files in os.walk(path, onerror=None):
                 dirs[:] = sorted(d for d in dirs if not d.startswith("."))
                 for name in sorted(files):
-                    if _matches(name, include) and not _matches(name, exclude):
+                    if matches(name, include) and not matches(name, exclude):
                         _add(found, seen, Path(root) / name)
         else:
             if not os.access(path, os.R_OK):
