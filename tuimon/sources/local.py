@@ -87,6 +87,7 @@ class LocalFollower:
         self.streams: dict[tuple[int, int], Stream] = {}
         self.detached: list[Stream] = []
         self._finished: set[tuple[int, int, bytes]] = set()  # rotated-away files read to the end
+        self._generations: dict[str, list[tuple[bytes, int]]] = {}
         self._dir_mtimes: dict[str, float] = {}
         self._heap: list[tuple[float, int, Followed]] = []
         self._seq = 0
@@ -402,7 +403,16 @@ class LocalFollower:
         if data:
             events.extend(s.parser.feed(data))
 
+    def _remember(self, s: Stream) -> None:
+        """What one generation of a path started with and how much of it was read:
+        a copy of it (copytruncate's) found next to the path is not new data."""
+        if s.head:
+            gens = self._generations.setdefault(s.label, [])
+            gens.append((s.head[:256], s.offset))
+            del gens[:-64]
+
     def _truncated(self, s: Stream, events: list[Event], reason: str) -> None:
+        self._remember(s)
         events.extend(s.parser.finish())
         events.append(Truncated(file=s.label, line=s.parser.framer.next_line, reason=reason))
         s.parser = FileParser(s.label)
@@ -414,21 +424,20 @@ class LocalFollower:
     # -- streams that left their path ----------------------------------------------------------
     def _detach(self, s: Stream, events: list[Event]) -> None:
         self._drain(s, events)
+        self._remember(s)
         if s.detached_at is None:
             s.detached_at = self.clock()
             self.detached.append(s)
         self.streams.pop(s.key, None)
 
     def _drain(self, s: Stream, events: list[Event]) -> None:
-        try:
-            size = os.fstat(s.fileno()).st_size
-        except OSError:
-            return
-        while self._read(s, size, events):
+        while True:
             try:
-                size = os.fstat(s.fileno()).st_size
+                st = os.fstat(s.fileno())
             except OSError:
-                break
+                return
+            if not self._read(s, st.st_size, events, st.st_mtime_ns):
+                return
 
     def _poll_detached(self, now: float, events: list[Event]) -> None:
         keep = []
@@ -468,11 +477,13 @@ class LocalFollower:
                 continue
             try:
                 with open(path, "rb") as fh:
-                    head = fh.read(64)
+                    head = fh.read(256)
             except OSError:
                 continue
-            if (key[0], key[1], head) in self._finished:
+            if (key[0], key[1], head[:64]) in self._finished or not head:
                 continue
+            if any(head == g[: len(head)] and st.st_size <= n for g, n in self._generations.get(f.path, ())):
+                continue  # a copy of data already read (copytruncate)
             found.append((st.st_mtime_ns, path, key))
         for _, path, key in sorted(found):
             try:
@@ -480,7 +491,11 @@ class LocalFollower:
             except OSError:
                 continue
             s = Stream(key, fh, f.path, FileParser(f.path), opened_at=self.clock())
-            self._detach(s, events)
+            # a rotated-through file is complete: read it to its end and let it go
+            self._drain(s, events)
+            events.extend(s.parser.finish())
+            self._finished.add((key[0], key[1], s.head[:64]))
+            fh.close()
 
     def save_state(self) -> None:
         if not self.state_path:
