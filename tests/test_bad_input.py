@@ -105,13 +105,19 @@ def test_missing_path_is_one_line_and_status_2(tmp_path):
     assert "Traceback" not in r.stderr
 
 
-def test_unreadable_path_is_one_line_and_status_2(tmp_path):
-    if os.geteuid() == 0:
-        pytest.skip("SKIPPED: running as root, which can read any file; permission check not testable here")
-    p = write(tmp_path, "secret.log", b"x\n")
+def test_unreadable_path_is_one_line_and_status_2():
+    from tests.helpers.unprivileged import can_drop, tuimon, world_dir
+
+    if not can_drop():
+        pytest.skip("SKIPPED: cannot run tuimon as an unprivileged user here (checkout not readable by nobody)")
+    d = world_dir()
+    p = d / "secret.log"
+    p.write_bytes(b"x\n")
     p.chmod(0)
-    r = _cli("summary", str(p))
-    assert r.returncode == 2 and "permission denied" in r.stderr and "Traceback" not in r.stderr
+    proc = tuimon("summary", str(p))
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 2 and "permission denied" in err and "Traceback" not in err
+    assert err.strip().count("\n") == 0
 
 
 def test_events_to_closed_pipe_is_quiet(tmp_path):
@@ -120,3 +126,12 @@ def test_events_to_closed_pipe_is_quiet(tmp_path):
     r = subprocess.run(f"{sys.executable} -m tuimon events {p} | head -1", shell=True, capture_output=True,
                        text=True, env=env)
     assert "Traceback" not in r.stderr and r.stdout.count("\n") == 1
+
+
+def test_unreadable_path_simulated(tmp_path, run_cli, monkeypatch):
+    """As root nothing is unreadable: make the access check refuse, as the kernel would for a user."""
+    p = write(tmp_path, "secret.log", b"x\n")
+    real_access = os.access
+    monkeypatch.setattr(os, "access", lambda path, mode: False if str(path) == str(p) else real_access(path, mode))
+    code, out, err = run_cli("summary", str(p))
+    assert code == 2 and err.strip() == f"tuimon: error: permission denied: {p}"

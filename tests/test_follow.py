@@ -381,19 +381,66 @@ def test_corrupt_state_file_means_full_rescan(tmp_path, writer):
         g.close()
 
 
-def test_permission_denied_then_fixed(tmp_path, mode, writer):
-    if os.geteuid() == 0:
-        pytest.skip("SKIPPED: running as root, which ignores file permissions; case not testable here")
-    log = tmp_path / "run.log"
-    writer.write(log, line(1))
-    writer.do("chmod", log, mode="000")
-    f = Follow([tmp_path], mode)
+@pytest.mark.parametrize("how", ["inotify", "polling"])
+def test_permission_denied_then_fixed(how):
+    from tests.helpers.unprivileged import can_drop, tuimon, world_dir
+
+    if not can_drop():
+        pytest.skip("SKIPPED: cannot run tuimon as an unprivileged user here (interpreter not reachable by "
+                    "nobody); test_permission_denied_then_fixed_simulated covers the retry logic")
+    d = world_dir()
+    log = d / "run.log"
+    log.write_bytes(line(1))
+    log.chmod(0)
+    args = ["events", "--follow", str(d)] + (["--poll", str(POLL)] if how == "polling" else [])
+    proc = tuimon(*args)
     try:
-        f.wait_for(lambda: f.follower.status().get(str(log)) == "permission denied")
-        writer.do("chmod", log, mode="644")
-        f.wait_for(lambda: f.iterations() == [1])
+        time.sleep(1.5)
+        log.chmod(0o644)
+        deadline = time.monotonic() + 8
+        got = []
+        os.set_blocking(proc.stdout.fileno(), False)
+        while time.monotonic() < deadline and not any('"iteration": 1' in g for g in got):
+            chunk = proc.stdout.readline()
+            if chunk:
+                got.append(chunk)
+            else:
+                time.sleep(0.05)
+        assert any('"type": "iteration"' in g and '"iteration": 1,' in g for g in got), got
     finally:
-        f.close()
+        proc.send_signal(2)
+        proc.wait(timeout=10)
+    assert proc.returncode == 0
+
+
+def test_permission_denied_then_fixed_simulated(tmp_path, monkeypatch):
+    """As root the kernel never refuses: make ``open`` refuse the file until 'fixed'."""
+    import builtins
+
+    log = tmp_path / "run.log"
+    log.write_bytes(line(1))
+    denied = {"on": True}
+    real_open = builtins.open
+
+    def guarded(file, *a, **kw):
+        if denied["on"] and str(file) == str(log):
+            raise PermissionError(13, "Permission denied", str(file))
+        return real_open(file, *a, **kw)
+
+    monkeypatch.setattr(builtins, "open", guarded)
+    got = []
+    fol = LocalFollower([str(tmp_path)], got.extend, poll=0.05)
+    for _ in range(3):
+        fol.poll()
+        time.sleep(0.06)
+    assert fol.status()[str(log)] == "permission denied" and not got
+    denied["on"] = False
+    for _ in range(5):
+        fol.poll()
+        time.sleep(0.06)
+    fol.close()
+    assert [e.iteration for e in got if e.type == "iteration"] == [1]
+    assert fol.status()[str(log)] == "following"
 
 
 def test_directory_removed_and_recreated(tmp_path, mode, writer):
@@ -412,3 +459,22 @@ def test_directory_removed_and_recreated(tmp_path, mode, writer):
         assert f.iterations() == [1, 2]
     finally:
         f.close()
+
+
+def test_large_file_head_and_tail_first_then_history(tmp_path):
+    log = tmp_path / "big.log"
+    n = 60_000  # about 4.5 MB
+    log.write_bytes(b"".join(line(i) for i in range(1, n + 1)))
+    batches = []
+    fol = LocalFollower([str(tmp_path)], lambda evs: batches.append([e for e in evs if e.type == "iteration"]),
+                        poll=0.1, head_tail=2 << 20)
+    fol.HEAD, fol.TAIL = 64 << 10, 512 << 10
+    for _ in range(20):
+        fol.poll()
+    fol.close()
+    first = batches[0] + batches[1]
+    got = [e for b in batches for e in b]
+    assert first[0].iteration == 1 and any(e.iteration == n for e in first), "head and tail come first"
+    assert sorted(e.iteration for e in got) == list(range(1, n + 1))
+    assert all(e.line == e.iteration for e in got)  # line numbers right for head, tail and history
+    assert fol.progress.bytes_done == fol.progress.bytes_total == log.stat().st_size

@@ -43,11 +43,22 @@ class Stream:
     last: bytes = b""  # the bytes just before ``offset`` (up to MARKER_BYTES)
     skip_nuls: bool = False
     mtime_ns: int = 0
+    history: Optional["History"] = None
     detached_at: Optional[float] = None
     opened_at: float = 0.0
 
     def fileno(self) -> int:
         return self.fh.fileno()  # type: ignore[attr-defined]
+
+
+@dataclass(eq=False)
+class History:
+    """The middle of a large file, read after its head and tail (see ``head_tail``)."""
+
+    start: int
+    end: int
+    parser: FileParser
+    offset: int = 0
 
 
 @dataclass(eq=False)
@@ -74,6 +85,7 @@ class LocalFollower:
                  include: Sequence[str] = DEFAULT_INCLUDE, exclude: Sequence[str] = DEFAULT_EXCLUDE,
                  poll: Optional[float] = None, max_interval: float = 1.0, grace: float = 2.0,
                  state_path: Optional[str] = None, use_inotify: bool = True,
+                 head_tail: Optional[int] = None,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.sink = sink
         self.include, self.exclude = tuple(include), tuple(exclude)
@@ -98,6 +110,7 @@ class LocalFollower:
         self._watched: dict[str, object] = {}
         self.use_inotify = use_inotify and not self.forced_poll
         self.state_path = state_path
+        self.head_tail = head_tail  # files larger than this: head and tail first, history after
         self.warnings: list[str] = []
         self._positions: dict[str, saved.Position] = {}
         if state_path:
@@ -235,6 +248,7 @@ class LocalFollower:
             f.interval = MIN_INTERVAL if grew else min(f.interval * 2, self.max_interval)
             self._schedule(f, now + f.interval)
         self._poll_detached(now, events)
+        self._poll_history(events)
         if events:
             self._dirty_state = True
             self.sink(events)
@@ -246,6 +260,8 @@ class LocalFollower:
             candidates.append(self._heap[0][0])
         if self.detached:
             candidates.append(self.clock() + MIN_INTERVAL * 4)
+        if any(s.history is not None for s in self.streams.values()):
+            candidates.append(self.clock())
         return max(0.0, min(candidates) - self.clock())
 
     def run(self, stop: threading.Event, state_every: float = 1.0) -> None:
@@ -340,7 +356,60 @@ class LocalFollower:
             s.head = os.pread(fh.fileno(), saved.HEAD_BYTES, 0)
         self.streams[real_key] = s
         self.progress.bytes_total += max(0, st.st_size - s.offset)
+        if self.head_tail and s.offset == 0 and st.st_size > self.head_tail:
+            self._head_and_tail(s, st.st_size)
         return s
+
+    HEAD = 1 << 20
+    TAIL = 4 << 20
+
+    def _head_and_tail(self, s: Stream, size: int) -> None:
+        """Parse the first MiB (config, startup) and the last MiBs (current state) now,
+        and leave the middle to :meth:`_poll_history`, so a job's state is known fast."""
+        fd = s.fileno()
+        head = os.pread(fd, self.HEAD, 0)
+        head_end = head.rfind(b"\n") + 1
+        tail_probe = os.pread(fd, self.TAIL, size - self.TAIL)
+        tail_start = size - self.TAIL + tail_probe.find(b"\n") + 1
+        if head_end <= 0 or tail_start <= head_end:
+            return
+        events: list[Event] = []
+        self._consume(s, head[:head_end], events)
+        lines_before_tail = head[:head_end].count(b"\n")
+        pos = head_end
+        while pos < tail_start:  # count lines at memory speed, to number the tail's lines
+            chunk = os.pread(fd, min(8 << 20, tail_start - pos), pos)
+            if not chunk:
+                break
+            lines_before_tail += chunk.count(b"\n")
+            pos += len(chunk)
+        history = History(head_end, tail_start, FileParser(s.label), head_end)
+        history.parser.framer.next_line = s.parser.framer.next_line
+        s.parser.framer.next_line = lines_before_tail + 1
+        s.offset = tail_start
+        s.history = history
+        if events:
+            self.sink(events)
+
+    def _poll_history(self, events: list[Event]) -> None:
+        budget = MAX_READ_PER_POLL
+        for s in list(self.streams.values()):
+            h = s.history
+            if h is None:
+                continue
+            while h.offset < h.end and budget > 0:
+                data = os.pread(s.fileno(), min(READ_SIZE, h.end - h.offset, budget), h.offset)
+                if not data:
+                    break
+                h.offset += len(data)
+                budget -= len(data)
+                self.progress.bytes_done += len(data)
+                events.extend(h.parser.feed(data))
+            if h.offset >= h.end:
+                events.extend(h.parser.finish())
+                s.history = None
+            if budget <= 0:
+                return
 
     def _resume(self, s: Stream, path: str) -> None:
         pos = self._positions.pop(path, None)
