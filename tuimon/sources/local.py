@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import heapq
 import os
+import stat
 import threading
 import time
 from dataclasses import dataclass, field
@@ -70,6 +71,7 @@ class Followed:
     interval: float = MIN_INTERVAL
     due: float = 0.0
     dead: bool = False
+    hot: bool = True  # recently changed: polled on its own backoff schedule
 
 
 @dataclass
@@ -100,6 +102,8 @@ class LocalFollower:
         self.detached: list[Stream] = []
         self._finished: set[tuple[int, int, bytes]] = set()  # rotated-away files read to the end
         self._generations: dict[str, list[tuple[bytes, int]]] = {}
+        self._with_history: list[Stream] = []
+        self._subdirs: dict[str, list[str]] = {}
         self._dir_mtimes: dict[str, float] = {}
         self._heap: list[tuple[float, int, Followed]] = []
         self._seq = 0
@@ -120,6 +124,8 @@ class LocalFollower:
         self.progress = Progress()
         self.root_status: dict[str, str] = {}
         self._next_scan = 0.0
+        self._next_sweep = 0.0
+        self._cold: list[Followed] = []  # idle files, all checked in one sweep per interval
         self._dirty_state = False
 
     # -- discovery ----------------------------------------------------------------------
@@ -158,21 +164,26 @@ class LocalFollower:
                 mtime = os.stat(directory).st_mtime_ns
             except OSError:
                 continue
-            changed = self._dir_mtimes.get(directory) != mtime
+            if self._dir_mtimes.get(directory) == mtime:
+                stack.extend(self._subdirs.get(directory, ()))  # unchanged: no need to list it again
+                continue
             self._dir_mtimes[directory] = mtime
             try:
                 with os.scandir(directory) as it:
                     entries = list(it)
             except OSError:
                 continue
+            subdirs = []
             for entry in entries:
                 try:
                     if entry.is_dir() and not entry.name.startswith("."):
-                        stack.append(entry.path)
-                    elif changed and matches(entry.name, self.include) and not matches(entry.name, self.exclude):
+                        subdirs.append(entry.path)
+                    elif matches(entry.name, self.include) and not matches(entry.name, self.exclude):
                         self._follow(entry.path, explicit=False)
                 except OSError:
                     continue
+            self._subdirs[directory] = subdirs
+            stack.extend(subdirs)
 
     def _follow(self, path: str, explicit: bool) -> None:
         if path not in self.followed:
@@ -236,17 +247,23 @@ class LocalFollower:
         for path in woken:
             f = self.followed.get(path)
             if f is not None:
-                f.interval = MIN_INTERVAL
-                self._schedule(f, now)
+                self._heat(f, now)
             elif os.path.isdir(path) or not os.path.exists(path):
                 self._next_scan = now
         while self._heap and self._heap[0][0] <= now:
             due, _, f = heapq.heappop(self._heap)
-            if f.dead or due != f.due:
+            if f.dead or due != f.due or not f.hot:
                 continue  # superseded entry
             grew = self._poll_path(f, events)
             f.interval = MIN_INTERVAL if grew else min(f.interval * 2, self.max_interval)
-            self._schedule(f, now + f.interval)
+            if f.interval >= self.max_interval and not f.dead:
+                f.hot = False
+                self._cold.append(f)
+            else:
+                self._schedule(f, now + f.interval)
+        if now >= self._next_sweep:
+            self._sweep(now, events)
+            self._next_sweep = now + self.max_interval
         self._poll_detached(now, events)
         self._poll_history(events)
         if events:
@@ -254,13 +271,42 @@ class LocalFollower:
             self.sink(events)
         return events
 
+    def _heat(self, f: Followed, now: float) -> None:
+        f.interval = MIN_INTERVAL
+        if not f.hot:
+            f.hot = True
+            self._cold.remove(f)
+        self._schedule(f, now)
+
+    def _sweep(self, now: float, events: list[Event]) -> None:
+        """Check every idle file once: one stat each, inline, since this loop is
+        what following thousands of quiet files costs."""
+        stat_ = os.stat
+        changed: list[Followed] = []
+        for f in self._cold:
+            try:
+                st = stat_(f.path)
+            except OSError:
+                changed.append(f)
+                continue
+            s = f.stream
+            if (s is None or st.st_ino != s.key[1] or st.st_size != s.offset or st.st_mtime_ns != s.mtime_ns
+                    or st.st_dev != s.key[0]):
+                changed.append(f)
+        for f in changed:
+            if f.dead:
+                continue
+            if self._poll_path(f, events):
+                self._heat(f, now)
+        self._cold = [f for f in self._cold if not f.dead and not f.hot]
+
     def next_wakeup(self) -> float:
-        candidates = [self._next_scan]
+        candidates = [self._next_scan, self._next_sweep]
         if self._heap:
             candidates.append(self._heap[0][0])
         if self.detached:
             candidates.append(self.clock() + MIN_INTERVAL * 4)
-        if any(s.history is not None for s in self.streams.values()):
+        if self._with_history:
             candidates.append(self.clock())
         return max(0.0, min(candidates) - self.clock())
 
@@ -293,6 +339,11 @@ class LocalFollower:
     def _poll_path(self, f: Followed, events: list[Event]) -> bool:
         try:
             st = os.stat(f.path)
+            s = f.stream
+            if (s is not None and st.st_ino == s.key[1] and st.st_size == s.offset and st.st_mtime_ns == s.mtime_ns
+                    and st.st_dev == s.key[0]):
+                return False  # the common case: nothing changed
+
         except FileNotFoundError:
             if f.stream is not None:
                 self._detach(f.stream, events)
@@ -388,14 +439,16 @@ class LocalFollower:
         s.parser.framer.next_line = lines_before_tail + 1
         s.offset = tail_start
         s.history = history
+        self._with_history.append(s)
         if events:
             self.sink(events)
 
     def _poll_history(self, events: list[Event]) -> None:
         budget = MAX_READ_PER_POLL
-        for s in list(self.streams.values()):
+        for s in list(self._with_history):
             h = s.history
             if h is None:
+                self._with_history.remove(s)
                 continue
             while h.offset < h.end and budget > 0:
                 data = os.pread(s.fileno(), min(READ_SIZE, h.end - h.offset, budget), h.offset)
@@ -408,6 +461,7 @@ class LocalFollower:
             if h.offset >= h.end:
                 events.extend(h.parser.finish())
                 s.history = None
+                self._with_history.remove(s)
             if budget <= 0:
                 return
 
@@ -600,7 +654,6 @@ def old_birth(s: Stream) -> float:
 
 
 def _is_regular(mode: int) -> bool:
-    import stat
     return stat.S_ISREG(mode)
 
 
