@@ -18,6 +18,11 @@ _MAX_INT_DIGITS = 18
 def to_float(text: Optional[str]) -> Optional[float]:
     if text is None:
         return None
+    if "_" not in text:  # float() would read "1_000" as 1000
+        try:
+            return float(text)  # the common case: a plain number, maybe padded
+        except (ValueError, OverflowError):
+            pass
     m = _NUM.search(text)
     if m is None:
         return None
@@ -32,6 +37,9 @@ def to_int(text: Optional[str]) -> Optional[int]:
     """Integer value of ``text``; None when absent, non-numeric or absurdly long."""
     if text is None:
         return None
+    stripped = text.strip()
+    if stripped.isdigit() and len(stripped) <= _MAX_INT_DIGITS:
+        return int(stripped)
     m = _NUM.search(text)
     if m is None:
         return None

@@ -52,3 +52,17 @@ def test_samples_are_sniffed(cls):
         return
     text = "\n".join(line for s in cls.SAMPLES for line in (*s.context, s.line))
     assert cls.SNIFF.search(text), cls.name
+
+
+def test_events_are_immutable_and_typed():
+    from parsers.events import EVENT_TYPES, Iteration
+
+    ev = Iteration(file="f", line=3, iteration=7, losses={"lm loss": 1.0})
+    with pytest.raises(AttributeError):
+        ev.iteration = 8  # type: ignore[misc]
+    assert ev.to_dict()["type"] == "iteration" and ev.to_dict()["iteration"] == 7
+    assert set(EVENT_TYPES) == {"run_config", "iteration", "step", "throughput", "timers", "memory", "milestone",
+                                "checkpoint", "failure", "exit", "truncated"}
+    for name, cls in EVENT_TYPES.items():
+        d = cls(file="x", line=1).to_dict()
+        assert d["type"] == name and d["file"] == "x" and d["line"] == 1
