@@ -10,7 +10,7 @@ from tests.conftest import ROOT
 
 def test_demo_runs_five_jobs_and_cleans_up():
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    r = subprocess.run([sys.executable, "-m", "tuimon", "demo", "--seconds", "3"], capture_output=True, text=True,
+    r = subprocess.run([sys.executable, "-m", "tuimon", "demo", "--headless", "--seconds", "3"], capture_output=True, text=True,
                        env=env, timeout=60)
     assert r.returncode == 0, r.stderr
     last = r.stdout.split("tuimon demo: 5 simulated jobs in ")[-1]

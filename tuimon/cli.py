@@ -30,6 +30,15 @@ def _add_paths(p: argparse.ArgumentParser) -> None:
                    help=f"file name pattern to read in directories (default: {' '.join(DEFAULT_INCLUDE)})")
 
 
+def _add_app_options(p: argparse.ArgumentParser) -> None:
+    from themes import THEME_ALIASES
+
+    p.add_argument("--theme", default="dark", choices=sorted(THEME_ALIASES) + sorted(THEME_ALIASES.values()),
+                   help="colour theme (default dark)")
+    p.add_argument("--gpu", choices=sorted(GPU_PEAK_TFLOPS), help="GPU model, for MFU")
+    p.add_argument("--gpu-peak", type=float, metavar="TFLOPS", help="peak TFLOPs per GPU, for MFU")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tuimon", description="Live monitor for distributed training logs.")
     parser.add_argument("--version", action="version", version=f"tuimon {__version__}")
@@ -57,12 +66,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-activation-checkpointing", action="store_true", help="use factor 3 instead of 4")
     p.add_argument("--gpu-peak", type=float, metavar="TFLOPS", help="also print MFU against this peak")
 
-    for verb, text in (("watch", "open the live dashboard on local paths (issue 5: not yet available)"),
-                       ("ssh", "follow logs on a remote host over SSH (issue 4: not yet available)")):
-        p = verbs.add_parser(verb, help=text)
-        p.add_argument("paths", nargs="*", metavar="PATH")
-    p = verbs.add_parser("demo", help="simulate five training jobs and show them live")
-    p.add_argument("--seconds", type=float, default=20.0, help="how long the demo runs (default 20)")
+    p = verbs.add_parser("watch", help="live dashboard of every job under the paths")
+    _add_paths(p)
+    _add_app_options(p)
+    p.add_argument("--poll", type=float, metavar="SECONDS", help="poll every SECONDS instead of using inotify")
+    p = verbs.add_parser("ssh", help="follow logs on a remote host over SSH (not available yet)")
+    p.add_argument("paths", nargs="*", metavar="SPEC")
+    p = verbs.add_parser("demo", help="simulate five training jobs and show them live in the dashboard")
+    _add_app_options(p)
+    p.add_argument("--seconds", type=float, help="quit by itself after SECONDS")
+    p.add_argument("--headless", action="store_true", help="print refreshing summary tables instead of the app")
     return parser
 
 
@@ -78,9 +91,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             return cmd_tflops(args)
         if args.verb == "demo":
             from .demo import run_demo
-            return run_demo(seconds=args.seconds)
-        if args.verb in ("watch", "ssh"):
-            _err(f"'tuimon {args.verb}' is not available in this version yet; use 'tuimon summary' or 'tuimon events'")
+            return run_demo(args)
+        if args.verb == "watch":
+            return cmd_watch(args)
+        if args.verb == "ssh":
+            _err("'tuimon ssh' is not available in this version yet; copy the logs or use 'tuimon watch' on "
+                 "a mounted path")
             return EXIT_USAGE
         parser.print_help()
         return EXIT_USAGE
@@ -215,6 +231,31 @@ def cmd_follow(args) -> int:
                 _err(f"cannot save state to {args.state}: {exc.strerror}")
         follower.close()
     return 0
+
+
+def run_app(paths: list[str], args, *, poll: Optional[float] = None, quit_after: Optional[float] = None,
+            on_quit=None) -> int:
+    from .live import LiveSession
+    from .ui.app import TuimonApp
+
+    session = LiveSession(paths, poll=poll, gpu_peak=args.gpu_peak or peak_for(args.gpu))
+    session.start()
+    app = TuimonApp(session, theme=args.theme, quit_after=quit_after, on_quit=on_quit)
+    try:
+        code = app.run()
+    finally:
+        session.stop()
+    return code or 0
+
+
+def cmd_watch(args) -> int:
+    for raw in args.paths:
+        if not os.path.exists(os.path.expanduser(raw)):
+            raise PathError(f"no such file or directory: {raw}")
+    if args.poll is not None and args.poll <= 0:
+        _err("--poll must be a positive number of seconds")
+        return EXIT_USAGE
+    return run_app(args.paths, args, poll=args.poll)
 
 
 def cmd_tflops(args) -> int:

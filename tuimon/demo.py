@@ -1,93 +1,127 @@
 """``tuimon demo``: five simulated training jobs written live into a temporary
-directory, shown as a refreshing summary table until time is up or Ctrl-C.
+directory at accelerated speed, shown in the dashboard; the directory is removed
+on exit.
 
-Until the Textual dashboard lands (issue 5) the demo renders the same summary
-rows the ``summary`` command prints.  The simulator is deterministic per seed.
+Every simulated line is one of the parsers' own sample lines (the lines their
+tests check) with its numbers changed, so the demo exercises exactly the formats
+tuimon is tested on: a Megatron-DeepSpeed run, a STRONGHOLD offload run, one
+still starting up, one that dies of CUDA OOM, and a multi-rank run with a straggler.
 """
 from __future__ import annotations
 
 import random
+import re
 import shutil
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Callable, Iterator, Optional
+
+from parsers.deepspeed import DeepSpeedParser
+from parsers.failures import FailureParser
+from parsers.launcher import LauncherParser
+from parsers.megatron import MegatronParser
+from parsers.timers import TimerParser
 
 from .ingest import parse_file
 from .store import JobStore
 from .summary import render_table, summarize
 
-ITER = (" iteration {i:8d}/{n:8d} | consumed samples: {cs:12d} | elapsed time per iteration (ms): {ms:.1f} | "
-        "learning rate: 1.406E-06 | global batch size: {gbs:5d} | lm loss: {loss:E} | loss scale: 1.0 | "
-        "grad norm: {gn:.3f} | number of skipped iterations:   0 | number of nan iterations:   0 |{extra}")
+NEW_STYLE_ITERATION = MegatronParser.SAMPLES[5].line  # stamped, with TFLOP/s/GPU
+OLD_STYLE_ITERATION = MegatronParser.SAMPLES[0].line  # Megatron 2.x (STRONGHOLD)
+OFFLOAD_TIMERS = TimerParser.SAMPLES[0].line
+DS_STEP = DeepSpeedParser.SAMPLES[0].line
+OOM = FailureParser.SAMPLES[1].line
+JOB_STARTED = LauncherParser.SAMPLES[0].line
+ARGS = MegatronParser.SAMPLES[21].context + (MegatronParser.SAMPLES[21].line,)
+FUSED = next(s.line for s in MegatronParser.SAMPLES if "fused kernels" in s.line)
+INIT = next(s.line for s in MegatronParser.SAMPLES if "initializing torch distributed" in s.line)
+TRAINING_START = next(s.line for s in MegatronParser.SAMPLES if "before the start of training" in s.line)
+
+_STAMP = re.compile(r"\d{4}-\d{2}-\d{2}[ -]\d{2}:?\d{2}:?\d{2}(?:[.,]\d+)?")
 
 
-def _args(layers: int, hidden: int, gbs: int, world: int, iters: int, tp: int = 1, pp: int = 1) -> list[str]:
-    rows = {"activations_checkpoint_method": "uniform", "global_batch_size": gbs, "hidden_size": hidden,
-            "num_attention_heads": 16, "num_layers": layers, "padded_vocab_size": 50304,
-            "pipeline_model_parallel_size": pp, "seq_length": 1024, "tensor_model_parallel_size": tp,
-            "train_iters": iters, "world_size": world}
-    return (["------------------------ arguments ------------------------"]
-            + [f"  {k} {'.' * (48 - len(k))} {v}" for k, v in rows.items()]
-            + ["-------------------- end of arguments ---------------------"])
+def fill(sample: str, values: dict[str, str], iteration: Optional[tuple[int, int]] = None) -> str:
+    """A sample line with the values of some ``key: value`` fields replaced."""
+    out = sample
+    for key, value in values.items():
+        out = re.sub(rf"({re.escape(key)}:\s*)[^|\s]+", lambda m: m.group(1) + value, out)
+    if iteration is not None:
+        out = re.sub(r"iteration(\s+)\d+/(\s*)\d+", lambda m: f"iteration{m.group(1)}{iteration[0]}/"
+                     f"{m.group(2)}{iteration[1]}", out)
+    return out
 
 
-def _startup(stamp: time.struct_time) -> list[str]:
-    return [f"Job started at: {time.strftime('%Y-%m-%d-%H%M%S', stamp)} on demo-node01",
-            "> initializing torch distributed ...",
-            ">>> done with compiling and loading fused kernels. Compilation time: 6.667 seconds"]
+def stamp(line: str, when: Optional[time.struct_time] = None, compact: bool = False) -> str:
+    when = when or time.localtime()
+    text = time.strftime("%Y-%m-%d-%H%M%S" if compact else "%Y-%m-%d %H:%M:%S", when)
+    return _STAMP.sub(lambda m: text + (m.group(0)[19:] if not compact and len(m.group(0)) > 19 else ""), line,
+                      count=1)
 
 
-def _training_start() -> str:
-    return f"[before the start of training step] datetime: {time.strftime('%Y-%m-%d %H:%M:%S')} "
+def _args(layers: int, gbs: int, world: int) -> list[str]:
+    replace = {"num_layers": layers, "global_batch_size": gbs, "tensor_model_parallel_size": 1}
+    lines = []
+    for line in ARGS:
+        m = re.match(r"(\s+)(\w+) (\.+) (\S+)", line)
+        if m and m.group(2) in replace:
+            line = f"{m.group(1)}{m.group(2)} {m.group(3)} {replace[m.group(2)]}"
+        lines.append(line)
+    extra = [f"  seq_length {'.' * 38} 1024", f"  padded_vocab_size {'.' * 31} 50304", f"  world_size {'.' * 38} {world}"]
+    return lines[:-1] + extra + lines[-1:]
 
 
 def megatron_job(rng: random.Random, *, layers: int, gbs: int, world: int, base_ms: float, iters: int,
-                 offload: bool = False, deepspeed: bool = False, oom_at: int | None = None, ranks: int = 1,
-                 straggler: int | None = None) -> Iterator[list[str]]:
-    """Yields the lines a job writes at each tick of the simulation."""
-    yield _startup(time.localtime()) + _args(layers, 2048, gbs, world, iters)
-    yield [_training_start()]
+                 style: str = "new", offload: bool = False, deepspeed: bool = False, oom_at: Optional[int] = None,
+                 ranks: int = 1, straggler: Optional[int] = None) -> Iterator[list[str]]:
+    """The lines one job writes at each tick of the simulation."""
+    yield [stamp(JOB_STARTED, compact=True), INIT, FUSED] + _args(layers, gbs, world)
+    yield [stamp(TRAINING_START)]
     for i in range(1, iters + 1):
         out = []
         for r in range(ranks):
             ms = base_ms * (1.6 if i == 1 else 1.0) * rng.uniform(0.97, 1.03)
             if straggler is not None and r == straggler:
                 ms *= 1.35
-            line = ITER.format(i=i, n=iters, cs=i * gbs, ms=ms, gbs=gbs, loss=10.5 * (0.995 ** i), gn=rng.uniform(1, 4),
-                               extra="")
+            loss = 10.5 * (0.995 ** i) + rng.uniform(-0.02, 0.02)
+            values = {"elapsed time per iteration (ms)": f"{ms:.1f}", "global batch size": f"{gbs:5d}",
+                      "lm loss": f"{loss:E}", "grad norm": f"{rng.uniform(1, 4):.3f}"}
+            if style == "new":
+                values["consumed samples"] = f"{i * gbs:12d}"
+                values["throughput per GPU (TFLOP/s/GPU)"] = "{:.1f}".format(
+                    1.717 * 4 * 2 * 1024 * gbs * (layers / 32) / (ms / 1000 * world * 1e3))
+                line = stamp(fill(NEW_STYLE_ITERATION, values, (i, iters)))
+            else:
+                line = fill(OLD_STYLE_ITERATION, values, (i, iters))
             out.append(f"{r}: {line}" if ranks > 1 else line)
         if deepspeed:
-            stamp = time.strftime("%Y-%m-%d %H:%M:%S")
-            out.insert(0, f"[{stamp},000] [INFO] [logging.py:96:log_dist] [Rank 0] step={i}, skipped=0, "
-                          "lr=[0.0003, 0.0003], mom=[(0.9, 0.95), (0.9, 0.95)]")
+            out.insert(0, stamp(fill(DS_STEP, {}).replace("step=0,", f"step={i},")))
         if offload:
-            out.append(f"time (ms) | forward-compute: {base_ms * 0.14:.2f} | backward-compute: {base_ms * 0.85:.2f} | "
-                       f"optimizer: 2.48 | offloading-fwd-overhead: {base_ms * 0.13:.2f} | "
-                       f"offloading-bwd-overhead: {base_ms * 0.6:.2f} | offloading-func-call-overhead: 16.28")
+            out.append(fill(OFFLOAD_TIMERS, {"e2e-time": f"{base_ms:.2f}",
+                                             "offloading-bwd-overhead": f"{base_ms * 0.55:.2f}"}))
         if oom_at is not None and i == oom_at:
-            out += ["Traceback (most recent call last):", '  File "pretrain_gpt.py", line 150, in <module>',
-                    "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 3.91 GiB (GPU 0; 31.75 GiB "
-                    "total capacity; 27.16 GiB already allocated; 244.44 MiB free)"]
+            out += ["Traceback (most recent call last):", '  File "pretrain_gpt.py", line 150, in <module>', OOM]
             yield out
             return
         yield out
 
 
 def still_starting() -> Iterator[list[str]]:
-    yield _startup(time.localtime())[:2]
+    yield [stamp(JOB_STARTED, compact=True), INIT]
     while True:
         yield []
 
 
 def simulate(directory: Path, seed: int = 0) -> Callable[[], None]:
+    """Returns ``tick()``: each call appends one step of every job's log."""
     rng = random.Random(seed)
     jobs = {
         "megatron-deepspeed-gpt-13b-4001.out": megatron_job(rng, layers=40, gbs=512, world=64, base_ms=900.0,
                                                             iters=2000, deepspeed=True),
         "stronghold-5b-offload-4002.out": megatron_job(rng, layers=100, gbs=4, world=1, base_ms=25000.0, iters=500,
-                                                       offload=True),
+                                                       style="old", offload=True),
         "gpt-175b-startup-4003.out": still_starting(),
         "gpt-52b-oom-4004.out": megatron_job(rng, layers=64, gbs=1024, world=64, base_ms=3500.0, iters=1000,
                                              oom_at=6),
@@ -110,6 +144,32 @@ def simulate(directory: Path, seed: int = 0) -> Callable[[], None]:
     return tick
 
 
+class Simulator:
+    """Writes the demo logs from a background thread until stopped."""
+
+    def __init__(self, directory: Path, tick_s: float = 0.5) -> None:
+        self.directory = directory
+        self.tick_s = tick_s
+        self._tick = simulate(directory)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="tuimon-demo-writer", daemon=True)
+
+    def start(self) -> "Simulator":
+        self._tick()  # the first lines exist before the app opens
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.tick_s):
+            self._tick()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=5)
+        self._tick.close()  # type: ignore[attr-defined]
+
+
 def frame(directory: Path) -> str:
     store = JobStore()
     for path in sorted(directory.glob("*.out")):
@@ -120,26 +180,32 @@ def frame(directory: Path) -> str:
     return render_table(rows)
 
 
-def run_demo(seconds: float = 20.0, tick_s: float = 0.25) -> int:
-    directory = Path(tempfile.mkdtemp(prefix="tuimon-demo-"))
-    tick = simulate(directory)
+def run_headless(directory: Path, seconds: float) -> int:
     tty = sys.stdout.isatty()
     deadline = time.monotonic() + seconds
     try:
-        next_frame = 0.0
         while time.monotonic() < deadline:
-            tick()
-            if time.monotonic() >= next_frame:
-                next_frame = time.monotonic() + 1.0
-                left = max(0, int(deadline - time.monotonic()))
-                text = f"tuimon demo: 5 simulated jobs in {directory} (Ctrl-C quits, {left} s left)\n\n" + frame(directory)
-                sys.stdout.write(("\x1b[H\x1b[2J" if tty else "\n") + text)
-                sys.stdout.flush()
-            time.sleep(tick_s)
+            left = max(0, int(deadline - time.monotonic()))
+            text = f"tuimon demo: 5 simulated jobs in {directory} (Ctrl-C quits, {left} s left)\n\n" + frame(directory)
+            sys.stdout.write(("\x1b[H\x1b[2J" if tty else "\n") + text)
+            sys.stdout.flush()
+            time.sleep(1.0)
     except KeyboardInterrupt:
         pass
-    finally:
-        tick.close()  # type: ignore[attr-defined]
-        shutil.rmtree(directory, ignore_errors=True)
-    print("\ntuimon demo: finished, temporary logs removed")
     return 0
+
+
+def run_demo(args) -> int:
+    directory = Path(tempfile.mkdtemp(prefix="tuimon-demo-"))
+    sim = Simulator(directory, tick_s=0.25 if args.headless else 0.5).start()
+    try:
+        if args.headless:
+            code = run_headless(directory, args.seconds or 20.0)
+        else:
+            from .cli import run_app
+            code = run_app([str(directory)], args, quit_after=args.seconds)
+    finally:
+        sim.stop()
+        shutil.rmtree(directory, ignore_errors=True)
+    print("tuimon demo: finished, temporary logs removed")
+    return code

@@ -35,19 +35,25 @@ class ParseStats:
 class FileParser:
     """Incremental: feed bytes as they arrive, call :meth:`finish` at end of input."""
 
-    def __init__(self, label: str, parsers: Optional[ParserSet] = None) -> None:
+    def __init__(self, label: str, parsers: Optional[ParserSet] = None,
+                 on_block: Optional[Callable[[str, str, int], None]] = None) -> None:
         self.label = label
         self.framer = Framer()
         self.parsers = parsers or parser_set(label)
+        self.on_block = on_block  # (label, text of complete lines, first line number)
 
     def feed(self, data: bytes) -> list[Event]:
         block = self.framer.feed(data)
         if not block.lines:
             return []
+        if self.on_block is not None:
+            self.on_block(self.label, block.text, block.first_line)
         return self.parsers.feed_block(block.text, block.first_line)
 
     def finish(self) -> list[Event]:
         block = self.framer.flush()
+        if block.lines and self.on_block is not None:
+            self.on_block(self.label, block.text, block.first_line)
         events = self.parsers.feed_block(block.text, block.first_line) if block.lines else []
         events.extend(self.parsers.flush())
         return events

@@ -88,6 +88,7 @@ class LocalFollower:
                  poll: Optional[float] = None, max_interval: float = 1.0, grace: float = 2.0,
                  state_path: Optional[str] = None, use_inotify: bool = True,
                  head_tail: Optional[int] = None,
+                 on_block: Optional[Callable[[str, str, int], None]] = None,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.sink = sink
         self.include, self.exclude = tuple(include), tuple(exclude)
@@ -115,6 +116,7 @@ class LocalFollower:
         self.use_inotify = use_inotify and not self.forced_poll
         self.state_path = state_path
         self.head_tail = head_tail  # files larger than this: head and tail first, history after
+        self.on_block = on_block  # sees the raw text of each block of lines (for log tails)
         self.warnings: list[str] = []
         self._positions: dict[str, saved.Position] = {}
         if state_path:
@@ -377,6 +379,9 @@ class LocalFollower:
         f.status = "following"
         return self._read(s, st.st_size, events, st.st_mtime_ns)
 
+    def _parser(self, label: str) -> FileParser:
+        return FileParser(label, on_block=self.on_block)
+
     def _reattach(self, key: tuple[int, int]) -> Optional[Stream]:
         """A file that left one followed path and appeared at another (a rename
         into the followed set) goes on from where it was."""
@@ -399,7 +404,7 @@ class LocalFollower:
             return None
         st = os.fstat(fh.fileno())
         real_key = (st.st_dev, st.st_ino)
-        s = Stream(real_key, fh, f.path, FileParser(f.path), opened_at=self.clock())
+        s = Stream(real_key, fh, f.path, self._parser(f.path), opened_at=self.clock())
         self._resume(s, f.path)
         if s.offset == 0 and (real_key[0], real_key[1], os.pread(fh.fileno(), 64, 0)) in self._finished:
             s.offset = st.st_size  # a rotated file already read to its end under another name
@@ -434,7 +439,7 @@ class LocalFollower:
                 break
             lines_before_tail += chunk.count(b"\n")
             pos += len(chunk)
-        history = History(head_end, tail_start, FileParser(s.label), head_end)
+        history = History(head_end, tail_start, FileParser(s.label), head_end)  # old lines: not for the live tail
         history.parser.framer.next_line = s.parser.framer.next_line
         s.parser.framer.next_line = lines_before_tail + 1
         s.offset = tail_start
@@ -538,7 +543,7 @@ class LocalFollower:
         self._remember(s)
         events.extend(s.parser.finish())
         events.append(Truncated(file=s.label, line=s.parser.framer.next_line, reason=reason))
-        s.parser = FileParser(s.label)
+        s.parser = self._parser(s.label)
         s.offset = 0
         s.head = b""
         s.last = b""
@@ -613,7 +618,7 @@ class LocalFollower:
                 fh = open(path, "rb", buffering=0)
             except OSError:
                 continue
-            s = Stream(key, fh, f.path, FileParser(f.path), opened_at=self.clock())
+            s = Stream(key, fh, f.path, self._parser(f.path), opened_at=self.clock())
             # a rotated-through file is complete: read it to its end and let it go
             self._drain(s, events)
             events.extend(s.parser.finish())

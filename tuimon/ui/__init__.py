@@ -1,0 +1,1 @@
+"""The Textual app.  Only :mod:`tuimon.cli` imports this package."""

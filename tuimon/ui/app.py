@@ -1,0 +1,115 @@
+"""The tuimon Textual app: a thin shell that pulls snapshots from a LiveSession on
+a throttled timer and hands them to the visible screen.  No I/O here."""
+from __future__ import annotations
+
+import time
+from functools import partial
+from typing import Callable, Iterable, Optional
+
+from textual.app import App, SystemCommand
+from textual.binding import Binding
+from textual.screen import Screen
+
+from themes import STYLESHEET, THEME_ALIASES, textual_themes
+
+from ..live import LiveSession
+from .help import HelpScreen
+from .job import JobScreen
+from .jobs import SORTS, JobsScreen
+from .rank import RankScreen
+
+MAX_HZ = 10.0
+
+
+class TuimonApp(App[int]):
+    CSS_PATH = [str(STYLESHEET)]
+    TITLE = "tuimon"
+    ENABLE_COMMAND_PALETTE = True
+    BINDINGS = [
+        Binding("q", "quit", "Quit", id="quit"),
+        Binding("question_mark", "help", "Help", id="help"),
+    ]
+
+    def __init__(self, session: LiveSession, *, theme: str = "tuimon-dark", refresh_hz: float = 4.0,
+                 quit_after: Optional[float] = None, on_quit: Optional[Callable[[], None]] = None) -> None:
+        super().__init__()
+        self.session = session
+        self._theme_name = THEME_ALIASES.get(theme, theme)
+        self.refresh_interval = 1.0 / min(refresh_hz, MAX_HZ)
+        self.quit_after = quit_after
+        self._on_quit = on_quit
+        self.frames = 0
+        self.frame_ms: list[float] = []
+
+    def on_mount(self) -> None:
+        for theme in textual_themes():
+            self.register_theme(theme)
+        self.theme = self._theme_name
+        self.push_screen(JobsScreen())
+        self.set_interval(self.refresh_interval, self.refresh_now)
+        self.call_after_refresh(self.refresh_now)
+        if self.quit_after:
+            self.set_timer(self.quit_after, lambda: self.exit(0))
+
+    def refresh_now(self) -> None:
+        """Pull a snapshot and show it (UI thread; the session copies under its lock)."""
+        t0 = time.perf_counter()
+        screen = self.screen
+        if isinstance(screen, JobsScreen):
+            screen.update_snapshot(self.session.snapshot())
+        elif isinstance(screen, JobScreen):
+            detail = self.session.job_detail(screen.key)
+            if detail is not None:
+                screen.update_detail(detail)
+        elif isinstance(screen, RankScreen):
+            detail = self.session.job_detail(screen.key)
+            if detail is not None:
+                screen.update_detail(detail, self.session.rank_series(screen.key, screen.rank))
+        self.frames += 1
+        self.frame_ms.append((time.perf_counter() - t0) * 1000.0)
+        del self.frame_ms[:-1000]
+        if self.session.error:
+            self.notify(self.session.error, severity="error", timeout=10)
+            self.session.error = None
+
+    # -- navigation ------------------------------------------------------------------------
+    def open_job(self, key: str) -> None:
+        self.push_screen(JobScreen(key))
+        self.call_after_refresh(self.refresh_now)
+
+    def open_rank(self, key: str, rank: str) -> None:
+        self.push_screen(RankScreen(key, rank))
+        self.call_after_refresh(self.refresh_now)
+
+    def action_help(self) -> None:
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen())
+
+    def action_quit(self) -> None:
+        self.exit(0)
+
+    def on_unmount(self) -> None:
+        if self._on_quit is not None:
+            self._on_quit()
+
+    # -- command palette --------------------------------------------------------------------
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        yield from super().get_system_commands(screen)
+        yield SystemCommand("Help", "Keys and what the columns mean", self.action_help)
+        jobs = self._jobs_screen()
+        if jobs is not None:
+            for name in SORTS:
+                yield SystemCommand(f"Sort jobs by {name}", "Order the jobs table", partial(jobs.set_sort, name))
+            yield SystemCommand("Filter jobs", "Show only jobs whose name contains a text", jobs.action_filter)
+        for name, label in (("tuimon-dark", "dark"), ("tuimon-light", "light"),
+                            ("tuimon-high-contrast", "high contrast")):
+            yield SystemCommand(f"Theme: {label}", f"Switch to the {label} theme", partial(self._set_theme, name))
+
+    def _set_theme(self, name: str) -> None:
+        self.theme = name
+
+    def _jobs_screen(self) -> Optional[JobsScreen]:
+        for screen in self.screen_stack:
+            if isinstance(screen, JobsScreen):
+                return screen
+        return None

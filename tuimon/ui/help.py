@@ -1,0 +1,39 @@
+"""The help overlay (``?``)."""
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+HELP = """tuimon keys
+
+  ↑ ↓  j k      move
+  Enter         open the job / the rank under the cursor
+  Esc  ⌫        back
+  /             filter jobs (jobs screen), search the log tail (job screen)
+  s             cycle the sort: job, status, TFLOPs, iteration time, last update
+  ctrl+p        command palette: sort, filter, theme, help, quit
+  ?             this help
+  q             quit
+
+Status words: training, finished, starting, FAILED <kind>, NO ITERATIONS,
+STALLED (no iteration for 5x the usual iteration time).  TFLOPs rep is what the
+log reports; TFLOPs calc uses size * k * 2 * seq * batch / (time * gpus), k = 4
+with activation checkpointing, 3 without.
+
+Press any key to close."""
+
+
+class HelpScreen(ModalScreen[None]):
+    BINDINGS = [Binding("escape,question_mark,q,enter", "dismiss_help", "Close", id="close-help")]
+
+    def compose(self) -> ComposeResult:
+        yield Static(Text(HELP), id="help")
+
+    def action_dismiss_help(self) -> None:
+        self.dismiss(None)
+
+    def on_key(self) -> None:
+        self.dismiss(None)

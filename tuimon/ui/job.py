@@ -1,0 +1,211 @@
+"""The job screen: charts, breakdowns, startup timeline, ranks and the log tail."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Input, Log, Sparkline, Static
+
+from ..live import JobDetail
+from .render import bars, num, plain, status_text, timeline
+
+TAIL_SHOWN = 500
+
+
+def _finite(values: np.ndarray) -> list[float]:
+    return [float(v) for v in values[-300:] if math.isfinite(v)]
+
+
+class Chart(Vertical):
+    """A titled Sparkline (Textual's own: no plotting dependency for a trend line)."""
+
+    def __init__(self, title: str, chart_id: str) -> None:
+        super().__init__(classes="chart")
+        self.title = title
+        self.chart_id = chart_id
+
+    def compose(self) -> ComposeResult:
+        yield Static(Text(self.title), id=f"{self.chart_id}-label")
+        yield Sparkline([], id=self.chart_id)
+
+    def show(self, values: list[float], fmt: str) -> None:
+        self.query_one(Sparkline).data = values or [0.0]
+        label = self.title if not values else (
+            f"{self.title}  last {values[-1]:{fmt}}  min {min(values):{fmt}}  max {max(values):{fmt}}")
+        self.query_one(f"#{self.chart_id}-label", Static).update(Text(label))
+
+
+class JobScreen(Screen):
+    BINDINGS = [
+        Binding("escape,backspace", "back", "Back", id="back"),
+        Binding("enter", "open_rank", "Open rank", id="open-rank"),
+        Binding("slash", "search", "Search log", id="search"),
+        Binding("j", "cursor_down", "Down", show=False, id="down"),
+        Binding("k", "cursor_up", "Up", show=False, id="up"),
+    ]
+
+    def __init__(self, key: str) -> None:
+        super().__init__()
+        self.key = key
+        self.search_text = ""
+        self._tail_shown: list[str] = []
+        self._rank_keys: list[str] = []
+
+    def compose(self) -> ComposeResult:
+        yield Static(Text("loading…"), id="job-title", classes="title")
+        with Horizontal(classes="charts"):
+            yield Chart("TFLOPs/GPU", "chart-tflops")
+            yield Chart("iteration time (s)", "chart-iter")
+            yield Chart("loss", "chart-loss")
+        with Horizontal(classes="panels"):
+            yield Static(Text(""), id="breakdown", classes="panel")
+            yield Static(Text(""), id="startup", classes="panel")
+        with Horizontal(classes="panels"):
+            yield Static(Text(""), id="config", classes="panel")
+            yield Static(Text(""), id="failures", classes="panel")
+        yield DataTable(id="ranks", cursor_type="row")
+        yield Log(id="tail", max_lines=TAIL_SHOWN, auto_scroll=True)
+        yield Input(placeholder="search the log tail (Esc to clear)", id="search")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        ranks = self.query_one("#ranks", DataTable)
+        for name in ("Rank", "Points", "Median iter (s)", "Last iteration", "Straggler"):
+            ranks.add_column(name, key=name)
+        ranks.focus()
+
+    def update_detail(self, d: JobDetail) -> None:
+        s = d.row.summary
+        title = Text.assemble(plain(s["job"], "bold"), "  ", status_text(s, d.row.stalled), "  ",
+                              plain(s["framework"]))
+        self.query_one("#job-title", Static).update(title)
+        self.query_one("#chart-tflops", Sparkline).parent.show(_finite(d.tflops), ".1f")  # type: ignore[union-attr]
+        self.query_one("#chart-iter", Sparkline).parent.show(  # type: ignore[union-attr]
+            [v / 1000.0 for v in _finite(d.iter_ms)], ".2f")
+        self.query_one("#chart-loss", Sparkline).parent.show(_finite(d.loss), ".3f")  # type: ignore[union-attr]
+        self._breakdown(d)
+        self.query_one("#startup", Static).update(
+            Text.assemble(Text("Startup timeline\n", style="bold"), timeline(s["startup"])))
+        self._config(d)
+        self._failures(d)
+        self._ranks(d)
+        self._tail(d.tail)
+
+    def _breakdown(self, d: JobDetail) -> None:
+        s = d.row.summary
+        it = s["iter_time_ms"]["median"] if s["iter_time_ms"] else None
+        offload = [(n, v) for n, g, v in d.timers if g == "offload"]
+        others = [(n, v) for n, g, v in d.timers if g not in ("offload", "setup", "checkpoint")][:10]
+        text = Text("Timers per iteration (mean)\n", style="bold")
+        text.append_text(bars(others, it))
+        if offload:
+            text.append("\nOffload overhead\n", style="bold")
+            text.append_text(bars(offload, it))
+        self.query_one("#breakdown", Static).update(text)
+
+    def _config(self, d: JobDetail) -> None:
+        s, c = d.row.summary, d.config
+        lines = [
+            f"model      {num(s['params_billion'], 3)} B params, {c.get('num_layers', '-')} layers, "
+            f"hidden {c.get('hidden_size', '-')}, seq {c.get('seq_length', '-')}",
+            f"parallel   TP {c.get('tp', '-')}  PP {c.get('pp', '-')}  DP {c.get('dp', '-')}  "
+            f"world {s['world_size'] or '-'}",
+            f"batch      global {s['global_batch'] or '-'}  micro {c.get('micro_batch', '-')}  "
+            f"act. ckpt {s['activation_checkpointing']}",
+            f"memory     GPU max alloc {num(s['memory']['gpu_max_allocated_mb'], 0)} MB, "
+            f"reserved {num(s['memory']['gpu_max_reserved_mb'], 0)} MB, CPU {num(s['memory']['cpu_used_gb'], 1)} GB",
+            "checkpoint " + (", ".join(f"{ck['iteration']}: {num(ck['save_ms'], 0)} ms"
+                                       for ck in s["checkpoints"][-3:]) or "-"),
+        ]
+        text = Text("Run", style="bold")
+        for line in lines:
+            text.append("\n")
+            text.append_text(plain(line))
+        self.query_one("#config", Static).update(text)
+
+    def _failures(self, d: JobDetail) -> None:
+        text = Text("Failures\n", style="bold")
+        if not d.failures:
+            text.append("none", style="dim")
+        for f in d.failures[-5:]:
+            text.append(f"{f['kind']:9s} line {f['line']}: ", style="red")
+            text.append_text(plain(f["message"][:160]))
+            text.append("\n")
+        self.query_one("#failures", Static).update(text)
+
+    def _ranks(self, d: JobDetail) -> None:
+        table = self.query_one("#ranks", DataTable)
+        keys = [r.rank for r in d.ranks]
+        if keys != self._rank_keys:
+            table.clear()
+            for r in d.ranks:
+                table.add_row(plain(r.rank), str(r.points), num(r.median_ms / 1000 if r.median_ms else None, 3),
+                              str(r.last_iteration if r.last_iteration is not None else "-"),
+                              Text("STRAGGLER", style="bold yellow") if r.straggler else Text(""), key=r.rank)
+            self._rank_keys = keys
+        else:
+            for r in d.ranks:
+                table.update_cell(r.rank, "Points", str(r.points))
+                table.update_cell(r.rank, "Median iter (s)", num(r.median_ms / 1000 if r.median_ms else None, 3))
+                table.update_cell(r.rank, "Last iteration", str(r.last_iteration if r.last_iteration is not None
+                                                                else "-"))
+                table.update_cell(r.rank, "Straggler", Text("STRAGGLER", style="bold yellow") if r.straggler
+                                  else Text(""))
+
+    def _tail(self, lines: list[str]) -> None:
+        from ..text import sanitize
+
+        if self.search_text:
+            needle = self.search_text.lower()
+            lines = [ln for ln in lines if needle in ln.lower()]
+        lines = lines[-TAIL_SHOWN:]
+        if lines == self._tail_shown:
+            return
+        log = self.query_one("#tail", Log)
+        shown = self._tail_shown
+        if shown and len(lines) >= len(shown) and lines[: len(shown)] == shown:
+            new = lines[len(shown):]
+        else:
+            log.clear()
+            new = lines
+        log.write_lines([sanitize(ln) for ln in new])
+        self._tail_shown = lines
+
+    # -- actions ----------------------------------------------------------------------------
+    def action_back(self) -> None:
+        self.app.pop_screen()
+
+    def action_open_rank(self) -> None:
+        table = self.query_one("#ranks", DataTable)
+        if self._rank_keys and table.cursor_row is not None and table.cursor_row < len(self._rank_keys):
+            self.app.open_rank(self.key, self._rank_keys[table.cursor_row])  # type: ignore[attr-defined]
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        event.stop()
+        self.action_open_rank()
+
+    def action_cursor_down(self) -> None:
+        self.query_one("#ranks", DataTable).action_cursor_down()
+
+    def action_cursor_up(self) -> None:
+        self.query_one("#ranks", DataTable).action_cursor_up()
+
+    def action_search(self) -> None:
+        box = self.query_one("#search", Input)
+        box.add_class("visible")
+        box.focus()
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        self.search_text = event.value
+        self._tail_shown = []
+        self.app.refresh_now()  # type: ignore[attr-defined]
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        if not event.value:
+            event.input.remove_class("visible")
+        self.query_one("#ranks", DataTable).focus()

@@ -1,0 +1,192 @@
+"""The jobs screen: one row per job, updated in place from session snapshots."""
+from __future__ import annotations
+
+from typing import Optional
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Input, Static
+
+from ..live import JobRow, Snapshot
+from .render import duration, num, plain, spark, status_text
+
+COLUMNS = ("Job", "Framework", "Status", "Iter", "ETA", "Iter time", "Spread", "Samples/s", "TFLOPs rep",
+           "TFLOPs calc", "MFU", "Loss", "Startup", "Updated", "TFLOPs trend")
+SORTS = ("job", "status", "tflops", "iter time", "updated")
+
+
+def _sort_key(name: str):
+    def key(row: JobRow):
+        s = row.summary
+        if name == "status":
+            return (s["status"] != "failed", not row.stalled, s["status"], s["job"])
+        if name == "tflops":
+            t = s["tflops_per_gpu"]["computed"] or s["tflops_per_gpu"]["reported"] or 0.0
+            return (-t, s["job"])
+        if name == "iter time":
+            return (-(s["iter_time_ms"] or {}).get("median", 0.0), s["job"])
+        if name == "updated":
+            return (row.age_s if row.age_s is not None else 1e18, s["job"])
+        return (s["job"],)
+    return key
+
+
+def cells(row: JobRow) -> tuple:
+    s = row.summary
+    it = s["iter_time_ms"]
+    iters = "-" if s["last_iteration"] is None else (
+        f"{s['last_iteration']}/{s['train_iters']}" if s["train_iters"] else str(s["last_iteration"]))
+    spread = f"{it['p10'] / 1000:.2f}-{it['p90'] / 1000:.2f}s" if it else "-"
+    loss = s["loss_last"]
+    return (
+        plain(s["job"]),
+        plain(s["framework"]),
+        status_text(s, row.stalled),
+        Text(iters, justify="right"),
+        Text(duration(row.eta_s), justify="right"),
+        Text(num(it["median"] / 1000.0, 2, "s") if it else "-", justify="right"),
+        Text(spread, justify="right"),
+        Text(num(s["samples_per_sec"], 2), justify="right"),
+        Text(num(s["tflops_per_gpu"]["reported"]), justify="right"),
+        Text(num(s["tflops_per_gpu"]["computed"]), justify="right"),
+        Text(num(s["mfu"] * 100 if s["mfu"] is not None else None, 0, "%"), justify="right"),
+        Text(loss if isinstance(loss, str) else num(loss, 4), justify="right"),
+        Text(duration(s["startup_s"]), justify="right"),
+        Text(duration(row.age_s) + " ago" if row.age_s is not None else "-", justify="right"),
+        spark(row.tflops_series),
+    )
+
+
+class JobsScreen(Screen):
+    BINDINGS = [
+        Binding("enter", "open_job", "Open job", id="open"),
+        Binding("j", "cursor_down", "Down", show=False, id="down"),
+        Binding("k", "cursor_up", "Up", show=False, id="up"),
+        Binding("slash", "filter", "Filter", id="filter"),
+        Binding("s", "cycle_sort", "Sort", id="sort"),
+        Binding("escape", "clear_filter", "Clear filter", show=False, id="clear-filter"),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sort = "job"
+        self.filter_text = ""
+        self._shown: dict[str, tuple] = {}
+        self._order: list[str] = []
+        self._rows: dict[str, JobRow] = {}
+
+    def compose(self) -> ComposeResult:
+        yield Static(Text("tuimon: waiting for logs…"), id="progress")
+        table: DataTable = DataTable(id="jobs", cursor_type="row", zebra_stripes=True)
+        yield table
+        yield Input(placeholder="filter jobs (Enter to keep, Esc to clear)", id="filter")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        table = self.query_one("#jobs", DataTable)
+        for name in COLUMNS:
+            table.add_column(name, key=name)
+        table.focus()
+
+    # -- data ---------------------------------------------------------------------------------
+    def update_snapshot(self, snap: Snapshot) -> None:
+        self._rows = {r.key: r for r in snap.rows}
+        rows = [r for r in snap.rows if self.filter_text.lower() in r.summary["job"].lower()]
+        rows.sort(key=_sort_key(self.sort))
+        order = [r.key for r in rows]
+        table = self.query_one("#jobs", DataTable)
+        if order != self._order:
+            selected = self.selected_key()
+            table.clear()
+            self._shown = {}
+            for r in rows:
+                c = cells(r)
+                table.add_row(*c, key=r.key)
+                self._shown[r.key] = c
+            self._order = order
+            if selected in order:
+                table.move_cursor(row=order.index(selected))
+        else:
+            for r in rows:
+                c = cells(r)
+                old = self._shown.get(r.key)
+                if old != c:
+                    for name, new, before in zip(COLUMNS, c, old or (None,) * len(c)):
+                        if new != before:
+                            table.update_cell(r.key, name, new, update_width=True)
+                    self._shown[r.key] = c
+        self._progress(snap, len(rows))
+
+    def _progress(self, snap: Snapshot, shown: int) -> None:
+        failed = sum(1 for r in snap.rows if r.summary["status"] == "failed")
+        stalled = sum(1 for r in snap.rows if r.stalled)
+        parts = [f"{len(snap.rows)} jobs", f"{snap.files} files"]
+        if shown != len(snap.rows):
+            parts.append(f"{shown} shown (filter: {self.filter_text})")
+        if failed:
+            parts.append(f"{failed} failed")
+        if stalled:
+            parts.append(f"{stalled} stalled")
+        if snap.bytes_total and snap.bytes_done < snap.bytes_total:
+            pct = 100.0 * snap.bytes_done / snap.bytes_total
+            parts.append(f"reading history {pct:.0f}% ({snap.bytes_done / 1e6:.0f}/{snap.bytes_total / 1e6:.0f} MB)")
+        parts.append(f"sort: {self.sort}")
+        self.query_one("#progress", Static).update(plain("tuimon | " + " | ".join(parts)))
+
+    def selected_key(self) -> Optional[str]:
+        table = self.query_one("#jobs", DataTable)
+        if not self._order or table.cursor_row is None or table.cursor_row >= len(self._order):
+            return None
+        return self._order[table.cursor_row]
+
+    # -- actions ------------------------------------------------------------------------------
+    def action_open_job(self) -> None:
+        key = self.selected_key()
+        if key is not None:
+            self.app.open_job(key)  # type: ignore[attr-defined]
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        event.stop()
+        self.action_open_job()
+
+    def action_cursor_down(self) -> None:
+        self.query_one("#jobs", DataTable).action_cursor_down()
+
+    def action_cursor_up(self) -> None:
+        self.query_one("#jobs", DataTable).action_cursor_up()
+
+    def action_filter(self) -> None:
+        box = self.query_one("#filter", Input)
+        box.add_class("visible")
+        box.focus()
+
+    def action_clear_filter(self) -> None:
+        box = self.query_one("#filter", Input)
+        box.value = ""
+        box.remove_class("visible")
+        self.filter_text = ""
+        self._order = []
+        self.query_one("#jobs", DataTable).focus()
+        self.app.refresh_now()  # type: ignore[attr-defined]
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        if event.input.id == "filter":
+            self.filter_text = event.value
+            self._order = []
+            self.app.refresh_now()  # type: ignore[attr-defined]
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        if event.input.id == "filter":
+            if not event.value:
+                event.input.remove_class("visible")
+            self.query_one("#jobs", DataTable).focus()
+
+    def action_cycle_sort(self) -> None:
+        self.set_sort(SORTS[(SORTS.index(self.sort) + 1) % len(SORTS)])
+
+    def set_sort(self, name: str) -> None:
+        self.sort = name
+        self._order = []
+        self.app.refresh_now()  # type: ignore[attr-defined]

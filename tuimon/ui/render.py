@@ -1,0 +1,102 @@
+"""Pure renderables for the app: plain ``rich.text.Text`` built from numbers and
+sanitized strings, never from markup."""
+from __future__ import annotations
+
+import math
+from typing import Optional, Sequence
+
+from rich.text import Text
+
+from ..text import sanitize
+
+BLOCKS = "▁▂▃▄▅▆▇█"
+STATUS_STYLE = {"failed": "bold red", "finished": "green", "training": "cyan", "starting": "yellow",
+                "no-iterations": "magenta", "stalled": "bold yellow"}
+
+
+def plain(text: object, style: str = "") -> Text:
+    """Untrusted text as a Text that shows it literally."""
+    return Text(sanitize(str(text)), style=style)
+
+
+def spark(values: Sequence[float], width: int = 16) -> Text:
+    finite = [v for v in values if v is not None and math.isfinite(v)][-width:]
+    if not finite:
+        return Text("")
+    lo, hi = min(finite), max(finite)
+    span = hi - lo or 1.0
+    return Text("".join(BLOCKS[min(7, int((v - lo) / span * 7.999))] for v in finite), style="cyan")
+
+
+def status_text(summary: dict, stalled: bool) -> Text:
+    status = summary["status"]
+    label = status
+    if status == "failed" and summary.get("failure"):
+        label = f"FAILED {summary['failure']['kind']}"
+    elif status == "no-iterations":
+        label = "NO ITERATIONS"
+    if stalled:
+        label = f"STALLED ({status})"
+        status = "stalled"
+    return Text(label, style=STATUS_STYLE.get(status, ""))
+
+
+def num(value: Optional[float], digits: int = 1, suffix: str = "") -> str:
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return "-"
+    return f"{value:.{digits}f}{suffix}"
+
+
+def duration(seconds: Optional[float]) -> str:
+    if seconds is None or not math.isfinite(seconds):
+        return "-"
+    seconds = max(0.0, seconds)
+    if seconds < 90:
+        return f"{seconds:.0f}s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f}m"
+    if seconds < 172800:
+        return f"{seconds / 3600:.1f}h"
+    return f"{seconds / 86400:.1f}d"
+
+
+def bars(items: Sequence[tuple[str, float]], total: Optional[float], width: int = 30,
+         unit: str = "ms") -> Text:
+    """One line per item: name, a bar scaled to the largest, value and share of ``total``."""
+    out = Text()
+    if not items:
+        return Text("(nothing logged yet)", style="dim")
+    biggest = max((v for _, v in items if math.isfinite(v)), default=0.0) or 1.0
+    name_w = min(34, max(len(sanitize(n)) for n, _ in items))
+    for i, (name, value) in enumerate(items):
+        if i:
+            out.append("\n")
+        n = sanitize(name)
+        out.append(n[:name_w].ljust(name_w) + " ")
+        filled = int(round(width * (value / biggest))) if math.isfinite(value) and value > 0 else 0
+        out.append("█" * filled, style="cyan")
+        out.append("·" * (width - filled), style="dim")
+        share = f" {100.0 * value / total:5.1f}%" if total and math.isfinite(value) else ""
+        out.append(f" {value:10.1f} {unit}{share}")
+    return out
+
+
+def timeline(phases: Sequence[dict], width: int = 40) -> Text:
+    """Startup phases as horizontal bars with their real durations."""
+    if len(phases) < 2:
+        return Text("(no job-start mark and first step yet)", style="dim")
+    total = phases[-1]["offset_s"] or 1.0
+    out = Text()
+    for i in range(len(phases) - 1):
+        start, end = phases[i]["offset_s"], phases[i + 1]["offset_s"]
+        lead = int(round(width * start / total))
+        length = max(1, int(round(width * (end - start) / total)))
+        if i:
+            out.append("\n")
+        out.append(sanitize(phases[i]["name"])[:24].ljust(24) + " ")
+        out.append(" " * lead)
+        out.append("█" * length, style="magenta")
+        out.append(" " * max(0, width - lead - length))
+        out.append(f" {end - start:8.1f} s")
+    out.append(f"\n{'first step after':24s} {total:.1f} s", style="bold")
+    return out
