@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import math
 import re
-from types import MappingProxyType
 from typing import Optional
 
 from .base import LineContext, LineParser, Sample, compile_sniff
 from .common import config_from_args, norm_key, rank_tag
-from .events import Event, Exit, Failure, Iteration, Memory, Milestone, RunConfig, Throughput
+from .events import Event, Exit, Failure, Iteration, Memory, Milestone, RunConfig, Throughput, frozen_map
 from .numbers import to_float, to_int
 from .timestamps import parse_iso
 
@@ -111,7 +110,7 @@ def parse_record(record: str) -> dict:
             if v is not None:
                 losses[key] = v
     if losses:
-        out["losses"] = MappingProxyType(losses)
+        out["losses"] = frozen_map(losses)
     return out
 
 

@@ -49,3 +49,24 @@ def test_store_point_is_at_most_32_bytes():
         s.append(i, 1.0, 2.0, 3.0, 4.0, 5.0, 1e9 + i)
     assert POINT_DTYPE.itemsize <= 32
     assert s.bytes_allocated / len(s) <= 32, s.bytes_allocated / len(s)
+
+
+def test_only_the_cli_imports_the_ui():
+    for path in (ROOT / "tuimon").rglob("*.py"):
+        rel = path.relative_to(ROOT / "tuimon")
+        if rel.parts[0] == "ui" or path.name == "cli.py":
+            continue
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom):
+                module = ("." * node.level) + (node.module or "")
+                assert "ui" not in module.replace(".", " ").split() and not module.endswith(".ui"), \
+                    f"{rel}:{node.lineno} imports {module}"
+
+
+def test_importing_the_package_has_no_side_effects():
+    code = ("import sys, tuimon, tuimon.cli, parsers, themes; "
+            "bad=[m for m in sys.modules if m.split('.')[0] in ('textual','watchdog','asyncssh')]; "
+            "print(bad); assert not bad")
+    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr

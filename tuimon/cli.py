@@ -238,7 +238,7 @@ def run_app(paths: list[str], args, *, poll: Optional[float] = None, quit_after:
     from .live import LiveSession
     from .ui.app import TuimonApp
 
-    session = LiveSession(paths, poll=poll, gpu_peak=args.gpu_peak or peak_for(args.gpu))
+    session = LiveSession(paths, poll=poll, gpu_peak=args.gpu_peak or peak_for(args.gpu), process=True)
     session.start()
     app = TuimonApp(session, theme=args.theme, quit_after=quit_after, on_quit=on_quit)
     try:

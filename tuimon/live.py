@@ -25,6 +25,8 @@ from .store import Job, JobStore
 from .summary import global_batch, params_billion, summarize, world_size
 
 TAIL_LINES = 2000
+SINK_SLICE = 500
+MESSAGE_EVENTS = 1000
 STALL_FACTOR = 5.0  # no iteration for this many typical iteration times: stalled
 
 
@@ -72,43 +74,107 @@ class JobDetail:
 
 
 class LiveSession:
+    """With ``process=True`` the files are read and parsed in a separate process
+    (the other core), and only events cross over: the UI process never competes
+    with parsing for the GIL.  With ``process=False`` a thread does it (tests)."""
+
     def __init__(self, paths: Sequence[str], *, poll: Optional[float] = None, head_tail: Optional[int] = 64 << 20,
-                 gpu_peak: Optional[float] = None, clock: Callable[[], float] = time.time, **follower_kw) -> None:
+                 gpu_peak: Optional[float] = None, clock: Callable[[], float] = time.time, process: bool = False,
+                 **follower_kw) -> None:
         self.store = JobStore()
         self.lock = threading.Lock()
         self.clock = clock
         self.gpu_peak = gpu_peak
         self.tails: dict[str, deque[str]] = {}
         self.last_update: dict[str, float] = {}  # job key -> when its files were last written
-        self._version = 0
         self._cache: dict[str, tuple[int, JobRow]] = {}
         self._job_versions: dict[str, int] = {}
-        self.follower = LocalFollower(list(paths), self._sink, poll=poll, head_tail=head_tail,
-                                      on_block=self._on_block, **follower_kw)
+        self._paths = list(paths)
+        self._options = dict(poll=poll, head_tail=head_tail, **follower_kw)
+        self.process = process
+        self.follower: Optional[LocalFollower] = None
+        if not process:
+            self.follower = LocalFollower(self._paths, self._sink, on_block=self._on_block, **self._options)
+        self._progress = (0, 0, 0)  # bytes done, bytes total, files
+        self._statuses: dict[str, str] = {}
         self._stop = threading.Event()
         self._thread: Optional[threading.Thread] = None
+        self._proc = None
+        self._queue = None
+        self._proc_stop = None
         self.error: Optional[str] = None
 
     # -- background side --------------------------------------------------------------------
     def start(self) -> None:
-        self._thread = threading.Thread(target=self._run, name="tuimon-follower", daemon=True)
+        if self.process:
+            import multiprocessing
+
+            # fork starts in milliseconds; it is only safe while this process has a single thread
+            method = "fork" if threading.active_count() == 1 and "fork" in multiprocessing.get_all_start_methods() \
+                else "spawn"
+            ctx = multiprocessing.get_context(method)
+            self._queue = ctx.Queue(maxsize=256)  # bounded: a slow UI slows the reader, never the reverse
+            self._proc_stop = ctx.Event()
+            self._proc = ctx.Process(target=ingest_main, args=(self._paths, self._options, self._queue,
+                                                               self._proc_stop), name="tuimon-ingest", daemon=True)
+            self._proc.start()
+            target = self._receive
+        else:
+            target = self._run
+        self._thread = threading.Thread(target=target, name="tuimon-follower", daemon=True)
         self._thread.start()
 
     def _run(self) -> None:
+        assert self.follower is not None
         try:
             self.follower.run(self._stop)
         except Exception as exc:  # reported in the UI, never a crash of the app
             self.error = f"follower stopped: {exc}"
 
+    def _receive(self) -> None:
+        import queue as queue_mod
+
+        while not self._stop.is_set():
+            try:
+                msg = self._queue.get(timeout=0.2)  # type: ignore[union-attr]
+            except queue_mod.Empty:
+                if self._proc is not None and not self._proc.is_alive() and not self._stop.is_set():
+                    self.error = "the ingest process stopped unexpectedly"
+                    return
+                continue
+            except (EOFError, OSError):
+                return
+            kind = msg[0]
+            if kind == "data":
+                _, events, tails = msg
+                for label, lines in tails.items():
+                    self._append_tail(label, lines)
+                if events:
+                    self._sink(events)
+            elif kind == "status":
+                _, self._progress, self._statuses = msg
+            elif kind == "error":
+                self.error = msg[1]
+
     def stop(self) -> None:
         self._stop.set()
-        self.follower._wake.set()
+        if self.follower is not None:
+            self.follower._wake.set()
+        if self._proc_stop is not None:
+            self._proc_stop.set()
         if self._thread is not None:
             self._thread.join(timeout=5)
-        self.follower.close()
+        if self._proc is not None:
+            self._proc.join(timeout=5)
+            if self._proc.is_alive():
+                self._proc.terminate()
+        if self.follower is not None:
+            self.follower.close()
 
     def _on_block(self, label: str, text: str, first_line: int) -> None:
-        lines = text.rsplit("\n", 201)[-201:-1] if text.count("\n") > 200 else text.split("\n")[:-1]
+        self._append_tail(label, _last_lines(text))
+
+    def _append_tail(self, label: str, lines: list[str]) -> None:
         with self.lock:
             tail = self.tails.get(label)
             if tail is None:
@@ -124,26 +190,37 @@ class LiveSession:
                     written[e.file] = min(now, os.stat(e.file).st_mtime)
                 except OSError:
                     written[e.file] = now
+        # in slices, so that the UI thread never waits long for the lock
+        for start in range(0, len(events), SINK_SLICE):
+            with self.lock:
+                self.store.add(events[start:start + SINK_SLICE])
         with self.lock:
-            self.store.add(events)
             for file, when in written.items():
                 job = self.store.job_for(file)[0]
                 self.last_update[job.key] = max(self.last_update.get(job.key, 0.0), when)
                 self._job_versions[job.key] = self._job_versions.get(job.key, 0) + 1
-            self._version += 1
 
     def add_events(self, events: list[Event]) -> None:
         """Feed events directly (tests, replays)."""
         self._sink(events)
+
+    def progress(self) -> tuple[int, int, int]:
+        if self.follower is not None:
+            p = self.follower.progress
+            return p.bytes_done, p.bytes_total, len(self.follower.followed)
+        return self._progress
+
+    def statuses(self) -> dict[str, str]:
+        return self.follower.status() if self.follower is not None else dict(self._statuses)
 
     # -- UI side ---------------------------------------------------------------------------------
     def snapshot(self) -> Snapshot:
         now = self.clock()
         with self.lock:
             rows = [self._row(job, now) for job in self.store.jobs.values()]
-            progress = self.follower.progress
-            snap = Snapshot(rows=rows, bytes_done=progress.bytes_done, bytes_total=progress.bytes_total,
-                            files=len(self.follower.followed), statuses=self.follower.status(), taken_at=now)
+        done, total, files = self.progress()
+        snap = Snapshot(rows=rows, bytes_done=done, bytes_total=total, files=files, statuses=self.statuses(),
+                        taken_at=now)
         return snap
 
     def _row(self, job: Job, now: float) -> JobRow:
@@ -201,6 +278,46 @@ class LiveSession:
         with self.lock:
             job = self.store.jobs.get(key)
             return _rank_ms(job, rank) if job is not None else []
+
+
+def _last_lines(text: str, n: int = 200) -> list[str]:
+    if text.count("\n") > n:
+        return text.rsplit("\n", n + 1)[-(n + 1):-1]
+    return text.split("\n")[:-1]
+
+
+def ingest_main(paths: list[str], options: dict, out, stop) -> None:
+    """Entry point of the ingest process: follow, parse, and send events, log
+    tails and progress to the UI process."""
+    events: list[Event] = []
+    tails: dict[str, list[str]] = {}
+
+    def on_block(label: str, text: str, first_line: int) -> None:
+        lines = tails.setdefault(label, [])
+        lines.extend(_last_lines(text))
+        del lines[:-TAIL_LINES]
+
+    try:
+        follower = LocalFollower(paths, events.extend, on_block=on_block, **options)
+        last_status = 0.0
+        while not stop.is_set():
+            follower.poll()
+            if events or tails:
+                # small messages: unpickling one is a single call that holds the UI process's GIL
+                for start in range(0, max(1, len(events)), MESSAGE_EVENTS):
+                    out.put(("data", events[start:start + MESSAGE_EVENTS], tails if start == 0 else {}))
+                events.clear()
+                tails = {}
+            now = time.monotonic()
+            if now - last_status >= 0.25:
+                p = follower.progress
+                out.put(("status", (p.bytes_done, p.bytes_total, len(follower.followed)), follower.status()))
+                last_status = now
+            follower._wake.wait(timeout=min(follower.next_wakeup(), follower.max_interval, 0.25))
+            follower._wake.clear()
+        follower.close()
+    except Exception as exc:  # the UI shows it; the ingest process must not die silently
+        out.put(("error", f"ingest stopped: {exc}"))
 
 
 def _rank_ms(job: Job, rank: str) -> list[float]:

@@ -463,6 +463,7 @@ class LocalFollower:
                 budget -= len(data)
                 self.progress.bytes_done += len(data)
                 events.extend(h.parser.feed(data))
+                time.sleep(0)
             if h.offset >= h.end:
                 events.extend(h.parser.finish())
                 s.history = None
@@ -507,6 +508,7 @@ class LocalFollower:
             grew = True
             budget -= len(data)
             self._consume(s, data, events)
+            time.sleep(0)  # let the UI thread take the GIL between blocks
         return grew
 
     @staticmethod

@@ -75,11 +75,9 @@ class TuimonApp(App[int]):
     # -- navigation ------------------------------------------------------------------------
     def open_job(self, key: str) -> None:
         self.push_screen(JobScreen(key))
-        self.call_after_refresh(self.refresh_now)
 
     def open_rank(self, key: str, rank: str) -> None:
         self.push_screen(RankScreen(key, rank))
-        self.call_after_refresh(self.refresh_now)
 
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):

@@ -78,6 +78,7 @@ class JobScreen(Screen):
         for name in ("Rank", "Points", "Median iter (s)", "Last iteration", "Straggler"):
             ranks.add_column(name, key=name)
         ranks.focus()
+        self.app.refresh_now()  # type: ignore[attr-defined]  # filled before the first frame
 
     def update_detail(self, d: JobDetail) -> None:
         s = d.row.summary

@@ -40,6 +40,9 @@ class RankScreen(Screen):
         yield Log(id="rank-tail", max_lines=500)
         yield Footer()
 
+    def on_mount(self) -> None:
+        self.app.refresh_now()  # type: ignore[attr-defined]
+
     def update_detail(self, d: JobDetail, rank_ms: list[float]) -> None:
         row = next((r for r in d.ranks if r.rank == self.rank), None)
         title = Text.assemble(plain(d.row.summary["job"], "bold"), plain(f"  rank {self.rank}  "),

@@ -1,0 +1,197 @@
+"""The app driven through Textual's Pilot: navigation, live updates, untrusted text."""
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import FIXTURES
+from tuimon.live import LiveSession
+from tuimon.ui.app import TuimonApp
+from tuimon.ui.job import JobScreen
+from tuimon.ui.jobs import JobsScreen
+from tuimon.ui.rank import RankScreen
+
+FIXED_NOW = 1_700_000_000.0
+SIZE = (170, 48)
+
+
+def fixture_dir(tmp_path: Path) -> Path:
+    d = tmp_path / "logs"
+    d.mkdir()
+    for f in FIXTURES.iterdir():
+        shutil.copy(f, d / f.name)
+        os.utime(d / f.name, (FIXED_NOW - 3600, FIXED_NOW - 3600))
+    return d
+
+
+def loaded_session(paths, **kw) -> LiveSession:
+    """A session whose files are already read (no background thread: deterministic)."""
+    session = LiveSession([str(p) for p in paths], clock=lambda: FIXED_NOW, poll=0.1, **kw)
+    for _ in range(3):
+        session.follower.poll()
+    return session
+
+
+def rows(app) -> dict[str, list[str]]:
+    table = app.screen.query_one("#jobs")
+    out = {}
+    for key in table.rows:
+        out[key.value.rsplit("/", 1)[-1]] = [str(c) for c in table.get_row(key)]
+    return out
+
+
+async def test_jobs_screen_shows_every_fixture_job(tmp_path):
+    app = TuimonApp(loaded_session([fixture_dir(tmp_path)]))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause(0.3)
+        r = rows(app)
+        assert set(r) == {"stronghold-run", "megatron-deepspeed-8gpu-1234567", "oom-run", "nccl-timeout-555001",
+                          "cancelled-777001", "no-iterations-888001"}
+        assert r["oom-run"][2] == "FAILED oom" and r["stronghold-run"][2] == "finished"
+        assert r["megatron-deepspeed-8gpu-1234567"][3] == "20/100"
+        assert r["no-iterations-888001"][2] == "NO ITERATIONS"
+        assert r["stronghold-run"][9] == "7.2"
+
+
+async def test_navigation_keys(tmp_path):
+    app = TuimonApp(loaded_session([fixture_dir(tmp_path)]))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause(0.3)
+        assert isinstance(app.screen, JobsScreen)
+        await pilot.press("j", "j", "k")
+        selected = app.screen.selected_key()
+        await pilot.press("enter")
+        await pilot.pause(0.3)
+        assert isinstance(app.screen, JobScreen) and app.screen.key == selected
+        await pilot.press("escape")
+        assert isinstance(app.screen, JobsScreen)
+        await pilot.press("question_mark")
+        assert type(app.screen).__name__ == "HelpScreen"
+        await pilot.press("escape")
+        assert isinstance(app.screen, JobsScreen)
+        await pilot.press("s")
+        assert app.screen.sort == "status"
+        await pilot.press("q")
+    assert app.return_code == 0
+
+
+async def test_filter_narrows_rows(tmp_path):
+    app = TuimonApp(loaded_session([fixture_dir(tmp_path)]))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause(0.3)
+        await pilot.press("slash", "o", "o", "m")
+        await pilot.pause(0.3)
+        assert set(rows(app)) == {"oom-run"}
+        await pilot.press("escape")
+        await pilot.pause(0.3)
+        assert len(rows(app)) == 6
+
+
+async def test_rank_drill_down_shows_straggler_and_its_lines(tmp_path):
+    d = tmp_path / "ranks"
+    d.mkdir()
+    lines = []
+    for i in range(1, 8):
+        for r in range(4):
+            ms = 1000.0 * (1.4 if r == 2 else 1.0)
+            lines.append(f"{r}:  iteration {i:8d}/     100 | elapsed time per iteration (ms): {ms:.1f} | "
+                         f"lm loss: 2.0E+00 |")
+    (d / "job-9001.out").write_text("\n".join(lines) + "\n")
+    app = TuimonApp(loaded_session([d]))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause(0.3)
+        await pilot.press("enter")
+        await pilot.pause(0.3)
+        detail = app.session.job_detail(app.screen.key)
+        assert [r.straggler for r in detail.ranks] == [False, False, True, False]
+        await pilot.press("j", "j", "enter")
+        await pilot.pause(0.3)
+        assert isinstance(app.screen, RankScreen) and app.screen.rank == "2"
+        shown = app.screen._shown
+        assert shown and all(line.startswith("2: ") for line in shown)
+        await pilot.press("backspace")
+        assert isinstance(app.screen, JobScreen)
+
+
+async def test_live_updates_while_running(tmp_path):
+    d = tmp_path / "live"
+    d.mkdir()
+    log = d / "train-4242.out"
+    row = " iteration {i:8d}/     100 | elapsed time per iteration (ms): 500.0 | lm loss: 2.0E+00 |\n"
+    log.write_text(row.format(i=1))
+    session = LiveSession([str(d)], poll=0.1)
+    session.start()
+    app = TuimonApp(session, refresh_hz=10)
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            for _ in range(30):
+                await pilot.pause(0.1)
+                if rows(app).get("train-4242", [None] * 4)[3] == "1/100":
+                    break
+            assert rows(app)["train-4242"][3] == "1/100"
+            with open(log, "a") as fh:
+                fh.write(row.format(i=2) + row.format(i=3))
+            for _ in range(40):
+                await pilot.pause(0.1)
+                if rows(app)["train-4242"][3] == "3/100":
+                    break
+            assert rows(app)["train-4242"][3] == "3/100"
+            (d / "second-4243.out").write_text(row.format(i=7))
+            for _ in range(40):
+                await pilot.pause(0.1)
+                if "second-4243" in rows(app):
+                    break
+            assert rows(app)["second-4243"][3] == "7/100"
+    finally:
+        session.stop()
+
+
+HOSTILE_NAME = "[@click=app.quit]x[link=evil]y[b]\x1b[2Jz"
+HOSTILE_LINES = ["[bold]not bold[/bold] [/ [$accent] [@click=app.quit]click[/]",
+                 "\x1b]0;pwned\x07 \x1b[2J \x9b31m red \u202eevil\u202c \x00nul",
+                 " iteration        1/      10 | elapsed time per iteration (ms): 100.0 | lm loss: 1.0E+00 |"]
+
+
+async def test_untrusted_text_is_shown_literally(tmp_path):
+    d = tmp_path / "evil"
+    d.mkdir()
+    (d / f"{HOSTILE_NAME}.log").write_text("\n".join(HOSTILE_LINES) + "\n")
+    app = TuimonApp(loaded_session([d]))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause(0.3)
+        (name,) = [cells[0] for cells in rows(app).values()]
+        assert name == "[@click=app.quit]x[link=evil]y[b]␛[2Jz"  # literal: no markup parsed, ESC shown
+        await pilot.press("enter")
+        await pilot.pause(0.3)
+        assert isinstance(app.screen, JobScreen)
+        tail = app.screen.query_one("#tail")
+        text = "\n".join(str(line) for line in tail.lines)
+        assert "[bold]not bold[/bold] [/ [$accent] [@click=app.quit]click[/]" in text
+        assert "\x1b" not in text and "\x9b" not in text and "\u202e" not in text and "\x00" not in text
+        assert "␛]0;pwned␇" in text
+        screen_text = app.export_screenshot()
+        assert "\x1b]0;" not in screen_text
+        await pilot.click("#tail")
+        await pilot.pause(0.2)
+    assert app.return_code is None or app.return_code == 0  # nothing quit the app behind our back
+
+
+async def test_themes_and_palette_commands(tmp_path):
+    app = TuimonApp(loaded_session([fixture_dir(tmp_path)]), theme="high-contrast")
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause(0.2)
+        assert app.theme == "tuimon-high-contrast"
+        titles = [c.title for c in app.get_system_commands(app.screen)]
+        for wanted in ("Theme: light", "Theme: dark", "Sort jobs by tflops", "Filter jobs", "Help"):
+            assert wanted in titles
+        cmd = next(c for c in app.get_system_commands(app.screen) if c.title == "Theme: light")
+        cmd.callback()
+        await pilot.pause(0.1)
+        assert app.theme == "tuimon-light"
+        # status words stay readable without colour
+        assert "FAILED oom" in rows(app)["oom-run"]

@@ -1,0 +1,39 @@
+"""SVG snapshots of each screen at a fixed size (pytest-textual-snapshot).
+Update after a deliberate visual change with: pytest tests/test_snapshots.py --snapshot-update"""
+from __future__ import annotations
+
+from tests.test_app import SIZE, fixture_dir, loaded_session
+from tuimon.ui.app import TuimonApp
+
+
+def keys(*names):
+    """Press keys, then let the footer and the refresh timer settle before the shot."""
+    async def run_before(pilot) -> None:
+        await pilot.press(*names)
+        await pilot.pause(0.4)
+    return run_before
+
+
+def make_app(tmp_path, theme="dark"):
+    return TuimonApp(loaded_session([fixture_dir(tmp_path)]), theme=theme)
+
+
+def test_jobs_screen(snap_compare, tmp_path):
+    assert snap_compare(make_app(tmp_path), run_before=keys(), terminal_size=SIZE)
+
+
+def test_jobs_screen_light_theme(snap_compare, tmp_path):
+    assert snap_compare(make_app(tmp_path, "light"), run_before=keys(), terminal_size=SIZE)
+
+
+def test_job_screen(snap_compare, tmp_path):
+    # sorted by name: cancelled, megatron-deepspeed, nccl, no-iterations, oom, stronghold
+    assert snap_compare(make_app(tmp_path), run_before=keys("j", "j", "j", "j", "j", "enter"), terminal_size=SIZE)
+
+
+def test_rank_screen(snap_compare, tmp_path):
+    assert snap_compare(make_app(tmp_path), run_before=keys("j", "j", "enter", "j", "enter"), terminal_size=SIZE)
+
+
+def test_help_screen(snap_compare, tmp_path):
+    assert snap_compare(make_app(tmp_path), run_before=keys("question_mark"), terminal_size=SIZE)

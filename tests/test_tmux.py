@@ -1,0 +1,66 @@
+"""What a person sees: `tuimon demo` in a real terminal (tmux), driven with
+send-keys and read with capture-pane."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+
+import pytest
+
+from tests.conftest import ROOT
+
+pytestmark = pytest.mark.skipif(shutil.which("tmux") is None,
+                                reason="SKIPPED: tmux is not installed; the terminal test needs it")
+
+
+def capture(session: str) -> str:
+    return subprocess.run(["tmux", "capture-pane", "-t", session, "-p"], capture_output=True, text=True).stdout
+
+
+def wait_for(session: str, text: str, timeout: float = 20.0) -> str:
+    deadline = time.monotonic() + timeout
+    screen = ""
+    while time.monotonic() < deadline:
+        screen = capture(session)
+        if text in screen:
+            return screen
+        time.sleep(0.2)
+    raise AssertionError(f"{text!r} never appeared; screen was:\n{screen}")
+
+
+def test_demo_in_tmux(tmp_path):
+    session = f"tuimon-{uuid.uuid4().hex[:8]}"
+    marker = tmp_path / "exit-code"
+    cmd = (f"cd {ROOT} && PYTHONPATH={ROOT} {sys.executable} -m tuimon demo; echo $? > {marker}; sleep 30")
+    subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", "180", "-y", "50", cmd], check=True,
+                   env=dict(os.environ, TERM="xterm-256color"))
+    try:
+        screen = wait_for(session, "llama-7b-ranks-straggler-4005")
+        wait_for(session, "FAILED oom")
+        screen = capture(session)
+        for job in ("megatron-deepspeed-gpt-13b-4001", "stronghold-5b-offload-4002", "gpt-175b-startup-4003",
+                    "gpt-52b-oom-4004"):
+            assert job in screen
+        assert "starting" in screen and "training" in screen
+        # sorted by name: gpt-175b, gpt-52b-oom, llama (3rd row)
+        subprocess.run(["tmux", "send-keys", "-t", session, "j", "j", "Enter"], check=True)
+        screen = wait_for(session, "Startup timeline")
+        assert "STRAGGLER" in wait_for(session, "STRAGGLER")
+        subprocess.run(["tmux", "send-keys", "-t", session, "Escape"], check=True)
+        wait_for(session, "sort: job")
+        subprocess.run(["tmux", "send-keys", "-t", session, "?"], check=True)
+        wait_for(session, "tuimon keys")
+        subprocess.run(["tmux", "send-keys", "-t", session, "Escape"], check=True)
+        time.sleep(0.5)
+        subprocess.run(["tmux", "send-keys", "-t", session, "q"], check=True)
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline and not marker.exists():
+            time.sleep(0.2)
+        assert marker.read_text().strip() == "0"
+        assert "temporary logs removed" in capture(session)
+    finally:
+        subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
