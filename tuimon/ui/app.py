@@ -8,6 +8,7 @@ from typing import Callable, Iterable, Optional
 
 from textual.app import App, SystemCommand
 from textual.binding import Binding
+from textual.css.query import NoMatches
 from textual.screen import Screen
 
 from themes import STYLESHEET, THEME_ALIASES, textual_themes
@@ -47,14 +48,26 @@ class TuimonApp(App[int]):
         self.theme = self._theme_name
         self.push_screen(JobsScreen())
         self.set_interval(self.refresh_interval, self.refresh_now)
-        self.call_after_refresh(self.refresh_now)
         if self.quit_after:
             self.set_timer(self.quit_after, lambda: self.exit(0))
 
-    def refresh_now(self) -> None:
-        """Pull a snapshot and show it (UI thread; the session copies under its lock)."""
+    def refresh_now(self, screen: Optional[Screen] = None) -> None:
+        """Pull a snapshot and show it on ``screen`` (default: the visible one).
+        UI thread; the session copies what it needs under its lock."""
         t0 = time.perf_counter()
-        screen = self.screen
+        screen = screen or self.screen
+        try:
+            self._show(screen)
+        except NoMatches:
+            return  # the screen is being built or torn down: the next tick shows it
+        self.frames += 1
+        self.frame_ms.append((time.perf_counter() - t0) * 1000.0)
+        del self.frame_ms[:-1000]
+        if self.session.error:
+            self.notify(self.session.error, severity="error", timeout=10)
+            self.session.error = None
+
+    def _show(self, screen: Screen) -> None:
         if isinstance(screen, JobsScreen):
             screen.update_snapshot(self.session.snapshot())
         elif isinstance(screen, JobScreen):
@@ -65,12 +78,6 @@ class TuimonApp(App[int]):
             detail = self.session.job_detail(screen.key)
             if detail is not None:
                 screen.update_detail(detail, self.session.rank_series(screen.key, screen.rank))
-        self.frames += 1
-        self.frame_ms.append((time.perf_counter() - t0) * 1000.0)
-        del self.frame_ms[:-1000]
-        if self.session.error:
-            self.notify(self.session.error, severity="error", timeout=10)
-            self.session.error = None
 
     # -- navigation ------------------------------------------------------------------------
     def open_job(self, key: str) -> None:

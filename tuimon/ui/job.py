@@ -55,6 +55,7 @@ class JobScreen(Screen):
         self.search_text = ""
         self._tail_shown: list[str] = []
         self._rank_keys: list[str] = []
+        self._ready = False  # the timer may fire between push and mount
 
     def compose(self) -> ComposeResult:
         yield Static(Text("loading…"), id="job-title", classes="title")
@@ -78,9 +79,13 @@ class JobScreen(Screen):
         for name in ("Rank", "Points", "Median iter (s)", "Last iteration", "Straggler"):
             ranks.add_column(name, key=name)
         ranks.focus()
-        self.app.refresh_now()  # type: ignore[attr-defined]  # filled before the first frame
+        self._ready = True
+        # nested widgets (the charts) finish mounting after this handler: fill on the next refresh
+        self.call_after_refresh(self.app.refresh_now, self)  # type: ignore[attr-defined]
 
     def update_detail(self, d: JobDetail) -> None:
+        if not self._ready or not self.query("#chart-tflops"):
+            return  # still mounting
         s = d.row.summary
         title = Text.assemble(plain(s["job"], "bold"), "  ", status_text(s, d.row.stalled), "  ",
                               plain(s["framework"]))

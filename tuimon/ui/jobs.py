@@ -76,6 +76,7 @@ class JobsScreen(Screen):
         self._shown: dict[str, tuple] = {}
         self._order: list[str] = []
         self._rows: dict[str, JobRow] = {}
+        self._ready = False  # the timer may fire between push and mount
 
     def compose(self) -> ComposeResult:
         yield Static(Text("tuimon: waiting for logs…"), id="progress")
@@ -89,9 +90,13 @@ class JobsScreen(Screen):
         for name in COLUMNS:
             table.add_column(name, key=name)
         table.focus()
+        self._ready = True
+        self.app.refresh_now(self)  # type: ignore[attr-defined]  # filled before the first key or frame
 
     # -- data ---------------------------------------------------------------------------------
     def update_snapshot(self, snap: Snapshot) -> None:
+        if not self._ready:
+            return
         self._rows = {r.key: r for r in snap.rows}
         rows = [r for r in snap.rows if self.filter_text.lower() in r.summary["job"].lower()]
         rows.sort(key=_sort_key(self.sort))

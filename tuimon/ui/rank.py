@@ -41,7 +41,7 @@ class RankScreen(Screen):
         yield Footer()
 
     def on_mount(self) -> None:
-        self.app.refresh_now()  # type: ignore[attr-defined]
+        self.app.refresh_now(self)  # type: ignore[attr-defined]  # filled before the first key or frame
 
     def update_detail(self, d: JobDetail, rank_ms: list[float]) -> None:
         row = next((r for r in d.ranks if r.rank == self.rank), None)
