@@ -166,10 +166,15 @@ def test_truncate_and_rewrite_shorter(tmp_path, mode, writer):
         f.close()
 
 
-def test_truncate_and_rewrite_longer_before_next_poll(tmp_path, writer):
+def slow(mode: str) -> dict:
+    """A follower idling at a 1 s interval: polling forced, or inotify with 1 s safety polls."""
+    return {"poll": 1.0} if mode == "polling" else {"max_interval": 1.0}
+
+
+def test_truncate_and_rewrite_longer_before_next_poll(tmp_path, mode, writer):
     log = tmp_path / "run.log"
     writer.write(log, line(1))
-    f = Follow([tmp_path], "polling", poll=1.0)
+    f = Follow([tmp_path], mode, **slow(mode))
     try:
         f.wait_for(lambda: f.iterations() == [1])
         time.sleep(1.1)  # the follower is now idle at its slowest interval
@@ -201,10 +206,10 @@ def test_rename_and_create_rotation(tmp_path, mode, writer):
         f.close()
 
 
-def test_three_rotations_within_one_poll_interval(tmp_path, writer):
+def test_three_rotations_within_one_poll_interval(tmp_path, mode, writer):
     log = tmp_path / "run.log"
     writer.write(log, line(1))
-    f = Follow([tmp_path], "polling", poll=1.0)
+    f = Follow([tmp_path], mode, **slow(mode))
     try:
         f.wait_for(lambda: f.iterations() == [1])
         time.sleep(1.1)
@@ -237,10 +242,10 @@ def test_copytruncate_with_writer_keeping_its_offset(tmp_path, mode, writer):
         f.close()
 
 
-def test_delete_while_open_drains_then_closes(tmp_path, writer):
+def test_delete_while_open_drains_then_closes(tmp_path, mode, writer):
     log = tmp_path / "run.log"
     writer.write(log, line(1))
-    f = Follow([tmp_path], "polling", poll=1.0)
+    f = Follow([tmp_path], mode, **slow(mode))
     try:
         f.wait_for(lambda: f.iterations() == [1])
         time.sleep(1.1)
@@ -322,13 +327,11 @@ def test_framing_cases_live(tmp_path, mode, writer):
         f.close()
 
 
-def test_huge_line_is_bounded_marker(tmp_path):
-    from tuimon.sources.local import LocalFollower
-
+def test_huge_line_is_bounded_marker(tmp_path, mode):
     log = tmp_path / "run.log"
     log.write_bytes(b"y" * (10 << 20) + b"\n" + line(1))
     got = []
-    fol = LocalFollower([str(tmp_path)], got.extend, poll=0.1)
+    fol = LocalFollower([str(tmp_path)], got.extend, **({"poll": 0.1} if mode == "polling" else {}))
     for _ in range(5):
         fol.poll()
     fol.close()
@@ -351,29 +354,31 @@ def test_two_files_with_identical_first_kb(tmp_path, mode, writer):
         f.close()
 
 
-def test_inode_reuse_is_not_resumed_at_stale_offset(tmp_path, writer):
+def test_inode_reuse_is_not_resumed_at_stale_offset(tmp_path, mode, writer):
     log, state = tmp_path / "d" / "run.log", tmp_path / "state.json"
     writer.do("mkdir", log.parent)
     writer.write(log, line(1) + line(2) + line(3))
-    f = Follow([log.parent], "polling")
+    f = Follow([log.parent], mode, state_path=str(state))
     f.wait_for(lambda: f.iterations() == [1, 2, 3])
     f.close()
     writer.do("close", log)
     writer.do("unlink", log)
     writer.write(log, line(40) + line(41) + line(42) + line(43))  # may well get the same inode
-    g = Follow([log.parent], "polling", state_path=str(state))
+    g = Follow([log.parent], mode, state_path=str(state))
     try:
         g.wait_for(lambda: g.iterations() == [40, 41, 42, 43])
+        g.settle()
+        assert g.iterations() == [40, 41, 42, 43]
     finally:
         g.close()
 
 
-def test_corrupt_state_file_means_full_rescan(tmp_path, writer):
+def test_corrupt_state_file_means_full_rescan(tmp_path, mode, writer):
     log, state = tmp_path / "d" / "run.log", tmp_path / "state.json"
     writer.do("mkdir", log.parent)
     writer.write(log, line(1) + line(2))
     state.write_text('{"version": 1, "checksum": "00", "positions": {')
-    g = Follow([log.parent], "polling", state_path=str(state))
+    g = Follow([log.parent], mode, state_path=str(state))
     try:
         g.wait_for(lambda: g.iterations() == [1, 2])
         assert any("corrupt" in w for w in g.follower.warnings)

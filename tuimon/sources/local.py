@@ -71,6 +71,8 @@ class Followed:
     interval: float = MIN_INTERVAL
     due: float = 0.0
     dead: bool = False
+    missing_since: Optional[float] = None
+    previous: Optional[Stream] = None  # the stream that was at the path before it went missing
     hot: bool = True  # recently changed: polled on its own backoff schedule
 
 
@@ -349,10 +351,13 @@ class LocalFollower:
         except FileNotFoundError:
             if f.stream is not None:
                 self._detach(f.stream, events)
-                f.stream = None
+                f.previous, f.stream = f.stream, None
             f.status = "missing"
-            if not f.explicit:
-                f.dead = True
+            now = self.clock()
+            if f.missing_since is None:
+                f.missing_since = now
+            elif not f.explicit and now - f.missing_since > max(self.grace, 10.0):
+                f.dead = True  # gone for good: stop polling a name nobody writes to
                 self.followed.pop(f.path, None)
             return False
         except PermissionError:
@@ -364,18 +369,32 @@ class LocalFollower:
         if not _is_regular(st.st_mode):
             f.status = "not a regular file"
             return False
+        f.missing_since = None
         key = (st.st_dev, st.st_ino)
         s = f.stream
         if s is None or s.key != key:
+            rotated_from = s or f.previous
             if s is not None:  # rotated, recreated or repointed: finish the old one first
                 self._detach(s, events)
                 self._read_rotated_siblings(f, s, key, events)
+            elif f.previous is not None and f.previous.key != key:
+                # the name was missing for a moment (rename, then create): files rotated
+                # through it meanwhile still have to be read, oldest first
+                self._read_rotated_siblings(f, f.previous, key, events)
+            f.previous = None
             s = self.streams.get(key) or self._reattach(key)
             if s is None:
                 s = self._open(f, key, st.st_size)
                 if s is None:
+                    f.previous = rotated_from  # gone again before we could open it: next poll looks again
                     return False
+                if s.key != key and rotated_from is not None:
+                    # rotated again between our stat and our open: the file we stat'ed is
+                    # now a sibling, and it comes before the one we opened
+                    self._read_rotated_siblings(f, rotated_from, s.key, events)
             f.stream = s
+            if s.key != key:
+                st = os.fstat(s.fileno())
         f.status = "following"
         return self._read(s, st.st_size, events, st.st_mtime_ns)
 
@@ -404,6 +423,9 @@ class LocalFollower:
             return None
         st = os.fstat(fh.fileno())
         real_key = (st.st_dev, st.st_ino)
+        if real_key != key and real_key in self.streams:
+            fh.close()
+            return self.streams[real_key]
         s = Stream(real_key, fh, f.path, self._parser(f.path), opened_at=self.clock())
         self._resume(s, f.path)
         if s.offset == 0 and (real_key[0], real_key[1], os.pread(fh.fileno(), 64, 0)) in self._finished:
