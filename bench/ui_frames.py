@@ -29,6 +29,9 @@ from tuimon.live import LiveSession  # noqa: E402
 from tuimon.ui.app import TuimonApp  # noqa: E402
 
 
+IDLE_FILES = 0
+
+
 def pct(values, q):
     s = sorted(values)
     return s[min(len(s) - 1, int(round(q / 100 * (len(s) - 1))))] if s else float("nan")
@@ -63,6 +66,8 @@ except (KeyboardInterrupt, BrokenPipeError):
 async def measure(seconds: float, files: int, rate: float) -> None:
     tmp = Path(tempfile.mkdtemp(prefix="tuimon-frames-"))
     (tmp / "seed-0000.out").write_bytes("".join(block(j) for j in range(1, 5)).encode())
+    for i in range(IDLE_FILES):
+        (tmp / f"idle-{i:05d}.log").write_text(f" iteration {i:8d}/ 10 | elapsed time per iteration (ms): 1.0 |\n")
     session = LiveSession([str(tmp)], poll=0.1, process=os.environ.get("INGEST", "process") == "process")
     session.start()  # as the CLI does: before the app (and its threads) start
     written = [0]
@@ -103,7 +108,10 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=10.0)
     ap.add_argument("--files", type=int, default=16)
     ap.add_argument("--rate", type=float, default=10.0, help="MB/s written")
+    ap.add_argument("--idle-files", type=int, default=0, help="also follow this many idle one-job files")
     args = ap.parse_args()
+    global IDLE_FILES
+    IDLE_FILES = args.idle_files
     asyncio.run(measure(args.seconds, args.files, args.rate))
 
 

@@ -195,3 +195,20 @@ async def test_themes_and_palette_commands(tmp_path):
         assert app.theme == "tuimon-light"
         # status words stay readable without colour
         assert "FAILED oom" in rows(app)["oom-run"]
+
+
+async def test_mouse_opens_a_job(tmp_path):
+    app = TuimonApp(loaded_session([fixture_dir(tmp_path)]))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause(0.3)
+        table = app.screen.query_one("#jobs")
+        # row 2 of the body (the header is row 0 of the widget)
+        await pilot.click("#jobs", offset=(3, 3))
+        await pilot.click("#jobs", offset=(3, 3))
+        await pilot.pause(0.3)
+        assert isinstance(app.screen, JobScreen)
+        assert app.screen.key.endswith(list(rows_keys(table))[2])
+
+
+def rows_keys(table):
+    return [k.value.rsplit("/", 1)[-1] for k in table.rows]

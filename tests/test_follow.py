@@ -483,3 +483,26 @@ def test_large_file_head_and_tail_first_then_history(tmp_path):
     assert sorted(e.iteration for e in got) == list(range(1, n + 1))
     assert all(e.line == e.iteration for e in got)  # line numbers right for head, tail and history
     assert fol.progress.bytes_done == fol.progress.bytes_total == log.stat().st_size
+
+
+def test_events_follow_command_streams_and_exits_0_on_ctrl_c(tmp_path):
+    import signal
+
+    from tests.conftest import ROOT
+
+    log = tmp_path / "run.log"
+    log.write_bytes(line(1))
+    proc = subprocess.Popen([sys.executable, "-m", "tuimon", "events", "--follow", str(tmp_path)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    try:
+        first = [proc.stdout.readline() for _ in range(2)]  # run_config, iteration 1
+        assert '"iteration": 1,' in first[1]
+        with open(log, "ab") as fh:
+            fh.write(line(2))
+        nxt = proc.stdout.readline()
+        assert '"type": "iteration"' in nxt and '"iteration": 2,' in nxt and '"line": 2,' in nxt
+    finally:
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=10)
+    assert proc.returncode == 0 and "Traceback" not in err

@@ -26,6 +26,7 @@ from .summary import global_batch, params_billion, summarize, world_size
 
 TAIL_LINES = 2000
 SINK_SLICE = 500
+NEW_ROWS_PER_SNAPSHOT = 256
 MESSAGE_EVENTS = 1000
 STALL_FACTOR = 5.0  # no iteration for this many typical iteration times: stalled
 
@@ -33,6 +34,7 @@ STALL_FACTOR = 5.0  # no iteration for this many typical iteration times: stalle
 @dataclass
 class JobRow:
     key: str
+    version: int  # changes whenever the job's figures change (the UI caches per version)
     summary: dict
     age_s: Optional[float]
     eta_s: Optional[float]
@@ -217,7 +219,17 @@ class LiveSession:
     def snapshot(self) -> Snapshot:
         now = self.clock()
         with self.lock:
-            rows = [self._row(job, now) for job in self.store.jobs.values()]
+            rows = []
+            budget = NEW_ROWS_PER_SNAPSHOT  # thousands of new jobs appear over a few frames, not in one
+            for job in self.store.jobs.values():
+                cached = self._cache.get(job.key)
+                if cached is None or cached[0] != self._job_versions.get(job.key, 0):
+                    if budget <= 0:
+                        if cached is not None:
+                            rows.append(cached[1])
+                        continue
+                    budget -= 1
+                rows.append(self._row(job, now))
         done, total, files = self.progress()
         snap = Snapshot(rows=rows, bytes_done=done, bytes_total=total, files=files, statuses=self.statuses(),
                         taken_at=now)
@@ -228,7 +240,7 @@ class LiveSession:
         cached = self._cache.get(job.key)
         if cached is None or cached[0] != version:
             summary = summarize(job, now=now, last_write=self.last_update.get(job.key), gpu_peak=self.gpu_peak)
-            row = JobRow(job.key, summary, None, None, False, _tflops_series(job, summary))
+            row = JobRow(job.key, version, summary, None, None, False, _tflops_series(job, summary))
             self._cache[job.key] = (version, row)
         else:
             row = cached[1]

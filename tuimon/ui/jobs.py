@@ -15,6 +15,7 @@ from .render import duration, num, plain, spark, status_text
 COLUMNS = ("Job", "Framework", "Status", "Iter", "ETA", "Iter time", "Spread", "Samples/s", "TFLOPs rep",
            "TFLOPs calc", "MFU", "Loss", "Startup", "Updated", "TFLOPs trend")
 SORTS = ("job", "status", "tflops", "iter time", "updated")
+MAX_ROWS = 300
 
 
 def _sort_key(name: str):
@@ -31,6 +32,13 @@ def _sort_key(name: str):
             return (row.age_s if row.age_s is not None else 1e18, s["job"])
         return (s["job"],)
     return key
+
+
+AGE = COLUMNS.index("Updated")
+
+
+def age_text(row: JobRow) -> Text:
+    return Text(duration(row.age_s) + " ago" if row.age_s is not None else "-", justify="right")
 
 
 def cells(row: JobRow) -> tuple:
@@ -54,7 +62,7 @@ def cells(row: JobRow) -> tuple:
         Text(num(s["mfu"] * 100 if s["mfu"] is not None else None, 0, "%"), justify="right"),
         Text(loss if isinstance(loss, str) else num(loss, 4), justify="right"),
         Text(duration(s["startup_s"]), justify="right"),
-        Text(duration(row.age_s) + " ago" if row.age_s is not None else "-", justify="right"),
+        age_text(row),
         spark(row.tflops_series),
     )
 
@@ -77,6 +85,8 @@ class JobsScreen(Screen):
         self._order: list[str] = []
         self._rows: dict[str, JobRow] = {}
         self._ready = False  # the timer may fire between push and mount
+        self._matching = 0
+        self._cell_cache: dict[str, tuple[tuple, str, tuple]] = {}
 
     def compose(self) -> ComposeResult:
         yield Static(Text("tuimon: waiting for logs…"), id="progress")
@@ -100,36 +110,64 @@ class JobsScreen(Screen):
         self._rows = {r.key: r for r in snap.rows}
         rows = [r for r in snap.rows if self.filter_text.lower() in r.summary["job"].lower()]
         rows.sort(key=_sort_key(self.sort))
+        self._matching = len(rows)
+        rows = rows[:MAX_ROWS]  # a table of thousands is unreadable and slow: filter to narrow it
         order = [r.key for r in rows]
         table = self.query_one("#jobs", DataTable)
         if order != self._order:
-            selected = self.selected_key()
-            table.clear()
-            self._shown = {}
-            for r in rows:
-                c = cells(r)
-                table.add_row(*c, key=r.key)
-                self._shown[r.key] = c
-            self._order = order
-            if selected in order:
-                table.move_cursor(row=order.index(selected))
-        else:
-            for r in rows:
-                c = cells(r)
-                old = self._shown.get(r.key)
-                if old != c:
-                    for name, new, before in zip(COLUMNS, c, old or (None,) * len(c)):
-                        if new != before:
-                            table.update_cell(r.key, name, new, update_width=True)
+            old = set(self._order)
+            if self._order and old <= set(order) and self.sort == "job":
+                # jobs only appeared (backfill, new files): add them and let the table re-sort
+                for r in rows:
+                    if r.key not in old:
+                        c = self._cells(r)
+                        table.add_row(*c, key=r.key)
+                        self._shown[r.key] = c
+                table.sort("Job", key=lambda cell: cell.plain)
+                self._order = [row.key.value for row in table.ordered_rows]
+            else:
+                selected = self.selected_key()
+                table.clear()
+                self._shown = {}
+                for r in rows:
+                    c = self._cells(r)
+                    table.add_row(*c, key=r.key)
                     self._shown[r.key] = c
+                self._order = order
+                if selected in order:
+                    table.move_cursor(row=order.index(selected))
+        for r in rows:
+            c = self._cells(r)
+            old_cells = self._shown.get(r.key)
+            if old_cells is c:
+                continue
+            for name, new_cell, before in zip(COLUMNS, c, old_cells or (None,) * len(c)):
+                if new_cell is not before and new_cell != before:
+                    table.update_cell(r.key, name, new_cell, update_width=True)
+            self._shown[r.key] = c
         self._progress(snap, len(rows))
+
+    def _cells(self, row: JobRow) -> tuple:
+        """Cells of a row, rebuilt only when the job changed; the age cell when its text does."""
+        cached = self._cell_cache.get(row.key)
+        state = (row.version, row.stalled, row.summary["status"])
+        age = duration(row.age_s) + " ago" if row.age_s is not None else "-"
+        if cached is not None and cached[0] == state:
+            if cached[1] == age:
+                return cached[2]
+            c = cached[2][:AGE] + (Text(age, justify="right"),) + cached[2][AGE + 1:]
+        else:
+            c = cells(row)
+        self._cell_cache[row.key] = (state, age, c)
+        return c
 
     def _progress(self, snap: Snapshot, shown: int) -> None:
         failed = sum(1 for r in snap.rows if r.summary["status"] == "failed")
         stalled = sum(1 for r in snap.rows if r.stalled)
         parts = [f"{len(snap.rows)} jobs", f"{snap.files} files"]
         if shown != len(snap.rows):
-            parts.append(f"{shown} shown (filter: {self.filter_text})")
+            why = f"filter: {self.filter_text}" if self.filter_text else "/ to filter"
+            parts.append(f"{shown} shown of {self._matching} matching ({why})")
         if failed:
             parts.append(f"{failed} failed")
         if stalled:
