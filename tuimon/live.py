@@ -26,7 +26,7 @@ from .summary import global_batch, params_billion, summarize, world_size
 
 TAIL_LINES = 2000
 SINK_SLICE = 500
-NEW_ROWS_PER_SNAPSHOT = 256
+NEW_ROWS_PER_SNAPSHOT = 96
 MESSAGE_EVENTS = 1000
 STALL_FACTOR = 5.0  # no iteration for this many typical iteration times: stalled
 
