@@ -7,6 +7,8 @@ nearest earlier line) gives.  Fields a line does not give stay None.
 Events are named tuples: immutable like frozen dataclasses but about five times
 cheaper to build, which matters at millions of lines.  Mappings inside events are
 read-only dicts.  ``type`` names the kind; ``to_dict()`` gives the flat JSON form.
+Named tuples cannot inherit fields, so each record spells out the five common
+ones (file, line, rank, node, wall_time) first; tests check they all agree.
 """
 from __future__ import annotations
 

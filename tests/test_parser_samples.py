@@ -66,3 +66,10 @@ def test_events_are_immutable_and_typed():
     for name, cls in EVENT_TYPES.items():
         d = cls(file="x", line=1).to_dict()
         assert d["type"] == name and d["file"] == "x" and d["line"] == 1
+
+
+def test_every_event_starts_with_the_common_fields():
+    from parsers.events import EVENT_TYPES
+
+    for cls in EVENT_TYPES.values():
+        assert cls._fields[:5] == ("file", "line", "rank", "node", "wall_time"), cls.__name__

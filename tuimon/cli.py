@@ -179,9 +179,7 @@ def cmd_events(args) -> int:
     t0 = time.perf_counter()
     out = sys.stdout
     total = ParseStats()
-
-    def emit(events) -> None:
-        out.write("".join(json.dumps(e.to_dict(), allow_nan=False) + "\n" for e in events))
+    emit = _json_lines(out)
 
     for path in files:
         try:
@@ -195,23 +193,34 @@ def cmd_events(args) -> int:
     return 0
 
 
+def _check_follow_args(args) -> bool:
+    """Paths must exist when following starts; --poll must be positive.  Raises PathError."""
+    for raw in args.paths:
+        if not os.path.exists(os.path.expanduser(raw)):
+            raise PathError(f"no such file or directory: {raw}")
+    if args.poll is not None and args.poll <= 0:
+        _err("--poll must be a positive number of seconds")
+        return False
+    return True
+
+
+def _json_lines(out, flush: bool = False):
+    def emit(events) -> None:
+        out.write("".join(json.dumps(e.to_dict(), allow_nan=False) + "\n" for e in events))
+        if flush:
+            out.flush()
+    return emit
+
+
 def cmd_follow(args) -> int:
     import threading
 
     from .discover import DEFAULT_EXCLUDE
     from .sources.local import LocalFollower
 
-    for raw in args.paths:
-        if not os.path.exists(os.path.expanduser(raw)):
-            raise PathError(f"no such file or directory: {raw}")
-    if args.poll is not None and args.poll <= 0:
-        _err("--poll must be a positive number of seconds")
+    if not _check_follow_args(args):
         return EXIT_USAGE
-    out = sys.stdout
-
-    def emit(events) -> None:
-        out.write("".join(json.dumps(e.to_dict(), allow_nan=False) + "\n" for e in events))
-        out.flush()
+    emit = _json_lines(sys.stdout, flush=True)
 
     follower = LocalFollower(args.paths, emit, include=tuple(args.include) if args.include else DEFAULT_INCLUDE,
                              exclude=tuple(args.exclude) if args.exclude else DEFAULT_EXCLUDE, poll=args.poll,
@@ -249,11 +258,7 @@ def run_app(paths: list[str], args, *, poll: Optional[float] = None, quit_after:
 
 
 def cmd_watch(args) -> int:
-    for raw in args.paths:
-        if not os.path.exists(os.path.expanduser(raw)):
-            raise PathError(f"no such file or directory: {raw}")
-    if args.poll is not None and args.poll <= 0:
-        _err("--poll must be a positive number of seconds")
+    if not _check_follow_args(args):
         return EXIT_USAGE
     return run_app(args.paths, args, poll=args.poll)
 
