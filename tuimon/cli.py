@@ -25,9 +25,12 @@ def _err(message: str) -> None:
 
 
 def _add_paths(p: argparse.ArgumentParser) -> None:
-    p.add_argument("paths", nargs="+", metavar="PATH", help="log files or directories (searched recursively)")
+    p.add_argument("paths", nargs="+", metavar="PATH",
+                   help="log files or directories (searched recursively), local or [user@]host[:port]:path "
+                        "or ssh://user@host:port/path")
     p.add_argument("--include", action="append", metavar="GLOB",
                    help=f"file name pattern to read in directories (default: {' '.join(DEFAULT_INCLUDE)})")
+    p.add_argument("--ssh-config", metavar="FILE", help="OpenSSH client config to use (like ssh -F)")
 
 
 def _add_app_options(p: argparse.ArgumentParser) -> None:
@@ -114,12 +117,40 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return 0
 
 
-def _files(args) -> list[Path]:
+def _split(paths: list[str]):
+    """Local paths and remote specs; a name that exists here is always local."""
+    from .sources.remote import parse_spec
+
+    local, remote = [], []
+    for raw in paths:
+        spec = None if os.path.exists(os.path.expanduser(raw)) else parse_spec(raw)
+        (remote if spec is not None else local).append(spec if spec is not None else raw)
+    return local, remote
+
+
+def _files(args, local: Optional[list[str]] = None) -> list[Path]:
     include = tuple(args.include) if args.include else DEFAULT_INCLUDE
-    files = discover(args.paths, include=include)
+    paths = args.paths if local is None else local
+    if not paths:
+        return []
+    files = discover(paths, include=include)
     if not files:
-        raise PathError("no log files found under " + " ".join(args.paths))
+        raise PathError("no log files found under " + " ".join(paths))
     return files
+
+
+def _read_remote(args, specs, sink) -> bool:
+    """Read every remote spec once into ``sink``; False (after one line each) on errors."""
+    import asyncio
+
+    from .sources.remote import read_remote
+
+    errors: list[str] = []
+    include = tuple(args.include) if args.include else DEFAULT_INCLUDE
+    asyncio.run(read_remote(specs, sink, ssh_config=args.ssh_config, on_error=errors.append, include=include))
+    for message in errors:
+        _err(message)
+    return not errors
 
 
 def _report(stats: ParseStats, files: int, seconds: float) -> None:
@@ -147,10 +178,13 @@ def _parse_into(store: JobStore, files: list[Path]) -> ParseStats:
 
 
 def cmd_summary(args) -> int:
-    files = _files(args)
+    local, remote = _split(args.paths)
+    files = _files(args, local)
     t0 = time.perf_counter()
     store = JobStore()
     stats = _parse_into(store, files)
+    if remote and not _read_remote(args, remote, store.add):
+        return EXIT_USAGE
     now = time.time()
     peak = args.gpu_peak or peak_for(args.gpu)
     rows = []
@@ -175,7 +209,8 @@ def _mtime(path: str) -> Optional[float]:
 def cmd_events(args) -> int:
     if args.follow:
         return cmd_follow(args)
-    files = _files(args)
+    local, remote = _split(args.paths)
+    files = _files(args, local)
     t0 = time.perf_counter()
     out = sys.stdout
     total = ParseStats()
@@ -188,14 +223,16 @@ def cmd_events(args) -> int:
             _err(f"cannot read {path}: {exc.strerror or exc}")
             continue
         total.add(stats)
+    if remote and not _read_remote(args, remote, emit):
+        return EXIT_USAGE
     out.flush()
     _report(total, len(files), time.perf_counter() - t0)
     return 0
 
 
 def _check_follow_args(args) -> bool:
-    """Paths must exist when following starts; --poll must be positive.  Raises PathError."""
-    for raw in args.paths:
+    """Local paths must exist when following starts; --poll must be positive.  Raises PathError."""
+    for raw in _split(args.paths)[0]:
         if not os.path.exists(os.path.expanduser(raw)):
             raise PathError(f"no such file or directory: {raw}")
     if args.poll is not None and args.poll <= 0:
@@ -220,19 +257,36 @@ def cmd_follow(args) -> int:
 
     if not _check_follow_args(args):
         return EXIT_USAGE
-    emit = _json_lines(sys.stdout, flush=True)
+    lock = threading.Lock()
+    write = _json_lines(sys.stdout, flush=True)
 
-    follower = LocalFollower(args.paths, emit, include=tuple(args.include) if args.include else DEFAULT_INCLUDE,
+    def emit(events) -> None:  # local and remote events come from two threads
+        with lock:
+            write(events)
+
+    local, remote = _split(args.paths)
+    follower = LocalFollower(local, emit, include=tuple(args.include) if args.include else DEFAULT_INCLUDE,
                              exclude=tuple(args.exclude) if args.exclude else DEFAULT_EXCLUDE, poll=args.poll,
                              state_path=args.state)
     for warning in follower.warnings:
         print(f"tuimon: warning: {warning}", file=sys.stderr)
     stop = threading.Event()
+    thread = threading.Thread(target=follower.run, args=(stop,), daemon=True) if local else None
     try:
-        follower.run(stop)
+        if thread is not None:
+            thread.start()
+        if remote:
+            _follow_remote(args, remote, emit)
+        else:
+            while not stop.wait(3600):
+                pass
     except KeyboardInterrupt:
-        stop.set()
+        pass
     finally:
+        stop.set()
+        follower._wake.set()
+        if thread is not None:
+            thread.join(timeout=5)
         if args.state:
             try:
                 follower.save_state()
@@ -240,6 +294,29 @@ def cmd_follow(args) -> int:
                 _err(f"cannot save state to {args.state}: {exc.strerror}")
         follower.close()
     return 0
+
+
+def _follow_remote(args, specs, emit) -> None:
+    """Follow remote specs until Ctrl-C; each host's state changes go to stderr."""
+    import asyncio
+
+    from .sources.remote import read_remote
+
+    async def main() -> None:
+        hosts: list = []
+        task = asyncio.ensure_future(read_remote(specs, emit, ssh_config=args.ssh_config, follow=True,
+                                                 on_error=_err, poll=args.poll or 1.0, hosts_out=hosts))
+        shown: dict[str, str] = {}
+        while not task.done():
+            for h in hosts:
+                text = h.state.describe()
+                if shown.get(h.host) != text.split(" (")[0]:
+                    shown[h.host] = text.split(" (")[0]
+                    print(f"tuimon: {h.host}: {text}", file=sys.stderr)
+            await asyncio.sleep(0.5)
+        await task
+
+    asyncio.run(main())
 
 
 def run_app(paths: list[str], args, *, poll: Optional[float] = None, quit_after: Optional[float] = None,

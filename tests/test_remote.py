@@ -1,0 +1,170 @@
+"""Following logs over SSH against a real OpenSSH sshd on 127.0.0.1."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import FIXTURES, ROOT
+from tests.helpers import sshd
+from tuimon.sources.remote import parse_spec, sftp_path
+
+needs_sshd = pytest.mark.skipif(sshd.SSHD is None or sshd.KEYGEN is None,
+                                reason="SKIPPED: OpenSSH sshd/ssh-keygen not installed (.ci/run installs "
+                                       "openssh-server); remote tests need a real server")
+
+
+def test_spec_parsing():
+    assert parse_spec("jz:~/runs") == parse_spec("ssh://jz/~/runs")
+    s = parse_spec("alice@login.cluster:2222:/scratch/run 1")
+    assert (s.user, s.host, s.port, s.path) == ("alice", "login.cluster", 2222, "/scratch/run 1")
+    assert parse_spec("/local/dir") is None and parse_spec("./a:b") is None and parse_spec("dir/sub") is None
+    assert sftp_path("~/runs") == "runs" and sftp_path("~") == "." and sftp_path("/abs") == "/abs"
+
+
+@pytest.fixture
+def server(tmp_path):
+    if sshd.SSHD is None or sshd.KEYGEN is None:
+        pytest.skip("SKIPPED: OpenSSH sshd/ssh-keygen not installed (.ci/run installs openssh-server)")
+    srv = sshd.start(tmp_path / "sshd")
+    yield srv
+    srv.stop()
+
+
+def cli(*args, timeout: float = 120):
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    return subprocess.run([sys.executable, "-m", "tuimon", *args], capture_output=True, text=True, env=env,
+                          timeout=timeout)
+
+
+def copy_fixtures(dst: Path) -> Path:
+    dst.mkdir(parents=True)
+    for f in FIXTURES.iterdir():
+        shutil.copy(f, dst / f.name)
+        os.utime(dst / f.name, (1_000_000_000, 1_000_000_000))
+    return dst
+
+
+@needs_sshd
+def test_remote_summary_equals_local(server, tmp_path):
+    logs = copy_fixtures(tmp_path / "logs")
+    local = json.loads(cli("summary", str(logs), "--format", "json").stdout)
+    r = cli("summary", f"tuimon-test:{logs}", "--format", "json", "--ssh-config", str(server.config))
+    assert r.returncode == 0, r.stderr
+    remote = json.loads(r.stdout)
+
+    def comparable(rows):
+        out = {}
+        for row in rows:
+            row = dict(row, files=None, failure=(dict(row["failure"], file=None) if row["failure"] else None))
+            out[row["job"]] = row
+        return out
+
+    assert comparable(remote) == comparable(local)
+
+
+@needs_sshd
+def test_hostile_remote_paths(server, tmp_path):
+    names = ["with space", "quote'\"s", "$(touch pwned)", "semi;colon", "new\nline", "-leading-dash"]
+    base = tmp_path / "hostile"
+    for i, name in enumerate(names):
+        d = base / name
+        d.mkdir(parents=True)
+        (d / f"{name}.log").write_text(f" iteration {i + 1:8d}/ 10 | elapsed time per iteration (ms): 1.0 |\n")
+    r = cli("events", f"tuimon-test:{base}", "--ssh-config", str(server.config))
+    assert r.returncode == 0, r.stderr
+    its = sorted(json.loads(line)["iteration"] for line in r.stdout.splitlines()
+                 if json.loads(line)["type"] == "iteration")
+    assert its == list(range(1, len(names) + 1))
+    assert not (Path.home() / "pwned").exists() and not Path("pwned").exists()
+
+
+@needs_sshd
+def test_changed_host_key_is_refused(server, tmp_path):
+    other = tmp_path / "other_key"
+    sshd.keygen(other)
+    pub = other.with_suffix(".pub").read_text().split()
+    server.known_hosts.write_text(f"[127.0.0.1]:{server.port} {pub[0]} {pub[1]}\n")
+    r = cli("summary", "tuimon-test:/tmp", "--ssh-config", str(server.config))
+    assert r.returncode == 2
+    assert "host key not verifiable" in r.stderr and "known_hosts" in r.stderr
+    assert r.stderr.strip().count("\n") == 0 and "Traceback" not in r.stderr
+
+
+@needs_sshd
+def test_unknown_host_key_is_refused(server):
+    server.known_hosts.write_text("")
+    r = cli("summary", "tuimon-test:/tmp", "--ssh-config", str(server.config))
+    assert r.returncode == 2 and "host key not verifiable" in r.stderr and "Traceback" not in r.stderr
+
+
+@needs_sshd
+def test_auth_failure_is_one_line_without_retry_storm(server, tmp_path):
+    wrong = tmp_path / "wrong_key"
+    sshd.keygen(wrong)
+    cfg = server.config.read_text().replace(str(server.client_key), str(wrong))
+    bad = tmp_path / "bad_config"
+    bad.write_text(cfg)
+    t0 = time.monotonic()
+    r = cli("events", "--follow", "tuimon-test:/tmp", "--ssh-config", str(bad), timeout=60)
+    assert r.returncode == 0 or r.returncode == 2
+    assert "authentication failed" in r.stderr and "Traceback" not in r.stderr
+    assert time.monotonic() - t0 < 30  # gave up instead of retrying
+
+
+@needs_sshd
+def test_follow_survives_connections_killed_twice(server, tmp_path):
+    d = tmp_path / "live"
+    d.mkdir()
+    log = d / "train.log"
+    line = " iteration {:8d}/   1000 | elapsed time per iteration (ms): 10.0 |\n"
+    log.write_text(line.format(1))
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    proc = subprocess.Popen([sys.executable, "-m", "tuimon", "events", "--follow", f"tuimon-test:{d}",
+                             "--ssh-config", str(server.config), "--poll", "0.2"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    seen: list[int] = []
+    os.set_blocking(proc.stdout.fileno(), False)
+
+    def collect(until: int, timeout: float = 30.0) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and (not seen or max(seen) < until):
+            out = proc.stdout.readline()
+            if not out:
+                time.sleep(0.05)
+                continue
+            ev = json.loads(out)
+            if ev["type"] == "iteration":
+                seen.append(ev["iteration"])
+
+    try:
+        collect(1)
+        n = 1
+        for _ in range(2):
+            server.kill_connections()
+            for _ in range(5):
+                n += 1
+                with open(log, "a") as fh:
+                    fh.write(line.format(n))
+                time.sleep(0.1)
+            collect(n)
+        # rotation while disconnected: the rest of the old file must still arrive
+        server.kill_connections()
+        with open(log, "a") as fh:
+            fh.write(line.format(n + 1))
+        os.rename(log, d / "train.log.1")
+        log.write_text(line.format(n + 2))
+        collect(n + 2)
+    finally:
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+    assert seen == list(range(1, n + 3)), (seen, err)
+    assert proc.returncode == 0
+    assert "retrying" in err or "connection lost" in err

@@ -1,0 +1,379 @@
+"""Following logs on remote hosts over SSH/SFTP (asyncssh).
+
+* Specs: ``[user@]host[:port]:path`` and ``ssh://user@host:port/path``; ``~`` is the
+  remote home (SFTP paths are relative to it).  No shell command is ever run:
+  everything goes through SFTP requests, so no remote path can inject anything.
+* The user's OpenSSH config (aliases, HostName, User, Port, IdentityFile, ProxyJump)
+  and agent are used; known_hosts verification is always on.
+* One connection per host for all its files.  A dropped link is noticed by
+  keepalives (15 s, 3 misses) and retried with exponential backoff and jitter
+  (1 s to 60 s); reading resumes at the saved offsets.  SFTP gives no inode, so a
+  file's identity is its first bytes: a different head at the path means a new
+  file (the old one is looked for among its rotated siblings and drained).
+* Authentication failures and unknown or changed host keys are not retried.
+"""
+from __future__ import annotations
+
+import asyncio
+import posixpath
+import random
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+from urllib.parse import unquote, urlsplit
+
+from parsers.events import Event, Truncated
+
+from ..discover import DEFAULT_EXCLUDE, DEFAULT_INCLUDE, matches
+from ..ingest import FileParser
+
+HEAD_BYTES = 1024
+MARKER_BYTES = 32
+READ_SIZE = 1 << 20
+MAX_DEPTH = 6
+_SPEC = re.compile(r"^(?:(?P<user>[^@/:\s]+)@)?(?P<host>\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+)"
+                   r"(?::(?P<port>\d{1,5}))?:(?P<path>.*)$", re.S)
+
+
+@dataclass(frozen=True)
+class RemoteSpec:
+    host: str
+    path: str
+    user: Optional[str] = None
+    port: Optional[int] = None
+
+    @property
+    def endpoint(self) -> tuple[str, Optional[str], Optional[int]]:
+        return (self.host, self.user, self.port)
+
+    def label(self, remote_path: str) -> str:
+        return f"{self.host}:{remote_path}"
+
+
+def parse_spec(text: str) -> Optional[RemoteSpec]:
+    """The remote spec in ``text``, or None when it names a local path."""
+    if text.startswith("ssh://"):
+        parts = urlsplit(text)
+        if not parts.hostname:
+            return None
+        path = unquote(parts.path)
+        path = path[1:] if path.startswith("/~") else path  # ssh://h/~/runs -> ~/runs
+        return RemoteSpec(parts.hostname, path or ".", unquote(parts.username) if parts.username else None,
+                          parts.port)
+    if text.startswith(("/", "./", "../", "~")):
+        return None
+    m = _SPEC.match(text)
+    if not m:
+        return None
+    return RemoteSpec(m["host"].strip("[]"), m["path"] or ".", m["user"], int(m["port"]) if m["port"] else None)
+
+
+def sftp_path(path: str) -> str:
+    """SFTP paths are relative to the remote home: ``~/x`` -> ``x``, ``~`` -> ``.``."""
+    if path == "~":
+        return "."
+    if path.startswith("~/"):
+        return path[2:] or "."
+    return path
+
+
+class FatalSSHError(Exception):
+    """An error retrying cannot fix (authentication, host key): one line for the user."""
+
+
+def describe(exc: BaseException, host: str) -> tuple[str, bool]:
+    """(one-line message, fatal?) for a connection error."""
+    import asyncssh
+
+    if isinstance(exc, asyncssh.HostKeyNotVerifiable):
+        return (f"{host}: host key not verifiable ({exc.reason}); if the host is known to you, check "
+                f"~/.ssh/known_hosts (after a legitimate key change: ssh-keygen -R {host}, then ssh {host} once)",
+                True)
+    if isinstance(exc, asyncssh.PermissionDenied):
+        return f"{host}: authentication failed ({exc.reason}); check your key, agent or ~/.ssh/config", True
+    if isinstance(exc, (asyncssh.ConfigParseError,)):
+        return f"{host}: bad SSH config: {exc}", True
+    if isinstance(exc, OSError) and getattr(exc, "errno", None) is None and "resolve" in str(exc).lower():
+        return f"{host}: unknown host ({exc})", True
+    if isinstance(exc, OSError) and "Name or service not known" in str(exc):
+        return f"{host}: unknown host", True
+    if isinstance(exc, asyncio.TimeoutError):
+        return f"{host}: connection timed out", False
+    text = str(exc) or type(exc).__name__
+    return f"{host}: {text}", False
+
+
+@dataclass(eq=False)
+class RemoteFile:
+    path: str  # SFTP path
+    label: str
+    parser: FileParser
+    offset: int = 0
+    head: bytes = b""
+    last: bytes = b""
+    size_seen: int = -1
+    mtime_seen: Optional[int] = None
+
+
+@dataclass
+class HostState:
+    status: str = "connecting"
+    retry_at: Optional[float] = None
+    error: Optional[str] = None
+    bytes_read: int = 0
+    files: int = 0
+
+    def describe(self, now: Optional[float] = None) -> str:
+        if self.retry_at is not None:
+            left = max(0.0, self.retry_at - (now or time.monotonic()))
+            return f"retrying in {left:.0f} s ({self.error})"
+        if self.error and self.status == "error":
+            return f"error: {self.error}"
+        return self.status
+
+
+@dataclass
+class RemoteHost:
+    """All specs of one host, over one connection."""
+
+    endpoint: tuple[str, Optional[str], Optional[int]]
+    paths: list[str]
+    sink: Callable[[list[Event]], None]
+    ssh_config: Optional[str] = None
+    include: tuple[str, ...] = DEFAULT_INCLUDE
+    exclude: tuple[str, ...] = DEFAULT_EXCLUDE
+    poll: float = 1.0
+    keepalive: float = 15.0
+    connect_timeout: float = 15.0
+    once: bool = False  # read what is there, then stop (summary, events without --follow)
+    state: HostState = field(default_factory=HostState)
+    files: dict[str, RemoteFile] = field(default_factory=dict)
+
+    @property
+    def host(self) -> str:
+        return self.endpoint[0]
+
+    async def run(self, stop: asyncio.Event) -> None:
+        delay = 1.0
+        while not stop.is_set():
+            try:
+                conn = await self._connect()
+            except Exception as exc:  # noqa: BLE001 - every failure becomes a state, never a trace
+                message, fatal = describe(exc, self.host)
+                if fatal or self.once:  # a one-shot read reports instead of retrying forever
+                    self.state.status, self.state.error, self.state.retry_at = "error", message, None
+                    raise FatalSSHError(message) from None
+                await self._backoff(stop, delay, message)
+                delay = min(60.0, delay * 2)
+                continue
+            delay = 1.0
+            try:
+                async with conn:
+                    sftp = await conn.start_sftp_client()
+                    self.state.status, self.state.error, self.state.retry_at = "connected", None, None
+                    await self._follow(sftp, stop)
+                    if self.once:
+                        return
+            except FatalSSHError:
+                raise
+            except Exception as exc:  # noqa: BLE001
+                message, _ = describe(exc, self.host)
+                if self.once:
+                    self.state.status, self.state.error = "error", message
+                    raise FatalSSHError(message) from None
+                await self._backoff(stop, delay, f"connection lost: {message}")
+                delay = min(60.0, delay * 2)
+
+    async def _backoff(self, stop: asyncio.Event, delay: float, message: str) -> None:
+        wait = delay * random.uniform(0.7, 1.3)
+        self.state.status = "retrying"
+        self.state.error = message
+        self.state.retry_at = time.monotonic() + wait
+        try:
+            await asyncio.wait_for(stop.wait(), timeout=wait)
+        except asyncio.TimeoutError:
+            pass
+
+    async def _connect(self):
+        import asyncssh
+
+        host, user, port = self.endpoint
+        kwargs = dict(keepalive_interval=self.keepalive, keepalive_count_max=3,
+                      connect_timeout=self.connect_timeout)
+        if self.ssh_config:
+            kwargs["config"] = [self.ssh_config]
+        if user:
+            kwargs["username"] = user
+        if port:
+            kwargs["port"] = port
+        return await asyncssh.connect(host, **kwargs)
+
+    # -- reading ------------------------------------------------------------------------------
+    async def _follow(self, sftp, stop: asyncio.Event) -> None:
+        import asyncssh
+
+        next_scan = 0.0
+        while not stop.is_set():
+            now = time.monotonic()
+            if now >= next_scan:
+                await self._discover(sftp)
+                next_scan = now + max(self.poll, 1.0)
+            events: list[Event] = []
+            for rf in list(self.files.values()):
+                try:
+                    await self._poll_file(sftp, rf, events)
+                except asyncssh.SFTPNoSuchFile:
+                    continue  # gone for now; discovery forgets or finds it again
+                except asyncssh.SFTPPermissionDenied:
+                    continue
+            if events:
+                self.sink(events)
+            if self.once:
+                events = []
+                for rf in self.files.values():
+                    events.extend(rf.parser.finish())
+                if events:
+                    self.sink(events)
+                return
+            try:
+                await asyncio.wait_for(stop.wait(), timeout=self.poll)
+            except asyncio.TimeoutError:
+                pass
+
+    async def _discover(self, sftp) -> None:
+        import asyncssh
+
+        for raw in self.paths:
+            root = sftp_path(raw)
+            try:
+                attrs = await sftp.stat(root)
+            except (asyncssh.SFTPNoSuchFile, asyncssh.SFTPPermissionDenied):
+                continue
+            if attrs.type == asyncssh.FILEXFER_TYPE_DIRECTORY:
+                await self._walk(sftp, root, 0)
+            else:
+                self._add(root)
+        self.state.files = len(self.files)
+
+    async def _walk(self, sftp, directory: str, depth: int) -> None:
+        import asyncssh
+
+        if depth > MAX_DEPTH:
+            return
+        try:
+            entries = await sftp.readdir(directory)
+        except (asyncssh.SFTPNoSuchFile, asyncssh.SFTPPermissionDenied):
+            return
+        for entry in entries:
+            name = entry.filename if isinstance(entry.filename, str) else entry.filename.decode("utf-8", "replace")
+            if name in (".", ".."):
+                continue
+            path = posixpath.join(directory, name)
+            if entry.attrs.type == asyncssh.FILEXFER_TYPE_DIRECTORY:
+                if not name.startswith("."):
+                    await self._walk(sftp, path, depth + 1)
+            elif matches(name, self.include) and not matches(name, self.exclude):
+                self._add(path)
+
+    def _add(self, path: str) -> None:
+        if path not in self.files:
+            label = f"{self.host}:{path}"
+            self.files[path] = RemoteFile(path, label, FileParser(label))
+
+    async def _poll_file(self, sftp, rf: RemoteFile, events: list[Event]) -> None:
+        attrs = await sftp.stat(rf.path)
+        size, mtime = attrs.size or 0, attrs.mtime
+        if size == rf.size_seen and mtime == rf.mtime_seen:
+            return  # idle following costs one stat, never a read
+        async with sftp.open(rf.path, "rb") as fh:
+            if rf.offset and await self._replaced(fh, rf, size):
+                await self._drain_rotated(sftp, rf, events)
+                self._restart(rf, events, "a different file is now at this path")
+            while rf.offset < size:
+                data = await fh.read(min(READ_SIZE, size - rf.offset), rf.offset)
+                if not data:
+                    break
+                self._consume(rf, data, events)
+        rf.size_seen, rf.mtime_seen = size, mtime
+
+    async def _replaced(self, fh, rf: RemoteFile, size: int) -> bool:
+        if size < rf.offset:
+            return True
+        head = await fh.read(len(rf.head), 0) if rf.head else b""
+        if head != rf.head:
+            return True
+        n = len(rf.last)
+        return bool(n) and await fh.read(n, rf.offset - n) != rf.last
+
+    async def _drain_rotated(self, sftp, rf: RemoteFile, events: list[Event]) -> None:
+        """Rotated while we were away or between polls: the rest of the old file is
+        in a sibling (``x.log.1``) that starts with the bytes we read first."""
+        import asyncssh
+
+        directory, base = posixpath.split(rf.path)
+        try:
+            names = [e.filename for e in await sftp.readdir(directory or ".")]
+        except asyncssh.SFTPError:
+            return
+        for name in sorted(n for n in names if isinstance(n, str) and n.startswith(base) and n != base):
+            path = posixpath.join(directory, name)
+            try:
+                async with sftp.open(path, "rb") as fh:
+                    if await fh.read(len(rf.head), 0) != rf.head:
+                        continue
+                    n = len(rf.last)
+                    if n and await fh.read(n, rf.offset - n) != rf.last:
+                        continue
+                    while True:
+                        data = await fh.read(READ_SIZE, rf.offset)
+                        if not data:
+                            break
+                        self._consume(rf, data, events)
+                    return
+            except asyncssh.SFTPError:
+                continue
+
+    def _restart(self, rf: RemoteFile, events: list[Event], reason: str) -> None:
+        events.extend(rf.parser.finish())
+        events.append(Truncated(file=rf.label, line=rf.parser.framer.next_line, reason=reason))
+        rf.parser = FileParser(rf.label)
+        rf.offset, rf.head, rf.last = 0, b"", b""
+
+    def _consume(self, rf: RemoteFile, data: bytes, events: list[Event]) -> None:
+        if len(rf.head) < HEAD_BYTES:
+            rf.head += data[: HEAD_BYTES - len(rf.head)]
+        rf.offset += len(data)
+        rf.last = (rf.last + data)[-MARKER_BYTES:]
+        self.state.bytes_read += len(data)
+        events.extend(rf.parser.feed(data))
+
+
+def group_by_host(specs: list[RemoteSpec]) -> dict[tuple, list[str]]:
+    hosts: dict[tuple, list[str]] = {}
+    for spec in specs:
+        hosts.setdefault(spec.endpoint, []).append(spec.path)
+    return hosts
+
+
+async def read_remote(specs: list[RemoteSpec], sink: Callable[[list[Event]], None], *,
+                      ssh_config: Optional[str] = None, follow: bool = False,
+                      on_error: Callable[[str], None] = lambda m: None,
+                      stop: Optional[asyncio.Event] = None, hosts_out: Optional[list] = None,
+                      **kw) -> list[RemoteHost]:
+    """Read (or follow) every spec, one connection per host; hosts run side by side so
+    one host down never stalls the others."""
+    stop = stop or asyncio.Event()
+    hosts = [RemoteHost(endpoint, paths, sink, ssh_config=ssh_config, once=not follow, **kw)
+             for endpoint, paths in group_by_host(specs).items()]
+    if hosts_out is not None:
+        hosts_out.extend(hosts)
+
+    async def guarded(h: RemoteHost) -> None:
+        try:
+            await h.run(stop)
+        except FatalSSHError as exc:
+            on_error(str(exc))
+
+    await asyncio.gather(*(guarded(h) for h in hosts))
+    return hosts
