@@ -168,3 +168,44 @@ def test_follow_survives_connections_killed_twice(server, tmp_path):
     assert seen == list(range(1, n + 3)), (seen, err)
     assert proc.returncode == 0
     assert "retrying" in err or "connection lost" in err
+
+
+@needs_sshd
+async def test_dashboard_on_remote_and_local_mixed(server, tmp_path):
+    from tuimon.live import LiveSession
+    from tuimon.ui.app import TuimonApp
+
+    remote_dir = copy_fixtures(tmp_path / "remote")
+    local_dir = tmp_path / "local"
+    local_dir.mkdir()
+    (local_dir / "here-777.log").write_text(" iteration        3/      10 | elapsed time per iteration (ms): 1.0 |\n")
+    session = LiveSession([f"tuimon-test:{remote_dir}", str(local_dir)], poll=0.2, ssh_config=str(server.config))
+    session.start()
+    app = TuimonApp(session, refresh_hz=10)
+    try:
+        async with app.run_test(size=(170, 48)) as pilot:
+            for _ in range(100):
+                await pilot.pause(0.1)
+                if len(app.screen.query_one("#jobs").rows) >= 7:
+                    break
+            assert len(app.screen.query_one("#jobs").rows) == 7
+            assert session.statuses().get("ssh tuimon-test") == "connected"
+            progress = str(app.screen.query_one("#progress").render())
+            assert "tuimon-test: connected" in progress
+    finally:
+        session.stop()
+
+
+def test_ssh_verb_rejects_local_paths(tmp_path):
+    r = cli("ssh", str(tmp_path))
+    assert r.returncode == 2 and "not a remote spec" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_unreachable_host_is_one_line(tmp_path):
+    from tests.helpers.sshd import free_port
+
+    cfg = tmp_path / "cfg"
+    cfg.write_text(f"Host down\n    HostName 127.0.0.1\n    Port {free_port()}\n")  # nothing listens there
+    r = cli("summary", "down:/tmp", "--ssh-config", str(cfg), timeout=60)
+    assert r.returncode == 2 and r.stderr.startswith("tuimon: error: down:") and "Traceback" not in r.stderr
+    assert r.stderr.strip().count("\n") == 0

@@ -73,8 +73,10 @@ def build_parser() -> argparse.ArgumentParser:
     _add_paths(p)
     _add_app_options(p)
     p.add_argument("--poll", type=float, metavar="SECONDS", help="poll every SECONDS instead of using inotify")
-    p = verbs.add_parser("ssh", help="follow logs on a remote host over SSH (not available yet)")
-    p.add_argument("paths", nargs="*", metavar="SPEC")
+    p = verbs.add_parser("ssh", help="live dashboard of logs on remote hosts ([user@]host[:port]:path)")
+    _add_paths(p)
+    _add_app_options(p)
+    p.add_argument("--poll", type=float, metavar="SECONDS", help="seconds between remote polls (default 1)")
     p = verbs.add_parser("demo", help="simulate five training jobs and show them live in the dashboard")
     _add_app_options(p)
     p.add_argument("--seconds", type=float, help="quit by itself after SECONDS")
@@ -98,9 +100,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if args.verb == "watch":
             return cmd_watch(args)
         if args.verb == "ssh":
-            _err("'tuimon ssh' is not available in this version yet; copy the logs or use 'tuimon watch' on "
-                 "a mounted path")
-            return EXIT_USAGE
+            local, remote = _split(args.paths)
+            if local:
+                raise PathError(f"not a remote spec: {local[0]} (use [user@]host[:port]:path, or tuimon watch)")
+            return cmd_watch(args)
         parser.print_help()
         return EXIT_USAGE
     except PathError as exc:
@@ -118,14 +121,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 
 def _split(paths: list[str]):
-    """Local paths and remote specs; a name that exists here is always local."""
-    from .sources.remote import parse_spec
+    from .sources.remote import split_paths
 
-    local, remote = [], []
-    for raw in paths:
-        spec = None if os.path.exists(os.path.expanduser(raw)) else parse_spec(raw)
-        (remote if spec is not None else local).append(spec if spec is not None else raw)
-    return local, remote
+    return split_paths(paths)
 
 
 def _files(args, local: Optional[list[str]] = None) -> list[Path]:
@@ -324,7 +322,8 @@ def run_app(paths: list[str], args, *, poll: Optional[float] = None, quit_after:
     from .live import LiveSession
     from .ui.app import TuimonApp
 
-    session = LiveSession(paths, poll=poll, gpu_peak=args.gpu_peak or peak_for(args.gpu), process=True)
+    session = LiveSession(paths, poll=poll, gpu_peak=args.gpu_peak or peak_for(args.gpu), process=True,
+                          ssh_config=getattr(args, "ssh_config", None))
     session.start()
     app = TuimonApp(session, theme=args.theme, quit_after=quit_after, on_quit=on_quit)
     try:

@@ -21,6 +21,7 @@ import numpy as np
 from parsers.events import Event
 
 from .sources.local import LocalFollower
+from .sources.remote import RemoteThread, split_paths
 from .store import Job, JobStore
 from .summary import global_batch, params_billion, summarize, world_size
 
@@ -82,7 +83,7 @@ class LiveSession:
 
     def __init__(self, paths: Sequence[str], *, poll: Optional[float] = None, head_tail: Optional[int] = 64 << 20,
                  gpu_peak: Optional[float] = None, clock: Callable[[], float] = time.time, process: bool = False,
-                 **follower_kw) -> None:
+                 ssh_config: Optional[str] = None, **follower_kw) -> None:
         self.store = JobStore()
         self.lock = threading.Lock()
         self.clock = clock
@@ -93,10 +94,15 @@ class LiveSession:
         self._job_versions: dict[str, int] = {}
         self._paths = list(paths)
         self._options = dict(poll=poll, head_tail=head_tail, **follower_kw)
+        self._remote_options = dict(ssh_config=ssh_config, poll=poll or 1.0)
         self.process = process
         self.follower: Optional[LocalFollower] = None
+        self.remote: Optional[RemoteThread] = None
         if not process:
-            self.follower = LocalFollower(self._paths, self._sink, on_block=self._on_block, **self._options)
+            local, remote = split_paths(self._paths)
+            self.follower = LocalFollower(local, self._sink, on_block=self._on_block, **self._options)
+            if remote:
+                self.remote = RemoteThread(remote, self._sink, **self._remote_options)
         self._progress = (0, 0, 0)  # bytes done, bytes total, files
         self._statuses: dict[str, str] = {}
         self._stop = threading.Event()
@@ -118,11 +124,14 @@ class LiveSession:
             self._queue = ctx.Queue(maxsize=256)  # bounded: a slow UI slows the reader, never the reverse
             self._proc_stop = ctx.Event()
             self._proc = ctx.Process(target=ingest_main, args=(self._paths, self._options, self._queue,
-                                                               self._proc_stop), name="tuimon-ingest", daemon=True)
+                                                               self._proc_stop, self._remote_options),
+                                     name="tuimon-ingest", daemon=True)
             self._proc.start()
             target = self._receive
         else:
             target = self._run
+            if self.remote is not None:
+                self.remote.start()
         self._thread = threading.Thread(target=target, name="tuimon-follower", daemon=True)
         self._thread.start()
 
@@ -172,6 +181,8 @@ class LiveSession:
                 self._proc.terminate()
         if self.follower is not None:
             self.follower.close()
+        if self.remote is not None:
+            self.remote.stop()
 
     def _on_block(self, label: str, text: str, first_line: int) -> None:
         self._append_tail(label, _last_lines(text))
@@ -213,7 +224,15 @@ class LiveSession:
         return self._progress
 
     def statuses(self) -> dict[str, str]:
-        return self.follower.status() if self.follower is not None else dict(self._statuses)
+        if self.follower is None:
+            return dict(self._statuses)
+        out = self.follower.status()
+        if self.remote is not None:
+            out.update(self.remote.states())
+            for message in self.remote.errors:
+                self.error = message
+            self.remote.errors.clear()
+        return out
 
     # -- UI side ---------------------------------------------------------------------------------
     def snapshot(self) -> Snapshot:
@@ -298,38 +317,57 @@ def _last_lines(text: str, n: int = 200) -> list[str]:
     return text.split("\n")[:-1]
 
 
-def ingest_main(paths: list[str], options: dict, out, stop) -> None:
-    """Entry point of the ingest process: follow, parse, and send events, log
-    tails and progress to the UI process."""
+def ingest_main(paths: list[str], options: dict, out, stop, remote_options: Optional[dict] = None) -> None:
+    """Entry point of the ingest process: follow and parse local files and remote
+    hosts, and send events, log tails and states to the UI process."""
     events: list[Event] = []
     tails: dict[str, list[str]] = {}
+    lock = threading.Lock()
+
+    def sink(batch: list[Event]) -> None:
+        with lock:  # remote events arrive from the asyncio thread
+            events.extend(batch)
 
     def on_block(label: str, text: str, first_line: int) -> None:
         lines = tails.setdefault(label, [])
         lines.extend(_last_lines(text))
         del lines[:-TAIL_LINES]
 
+    remote_thread: Optional[RemoteThread] = None
     try:
-        follower = LocalFollower(paths, events.extend, on_block=on_block, **options)
+        local, remote = split_paths(paths)
+        follower = LocalFollower(local, sink, on_block=on_block, **options)
+        if remote:
+            remote_thread = RemoteThread(remote, sink, **(remote_options or {})).start()
         last_status = 0.0
         while not stop.is_set():
             follower.poll()
-            if events or tails:
+            with lock:
+                batch, events[:] = events[:], []
+            if batch or tails:
                 # small messages: unpickling one is a single call that holds the UI process's GIL
-                for start in range(0, max(1, len(events)), MESSAGE_EVENTS):
-                    out.put(("data", events[start:start + MESSAGE_EVENTS], tails if start == 0 else {}))
-                events.clear()
+                for start in range(0, max(1, len(batch)), MESSAGE_EVENTS):
+                    out.put(("data", batch[start:start + MESSAGE_EVENTS], tails if start == 0 else {}))
                 tails = {}
             now = time.monotonic()
             if now - last_status >= 0.25:
                 p = follower.progress
-                out.put(("status", (p.bytes_done, p.bytes_total, len(follower.followed)), follower.status()))
+                states = follower.status()
+                if remote_thread is not None:
+                    states.update(remote_thread.states())
+                    for message in remote_thread.errors:
+                        out.put(("error", message))
+                    remote_thread.errors.clear()
+                out.put(("status", (p.bytes_done, p.bytes_total, len(follower.followed)), states))
                 last_status = now
             follower._wake.wait(timeout=min(follower.next_wakeup(), follower.max_interval, 0.25))
             follower._wake.clear()
         follower.close()
     except Exception as exc:  # the UI shows it; the ingest process must not die silently
         out.put(("error", f"ingest stopped: {exc}"))
+    finally:
+        if remote_thread is not None:
+            remote_thread.stop()
 
 
 def _rank_ms(job: Job, rank: str) -> list[float]:

@@ -69,6 +69,59 @@ def parse_spec(text: str) -> Optional[RemoteSpec]:
     return RemoteSpec(m["host"].strip("[]"), m["path"] or ".", m["user"], int(m["port"]) if m["port"] else None)
 
 
+def split_paths(paths: list[str]) -> tuple[list[str], list[RemoteSpec]]:
+    """Local paths and remote specs; a name that exists here is always local."""
+    import os
+
+    local: list[str] = []
+    remote: list[RemoteSpec] = []
+    for raw in paths:
+        spec = None if os.path.exists(os.path.expanduser(raw)) else parse_spec(raw)
+        if spec is None:
+            local.append(raw)
+        else:
+            remote.append(spec)
+    return local, remote
+
+
+class RemoteThread:
+    """Remote hosts followed by an asyncio loop in a thread of its own (for the
+    live session, whose other work is synchronous)."""
+
+    def __init__(self, specs: list[RemoteSpec], sink: Callable[[list[Event]], None], **kw) -> None:
+        import threading
+
+        self.specs = specs
+        self.sink = sink
+        self.kw = kw
+        self.hosts: list[RemoteHost] = []
+        self.errors: list[str] = []
+        self._loop: Optional[asyncio.AbstractEventLoop] = None
+        self._stop: Optional[asyncio.Event] = None
+        self._thread = threading.Thread(target=self._main, name="tuimon-remote", daemon=True)
+
+    def start(self) -> "RemoteThread":
+        self._thread.start()
+        return self
+
+    def _main(self) -> None:
+        async def run() -> None:
+            self._loop = asyncio.get_running_loop()
+            self._stop = asyncio.Event()
+            await read_remote(self.specs, self.sink, follow=True, on_error=self.errors.append, stop=self._stop,
+                              hosts_out=self.hosts, **self.kw)
+
+        asyncio.run(run())
+
+    def states(self) -> dict[str, str]:
+        return {f"ssh {h.host}": h.state.describe() for h in list(self.hosts)}
+
+    def stop(self) -> None:
+        if self._loop is not None and self._stop is not None:
+            self._loop.call_soon_threadsafe(self._stop.set)
+        self._thread.join(timeout=10)
+
+
 def sftp_path(path: str) -> str:
     """SFTP paths are relative to the remote home: ``~/x`` -> ``x``, ``~`` -> ``.``."""
     if path == "~":

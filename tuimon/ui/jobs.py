@@ -175,6 +175,9 @@ class JobsScreen(Screen):
         if snap.bytes_total and snap.bytes_done < snap.bytes_total:
             pct = 100.0 * snap.bytes_done / snap.bytes_total
             parts.append(f"reading history {pct:.0f}% ({snap.bytes_done / 1e6:.0f}/{snap.bytes_total / 1e6:.0f} MB)")
+        for name, state in sorted(snap.statuses.items()):
+            if name.startswith("ssh "):
+                parts.append(f"{name[4:]}: {state}")
         parts.append(f"sort: {self.sort}")
         self.query_one("#progress", Static).update(plain("tuimon | " + " | ".join(parts)))
 
