@@ -16,9 +16,7 @@ from tests.conftest import FIXTURES, ROOT
 from tests.helpers import sshd
 from tuimon.sources.remote import parse_spec, sftp_path
 
-needs_sshd = pytest.mark.skipif(sshd.SSHD is None or sshd.KEYGEN is None,
-                                reason="SKIPPED: OpenSSH sshd/ssh-keygen not installed (.ci/run installs "
-                                       "openssh-server); remote tests need a real server")
+needs_sshd = pytest.mark.usefixtures()  # every remote test runs: real sshd, else the in-process server
 
 
 def test_spec_parsing():
@@ -31,9 +29,11 @@ def test_spec_parsing():
 
 @pytest.fixture
 def server(tmp_path):
-    if sshd.SSHD is None or sshd.KEYGEN is None:
-        pytest.skip("SKIPPED: OpenSSH sshd/ssh-keygen not installed (.ci/run installs openssh-server)")
     srv = sshd.start(tmp_path / "sshd")
+    if srv.kind != "OpenSSH sshd":
+        import warnings
+        warnings.warn(f"OpenSSH sshd not installed: remote tests run against the {srv.kind}")
+        print(f"NOTE: OpenSSH sshd not installed; using the {srv.kind}")
     yield srv
     srv.stop()
 

@@ -13,6 +13,8 @@ from pathlib import Path
 
 SSHD = shutil.which("sshd") or ("/usr/sbin/sshd" if os.path.exists("/usr/sbin/sshd") else None)
 KEYGEN = shutil.which("ssh-keygen")
+if os.environ.get("TUIMON_TEST_SSHD") == "asyncssh":
+    SSHD = None  # force the in-process server, to test the fallback itself
 
 
 @dataclass
@@ -24,6 +26,7 @@ class Server:
     client_key: Path
     proc: subprocess.Popen
     host_key: Path
+    kind: str = "OpenSSH sshd"
 
     def stop(self) -> None:
         if self.proc.poll() is None:
@@ -35,6 +38,58 @@ class Server:
         subprocess.run(["pkill", "-KILL", "-P", str(self.proc.pid)], capture_output=True)
 
 
+class InProcessServer(Server):
+    """asyncssh's own SSH+SFTP server in a thread: the fallback where sshd is missing."""
+
+    def __init__(self, port, root, config, known_hosts, client_key, host_key) -> None:
+        import asyncio
+        import threading
+
+        import asyncssh
+
+        self.port, self.root, self.config, self.known_hosts = port, root, config, known_hosts
+        self.client_key, self.host_key, self.kind = client_key, host_key, "in-process asyncssh server"
+        self.conns: list = []
+        self.loop = asyncio.new_event_loop()
+        ready = threading.Event()
+        server_self = self
+
+        class Tracking(asyncssh.SSHServer):
+            def connection_made(self, conn) -> None:
+                server_self.conns.append(conn)
+
+        async def serve() -> None:
+            self.acceptor = await asyncssh.listen(
+                "127.0.0.1", port, server_host_keys=[str(host_key)],
+                authorized_client_keys=str(root / "authorized_keys"), sftp_factory=True,
+                server_factory=Tracking, allow_scp=False)
+            ready.set()
+
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+        asyncio.run_coroutine_threadsafe(serve(), self.loop)
+        ready.wait(10)
+        self.proc = None  # type: ignore[assignment]
+
+    def stop(self) -> None:
+        async def close() -> None:
+            self.acceptor.close()
+            for conn in self.conns:
+                conn.abort()
+        import asyncio
+        asyncio.run_coroutine_threadsafe(close(), self.loop).result(10)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+
+    def kill_connections(self) -> None:
+        import asyncio
+
+        async def abort() -> None:
+            for conn in self.conns:
+                conn.abort()
+            self.conns.clear()
+        asyncio.run_coroutine_threadsafe(abort(), self.loop).result(10)
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -42,7 +97,15 @@ def free_port() -> int:
 
 
 def keygen(path: Path, kind: str = "ed25519") -> None:
-    subprocess.run([KEYGEN, "-q", "-t", kind, "-N", "", "-f", str(path)], check=True)
+    if KEYGEN:
+        subprocess.run([KEYGEN, "-q", "-t", kind, "-N", "", "-f", str(path)], check=True)
+        return
+    import asyncssh
+
+    key = asyncssh.generate_private_key("ssh-ed25519")
+    key.write_private_key(str(path))
+    key.write_public_key(str(path) + ".pub")
+    path.chmod(0o600)
 
 
 def start(root: Path) -> Server:
@@ -82,6 +145,8 @@ LogLevel ERROR
     UserKnownHostsFile {known}
     IdentitiesOnly yes
 """)
+    if SSHD is None:
+        return InProcessServer(port, root, client_cfg, known, client_key, host_key)
     os.makedirs("/run/sshd", exist_ok=True)  # privilege separation directory
     proc = subprocess.Popen([SSHD, "-D", "-e", "-f", str(cfg)], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 10
