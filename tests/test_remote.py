@@ -16,9 +16,6 @@ from tests.conftest import FIXTURES, ROOT
 from tests.helpers import sshd
 from tuimon.sources.remote import parse_spec, sftp_path
 
-needs_sshd = pytest.mark.usefixtures()  # every remote test runs: real sshd, else the in-process server
-
-
 def test_spec_parsing():
     assert parse_spec("jz:~/runs") == parse_spec("ssh://jz/~/runs")
     s = parse_spec("alice@login.cluster:2222:/scratch/run 1")
@@ -52,7 +49,6 @@ def copy_fixtures(dst: Path) -> Path:
     return dst
 
 
-@needs_sshd
 def test_remote_summary_equals_local(server, tmp_path):
     logs = copy_fixtures(tmp_path / "logs")
     local = json.loads(cli("summary", str(logs), "--format", "json").stdout)
@@ -70,7 +66,6 @@ def test_remote_summary_equals_local(server, tmp_path):
     assert comparable(remote) == comparable(local)
 
 
-@needs_sshd
 def test_hostile_remote_paths(server, tmp_path):
     names = ["with space", "quote'\"s", "$(touch pwned)", "semi;colon", "new\nline", "-leading-dash"]
     base = tmp_path / "hostile"
@@ -86,7 +81,6 @@ def test_hostile_remote_paths(server, tmp_path):
     assert not (Path.home() / "pwned").exists() and not Path("pwned").exists()
 
 
-@needs_sshd
 def test_changed_host_key_is_refused(server, tmp_path):
     other = tmp_path / "other_key"
     sshd.keygen(other)
@@ -98,14 +92,12 @@ def test_changed_host_key_is_refused(server, tmp_path):
     assert r.stderr.strip().count("\n") == 0 and "Traceback" not in r.stderr
 
 
-@needs_sshd
 def test_unknown_host_key_is_refused(server):
     server.known_hosts.write_text("")
     r = cli("summary", "tuimon-test:/tmp", "--ssh-config", str(server.config))
     assert r.returncode == 2 and "host key not verifiable" in r.stderr and "Traceback" not in r.stderr
 
 
-@needs_sshd
 def test_auth_failure_is_one_line_without_retry_storm(server, tmp_path):
     wrong = tmp_path / "wrong_key"
     sshd.keygen(wrong)
@@ -119,7 +111,6 @@ def test_auth_failure_is_one_line_without_retry_storm(server, tmp_path):
     assert time.monotonic() - t0 < 30  # gave up instead of retrying
 
 
-@needs_sshd
 def test_follow_survives_connections_killed_twice(server, tmp_path):
     d = tmp_path / "live"
     d.mkdir()
@@ -170,7 +161,6 @@ def test_follow_survives_connections_killed_twice(server, tmp_path):
     assert "retrying" in err or "connection lost" in err
 
 
-@needs_sshd
 async def test_dashboard_on_remote_and_local_mixed(server, tmp_path):
     from tuimon.live import LiveSession
     from tuimon.ui.app import TuimonApp
@@ -209,3 +199,28 @@ def test_unreachable_host_is_one_line(tmp_path):
     r = cli("summary", "down:/tmp", "--ssh-config", str(cfg), timeout=60)
     assert r.returncode == 2 and r.stderr.startswith("tuimon: error: down:") and "Traceback" not in r.stderr
     assert r.stderr.strip().count("\n") == 0
+
+
+def test_one_host_down_never_stalls_the_others(server, tmp_path):
+    d = tmp_path / "up"
+    d.mkdir()
+    (d / "ok.log").write_text(" iteration        5/      10 | elapsed time per iteration (ms): 1.0 |\n")
+    cfg = tmp_path / "cfg"
+    cfg.write_text(server.config.read_text() + f"\nHost down\n    HostName 127.0.0.1\n    Port {sshd.free_port()}\n")
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    proc = subprocess.Popen([sys.executable, "-m", "tuimon", "events", "--follow", "down:/x", f"tuimon-test:{d}",
+                             "--ssh-config", str(cfg)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=env)
+    try:
+        deadline = time.monotonic() + 20
+        got = ""
+        os.set_blocking(proc.stdout.fileno(), False)
+        while time.monotonic() < deadline and '"iteration": 5,' not in got:
+            got += proc.stdout.readline() or ""
+            time.sleep(0.05)
+        assert '"iteration": 5,' in got
+        time.sleep(1.5)  # host states are reported twice a second
+    finally:
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+    assert "down: retrying" in err and "tuimon-test: connected" in err

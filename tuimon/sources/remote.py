@@ -167,6 +167,8 @@ class RemoteFile:
     last: bytes = b""
     size_seen: int = -1
     mtime_seen: Optional[int] = None
+    interval: float = 0.0  # adaptive: short after a change, doubling while idle
+    due: float = 0.0
 
 
 @dataclass
@@ -196,7 +198,8 @@ class RemoteHost:
     ssh_config: Optional[str] = None
     include: tuple[str, ...] = DEFAULT_INCLUDE
     exclude: tuple[str, ...] = DEFAULT_EXCLUDE
-    poll: float = 1.0
+    poll: float = 1.0  # interval for files that just changed is a quarter of this
+    max_idle: float = 5.0  # idle files are checked at least this often
     keepalive: float = 15.0
     connect_timeout: float = 15.0
     once: bool = False  # read what is there, then stop (summary, events without --follow)
@@ -273,13 +276,18 @@ class RemoteHost:
                 await self._discover(sftp)
                 next_scan = now + max(self.poll, 1.0)
             events: list[Event] = []
+            now = time.monotonic()
             for rf in list(self.files.values()):
-                try:
-                    await self._poll_file(sftp, rf, events)
-                except asyncssh.SFTPNoSuchFile:
-                    continue  # gone for now; discovery forgets or finds it again
-                except asyncssh.SFTPPermissionDenied:
+                if rf.due > now and not self.once:
                     continue
+                try:
+                    changed = await self._poll_file(sftp, rf, events)
+                except asyncssh.SFTPNoSuchFile:
+                    changed = False  # gone for now; discovery finds it again
+                except asyncssh.SFTPPermissionDenied:
+                    changed = False
+                rf.interval = self.poll / 4 if changed else min(max(rf.interval * 2, self.poll / 4), self.max_idle)
+                rf.due = now + rf.interval
             if events:
                 self.sink(events)
             if self.once:
@@ -289,8 +297,9 @@ class RemoteHost:
                 if events:
                     self.sink(events)
                 return
+            wake = min((rf.due for rf in self.files.values()), default=now + self.poll)
             try:
-                await asyncio.wait_for(stop.wait(), timeout=self.poll)
+                await asyncio.wait_for(stop.wait(), timeout=max(0.02, min(wake, next_scan) - time.monotonic()))
             except asyncio.TimeoutError:
                 pass
 
@@ -334,11 +343,12 @@ class RemoteHost:
             label = f"{self.host}:{path}"
             self.files[path] = RemoteFile(path, label, FileParser(label))
 
-    async def _poll_file(self, sftp, rf: RemoteFile, events: list[Event]) -> None:
+    async def _poll_file(self, sftp, rf: RemoteFile, events: list[Event]) -> bool:
+        """Read what is new in one file; True when it changed."""
         attrs = await sftp.stat(rf.path)
         size, mtime = attrs.size or 0, attrs.mtime
         if size == rf.size_seen and mtime == rf.mtime_seen:
-            return  # idle following costs one stat, never a read
+            return False  # idle following costs one stat, never a read
         async with sftp.open(rf.path, "rb") as fh:
             if rf.offset and await self._replaced(fh, rf, size):
                 await self._drain_rotated(sftp, rf, events)
@@ -349,6 +359,7 @@ class RemoteHost:
                     break
                 self._consume(rf, data, events)
         rf.size_seen, rf.mtime_seen = size, mtime
+        return True
 
     async def _replaced(self, fh, rf: RemoteFile, size: int) -> bool:
         if size < rf.offset:
