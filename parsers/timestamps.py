@@ -47,8 +47,22 @@ def parse_compact(text: str) -> Optional[float]:
     return _to_epoch(m) if m else None
 
 
+_seconds_cache: dict[str, Optional[float]] = {}
+
+
 def leading_timestamp(line: str) -> Optional[float]:
     m = LEADING.match(line)
     if not m:
         return None
-    return parse_iso(m.group(1))
+    stamp = m.group(1)
+    # consecutive lines share their second: convert "YYYY-MM-DD HH:MM:SS" once, add the fraction
+    base = _seconds_cache.get(stamp[:19], 0.0)
+    if base == 0.0:
+        base = parse_iso(stamp[:19])
+        if len(_seconds_cache) > 4096:
+            _seconds_cache.clear()
+        _seconds_cache[stamp[:19]] = base
+    if base is None:
+        return None
+    frac = stamp[20:]
+    return base + (int(frac) / 10 ** len(frac) if frac.isdigit() else 0.0)

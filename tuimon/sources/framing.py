@@ -19,8 +19,26 @@ DEFAULT_MAX_LINE = 1 << 20
 TOO_LONG_MARKER = "\u2400tuimon: line too long, skipped"
 
 _CR_BEFORE_NL = re.compile(r"\r+(?=\n)")
-# anchored at line starts: each line is scanned once (an unanchored pattern rescans it from every offset)
-_CR_PROGRESS = re.compile(r"^[^\n]*\r", re.MULTILINE)
+
+
+def _keep_last_segments(text: str) -> str:
+    """Lines holding ``\r`` (progress bars) keep what follows their last ``\r``.
+    Only those lines are touched: a regex over the whole block costs far more."""
+    parts: list[str] = []
+    pos = 0
+    find, rfind = text.find, text.rfind
+    cr = find("\r")
+    while cr >= 0:
+        start = rfind("\n", 0, cr) + 1
+        end = find("\n", cr)
+        if end < 0:
+            end = len(text)
+        parts.append(text[pos:start])
+        parts.append(text[rfind("\r", cr, end) + 1:end])
+        pos = end
+        cr = find("\r", end)
+    parts.append(text[pos:])
+    return "".join(parts)
 
 
 @dataclass(slots=True)
@@ -99,7 +117,7 @@ class Framer:
         if "\r" in text:
             text = _CR_BEFORE_NL.sub("", text)
             if "\r" in text:
-                text = _CR_PROGRESS.sub("", text)
+                text = _keep_last_segments(text)
         if "\x00" in text:
             text = text.replace("\x00", "\u2400")
         if prefix_lines:
