@@ -5,7 +5,7 @@ import re
 import shlex
 from typing import Optional
 
-from .numbers import to_float, to_int
+from .numbers import to_int
 
 _RANK_TAG = re.compile(r"\[Rank (\d{1,6})\]")
 
@@ -110,6 +110,3 @@ def flags_from_command(command: str) -> dict[str, str]:
         i += 1
     return out
 
-
-def num(text: str) -> Optional[float]:
-    return to_float(text)

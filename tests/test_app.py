@@ -1,13 +1,10 @@
 """The app driven through Textual's Pilot: navigation, live updates, untrusted text."""
 from __future__ import annotations
 
-import asyncio
 import os
 import shutil
-import time
 from pathlib import Path
 
-import pytest
 
 from tests.conftest import FIXTURES
 from tuimon.live import LiveSession

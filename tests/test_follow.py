@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from tuimon.sources.framing import TOO_LONG_MARKER
 from tuimon.sources.local import LocalFollower
 
 HELPER = Path(__file__).parent / "helpers" / "writer.py"

@@ -8,7 +8,7 @@ import shutil
 import tempfile
 
 from hypothesis import HealthCheck, settings, strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
 from tuimon.sources.local import LocalFollower
 

@@ -3,7 +3,6 @@ from __future__ import annotations
 import math
 import re
 
-import pytest
 
 from tests.conftest import shared_or_skip
 from tuimon.metrics import model_size_billion, startup_timeline, steady_stats, tflops_per_gpu, warmup_count

@@ -213,10 +213,6 @@ class LiveSession:
                 self.last_update[job.key] = max(self.last_update.get(job.key, 0.0), when)
                 self._job_versions[job.key] = self._job_versions.get(job.key, 0) + 1
 
-    def add_events(self, events: list[Event]) -> None:
-        """Feed events directly (tests, replays)."""
-        self._sink(events)
-
     def progress(self) -> tuple[int, int, int]:
         if self.follower is not None:
             p = self.follower.progress

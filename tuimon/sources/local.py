@@ -18,8 +18,8 @@ import os
 import stat
 import threading
 import time
-from dataclasses import dataclass, field
-from typing import Callable, Iterable, Optional, Sequence
+from dataclasses import dataclass
+from typing import Callable, Optional, Sequence
 
 from parsers.events import Event, Truncated
 
@@ -138,7 +138,7 @@ class LocalFollower:
         files under named directories; walk a directory again only if it changed."""
         for root in self.roots:
             try:
-                st = os.stat(root)
+                os.stat(root)
             except FileNotFoundError:
                 self.root_status[root] = "missing"
                 if self._root_is_dir[root]:
@@ -684,13 +684,3 @@ def old_birth(s: Stream) -> float:
 
 def _is_regular(mode: int) -> bool:
     return stat.S_ISREG(mode)
-
-
-def follow_paths(paths: Iterable[str], sink: Callable[[list[Event]], None], stop: threading.Event,
-                 **kwargs) -> LocalFollower:
-    follower = LocalFollower(list(paths), sink, **kwargs)
-    try:
-        follower.run(stop)
-    finally:
-        follower.close()
-    return follower
