@@ -22,7 +22,9 @@ def _finite(values: np.ndarray) -> list[float]:
 
 
 class Chart(Vertical):
-    """A titled Sparkline (Textual's own: no plotting dependency for a trend line)."""
+    """A titled Sparkline.  Textual's own widget: a trend over a few hundred points is
+    what the user reads here, and a plotting library would add a dependency, axes we
+    do not need and its own markup handling of labels for no gain in that reading."""
 
     def __init__(self, title: str, chart_id: str) -> None:
         super().__init__(classes="chart")
