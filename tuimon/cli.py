@@ -318,13 +318,17 @@ def _follow_remote(args, specs, emit) -> None:
 
 
 def run_app(paths: list[str], args, *, poll: Optional[float] = None, quit_after: Optional[float] = None,
-            on_quit=None) -> int:
+            on_quit=None, after_start=None) -> int:
+    """``after_start`` runs once the ingest process exists (it is forked while this
+    process still has a single thread, which is fast and safe)."""
     from .live import LiveSession
     from .ui.app import TuimonApp
 
     session = LiveSession(paths, poll=poll, gpu_peak=args.gpu_peak or peak_for(args.gpu), process=True,
                           ssh_config=getattr(args, "ssh_config", None))
     session.start()
+    if after_start is not None:
+        after_start()
     app = TuimonApp(session, theme=args.theme, quit_after=quit_after, on_quit=on_quit)
     try:
         code = app.run()

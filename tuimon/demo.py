@@ -155,9 +155,15 @@ class Simulator:
         self._thread = threading.Thread(target=self._run, name="tuimon-demo-writer", daemon=True)
 
     def start(self) -> "Simulator":
-        self._tick()  # the first lines exist before the app opens
-        self._thread.start()
+        self.first_lines()
+        self.run_in_background()
         return self
+
+    def first_lines(self) -> None:
+        self._tick()  # the first lines exist before the app opens
+
+    def run_in_background(self) -> None:
+        self._thread.start()
 
     def _run(self) -> None:
         while not self._stop.wait(self.tick_s):
@@ -197,13 +203,15 @@ def run_headless(directory: Path, seconds: float) -> int:
 
 def run_demo(args) -> int:
     directory = Path(tempfile.mkdtemp(prefix="tuimon-demo-"))
-    sim = Simulator(directory, tick_s=0.25 if args.headless else 0.5).start()
+    sim = Simulator(directory, tick_s=0.25 if args.headless else 0.5)
+    sim.first_lines()
     try:
         if args.headless:
+            sim.run_in_background()
             code = run_headless(directory, args.seconds or 20.0)
         else:
             from .cli import run_app
-            code = run_app([str(directory)], args, quit_after=args.seconds)
+            code = run_app([str(directory)], args, quit_after=args.seconds, after_start=sim.run_in_background)
     finally:
         sim.stop()
         shutil.rmtree(directory, ignore_errors=True)
