@@ -83,32 +83,47 @@ def _style(line: str) -> str:
     return "megatron-lm"
 
 
+_LOSS = ("loss", None)
+_SKIP = (None, None)
+_key_cache: dict[str, tuple] = {}
+
+
+def _spec_of(raw: str) -> tuple:
+    """What a raw key (as written, padding included) means; cached, keys repeat every line."""
+    spec = _key_cache.get(raw)
+    if spec is None:
+        key = norm_key(raw)
+        spec = _FIELD_OF.get(key) or ((_LOSS[0], key) if "loss" in key and key not in _IGNORED_LOSS_KEYS
+                                      else _SKIP)
+        if len(_key_cache) < 4096:
+            _key_cache[raw] = spec
+    return spec
+
+
 def parse_record(record: str) -> dict:
     """Fields of one iteration record (the text of one ``iteration N/M | ...`` entry)."""
     out: dict = {}
     losses: dict[str, float] = {}
     for seg in record.split("|"):
-        if ":" in seg:
-            raw, _, value = seg.partition(":")
-        elif "=" in seg:
-            raw, _, value = seg.partition("=")
-        else:
+        raw, sep, value = seg.partition(":")
+        if not sep:
+            raw, sep, value = seg.partition("=")
+            if not sep:
+                continue
+        name, kind = _spec_of(raw)
+        if name is None:
             continue
-        key = norm_key(raw)
-        spec = _FIELD_OF.get(key)
-        if spec is not None:
-            name, kind = spec
-            if kind == "int":
-                out[name] = to_int(value)
-            else:
-                v = to_float(value)
-                if v is not None and isinstance(kind, float):
-                    v *= kind
-                out[name] = v
-        elif "loss" in key and key not in _IGNORED_LOSS_KEYS:
+        if name == "loss":
             v = to_float(value)
             if v is not None:
-                losses[key] = v
+                losses[kind] = v
+        elif kind == "int":
+            out[name] = to_int(value)
+        else:
+            v = to_float(value)
+            if v is not None and isinstance(kind, float):
+                v *= kind
+            out[name] = v
     if losses:
         out["losses"] = frozen_map(losses)
     return out
