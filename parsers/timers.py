@@ -9,7 +9,7 @@ adds ``offloading-*``), so each is classified into a group by its words.
 from __future__ import annotations
 
 import re
-from typing import Optional
+from typing import Mapping, Optional
 
 from .base import LineContext, LineParser, Sample, compile_sniff
 from .common import rank_tag
@@ -100,6 +100,7 @@ class TimerParser(LineParser):
         super().__init__(file)
         self._saved_iteration: Optional[int] = None
         self._offload_announced = False
+        self._groups: dict[tuple[str, ...], Mapping[str, str]] = {}
 
     def _on_saved(self, body: str, ctx: LineContext) -> list[Event]:
         m = _SAVED.search(body)
@@ -128,12 +129,17 @@ class TimerParser(LineParser):
         if save is not None:
             events.append(self.make(Checkpoint, ctx, iteration=self._saved_iteration, save_ms=save))
         if timers:
-            groups = {name: timer_group(name) for name in timers}
+            names = tuple(timers)
+            groups = self._groups.get(names)
+            if groups is None:  # the same timers come back every iteration: one shared read-only map
+                groups = frozen_map({name: timer_group(name) for name in names})
+                if len(self._groups) < 256:
+                    self._groups[names] = groups
             if not self._offload_announced and any(n.startswith("offloading") for n in timers):
                 self._offload_announced = True
                 events.append(self.make(RunConfig, ctx, framework="stronghold"))
             events.append(Timers(file=self.file, line=ctx.line, rank=rank, node=ctx.node, wall_time=ctx.wall_time,
-                                 timers=frozen_map(timers), groups=frozen_map(groups)))
+                                 timers=frozen_map(timers), groups=groups))
         return events
 
 
