@@ -14,6 +14,7 @@ from .discover import DEFAULT_INCLUDE, PathError, discover
 from .gpus import GPU_PEAK_TFLOPS, peak_for
 from .ingest import ParseStats, parse_file
 from .metrics import parse_size, tflops_per_gpu
+from .sources.remote import split_paths
 from .store import JobStore
 from .summary import RENDERERS, summarize
 
@@ -100,7 +101,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if args.verb == "watch":
             return cmd_watch(args)
         if args.verb == "ssh":
-            local, remote = _split(args.paths)
+            local, remote = split_paths(args.paths)
             if local:
                 raise PathError(f"not a remote spec: {local[0]} (use [user@]host[:port]:path, or tuimon watch)")
             return cmd_watch(args)
@@ -118,12 +119,6 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         except OSError:
             pass
         return 0
-
-
-def _split(paths: list[str]):
-    from .sources.remote import split_paths
-
-    return split_paths(paths)
 
 
 def _files(args, local: Optional[list[str]] = None) -> list[Path]:
@@ -176,7 +171,7 @@ def _parse_into(store: JobStore, files: list[Path]) -> ParseStats:
 
 
 def cmd_summary(args) -> int:
-    local, remote = _split(args.paths)
+    local, remote = split_paths(args.paths)
     files = _files(args, local)
     t0 = time.perf_counter()
     store = JobStore()
@@ -207,7 +202,7 @@ def _mtime(path: str) -> Optional[float]:
 def cmd_events(args) -> int:
     if args.follow:
         return cmd_follow(args)
-    local, remote = _split(args.paths)
+    local, remote = split_paths(args.paths)
     files = _files(args, local)
     t0 = time.perf_counter()
     out = sys.stdout
@@ -230,7 +225,7 @@ def cmd_events(args) -> int:
 
 def _check_follow_args(args) -> bool:
     """Local paths must exist when following starts; --poll must be positive.  Raises PathError."""
-    for raw in _split(args.paths)[0]:
+    for raw in split_paths(args.paths)[0]:
         if not os.path.exists(os.path.expanduser(raw)):
             raise PathError(f"no such file or directory: {raw}")
     if args.poll is not None and args.poll <= 0:
@@ -262,7 +257,7 @@ def cmd_follow(args) -> int:
         with lock:
             write(events)
 
-    local, remote = _split(args.paths)
+    local, remote = split_paths(args.paths)
     follower = LocalFollower(local, emit, include=tuple(args.include) if args.include else DEFAULT_INCLUDE,
                              exclude=tuple(args.exclude) if args.exclude else DEFAULT_EXCLUDE, poll=args.poll,
                              state_path=args.state)

@@ -95,10 +95,9 @@ class Job:
         other failure after which the job made no more progress."""
         if not self.failures:
             return None
-        for kinds in (("oom", "nccl"),):
-            for f in self.failures:
-                if f.kind in kinds:
-                    return f
+        root_cause = next((f for f in self.failures if f.kind in ("oom", "nccl")), None)
+        if root_cause is not None:
+            return root_cause
         progress = self.last_progress
         for f in self.failures:
             if f.kind in _FATAL:
@@ -160,7 +159,8 @@ def _on_config(job: Job, ev: RunConfig, _: Optional[int]) -> None:
             job.config[name] = value
 
 
-def _primary_loss(losses) -> Optional[float]:
+def primary_loss(losses) -> Optional[float]:
+    """The loss a job is judged by: the LM loss where the log names several."""
     if not losses:
         return None
     for name in ("lm loss", "loss", "reduced train loss"):
@@ -174,7 +174,7 @@ def _on_iteration(job: Job, ev: Iteration, file_rank: Optional[int]) -> None:
     series = job.ranks.get(key)
     if series is None:
         series = job.ranks[key] = Series()
-    series.append(ev.iteration, ev.elapsed_ms, _primary_loss(ev.losses), ev.grad_norm, ev.tflops_reported,
+    series.append(ev.iteration, ev.elapsed_ms, primary_loss(ev.losses), ev.grad_norm, ev.tflops_reported,
                   ev.samples_per_sec, ev.wall_time)
     if ev.iteration is not None and (job.last_iteration is None or ev.iteration >= job.last_iteration):
         job.last_iteration = ev.iteration

@@ -14,7 +14,7 @@ from typing import Any, Optional
 import numpy as np
 
 from .metrics import model_size_billion, mfu, startup_timeline, steady_median, steady_stats, tflops_per_gpu
-from .store import Job
+from .store import Job, primary_loss
 
 #: A job with no iteration whose files were written less than this long ago is still starting.
 LIVE_WINDOW_S = 600.0
@@ -24,6 +24,13 @@ def _clean(value: Optional[float], digits: int = 3) -> Optional[float]:
     if value is None or not math.isfinite(value):
         return None
     return round(float(value), digits)
+
+
+def _loss_value(value: Optional[float]):
+    """A diverged loss is news: keep nan/inf as words rather than dropping them."""
+    if value is None or math.isfinite(value):
+        return _clean(value, 6)
+    return "nan" if value != value else ("inf" if value > 0 else "-inf")
 
 
 def _column(series, name: str) -> np.ndarray:
@@ -135,17 +142,8 @@ def summarize(job: Job, *, now: Optional[float] = None, last_write: Optional[flo
 
     status, failure = status_of(job, now, last_write)
     startup_s, phases = startup(job)
-    loss = job.last_losses
-    loss_last = None
-    if loss:
-        for name in ("lm loss", "loss", "reduced train loss"):
-            if name in loss:
-                loss_last = loss[name]
-                break
-        else:
-            loss_last = next(iter(loss.values()))
-    elif len(job.steps):
-        loss_last = job.steps.last("loss")
+    loss_last = primary_loss(job.last_losses) if job.last_losses else (
+        job.steps.last("loss") if len(job.steps) else None)
 
     offload = {name: round(stat.mean_ms, 3) for name, stat in job.timers.items() if stat.group == "offload"}
     timers = {name: {"group": stat.group, "mean_ms": round(stat.mean_ms, 3), "count": stat.count}
@@ -178,8 +176,7 @@ def summarize(job: Job, *, now: Optional[float] = None, last_write: Optional[flo
                    "gpu_max_reserved_mb": _clean(mem.get("gpu_max_reserved_mb"), 1),
                    "cpu_used_gb": _clean(mem.get("cpu_used_gb"), 2)},
         "checkpoints": [job.checkpoints[k] for k in sorted(job.checkpoints)],
-        "loss_last": _clean(loss_last, 6) if loss_last is None or math.isfinite(loss_last)
-        else ("nan" if loss_last != loss_last else "inf"),
+        "loss_last": _loss_value(loss_last),
         "failure": failure,
     }
 
