@@ -5,6 +5,8 @@ Standard library only: no I/O, no terminal, no UI.  Feed text with
 """
 from __future__ import annotations
 
+from typing import Optional
+
 from .base import LineContext, LineParser, Sample
 from .deepspeed import DeepSpeedParser
 from .dispatch import ParserSet
@@ -12,6 +14,7 @@ from .failures import FailureParser
 from .launcher import LauncherParser
 from .megatron import MegatronParser
 from .timers import TimerParser
+from .triggers import ScannerFactory
 
 #: Specific before generic; order is also the order events of one line come out in.
 ALL_PARSERS: tuple[type[LineParser], ...] = (
@@ -23,8 +26,8 @@ ALL_PARSERS: tuple[type[LineParser], ...] = (
 )
 
 
-def parser_set(file: str) -> ParserSet:
-    return ParserSet(file, ALL_PARSERS)
+def parser_set(file: str, scanner: Optional[ScannerFactory] = None) -> ParserSet:
+    return ParserSet(file, ALL_PARSERS, scanner=scanner)
 
 
 __all__ = ["ALL_PARSERS", "LineContext", "LineParser", "ParserSet", "Sample", "parser_set"]

@@ -6,46 +6,34 @@ apply to one file and none misses its first line.  Parsers without ``SNIFF``
 are always on.
 
 Prefiltering: only lines containing one of the active parsers' ``TRIGGERS`` are
-split off and fed; the scan for triggers runs in the regex engine over a whole
-block of lines, which is what makes a 300 MB log parse at disk-like speed.
+split off and fed.  Triggers are looked for over a whole block of lines at once,
+by a scanner (:mod:`.triggers`): the stdlib one here, or a faster one the
+application passes in.
 """
 from __future__ import annotations
 
-import re
+from functools import lru_cache
 from typing import Callable, Iterable, Optional, Sequence
 
 from .base import LineContext, LineParser
 from .events import Event
 from .prefix import split_prefix
 from .timestamps import leading_timestamp
+from .triggers import FindScanner, ScannerFactory
+
+_find_scanner = lru_cache(maxsize=64)(FindScanner)
 
 Handler = Callable[[str, LineContext], list[Event]]
-_META = set(".^$*+?{}[]|()")
-
-
-def literal_of(pattern: str) -> Optional[str]:
-    """The plain text a regex matches when it has no metacharacters, else None."""
-    out = []
-    i = 0
-    while i < len(pattern):
-        ch = pattern[i]
-        if ch == "\\":
-            if i + 1 >= len(pattern) or pattern[i + 1].isalnum():
-                return None  # \d, \w, \n ...: a class or an escape, not plain text
-            out.append(pattern[i + 1])
-            i += 2
-            continue
-        if ch in _META:
-            return None
-        out.append(ch)
-        i += 1
-    return "".join(out)
 
 
 class ParserSet:
-    def __init__(self, file: str, parser_classes: Sequence[type[LineParser]], *, sniff: bool = True) -> None:
-        """With ``sniff=False`` every parser is on from the start."""
+    def __init__(self, file: str, parser_classes: Sequence[type[LineParser]], *, sniff: bool = True,
+                 scanner: Optional[ScannerFactory] = None) -> None:
+        """With ``sniff=False`` every parser is on from the start.  ``scanner`` builds
+        the trigger scanner from a tuple of trigger patterns (see :mod:`.triggers`);
+        it is called again whenever sniffing switches a parser on, so it should cache."""
         self.file = file
+        self._scanner_factory = scanner or _find_scanner
         self._dormant = [cls for cls in parser_classes if sniff and cls.SNIFF is not None]
         self.active: list[LineParser] = [cls(file) for cls in parser_classes if cls not in self._dormant]
         self._last_wall: Optional[float] = None
@@ -61,13 +49,8 @@ class ParserSet:
             self._rebuild()
 
     def _rebuild(self) -> None:
-        # One scan per trigger: a literal is found with str.find and a pattern with
-        # its own regex (one big alternation is tried at every offset: far slower).
-        self._routes: list[tuple[Optional[str], Optional[re.Pattern[str]], Handler]] = []
-        for parser in self.active:
-            for pattern, handler in parser.routes():
-                literal = literal_of(pattern)
-                self._routes.append((literal, None if literal else re.compile(pattern), handler))
+        self._routes: list[tuple[str, Handler]] = [route for parser in self.active for route in parser.routes()]
+        self._scanner = self._scanner_factory(tuple(pattern for pattern, _ in self._routes))
 
     @property
     def active_names(self) -> list[str]:
@@ -81,7 +64,7 @@ class ParserSet:
             self.sniff(text)
         if not self._routes:
             return []
-        hits = self._scan(text)
+        hits = self._scanner.scan(text)
         events: list[Event] = []
         lineno = first_line
         counted_to = 0
@@ -101,7 +84,7 @@ class ParserSet:
             body, lctx = ctx
             called: list[Handler] = []
             for idx in sorted(set(ids)) if len(ids) > 1 else ids:
-                handler = routes[idx][2]
+                handler = routes[idx][1]
                 if handler in called:
                     continue
                 called.append(handler)
@@ -112,35 +95,6 @@ class ParserSet:
                 if out:
                     events.extend(out)
         return events
-
-    def _scan(self, text: str) -> dict[int, list[int]]:
-        """Line start -> ids of the routes whose trigger the line contains."""
-        hits: dict[int, list[int]] = {}
-        find = text.find
-        rfind = text.rfind
-        for idx, (literal, rx, _) in enumerate(self._routes):
-            pos = 0
-            while True:
-                if literal is not None:
-                    at = find(literal, pos)
-                    if at < 0:
-                        break
-                else:
-                    m = rx.search(text, pos)  # type: ignore[union-attr]
-                    if m is None:
-                        break
-                    at = m.start()
-                start = rfind("\n", 0, at) + 1
-                ids = hits.get(start)
-                if ids is None:
-                    hits[start] = [idx]
-                else:
-                    ids.append(idx)
-                pos = find("\n", at)  # one hit per line and route is enough
-                if pos < 0:
-                    break
-                pos += 1
-        return hits
 
     def _context(self, line: str, lineno: int):
         self.lines_fed += 1

@@ -45,3 +45,9 @@ def test_any_chunking_gives_the_same_lines(lines, cuts):
     text, f = frame_all(chunks)
     assert text.split("\n")[:-1] == lines
     assert f.next_line == len(lines) + 1
+
+
+def test_carriage_returns_before_newline_are_dropped_and_bars_keep_their_last_segment():
+    data = b"a\r\nb\r\r\nc\r\r\r\r\r\nbar 10%\rbar 50%\rbar 100%\nplain\n"
+    text, _ = frame_all([data])
+    assert text == "a\nb\nc\nbar 100%\nplain\n"

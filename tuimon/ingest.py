@@ -8,6 +8,7 @@ from typing import Callable, Iterator, Optional
 from parsers import ParserSet, parser_set
 from parsers.events import Event
 
+from .scan import trigger_scanner
 from .sources.framing import Framer
 
 READ_SIZE = 4 << 20
@@ -39,7 +40,7 @@ class FileParser:
                  on_block: Optional[Callable[[str, str, int], None]] = None) -> None:
         self.label = label
         self.framer = Framer()
-        self.parsers = parsers or parser_set(label)
+        self.parsers = parsers or parser_set(label, scanner=trigger_scanner)
         self.on_block = on_block  # (label, text of complete lines, first line number)
 
     def feed(self, data: bytes) -> list[Event]:

@@ -1,0 +1,201 @@
+"""What a trigger pattern needs, as plain text, and the stdlib trigger scanner.
+
+A *scanner* finds, in a block of complete lines, which lines contain which
+triggers: ``scan(text) -> {line start offset: [trigger index, ...]}``.  The
+default here runs one ``str.find`` (or regex) pass per trigger; the application
+may hand :class:`~parsers.dispatch.ParserSet` a faster multi-pattern scanner as
+long as it finds the same lines (tests compare the two).
+
+A line *contains* a trigger when the trigger's regex matches the line with its
+newline, the same rule :meth:`LineParser.feed` applies.
+"""
+from __future__ import annotations
+
+import re
+from typing import Callable, Optional, Sequence
+
+Hits = dict[int, list[int]]
+ScannerFactory = Callable[[Sequence[str]], "Scanner"]
+
+_META = set(".^$*+?{}[]|()")
+_QUANTIFIERS = set("*+?{")
+
+
+def literal_of(pattern: str) -> Optional[str]:
+    """The plain text a regex matches when it has no metacharacters, else None."""
+    out = []
+    i = 0
+    while i < len(pattern):
+        ch = pattern[i]
+        if ch == "\\":
+            if i + 1 >= len(pattern) or pattern[i + 1].isalnum():
+                return None  # \d, \w, \n ...: a class or an escape, not plain text
+            out.append(pattern[i + 1])
+            i += 2
+            continue
+        if ch in _META:
+            return None
+        out.append(ch)
+        i += 1
+    return "".join(out)
+
+
+def required_literal(pattern: str, min_len: int = 3) -> Optional[str]:
+    """The longest plain text every match of ``pattern`` contains (at least
+    ``min_len`` characters), or None when no such text can be read off the
+    pattern (alternation at top level, inline flags, too short)."""
+    runs = _literal_runs(pattern)
+    if not runs:
+        return None
+    best = max(runs, key=len)
+    return best if len(best) >= min_len else None
+
+
+def leading_literal(pattern: str) -> str:
+    """The plain text every match of ``pattern`` starts with ("" if none)."""
+    if pattern[:1] in _META:
+        return ""
+    runs = _literal_runs(pattern)
+    if not runs:
+        return ""
+    head = runs[0]
+    return head if _literal_runs(_prefix_for(pattern, head)) == [head] else ""
+
+
+def _prefix_for(pattern: str, text: str) -> str:
+    """The leading part of ``pattern`` that spells ``text`` (escapes included)."""
+    i = k = 0
+    while k < len(text) and i < len(pattern):
+        i += 2 if pattern[i] == "\\" else 1
+        k += 1
+    return pattern[:i]
+
+
+def _literal_runs(pattern: str) -> Optional[list[str]]:
+    """Top-level runs of literal characters; None when the pattern has a top-level ``|`` or starts with inline flags."""
+    if pattern.startswith("(?") and len(pattern) > 2 and pattern[2] not in ":=!<P":
+        return None
+    runs: list[str] = []
+    cur: list[str] = []
+    i, n = 0, len(pattern)
+
+    def close(_end: int) -> None:
+        if cur:
+            runs.append("".join(cur))
+            cur.clear()
+
+    while i < n:
+        ch = pattern[i]
+        if ch == "\\":
+            if i + 1 >= n or pattern[i + 1].isalnum():  # \d, \w, \n, \1 ...: not plain text
+                close(i)
+                i += 2
+                continue
+            nxt, step = pattern[i + 1], 2
+        elif ch == "|":
+            return None
+        elif ch == "(":
+            close(i)
+            i = _skip_group(pattern, i)
+            continue
+        elif ch == "[":
+            close(i)
+            i = _skip_class(pattern, i)
+            continue
+        elif ch in _META:
+            if ch in _QUANTIFIERS and cur:
+                cur.pop()  # the quantified character may be absent or repeated
+            close(i)
+            i = _skip_quantifier(pattern, i) if ch == "{" else i + 1
+            continue
+        else:
+            nxt, step = ch, 1
+        if i + step < n and pattern[i + step] in _QUANTIFIERS:
+            close(i)  # "ab+": 'a' is required, the quantified 'b' is not part of a run
+            i += step
+            continue
+        cur.append(nxt)
+        i += step
+    close(n)
+    return runs
+
+
+def _skip_group(pattern: str, i: int) -> int:
+    depth = 0
+    n = len(pattern)
+    while i < n:
+        ch = pattern[i]
+        if ch == "\\":
+            i += 2
+            continue
+        if ch == "[":
+            i = _skip_class(pattern, i)
+            continue
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+            if depth == 0:
+                return i + 1
+        i += 1
+    return n
+
+
+def _skip_class(pattern: str, i: int) -> int:
+    n = len(pattern)
+    j = i + 1
+    if j < n and pattern[j] == "^":
+        j += 1
+    if j < n and pattern[j] == "]":
+        j += 1
+    while j < n and pattern[j] != "]":
+        j += 2 if pattern[j] == "\\" else 1
+    return j + 1
+
+
+def _skip_quantifier(pattern: str, i: int) -> int:
+    end = pattern.find("}", i)
+    return len(pattern) if end < 0 else end + 1
+
+
+class Scanner:
+    """Protocol of a trigger scanner (see the module docstring)."""
+
+    def scan(self, text: str) -> Hits:  # pragma: no cover - interface
+        raise NotImplementedError
+
+
+class FindScanner(Scanner):
+    """One pass per trigger: ``str.find`` for plain text, else the trigger's regex."""
+
+    def __init__(self, triggers: Sequence[str]) -> None:
+        self.triggers = tuple(triggers)
+        self._plan = [(literal_of(t), re.compile(t)) for t in self.triggers]
+
+    def scan(self, text: str) -> Hits:
+        hits: Hits = {}
+        find = text.find
+        rfind = text.rfind
+        for idx, (literal, rx) in enumerate(self._plan):
+            pos = 0
+            while True:
+                if literal is not None:
+                    at = find(literal, pos)
+                    if at < 0:
+                        break
+                else:
+                    m = rx.search(text, pos)
+                    if m is None:
+                        break
+                    at = m.start()
+                start = rfind("\n", 0, at) + 1
+                ids = hits.get(start)
+                if ids is None:
+                    hits[start] = [idx]
+                else:
+                    ids.append(idx)
+                pos = find("\n", at)  # one hit per line and trigger is enough
+                if pos < 0:
+                    break
+                pos += 1
+        return hits

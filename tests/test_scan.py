@@ -1,0 +1,81 @@
+"""The multi-pattern scanner finds exactly the lines the stdlib scanner finds."""
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from parsers import ALL_PARSERS
+from parsers.triggers import FindScanner, leading_literal, literal_of, required_literal
+from tests.conftest import SHARED
+from tuimon import scan
+from tuimon.sources.framing import Framer
+
+TRIGGERS = tuple(p for cls in ALL_PARSERS for p, _ in cls.ROUTES)
+needs_ac = pytest.mark.skipif(scan.ahocorasick_rs is None, reason="SKIPPED: ahocorasick_rs is not installed")
+
+
+def norm(hits):
+    return {start: sorted(set(ids)) for start, ids in hits.items()}
+
+
+@pytest.mark.parametrize("pattern,required,leading", [
+    (r"iteration[ =]+\d+/", "iteration", "iteration"),
+    (r"\] - RANK: \d", "] - RANK: ", "] - RANK: "),
+    (r"step=\d+, skipped=", ", skipped=", "step="),
+    (r"ab+cde", "cde", "a"),
+    (r" arguments -{3}", " arguments ", " arguments "),
+    (r"building (?:GPT|BERT|T5)", "building ", "building "),
+    (r"--(?:num-layers|hidden-size)[ =]\d", None, "--"),
+    (r"a|bcd", None, ""),
+    (r"(?i)abcd", None, ""),
+    (r"x[)(|]yzw", "yzw", "x"),
+    (r"Error\n", "Error", "Error"),
+])
+def test_literals_read_off_patterns(pattern, required, leading):
+    assert required_literal(pattern) == required
+    assert leading_literal(pattern) == leading
+
+
+def test_literal_of_only_for_plain_text():
+    assert literal_of(r"time \(ms\)") == "time (ms)"
+    assert literal_of(r"x{2}y") is None and literal_of(r"\d") is None
+
+
+@needs_ac
+def test_every_trigger_is_anchored_or_scanned():
+    s = scan.AnchorScanner(TRIGGERS)
+    anchored = {idx for group in s._confirm for idx, _, _ in group}
+    regex_only = {idx for idx, _ in s._regex_only}
+    assert anchored | regex_only == set(range(len(TRIGGERS))) and not anchored & regex_only
+    assert len(regex_only) <= 2  # the point is one pass: few triggers may lack an anchor
+
+
+FRAGMENTS = [p.replace("\\", "").replace("[ =]+", " ").replace("\\d+", "7").replace("\\d", "3")
+             for p in TRIGGERS] + ["iteration    12/ 100 |", "iteration=5/9|", "nccl", "ncclInternalError", "Error",
+                                   "Exception", "\u00e9t\u00e9", "\u2400", "time (ms", "..: (", "] - RANK: x"]
+
+
+@needs_ac
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.lists(st.one_of(st.sampled_from(FRAGMENTS), st.text(max_size=6)), max_size=6), max_size=12))
+def test_same_hits_as_stdlib_scanner_on_generated_lines(lines):
+    text = "".join("".join(parts).replace("\n", " ") + "\n" for parts in lines)
+    assert norm(scan.AnchorScanner(TRIGGERS).scan(text)) == norm(FindScanner(TRIGGERS).scan(text))
+
+
+CORPUS = sorted((SHARED / "corpus").rglob("*.log")) if (SHARED / "corpus").exists() else []
+
+
+@needs_ac
+def test_same_hits_as_stdlib_scanner_on_the_corpus():
+    if not CORPUS:
+        pytest.skip(f"SKIPPED: {SHARED / 'corpus'} not found")
+    ac, ref = scan.AnchorScanner(TRIGGERS), FindScanner(TRIGGERS)
+    lines = 0
+    for path in CORPUS:
+        f = Framer()
+        text = f.feed(path.read_bytes()).text + f.flush().text
+        hits = norm(ac.scan(text))
+        assert hits == norm(ref.scan(text)), path
+        lines += len(hits)
+    assert lines > 10_000
