@@ -26,8 +26,8 @@ ALL_PARSERS: tuple[type[LineParser], ...] = (
 )
 
 
-def parser_set(file: str, scanner: Optional[ScannerFactory] = None) -> ParserSet:
-    return ParserSet(file, ALL_PARSERS, scanner=scanner)
+def parser_set(file: str, scanner: Optional[ScannerFactory] = None, lanes: bool = False) -> ParserSet:
+    return ParserSet(file, ALL_PARSERS, scanner=scanner, lanes=lanes)
 
 
 __all__ = ["ALL_PARSERS", "LineContext", "LineParser", "ParserSet", "Sample", "parser_set"]

@@ -44,6 +44,8 @@ class LineParser:
     framework: ClassVar[Optional[str]] = None
     SNIFF: ClassVar[Optional[Pattern[str]]] = None  # None: always on
     ROUTES: ClassVar[tuple[tuple[str, str], ...]] = ()
+    #: handler name -> lane method name: the bulk twin of a line handler (see parsers.lanes)
+    LANES: ClassVar[dict[str, str]] = {}
     TRIGGERS: ClassVar[tuple[str, ...]] = ()
     SAMPLES: ClassVar[tuple[Sample, ...]] = ()
     _ROUTE_RES: ClassVar[tuple[tuple[Pattern[str], str], ...]] = ()
@@ -56,8 +58,11 @@ class LineParser:
     def __init__(self, file: str = "") -> None:
         self.file = file
 
-    def routes(self) -> list[tuple[str, Callable[[str, LineContext], list[Event]]]]:
-        return [(p, getattr(self, h)) for p, h in self.ROUTES]
+    def routes(self) -> list[tuple[str, Callable[[str, LineContext], list[Event]], Optional[Callable]]]:
+        """(trigger, handler, lane or None), handlers bound once so they can be compared."""
+        bound = {h: getattr(self, h) for _, h in self.ROUTES}
+        lanes = {h: getattr(self, lane) for h, lane in self.LANES.items()}
+        return [(p, bound[h], lanes.get(h)) for p, h in self.ROUTES]
 
     def feed(self, body: str, ctx: LineContext) -> list[Event]:
         """Feed one line (without its newline) to every handler it triggers."""

@@ -14,7 +14,8 @@ from typing import Optional
 
 from .base import LineContext, LineParser, Sample, compile_sniff
 from .common import rank_tag
-from .events import Event, Memory, Milestone, RunConfig, Step, Throughput
+from .events import Batch, Event, Memory, Milestone, RunConfig, Step, Throughput
+from .lanes import Fallback, LaneInput, floats, ints
 from .numbers import to_float, to_int
 
 _STEP = re.compile(r"step=(\d+), skipped=(\d+), lr=\[([^\],]*)")
@@ -35,6 +36,7 @@ class DeepSpeedParser(LineParser):
     ROUTES = ((r"step=\d+, skipped=", "_on_step"), (r"SamplesPerSec=", "_on_samples"),
               (r"see_memory_usage", "_on_memory"), (r"steps: \d+ loss", "_on_pipe"),
               (r"Initializing TorchBackend", "_on_init"), (r"DeepSpeed info: ", "_on_init"))
+    LANES = {"_on_step": "_lane_step"}
 
     SAMPLES = (
         Sample("[2023-11-02 18:34:13,122] [INFO] [logging.py:96:log_dist] [Rank 0] step=0, skipped=0, "
@@ -81,6 +83,28 @@ class DeepSpeedParser(LineParser):
         return self._announce([Step(file=self.file, line=ctx.line, rank=rank if rank is not None else ctx.rank,
                                     node=ctx.node, wall_time=ctx.wall_time, step=to_int(m.group(1)),
                                     skipped=to_int(m.group(2)), lr=to_float(m.group(3)))], ctx)
+
+    def _lane_step(self, inp: LaneInput, fallback: Fallback) -> list[Event]:
+        found = [(i, m) for i, m in enumerate(map(_STEP.search, inp.bodies)) if m is not None]
+        if not found:
+            return []
+        steps = ints([m.group(1) for _, m in found])
+        skipped = ints([m.group(2) for _, m in found])
+        lrs = floats([m.group(3) for _, m in found])
+        if steps is None or skipped is None or lrs is None:
+            return fallback([i for i, _ in found])
+        idx = [i for i, _ in found]
+        part = inp.pick(idx)
+        ranks = [rank_tag(b) for b in part.bodies]
+        columns = {"rank": [r if r is not None else c for r, c in zip(ranks, part.ranks)], "node": part.nodes,
+                   "wall_time": part.walls, "step": steps, "skipped": skipped, "lr": lrs}
+        events: list[Event] = []
+        if not self._announced:
+            self._announced = True
+            events.append(self.make(RunConfig, LineContext("", part.lines[0], part.ranks[0], None, part.nodes[0],
+                                                           part.walls[0]), framework=self.framework))
+        events.append(Batch(Step, self.file, part.lines, columns))
+        return events
 
     def _on_samples(self, body: str, ctx: LineContext) -> list[Event]:
         m = _SAMPLES.search(body)

@@ -12,11 +12,13 @@ application passes in.
 """
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from functools import lru_cache
 from typing import Callable, Iterable, Optional, Sequence
 
 from .base import LineContext, LineParser
-from .events import Event
+from .events import Batch, Event, merge
+from .lanes import LaneInput
 from .prefix import split_prefix
 from .timestamps import leading_timestamp
 from .triggers import FindScanner, ScannerFactory
@@ -24,19 +26,28 @@ from .triggers import FindScanner, ScannerFactory
 _find_scanner = lru_cache(maxsize=64)(FindScanner)
 
 Handler = Callable[[str, LineContext], list[Event]]
+Lane = Callable[[LaneInput, Callable[[Sequence[int]], list[Event]]], list[Event]]
 
 
 class ParserSet:
+    #: re-raise errors from lanes instead of falling back (tests set it: a lane that
+    #: fails silently still gives right results, only slowly, and would go unnoticed)
+    strict_lanes = False
+
     def __init__(self, file: str, parser_classes: Sequence[type[LineParser]], *, sniff: bool = True,
-                 scanner: Optional[ScannerFactory] = None) -> None:
+                 scanner: Optional[ScannerFactory] = None, lanes: bool = False) -> None:
         """With ``sniff=False`` every parser is on from the start.  ``scanner`` builds
         the trigger scanner from a tuple of trigger patterns (see :mod:`.triggers`);
-        it is called again whenever sniffing switches a parser on, so it should cache."""
+        it is called again whenever sniffing switches a parser on, so it should cache.
+        With ``lanes``, lines of routes that have a lane are parsed a block at a time
+        and may come out as :class:`~parsers.events.Batch` events (see :mod:`.lanes`)."""
         self.file = file
+        self.lanes = lanes
         self._scanner_factory = scanner or _find_scanner
         self._dormant = [cls for cls in parser_classes if sniff and cls.SNIFF is not None]
         self.active: list[LineParser] = [cls(file) for cls in parser_classes if cls not in self._dormant]
         self._last_wall: Optional[float] = None
+        self._flushes = 0
         self.lines_fed = 0
         self._rebuild()
 
@@ -49,8 +60,9 @@ class ParserSet:
             self._rebuild()
 
     def _rebuild(self) -> None:
-        self._routes: list[tuple[str, Handler]] = [route for parser in self.active for route in parser.routes()]
-        self._scanner = self._scanner_factory(tuple(pattern for pattern, _ in self._routes))
+        self._routes: list[tuple[str, Handler, Optional[Lane]]] = [
+            route for parser in self.active for route in parser.routes()]
+        self._scanner = self._scanner_factory(tuple(route[0] for route in self._routes))
 
     @property
     def active_names(self) -> list[str]:
@@ -71,6 +83,10 @@ class ParserSet:
         find = text.find
         count = text.count
         routes = self._routes
+        lanes = self.lanes
+        # lines waiting for their lane, per handler; they are parsed before the next
+        # line that takes the line-by-line path, so parser state sees lines in order
+        waiting: dict[Handler, list[tuple[str, LineContext]]] = {}
         for start in sorted(hits):
             end = find("\n", start)
             if end < 0:
@@ -78,23 +94,66 @@ class ParserSet:
             lineno += count("\n", counted_to, start)
             counted_to = start
             ids = hits[start]
-            ctx = self._context(text[start:end], lineno)
-            if ctx is None:
-                continue
-            body, lctx = ctx
-            called: list[Handler] = []
-            for idx in sorted(set(ids)) if len(ids) > 1 else ids:
-                handler = routes[idx][1]
-                if handler in called:
+            body, lctx = self._context(text[start:end], lineno)
+            if len(ids) == 1 or len(set(ids)) == 1:
+                route = routes[ids[0]]
+                if lanes and route[2] is not None:
+                    queue = waiting.get(route[1])
+                    if queue is None:
+                        waiting[route[1]] = [(body, lctx)]
+                    else:
+                        queue.append((body, lctx))
                     continue
-                called.append(handler)
+                handlers = [route[1]]
+            else:
+                handlers = []
+                for idx in sorted(set(ids)):
+                    if routes[idx][1] not in handlers:
+                        handlers.append(routes[idx][1])
+            if waiting:
+                events.extend(self._run_lanes(waiting))
+                waiting = {}
+            for handler in handlers:
                 try:
                     out = handler(body, lctx)
                 except Exception:  # a parser bug must not stop the stream: drop the line
                     out = []
                 if out:
                     events.extend(out)
+        if waiting:
+            events.extend(self._run_lanes(waiting))
         return events
+
+    def _run_lanes(self, waiting: dict[Handler, list[tuple[str, LineContext]]]) -> list[Event]:
+        lane_of = {route[1]: route[2] for route in self._routes}
+        events: list[Event] = []
+        for handler, items in waiting.items():
+            done = bytearray(len(items))
+
+            def fallback(idx: Sequence[int], handler=handler, items=items, done=done) -> list[Event]:
+                out: list[Event] = []
+                for i in idx:
+                    if done[i]:
+                        continue
+                    done[i] = 1
+                    body, lctx = items[i]
+                    try:
+                        out.extend(handler(body, lctx))
+                    except Exception:
+                        pass
+                return out
+
+            ctxs = [c for _, c in items]
+            lane_input = LaneInput([b for b, _ in items], [c.line for c in ctxs], [c.rank for c in ctxs],
+                                   [c.node for c in ctxs], [c.wall_time for c in ctxs])
+            try:
+                events.extend(lane_of[handler](lane_input, fallback))  # type: ignore[misc]
+            except Exception:  # a lane bug costs speed, not lines: the rest go one by one
+                if self.strict_lanes:
+                    raise
+                events.extend(fallback(range(len(items))))
+        self._flushes += 1
+        return _in_line_order([e._replace(flush=self._flushes) if type(e) is Batch else e for e in events])
 
     def _context(self, line: str, lineno: int):
         self.lines_fed += 1
@@ -127,6 +186,38 @@ class ParserSet:
             except Exception:
                 pass
         return events
+
+
+def _in_line_order(events: list[Event]) -> list[Event]:
+    """Events in line order, a batch counting at its last line and cut where a
+    single event falls among its lines: whoever applies them in turn (the job
+    store) sees every state change in the order the lines gave it."""
+    kinds: dict[type, list[Batch]] = {}
+    for e in events:
+        if type(e) is Batch:
+            kinds.setdefault(e.kind, []).append(e)  # type: ignore[union-attr]
+    if any(len(group) > 1 for group in kinds.values()):  # shapes of one kind interleave: one batch a kind
+        events = [e for e in events if type(e) is not Batch] + [merge(group) for group in kinds.values()]
+    singles = sorted(e.line for e in events if type(e) is not Batch)
+    keyed: list[tuple[int, int, Event]] = []
+    for e in events:
+        if type(e) is not Batch:
+            keyed.append((e.line, 0, e))
+            continue
+        lines = e.lines
+        start = 0
+        for cut in singles[bisect_left(singles, lines[0]):bisect_right(singles, lines[-1])]:
+            stop = bisect_left(lines, cut)
+            if stop > start:
+                keyed.append((lines[stop - 1], 1, e.slice(start, stop)))
+                start = stop
+        keyed.append((lines[-1], 1, e.slice(start, len(lines)) if start else e))
+    keyed.sort(key=_key)
+    return [e for _, _, e in keyed]
+
+
+def _key(item: tuple) -> tuple[int, int]:
+    return item[0], item[1]
 
 
 def feed_lines(parsers: ParserSet, lines: Iterable[str], first_line: int = 1) -> list[Event]:

@@ -265,6 +265,124 @@ class Truncated(NamedTuple):
     reason: str = ""
 
 
+class Batch(NamedTuple):
+    """Events of one kind from many lines of one file, held by column.
+
+    The fast path for lines that repeat one shape (:mod:`parsers.lanes`) makes
+    these instead of one record per line; the job store takes the columns as they
+    are, and :meth:`records` gives the very records the line-by-line path makes.
+    """
+
+    type = "batch"
+
+    kind: type  # the record class: Iteration, Timers, Memory, Step
+    file: str
+    lines: list[int]  # ascending
+    columns: Mapping[str, list]  # field -> one value per line
+    constants: Mapping[str, Any] = _EMPTY  # field -> the value of every line
+    maps: Mapping[str, Mapping[str, list]] = _EMPTY  # mapping field -> key -> value per line (None: absent)
+    flush: int = 0  # batches made together share it: only their lines interleave
+
+    @property
+    def size(self) -> int:
+        return len(self.lines)
+
+    def column(self, name: str) -> list:
+        """Values of field ``name`` per line (constants and defaults repeated)."""
+        values = self.columns.get(name)
+        if values is not None:
+            return values
+        if name in self.maps:
+            return [self._map(name, i) for i in range(len(self.lines))]
+        value = self.constants[name] if name in self.constants else self.kind._field_defaults.get(name)
+        return [value] * len(self.lines)
+
+    def _map(self, name: str, i: int) -> Mapping[str, Any]:
+        return frozen_map({key: values[i] for key, values in self.maps[name].items() if values[i] is not None})
+
+    def slice(self, start: int, stop: int) -> "Batch":
+        return self._replace(lines=self.lines[start:stop],
+                             columns={k: v[start:stop] for k, v in self.columns.items()},
+                             maps={m: {k: v[start:stop] for k, v in cols.items()} for m, cols in self.maps.items()})
+
+    def records(self) -> list:
+        kind, file, constants = self.kind, self.file, self.constants
+        names = list(self.columns)
+        columns = [self.columns[n] for n in names]
+        out = []
+        for i, line in enumerate(self.lines):
+            fields = dict(constants)
+            for name, values in zip(names, columns):
+                fields[name] = values[i]
+            for name in self.maps:
+                fields[name] = self._map(name, i)
+            out.append(kind(file=file, line=line, **fields))
+        return out
+
+
+def merge(batches: list) -> "Batch":
+    """One batch, in line order, of batches of one kind and file (shapes may differ:
+    a field a batch lacks is its default there, a map key it lacks is absent)."""
+    first = batches[0]
+    if len(batches) == 1:
+        return first
+    batches = sorted(batches, key=lambda b: b.lines[0])
+    sizes = [len(b.lines) for b in batches]
+    total = sum(sizes)
+    lines = [line for b in batches for line in b.lines]
+    names = list(dict.fromkeys(n for b in batches for n in (*b.columns, *b.constants)))
+    constants = {n: first.constants[n] for n in first.constants
+                 if all(n in b.constants and b.constants[n] == first.constants[n] for b in batches)}
+    defaults = first.kind._field_defaults
+    columns = {n: [v for b, size in zip(batches, sizes)
+                   for v in (b.columns[n] if n in b.columns
+                             else [b.constants[n] if n in b.constants else defaults.get(n)] * size)]
+               for n in names if n not in constants}
+    maps = {}
+    for m in dict.fromkeys(m for b in batches for m in b.maps):
+        keys = list(dict.fromkeys(k for b in batches for k in b.maps.get(m, ())))  # first appearance
+        maps[m] = {k: [v for b, size in zip(batches, sizes)
+                       for v in (b.maps[m][k] if k in b.maps.get(m, ()) else [None] * size)] for k in keys}
+    order = sorted(range(total), key=lines.__getitem__)
+    if order != list(range(total)):
+        lines = [lines[i] for i in order]
+        columns = {n: [v[i] for i in order] for n, v in columns.items()}
+        maps = {m: {k: [v[i] for i in order] for k, v in cols.items()} for m, cols in maps.items()}
+    return Batch(first.kind, first.file, lines, columns, constants, maps, first.flush)
+
+
+def expand(events: list) -> list:
+    """Events with every :class:`Batch` replaced by its records.  Batches made
+    together (consecutive, same file and ``flush``) interleave by line; everything
+    else keeps its place, so records come in the order the lines gave them."""
+    if not any(type(e) is Batch for e in events):
+        return events
+    out: list = []
+    run: list = []
+    tag = None
+    for e in events:
+        if type(e) is Batch and (e.file, e.flush) == tag:
+            run.extend(e.records())
+            continue
+        if run:
+            run.sort(key=_line_of)
+            out.extend(run)
+            run = []
+        if type(e) is Batch:
+            tag = (e.file, e.flush)
+            run.extend(e.records())
+        else:
+            tag = None
+            out.append(e)
+    run.sort(key=_line_of)
+    out.extend(run)
+    return out
+
+
+def _line_of(event: Any) -> int:
+    return event.line
+
+
 Event = Union["RunConfig", "Iteration", "Step", "Throughput", "Timers", "Memory", "Milestone", "Checkpoint",
               "Failure", "Exit", "Truncated"]
 

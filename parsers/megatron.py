@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import math
 import re
+from bisect import bisect_right
 from typing import Optional
 
 from .base import LineContext, LineParser, Sample, compile_sniff
 from .common import config_from_args, norm_key, rank_tag
-from .events import Event, Exit, Failure, Iteration, Memory, Milestone, RunConfig, Throughput, frozen_map
+from .events import Batch, Event, Exit, Failure, Iteration, Memory, Milestone, RunConfig, Throughput, frozen_map
+from .lanes import SKIP, Fallback, LaneInput, floats, group_by, ints, key_values, pipe_columns, uniform
 from .numbers import to_float, to_int
 from .timestamps import parse_iso
 
@@ -153,6 +155,7 @@ class MegatronParser(LineParser):
         (r"done with setup", "_on_milestone"),
         (r"> building train, validation", "_on_milestone"),
     )
+    LANES = {"_on_iteration": "_lane_iteration", "_on_memory": "_lane_memory"}
 
     SAMPLES = (
         Sample(" iteration       30/      50 | elapsed time per iteration (ms): 6051.8 | learning rate: 1.406E-06 | "
@@ -361,6 +364,130 @@ class MegatronParser(LineParser):
                        gpu_allocated_mb=values.get("allocated"), gpu_max_allocated_mb=values.get("max allocated"),
                        gpu_reserved_mb=values.get("reserved"), gpu_max_reserved_mb=values.get("max reserved"))]
 
+    # -- lanes (see parsers.lanes): the same records as the handlers above, by column --
+    def _lane_iteration(self, inp: LaneInput, fallback: Fallback) -> list[Event]:
+        bodies = inp.bodies
+        n = len(bodies)
+        heads: list[Optional[tuple[str, str]]] = [None] * n
+        starts = [0]
+        for b in bodies:
+            starts.append(starts[-1] + len(b) + 1)
+        for m in ITERATION.finditer("\n".join(bodies)):
+            i = bisect_right(starts, m.start()) - 1
+            heads[i] = m.group(1, 2) if heads[i] is None else ("", "")  # two records: the line path
+        accepted: list[int] = []
+        rejected: list[int] = []
+        batches: list[Event] = []
+        for idx in group_by([b.count("|") if heads[i] not in (None, ("", "")) else -1
+                             for i, b in enumerate(bodies)]).values():
+            fields = self._iteration_columns([bodies[i] for i in idx]) if heads[idx[0]] not in (None, ("", "")) \
+                else None
+            if fields is None:
+                rejected.extend(idx)
+                continue
+            its = ints([heads[i][0] for i in idx])  # type: ignore[index]
+            totals = ints([heads[i][1] for i in idx])  # type: ignore[index]
+            if its is None or totals is None:
+                rejected.extend(idx)
+                continue
+            columns, losses = fields
+            if not self._nan_reported:  # the first NaN is reported by the line path
+                nan_rows = _nan_rows(columns, losses)
+                if nan_rows:
+                    keep = [k for k in range(len(idx)) if k not in nan_rows]
+                    rejected.extend(idx[k] for k in nan_rows)
+                    idx = [idx[k] for k in keep]
+                    its = [its[k] for k in keep]
+                    totals = [totals[k] for k in keep]
+                    columns = {name: [vals[k] for k in keep] for name, vals in columns.items()}
+                    losses = {name: [vals[k] for k in keep] for name, vals in losses.items()}
+                    if not idx:
+                        continue
+            columns["iteration"] = its
+            columns["train_iters"] = totals
+            part = inp.pick(idx)
+            columns.update(rank=part.ranks, node=part.nodes, wall_time=part.walls)
+            batches.append(Batch(Iteration, self.file, part.lines, columns, maps={"losses": losses}))
+            accepted.extend(idx)
+        events: list[Event] = []
+        if not self._announced and 0 in accepted:
+            self._announced = True
+            events.append(self.make(RunConfig, _ctx(inp, 0), framework=_style(bodies[0])))
+        rejected.sort()
+        events.extend(fallback(rejected))
+        events.extend(batches)
+        if accepted and (not rejected or max(accepted) > rejected[-1]):
+            self.last_iteration = max(((b.lines[-1], b.columns["iteration"][-1]) for b in batches))[1]  # type: ignore[union-attr]
+        return events
+
+    @staticmethod
+    def _iteration_columns(records: list[str]) -> Optional[tuple[dict, dict]]:
+        """:func:`parse_record` of records sharing one shape, by column; None if unsure."""
+        cols = pipe_columns(records)
+        if cols is None:
+            return None
+        out: dict = {}
+        losses: dict = {}
+        for col in cols:
+            kv = key_values(col, ":")
+            if kv is None:
+                kv = _other_keys(col)
+                if kv is None:
+                    return None
+                if kv is SKIP:
+                    continue
+            keys, values = kv
+            key = uniform(keys)
+            if key is None:
+                if any(_spec_of(k)[0] is not None for k in set(keys)):
+                    return None
+                continue
+            name, kind = _spec_of(key)
+            if name is None:
+                continue
+            if kind == "int":
+                vals = ints(values)
+            else:
+                vals = floats(values)
+                if vals is not None and isinstance(kind, float):
+                    vals = [v * kind for v in vals]
+            if vals is None:
+                return None
+            if name == "loss":
+                losses[kind] = vals
+            else:
+                out[name] = vals
+        return out, losses
+
+    def _lane_memory(self, inp: LaneInput, fallback: Fallback) -> list[Event]:
+        found = [(i, m) for i, m in enumerate(map(_MEMORY.search, inp.bodies)) if m is not None]
+        if not found:
+            return []
+        tails = [m.group(3) for _, m in found]
+        rejected: list[int] = []
+        events: list[Event] = []
+        for grp in group_by([t.count("|") for t in tails]).values():
+            values = _memory_columns([tails[g] for g in grp])
+            if values is None:
+                rejected.extend(found[g][0] for g in grp)
+                continue
+            idx = [found[g][0] for g in grp]
+            part = inp.pick(idx)
+            ranks = []
+            for g, ctx_rank in zip(grp, part.ranks):
+                m = found[g][1]
+                body = m.string
+                ranks.append(to_int(m.group(1)) if m.group(1) else (rank_tag(body) if "[Rank" in body else ctx_rank))
+            columns = {"rank": ranks, "node": part.nodes, "wall_time": part.walls,
+                       "label": [f"after {found[g][1].group(2)} iterations" for g in grp]}
+            for field_name, key in (("gpu_allocated_mb", "allocated"), ("gpu_max_allocated_mb", "max allocated"),
+                                    ("gpu_reserved_mb", "reserved"), ("gpu_max_reserved_mb", "max reserved")):
+                if key in values:
+                    columns[field_name] = values[key]
+            events.append(Batch(Memory, self.file, part.lines, columns))
+        rejected.sort()
+        return fallback(rejected) + events
+
     def _milestone(self, name: str, m: re.Match, ctx: LineContext) -> Event:
         duration = wall = None
         if m.groups():
@@ -371,6 +498,55 @@ class MegatronParser(LineParser):
                 duration = to_float(arg)
         return Milestone(file=self.file, line=ctx.line, rank=ctx.rank, node=ctx.node,
                          wall_time=wall if wall is not None else ctx.wall_time, name=name, duration_s=duration)
+
+
+def _other_keys(col: list[str]):
+    """Keys of a column not split by one ``:`` each, as :func:`parse_record` reads
+    them: ``=`` pairs, SKIP when no segment has a separator, else None."""
+    if not any(":" in seg for seg in col):
+        if not any("=" in seg for seg in col):
+            return SKIP
+        return key_values(col, "=")
+    keys = [seg.partition(":")[0] if ":" in seg else seg.partition("=")[0] if "=" in seg else None for seg in col]
+    if any(_spec_of(k)[0] is not None for k in set(keys) if k is not None):
+        return None
+    return SKIP
+
+
+def _nan_rows(columns: dict, losses: dict) -> set[int]:
+    rows = {k for k, v in enumerate(columns.get("nan_count", ())) if (v or 0) > 0}
+    for vals in losses.values():
+        rows.update(k for k, v in enumerate(vals) if v != v)
+    return rows
+
+
+def _memory_columns(tails: list[str]) -> Optional[dict[str, list]]:
+    """The values _on_memory reads from the ``|`` part of memory lines, by column."""
+    cols = pipe_columns(tails)
+    if cols is None:
+        return None
+    values: dict[str, list] = {}
+    for col in cols:
+        kv = key_values(col, ":")
+        if kv is None:
+            if any(":" in seg for seg in col) or any(norm_key(seg) in _MEMORY_KEYS for seg in set(col)):
+                return None
+            continue
+        key = uniform(kv[0])
+        if key is None:
+            return None
+        vals = floats(kv[1])
+        if vals is None:
+            return None
+        values[norm_key(key)] = vals
+    return values
+
+
+_MEMORY_KEYS = {"allocated", "max allocated", "reserved", "max reserved"}
+
+
+def _ctx(inp: LaneInput, i: int) -> LineContext:
+    return LineContext("", inp.lines[i], inp.ranks[i], None, inp.nodes[i], inp.walls[i])
 
 
 def _has_nan(fields: dict) -> bool:

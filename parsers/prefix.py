@@ -31,7 +31,13 @@ class Prefix:
     node: Optional[str]
 
 
+_CAN_START = frozenset("0123456789abcdefghijklmnopqrstuvwxyz[")
+
+
 def split_prefix(line: str) -> Prefix:
+    head = line[:1]
+    if head not in _CAN_START or (head == "[" and not line.startswith(("[default", "[rank"))):
+        return Prefix(line, None, None, None)  # most lines: no prefix can start here
     m = _PREFIX.match(line)
     if m is None or m.end() == 0:
         return Prefix(line, None, None, None)

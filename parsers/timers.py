@@ -13,7 +13,8 @@ from typing import Mapping, Optional
 
 from .base import LineContext, LineParser, Sample, compile_sniff
 from .common import rank_tag
-from .events import Checkpoint, Event, RunConfig, Timers, frozen_map
+from .events import Batch, Checkpoint, Event, RunConfig, Timers, frozen_map
+from .lanes import Fallback, LaneInput, floats, group_by, key_values, pipe_columns, uniform
 from .numbers import to_float, to_int
 
 _MINMAX = re.compile(r"^\s*(\S.*?) \.{2,}: \(([^,()]+), ([^,()]+)\)\s*$")
@@ -60,6 +61,7 @@ class TimerParser(LineParser):
     name = "timers"
     SNIFF = compile_sniff(r"time \(ms\)", r"time across ranks \(ms\)", r"saved checkpoint")
     ROUTES = ((r"time \(ms\)", "_on_time_line"), (r"\.\.: \(", "_on_minmax"), (r"saved checkpoint", "_on_saved"))
+    LANES = {"_on_time_line": "_lane_time_lines"}
 
     SAMPLES = (
         Sample("time (ms) | e2e-time: 6051.73 | forward-compute: 852.50 | backward-compute: 5188.55 | "
@@ -141,6 +143,70 @@ class TimerParser(LineParser):
             events.append(Timers(file=self.file, line=ctx.line, rank=rank, node=ctx.node, wall_time=ctx.wall_time,
                                  timers=frozen_map(timers), groups=groups))
         return events
+
+
+    def _lane_time_lines(self, inp: LaneInput, fallback: Fallback) -> list[Event]:
+        bodies = inp.bodies
+        cut = [b.find("time (ms)") for b in bodies]
+        tails = [b[p + 9:] for b, p in zip(bodies, cut)]
+        rejected: list[int] = []
+        batches: list[Batch] = []
+        for idx in group_by([t.count("|") for t in tails]).values():
+            timers = _pair_columns([tails[i] for i in idx])
+            if timers is None or "save-checkpoint" in timers or not timers:
+                rejected.extend(idx)  # checkpoint saves and oddities: the line path
+                continue
+            part = inp.pick(idx)
+            ranks = [rank_tag(b) if "[Rank" in b else r for b, r in zip(part.bodies, part.ranks)]
+            names = tuple(timers)
+            groups = self._groups.get(names)
+            if groups is None:
+                groups = frozen_map({name: timer_group(name) for name in names})
+                if len(self._groups) < 256:
+                    self._groups[names] = groups
+            batches.append(Batch(Timers, self.file, part.lines,
+                                 {"rank": ranks, "node": part.nodes, "wall_time": part.walls},
+                                 constants={"groups": groups}, maps={"timers": timers}))
+        events: list[Event] = []
+        rejected.sort()
+        first = min((b.lines[0] for b in batches if any(n.startswith("offloading") for n in b.maps["timers"])),
+                    default=None)
+        if first is not None and not self._offload_announced:
+            # the line path announces at the first offloading line: lines before it go first
+            before = [i for i in rejected if inp.lines[i] < first]
+            events.extend(fallback(before))
+            if not self._offload_announced:
+                self._offload_announced = True
+                i = inp.lines.index(first)
+                events.append(self.make(RunConfig, LineContext("", first, inp.ranks[i], None, inp.nodes[i],
+                                                               inp.walls[i]), framework="stronghold"))
+        events.extend(fallback(rejected))  # lines already done are skipped
+        events.extend(batches)
+        return events
+
+
+def _pair_columns(tails: list[str]) -> Optional[dict[str, list[float]]]:
+    """:func:`_pairs` of texts sharing one shape, by column; None if unsure."""
+    cols = pipe_columns(tails)
+    if cols is None:
+        return None
+    out: dict[str, list[float]] = {}
+    for col in cols:
+        kv = key_values(col, ":")
+        if kv is None:
+            if any(":" in seg for seg in col):
+                return None
+            continue  # no pair in this column on any line
+        key = uniform(kv[0])
+        if key is None:
+            return None
+        name = key.strip()
+        values = floats(kv[1])
+        if values is None:
+            return None
+        if name and len(out) < 256:
+            out[name] = values
+    return out
 
 
 def _pairs(text: str) -> dict[str, float]:

@@ -51,6 +51,34 @@ def required_literal(pattern: str, min_len: int = 3) -> Optional[str]:
     return best if len(best) >= min_len else None
 
 
+def required_anchors(pattern: str, min_len: int = 3) -> Optional[list[str]]:
+    """Texts of which every match of ``pattern`` contains one: the
+    :func:`required_literal`, extended by the small character class right after it
+    (``iteration[ =]+`` -> ``iteration `` and ``iteration=``), which makes it rarer."""
+    best = required_literal(pattern, min_len)
+    if best is None:
+        return None
+    ends = _run_ends(pattern, best)
+    if len(ends) == 1:  # spelled once in the pattern: what follows it is what follows in a match
+        m = _CLASS_AFTER.match(pattern, ends[0])
+        if m and m.group(2) in ("", "+"):
+            return [best + ch for ch in m.group(1)]
+    return [best]
+
+
+_CLASS_AFTER = re.compile(r"\[([^\]\\^-]{1,4})\]([+*?{]?)")
+
+
+def _run_ends(pattern: str, run: str) -> list[int]:
+    """Pattern offsets right after each top-level spelling of ``run``."""
+    out = []
+    for at in range(len(pattern)):
+        spelled = _prefix_for(pattern[at:], run)
+        if literal_of(spelled) == run:
+            out.append(at + len(spelled))
+    return out
+
+
 def leading_literal(pattern: str) -> str:
     """The plain text every match of ``pattern`` starts with ("" if none)."""
     if pattern[:1] in _META:

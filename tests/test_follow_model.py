@@ -10,6 +10,7 @@ import tempfile
 from hypothesis import HealthCheck, settings, strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
+from parsers.events import expand
 from tuimon.sources.local import LocalFollower
 
 EXAMPLES = int(os.environ.get("TUIMON_MODEL_EXAMPLES", "1000"))
@@ -35,7 +36,7 @@ class FollowModel(RuleBasedStateMachine):
         self.clock = Clock()
         self.got: list = []
         self.fh = open(self.path, "ab", buffering=0)
-        self.follower = LocalFollower([self.dir], self.got.extend, poll=1.0, grace=3.0, clock=self.clock,
+        self.follower = LocalFollower([self.dir], lambda evs: self.got.extend(expand(evs)), poll=1.0, grace=3.0, clock=self.clock,
                                       use_inotify=False)
         self.written: list[int] = []  # complete lines, in order
         self.pending = b""  # bytes of lines not yet written

@@ -79,3 +79,15 @@ def test_same_hits_as_stdlib_scanner_on_the_corpus():
         assert hits == norm(ref.scan(text)), path
         lines += len(hits)
     assert lines > 10_000
+
+
+@pytest.mark.parametrize("pattern,anchors", [
+    (r"iteration[ =]+\d+/", ["iteration ", "iteration="]),
+    (r"abc[de]?x", ["abc"]),
+    (r"abc[de]*x", ["abc"]),
+    (r"x(abc)abc[de]", ["abc"]),  # spelled twice: not extended
+    (r"nccl[A-Z]", ["nccl"]),
+])
+def test_anchors_extend_over_a_small_class(pattern, anchors):
+    from parsers.triggers import required_anchors
+    assert required_anchors(pattern) == anchors

@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from . import __version__
+from parsers.events import expand
+
 from .discover import DEFAULT_INCLUDE, PathError, discover
 from .gpus import GPU_PEAK_TFLOPS, peak_for
 from .ingest import ParseStats, parse_file
@@ -236,7 +238,7 @@ def _check_follow_args(args) -> bool:
 
 def _json_lines(out, flush: bool = False):
     def emit(events) -> None:
-        out.write("".join(json.dumps(e.to_dict(), allow_nan=False) + "\n" for e in events))
+        out.write("".join(json.dumps(e.to_dict(), allow_nan=False) + "\n" for e in expand(events)))
         if flush:
             out.flush()
     return emit

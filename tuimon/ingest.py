@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Callable, Iterator, Optional
 
 from parsers import ParserSet, parser_set
-from parsers.events import Event
+from parsers.events import Event, expand
 
 from .scan import trigger_scanner
 from .sources.framing import Framer
@@ -37,10 +37,12 @@ class FileParser:
     """Incremental: feed bytes as they arrive, call :meth:`finish` at end of input."""
 
     def __init__(self, label: str, parsers: Optional[ParserSet] = None,
-                 on_block: Optional[Callable[[str, str, int], None]] = None) -> None:
+                 on_block: Optional[Callable[[str, str, int], None]] = None, lanes: bool = True) -> None:
+        """With ``lanes`` (the default), runs of same-shaped lines come out as
+        :class:`~parsers.events.Batch` events: :func:`parsers.events.expand` gives records."""
         self.label = label
         self.framer = Framer()
-        self.parsers = parsers or parser_set(label, scanner=trigger_scanner)
+        self.parsers = parsers or parser_set(label, scanner=trigger_scanner, lanes=lanes)
         self.on_block = on_block  # (label, text of complete lines, first line number)
 
     def feed(self, data: bytes) -> list[Event]:
@@ -77,11 +79,12 @@ def read_chunks(path: Path, size: int = READ_SIZE) -> Iterator[bytes]:
 
 def parse_file(path: Path, label: Optional[str] = None,
                sink: Optional[Callable[[list[Event]], None]] = None) -> tuple[list[Event], ParseStats]:
-    """Parse a whole file.  With ``sink``, events are handed over per chunk and
-    the returned list stays empty (bounded memory on huge files)."""
+    """Parse a whole file.  With ``sink``, events (batches included) are handed
+    over per chunk and the returned list stays empty (bounded memory on huge
+    files); without, the list holds every record, in line order."""
     fp = FileParser(label or str(path))
     collected: list[Event] = []
-    out = sink or collected.extend
+    out = sink or (lambda events: collected.extend(expand(events)))
     for chunk in read_chunks(path):
         events = fp.feed(chunk)
         if events:

@@ -15,7 +15,7 @@ import re
 from functools import lru_cache
 from typing import Optional, Sequence
 
-from parsers.triggers import FindScanner, Hits, Scanner, leading_literal, literal_of, required_literal
+from parsers.triggers import FindScanner, Hits, Scanner, leading_literal, literal_of, required_anchors
 
 try:  # a wheel on every common platform; without it the stdlib scanner is used
     import ahocorasick_rs
@@ -34,17 +34,18 @@ class AnchorScanner(Scanner):
         self._regex_only: list[tuple[int, re.Pattern[str]]] = []
         for idx, trigger in enumerate(self.triggers):
             literal = literal_of(trigger)
-            anchor = literal if literal else required_literal(trigger)
-            if not anchor:
+            found = [literal] if literal else required_anchors(trigger)
+            if not found:
                 self._regex_only.append((idx, re.compile(trigger)))
                 continue
-            k = anchor_index.get(anchor)
-            if k is None:
-                k = anchor_index[anchor] = len(anchors)
-                anchors.append(anchor)
-                self._confirm.append([])
-            self._confirm[k].append((idx, None if literal else re.compile(trigger),
-                                     not literal and _starts_with(trigger, anchor)))
+            for anchor in found:
+                k = anchor_index.get(anchor)
+                if k is None:
+                    k = anchor_index[anchor] = len(anchors)
+                    anchors.append(anchor)
+                    self._confirm.append([])
+                self._confirm[k].append((idx, None if literal else re.compile(trigger),
+                                         not literal and _starts_with(trigger, anchor)))
         self._anchors = tuple(anchors)
         self._ac_str = ahocorasick_rs.AhoCorasick(anchors) if anchors else None
         self._ac_bytes = ahocorasick_rs.BytesAhoCorasick([a.encode() for a in anchors]) if anchors else None
@@ -95,8 +96,9 @@ class AnchorScanner(Scanner):
 
 
 def _starts_with(trigger: str, anchor: str) -> bool:
-    """Whether every match of ``trigger`` begins with ``anchor``."""
-    return leading_literal(trigger).startswith(anchor)
+    """Whether every match of ``trigger`` found at ``anchor`` begins there."""
+    lead = leading_literal(trigger)
+    return bool(lead) and anchor.startswith(lead) or lead.startswith(anchor)
 
 
 @lru_cache(maxsize=64)

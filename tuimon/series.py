@@ -6,7 +6,7 @@ resolution after a month), which is what keeps a point under 32 bytes; growth by
 """
 from __future__ import annotations
 
-from typing import Optional
+from typing import Optional, Sequence
 
 import numpy as np
 
@@ -38,6 +38,43 @@ def _f(value: Optional[float]) -> float:
     return v
 
 
+def _f64(values: Sequence) -> np.ndarray:
+    try:
+        return np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError, OverflowError):
+        return np.array([_f64_one(v) for v in values], dtype=np.float64)
+
+
+def _f64_one(value) -> float:
+    if value is None:
+        return _NAN
+    try:
+        return float(value)
+    except (OverflowError, ValueError, TypeError):
+        return _NAN
+
+
+def _clamp(values: np.ndarray) -> np.ndarray:
+    """What :func:`_f` does to one value, to an array (float32-safe)."""
+    values = values.copy() if values.base is not None else values
+    values[values > 3.4e38] = np.inf
+    values[values < -3.4e38] = -np.inf
+    return values
+
+
+def _f32(values: Optional[Sequence], k: int):
+    if values is None:
+        return _NAN
+    return _clamp(_f64(values))
+
+
+def _ints(values: Sequence[Optional[int]]) -> np.ndarray:
+    try:
+        return np.asarray(values, dtype=np.int64).copy()
+    except (TypeError, ValueError, OverflowError):
+        return np.array([v if v is not None and -(2 ** 62) < v < 2 ** 62 else -1 for v in values], dtype=np.int64)
+
+
 class Series:
     __slots__ = ("_data", "n", "wall_base")
 
@@ -61,6 +98,35 @@ class Series:
         rel = (wall - self.wall_base) if wall is not None and self.wall_base is not None else None
         self._data[self.n] = (it, _f(elapsed_ms), _f(loss), _f(grad_norm), _f(tflops), _f(samples_per_sec), _f(rel))
         self.n += 1
+
+    def extend(self, iterations: Sequence[Optional[int]], elapsed_ms: Optional[Sequence] = None,
+               loss: Optional[Sequence] = None, grad_norm: Optional[Sequence] = None,
+               tflops: Optional[Sequence] = None, samples_per_sec: Optional[Sequence] = None,
+               wall: Optional[Sequence] = None) -> None:
+        """:meth:`append` of many points at once (columns of equal length; None: absent)."""
+        k = len(iterations)
+        if not k:
+            return
+        if self.n + k > len(self._data):
+            size = len(self._data)
+            self._data = np.resize(self._data, max(self.n + k, size + max(64, size // 8)))
+        its = _ints(iterations)
+        its[(its < 0) | (its > _I32_MAX)] = -1
+        out = self._data[self.n:self.n + k]
+        out["iteration"] = its
+        for name, values in (("elapsed_ms", elapsed_ms), ("loss", loss), ("grad_norm", grad_norm),
+                             ("tflops", tflops), ("samples_per_sec", samples_per_sec)):
+            out[name] = _f32(values, k)
+        if wall is not None:
+            walls = _f64(wall)
+            if self.wall_base is None:
+                known = np.flatnonzero(~np.isnan(walls))
+                if known.size:
+                    self.wall_base = float(walls[known[0]])
+            out["wall"] = _clamp(walls - self.wall_base) if self.wall_base is not None else _NAN
+        else:
+            out["wall"] = _NAN
+        self.n += k
 
     def set_last(self, column: str, value: Optional[float]) -> None:
         if self.n:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterable, Optional, Union
 
-from parsers.events import (Checkpoint, Event, Exit, Failure, Iteration, Memory, Milestone, RunConfig, Step,
+from parsers.events import (Batch, Checkpoint, Event, Exit, Failure, Iteration, Memory, Milestone, RunConfig, Step,
                             Throughput, Timers, Truncated)
 
 from .jobs import identify
@@ -130,6 +130,9 @@ class JobStore:
 
     def add(self, events: Iterable[Event]) -> None:
         for ev in events:
+            if type(ev) is Batch:
+                self._add_batch(ev)
+                continue
             job, file_rank = self.job_for(ev.file)
             job.events += 1
             if ev.wall_time is not None:
@@ -140,6 +143,27 @@ class JobStore:
             handler = _HANDLERS.get(type(ev))
             if handler is not None:
                 handler(job, ev, file_rank)
+
+
+    def _add_batch(self, batch: Batch) -> None:
+        """The same outcome as adding ``batch.records()`` one by one, by column."""
+        job, file_rank = self.job_for(batch.file)
+        job.events += batch.size
+        walls = [w for w in batch.column("wall_time") if w is not None]
+        if walls:
+            low, high = min(walls), max(walls)
+            if job.first_wall is None or low < job.first_wall:
+                job.first_wall = low
+            if job.last_wall is None or high > job.last_wall:
+                job.last_wall = high
+        handler = _BATCH_HANDLERS.get(batch.kind)
+        if handler is not None:
+            handler(job, batch, file_rank)
+            return
+        single = _HANDLERS.get(batch.kind)
+        if single is not None:
+            for ev in batch.records():
+                single(job, ev, file_rank)
 
 
 def _rank_key(ev: Event, file_rank: Optional[int]) -> RankKey:
@@ -255,6 +279,112 @@ def _on_exit(job: Job, ev: Exit, _: Optional[int]) -> None:
 def _on_truncated(job: Job, ev: Truncated, _: Optional[int]) -> None:
     job.truncations += 1
 
+
+def _last_known(values: list):
+    for v in reversed(values):
+        if v is not None:
+            return v
+    return None
+
+
+def _batch_iteration(job: Job, b: Batch, file_rank: Optional[int]) -> None:
+    ranks, nodes = b.column("rank"), b.column("node")
+    if len(set(ranks)) == 1 and ranks[0] is not None:
+        keys: dict[RankKey, list[int]] = {ranks[0]: list(range(b.size))}
+    else:
+        keys = {}
+        for i, (rank, node) in enumerate(zip(ranks, nodes)):
+            key = rank if rank is not None else file_rank if file_rank is not None else \
+                node if node is not None else "-"
+            keys.setdefault(key, []).append(i)
+    losses = b.maps.get("losses") or {}
+    if all(None not in values for values in losses.values()):
+        loss = primary_loss(losses)
+        last_losses = {name: values[-1] for name, values in losses.items()}
+    else:  # shapes were merged: each line has its own loss names
+        per_line = [{k: v[i] for k, v in losses.items() if v[i] is not None} for i in range(b.size)]
+        loss = [primary_loss(d) for d in per_line]
+        last_losses = next((d for d in reversed(per_line) if d), {})
+    its = b.column("iteration")
+    columns = [its, b.columns.get("elapsed_ms"), loss, b.columns.get("grad_norm"),
+               b.columns.get("tflops_reported"), b.columns.get("samples_per_sec"), b.column("wall_time")]
+    for key, idx in keys.items():
+        series = job.ranks.get(key)
+        if series is None:
+            series = job.ranks[key] = Series()
+        if len(idx) == b.size:
+            series.extend(*columns)
+        else:
+            series.extend(*[None if c is None else [c[i] for i in idx] for c in columns])
+    known = [i for i in its if i is not None]
+    if known:
+        top = max(known)
+        if job.last_iteration is None or top >= job.last_iteration:
+            job.last_iteration = top
+    job.last_progress = (b.file, b.lines[-1])
+    if last_losses:
+        job.last_losses = last_losses
+    for attr, name in (("last_lr", "lr"), ("last_loss_scale", "loss_scale")):
+        value = _last_known(b.columns.get(name) or [])
+        if value is not None:
+            setattr(job, attr, value)
+    for name in ("train_iters", "global_batch"):
+        value = _last_known(b.columns.get(name) or [])
+        if value is not None:
+            job.config[name] = value
+    _first_step(job, min((w for w in b.column("wall_time") if w is not None), default=None))
+
+
+def _batch_step(job: Job, b: Batch, _: Optional[int]) -> None:
+    job.steps.extend(b.column("step"), b.columns.get("elapsed_ms"), b.columns.get("loss"), None, None,
+                     b.columns.get("samples_per_sec"), b.column("wall_time"))
+    job.last_progress = (b.file, b.lines[-1])
+    if not job.ranks:
+        lr = _last_known(b.columns.get("lr") or [])
+        if lr is not None:
+            job.last_lr = lr
+    _first_step(job, min((w for w in b.column("wall_time") if w is not None), default=None))
+
+
+_INF = float("inf")
+
+
+def _batch_timers(job: Job, b: Batch, _: Optional[int]) -> None:
+    groups = b.constants.get("groups")
+    for name, values in b.maps["timers"].items():
+        stat = job.timers.get(name)
+        if stat is None:
+            if len(job.timers) >= 512:
+                continue
+            if groups is None:  # merged shapes: the groups of the first line with this timer
+                first = next((i for i, v in enumerate(values) if v is not None), None)
+                if first is None:
+                    continue  # no line of this piece has it
+                group = b.columns["groups"][first].get(name, "other")
+            else:
+                group = groups.get(name, "other")
+            stat = job.timers[name] = TimerStat(group)
+        finite = [v for v in values if v is not None and v == v and v != _INF and v != -_INF]
+        if finite:
+            stat.total_ms = sum(finite, stat.total_ms)  # left to right, as one by one
+            stat.count += len(finite)
+            stat.last_ms = finite[-1]
+
+
+def _batch_memory(job: Job, b: Batch, _: Optional[int]) -> None:
+    for name in ("gpu_max_allocated_mb", "gpu_max_reserved_mb", "cpu_used_gb", "gpu_allocated_mb",
+                 "gpu_reserved_mb"):
+        values = b.columns.get(name)
+        if values is None:
+            continue
+        valid = [v for v in values if v is not None and v == v]
+        if valid:
+            top = max(valid)
+            if top > job.memory.get(name, float("-inf")):
+                job.memory[name] = top
+
+
+_BATCH_HANDLERS = {Iteration: _batch_iteration, Step: _batch_step, Timers: _batch_timers, Memory: _batch_memory}
 
 _HANDLERS = {
     RunConfig: _on_config, Iteration: _on_iteration, Step: _on_step, Throughput: _on_throughput,

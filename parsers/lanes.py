@@ -1,0 +1,110 @@
+"""Lanes: the fast path for lines that repeat one shape.
+
+A training log is mostly the same few lines over and over (an iteration line, a
+timer line, a memory line) with new numbers.  Parsing them one by one costs tens
+of microseconds of Python each.  A *lane* is a parser's second handler for such
+lines: it takes all of a block's lines for one route at once, reads them by
+column with C-speed ``str`` operations (join, split, ``map(float)``) and returns
+one :class:`~parsers.events.Batch` instead of a record per line.
+
+The contract, checked by tests on every corpus file: a lane yields exactly the
+records the line handler would, and hands back (via ``fallback``) every line it
+is not sure of; those take the line-by-line path.  Lanes are an optimisation,
+never a second opinion.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import repeat
+from typing import Callable, Optional, Sequence
+
+from .events import Event
+
+#: process these lines (indices into the lane's input) one by one, return their events
+Fallback = Callable[[Sequence[int]], list[Event]]
+
+SKIP = "skip"  # a column no field comes from
+
+
+@dataclass(slots=True)
+class LaneInput:
+    """The lines of one route in one block, with their context by column."""
+
+    bodies: list[str]  # prefix-stripped lines
+    lines: list[int]
+    ranks: list[Optional[int]]
+    nodes: list[Optional[str]]
+    walls: list[Optional[float]]
+
+    def __len__(self) -> int:
+        return len(self.bodies)
+
+    def pick(self, idx: Sequence[int]) -> "LaneInput":
+        return LaneInput([self.bodies[i] for i in idx], [self.lines[i] for i in idx], [self.ranks[i] for i in idx],
+                         [self.nodes[i] for i in idx], [self.walls[i] for i in idx])
+
+
+def group_by(keys: Sequence) -> dict:
+    """Key -> indices having it, keys in order of first appearance."""
+    groups: dict = {}
+    for i, k in enumerate(keys):
+        g = groups.get(k)
+        if g is None:
+            groups[k] = [i]
+        else:
+            g.append(i)
+    return groups
+
+
+def pipe_columns(texts: list[str]) -> Optional[list[list[str]]]:
+    """``a | b | c`` texts, all with the same number of ``|``, as columns of segments."""
+    width = texts[0].count("|") + 1
+    segs = "|".join(texts).split("|")
+    if len(segs) != width * len(texts):
+        return None
+    return [segs[j::width] for j in range(width)]
+
+
+def key_values(column: list[str], sep: str) -> Optional[tuple[list[str], list[str]]]:
+    """Split every segment of a column at its one ``sep``: (keys, values); None
+    unless each segment has exactly one (then first and last separator agree)."""
+    n = len(column)
+    if list(map(str.count, column, repeat(sep))).count(1) != n:
+        return None
+    parts = sep.join(column).split(sep)
+    return parts[0::2], parts[1::2]
+
+
+def uniform(keys: list[str]) -> Optional[str]:
+    """The key when every entry is the same, else None."""
+    first = keys[0]
+    return first if keys.count(first) == len(keys) else None
+
+
+def floats(values: list[str]) -> Optional[list[float]]:
+    """``float`` of every value, or None if one is not a plain number (the line
+    path's lenient reading then decides, line by line).  Underscores are refused
+    as the line path refuses them."""
+    if "_" in "".join(values):
+        return None
+    try:
+        return list(map(float, values))
+    except (ValueError, OverflowError):
+        return None
+
+
+_DIGITS = frozenset("0123456789 ")
+
+
+def ints(values: list[str]) -> Optional[list[int]]:
+    """``int`` of every value when all are plain ASCII digit runs of at most 18
+    digits (what the line path's ``to_int`` reads the same way), else None."""
+    if not _DIGITS.issuperset("".join(values)):
+        return None
+    try:
+        out = list(map(int, values))  # int() itself refuses "" and "1 2"
+    except ValueError:
+        return None
+    if max(map(len, values)) > 18 and any(len(v.strip()) > 18 for v in values):
+        return None
+    return out

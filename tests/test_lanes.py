@@ -1,0 +1,149 @@
+"""Lanes (the by-column fast path) give exactly what the line-by-line path gives:
+the same records, field by field, and the same summary of every job."""
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from parsers import parser_set
+from parsers.events import Batch, expand
+from tests.conftest import FIXTURES, SHARED
+from tuimon.scan import trigger_scanner
+from tuimon.sources.framing import Framer
+from tuimon.store import JobStore
+from tuimon.summary import summarize
+
+CORPUS = sorted((SHARED / "corpus").rglob("*.log")) if (SHARED / "corpus").exists() else []
+
+
+def parse(text: str, lanes: bool, label: str = "run-1234.log", block_lines: int = 0) -> list:
+    """Events of ``text`` fed in blocks of ``block_lines`` lines (0: one block)."""
+    ps = parser_set(label, scanner=trigger_scanner, lanes=lanes)
+    lines = text.split("\n")[:-1]
+    step = block_lines or max(1, len(lines))
+    events: list = []
+    for i in range(0, len(lines), step):
+        events.extend(ps.feed_block("".join(line + "\n" for line in lines[i:i + step]), i + 1))
+    return events + ps.flush()
+
+
+def records(events: list) -> list[str]:
+    """Records in line order (stable: the events of one line keep their order)."""
+    return [json.dumps(e.to_dict(), sort_keys=True) for e in sorted(expand(events), key=lambda e: e.line)]
+
+
+def summary(events: list) -> list[dict]:
+    store = JobStore()
+    store.add(events)
+    return [summarize(job, now=0.0) for job in store.jobs.values()]
+
+
+def assert_same(text: str, block_lines: int = 0) -> list:
+    fast = parse(text, True, block_lines=block_lines)
+    slow = parse(text, False, block_lines=block_lines)
+    assert sorted(records(fast)) == sorted(records(slow))
+    assert records(fast) == records(slow)  # and the same order within a line
+    assert json.dumps(summary(fast), sort_keys=True, default=str) == \
+        json.dumps(summary(slow), sort_keys=True, default=str)
+    return fast
+
+
+def framed(path: Path) -> str:
+    f = Framer()
+    return f.feed(path.read_bytes()).text + f.flush().text
+
+
+@pytest.mark.parametrize("path", sorted(FIXTURES.iterdir()), ids=lambda p: p.name)
+def test_fixtures_same_with_and_without_lanes(path):
+    assert_same(framed(path))
+    assert_same(framed(path), block_lines=7)
+
+
+def test_corpus_same_with_and_without_lanes():
+    if not CORPUS:
+        pytest.skip(f"SKIPPED: {SHARED / 'corpus'} not found")
+    batched = 0
+    for path in CORPUS:
+        fast = assert_same(framed(path))
+        batched += sum(e.size for e in fast if type(e) is Batch)
+    assert batched > 10_000  # the lanes really carry the corpus's hot lines
+
+
+ITER_KEYS = ["consumed samples: {n}", "elapsed time per iteration (ms): {f}", "learning rate: {e}",
+             "global batch size: {n}", "lm loss: {e}", "loss scale: {f}", "grad norm: {f}",
+             "number of skipped iterations: {n}", "number of nan iterations: {n}", "samples per second: {f}",
+             "TFLOPs: {f}", "actual seqlen: {n}", "elapsed_time_per_iteration_ms={f}", "lm-loss: {e}"]
+ODD_VALUES = ["nan", "inf", "-inf", "1_000", "abc", "", "1,234", "13.3TFLOPS", "１２", "9" * 25, "-5", "+7", " 3 "]
+PREFIXES = ["", " ", "3: ", "[default1]: ", "[2024-05-01 10:00:0{s},123] [INFO] [logging.py:96:log_dist] [Rank {r}] ",
+            "0: [rank2]: ", "nid001234: "]
+
+
+def _value(kind: str, rng: random.Random, odd: float) -> str:
+    if rng.random() < odd:
+        return rng.choice(ODD_VALUES)
+    if kind == "n":
+        return str(rng.randrange(0, 10 ** rng.randrange(1, 8))).rjust(rng.choice([1, 5, 12]))
+    if kind == "e":
+        return f"{rng.uniform(0, 12):.6E}"
+    return f"{rng.uniform(0, 5000):.{rng.randrange(0, 4)}f}"
+
+
+def make_line(rng: random.Random, keys: list[str], odd: float) -> str:
+    prefix = rng.choice(PREFIXES).format(s=rng.randrange(10), r=rng.randrange(4))
+    kind = rng.random()
+    if kind < 0.45:
+        it = rng.randrange(1, 5000)
+        segs = [k.format(n=_value("n", rng, odd), f=_value("f", rng, odd), e=_value("e", rng, odd)) for k in keys]
+        head = f" iteration {str(it).rjust(rng.choice([1, 8]))}/ {rng.choice(['1000', '  5000', '٣٣'])} "
+        line = prefix + head + "|" + " |".join(" " + s for s in segs) + (" |" if rng.random() < 0.8 else "")
+        if rng.random() < 0.05:
+            line += line  # two ranks' records on one physical line
+        return line
+    if kind < 0.7:
+        names = ["forward-compute", "backward-compute", "optimizer", "offloading-fwd-overhead", "save-checkpoint",
+                 "batch-generator", "", "a:b"]
+        picked = rng.sample(names, rng.randrange(1, 5))
+        return prefix + "time (ms) | " + " | ".join(f"{n}: {_value('f', rng, odd)}" for n in picked)
+    if kind < 0.85:
+        return (prefix + f"[Rank {rng.randrange(8)}] (after {rng.randrange(100)} iterations) memory (MB) | "
+                f"allocated: {_value('f', rng, odd)} | max allocated: {_value('f', rng, odd)} | "
+                f"reserved: {_value('f', rng, odd)} | max reserved: {_value('f', rng, odd)}")
+    if kind < 0.95:
+        return prefix + (f"step={_value('n', rng, odd).strip()}, skipped={_value('n', rng, odd).strip()}, "
+                         f"lr=[{_value('e', rng, odd)}, 0.1], mom=[(0.9, 0.95)]")
+    return prefix + rng.choice(["  successfully saved checkpoint at iteration      50 to ckpt",
+                                "Effective Tera Flops per GPU: 9.29 and total parameters 1.717 B",
+                                "some chatter", "Traceback (most recent call last):", "RuntimeError: boom"])
+
+
+@settings(max_examples=int(__import__('os').environ.get('LANE_EXAMPLES', '150')), deadline=None)
+@given(st.integers(0, 2 ** 32), st.floats(0, 0.3), st.integers(0, 9))
+def test_generated_logs_same_with_and_without_lanes(seed, odd, block_lines):
+    rng = random.Random(seed)
+    shapes = [rng.sample(ITER_KEYS, rng.randrange(1, 8)) for _ in range(rng.randrange(1, 3))]
+    lines = [make_line(rng, rng.choice(shapes), odd) for _ in range(rng.randrange(1, 60))]
+    assert_same("".join(line + "\n" for line in lines), block_lines=block_lines)
+
+
+def test_clean_lines_take_the_lanes():
+    lines = []
+    for i in range(1, 200):
+        lines += [f" iteration {i:8d}/ 1000 | consumed samples: {i * 64:10d} | elapsed time per iteration (ms): "
+                  f"{900 + i % 7}.5 | learning rate: 3.0E-04 | lm loss: {2 + 1 / i:.6E} | loss scale: 1.0 | "
+                  f"number of skipped iterations:   0 | number of nan iterations:   0 |",
+                  f"time (ms) | forward-compute: {600 + i % 5}.1 | backward-compute: 1200.2 | optimizer: 30.0",
+                  f"[Rank {i % 4}] (after {i} iterations) memory (MB) | allocated: 15382.8 | max allocated: "
+                  f"{19000 + i}.5 | reserved: 26762.0 | max reserved: 26762.0",
+                  f"[2024-05-01 10:00:{i % 60:02d},123] [INFO] [logging.py:96:log_dist] [Rank 0] step={i}, "
+                  f"skipped=0, lr=[0.0003, 0.0003], mom=[(0.9, 0.95)]"]
+    text = "".join(line + "\n" for line in lines)
+    fast = assert_same(text, block_lines=100)
+    kinds = {e.kind.type: 0 for e in fast if type(e) is Batch}
+    for e in fast:
+        if type(e) is Batch:
+            kinds[e.kind.type] += e.size
+    assert kinds == {"iteration": 199, "timers": 199, "memory": 199, "step": 199}
