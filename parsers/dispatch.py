@@ -19,7 +19,7 @@ from typing import Callable, Iterable, Optional, Sequence
 from .base import LineContext, LineParser
 from .events import Batch, Event, merge
 from .lanes import LaneInput
-from .prefix import split_prefix
+from .prefix import PREFIX_START, split_prefix
 from .timestamps import leading_timestamp
 from .triggers import FindScanner, ScannerFactory
 
@@ -77,32 +77,26 @@ class ParserSet:
         if not self._routes:
             return []
         hits = self._scanner.scan(text)
+        if not hits:
+            return []
+        starts = sorted(hits)
+        lines = self._hit_lines(text, starts, first_line)
         events: list[Event] = []
-        lineno = first_line
-        counted_to = 0
-        find = text.find
-        count = text.count
         routes = self._routes
         lanes = self.lanes
         # lines waiting for their lane, per handler; they are parsed before the next
         # line that takes the line-by-line path, so parser state sees lines in order
-        waiting: dict[Handler, list[tuple[str, LineContext]]] = {}
-        for start in sorted(hits):
-            end = find("\n", start)
-            if end < 0:
-                end = len(text)
-            lineno += count("\n", counted_to, start)
-            counted_to = start
+        waiting: dict[Handler, list[int]] = {}
+        for i, start in enumerate(starts):
             ids = hits[start]
-            body, lctx = self._context(text[start:end], lineno)
             if len(ids) == 1 or len(set(ids)) == 1:
                 route = routes[ids[0]]
                 if lanes and route[2] is not None:
                     queue = waiting.get(route[1])
                     if queue is None:
-                        waiting[route[1]] = [(body, lctx)]
+                        waiting[route[1]] = [i]
                     else:
-                        queue.append((body, lctx))
+                        queue.append(i)
                     continue
                 handlers = [route[1]]
             else:
@@ -111,47 +105,82 @@ class ParserSet:
                     if routes[idx][1] not in handlers:
                         handlers.append(routes[idx][1])
             if waiting:
-                events.extend(self._run_lanes(waiting))
+                events.extend(self._run_lanes(waiting, lines))
                 waiting = {}
+            body, ctx = lines.context(i)
             for handler in handlers:
                 try:
-                    out = handler(body, lctx)
+                    out = handler(body, ctx)
                 except Exception:  # a parser bug must not stop the stream: drop the line
                     out = []
                 if out:
                     events.extend(out)
         if waiting:
-            events.extend(self._run_lanes(waiting))
+            events.extend(self._run_lanes(waiting, lines))
         return events
 
-    def _run_lanes(self, waiting: dict[Handler, list[tuple[str, LineContext]]]) -> list[Event]:
+    def _hit_lines(self, text: str, starts: list[int], first_line: int) -> "_Lines":
+        """The lines at ``starts`` with their context, by column: line numbers,
+        launcher prefixes split off, and the wall time of each (its own stamp, else
+        the nearest earlier one of a line fed before it)."""
+        find, count = text.find, text.count
+        numbers: list[int] = []
+        raw: list[str] = []
+        lineno, prev = first_line, 0
+        for start in starts:
+            lineno += count("\n", prev, start)
+            prev = start
+            numbers.append(lineno)
+            end = find("\n", start)
+            raw.append(text[start:end] if end >= 0 else text[start:])
+        n = len(raw)
+        bodies = raw
+        ranks: list[Optional[int]] = [None] * n
+        local_ranks: list[Optional[int]] = [None] * n
+        nodes: list[Optional[str]] = [None] * n
+        for i in [i for i, line in enumerate(raw) if line[:1] in PREFIX_START]:
+            pre = split_prefix(raw[i])
+            if pre.body is not raw[i]:
+                if bodies is raw:
+                    bodies = list(raw)
+                bodies[i], ranks[i], local_ranks[i], nodes[i] = pre.body, pre.rank, pre.local_rank, pre.node
+        walls: list[Optional[float]] = []
+        last = self._last_wall
+        for body in bodies:
+            if "-" in body[:40]:
+                own = leading_timestamp(body)
+                if own is not None:
+                    last = own
+            walls.append(last)
+        self._last_wall = last
+        self.lines_fed += n
+        return _Lines(self.file, bodies, numbers, ranks, local_ranks, nodes, walls)
+
+    def _run_lanes(self, waiting: dict[Handler, list[int]], lines: "_Lines") -> list[Event]:
         lane_of = {route[1]: route[2] for route in self._routes}
         events: list[Event] = []
-        for handler, items in waiting.items():
-            done = bytearray(len(items))
+        for handler, rows in waiting.items():
+            done = bytearray(len(rows))
 
-            def fallback(idx: Sequence[int], handler=handler, items=items, done=done) -> list[Event]:
+            def fallback(idx: Sequence[int], handler=handler, rows=rows, done=done) -> list[Event]:
                 out: list[Event] = []
-                for i in idx:
-                    if done[i]:
+                for k in idx:
+                    if done[k]:
                         continue
-                    done[i] = 1
-                    body, lctx = items[i]
+                    done[k] = 1
+                    body, ctx = lines.context(rows[k])
                     try:
-                        out.extend(handler(body, lctx))
+                        out.extend(handler(body, ctx))
                     except Exception:
                         pass
                 return out
 
-            ctxs = [c for _, c in items]
-            lane_input = LaneInput([b for b, _ in items], [c.line for c in ctxs], [c.rank for c in ctxs],
-                                   [c.node for c in ctxs], [c.wall_time for c in ctxs])
             try:
-                events.extend(lane_of[handler](lane_input, fallback))  # type: ignore[misc]
+                events.extend(lane_of[handler](lines.lane_input(rows), fallback))  # type: ignore[misc]
             except Exception:  # a lane bug costs speed, not lines: the rest go one by one
                 if self.strict_lanes:
                     raise
-                events.extend(fallback(range(len(items))))
+                events.extend(fallback(range(len(rows))))
         self._flushes += 1
         return _in_line_order([e._replace(flush=self._flushes) if type(e) is Batch else e for e in events])
 
@@ -186,6 +215,28 @@ class ParserSet:
             except Exception:
                 pass
         return events
+
+
+class _Lines:
+    """Hit lines of one block and their context, by column."""
+
+    __slots__ = ("file", "bodies", "numbers", "ranks", "local_ranks", "nodes", "walls")
+
+    def __init__(self, file: str, bodies: list[str], numbers: list[int], ranks: list, local_ranks: list,
+                 nodes: list, walls: list) -> None:
+        self.file, self.bodies, self.numbers = file, bodies, numbers
+        self.ranks, self.local_ranks, self.nodes, self.walls = ranks, local_ranks, nodes, walls
+
+    def context(self, i: int) -> tuple[str, LineContext]:
+        return self.bodies[i], LineContext(self.file, self.numbers[i], self.ranks[i], self.local_ranks[i],
+                                           self.nodes[i], self.walls[i])
+
+    def lane_input(self, rows: list[int]) -> LaneInput:
+        if len(rows) == len(self.bodies):
+            return LaneInput(self.bodies, self.numbers, self.ranks, self.nodes, self.walls)
+        return LaneInput([self.bodies[i] for i in rows], [self.numbers[i] for i in rows],
+                         [self.ranks[i] for i in rows], [self.nodes[i] for i in rows],
+                         [self.walls[i] for i in rows])
 
 
 def _in_line_order(events: list[Event]) -> list[Event]:

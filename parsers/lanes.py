@@ -65,26 +65,34 @@ def pipe_columns(texts: list[str]) -> Optional[list[list[str]]]:
     return [segs[j::width] for j in range(width)]
 
 
-def key_values(column: list[str], sep: str) -> Optional[tuple[list[str], list[str]]]:
-    """Split every segment of a column at its one ``sep``: (keys, values); None
-    unless each segment has exactly one (then first and last separator agree)."""
-    n = len(column)
-    if list(map(str.count, column, repeat(sep))).count(1) != n:
+def column_values(column: list[str], sep: str) -> Optional[tuple[str, list[str]]]:
+    """(key, values) when every segment is ``key<sep>value`` with the same key
+    (the text before its first ``sep``), else None."""
+    first = column[0]
+    cut = first.find(sep)
+    if cut < 0:
         return None
-    parts = sep.join(column).split(sep)
-    return parts[0::2], parts[1::2]
-
-
-def uniform(keys: list[str]) -> Optional[str]:
-    """The key when every entry is the same, else None."""
-    first = keys[0]
-    return first if keys.count(first) == len(keys) else None
+    n = len(column)
+    if column.count(first) == n:  # the same text on every line: split it once
+        return first[:cut], [first[cut + 1:]] * n
+    head = first[:cut + 1]
+    if not all(map(str.startswith, column, repeat(head))):
+        return None
+    return first[:cut], list(map(str.removeprefix, column, repeat(head)))
 
 
 def floats(values: list[str]) -> Optional[list[float]]:
     """``float`` of every value, or None if one is not a plain number (the line
     path's lenient reading then decides, line by line).  Underscores are refused
     as the line path refuses them."""
+    first = values[0]
+    if values.count(first) == len(values):  # a column that does not change: read it once
+        if "_" in first:
+            return None
+        try:
+            return [float(first)] * len(values)
+        except (ValueError, OverflowError):
+            return None
     if "_" in "".join(values):
         return None
     try:
@@ -99,6 +107,11 @@ _DIGITS = frozenset("0123456789 ")
 def ints(values: list[str]) -> Optional[list[int]]:
     """``int`` of every value when all are plain ASCII digit runs of at most 18
     digits (what the line path's ``to_int`` reads the same way), else None."""
+    first = values[0]
+    if values.count(first) == len(values):
+        one = ints([first]) if len(values) > 1 else None
+        if len(values) > 1:
+            return None if one is None else one * len(values)
     if not _DIGITS.issuperset("".join(values)):
         return None
     try:

@@ -15,7 +15,7 @@ from typing import Optional
 from .base import LineContext, LineParser, Sample, compile_sniff
 from .common import config_from_args, norm_key, rank_tag
 from .events import Batch, Event, Exit, Failure, Iteration, Memory, Milestone, RunConfig, Throughput, frozen_map
-from .lanes import SKIP, Fallback, LaneInput, floats, group_by, ints, key_values, pipe_columns, uniform
+from .lanes import SKIP, Fallback, LaneInput, column_values, floats, group_by, ints, pipe_columns
 from .numbers import to_float, to_int
 from .timestamps import parse_iso
 
@@ -429,19 +429,14 @@ class MegatronParser(LineParser):
         out: dict = {}
         losses: dict = {}
         for col in cols:
-            kv = key_values(col, ":")
+            kv = column_values(col, ":")
             if kv is None:
                 kv = _other_keys(col)
                 if kv is None:
                     return None
                 if kv is SKIP:
                     continue
-            keys, values = kv
-            key = uniform(keys)
-            if key is None:
-                if any(_spec_of(k)[0] is not None for k in set(keys)):
-                    return None
-                continue
+            key, values = kv
             name, kind = _spec_of(key)
             if name is None:
                 continue
@@ -503,10 +498,11 @@ class MegatronParser(LineParser):
 def _other_keys(col: list[str]):
     """Keys of a column not split by one ``:`` each, as :func:`parse_record` reads
     them: ``=`` pairs, SKIP when no segment has a separator, else None."""
-    if not any(":" in seg for seg in col):
-        if not any("=" in seg for seg in col):
+    joined = "".join(col)
+    if ":" not in joined:
+        if "=" not in joined:
             return SKIP
-        return key_values(col, "=")
+        return column_values(col, "=")
     keys = [seg.partition(":")[0] if ":" in seg else seg.partition("=")[0] if "=" in seg else None for seg in col]
     if any(_spec_of(k)[0] is not None for k in set(keys) if k is not None):
         return None
@@ -527,14 +523,12 @@ def _memory_columns(tails: list[str]) -> Optional[dict[str, list]]:
         return None
     values: dict[str, list] = {}
     for col in cols:
-        kv = key_values(col, ":")
+        kv = column_values(col, ":")
         if kv is None:
-            if any(":" in seg for seg in col) or any(norm_key(seg) in _MEMORY_KEYS for seg in set(col)):
+            if ":" in "".join(col) or any(norm_key(seg) in _MEMORY_KEYS for seg in set(col)):
                 return None
             continue
-        key = uniform(kv[0])
-        if key is None:
-            return None
+        key = kv[0]
         vals = floats(kv[1])
         if vals is None:
             return None

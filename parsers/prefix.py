@@ -31,12 +31,12 @@ class Prefix:
     node: Optional[str]
 
 
-_CAN_START = frozenset("0123456789abcdefghijklmnopqrstuvwxyz[")
+PREFIX_START = frozenset("0123456789abcdefghijklmnopqrstuvwxyz[")  # what a prefix can start with
 
 
 def split_prefix(line: str) -> Prefix:
     head = line[:1]
-    if head not in _CAN_START or (head == "[" and not line.startswith(("[default", "[rank"))):
+    if head not in PREFIX_START or (head == "[" and not line.startswith(("[default", "[rank"))):
         return Prefix(line, None, None, None)  # most lines: no prefix can start here
     m = _PREFIX.match(line)
     if m is None or m.end() == 0:

@@ -14,7 +14,7 @@ from typing import Mapping, Optional
 from .base import LineContext, LineParser, Sample, compile_sniff
 from .common import rank_tag
 from .events import Batch, Checkpoint, Event, RunConfig, Timers, frozen_map
-from .lanes import Fallback, LaneInput, floats, group_by, key_values, pipe_columns, uniform
+from .lanes import Fallback, LaneInput, column_values, floats, group_by, pipe_columns
 from .numbers import to_float, to_int
 
 _MINMAX = re.compile(r"^\s*(\S.*?) \.{2,}: \(([^,()]+), ([^,()]+)\)\s*$")
@@ -192,15 +192,12 @@ def _pair_columns(tails: list[str]) -> Optional[dict[str, list[float]]]:
         return None
     out: dict[str, list[float]] = {}
     for col in cols:
-        kv = key_values(col, ":")
+        kv = column_values(col, ":")
         if kv is None:
-            if any(":" in seg for seg in col):
+            if ":" in "".join(col):
                 return None
             continue  # no pair in this column on any line
-        key = uniform(kv[0])
-        if key is None:
-            return None
-        name = key.strip()
+        name = kv[0].strip()
         values = floats(kv[1])
         if values is None:
             return None
