@@ -17,6 +17,28 @@ from typing import Any, Callable, ClassVar, Optional, Pattern
 from .events import Event
 
 
+class _Flag:
+    """A once-only flag's value in a parser started mid-file (truthy: no report)."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __bool__(self) -> bool:
+        return True
+
+    def __repr__(self) -> str:
+        return self.name
+
+    def __reduce__(self) -> str:
+        return self.name  # pickled as the module attribute: identity survives
+
+
+WARM = _Flag("WARM")  # nothing seen yet: the event may or may not have been reported before
+SUPPRESSED = _Flag("SUPPRESSED")  # the event came up and was not reported: it may have been
+
+
 @dataclass(frozen=True)
 class Sample:
     line: str
@@ -55,8 +77,39 @@ class LineParser:
         cls.TRIGGERS = tuple(p for p, _ in cls.ROUTES)
         cls._ROUTE_RES = tuple((re.compile(p), h) for p, h in cls.ROUTES)
 
+    #: flags that only stop an event from being reported twice (see :meth:`warm`)
+    ONCE_FLAGS: ClassVar[tuple[str, ...]] = ()
+    #: attributes that are caches, not state: left out of :meth:`snapshot`
+    CACHES: ClassVar[tuple[str, ...]] = ()
+
     def __init__(self, file: str = "") -> None:
         self.file = file
+
+    def snapshot(self) -> dict[str, Any]:
+        """Everything that decides what this parser does with the next line."""
+        return {k: v for k, v in vars(self).items() if k != "file" and k not in self.CACHES}
+
+    def warm(self) -> None:
+        """Start in the middle of a file: whether once-only events were reported
+        before is unknown (see tuimon.parallel)."""
+        for flag in self.ONCE_FLAGS:
+            setattr(self, flag, WARM)
+
+    def first_time(self, flag: str) -> bool:
+        """Whether the once-only event guarded by ``flag`` is to be reported now
+        (then it counts as reported)."""
+        value = getattr(self, flag)
+        if value is False:
+            setattr(self, flag, True)
+            return True
+        if value is WARM:  # reported before the cut, or due now: not ours to say
+            setattr(self, flag, SUPPRESSED)
+        return False
+
+    def reported(self, flag: str) -> bool:
+        """Whether the once-only event guarded by ``flag`` is known to be out."""
+        value = getattr(self, flag)
+        return value is True or value is SUPPRESSED
 
     def routes(self) -> list[tuple[str, Callable[[str, LineContext], list[Event]], Optional[Callable]]]:
         """(trigger, handler, lane or None), handlers bound once so they can be compared."""

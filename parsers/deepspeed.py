@@ -37,6 +37,7 @@ class DeepSpeedParser(LineParser):
               (r"see_memory_usage", "_on_memory"), (r"steps: \d+ loss", "_on_pipe"),
               (r"Initializing TorchBackend", "_on_init"), (r"DeepSpeed info: ", "_on_init"))
     LANES = {"_on_step": "_lane_step"}
+    ONCE_FLAGS = ("_announced",)
 
     SAMPLES = (
         Sample("[2023-11-02 18:34:13,122] [INFO] [logging.py:96:log_dist] [Rank 0] step=0, skipped=0, "
@@ -70,8 +71,7 @@ class DeepSpeedParser(LineParser):
         self._announced = False
 
     def _announce(self, events: list[Event], ctx: LineContext) -> list[Event]:
-        if events and not self._announced:
-            self._announced = True
+        if events and self.first_time("_announced"):
             events.insert(0, self.make(RunConfig, ctx, framework=self.framework))
         return events
 
@@ -99,8 +99,7 @@ class DeepSpeedParser(LineParser):
         columns = {"rank": [r if r is not None else c for r, c in zip(ranks, part.ranks)], "node": part.nodes,
                    "wall_time": part.walls, "step": steps, "skipped": skipped, "lr": lrs}
         events: list[Event] = []
-        if not self._announced:
-            self._announced = True
+        if self.first_time("_announced"):
             events.append(self.make(RunConfig, LineContext("", part.lines[0], part.ranks[0], None, part.nodes[0],
                                                            part.walls[0]), framework=self.framework))
         events.append(Batch(Step, self.file, part.lines, columns))

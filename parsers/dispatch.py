@@ -48,6 +48,7 @@ class ParserSet:
         self.active: list[LineParser] = [cls(file) for cls in parser_classes if cls not in self._dormant]
         self._last_wall: Optional[float] = None
         self._flushes = 0
+        self._warm = False
         self.lines_fed = 0
         self._rebuild()
 
@@ -56,8 +57,34 @@ class ParserSet:
         woken = [cls for cls in self._dormant if cls.SNIFF.search(text)]  # type: ignore[union-attr]
         if woken:
             self._dormant = [cls for cls in self._dormant if cls not in woken]
-            self.active.extend(cls(self.file) for cls in woken)
+            for cls in woken:
+                parser = cls(self.file)
+                if self._warm:
+                    parser.warm()
+                self.active.append(parser)
             self._rebuild()
+
+    # -- state --------------------------------------------------------------------------
+    def warm(self) -> None:
+        """Start as if in the middle of a file: once-only events count as reported."""
+        self._warm = True
+        for parser in self.active:
+            parser.warm()
+
+    def snapshot(self) -> tuple:
+        """Everything that decides what the next lines give: two sets with equal
+        snapshots give the same events from here on."""
+        return (tuple(p.name for p in self.active), tuple(c.name for c in self._dormant), self._last_wall,
+                tuple(p.snapshot() for p in self.active))
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        del state["_scanner"], state["_routes"]  # rebuilt: the scanner is native, routes are bound
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._rebuild()
 
     def _rebuild(self) -> None:
         self._routes: list[tuple[str, Handler, Optional[Lane]]] = [
@@ -138,7 +165,7 @@ class ParserSet:
         ranks: list[Optional[int]] = [None] * n
         local_ranks: list[Optional[int]] = [None] * n
         nodes: list[Optional[str]] = [None] * n
-        for i in [i for i, line in enumerate(raw) if line[:1] in PREFIX_START]:
+        for i in [i for i, line in enumerate(raw) if line[:1] in PREFIX_START or line[:2] in ("[d", "[r")]:
             pre = split_prefix(raw[i])
             if pre.body is not raw[i]:
                 if bodies is raw:
@@ -147,7 +174,10 @@ class ParserSet:
         walls: list[Optional[float]] = []
         last = self._last_wall
         for body in bodies:
-            if "-" in body[:40]:
+            dash = body.find("-", 4, 40)
+            while dash > 0 and not body[dash - 4:dash].isdigit():  # a stamp starts "YYYY-"
+                dash = body.find("-", dash + 1, 40)
+            if dash > 0:
                 own = leading_timestamp(body)
                 if own is not None:
                     last = own

@@ -42,6 +42,8 @@ class LauncherParser(LineParser):
                {"num_layers": 32, "global_batch": 4, "micro_batch": 4, "activation_checkpointing": None}),
     )
 
+    ONCE_FLAGS = ("_ranks_seen", "_dist_seen")
+
     def __init__(self, file: str = "") -> None:
         super().__init__(file)
         self._ranks_seen = False
@@ -57,9 +59,8 @@ class LauncherParser(LineParser):
 
     def _on_ezpz_rank(self, body: str, ctx: LineContext) -> list[Event]:
         m = _EZPZ_RANK.search(body)
-        if not m or self._ranks_seen:
+        if not m or not self.first_time("_ranks_seen"):
             return []
-        self._ranks_seen = True
         world = to_int(m.group(2))
         return [self.make(RunConfig, ctx, world_size=world + 1 if world is not None else None),
                 self.make(Milestone, ctx, name="ranks-up")]
@@ -69,7 +70,6 @@ class LauncherParser(LineParser):
         return [self.make(RunConfig, ctx, **fields)] if fields else []
 
     def _on_dist_init(self, body: str, ctx: LineContext) -> list[Event]:
-        if self._dist_seen:
+        if not self.first_time("_dist_seen"):
             return []
-        self._dist_seen = True
         return [self.make(Milestone, ctx, name="init-distributed")]

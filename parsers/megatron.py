@@ -156,6 +156,7 @@ class MegatronParser(LineParser):
         (r"> building train, validation", "_on_milestone"),
     )
     LANES = {"_on_iteration": "_lane_iteration", "_on_memory": "_lane_memory"}
+    ONCE_FLAGS = ("_announced", "_nan_reported")
 
     SAMPLES = (
         Sample(" iteration       30/      50 | elapsed time per iteration (ms): 6051.8 | learning rate: 1.406E-06 | "
@@ -331,8 +332,7 @@ class MegatronParser(LineParser):
     # -- pieces ---------------------------------------------------------------------
     def _iterations(self, body: str, matches: list[re.Match], ctx: LineContext) -> list[Event]:
         events: list[Event] = []
-        if not self._announced:
-            self._announced = True
+        if self.first_time("_announced"):
             events.append(self.make(RunConfig, ctx, framework=_style(body)))
         for i, m in enumerate(matches):
             start = 0 if i == 0 else m.start()
@@ -344,8 +344,7 @@ class MegatronParser(LineParser):
             events.append(self.make(Iteration, ctx, **fields))
             if it is not None:
                 self.last_iteration = it
-            if not self._nan_reported and _has_nan(fields):
-                self._nan_reported = True
+            if _has_nan(fields) and self.first_time("_nan_reported"):
                 events.append(self.make(Failure, ctx, kind="nan",
                                         message=f"NaN at iteration {it}: {body.strip()[:200]}"))
         return events
@@ -391,7 +390,7 @@ class MegatronParser(LineParser):
                 rejected.extend(idx)
                 continue
             columns, losses = fields
-            if not self._nan_reported:  # the first NaN is reported by the line path
+            if not self.reported("_nan_reported"):  # the first NaN is reported by the line path
                 nan_rows = _nan_rows(columns, losses)
                 if nan_rows:
                     keep = [k for k in range(len(idx)) if k not in nan_rows]
@@ -410,8 +409,7 @@ class MegatronParser(LineParser):
             batches.append(Batch(Iteration, self.file, part.lines, columns, maps={"losses": losses}))
             accepted.extend(idx)
         events: list[Event] = []
-        if not self._announced and 0 in accepted:
-            self._announced = True
+        if 0 in accepted and self.first_time("_announced"):
             events.append(self.make(RunConfig, _ctx(inp, 0), framework=_style(bodies[0])))
         rejected.sort()
         events.extend(fallback(rejected))

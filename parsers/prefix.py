@@ -31,12 +31,12 @@ class Prefix:
     node: Optional[str]
 
 
-PREFIX_START = frozenset("0123456789abcdefghijklmnopqrstuvwxyz[")  # what a prefix can start with
+PREFIX_START = frozenset("0123456789abcdefghijklmnopqrstuvwxyz")  # what a prefix can start with,
+BRACKET_PREFIXES = ("[default", "[rank")  # ... besides these
 
 
 def split_prefix(line: str) -> Prefix:
-    head = line[:1]
-    if head not in PREFIX_START or (head == "[" and not line.startswith(("[default", "[rank"))):
+    if line[:1] not in PREFIX_START and not line.startswith(BRACKET_PREFIXES):
         return Prefix(line, None, None, None)  # most lines: no prefix can start here
     m = _PREFIX.match(line)
     if m is None or m.end() == 0:

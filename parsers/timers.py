@@ -62,6 +62,8 @@ class TimerParser(LineParser):
     SNIFF = compile_sniff(r"time \(ms\)", r"time across ranks \(ms\)", r"saved checkpoint")
     ROUTES = ((r"time \(ms\)", "_on_time_line"), (r"\.\.: \(", "_on_minmax"), (r"saved checkpoint", "_on_saved"))
     LANES = {"_on_time_line": "_lane_time_lines"}
+    ONCE_FLAGS = ("_offload_announced",)
+    CACHES = ("_groups",)
 
     SAMPLES = (
         Sample("time (ms) | e2e-time: 6051.73 | forward-compute: 852.50 | backward-compute: 5188.55 | "
@@ -128,8 +130,9 @@ class TimerParser(LineParser):
         rank = rank_tag(body) if "[Rank" in body else ctx.rank
         events: list[Event] = []
         save = timers.pop("save-checkpoint", None)
-        if save is not None:
+        if save is not None:  # the save it times was announced just before; once used, forgotten
             events.append(self.make(Checkpoint, ctx, iteration=self._saved_iteration, save_ms=save))
+            self._saved_iteration = None
         if timers:
             names = tuple(timers)
             groups = self._groups.get(names)
@@ -137,8 +140,7 @@ class TimerParser(LineParser):
                 groups = frozen_map({name: timer_group(name) for name in names})
                 if len(self._groups) < 256:
                     self._groups[names] = groups
-            if not self._offload_announced and any(n.startswith("offloading") for n in timers):
-                self._offload_announced = True
+            if any(n.startswith("offloading") for n in timers) and self.first_time("_offload_announced"):
                 events.append(self.make(RunConfig, ctx, framework="stronghold"))
             events.append(Timers(file=self.file, line=ctx.line, rank=rank, node=ctx.node, wall_time=ctx.wall_time,
                                  timers=frozen_map(timers), groups=groups))
@@ -171,12 +173,11 @@ class TimerParser(LineParser):
         rejected.sort()
         first = min((b.lines[0] for b in batches if any(n.startswith("offloading") for n in b.maps["timers"])),
                     default=None)
-        if first is not None and not self._offload_announced:
+        if first is not None and not self.reported("_offload_announced"):
             # the line path announces at the first offloading line: lines before it go first
             before = [i for i in rejected if inp.lines[i] < first]
             events.extend(fallback(before))
-            if not self._offload_announced:
-                self._offload_announced = True
+            if self.first_time("_offload_announced"):
                 i = inp.lines.index(first)
                 events.append(self.make(RunConfig, LineContext("", first, inp.ranks[i], None, inp.nodes[i],
                                                                inp.walls[i]), framework="stronghold"))

@@ -160,11 +160,16 @@ def _report(stats: ParseStats, files: int, seconds: float) -> None:
 
 
 def _parse_into(store: JobStore, files: list[Path]) -> ParseStats:
+    from .parallel import parse_file_parallel, pieces_for
+
     total = ParseStats()
     for path in files:
         store.add_file(str(path))
         try:
-            _, stats = parse_file(path, str(path), sink=store.add)
+            if pieces_for(path.stat().st_size) > 1:  # a big log: its pieces on several cores
+                stats, _ = parse_file_parallel(path, str(path), store.add)
+            else:
+                _, stats = parse_file(path, str(path), sink=store.add)
         except OSError as exc:
             _err(f"cannot read {path}: {exc.strerror or exc}")
             continue

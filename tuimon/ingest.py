@@ -78,14 +78,15 @@ def read_chunks(path: Path, size: int = READ_SIZE) -> Iterator[bytes]:
 
 
 def parse_file(path: Path, label: Optional[str] = None,
-               sink: Optional[Callable[[list[Event]], None]] = None) -> tuple[list[Event], ParseStats]:
+               sink: Optional[Callable[[list[Event]], None]] = None,
+               read_size: int = READ_SIZE) -> tuple[list[Event], ParseStats]:
     """Parse a whole file.  With ``sink``, events (batches included) are handed
     over per chunk and the returned list stays empty (bounded memory on huge
     files); without, the list holds every record, in line order."""
     fp = FileParser(label or str(path))
     collected: list[Event] = []
     out = sink or (lambda events: collected.extend(expand(events)))
-    for chunk in read_chunks(path):
+    for chunk in read_chunks(path, read_size):
         events = fp.feed(chunk)
         if events:
             out(events)

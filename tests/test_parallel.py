@@ -1,0 +1,88 @@
+"""A log parsed in pieces on several processes gives exactly the events and the
+summary of one pass, whatever the cut points."""
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+
+from parsers.events import expand
+from tests.conftest import FIXTURES, SHARED
+from tests.test_lanes import make_line, ITER_KEYS
+from tuimon.ingest import parse_file
+from tuimon.parallel import cut_points, parse_file_parallel
+from tuimon.store import JobStore
+from tuimon.summary import summarize
+
+CORPUS = sorted((SHARED / "corpus").rglob("*.log")) if (SHARED / "corpus").exists() else []
+
+
+def run(path, parallel: bool, pieces: int = 3, read_size: int = 4096):
+    events: list = []
+    store = JobStore()
+
+    def sink(batch):
+        events.extend(batch)
+        store.add(batch)
+
+    if parallel:
+        stats, info = parse_file_parallel(path, "job-42.log", sink, pieces=pieces, read_size=read_size)
+    else:
+        info = None
+        _, stats = parse_file(path, "job-42.log", sink=sink, read_size=read_size)
+    recs = [json.dumps(e.to_dict(), sort_keys=True) for e in sorted(expand(events), key=lambda e: e.line)]
+    summary = json.dumps([summarize(j, now=0.0) for j in store.jobs.values()], sort_keys=True, default=str)
+    return recs, summary, stats, info
+
+
+def assert_same(path, pieces=3, read_size=4096):
+    fast = run(path, True, pieces, read_size)
+    slow = run(path, False, read_size=read_size)
+    assert fast[0] == slow[0]
+    assert fast[1] == slow[1]
+    assert fast[2] == slow[2]
+    return fast[3]
+
+
+def test_cut_points_start_lines(tmp_path):
+    p = tmp_path / "a.log"
+    p.write_bytes(b"".join(b"x" * (i % 37) + b"\n" for i in range(2000)))
+    data = p.read_bytes()
+    points = cut_points(p, len(data), 5)
+    assert points[0] == 0 and points[-1] == len(data) and points == sorted(set(points))
+    assert all(data[k - 1:k] == b"\n" for k in points[1:-1])
+
+
+@pytest.mark.parametrize("path", sorted(FIXTURES.iterdir()), ids=lambda p: p.name)
+def test_fixtures_in_pieces(path):
+    assert_same(path, pieces=3, read_size=512)
+
+
+def test_corpus_in_pieces():
+    if not CORPUS:
+        pytest.skip(f"SKIPPED: {SHARED / 'corpus'} not found")
+    taken = 0
+    for path in CORPUS:
+        if path.stat().st_size > 20_000:
+            info = assert_same(path, pieces=3, read_size=8192)
+            taken += info["pieces_taken"]
+    assert taken > 0  # the workers' pieces are used, not parsed again here
+
+
+@pytest.mark.parametrize("seed", range(int(__import__("os").environ.get("PIECE_SEEDS", "12"))))
+def test_generated_logs_in_pieces(tmp_path, seed):
+    rng = random.Random(seed)
+    shapes = [rng.sample(ITER_KEYS, rng.randrange(1, 8)) for _ in range(2)]
+    lines = [make_line(rng, rng.choice(shapes), 0.05) for _ in range(1500)]
+    p = tmp_path / "gen.log"
+    p.write_text("".join(line + "\n" for line in lines))
+    assert_same(p, pieces=rng.randrange(2, 6), read_size=rng.choice([700, 4096, 20000]))
+
+
+def test_no_newline_at_end_and_huge_lines(tmp_path):
+    p = tmp_path / "odd.log"
+    body = b"".join(b" iteration %d/ 100 | elapsed time per iteration (ms): 5.0 | lm loss: 1.0 |\n" % i
+                    for i in range(1, 400))
+    p.write_bytes(body[:9000] + b"z" * 50_000 + b"\n" + body[9000:] + b" iteration 400/ 100 | lm loss: 2.0 |")
+    assert_same(p, pieces=4, read_size=3000)

@@ -1,0 +1,187 @@
+"""One big log parsed on several cores, with exactly the events of one pass.
+
+Parsers keep state from line to line, so a file cannot simply be cut in pieces.
+Instead (speculate, then check):
+
+* the file is cut at line boundaries into one piece per core;
+* every piece but the first is parsed by a worker process from a fresh, *warm*
+  parser set (once-only events assumed reported), which records a snapshot of
+  its state after each block it reads;
+* this process parses the first piece, then carries on into the next one with
+  the true state, block by block, until its state equals the worker's snapshot
+  after the same block.  From there the worker's events are the events of one
+  pass (same state, same input), so they are taken as they are, and so is the
+  worker's final state, for the next piece.
+
+Logs settle fast (the next iteration line sets the last iteration, the next
+stamp the wall time), so this process re-reads a block or two per piece.  When
+a state never settles (say a NaN was reported before the cut and never after)
+this process parses the whole piece: slower, never wrong.
+"""
+from __future__ import annotations
+
+import multiprocessing
+import os
+import pickle
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Callable, Iterator, Optional
+
+from parsers import parser_set
+from parsers.base import SUPPRESSED, WARM
+from parsers.events import Event
+
+from .ingest import READ_SIZE, FileParser, ParseStats
+from .scan import trigger_scanner
+
+MIN_PIECE = 24 << 20  # smaller pieces do not repay a process
+
+
+def pieces_for(size: int, cores: Optional[int] = None, min_piece: int = MIN_PIECE) -> int:
+    if cores is None:
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return max(1, min(cores, size // max(1, min_piece)))
+
+
+def cut_points(path: Path, size: int, pieces: int, read_size: int = READ_SIZE) -> list[int]:
+    """Offsets of ``pieces`` ranges (fewer if lines are huge).  Each cut is where a
+    one-pass read in ``read_size`` steps ends a block (just after the last newline
+    of a read): sniffing works a block at a time, so the pieces' blocks must be the
+    very blocks of one pass."""
+    points = [0]
+    with open(path, "rb") as fh:
+        for k in range(1, pieces):
+            cell = size * k // pieces // read_size
+            while True:
+                fh.seek(cell * read_size)
+                chunk = fh.read(read_size)
+                if not chunk:
+                    break
+                nl = chunk.rfind(b"\n")
+                if nl >= 0:
+                    at = cell * read_size + nl + 1
+                    if points[-1] < at < size:
+                        points.append(at)
+                    break
+                cell += 1
+    points.append(size)
+    return points
+
+
+def read_range(path: Path, start: int, end: int, size: int = READ_SIZE) -> Iterator[bytes]:
+    """Bytes [start, end) in reads that end where one pass's reads of ``size`` end."""
+    with open(path, "rb") as fh:
+        fh.seek(start)
+        at = start
+        while at < end:
+            chunk = fh.read(min((at // size + 1) * size, end) - at)
+            if not chunk:
+                return
+            at += len(chunk)
+            yield chunk
+
+
+def _lines_before(path: Path, offset: int) -> int:
+    count = 0
+    for chunk in read_range(path, 0, offset, 8 << 20):
+        count += chunk.count(b"\n")
+    return count
+
+
+def _parse_piece(path: str, label: str, start: int, end: int, index: int, read_size: int) -> bytes:
+    """Worker: parse [start, end) from a warm, fresh state; per block (events,
+    snapshot, stats so far), then the final FileParser, pickled."""
+    ps = parser_set(label, scanner=trigger_scanner, lanes=True)
+    ps.warm()
+    ps._flushes = index << 32  # batch flush ids stay distinct from other pieces'
+    fp = FileParser(label, parsers=ps)
+    fp.framer.next_line = _lines_before(Path(path), start) + 1
+    blocks = []
+    for chunk in read_range(Path(path), start, end, read_size):
+        events = fp.feed(chunk)
+        blocks.append((events, ps.snapshot(), fp.stats))
+    return pickle.dumps((blocks, fp), protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def parse_file_parallel(path: Path, label: str, sink: Callable[[list[Event]], None], *,
+                        pieces: Optional[int] = None, read_size: int = READ_SIZE) -> tuple[ParseStats, dict]:
+    """Parse ``path`` on ``pieces`` processes (default: one a core, pieces of at
+    least 24 MB); events reach ``sink`` in file order.  Returns the parse stats and
+    what happened: pieces, blocks read again, pieces taken from workers."""
+    size = os.path.getsize(path)
+    pieces = pieces or pieces_for(size)
+    points = cut_points(path, size, pieces, read_size)
+    info = {"pieces": len(points) - 1, "blocks_reread": 0, "pieces_taken": 0}
+    fp = FileParser(label)
+    if len(points) <= 2:
+        for chunk in read_range(path, 0, size, read_size):
+            sink(fp.feed(chunk))
+        sink(fp.finish())
+        return fp.stats, info
+    methods = multiprocessing.get_all_start_methods()
+    context = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
+    counted = ParseStats()  # stats of parsers since replaced
+    with ProcessPoolExecutor(len(points) - 2, mp_context=context) as pool:
+        futures = [pool.submit(_parse_piece, str(path), label, points[k], points[k + 1], k, read_size)
+                   for k in range(1, len(points) - 1)]
+        for chunk in read_range(path, points[0], points[1], read_size):
+            sink(fp.feed(chunk))
+        for k, future in enumerate(futures, start=1):
+            blocks, worker_fp = pickle.loads(future.result())
+            for i, chunk in enumerate(read_range(path, points[k], points[k + 1], read_size)):
+                sink(fp.feed(chunk))
+                info["blocks_reread"] += 1
+                fixes = _settled(fp.parsers.snapshot(), blocks[i][1], worker_fp.parsers.snapshot()) \
+                    if i < len(blocks) else None
+                if fixes is not None:
+                    for events, _, _ in blocks[i + 1:]:
+                        sink(events)
+                    counted.add(fp.stats)
+                    counted.add(_negated(blocks[i][2]))  # the worker's count of what was read here
+                    for j, flag, value in fixes:
+                        setattr(worker_fp.parsers.active[j], flag, value)
+                    worker_fp.parsers._warm = False  # from here on it is the one pass
+                    worker_fp.on_block = fp.on_block
+                    fp = worker_fp
+                    info["pieces_taken"] += 1
+                    break
+    sink(fp.finish())
+    counted.add(fp.stats)
+    return counted, info
+
+
+def _settled(ours: tuple, theirs: tuple, their_end: tuple) -> Optional[list[tuple[int, str, object]]]:
+    """Whether the worker's state after a block (``theirs``) is ours: then its
+    events from there on are ours too.  A once-only flag it never had to consult
+    (still WARM at its end) matches anything and takes our value; one it did
+    consult counts as reported.  Returns the flags to set, or None if unsettled."""
+    if ours[:3] != theirs[:3]:
+        return None
+    fixes = []
+    for j, (mine, other, last) in enumerate(zip(ours[3], theirs[3], their_end[3])):
+        if mine.keys() != other.keys():
+            return None
+        for key, value in mine.items():
+            seen = other[key]
+            if seen is WARM and (last.get(key) is WARM or _norm(value) is True):
+                fixes.append((j, key, value))  # it never reports, and neither would we
+            elif _norm(seen) != _norm(value):
+                return None
+    # parsers it switched on after that block were switched on fresh in one pass:
+    # their once-only events are due, so none of them may have been held back
+    for j in range(len(theirs[3]), len(their_end[3])):
+        for key, value in their_end[3][j].items():
+            if value is SUPPRESSED:
+                return None
+            if value is WARM:
+                fixes.append((j, key, False))
+    return fixes
+
+
+def _norm(value: object) -> object:
+    return True if value is SUPPRESSED else value
+
+
+def _negated(stats: ParseStats) -> ParseStats:
+    return ParseStats(bytes=-stats.bytes, lines=-stats.lines, too_long=-stats.too_long,
+                      invalid_utf8=-stats.invalid_utf8)
