@@ -86,3 +86,24 @@ def test_no_newline_at_end_and_huge_lines(tmp_path):
                     for i in range(1, 400))
     p.write_bytes(body[:9000] + b"z" * 50_000 + b"\n" + body[9000:] + b" iteration 400/ 100 | lm loss: 2.0 |")
     assert_same(p, pieces=4, read_size=3000)
+
+
+def test_many_files_on_several_processes(tmp_path):
+    """Small files each go to a worker; the store sees them in the same order."""
+    from tuimon.parallel import parse_files
+
+    files = []
+    for i, src in enumerate(sorted(FIXTURES.iterdir()) * 2):
+        dst = tmp_path / f"r{i:02d}-{src.name}"
+        dst.write_bytes(src.read_bytes())
+        files.append(dst)
+    files.append(tmp_path / "missing.log")
+    results = []
+    for jobs in (1, 2):
+        store = JobStore()
+        errors: list = []
+        stats = parse_files(files, store.add, jobs=jobs, on_error=lambda p, e: errors.append(p.name))
+        summary = json.dumps([summarize(j, now=0.0) for j in store.jobs.values()], sort_keys=True, default=str)
+        results.append((summary, stats, errors))
+    assert results[0] == results[1]
+    assert results[0][2] == ["missing.log"]

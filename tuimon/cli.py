@@ -43,6 +43,7 @@ def _add_app_options(p: argparse.ArgumentParser) -> None:
                    help="colour theme (default dark)")
     p.add_argument("--gpu", choices=sorted(GPU_PEAK_TFLOPS), help="GPU model, for MFU")
     p.add_argument("--gpu-peak", type=float, metavar="TFLOPS", help="peak TFLOPs per GPU, for MFU")
+    p.add_argument("--jobs", "-j", type=int, metavar="N", help="processes to parse with (default: one per core)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -55,6 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", choices=sorted(RENDERERS), default="table")
     p.add_argument("--gpu", choices=sorted(GPU_PEAK_TFLOPS), help="GPU model, for MFU")
     p.add_argument("--gpu-peak", type=float, metavar="TFLOPS", help="peak TFLOPs per GPU, for MFU")
+    p.add_argument("--jobs", "-j", type=int, metavar="N", help="processes to parse with (default: one per core)")
 
     p = verbs.add_parser("events", help="every parsed event as one JSON object per line")
     _add_paths(p)
@@ -159,22 +161,13 @@ def _report(stats: ParseStats, files: int, seconds: float) -> None:
     print(line, file=sys.stderr)
 
 
-def _parse_into(store: JobStore, files: list[Path]) -> ParseStats:
-    from .parallel import parse_file_parallel, pieces_for
+def _parse_into(store: JobStore, files: list[Path], jobs: Optional[int] = None) -> ParseStats:
+    from .parallel import parse_files
 
-    total = ParseStats()
     for path in files:
         store.add_file(str(path))
-        try:
-            if pieces_for(path.stat().st_size) > 1:  # a big log: its pieces on several cores
-                stats, _ = parse_file_parallel(path, str(path), store.add)
-            else:
-                _, stats = parse_file(path, str(path), sink=store.add)
-        except OSError as exc:
-            _err(f"cannot read {path}: {exc.strerror or exc}")
-            continue
-        total.add(stats)
-    return total
+    return parse_files(files, store.add, jobs=jobs,
+                       on_error=lambda path, exc: _err(f"cannot read {path}: {exc.strerror or exc}"))
 
 
 def cmd_summary(args) -> int:
@@ -182,7 +175,7 @@ def cmd_summary(args) -> int:
     files = _files(args, local)
     t0 = time.perf_counter()
     store = JobStore()
-    stats = _parse_into(store, files)
+    stats = _parse_into(store, files, args.jobs)
     if remote and not _read_remote(args, remote, store.add):
         return EXIT_USAGE
     now = time.time()

@@ -35,6 +35,7 @@ from .ingest import READ_SIZE, FileParser, ParseStats
 from .scan import trigger_scanner
 
 MIN_PIECE = 24 << 20  # smaller pieces do not repay a process
+MAX_PIECE = 256 << 20  # a piece's events wait in memory until its turn
 
 
 def pieces_for(size: int, cores: Optional[int] = None, min_piece: int = MIN_PIECE) -> int:
@@ -81,21 +82,24 @@ def read_range(path: Path, start: int, end: int, size: int = READ_SIZE) -> Itera
             yield chunk
 
 
-def _lines_before(path: Path, offset: int) -> int:
+def _count_lines(path: str, start: int, end: int) -> int:
     count = 0
-    for chunk in read_range(path, 0, offset, 8 << 20):
+    for chunk in read_range(Path(path), start, end, 8 << 20):
         count += chunk.count(b"\n")
     return count
 
 
-def _parse_piece(path: str, label: str, start: int, end: int, index: int, read_size: int) -> bytes:
-    """Worker: parse [start, end) from a warm, fresh state; per block (events,
-    snapshot, stats so far), then the final FileParser, pickled."""
+def _parse_piece(path: str, label: str, start: int, end: int, index: int, read_size: int,
+                 first_line: int) -> bytes:
+    """Worker: parse [start, end) from a fresh state (warm unless at the start of
+    the file); per block (events, snapshot, stats so far), then the final
+    FileParser, pickled."""
     ps = parser_set(label, scanner=trigger_scanner, lanes=True)
-    ps.warm()
+    if start > 0:
+        ps.warm()
     ps._flushes = index << 32  # batch flush ids stay distinct from other pieces'
     fp = FileParser(label, parsers=ps)
-    fp.framer.next_line = _lines_before(Path(path), start) + 1
+    fp.framer.next_line = first_line
     blocks = []
     for chunk in read_range(Path(path), start, end, read_size):
         events = fp.feed(chunk)
@@ -104,16 +108,19 @@ def _parse_piece(path: str, label: str, start: int, end: int, index: int, read_s
 
 
 def parse_file_parallel(path: Path, label: str, sink: Callable[[list[Event]], None], *,
-                        pieces: Optional[int] = None, read_size: int = READ_SIZE) -> tuple[ParseStats, dict]:
-    """Parse ``path`` on ``pieces`` processes (default: one a core, pieces of at
-    least 24 MB); events reach ``sink`` in file order.  Returns the parse stats and
-    what happened: pieces, blocks read again, pieces taken from workers."""
+                        pieces: Optional[int] = None, workers: Optional[int] = None,
+                        read_size: int = READ_SIZE) -> tuple[ParseStats, dict]:
+    """Parse ``path`` in ``pieces`` (default: one a core, at least 24 MB and at
+    most 256 MB each, which bounds memory) on ``workers`` processes (default:
+    one a core); events reach ``sink`` in file order.  Returns the parse stats and
+    what happened: pieces, blocks read again here, pieces taken from workers."""
     size = os.path.getsize(path)
-    pieces = pieces or pieces_for(size)
+    workers = workers or pieces_for(1 << 62)
+    pieces = pieces or max(pieces_for(size, workers), -(-size // MAX_PIECE))
     points = cut_points(path, size, pieces, read_size)
     info = {"pieces": len(points) - 1, "blocks_reread": 0, "pieces_taken": 0}
-    fp = FileParser(label)
     if len(points) <= 2:
+        fp = FileParser(label)
         for chunk in read_range(path, 0, size, read_size):
             sink(fp.feed(chunk))
         sink(fp.finish())
@@ -121,13 +128,25 @@ def parse_file_parallel(path: Path, label: str, sink: Callable[[list[Event]], No
     methods = multiprocessing.get_all_start_methods()
     context = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
     counted = ParseStats()  # stats of parsers since replaced
-    with ProcessPoolExecutor(len(points) - 2, mp_context=context) as pool:
-        futures = [pool.submit(_parse_piece, str(path), label, points[k], points[k + 1], k, read_size)
-                   for k in range(1, len(points) - 1)]
-        for chunk in read_range(path, points[0], points[1], read_size):
-            sink(fp.feed(chunk))
-        for k, future in enumerate(futures, start=1):
-            blocks, worker_fp = pickle.loads(future.result())
+    last = len(points) - 1
+    with ProcessPoolExecutor(min(workers, last), mp_context=context) as pool:
+        counts = list(pool.map(_count_lines, [str(path)] * last, points[:-1], points[1:]))
+        first_lines = [1 + sum(counts[:k]) for k in range(last)]
+
+        def submit(k: int):
+            return pool.submit(_parse_piece, str(path), label, points[k], points[k + 1], k, read_size,
+                               first_lines[k])
+
+        ahead = min(last, workers + 1)  # pieces in flight: results wait in memory until their turn
+        futures = {k: submit(k) for k in range(ahead)}
+        blocks, fp = pickle.loads(futures.pop(0).result())  # the first piece starts where one pass does
+        for events, _, _ in blocks:
+            sink(events)
+        for k in range(1, last):
+            if ahead < last:
+                futures[ahead] = submit(ahead)
+                ahead += 1
+            blocks, worker_fp = pickle.loads(futures.pop(k).result())
             for i, chunk in enumerate(read_range(path, points[k], points[k + 1], read_size)):
                 sink(fp.feed(chunk))
                 info["blocks_reread"] += 1
@@ -141,7 +160,6 @@ def parse_file_parallel(path: Path, label: str, sink: Callable[[list[Event]], No
                     for j, flag, value in fixes:
                         setattr(worker_fp.parsers.active[j], flag, value)
                     worker_fp.parsers._warm = False  # from here on it is the one pass
-                    worker_fp.on_block = fp.on_block
                     fp = worker_fp
                     info["pieces_taken"] += 1
                     break
@@ -185,3 +203,55 @@ def _norm(value: object) -> object:
 def _negated(stats: ParseStats) -> ParseStats:
     return ParseStats(bytes=-stats.bytes, lines=-stats.lines, too_long=-stats.too_long,
                       invalid_utf8=-stats.invalid_utf8)
+
+
+def _parse_whole(path: str) -> bytes:
+    from .ingest import parse_file
+
+    events: list[Event] = []
+    _, stats = parse_file(Path(path), path, sink=events.extend)
+    return pickle.dumps((events, stats), protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def parse_files(files: list[Path], sink: Callable[[list[Event]], None], *, jobs: Optional[int] = None,
+                on_error: Callable[[Path, OSError], None]) -> ParseStats:
+    """Parse ``files`` on ``jobs`` processes (default: one a core): big files in
+    pieces (:func:`parse_file_parallel`), small ones each in a worker.  Events
+    reach ``sink`` file by file, in the order of ``files``, as in one pass."""
+    from .ingest import parse_file
+
+    if jobs is None:
+        jobs = pieces_for(1 << 62)
+    sizes = {}
+    for path in files:
+        try:
+            sizes[path] = path.stat().st_size
+        except OSError:
+            sizes[path] = 0  # reading it will say what is wrong
+    small = [p for p in files if pieces_for(sizes[p], jobs) <= 1]
+    total = ParseStats()
+    pool = None
+    futures: dict = {}
+    if jobs > 1 and len(small) > 1:
+        methods = multiprocessing.get_all_start_methods()
+        pool = ProcessPoolExecutor(min(jobs, len(small)),
+                                   mp_context=multiprocessing.get_context("fork" if "fork" in methods else "spawn"))
+        futures = {p: pool.submit(_parse_whole, str(p)) for p in small}
+    try:
+        for path in files:
+            try:
+                if path in futures:
+                    events, stats = pickle.loads(futures[path].result())
+                    sink(events)
+                elif path not in small:
+                    stats, _ = parse_file_parallel(path, str(path), sink, workers=jobs)
+                else:
+                    _, stats = parse_file(path, str(path), sink=sink)
+            except OSError as exc:
+                on_error(path, exc)
+                continue
+            total.add(stats)
+    finally:
+        if pool is not None:
+            pool.shutdown(cancel_futures=True)
+    return total
