@@ -48,9 +48,20 @@ def parse_compact(text: str) -> Optional[float]:
 
 
 _seconds_cache: dict[str, Optional[float]] = {}
+_FRACTION = re.compile(r"[.,](\d{1,9})")
 
 
 def leading_timestamp(line: str) -> Optional[float]:
+    # Lines of one second share their stamp: a stamp already read at the very start
+    # (after at most a "[") is what the full pattern would find there.
+    at = 1 if line[:1] == "[" else 0
+    base = _seconds_cache.get(line[at:at + 19])
+    if base is not None:
+        m = _FRACTION.match(line, at + 19)
+        if m is None:
+            return base
+        frac = m.group(1)
+        return base + int(frac) / 10 ** len(frac)
     m = LEADING.match(line)
     if not m:
         return None

@@ -147,3 +147,24 @@ def test_clean_lines_take_the_lanes():
         if type(e) is Batch:
             kinds[e.kind.type] += e.size
     assert kinds == {"iteration": 199, "timers": 199, "memory": 199, "step": 199}
+
+
+@pytest.mark.parametrize("line", [
+    "[2022-06-29 01:26:11,085] [INFO] x", "2022-06-29 01:26:11.524672 x", "[2023-12-19 13:33:24][INFO] x",
+    " [2026-04-15 11:19:02.524672] iteration", "[titan] 2026-05-19 23:02:48,804 - root", "[2022-06-29 01:26:11] x",
+    "2021-05-27T21:42:11 x", "[2022-13-29 01:26:11,085] bad month", "[2022-06-29 01:26:11,0123456789] long",
+])
+def test_leading_timestamp_same_from_the_cache(line):
+    """The per-second cache gives what the full pattern gives, cold and warm."""
+    from parsers import timestamps
+
+    timestamps._seconds_cache.clear()
+    m = timestamps.LEADING.match(line)
+    expected = None
+    if m:
+        stamp = m.group(1)
+        base = timestamps.parse_iso(stamp[:19])
+        frac = stamp[20:]
+        expected = None if base is None else base + (int(frac) / 10 ** len(frac) if frac.isdigit() else 0.0)
+    assert timestamps.leading_timestamp(line) == expected  # cold
+    assert timestamps.leading_timestamp(line) == expected  # from the cache
