@@ -34,6 +34,18 @@ def loaded_session(paths, **kw) -> LiveSession:
     return session
 
 
+async def until(pilot, condition, timeout: float = 10.0) -> None:
+    """Let the app run until ``condition()`` holds (a slow machine needs longer
+    than a fixed pause); the caller's assert says what was expected."""
+    for _ in range(int(timeout / 0.05)):
+        try:
+            if condition():
+                return
+        except Exception:  # the screen is still being built
+            pass
+        await pilot.pause(0.05)
+
+
 def rows(app) -> dict[str, list[str]]:
     table = app.screen.query_one("#jobs")
     out = {}
@@ -45,7 +57,7 @@ def rows(app) -> dict[str, list[str]]:
 async def test_jobs_screen_shows_every_fixture_job(tmp_path):
     app = TuimonApp(loaded_session([fixture_dir(tmp_path)]))
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause(0.3)
+        await until(pilot, lambda: len(rows(app)) == 6)
         r = rows(app)
         assert set(r) == {"stronghold-run", "megatron-deepspeed-8gpu-1234567", "oom-run", "nccl-timeout-555001",
                           "cancelled-777001", "no-iterations-888001"}
@@ -58,12 +70,12 @@ async def test_jobs_screen_shows_every_fixture_job(tmp_path):
 async def test_navigation_keys(tmp_path):
     app = TuimonApp(loaded_session([fixture_dir(tmp_path)]))
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause(0.3)
+        await until(pilot, lambda: len(rows(app)) == 6)
         assert isinstance(app.screen, JobsScreen)
         await pilot.press("j", "j", "k")
         selected = app.screen.selected_key()
         await pilot.press("enter")
-        await pilot.pause(0.3)
+        await until(pilot, lambda: isinstance(app.screen, JobScreen))
         assert isinstance(app.screen, JobScreen) and app.screen.key == selected
         await pilot.press("escape")
         assert isinstance(app.screen, JobsScreen)
@@ -80,12 +92,12 @@ async def test_navigation_keys(tmp_path):
 async def test_filter_narrows_rows(tmp_path):
     app = TuimonApp(loaded_session([fixture_dir(tmp_path)]))
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause(0.3)
+        await until(pilot, lambda: len(rows(app)) == 6)
         await pilot.press("slash", "o", "o", "m")
-        await pilot.pause(0.3)
+        await until(pilot, lambda: set(rows(app)) == {"oom-run"})
         assert set(rows(app)) == {"oom-run"}
         await pilot.press("escape")
-        await pilot.pause(0.3)
+        await until(pilot, lambda: len(rows(app)) == 6)
         assert len(rows(app)) == 6
 
 
@@ -101,13 +113,13 @@ async def test_rank_drill_down_shows_straggler_and_its_lines(tmp_path):
     (d / "job-9001.out").write_text("\n".join(lines) + "\n")
     app = TuimonApp(loaded_session([d]))
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause(0.3)
+        await until(pilot, lambda: rows(app))
         await pilot.press("enter")
-        await pilot.pause(0.3)
+        await until(pilot, lambda: isinstance(app.screen, JobScreen) and app.screen.query_one("#ranks").row_count)
         detail = app.session.job_detail(app.screen.key)
         assert [r.straggler for r in detail.ranks] == [False, False, True, False]
         await pilot.press("j", "j", "enter")
-        await pilot.pause(0.3)
+        await until(pilot, lambda: isinstance(app.screen, RankScreen) and app.screen._shown)
         assert isinstance(app.screen, RankScreen) and app.screen.rank == "2"
         shown = app.screen._shown
         assert shown and all(line.startswith("2: ") for line in shown)
@@ -160,11 +172,11 @@ async def test_untrusted_text_is_shown_literally(tmp_path):
     (d / f"{HOSTILE_NAME}.log").write_text("\n".join(HOSTILE_LINES) + "\n")
     app = TuimonApp(loaded_session([d]))
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause(0.3)
+        await until(pilot, lambda: rows(app))
         (name,) = [cells[0] for cells in rows(app).values()]
         assert name == "[@click=app.quit]x[link=evil]y[b]␛[2Jz"  # literal: no markup parsed, ESC shown
         await pilot.press("enter")
-        await pilot.pause(0.3)
+        await until(pilot, lambda: isinstance(app.screen, JobScreen) and app.screen.query_one("#tail").lines)
         assert isinstance(app.screen, JobScreen)
         tail = app.screen.query_one("#tail")
         text = "\n".join(str(line) for line in tail.lines)
@@ -181,7 +193,7 @@ async def test_untrusted_text_is_shown_literally(tmp_path):
 async def test_themes_and_palette_commands(tmp_path):
     app = TuimonApp(loaded_session([fixture_dir(tmp_path)]), theme="high-contrast")
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause(0.2)
+        await until(pilot, lambda: len(rows(app)) == 6)
         assert app.theme == "tuimon-high-contrast"
         titles = [c.title for c in app.get_system_commands(app.screen)]
         for wanted in ("Theme: light", "Theme: dark", "Sort jobs by tflops", "Filter jobs", "Help"):
@@ -197,12 +209,12 @@ async def test_themes_and_palette_commands(tmp_path):
 async def test_mouse_opens_a_job(tmp_path):
     app = TuimonApp(loaded_session([fixture_dir(tmp_path)]))
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause(0.3)
+        await until(pilot, lambda: len(rows(app)) == 6)
         table = app.screen.query_one("#jobs")
         # row 2 of the body (the header is row 0 of the widget)
         await pilot.click("#jobs", offset=(3, 3))
         await pilot.click("#jobs", offset=(3, 3))
-        await pilot.pause(0.3)
+        await until(pilot, lambda: isinstance(app.screen, JobScreen))
         assert isinstance(app.screen, JobScreen)
         assert app.screen.key.endswith(list(rows_keys(table))[2])
 

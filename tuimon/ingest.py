@@ -11,7 +11,7 @@ from parsers.events import Event, expand
 from .scan import trigger_scanner
 from .sources.framing import Framer
 
-READ_SIZE = 4 << 20
+READ_SIZE = 1 << 20  # the block size; the local follower reads as much at a time
 
 
 @dataclass(slots=True)

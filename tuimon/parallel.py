@@ -36,6 +36,7 @@ from .scan import trigger_scanner
 
 MIN_PIECE = 24 << 20  # smaller pieces do not repay a process
 MAX_PIECE = 256 << 20  # a piece's events wait in memory until its turn
+PIECE_READ_SIZE = READ_SIZE  # the blocks of one pass (at each cut one is parsed again here)
 
 
 def pieces_for(size: int, cores: Optional[int] = None, min_piece: int = MIN_PIECE) -> int:
@@ -109,14 +110,16 @@ def _parse_piece(path: str, label: str, start: int, end: int, index: int, read_s
 
 def parse_file_parallel(path: Path, label: str, sink: Callable[[list[Event]], None], *,
                         pieces: Optional[int] = None, workers: Optional[int] = None,
-                        read_size: int = READ_SIZE) -> tuple[ParseStats, dict]:
+                        read_size: int = PIECE_READ_SIZE) -> tuple[ParseStats, dict]:
     """Parse ``path`` in ``pieces`` (default: one a core, at least 24 MB and at
     most 256 MB each, which bounds memory) on ``workers`` processes (default:
     one a core); events reach ``sink`` in file order.  Returns the parse stats and
     what happened: pieces, blocks read again here, pieces taken from workers."""
     size = os.path.getsize(path)
     workers = workers or pieces_for(1 << 62)
-    pieces = pieces or max(pieces_for(size, workers), -(-size // MAX_PIECE))
+    # two pieces a worker: this process takes in one piece's results while the
+    # workers parse the next ones, instead of all of them at the end
+    pieces = pieces or max(1, min(2 * workers, size // MIN_PIECE), -(-size // MAX_PIECE))
     points = cut_points(path, size, pieces, read_size)
     info = {"pieces": len(points) - 1, "blocks_reread": 0, "pieces_taken": 0}
     if len(points) <= 2:
