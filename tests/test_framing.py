@@ -51,3 +51,16 @@ def test_carriage_returns_before_newline_are_dropped_and_bars_keep_their_last_se
     data = b"a\r\nb\r\r\nc\r\r\r\r\r\nbar 10%\rbar 50%\rbar 100%\nplain\n"
     text, _ = frame_all([data])
     assert text == "a\nb\nc\nbar 100%\nplain\n"
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.text(alphabet="ab\r é", max_size=12), max_size=40), st.integers(min_value=1, max_value=50))
+def test_carriage_returns_match_the_reference(lines, cut):
+    """Reference: drop every run of CR before LF, then keep what follows a line's last CR."""
+    import re
+
+    raw = "".join(line + "\n" for line in lines)
+    ref = "".join(line[line.rfind("\r") + 1:] + "\n" for line in re.sub(r"\r+(?=\n)", "", raw).split("\n")[:-1])
+    data = raw.encode()
+    text, _ = frame_all([data[i:i + cut] for i in range(0, len(data), cut)])
+    assert text == ref
