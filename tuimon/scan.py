@@ -47,6 +47,7 @@ class AnchorScanner(Scanner):
                 self._confirm[k].append((idx, None if literal else re.compile(trigger),
                                          not literal and _starts_with(trigger, anchor)))
         self._anchors = tuple(anchors)
+        self._plain = [group[0][0] if len(group) == 1 and group[0][1] is None else -1 for group in self._confirm]
         self._ac_str = ahocorasick_rs.AhoCorasick(anchors) if anchors else None
         self._ac_bytes = ahocorasick_rs.BytesAhoCorasick([a.encode() for a in anchors]) if anchors else None
         self._rest = FindScanner([self.triggers[i] for i, _ in self._regex_only]) if self._regex_only else None
@@ -72,6 +73,7 @@ class AnchorScanner(Scanner):
     def _collect(self, text: str, matches: list[tuple[int, int, int]], hits: Hits) -> None:
         find, rfind = text.find, text.rfind
         confirm = self._confirm
+        plain = self._plain
         line_start = line_end = -1
         ids: list[int] = []
         for k, at, _ in matches:
@@ -81,6 +83,11 @@ class AnchorScanner(Scanner):
                 if line_end < 0:
                     line_end = len(text)
                 ids = hits.setdefault(line_start, [])
+            idx = plain[k]
+            if idx >= 0:  # the anchor is the whole trigger of one route: no regex to confirm
+                if idx not in ids:
+                    ids.append(idx)
+                continue
             for idx, rx, at_anchor in confirm[k]:
                 if idx in ids:
                     continue
