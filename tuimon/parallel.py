@@ -140,7 +140,7 @@ def parse_file_parallel(path: Path, label: str, sink: Callable[[list[Event]], No
             return pool.submit(_parse_piece, str(path), label, points[k], points[k + 1], k, read_size,
                                first_lines[k])
 
-        ahead = min(last, workers + 1)  # pieces in flight: results wait in memory until their turn
+        ahead = min(last, 2 * workers + 1)  # pieces in flight: results wait in memory until their turn
         futures = {k: submit(k) for k in range(ahead)}
         blocks, fp = pickle.loads(futures.pop(0).result())  # the first piece starts where one pass does
         for events, _, _ in blocks:
