@@ -91,3 +91,20 @@ def test_same_hits_as_stdlib_scanner_on_the_corpus():
 def test_anchors_extend_over_a_small_class(pattern, anchors):
     from parsers.triggers import required_anchors
     assert required_anchors(pattern) == anchors
+
+
+def test_without_the_native_scanner_parsing_is_the_same(monkeypatch):
+    """Where the ahocorasick-rs wheel is missing, the stdlib scanner takes over."""
+    from tests.conftest import FIXTURES
+    from tuimon.ingest import parse_file
+
+    path = FIXTURES / "stronghold-run.log"
+    with_ac, _ = parse_file(path)
+    monkeypatch.setattr(scan, "ahocorasick_rs", None)
+    scan.trigger_scanner.cache_clear()
+    try:
+        assert isinstance(scan.trigger_scanner(TRIGGERS), FindScanner)
+        without, _ = parse_file(path)
+    finally:
+        scan.trigger_scanner.cache_clear()
+    assert [e.to_dict() for e in without] == [e.to_dict() for e in with_ac]
