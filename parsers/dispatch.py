@@ -174,6 +174,13 @@ class ParserSet:
         walls: list[Optional[float]] = []
         last = self._last_wall
         for body in bodies:
+            head = body[:1]
+            if head == " ":
+                head = body[1:2]
+            if head != "[" and head not in STAMP_START and not (head.isdigit() or head.isspace()):
+                # a leading stamp starts, after white space, with "[" or a digit
+                walls.append(last)
+                continue
             dash = body.find("-", 4, 40)
             while dash > 0 and not body[dash - 4:dash].isdigit():  # a stamp starts "YYYY-"
                 dash = body.find("-", dash + 1, 40)
@@ -267,6 +274,9 @@ class _Lines:
         return LaneInput([self.bodies[i] for i in rows], [self.numbers[i] for i in rows],
                          [self.ranks[i] for i in rows], [self.nodes[i] for i in rows],
                          [self.walls[i] for i in rows])
+
+
+STAMP_START = frozenset("0123456789")
 
 
 def _in_line_order(events: list[Event]) -> list[Event]:

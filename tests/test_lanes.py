@@ -168,3 +168,14 @@ def test_leading_timestamp_same_from_the_cache(line):
         expected = None if base is None else base + (int(frac) / 10 ** len(frac) if frac.isdigit() else 0.0)
     assert timestamps.leading_timestamp(line) == expected  # cold
     assert timestamps.leading_timestamp(line) == expected  # from the cache
+
+
+@pytest.mark.parametrize("prefix", ["", " ", "  ", "\u00a0", " \u2003", "\t", "[titan-x] ", "x "])
+def test_block_path_reads_stamps_as_the_line_path(prefix):
+    """The block path's quick 'can a stamp start here' test never skips a stamp."""
+    line = prefix + "2024-05-01 10:00:07,250 iteration 3/ 10 | elapsed time per iteration (ms): 5.0 |"
+    block = parse("time (ms) | a: 1.0\n" + line + "\n", lanes=False)
+    ps = parser_set("run-1234.log", scanner=trigger_scanner)
+    ps.sniff("time (ms) | a: 1.0\n" + line + "\n")
+    one = ps.feed_line("time (ms) | a: 1.0", 1) + ps.feed_line(line, 2)
+    assert [e.wall_time for e in block] == [e.wall_time for e in one]
