@@ -15,7 +15,8 @@ never a second opinion.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from itertools import repeat
+from itertools import compress, repeat
+from operator import eq
 from typing import Callable, Optional, Sequence
 
 from .events import Event
@@ -46,6 +47,10 @@ class LaneInput:
 
 def group_by(keys: Sequence) -> dict:
     """Key -> indices having it, keys in order of first appearance."""
+    distinct = dict.fromkeys(keys)
+    if len(distinct) <= 4:  # the usual case: a pass per key, at C speed
+        everyone = range(len(keys))
+        return {k: list(compress(everyone, map(eq, keys, repeat(k)))) for k in distinct}
     groups: dict = {}
     for i, k in enumerate(keys):
         g = groups.get(k)
