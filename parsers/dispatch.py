@@ -19,8 +19,8 @@ from typing import Callable, Iterable, Optional, Sequence
 from .base import LineContext, LineParser
 from .events import Batch, Event, merge
 from .lanes import LaneInput
-from .prefix import PREFIX_START, split_prefix
-from .timestamps import leading_timestamp
+from .prefix import may_have_prefix, split_prefix
+from .timestamps import line_stamp
 from .triggers import FindScanner, ScannerFactory
 
 _find_scanner = lru_cache(maxsize=64)(FindScanner)
@@ -66,7 +66,8 @@ class ParserSet:
 
     # -- state --------------------------------------------------------------------------
     def warm(self) -> None:
-        """Start as if in the middle of a file: once-only events count as reported."""
+        """Start in the middle of a file: whether once-only events were reported is
+        unknown (see :meth:`LineParser.warm`)."""
         self._warm = True
         for parser in self.active:
             parser.warm()
@@ -79,7 +80,7 @@ class ParserSet:
 
     def __getstate__(self) -> dict:
         state = dict(self.__dict__)
-        del state["_scanner"], state["_routes"]  # rebuilt: the scanner is native, routes are bound
+        del state["_scanner"], state["_routes"], state["_lane_of"]  # rebuilt: native scanner, bound routes
         return state
 
     def __setstate__(self, state: dict) -> None:
@@ -90,6 +91,7 @@ class ParserSet:
         self._routes: list[tuple[str, Handler, Optional[Lane]]] = [
             route for parser in self.active for route in parser.routes()]
         self._scanner = self._scanner_factory(tuple(route[0] for route in self._routes))
+        self._lane_of = {handler: lane for _, handler, lane in self._routes if lane is not None}
 
     @property
     def active_names(self) -> list[str]:
@@ -165,7 +167,7 @@ class ParserSet:
         ranks: list[Optional[int]] = [None] * n
         local_ranks: list[Optional[int]] = [None] * n
         nodes: list[Optional[str]] = [None] * n
-        for i in [i for i, line in enumerate(raw) if line[:1] in PREFIX_START or line[:2] in ("[d", "[r")]:
+        for i in [i for i, line in enumerate(raw) if may_have_prefix(line)]:
             pre = split_prefix(raw[i])
             if pre.body is not raw[i]:
                 if bodies is raw:
@@ -174,27 +176,15 @@ class ParserSet:
         walls: list[Optional[float]] = []
         last = self._last_wall
         for body in bodies:
-            head = body[:1]
-            if head == " ":
-                head = body[1:2]
-            if head != "[" and head not in STAMP_START and not (head.isdigit() or head.isspace()):
-                # a leading stamp starts, after white space, with "[" or a digit
-                walls.append(last)
-                continue
-            dash = body.find("-", 4, 40)
-            while dash > 0 and not body[dash - 4:dash].isdigit():  # a stamp starts "YYYY-"
-                dash = body.find("-", dash + 1, 40)
-            if dash > 0:
-                own = leading_timestamp(body)
-                if own is not None:
-                    last = own
+            own = line_stamp(body)
+            if own is not None:
+                last = own
             walls.append(last)
         self._last_wall = last
         self.lines_fed += n
         return _Lines(self.file, bodies, numbers, ranks, local_ranks, nodes, walls)
 
     def _run_lanes(self, waiting: dict[Handler, list[int]], lines: "_Lines") -> list[Event]:
-        lane_of = {route[1]: route[2] for route in self._routes}
         events: list[Event] = []
         for handler, rows in waiting.items():
             done = bytearray(len(rows))
@@ -213,7 +203,7 @@ class ParserSet:
                 return out
 
             try:
-                events.extend(lane_of[handler](lines.lane_input(rows), fallback))  # type: ignore[misc]
+                events.extend(self._lane_of[handler](lines.lane_input(rows), fallback))
             except Exception:  # a lane bug costs speed, not lines: the rest go one by one
                 if self.strict_lanes:
                     raise
@@ -225,7 +215,7 @@ class ParserSet:
         self.lines_fed += 1
         pre = split_prefix(line)
         body = pre.body
-        wall = leading_timestamp(body) if "-" in body[:40] else None
+        wall = line_stamp(body)
         if wall is not None:
             self._last_wall = wall
         return body, LineContext(self.file, lineno, pre.rank, pre.local_rank, pre.node,
@@ -274,9 +264,6 @@ class _Lines:
         return LaneInput([self.bodies[i] for i in rows], [self.numbers[i] for i in rows],
                          [self.ranks[i] for i in rows], [self.nodes[i] for i in rows],
                          [self.walls[i] for i in rows])
-
-
-STAMP_START = frozenset("0123456789")
 
 
 def _in_line_order(events: list[Event]) -> list[Event]:

@@ -367,25 +367,27 @@ class MegatronParser(LineParser):
     def _lane_iteration(self, inp: LaneInput, fallback: Fallback) -> list[Event]:
         bodies = inp.bodies
         n = len(bodies)
-        heads: list[Optional[tuple[str, str]]] = [None] * n
+        heads: list[tuple[str, str]] = [("", "")] * n
+        records = [0] * n
         starts = [0]
         for b in bodies:
             starts.append(starts[-1] + len(b) + 1)
         for m in ITERATION.finditer("\n".join(bodies)):
             i = bisect_right(starts, m.start()) - 1
-            heads[i] = m.group(1, 2) if heads[i] is None else ("", "")  # two records: the line path
+            records[i] += 1
+            heads[i] = m.group(1, 2)
         accepted: list[int] = []
         rejected: list[int] = []
         batches: list[Event] = []
-        for idx in group_by([b.count("|") if heads[i] not in (None, ("", "")) else -1
-                             for i, b in enumerate(bodies)]).values():
-            fields = self._iteration_columns([bodies[i] for i in idx]) if heads[idx[0]] not in (None, ("", "")) \
-                else None
+        # one group per shape (number of "|"); lines with no record or several: the line path
+        shapes = [b.count("|") if k == 1 else -1 for b, k in zip(bodies, records)]
+        for shape, idx in group_by(shapes).items():
+            fields = self._iteration_columns([bodies[i] for i in idx]) if shape >= 0 else None
             if fields is None:
                 rejected.extend(idx)
                 continue
-            its = ints([heads[i][0] for i in idx])  # type: ignore[index]
-            totals = ints([heads[i][1] for i in idx])  # type: ignore[index]
+            its = ints([heads[i][0] for i in idx])
+            totals = ints([heads[i][1] for i in idx])
             if its is None or totals is None:
                 rejected.extend(idx)
                 continue

@@ -31,13 +31,18 @@ class Prefix:
     node: Optional[str]
 
 
-PREFIX_START = frozenset("0123456789abcdefghijklmnopqrstuvwxyz")  # what a prefix can start with,
-BRACKET_PREFIXES = ("[default", "[rank")  # ... besides these
+_PREFIX_START = frozenset("0123456789abcdefghijklmnopqrstuvwxyz")  # what a prefix can start with,
+_BRACKET_PREFIXES = ("[default", "[rank")  # ... besides these
+
+
+def may_have_prefix(line: str) -> bool:
+    """False for most lines: no launcher prefix can start there."""
+    return line[:1] in _PREFIX_START or line.startswith(_BRACKET_PREFIXES)
 
 
 def split_prefix(line: str) -> Prefix:
-    if line[:1] not in PREFIX_START and not line.startswith(BRACKET_PREFIXES):
-        return Prefix(line, None, None, None)  # most lines: no prefix can start here
+    if not may_have_prefix(line):
+        return Prefix(line, None, None, None)
     m = _PREFIX.match(line)
     if m is None or m.end() == 0:
         return Prefix(line, None, None, None)

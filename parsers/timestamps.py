@@ -51,6 +51,20 @@ _seconds_cache: dict[str, Optional[float]] = {}
 _FRACTION = re.compile(r"[.,](\d{1,9})")
 
 
+def line_stamp(body: str) -> Optional[float]:
+    """The stamp a log line starts with (within its first 40 characters), as
+    :func:`leading_timestamp`, after a quick test that rules out most lines."""
+    head = body[:1]
+    if head == " ":
+        head = body[1:2]
+    if head != "[" and not (head.isdigit() or head.isspace()):
+        return None  # after white space, a leading stamp starts with "[" or a digit
+    dash = body.find("-", 4, 40)
+    while dash > 0 and not body[dash - 4:dash].isdigit():  # a stamp starts "YYYY-"
+        dash = body.find("-", dash + 1, 40)
+    return leading_timestamp(body) if dash > 0 else None
+
+
 def leading_timestamp(line: str) -> Optional[float]:
     # Lines of one second share their stamp: a stamp already read at the very start
     # (after at most a "[") is what the full pattern would find there.

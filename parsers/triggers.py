@@ -100,14 +100,15 @@ def _prefix_for(pattern: str, text: str) -> str:
 
 
 def _literal_runs(pattern: str) -> Optional[list[str]]:
-    """Top-level runs of literal characters; None when the pattern has a top-level ``|`` or starts with inline flags."""
+    """Top-level runs of literal characters; None when the pattern has a top-level
+    ``|`` or starts with inline flags."""
     if pattern.startswith("(?") and len(pattern) > 2 and pattern[2] not in ":=!<P":
         return None
     runs: list[str] = []
     cur: list[str] = []
     i, n = 0, len(pattern)
 
-    def close(_end: int) -> None:
+    def close() -> None:
         if cur:
             runs.append("".join(cur))
             cur.clear()
@@ -116,35 +117,33 @@ def _literal_runs(pattern: str) -> Optional[list[str]]:
         ch = pattern[i]
         if ch == "\\":
             if i + 1 >= n or pattern[i + 1].isalnum():  # \d, \w, \n, \1 ...: not plain text
-                close(i)
+                close()
                 i += 2
                 continue
             nxt, step = pattern[i + 1], 2
         elif ch == "|":
             return None
         elif ch == "(":
-            close(i)
+            close()
             i = _skip_group(pattern, i)
             continue
         elif ch == "[":
-            close(i)
+            close()
             i = _skip_class(pattern, i)
             continue
-        elif ch in _META:
-            if ch in _QUANTIFIERS and cur:
-                cur.pop()  # the quantified character may be absent or repeated
-            close(i)
+        elif ch in _META:  # a quantifier after a group or class, an anchor, "."
+            close()
             i = _skip_quantifier(pattern, i) if ch == "{" else i + 1
             continue
         else:
             nxt, step = ch, 1
         if i + step < n and pattern[i + step] in _QUANTIFIERS:
-            close(i)  # "ab+": 'a' is required, the quantified 'b' is not part of a run
+            close()  # "ab+": 'a' is required, the quantified 'b' is not part of a run
             i += step
             continue
         cur.append(nxt)
         i += step
-    close(n)
+    close()
     return runs
 
 

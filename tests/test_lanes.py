@@ -179,3 +179,5 @@ def test_block_path_reads_stamps_as_the_line_path(prefix):
     ps.sniff("time (ms) | a: 1.0\n" + line + "\n")
     one = ps.feed_line("time (ms) | a: 1.0", 1) + ps.feed_line(line, 2)
     assert [e.wall_time for e in block] == [e.wall_time for e in one]
+    expected = None if prefix == "x " else 1714557607.25  # what the full LEADING pattern reads
+    assert [e.wall_time for e in block if e.type == "iteration"] == [expected]

@@ -115,12 +115,9 @@ class LiveSession:
     # -- background side --------------------------------------------------------------------
     def start(self) -> None:
         if self.process:
-            import multiprocessing
+            from .parallel import process_context
 
-            # fork starts in milliseconds; it is only safe while this process has a single thread
-            method = "fork" if threading.active_count() == 1 and "fork" in multiprocessing.get_all_start_methods() \
-                else "spawn"
-            ctx = multiprocessing.get_context(method)
+            ctx = process_context()
             self._queue = ctx.Queue(maxsize=256)  # bounded: a slow UI slows the reader, never the reverse
             self._proc_stop = ctx.Event()
             self._proc = ctx.Process(target=ingest_main, args=(self._paths, self._options, self._queue,

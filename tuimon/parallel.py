@@ -23,6 +23,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import pickle
+import threading
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Callable, Iterator, Optional
@@ -31,7 +32,7 @@ from parsers import parser_set
 from parsers.base import SUPPRESSED, WARM
 from parsers.events import Event
 
-from .ingest import READ_SIZE, FileParser, ParseStats
+from .ingest import READ_SIZE, FileParser, ParseStats, parse_file
 from .scan import trigger_scanner
 
 MIN_PIECE = 24 << 20  # smaller pieces do not repay a process
@@ -39,10 +40,19 @@ MAX_PIECE = 256 << 20  # a piece's events wait in memory until its turn
 PIECE_READ_SIZE = READ_SIZE  # the blocks of one pass (at each cut one is parsed again here)
 
 
-def pieces_for(size: int, cores: Optional[int] = None, min_piece: int = MIN_PIECE) -> int:
-    if cores is None:
-        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    return max(1, min(cores, size // max(1, min_piece)))
+def cores() -> int:
+    """Cores this process may run on."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def process_context():
+    """fork starts in milliseconds, but is only safe while this process has a single thread."""
+    fork = threading.active_count() == 1 and "fork" in multiprocessing.get_all_start_methods()
+    return multiprocessing.get_context("fork" if fork else "spawn")
+
+
+def pieces_for(size: int, workers: Optional[int] = None, min_piece: int = MIN_PIECE) -> int:
+    return max(1, min(workers or cores(), size // max(1, min_piece)))
 
 
 def cut_points(path: Path, size: int, pieces: int, read_size: int = READ_SIZE) -> list[int]:
@@ -116,23 +126,17 @@ def parse_file_parallel(path: Path, label: str, sink: Callable[[list[Event]], No
     one a core); events reach ``sink`` in file order.  Returns the parse stats and
     what happened: pieces, blocks read again here, pieces taken from workers."""
     size = os.path.getsize(path)
-    workers = workers or pieces_for(1 << 62)
+    workers = workers or cores()
     # two pieces a worker: this process takes in one piece's results while the
     # workers parse the next ones, instead of all of them at the end
     pieces = pieces or max(1, min(2 * workers, size // MIN_PIECE), -(-size // MAX_PIECE))
     points = cut_points(path, size, pieces, read_size)
     info = {"pieces": len(points) - 1, "blocks_reread": 0, "pieces_taken": 0}
     if len(points) <= 2:
-        fp = FileParser(label)
-        for chunk in read_range(path, 0, size, read_size):
-            sink(fp.feed(chunk))
-        sink(fp.finish())
-        return fp.stats, info
-    methods = multiprocessing.get_all_start_methods()
-    context = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
+        return parse_file(path, label, sink=sink, read_size=read_size)[1], info
     counted = ParseStats()  # stats of parsers since replaced
     last = len(points) - 1
-    with ProcessPoolExecutor(min(workers, last), mp_context=context) as pool:
+    with ProcessPoolExecutor(min(workers, last), mp_context=process_context()) as pool:
         counts = list(pool.map(_count_lines, [str(path)] * last, points[:-1], points[1:]))
         first_lines = [1 + sum(counts[:k]) for k in range(last)]
 
@@ -209,8 +213,6 @@ def _negated(stats: ParseStats) -> ParseStats:
 
 
 def _parse_whole(path: str) -> bytes:
-    from .ingest import parse_file
-
     events: list[Event] = []
     _, stats = parse_file(Path(path), path, sink=events.extend)
     return pickle.dumps((events, stats), protocol=pickle.HIGHEST_PROTOCOL)
@@ -221,10 +223,7 @@ def parse_files(files: list[Path], sink: Callable[[list[Event]], None], *, jobs:
     """Parse ``files`` on ``jobs`` processes (default: one a core): big files in
     pieces (:func:`parse_file_parallel`), small ones each in a worker.  Events
     reach ``sink`` file by file, in the order of ``files``, as in one pass."""
-    from .ingest import parse_file
-
-    if jobs is None:
-        jobs = pieces_for(1 << 62)
+    jobs = jobs or cores()
     sizes = {}
     for path in files:
         try:
@@ -236,9 +235,7 @@ def parse_files(files: list[Path], sink: Callable[[list[Event]], None], *, jobs:
     pool = None
     futures: dict = {}
     if jobs > 1 and len(small) > 1:
-        methods = multiprocessing.get_all_start_methods()
-        pool = ProcessPoolExecutor(min(jobs, len(small)),
-                                   mp_context=multiprocessing.get_context("fork" if "fork" in methods else "spawn"))
+        pool = ProcessPoolExecutor(min(jobs, len(small)), mp_context=process_context())
         futures = {p: pool.submit(_parse_whole, str(p)) for p in small}
     try:
         for path in files:

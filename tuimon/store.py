@@ -280,6 +280,10 @@ def _on_truncated(job: Job, ev: Truncated, _: Optional[int]) -> None:
     job.truncations += 1
 
 
+def _earliest(b: Batch) -> Optional[float]:
+    return min((w for w in b.column("wall_time") if w is not None), default=None)
+
+
 def _last_known(values: list):
     for v in reversed(values):
         if v is not None:
@@ -332,7 +336,7 @@ def _batch_iteration(job: Job, b: Batch, file_rank: Optional[int]) -> None:
         value = _last_known(b.columns.get(name) or [])
         if value is not None:
             job.config[name] = value
-    _first_step(job, min((w for w in b.column("wall_time") if w is not None), default=None))
+    _first_step(job, _earliest(b))
 
 
 def _batch_step(job: Job, b: Batch, _: Optional[int]) -> None:
@@ -343,7 +347,7 @@ def _batch_step(job: Job, b: Batch, _: Optional[int]) -> None:
         lr = _last_known(b.columns.get("lr") or [])
         if lr is not None:
             job.last_lr = lr
-    _first_step(job, min((w for w in b.column("wall_time") if w is not None), default=None))
+    _first_step(job, _earliest(b))
 
 
 _INF = float("inf")
