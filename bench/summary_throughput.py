@@ -73,6 +73,12 @@ def main() -> None:
     args = ap.parse_args()
     if not shutil.which("perl"):
         raise SystemExit("perl not found: the baseline needs it")
+    # an installed package has its bytecode compiled (pip does it); a checkout run
+    # with PYTHONDONTWRITEBYTECODE set would compile every module on every run
+    import compileall
+    root = Path(__file__).resolve().parents[1]
+    for package in ("tuimon", "parsers", "themes"):
+        compileall.compile_dir(root / package, quiet=1)
     tmp = Path(tempfile.mkdtemp(prefix="tuimon-bench-"))
     try:
         log = tmp / "mixed-1234567.out"

@@ -64,3 +64,16 @@ def test_carriage_returns_match_the_reference(lines, cut):
     data = raw.encode()
     text, _ = frame_all([data[i:i + cut] for i in range(0, len(data), cut)])
     assert text == ref
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.integers(min_value=0, max_value=40), max_size=30), st.integers(min_value=1, max_value=20),
+       st.integers(min_value=1, max_value=70))
+def test_lines_longer_than_the_limit_become_one_marker_each(lengths, limit, cut):
+    """Reference: every line of more than ``limit`` bytes is replaced by the marker, at any chunking."""
+    from tuimon.sources.framing import TOO_LONG_MARKER
+    lines = [("x" * n) for n in lengths]
+    data = "".join(line + "\n" for line in lines).encode()
+    text, f = frame_all([data[i:i + cut] for i in range(0, len(data), cut)], max_line=limit)
+    assert text.split("\n")[:-1] == [TOO_LONG_MARKER if len(line) > limit else line for line in lines]
+    assert f.too_long == sum(len(line) > limit for line in lines)

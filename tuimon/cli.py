@@ -16,7 +16,7 @@ from .discover import DEFAULT_INCLUDE, PathError, discover
 from .gpus import GPU_PEAK_TFLOPS, peak_for
 from .ingest import ParseStats, parse_file
 from .metrics import parse_size, tflops_per_gpu
-from .sources.remote import split_paths
+from .sources.specs import split_paths
 from .store import JobStore
 from .summary import RENDERERS, summarize
 

@@ -13,8 +13,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-import numpy as np
-
 DEFAULT_MAX_LINE = 1 << 20
 TOO_LONG_MARKER = "\u2400tuimon: line too long, skipped"
 
@@ -61,6 +59,16 @@ def _fix_carriage_returns(data: bytes, lines: int) -> bytes:
         if b"\r" not in data:
             return data
     return _keep_last_segments(data)
+
+
+def _has_line_longer(data: bytes, limit: int) -> bool:
+    """Whether a line of ``data`` (which ends in a newline) has more than ``limit``
+    bytes.  Such a line covers a multiple of ``limit``: only those lines are measured."""
+    rfind, find = data.rfind, data.find
+    for at in range(limit, len(data), limit):
+        if find(b"\n", at) - rfind(b"\n", 0, at) - 1 > limit:
+            return True
+    return False
 
 
 @dataclass(slots=True)
@@ -125,12 +133,9 @@ class Framer:
         if not complete:
             text = "".join(line + "\n" for line in prefix_lines)
             return self._block(text, len(prefix_lines))
-        nls = np.flatnonzero(np.frombuffer(complete, dtype=np.uint8) == 10)
-        n = int(nls.size)
-        if len(complete) > self.max_line:
-            lengths = np.diff(nls, prepend=-1) - 1
-            if int(lengths.max()) > self.max_line:
-                complete = self._drop_long_lines(complete)
+        n = complete.count(b"\n")
+        if len(complete) > self.max_line and _has_line_longer(complete, self.max_line):
+            complete = self._drop_long_lines(complete)
         if b"\r" in complete:
             complete = _fix_carriage_returns(complete, n)
         try:

@@ -17,71 +17,20 @@ from __future__ import annotations
 import asyncio
 import posixpath
 import random
-import re
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Optional
-from urllib.parse import unquote, urlsplit
 
 from parsers.events import Event, Truncated
 
 from ..discover import DEFAULT_EXCLUDE, DEFAULT_INCLUDE, matches
 from ..ingest import FileParser
+from .specs import RemoteSpec, parse_spec, split_paths  # noqa: F401  (re-exported)
 
 HEAD_BYTES = 1024
 MARKER_BYTES = 32
 READ_SIZE = 1 << 20
 MAX_DEPTH = 6
-_SPEC = re.compile(r"^(?:(?P<user>[^@/:\s]+)@)?(?P<host>\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+)"
-                   r"(?::(?P<port>\d{1,5}))?:(?P<path>.*)$", re.S)
-
-
-@dataclass(frozen=True)
-class RemoteSpec:
-    host: str
-    path: str
-    user: Optional[str] = None
-    port: Optional[int] = None
-
-    @property
-    def endpoint(self) -> tuple[str, Optional[str], Optional[int]]:
-        return (self.host, self.user, self.port)
-
-    def label(self, remote_path: str) -> str:
-        return f"{self.host}:{remote_path}"
-
-
-def parse_spec(text: str) -> Optional[RemoteSpec]:
-    """The remote spec in ``text``, or None when it names a local path."""
-    if text.startswith("ssh://"):
-        parts = urlsplit(text)
-        if not parts.hostname:
-            return None
-        path = unquote(parts.path)
-        path = path[1:] if path.startswith("/~") else path  # ssh://h/~/runs -> ~/runs
-        return RemoteSpec(parts.hostname, path or ".", unquote(parts.username) if parts.username else None,
-                          parts.port)
-    if text.startswith(("/", "./", "../", "~")):
-        return None
-    m = _SPEC.match(text)
-    if not m:
-        return None
-    return RemoteSpec(m["host"].strip("[]"), m["path"] or ".", m["user"], int(m["port"]) if m["port"] else None)
-
-
-def split_paths(paths: list[str]) -> tuple[list[str], list[RemoteSpec]]:
-    """Local paths and remote specs; a name that exists here is always local."""
-    import os
-
-    local: list[str] = []
-    remote: list[RemoteSpec] = []
-    for raw in paths:
-        spec = None if os.path.exists(os.path.expanduser(raw)) else parse_spec(raw)
-        if spec is None:
-            local.append(raw)
-        else:
-            remote.append(spec)
-    return local, remote
 
 
 class RemoteThread:
