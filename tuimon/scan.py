@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
+from operator import itemgetter
 from typing import Optional, Sequence
 
 from parsers.triggers import FindScanner, Hits, Scanner, leading_literal, literal_of, required_anchors
@@ -49,8 +50,8 @@ class AnchorScanner(Scanner):
         self._anchors = tuple(anchors)
         self._plain = [group[0][0] if len(group) == 1 and group[0][1] is None else -1 for group in self._confirm]
         self._overlaps = _overlaps(self._anchors)
-        # leftmost-first runs about three times faster than reporting every overlapping
-        # match (it can skip ahead); the matches it passes over are found from _overlaps
+        # leftmost-first runs three times faster than reporting every overlapping match
+        # (it skips ahead); the matches it passes over are found from _overlaps
         leftmost = ahocorasick_rs.MatchKind.LeftmostFirst
         self._ac_str = ahocorasick_rs.AhoCorasick(anchors, matchkind=leftmost) if anchors else None
         self._ac_bytes = ahocorasick_rs.BytesAhoCorasick([a.encode() for a in anchors],
@@ -64,7 +65,7 @@ class AnchorScanner(Scanner):
                 matches = self._ac_bytes.find_matches_as_indexes(text.encode("ascii"))
             else:
                 matches = self._ac_str.find_matches_as_indexes(text)
-            self._collect(text, matches, hits)
+            self._collect(text, self._with_overlapped(text, matches), hits)
         if self._rest is not None:
             for start, ids in self._rest.scan(text).items():
                 mapped = [self._regex_only[i][0] for i in ids]
@@ -75,43 +76,41 @@ class AnchorScanner(Scanner):
                     have.extend(mapped)
         return hits
 
+    def _with_overlapped(self, text: str, matches: list[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
+        """``matches`` and the anchors starting inside them, in text order."""
+        overlaps, anchors, startswith = self._overlaps, self._anchors, text.startswith
+        skipped = [(j, at + off, 0) for k, at, _ in matches if overlaps[k]
+                   for j, off in overlaps[k] if startswith(anchors[j], at + off)]
+        return sorted(matches + skipped, key=itemgetter(1)) if skipped else matches
+
     def _collect(self, text: str, matches: list[tuple[int, int, int]], hits: Hits) -> None:
-        find, rfind, startswith = text.find, text.rfind, text.startswith
+        find, rfind = text.find, text.rfind
         confirm = self._confirm
         plain = self._plain
-        overlaps = self._overlaps
-        anchors = self._anchors
         line_start = line_end = -1
         ids: list[int] = []
-        for first, first_at, _ in matches:
-            if not line_start <= first_at < line_end:  # most matches share the previous match's line
-                line_start = rfind("\n", 0, first_at) + 1
-                line_end = find("\n", first_at)
+        for k, at, _ in matches:
+            if not line_start <= at < line_end:  # most matches share the previous match's line
+                line_start = rfind("\n", 0, at) + 1
+                line_end = find("\n", at)
                 if line_end < 0:
                     line_end = len(text)
                 ids = hits.setdefault(line_start, [])
-            found = overlaps[first]
-            if found:  # anchors starting inside this match, which the leftmost scan skipped
-                found = [(first, first_at)] + [(j, first_at + off) for j, off in found
-                                               if startswith(anchors[j], first_at + off)]
-            else:
-                found = ((first, first_at),)
-            for k, at in found:
-                idx = plain[k]
-                if idx >= 0:  # the anchor is the whole trigger of one route: no regex to confirm
-                    if idx not in ids:
-                        ids.append(idx)
-                    continue
-                for idx, rx, at_anchor in confirm[k]:
-                    if idx in ids:
-                        continue
-                    if rx is not None:
-                        if at_anchor:
-                            if rx.match(text, at, line_end + 1) is None:
-                                continue
-                        elif rx.search(text[line_start:line_end + 1]) is None:
-                            continue
+            idx = plain[k]
+            if idx >= 0:  # the anchor is the whole trigger of one route: no regex to confirm
+                if idx not in ids:
                     ids.append(idx)
+                continue
+            for idx, rx, at_anchor in confirm[k]:
+                if idx in ids:
+                    continue
+                if rx is not None:
+                    if at_anchor:
+                        if rx.match(text, at, line_end + 1) is None:
+                            continue
+                    elif rx.search(text[line_start:line_end + 1]) is None:
+                        continue
+                ids.append(idx)
         for start in [s for s, v in hits.items() if not v]:  # lines whose regexes all failed
             del hits[start]
 
@@ -120,7 +119,7 @@ def _overlaps(anchors: Sequence[str]) -> list[tuple[tuple[int, int], ...]]:
     """Per anchor, the (other anchor, offset) pairs that may start inside one of its
     matches: their text agrees with it where they overlap.  A leftmost scan reports
     the leftmost match and resumes after its end, so every occurrence it skips
-    starts inside a reported match, at one of these offsets.  Anchors never hold a
+    starts inside a reported match, at one of these offsets.  Anchors hold no
     newline, so whatever is found there is on the match's line."""
     out = []
     for k, a in enumerate(anchors):
