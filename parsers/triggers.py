@@ -57,13 +57,29 @@ def required_anchors(pattern: str, min_len: int = 3) -> Optional[list[str]]:
     (``iteration[ =]+`` -> ``iteration `` and ``iteration=``), which makes it rarer."""
     best = required_literal(pattern, min_len)
     if best is None:
-        return None
+        return _alternatives(pattern, min_len)
     ends = _run_ends(pattern, best)
     if len(ends) == 1:  # spelled once in the pattern: what follows it is what follows in a match
         m = _CLASS_AFTER.match(pattern, ends[0])
         if m and m.group(2) in ("", "+"):
             return [best + ch for ch in m.group(1)]
     return [best]
+
+
+_LEADING_CHOICE = re.compile(r"((?:[^\\.^$*+?{}\[\]|()]|\\[^A-Za-z0-9])*)\(\?:([^()\\]*)\)")
+
+
+def _alternatives(pattern: str, min_len: int) -> Optional[list[str]]:
+    """``--(?:num-layers|hidden-size)...`` -> ``--num-layers``, ``--hidden-size``: a
+    pattern that starts with plain text and a group of plain choices needs one of them."""
+    m = _LEADING_CHOICE.match(pattern)
+    if not m or pattern[m.end():m.end() + 1] in _QUANTIFIERS or _literal_runs(pattern) is None:
+        return None
+    head = literal_of(m.group(1)) if m.group(1) else ""
+    choices = [literal_of(c) for c in m.group(2).split("|")]
+    if head is None or any(c is None or len(head + c) < min_len for c in choices):
+        return None
+    return [head + c for c in choices]  # type: ignore[operator]
 
 
 _CLASS_AFTER = re.compile(r"\[([^\]\\^-]{1,4})\]([+*?{]?)")

@@ -47,7 +47,7 @@ def test_every_trigger_is_anchored_or_scanned():
     anchored = {idx for group in s._confirm for idx, _, _ in group}
     regex_only = {idx for idx, _ in s._regex_only}
     assert anchored | regex_only == set(range(len(TRIGGERS))) and not anchored & regex_only
-    assert len(regex_only) <= 2  # the point is one pass: few triggers may lack an anchor
+    assert not regex_only  # the point is one pass: every trigger has an anchor
 
 
 FRAGMENTS = [p.replace("\\", "").replace("[ =]+", " ").replace("\\d+", "7").replace("\\d", "3")
@@ -108,8 +108,12 @@ def test_same_hits_as_stdlib_scanner_on_the_corpus():
     (r"abc[de]*x", ["abc"]),
     (r"x(abc)abc[de]", ["abc"]),  # spelled twice: not extended
     (r"nccl[A-Z]", ["nccl"]),
+    (r"--(?:num-layers|hidden_size)[ =]\d", ["--num-layers", "--hidden_size"]),  # plain choices
+    (r"(?:abc|def)|xyz", None),  # a top-level choice: no text every match needs
+    (r"x(?:ab|c)?", None),  # the choice is optional
+    (r"x(?:ab|c)", None),  # "xc" is too short to be worth scanning for
 ])
-def test_anchors_extend_over_a_small_class(pattern, anchors):
+def test_anchors_extend_over_a_small_class_or_choice(pattern, anchors):
     from parsers.triggers import required_anchors
     assert required_anchors(pattern) == anchors
 
