@@ -105,19 +105,17 @@ class ParserSet:
             self.sniff(text)
         if not self._routes:
             return []
-        hits = self._scanner.scan(text)
-        if not hits:
+        starts, ends, id_lists = self._scanner.lines(text)
+        if not starts:
             return []
-        starts = sorted(hits)
-        lines = self._hit_lines(text, starts, first_line)
+        lines = self._hit_lines(text, starts, ends, first_line)
         events: list[Event] = []
         routes = self._routes
         lanes = self.lanes
         # lines waiting for their lane, per handler; they are parsed before the next
         # line that takes the line-by-line path, so parser state sees lines in order
         waiting: dict[Handler, list[int]] = {}
-        for i, start in enumerate(starts):
-            ids = hits[start]
+        for i, ids in enumerate(id_lists):
             if len(ids) == 1 or len(set(ids)) == 1:
                 route = routes[ids[0]]
                 if lanes and route[2] is not None:
@@ -148,20 +146,18 @@ class ParserSet:
             events.extend(self._run_lanes(waiting, lines))
         return events
 
-    def _hit_lines(self, text: str, starts: list[int], first_line: int) -> "_Lines":
+    def _hit_lines(self, text: str, starts: list[int], ends: list[int], first_line: int) -> "_Lines":
         """The lines at ``starts`` with their context, by column: line numbers,
         launcher prefixes split off, and the wall time of each (its own stamp, else
         the nearest earlier one of a line fed before it)."""
-        find, count = text.find, text.count
+        count = text.count
         numbers: list[int] = []
-        raw: list[str] = []
         lineno, prev = first_line, 0
         for start in starts:
             lineno += count("\n", prev, start)
             prev = start
             numbers.append(lineno)
-            end = find("\n", start)
-            raw.append(text[start:end] if end >= 0 else text[start:])
+        raw = [text[start:end] for start, end in zip(starts, ends)]
         n = len(raw)
         bodies = raw
         ranks: list[Optional[int]] = [None] * n

@@ -15,6 +15,9 @@ import re
 from typing import Callable, Optional, Sequence
 
 Hits = dict[int, list[int]]
+#: the lines with hits, in text order: (start offsets, end offsets (of their
+#: newline, or the end of the text), trigger indices of each)
+HitLines = tuple[list[int], list[int], list[list[int]]]
 ScannerFactory = Callable[[Sequence[str]], "Scanner"]
 
 _META = set(".^$*+?{}[]|()")
@@ -206,6 +209,19 @@ class Scanner:
 
     def scan(self, text: str) -> Hits:  # pragma: no cover - interface
         raise NotImplementedError
+
+    def lines(self, text: str) -> HitLines:
+        """The hits by line, in text order (scanners may do this in one go)."""
+        return lines_of(text, self.scan(text))
+
+
+def lines_of(text: str, hits: Hits) -> HitLines:
+    starts = sorted(hits)
+    find = text.find
+    ends = [find("\n", start) for start in starts]
+    if ends and ends[-1] < 0:
+        ends[-1] = len(text)
+    return starts, ends, [hits[start] for start in starts]
 
 
 class FindScanner(Scanner):

@@ -16,7 +16,8 @@ from functools import lru_cache
 from operator import itemgetter
 from typing import Optional, Sequence
 
-from parsers.triggers import FindScanner, Hits, Scanner, leading_literal, literal_of, required_anchors
+from parsers.triggers import (FindScanner, HitLines, Hits, Scanner, leading_literal, lines_of, literal_of,
+                              required_anchors)
 
 try:  # a wheel on every common platform; without it the stdlib scanner is used
     import ahocorasick_rs
@@ -59,22 +60,28 @@ class AnchorScanner(Scanner):
         self._rest = FindScanner([self.triggers[i] for i, _ in self._regex_only]) if self._regex_only else None
 
     def scan(self, text: str) -> Hits:
-        hits: Hits = {}
-        if self._ac_str is not None:
-            if text.isascii():  # byte offsets are character offsets: scan the cheaper bytes
-                matches = self._ac_bytes.find_matches_as_indexes(text.encode("ascii"))
+        starts, _, ids = self.lines(text)
+        return dict(zip(starts, ids))
+
+    def lines(self, text: str) -> HitLines:
+        if self._ac_str is None:
+            return Scanner.lines(self, text)
+        if text.isascii():  # byte offsets are character offsets: scan the cheaper bytes
+            matches = self._ac_bytes.find_matches_as_indexes(text.encode("ascii"))
+        else:
+            matches = self._ac_str.find_matches_as_indexes(text)
+        found = self._collect(text, self._with_overlapped(text, matches))
+        if self._rest is None:
+            return found
+        hits = dict(zip(found[0], found[2]))
+        for start, ids in self._rest.scan(text).items():
+            mapped = [self._regex_only[i][0] for i in ids]
+            have = hits.get(start)
+            if have is None:
+                hits[start] = mapped
             else:
-                matches = self._ac_str.find_matches_as_indexes(text)
-            self._collect(text, self._with_overlapped(text, matches), hits)
-        if self._rest is not None:
-            for start, ids in self._rest.scan(text).items():
-                mapped = [self._regex_only[i][0] for i in ids]
-                have = hits.get(start)
-                if have is None:
-                    hits[start] = mapped
-                else:
-                    have.extend(mapped)
-        return hits
+                have.extend(mapped)
+        return lines_of(text, hits)
 
     def _with_overlapped(self, text: str, matches: list[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
         """``matches`` and the anchors starting inside them, in text order."""
@@ -83,19 +90,26 @@ class AnchorScanner(Scanner):
                    for j, off in overlaps[k] if startswith(anchors[j], at + off)]
         return sorted(matches + skipped, key=itemgetter(1)) if skipped else matches
 
-    def _collect(self, text: str, matches: list[tuple[int, int, int]], hits: Hits) -> None:
+    def _collect(self, text: str, matches: list[tuple[int, int, int]]) -> HitLines:
+        """The lines of ``matches`` (in text order) and their confirmed triggers."""
         find, rfind = text.find, text.rfind
         confirm = self._confirm
         plain = self._plain
+        starts: list[int] = []
+        ends: list[int] = []
+        id_lists: list[list[int]] = []
         line_start = line_end = -1
         ids: list[int] = []
         for k, at, _ in matches:
-            if not line_start <= at < line_end:  # most matches share the previous match's line
+            if at >= line_end:  # most matches share the previous match's line
                 line_start = rfind("\n", 0, at) + 1
                 line_end = find("\n", at)
                 if line_end < 0:
                     line_end = len(text)
-                ids = hits.setdefault(line_start, [])
+                ids = []
+                starts.append(line_start)
+                ends.append(line_end)
+                id_lists.append(ids)
             idx = plain[k]
             if idx >= 0:  # the anchor is the whole trigger of one route: no regex to confirm
                 if idx not in ids:
@@ -111,8 +125,10 @@ class AnchorScanner(Scanner):
                     elif rx.search(text[line_start:line_end + 1]) is None:
                         continue
                 ids.append(idx)
-        for start in [s for s, v in hits.items() if not v]:  # lines whose regexes all failed
-            del hits[start]
+        if [] in id_lists:  # lines whose regexes all failed
+            keep = [i for i, ids in enumerate(id_lists) if ids]
+            return [starts[i] for i in keep], [ends[i] for i in keep], [id_lists[i] for i in keep]
+        return starts, ends, id_lists
 
 
 def _overlaps(anchors: Sequence[str]) -> list[tuple[tuple[int, int], ...]]:
