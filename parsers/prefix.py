@@ -36,8 +36,12 @@ _BRACKET_PREFIXES = ("[default", "[rank")  # ... besides these
 
 
 def may_have_prefix(line: str) -> bool:
-    """False for most lines: no launcher prefix can start there."""
-    return line[:1] in _PREFIX_START or line.startswith(_BRACKET_PREFIXES)
+    """False for most lines: no launcher prefix can start there.  A label or host
+    prefix ends in a colon that comes before any space."""
+    if line[:1] in _PREFIX_START:
+        space = line.find(" ")
+        return line.find(":", 1, space if space >= 0 else len(line)) > 0
+    return line.startswith(_BRACKET_PREFIXES)
 
 
 def split_prefix(line: str) -> Prefix:
