@@ -16,6 +16,24 @@ def rank_tag(body: str) -> Optional[int]:
     return int(m.group(1)) if m else None
 
 
+def rank_tags(bodies: list[str], defaults: list[Optional[int]]) -> list[Optional[int]]:
+    """:func:`rank_tag` of every body, or its default where it has none; the first
+    tag is read with ``str.partition`` and the regex runs only where that tag is odd."""
+    out: list[Optional[int]] = []
+    for body, default in zip(bodies, defaults):
+        head, tag, rest = body.partition("[Rank ")
+        if not tag:
+            out.append(default)
+            continue
+        digits = rest.partition("]")[0]
+        if 0 < len(digits) <= 6 and digits.isdecimal() and len(rest) > len(digits):
+            out.append(int(digits))
+        else:
+            rank = rank_tag(body)
+            out.append(default if rank is None else rank)
+    return out
+
+
 _NORM = re.compile(r"[^a-z0-9/]+")
 _norm_cache: dict[str, str] = {}
 

@@ -13,7 +13,7 @@ import re
 from typing import Optional
 
 from .base import LineContext, LineParser, Sample, compile_sniff
-from .common import rank_tag
+from .common import rank_tag, rank_tags
 from .events import Batch, Event, Memory, Milestone, RunConfig, Step, Throughput
 from .lanes import Fallback, LaneInput, floats, ints
 from .numbers import to_float, to_int
@@ -95,8 +95,7 @@ class DeepSpeedParser(LineParser):
             return fallback([i for i, _ in found])
         idx = [i for i, _ in found]
         part = inp.pick(idx)
-        ranks = [rank_tag(b) for b in part.bodies]
-        columns = {"rank": [r if r is not None else c for r, c in zip(ranks, part.ranks)], "node": part.nodes,
+        columns = {"rank": rank_tags(part.bodies, part.ranks), "node": part.nodes,
                    "wall_time": part.walls, "step": steps, "skipped": skipped, "lr": lrs}
         events: list[Event] = []
         if self.first_time("_announced"):

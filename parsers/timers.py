@@ -12,7 +12,7 @@ import re
 from typing import Mapping, Optional
 
 from .base import LineContext, LineParser, Sample, compile_sniff
-from .common import rank_tag
+from .common import rank_tag, rank_tags
 from .events import Batch, Checkpoint, Event, RunConfig, Timers, frozen_map
 from .lanes import Fallback, LaneInput, column_values, floats, group_by, pipe_columns
 from .numbers import to_float, to_int
@@ -127,7 +127,9 @@ class TimerParser(LineParser):
     def _timers(self, timers: dict[str, float], body: str, ctx: LineContext) -> list[Event]:
         if not timers:
             return []
-        rank = rank_tag(body) if "[Rank" in body else ctx.rank
+        rank = rank_tag(body) if "[Rank" in body else None
+        if rank is None:  # no tag, or an odd one: the launcher's rank, as for DeepSpeed steps
+            rank = ctx.rank
         events: list[Event] = []
         save = timers.pop("save-checkpoint", None)
         if save is not None:  # the save it times was announced just before; once used, forgotten
@@ -159,7 +161,7 @@ class TimerParser(LineParser):
                 rejected.extend(idx)  # checkpoint saves and oddities: the line path
                 continue
             part = inp.pick(idx)
-            ranks = [rank_tag(b) if "[Rank" in b else r for b, r in zip(part.bodies, part.ranks)]
+            ranks = rank_tags(part.bodies, part.ranks)
             names = tuple(timers)
             groups = self._groups.get(names)
             if groups is None:

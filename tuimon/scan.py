@@ -31,8 +31,9 @@ class AnchorScanner(Scanner):
         anchors: list[str] = []
         anchor_index: dict[str, int] = {}
         # anchor -> [(trigger index, regex to confirm, or None when the anchor is the trigger,
-        #            whether the regex starts with the anchor: then it is tried at the anchor only)]
-        self._confirm: list[list[tuple[int, Optional[re.Pattern[str]], bool]]] = []
+        #            whether the regex starts with the anchor: then it is tried at the anchor only;
+        #            None: it is searched for within the line's bounds, else in a copy of the line)]
+        self._confirm: list[list[tuple[int, Optional[re.Pattern[str]], Optional[bool]]]] = []
         self._regex_only: list[tuple[int, re.Pattern[str]]] = []
         for idx, trigger in enumerate(self.triggers):
             literal = literal_of(trigger)
@@ -46,8 +47,10 @@ class AnchorScanner(Scanner):
                     k = anchor_index[anchor] = len(anchors)
                     anchors.append(anchor)
                     self._confirm.append([])
-                self._confirm[k].append((idx, None if literal else re.compile(trigger),
-                                         not literal and _starts_with(trigger, anchor)))
+                at_anchor = not literal and _starts_with(trigger, anchor)
+                if not literal and not at_anchor and _reads_only_its_line(trigger):
+                    at_anchor = None  # searched in place: no copy of the line
+                self._confirm[k].append((idx, None if literal else re.compile(trigger), at_anchor))
         self._anchors = tuple(anchors)
         self._plain = [group[0][0] if len(group) == 1 and group[0][1] is None else -1 for group in self._confirm]
         self._overlaps = _overlaps(self._anchors)
@@ -122,7 +125,8 @@ class AnchorScanner(Scanner):
                     if at_anchor:
                         if rx.match(text, at, line_end + 1) is None:
                             continue
-                    elif rx.search(text[line_start:line_end + 1]) is None:
+                    elif (rx.search(text, line_start, line_end + 1) if at_anchor is None
+                          else rx.search(text[line_start:line_end + 1])) is None:
                         continue
                 ids.append(idx)
         if [] in id_lists:  # lines whose regexes all failed
@@ -146,6 +150,13 @@ def _overlaps(anchors: Sequence[str]) -> list[tuple[tuple[int, int], ...]]:
                     found.append((j, off))
         out.append(tuple(found))
     return out
+
+
+def _reads_only_its_line(trigger: str) -> bool:
+    """Whether searching ``text`` between a line's bounds finds what searching the
+    line alone finds: not so for ``^`` (which would not match there) or lookbehinds
+    (which would see the line before)."""
+    return "^" not in trigger and "(?<" not in trigger and "\\A" not in trigger and "\\b" not in trigger
 
 
 def _starts_with(trigger: str, anchor: str) -> bool:

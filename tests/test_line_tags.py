@@ -1,4 +1,4 @@
-"""The quick prefix test may only rule out lines the prefix pattern cannot match."""
+"""Quick tests on lines (launcher prefixes, rank tags) must read what the full patterns read."""
 from __future__ import annotations
 
 from hypothesis import given, settings, strategies as st
@@ -23,3 +23,13 @@ def test_prefixes_still_split():
     assert split_prefix("nid001234: [default3]: x").node == "nid001234"
     assert split_prefix("time (ms) | forward: 1.0").body == "time (ms) | forward: 1.0"
     assert not may_have_prefix("time (ms) | forward-compute: 612.0")
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(st.sampled_from(["[Rank ", "[Rank", "]", "12", "1234567", "٣", " ", "x", "[Rank 7]"]),
+                          st.text(alphabet="[]Rank 0", max_size=5)), max_size=6), st.one_of(st.none(), st.integers(0, 9)))
+def test_bulk_rank_tags_read_what_the_regex_reads(parts, default):
+    from parsers.common import rank_tag, rank_tags
+    body = "".join(parts)
+    expected = rank_tag(body)
+    assert rank_tags([body], [default]) == [default if expected is None else expected]
