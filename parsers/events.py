@@ -13,6 +13,8 @@ ones (file, line, rank, node, wall_time) first; tests check they all agree.
 from __future__ import annotations
 
 import math
+from itertools import chain
+from operator import itemgetter
 from typing import Any, Mapping, NamedTuple, Optional, Union
 
 class FrozenDict(dict):
@@ -329,25 +331,26 @@ def merge(batches: list) -> "Batch":
     batches = sorted(batches, key=lambda b: b.lines[0])
     sizes = [len(b.lines) for b in batches]
     total = sum(sizes)
-    lines = [line for b in batches for line in b.lines]
+    lines = list(chain.from_iterable(b.lines for b in batches))
     names = list(dict.fromkeys(n for b in batches for n in (*b.columns, *b.constants)))
     constants = {n: first.constants[n] for n in first.constants
                  if all(n in b.constants and b.constants[n] == first.constants[n] for b in batches)}
     defaults = first.kind._field_defaults
-    columns = {n: [v for b, size in zip(batches, sizes)
-                   for v in (b.columns[n] if n in b.columns
-                             else [b.constants[n] if n in b.constants else defaults.get(n)] * size)]
+    columns = {n: list(chain.from_iterable(
+                   b.columns[n] if n in b.columns else [b.constants[n] if n in b.constants else defaults.get(n)] * size
+                   for b, size in zip(batches, sizes)))
                for n in names if n not in constants}
     maps = {}
     for m in dict.fromkeys(m for b in batches for m in b.maps):
         keys = list(dict.fromkeys(k for b in batches for k in b.maps.get(m, ())))  # first appearance
-        maps[m] = {k: [v for b, size in zip(batches, sizes)
-                       for v in (b.maps[m][k] if k in b.maps.get(m, ()) else [None] * size)] for k in keys}
+        maps[m] = {k: list(chain.from_iterable(b.maps[m][k] if k in b.maps.get(m, ()) else [None] * size
+                                               for b, size in zip(batches, sizes))) for k in keys}
     order = sorted(range(total), key=lines.__getitem__)
     if order != list(range(total)):
-        lines = [lines[i] for i in order]
-        columns = {n: [v[i] for i in order] for n, v in columns.items()}
-        maps = {m: {k: [v[i] for i in order] for k, v in cols.items()} for m, cols in maps.items()}
+        pick = itemgetter(*order)  # total >= 2 (two batches, none empty): pick() gives a tuple
+        lines = list(pick(lines))
+        columns = {n: list(pick(v)) for n, v in columns.items()}
+        maps = {m: {k: list(pick(v)) for k, v in cols.items()} for m, cols in maps.items()}
     return Batch(first.kind, first.file, lines, columns, constants, maps, first.flush)
 
 

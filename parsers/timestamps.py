@@ -55,7 +55,12 @@ def line_stamp(body: str) -> Optional[float]:
     """The stamp a log line starts with (within its first 40 characters), as
     :func:`leading_timestamp`, after a quick test that rules out most lines."""
     head = body[:1]
-    if head == " ":
+    if head == "[":  # most stamped lines: a second already read needs no other test
+        base = _seconds_cache.get(body[1:20])
+        if base is not None:
+            m = _FRACTION.match(body, 20)
+            return base if m is None else base + int(m.group(1)) / 10 ** len(m.group(1))
+    elif head == " ":
         head = body[1:2]
     if head != "[" and not (head.isdigit() or head.isspace()):
         return None  # after white space, a leading stamp starts with "[" or a digit

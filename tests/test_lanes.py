@@ -168,6 +168,9 @@ def test_leading_timestamp_same_from_the_cache(line):
         expected = None if base is None else base + (int(frac) / 10 ** len(frac) if frac.isdigit() else 0.0)
     assert timestamps.leading_timestamp(line) == expected  # cold
     assert timestamps.leading_timestamp(line) == expected  # from the cache
+    assert timestamps.line_stamp(line) == expected  # the quick path, warm
+    timestamps._seconds_cache.clear()
+    assert timestamps.line_stamp(line) == expected  # and cold
 
 
 @pytest.mark.parametrize("prefix", ["", " ", "  ", "\u00a0", " \u2003", "\t", "[titan-x] ", "x "])
