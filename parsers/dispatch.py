@@ -18,7 +18,7 @@ from typing import Callable, Iterable, Optional, Sequence
 
 from .base import LineContext, LineParser
 from .events import Batch, Event, merge
-from .lanes import LaneInput
+from .lanes import LaneInput, pick_rows
 from .prefix import may_have_prefix, split_prefix
 from .timestamps import line_stamp
 from .triggers import FindScanner, ScannerFactory
@@ -257,9 +257,7 @@ class _Lines:
     def lane_input(self, rows: list[int]) -> LaneInput:
         if len(rows) == len(self.bodies):
             return LaneInput(self.bodies, self.numbers, self.ranks, self.nodes, self.walls)
-        return LaneInput([self.bodies[i] for i in rows], [self.numbers[i] for i in rows],
-                         [self.ranks[i] for i in rows], [self.nodes[i] for i in rows],
-                         [self.walls[i] for i in rows])
+        return LaneInput(*pick_rows(rows, self.bodies, self.numbers, self.ranks, self.nodes, self.walls))
 
 
 def _in_line_order(events: list[Event]) -> list[Event]:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from itertools import compress, repeat
-from operator import eq
+from operator import eq, itemgetter
 from typing import Callable, Optional, Sequence
 
 from .events import Event
@@ -41,8 +41,17 @@ class LaneInput:
         return len(self.bodies)
 
     def pick(self, idx: Sequence[int]) -> "LaneInput":
-        return LaneInput([self.bodies[i] for i in idx], [self.lines[i] for i in idx], [self.ranks[i] for i in idx],
-                         [self.nodes[i] for i in idx], [self.walls[i] for i in idx])
+        return LaneInput(*pick_rows(idx, self.bodies, self.lines, self.ranks, self.nodes, self.walls))
+
+
+def pick_rows(rows: Sequence[int], *columns: list) -> list[list]:
+    """The ``rows`` of each column (``itemgetter`` picks them at C speed)."""
+    if len(rows) == 1:
+        return [[column[rows[0]]] for column in columns]
+    if not rows:
+        return [[] for _ in columns]
+    pick = itemgetter(*rows)
+    return [list(pick(column)) for column in columns]
 
 
 def group_by(keys: Sequence) -> dict:
