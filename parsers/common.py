@@ -19,6 +19,8 @@ def rank_tag(body: str) -> Optional[int]:
 def rank_tags(bodies: list[str], defaults: list[Optional[int]]) -> list[Optional[int]]:
     """:func:`rank_tag` of every body, or its default where it has none; the first
     tag is read with ``str.partition`` and the regex runs only where that tag is odd."""
+    if "[Rank " not in "\n".join(bodies):
+        return list(defaults)
     out: list[Optional[int]] = []
     for body, default in zip(bodies, defaults):
         head, tag, rest = body.partition("[Rank ")

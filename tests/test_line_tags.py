@@ -25,11 +25,13 @@ def test_prefixes_still_split():
     assert not may_have_prefix("time (ms) | forward-compute: 612.0")
 
 
+TAG_PARTS = st.lists(st.one_of(st.sampled_from(["[Rank ", "[Rank", "]", "12", "1234567", "٣", " ", "x", "[Rank 7]"]),
+                              st.text(alphabet="[]Rank 0", max_size=5)), max_size=6).map("".join)
+
+
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.one_of(st.sampled_from(["[Rank ", "[Rank", "]", "12", "1234567", "٣", " ", "x", "[Rank 7]"]),
-                          st.text(alphabet="[]Rank 0", max_size=5)), max_size=6), st.one_of(st.none(), st.integers(0, 9)))
-def test_bulk_rank_tags_read_what_the_regex_reads(parts, default):
+@given(st.lists(TAG_PARTS, min_size=1, max_size=5), st.one_of(st.none(), st.integers(0, 9)))
+def test_bulk_rank_tags_read_what_the_regex_reads(bodies, default):
     from parsers.common import rank_tag, rank_tags
-    body = "".join(parts)
-    expected = rank_tag(body)
-    assert rank_tags([body], [default]) == [default if expected is None else expected]
+    expected = [rank_tag(body) for body in bodies]
+    assert rank_tags(bodies, [default] * len(bodies)) == [default if r is None else r for r in expected]
