@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from functools import lru_cache
+from itertools import repeat
+from operator import add
 from typing import Callable, Iterable, Optional, Sequence
 
 from .base import LineContext, LineParser
@@ -105,10 +107,10 @@ class ParserSet:
             self.sniff(text)
         if not self._routes:
             return []
-        starts, ends, id_lists = self._scanner.lines(text)
+        starts, ends, id_lists, rows = self._scanner.lines(text)
         if not starts:
             return []
-        lines = self._hit_lines(text, starts, ends, first_line)
+        lines = self._hit_lines(text, starts, ends, rows, first_line)
         events: list[Event] = []
         routes = self._routes
         lanes = self.lanes
@@ -146,17 +148,12 @@ class ParserSet:
             events.extend(self._run_lanes(waiting, lines))
         return events
 
-    def _hit_lines(self, text: str, starts: list[int], ends: list[int], first_line: int) -> "_Lines":
+    def _hit_lines(self, text: str, starts: list[int], ends: list[int], rows: list[int],
+                   first_line: int) -> "_Lines":
         """The lines at ``starts`` with their context, by column: line numbers,
         launcher prefixes split off, and the wall time of each (its own stamp, else
         the nearest earlier one of a line fed before it)."""
-        count = text.count
-        numbers: list[int] = []
-        lineno, prev = first_line, 0
-        for start in starts:
-            lineno += count("\n", prev, start)
-            prev = start
-            numbers.append(lineno)
+        numbers = list(map(add, rows, repeat(first_line)))
         raw = [text[start:end] for start, end in zip(starts, ends)]
         n = len(raw)
         bodies = raw

@@ -16,8 +16,8 @@ from typing import Callable, Optional, Sequence
 
 Hits = dict[int, list[int]]
 #: the lines with hits, in text order: (start offsets, end offsets (of their
-#: newline, or the end of the text), trigger indices of each)
-HitLines = tuple[list[int], list[int], list[list[int]]]
+#: newline, or the end of the text), trigger indices of each, newlines before each)
+HitLines = tuple[list[int], list[int], list[list[int]], list[int]]
 ScannerFactory = Callable[[Sequence[str]], "Scanner"]
 
 _META = set(".^$*+?{}[]|()")
@@ -221,7 +221,19 @@ def lines_of(text: str, hits: Hits) -> HitLines:
     ends = [find("\n", start) for start in starts]
     if ends and ends[-1] < 0:
         ends[-1] = len(text)
-    return starts, ends, [hits[start] for start in starts]
+    return starts, ends, [hits[start] for start in starts], rows_before(text, starts)
+
+
+def rows_before(text: str, starts: list[int]) -> list[int]:
+    """How many newlines come before each of ``starts`` (sorted)."""
+    count = text.count
+    rows: list[int] = []
+    row = prev = 0
+    for start in starts:
+        row += count("\n", prev, start)
+        prev = start
+        rows.append(row)
+    return rows
 
 
 class FindScanner(Scanner):

@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from parsers import ALL_PARSERS
-from parsers.triggers import FindScanner, leading_literal, literal_of, required_literal
+from parsers.triggers import FindScanner, leading_literal, lines_of, literal_of, required_literal
 from tests.conftest import SHARED
 from tuimon import scan
 from tuimon.sources.framing import Framer
@@ -16,6 +16,15 @@ needs_ac = pytest.mark.skipif(scan.ahocorasick_rs is None, reason="SKIPPED: ahoc
 
 def norm(hits):
     return {start: sorted(set(ids)) for start, ids in hits.items()}
+
+
+def same_lines(scanner, text):
+    """The scanner's lines (ends and line numbers too) are the stdlib scanner's."""
+    starts, ends, ids, rows = scanner.lines(text)
+    ref = lines_of(text, FindScanner(scanner.triggers).scan(text))
+    assert (starts, ends, rows) == (ref[0], ref[1], ref[3])
+    assert [sorted(set(i)) for i in ids] == [sorted(set(i)) for i in ref[2]]
+    return len(starts)
 
 
 @pytest.mark.parametrize("pattern,required,leading", [
@@ -61,6 +70,9 @@ FRAGMENTS = [p.replace("\\", "").replace("[ =]+", " ").replace("\\d+", "7").repl
 def test_same_hits_as_stdlib_scanner_on_generated_lines(lines):
     text = "".join("".join(parts).replace("\n", " ") + "\n" for parts in lines)
     assert norm(scan.AnchorScanner(TRIGGERS).scan(text)) == norm(FindScanner(TRIGGERS).scan(text))
+    same_lines(scan.AnchorScanner(TRIGGERS), text)
+    same_lines(scan.AnchorScanner(TRIGGERS), text.rstrip("\n"))  # a last line without its newline
+    same_lines(scan.AnchorScanner(TRIGGERS), text.encode("ascii", "replace").decode())  # the bytes path
 
 
 def overlapped_anchors() -> list[str]:
@@ -82,6 +94,7 @@ def test_same_hits_where_anchors_overlap():
     assert len(lines) > 20  # the trigger set has such pairs: this test is not vacuous
     text = "".join(line + "\n" for line in lines)
     assert norm(scan.AnchorScanner(TRIGGERS).scan(text)) == norm(FindScanner(TRIGGERS).scan(text))
+    same_lines(scan.AnchorScanner(TRIGGERS), text)
 
 
 CORPUS = sorted((SHARED / "corpus").rglob("*.log")) if (SHARED / "corpus").exists() else []
@@ -98,6 +111,7 @@ def test_same_hits_as_stdlib_scanner_on_the_corpus():
         text = f.feed(path.read_bytes()).text + f.flush().text
         hits = norm(ac.scan(text))
         assert hits == norm(ref.scan(text)), path
+        same_lines(ac, text)
         lines += len(hits)
     assert lines > 10_000
 

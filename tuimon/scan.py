@@ -13,11 +13,14 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
+from itertools import repeat
 from operator import itemgetter
 from typing import Optional, Sequence
 
+import numpy as np
+
 from parsers.triggers import (FindScanner, HitLines, Hits, Scanner, leading_literal, lines_of, literal_of,
-                              required_anchors)
+                              required_anchors, rows_before)
 
 try:  # a wheel on every common platform; without it the stdlib scanner is used
     import ahocorasick_rs
@@ -54,6 +57,7 @@ class AnchorScanner(Scanner):
         self._anchors = tuple(anchors)
         self._plain = [group[0][0] if len(group) == 1 and group[0][1] is None else -1 for group in self._confirm]
         self._overlaps = _overlaps(self._anchors)
+        self._plain_array = np.array(self._plain, dtype=np.int64)
         # leftmost-first runs three times faster than reporting every overlapping match
         # (it skips ahead); the matches it passes over are found from _overlaps
         leftmost = ahocorasick_rs.MatchKind.LeftmostFirst
@@ -63,17 +67,18 @@ class AnchorScanner(Scanner):
         self._rest = FindScanner([self.triggers[i] for i, _ in self._regex_only]) if self._regex_only else None
 
     def scan(self, text: str) -> Hits:
-        starts, _, ids = self.lines(text)
+        starts, _, ids, _ = self.lines(text)
         return dict(zip(starts, ids))
 
     def lines(self, text: str) -> HitLines:
         if self._ac_str is None:
             return Scanner.lines(self, text)
         if text.isascii():  # byte offsets are character offsets: scan the cheaper bytes
-            matches = self._ac_bytes.find_matches_as_indexes(text.encode("ascii"))
+            data = text.encode("ascii")
+            matches = self._with_overlapped(text, self._ac_bytes.find_matches_as_indexes(data))
+            found = self._collect_by_column(text, data, matches)
         else:
-            matches = self._ac_str.find_matches_as_indexes(text)
-        found = self._collect(text, self._with_overlapped(text, matches))
+            found = self._collect(text, self._with_overlapped(text, self._ac_str.find_matches_as_indexes(text)))
         if self._rest is None:
             return found
         hits = dict(zip(found[0], found[2]))
@@ -85,6 +90,56 @@ class AnchorScanner(Scanner):
             else:
                 have.extend(mapped)
         return lines_of(text, hits)
+
+    def _collect_by_column(self, text: str, data: bytes, matches: list[tuple[int, int, int]]) -> HitLines:
+        """:meth:`_collect` with numpy and ``map``: where each match's line starts
+        and ends comes from the newline offsets, and each regex trigger is confirmed
+        for all its matches in one ``map``; Python runs per line only on lines with
+        more than one trigger."""
+        if not matches:
+            return [], [], [], []
+        kinds, ats, _ = zip(*matches)
+        at = np.array(ats, dtype=np.int64)
+        newlines = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == 10)
+        row = np.searchsorted(newlines, at)  # newlines before each match: its line
+        bounds = np.append(newlines, len(text))
+        end = bounds[row]
+        start = np.where(row > 0, bounds[row - 1] + 1, 0)
+        kind = np.array(kinds, dtype=np.int64)
+        trigger = self._plain_array[kind]
+        pick = [np.flatnonzero(trigger >= 0)]  # matches confirmed as they are
+        ids = [trigger[pick[0]]]
+        for k in np.unique(kind[trigger < 0]).tolist():  # anchors whose triggers need a regex
+            of_k = np.flatnonzero(kind == k)
+            at_k, start_k, end_k = at[of_k].tolist(), start[of_k].tolist(), (end[of_k] + 1).tolist()
+            for idx, rx, at_anchor in self._confirm[k]:
+                if rx is None:
+                    ok = of_k
+                else:
+                    if at_anchor:
+                        found = map(rx.match, repeat(text), at_k, end_k)
+                    elif at_anchor is None:
+                        found = map(rx.search, repeat(text), start_k, end_k)
+                    else:
+                        found = (rx.search(text[a:b]) for a, b in zip(start_k, end_k))
+                    ok = of_k[np.array([m is not None for m in found], dtype=bool)]
+                pick.append(ok)
+                ids.append(np.full(len(ok), idx, dtype=np.int64))
+        order = np.concatenate(pick)
+        idx_of = np.concatenate(ids)
+        if len(pick) > 1:
+            by_position = np.argsort(order, kind="stable")
+            order, idx_of = order[by_position], idx_of[by_position]
+        if not len(order):
+            return [], [], [], []
+        rows = row[order]
+        first = np.flatnonzero(np.diff(rows, prepend=-1))  # first entry of each line
+        line_of = order[first]
+        starts, ends, rows_out = start[line_of].tolist(), end[line_of].tolist(), rows[first].tolist()
+        if len(first) == len(order):  # one trigger a line: the usual case
+            return starts, ends, [[i] for i in idx_of.tolist()], rows_out
+        id_lists = [sorted(set(group)) for group in np.split(idx_of, first[1:])]
+        return starts, ends, [[int(i) for i in group] for group in id_lists], rows_out
 
     def _with_overlapped(self, text: str, matches: list[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
         """``matches`` and the anchors starting inside them, in text order."""
@@ -131,8 +186,8 @@ class AnchorScanner(Scanner):
                 ids.append(idx)
         if [] in id_lists:  # lines whose regexes all failed
             keep = [i for i, ids in enumerate(id_lists) if ids]
-            return [starts[i] for i in keep], [ends[i] for i in keep], [id_lists[i] for i in keep]
-        return starts, ends, id_lists
+            starts, ends, id_lists = [starts[i] for i in keep], [ends[i] for i in keep], [id_lists[i] for i in keep]
+        return starts, ends, id_lists, rows_before(text, starts)
 
 
 def _overlaps(anchors: Sequence[str]) -> list[tuple[tuple[int, int], ...]]:
