@@ -109,7 +109,9 @@ def make_line(rng: random.Random, keys: list[str], odd: float) -> str:
         picked = rng.sample(names, rng.randrange(1, 5))
         return prefix + "time (ms) | " + " | ".join(f"{n}: {_value('f', rng, odd)}" for n in picked)
     if kind < 0.85:
-        return (prefix + f"[Rank {rng.randrange(8)}] (after {rng.randrange(100)} iterations) memory (MB) | "
+        tag = rng.choice([f"[Rank {rng.randrange(8)}] ", f"[Rank {rng.randrange(8)}] ", "", "[Rank x] ",
+                          "[Rank 99999999999999999999] "])  # none, odd and absurd tags: other paths
+        return (prefix + f"{tag}(after {rng.randrange(100)} iterations) memory (MB) | "
                 f"allocated: {_value('f', rng, odd)} | max allocated: {_value('f', rng, odd)} | "
                 f"reserved: {_value('f', rng, odd)} | max reserved: {_value('f', rng, odd)}")
     if kind < 0.95:
