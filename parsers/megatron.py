@@ -460,11 +460,15 @@ class MegatronParser(LineParser):
                 continue
             idx = [found[g][0] for g in grp]
             part = inp.pick(idx)
-            ranks = []
-            for g, ctx_rank in zip(grp, part.ranks):
-                m = found[g][1]
-                body = m.string
-                ranks.append(to_int(m.group(1)) if m.group(1) else (rank_tag(body) if "[Rank" in body else ctx_rank))
+            tagged = [found[g][1].group(1) for g in grp]
+            ranks = ints(tagged) if None not in tagged else None  # the usual line: "[Rank N] (after ..."
+            if ranks is None:
+                ranks = []
+                for g, ctx_rank in zip(grp, part.ranks):
+                    m = found[g][1]
+                    body = m.string
+                    ranks.append(to_int(m.group(1)) if m.group(1) else
+                                 (rank_tag(body) if "[Rank" in body else ctx_rank))
             columns = {"rank": ranks, "node": part.nodes, "wall_time": part.walls,
                        "label": [f"after {found[g][1].group(2)} iterations" for g in grp]}
             for field_name, key in (("gpu_allocated_mb", "allocated"), ("gpu_max_allocated_mb", "max allocated"),
