@@ -20,7 +20,7 @@ from typing import Callable, Iterable, Optional, Sequence
 
 from .base import LineContext, LineParser
 from .events import Batch, Event, merge
-from .lanes import LaneInput, pick_rows
+from .lanes import LaneInput, group_by, pick_rows
 from .prefix import may_have_prefix, split_prefix
 from .timestamps import line_stamp
 from .triggers import FindScanner, ScannerFactory
@@ -82,7 +82,8 @@ class ParserSet:
 
     def __getstate__(self) -> dict:
         state = dict(self.__dict__)
-        del state["_scanner"], state["_routes"], state["_lane_of"]  # rebuilt: native scanner, bound routes
+        for name in ("_scanner", "_routes", "_lane_of", "_handler_of", "_has_lane"):
+            del state[name]  # rebuilt on unpickling: the native scanner, routes bound to parsers
         return state
 
     def __setstate__(self, state: dict) -> None:
@@ -94,6 +95,8 @@ class ParserSet:
             route for parser in self.active for route in parser.routes()]
         self._scanner = self._scanner_factory(tuple(route[0] for route in self._routes))
         self._lane_of = {handler: lane for _, handler, lane in self._routes if lane is not None}
+        self._handler_of = [handler for _, handler, _ in self._routes]
+        self._has_lane = [lane is not None for _, _, lane in self._routes]
 
     @property
     def active_names(self) -> list[str]:
@@ -111,9 +114,13 @@ class ParserSet:
         if not starts:
             return []
         lines = self._hit_lines(text, starts, ends, rows, first_line)
+        lanes = self.lanes
+        if lanes and list(map(len, id_lists)).count(1) == len(id_lists):
+            routes_of = [ids[0] for ids in id_lists]
+            if all(map(self._has_lane.__getitem__, routes_of)):  # the usual block: every line to a lane
+                return self._run_lanes(group_by(list(map(self._handler_of.__getitem__, routes_of))), lines)
         events: list[Event] = []
         routes = self._routes
-        lanes = self.lanes
         # lines waiting for their lane, per handler; they are parsed before the next
         # line that takes the line-by-line path, so parser state sees lines in order
         waiting: dict[Handler, list[int]] = {}
