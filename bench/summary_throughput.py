@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -91,10 +92,13 @@ def main() -> None:
         # interleaved runs, best of each: this machine's speed drifts between runs
         t_perl = t_one = t_tui = float("inf")
         report = ""
+        rounds = []  # the ratio within each round, whose runs are seconds apart
         for _ in range(args.runs):
-            t_perl = min(t_perl, timed(perl)[0])
+            p = timed(perl)[0]
+            t_perl = min(t_perl, p)
             t_one = min(t_one, timed(tuimon + ["--jobs", "1"])[0])
             dt, said = timed(tuimon)
+            rounds.append(p / dt)
             if dt < t_tui:
                 t_tui, report = dt, said
         mb = size / 1e6
@@ -102,6 +106,8 @@ def main() -> None:
         print(f"tuimon summary -j 1   : {t_one:7.2f} s  {mb / t_one:8.1f} MB/s  (every event, one core)")
         print(f"tuimon summary        : {t_tui:7.2f} s  {mb / t_tui:8.1f} MB/s  (every event, {cores} cores)")
         print(f"ratio tuimon/perl MB/s: {t_perl / t_tui:.2f} ({t_perl / t_one:.2f} on one core)  (target >= 0.25)")
+        print(f"ratio per round       : {' '.join(f'{r:.2f}' for r in rounds)} "
+              f"(median {statistics.median(rounds):.2f})")
         print(f"tuimon said: {report}")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
