@@ -16,6 +16,12 @@ def rank_tag(body: str) -> Optional[int]:
     return int(m.group(1)) if m else None
 
 
+def rank_or(body: str, default: Optional[int]) -> Optional[int]:
+    """The rank of the line's ``[Rank N]`` tag, else (no tag, or an odd one) ``default``."""
+    rank = rank_tag(body) if "[Rank" in body else None
+    return default if rank is None else rank
+
+
 def rank_tags(bodies: list[str], defaults: list[Optional[int]]) -> list[Optional[int]]:
     """:func:`rank_tag` of every body, or its default where it has none; the first
     tag is read with ``str.partition`` and the regex runs only where that tag is odd."""
@@ -31,8 +37,7 @@ def rank_tags(bodies: list[str], defaults: list[Optional[int]]) -> list[Optional
         if 0 < len(digits) <= 6 and digits.isdecimal() and len(rest) > len(digits):
             out.append(int(digits))
         else:
-            rank = rank_tag(body)
-            out.append(default if rank is None else rank)
+            out.append(rank_or(body, default))
     return out
 
 

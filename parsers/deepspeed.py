@@ -13,7 +13,7 @@ import re
 from typing import Optional
 
 from .base import LineContext, LineParser, Sample, compile_sniff
-from .common import rank_tag, rank_tags
+from .common import rank_or, rank_tags
 from .events import Batch, Event, Memory, Milestone, RunConfig, Step, Throughput
 from .lanes import Fallback, LaneInput, floats, ints
 from .numbers import to_float, to_int
@@ -79,8 +79,7 @@ class DeepSpeedParser(LineParser):
         m = _STEP.search(body)
         if not m:
             return []
-        rank = rank_tag(body)
-        return self._announce([Step(file=self.file, line=ctx.line, rank=rank if rank is not None else ctx.rank,
+        return self._announce([Step(file=self.file, line=ctx.line, rank=rank_or(body, ctx.rank),
                                     node=ctx.node, wall_time=ctx.wall_time, step=to_int(m.group(1)),
                                     skipped=to_int(m.group(2)), lr=to_float(m.group(3)))], ctx)
 
@@ -91,16 +90,15 @@ class DeepSpeedParser(LineParser):
         steps = ints([m.group(1) for _, m in found])
         skipped = ints([m.group(2) for _, m in found])
         lrs = floats([m.group(3) for _, m in found])
-        if steps is None or skipped is None or lrs is None:
-            return fallback([i for i, _ in found])
         idx = [i for i, _ in found]
+        if steps is None or skipped is None or lrs is None:
+            return fallback(idx)
         part = inp.pick(idx)
         columns = {"rank": rank_tags(part.bodies, part.ranks), "node": part.nodes,
                    "wall_time": part.walls, "step": steps, "skipped": skipped, "lr": lrs}
         events: list[Event] = []
         if self.first_time("_announced"):
-            events.append(self.make(RunConfig, LineContext("", part.lines[0], part.ranks[0], None, part.nodes[0],
-                                                           part.walls[0]), framework=self.framework))
+            events.append(self.make(RunConfig, part.context(0), framework=self.framework))
         events.append(Batch(Step, self.file, part.lines, columns))
         return events
 

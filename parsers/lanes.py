@@ -19,6 +19,7 @@ from itertools import compress, repeat
 from operator import eq, itemgetter
 from typing import Callable, Optional, Sequence
 
+from .base import LineContext
 from .events import Event
 
 #: process these lines (indices into the lane's input) one by one, return their events
@@ -39,6 +40,10 @@ class LaneInput:
 
     def __len__(self) -> int:
         return len(self.bodies)
+
+    def context(self, i: int) -> LineContext:
+        """The context of line ``i``, as the line path gets it (for events a lane makes itself)."""
+        return LineContext("", self.lines[i], self.ranks[i], None, self.nodes[i], self.walls[i])
 
     def pick(self, idx: Sequence[int]) -> "LaneInput":
         return LaneInput(*pick_rows(idx, self.bodies, self.lines, self.ranks, self.nodes, self.walls))
@@ -121,11 +126,9 @@ _DIGITS = frozenset("0123456789 ")
 def ints(values: list[str]) -> Optional[list[int]]:
     """``int`` of every value when all are plain ASCII digit runs of at most 18
     digits (what the line path's ``to_int`` reads the same way), else None."""
-    first = values[0]
-    if values.count(first) == len(values):
-        one = ints([first]) if len(values) > 1 else None
-        if len(values) > 1:
-            return None if one is None else one * len(values)
+    if len(values) > 1 and values.count(values[0]) == len(values):  # a column that does not change
+        one = ints(values[:1])
+        return None if one is None else one * len(values)
     if not _DIGITS.issuperset("".join(values)):
         return None
     try:

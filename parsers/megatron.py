@@ -358,8 +358,7 @@ class MegatronParser(LineParser):
         for seg in m.group(3).split("|"):
             key, _, value = seg.partition(":")
             values[norm_key(key)] = to_float(value)
-        rank = to_int(m.group(1)) if m.group(1) else (rank_tag(body) if "[Rank" in body else ctx.rank)
-        return [Memory(file=self.file, line=ctx.line, rank=rank, node=ctx.node, wall_time=ctx.wall_time,
+        return [Memory(file=self.file, line=ctx.line, rank=_memory_rank(m, ctx.rank), node=ctx.node, wall_time=ctx.wall_time,
                        label=f"after {m.group(2)} iterations",
                        gpu_allocated_mb=values.get("allocated"), gpu_max_allocated_mb=values.get("max allocated"),
                        gpu_reserved_mb=values.get("reserved"), gpu_max_reserved_mb=values.get("max reserved"))]
@@ -404,7 +403,7 @@ class MegatronParser(LineParser):
             accepted.extend(idx)
         events: list[Event] = []
         if 0 in accepted and self.first_time("_announced"):
-            events.append(self.make(RunConfig, _ctx(inp, 0), framework=_style(bodies[0])))
+            events.append(self.make(RunConfig, inp.context(0), framework=_style(bodies[0])))
         rejected.sort()
         events.extend(fallback(rejected))
         events.extend(batches)
@@ -463,12 +462,7 @@ class MegatronParser(LineParser):
             tagged = [found[g][1].group(1) for g in grp]
             ranks = ints(tagged) if None not in tagged else None  # the usual line: "[Rank N] (after ..."
             if ranks is None:
-                ranks = []
-                for g, ctx_rank in zip(grp, part.ranks):
-                    m = found[g][1]
-                    body = m.string
-                    ranks.append(to_int(m.group(1)) if m.group(1) else
-                                 (rank_tag(body) if "[Rank" in body else ctx_rank))
+                ranks = [_memory_rank(found[g][1], default) for g, default in zip(grp, part.ranks)]
             columns = {"rank": ranks, "node": part.nodes, "wall_time": part.walls,
                        "label": [f"after {found[g][1].group(2)} iterations" for g in grp]}
             for field_name, key in (("gpu_allocated_mb", "allocated"), ("gpu_max_allocated_mb", "max allocated"),
@@ -536,6 +530,14 @@ def _nan_rows(columns: dict, losses: dict) -> set[int]:
     return rows
 
 
+def _memory_rank(m: re.Match, default: Optional[int]) -> Optional[int]:
+    """The rank of a memory line: the tag the pattern caught, else a tag elsewhere
+    in the line (None if it is odd), else ``default``."""
+    if m.group(1):
+        return to_int(m.group(1))
+    return rank_tag(m.string) if "[Rank" in m.string else default
+
+
 def _memory_columns(tails: list[str]) -> Optional[dict[str, list]]:
     """The values _on_memory reads from the ``|`` part of memory lines, by column."""
     cols = pipe_columns(tails)
@@ -557,10 +559,6 @@ def _memory_columns(tails: list[str]) -> Optional[dict[str, list]]:
 
 
 _MEMORY_KEYS = {"allocated", "max allocated", "reserved", "max reserved"}
-
-
-def _ctx(inp: LaneInput, i: int) -> LineContext:
-    return LineContext("", inp.lines[i], inp.ranks[i], None, inp.nodes[i], inp.walls[i])
 
 
 def _has_nan(fields: dict) -> bool:

@@ -12,7 +12,7 @@ import re
 from typing import Mapping, Optional
 
 from .base import LineContext, LineParser, Sample, compile_sniff
-from .common import rank_tag, rank_tags
+from .common import rank_or, rank_tags
 from .events import Batch, Checkpoint, Event, RunConfig, Timers, frozen_map
 from .lanes import Fallback, LaneInput, column_values, floats, group_by, pipe_columns
 from .numbers import to_float, to_int
@@ -127,27 +127,29 @@ class TimerParser(LineParser):
     def _timers(self, timers: dict[str, float], body: str, ctx: LineContext) -> list[Event]:
         if not timers:
             return []
-        rank = rank_tag(body) if "[Rank" in body else None
-        if rank is None:  # no tag, or an odd one: the launcher's rank, as for DeepSpeed steps
-            rank = ctx.rank
+        rank = rank_or(body, ctx.rank)
         events: list[Event] = []
         save = timers.pop("save-checkpoint", None)
         if save is not None:  # the save it times was announced just before; once used, forgotten
             events.append(self.make(Checkpoint, ctx, iteration=self._saved_iteration, save_ms=save))
             self._saved_iteration = None
         if timers:
-            names = tuple(timers)
-            groups = self._groups.get(names)
-            if groups is None:  # the same timers come back every iteration: one shared read-only map
-                groups = frozen_map({name: timer_group(name) for name in names})
-                if len(self._groups) < 256:
-                    self._groups[names] = groups
+            groups = self._groups_of(tuple(timers))
             if any(n.startswith("offloading") for n in timers) and self.first_time("_offload_announced"):
                 events.append(self.make(RunConfig, ctx, framework="stronghold"))
             events.append(Timers(file=self.file, line=ctx.line, rank=rank, node=ctx.node, wall_time=ctx.wall_time,
                                  timers=frozen_map(timers), groups=groups))
         return events
 
+    def _groups_of(self, names: tuple[str, ...]) -> Mapping[str, str]:
+        """The group of each timer; the same timers come back every iteration, so
+        they share one read-only map."""
+        groups = self._groups.get(names)
+        if groups is None:
+            groups = frozen_map({name: timer_group(name) for name in names})
+            if len(self._groups) < 256:
+                self._groups[names] = groups
+        return groups
 
     def _lane_time_lines(self, inp: LaneInput, fallback: Fallback) -> list[Event]:
         bodies = inp.bodies
@@ -161,16 +163,10 @@ class TimerParser(LineParser):
                 rejected.extend(idx)  # checkpoint saves and oddities: the line path
                 continue
             part = inp.pick(idx)
-            ranks = rank_tags(part.bodies, part.ranks)
-            names = tuple(timers)
-            groups = self._groups.get(names)
-            if groups is None:
-                groups = frozen_map({name: timer_group(name) for name in names})
-                if len(self._groups) < 256:
-                    self._groups[names] = groups
             batches.append(Batch(Timers, self.file, part.lines,
-                                 {"rank": ranks, "node": part.nodes, "wall_time": part.walls},
-                                 constants={"groups": groups}, maps={"timers": timers}))
+                                 {"rank": rank_tags(part.bodies, part.ranks), "node": part.nodes,
+                                  "wall_time": part.walls},
+                                 constants={"groups": self._groups_of(tuple(timers))}, maps={"timers": timers}))
         events: list[Event] = []
         rejected.sort()
         first = min((b.lines[0] for b in batches if any(n.startswith("offloading") for n in b.maps["timers"])),
@@ -180,9 +176,7 @@ class TimerParser(LineParser):
             before = [i for i in rejected if inp.lines[i] < first]
             events.extend(fallback(before))
             if self.first_time("_offload_announced"):
-                i = inp.lines.index(first)
-                events.append(self.make(RunConfig, LineContext("", first, inp.ranks[i], None, inp.nodes[i],
-                                                               inp.walls[i]), framework="stronghold"))
+                events.append(self.make(RunConfig, inp.context(inp.lines.index(first)), framework="stronghold"))
         events.extend(fallback(rejected))  # lines already done are skipped
         events.extend(batches)
         return events

@@ -51,15 +51,25 @@ _seconds_cache: dict[str, Optional[float]] = {}
 _FRACTION = re.compile(r"[.,](\d{1,9})")
 
 
+def _cached_stamp(line: str, at: int) -> Optional[float]:
+    """The stamp at ``at`` when its second was read before, else None.  Lines of one
+    second share their stamp: a stamp already read at the very start (after at most
+    a "[") is what the full pattern would find there."""
+    base = _seconds_cache.get(line[at:at + 19])
+    if base is None:
+        return None
+    m = _FRACTION.match(line, at + 19)
+    return base if m is None else base + int(m.group(1)) / 10 ** len(m.group(1))
+
+
 def line_stamp(body: str) -> Optional[float]:
     """The stamp a log line starts with (within its first 40 characters), as
     :func:`leading_timestamp`, after a quick test that rules out most lines."""
     head = body[:1]
     if head == "[":  # most stamped lines: a second already read needs no other test
-        base = _seconds_cache.get(body[1:20])
-        if base is not None:
-            m = _FRACTION.match(body, 20)
-            return base if m is None else base + int(m.group(1)) / 10 ** len(m.group(1))
+        known = _cached_stamp(body, 1)
+        if known is not None:
+            return known
     elif head == " ":
         head = body[1:2]
     if head != "[" and not (head.isdigit() or head.isspace()):
@@ -71,16 +81,9 @@ def line_stamp(body: str) -> Optional[float]:
 
 
 def leading_timestamp(line: str) -> Optional[float]:
-    # Lines of one second share their stamp: a stamp already read at the very start
-    # (after at most a "[") is what the full pattern would find there.
-    at = 1 if line[:1] == "[" else 0
-    base = _seconds_cache.get(line[at:at + 19])
-    if base is not None:
-        m = _FRACTION.match(line, at + 19)
-        if m is None:
-            return base
-        frac = m.group(1)
-        return base + int(frac) / 10 ** len(frac)
+    known = _cached_stamp(line, 1 if line[:1] == "[" else 0)
+    if known is not None:
+        return known
     m = LEADING.match(line)
     if not m:
         return None

@@ -3,7 +3,8 @@
 A *scanner* finds, in a block of complete lines, which lines contain which
 triggers: ``scan(text) -> {line start offset: [trigger index, ...]}``, and
 ``lines(text)`` gives the same by line in text order, with each line's end and
-number (:data:`HitLines`; the dispatcher uses this one).  The default here runs one ``str.find`` (or regex) pass per trigger; the application
+number (:data:`HitLines`; the dispatcher uses this one).  The default here runs
+one ``str.find`` (or regex) pass per trigger; the application
 may hand :class:`~parsers.dispatch.ParserSet` a faster multi-pattern scanner as
 long as it finds the same lines (tests compare the two).
 

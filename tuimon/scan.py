@@ -20,7 +20,7 @@ from typing import Optional, Sequence
 import numpy as np
 
 from parsers.triggers import (FindScanner, HitLines, Hits, Scanner, leading_literal, lines_of, literal_of,
-                              required_anchors, rows_before)
+                              required_anchors)
 
 try:  # a wheel on every common platform; without it the stdlib scanner is used
     import ahocorasick_rs
@@ -75,10 +75,12 @@ class AnchorScanner(Scanner):
             return Scanner.lines(self, text)
         if text.isascii():  # byte offsets are character offsets: scan the cheaper bytes
             data = text.encode("ascii")
-            matches = self._with_overlapped(text, self._ac_bytes.find_matches_as_indexes(data))
-            found = self._collect_by_column(text, data, matches)
-        else:
-            found = self._collect(text, self._with_overlapped(text, self._ac_str.find_matches_as_indexes(text)))
+            matches = self._ac_bytes.find_matches_as_indexes(data)
+            codes = np.frombuffer(data, dtype=np.uint8)
+        else:  # character offsets; one 32-bit code a character locates the newlines
+            matches = self._ac_str.find_matches_as_indexes(text)
+            codes = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+        found = self._collect(text, np.flatnonzero(codes == 10), self._with_overlapped(text, matches))
         if self._rest is None:
             return found
         hits = dict(zip(found[0], found[2]))
@@ -91,16 +93,15 @@ class AnchorScanner(Scanner):
                 have.extend(mapped)
         return lines_of(text, hits)
 
-    def _collect_by_column(self, text: str, data: bytes, matches: list[tuple[int, int, int]]) -> HitLines:
-        """:meth:`_collect` with numpy and ``map``: where each match's line starts
-        and ends comes from the newline offsets, and each regex trigger is confirmed
-        for all its matches in one ``map``; Python runs per line only on lines with
-        more than one trigger."""
+    def _collect(self, text: str, newlines: np.ndarray, matches: list[tuple[int, int, int]]) -> HitLines:
+        """The lines of ``matches`` (in text order) and their confirmed triggers.  By
+        column: each match's line bounds come from the ``newlines`` offsets, and each
+        regex trigger is confirmed for all its matches in one ``map``; Python runs per
+        line only on lines with more than one trigger."""
         if not matches:
             return [], [], [], []
         kinds, ats, _ = zip(*matches)
         at = np.array(ats, dtype=np.int64)
-        newlines = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == 10)
         row = np.searchsorted(newlines, at)  # newlines before each match: its line
         bounds = np.append(newlines, len(text))
         end = bounds[row]
@@ -147,47 +148,6 @@ class AnchorScanner(Scanner):
         skipped = [(j, at + off, 0) for k, at, _ in matches if overlaps[k]
                    for j, off in overlaps[k] if startswith(anchors[j], at + off)]
         return sorted(matches + skipped, key=itemgetter(1)) if skipped else matches
-
-    def _collect(self, text: str, matches: list[tuple[int, int, int]]) -> HitLines:
-        """The lines of ``matches`` (in text order) and their confirmed triggers."""
-        find, rfind = text.find, text.rfind
-        confirm = self._confirm
-        plain = self._plain
-        starts: list[int] = []
-        ends: list[int] = []
-        id_lists: list[list[int]] = []
-        line_start = line_end = -1
-        ids: list[int] = []
-        for k, at, _ in matches:
-            if at >= line_end:  # most matches share the previous match's line
-                line_start = rfind("\n", 0, at) + 1
-                line_end = find("\n", at)
-                if line_end < 0:
-                    line_end = len(text)
-                ids = []
-                starts.append(line_start)
-                ends.append(line_end)
-                id_lists.append(ids)
-            idx = plain[k]
-            if idx >= 0:  # the anchor is the whole trigger of one route: no regex to confirm
-                if idx not in ids:
-                    ids.append(idx)
-                continue
-            for idx, rx, at_anchor in confirm[k]:
-                if idx in ids:
-                    continue
-                if rx is not None:
-                    if at_anchor:
-                        if rx.match(text, at, line_end + 1) is None:
-                            continue
-                    elif (rx.search(text, line_start, line_end + 1) if at_anchor is None
-                          else rx.search(text[line_start:line_end + 1])) is None:
-                        continue
-                ids.append(idx)
-        if [] in id_lists:  # lines whose regexes all failed
-            keep = [i for i, ids in enumerate(id_lists) if ids]
-            starts, ends, id_lists = [starts[i] for i in keep], [ends[i] for i in keep], [id_lists[i] for i in keep]
-        return starts, ends, id_lists, rows_before(text, starts)
 
 
 def _overlaps(anchors: Sequence[str]) -> list[tuple[tuple[int, int], ...]]:
