@@ -83,7 +83,7 @@ class Follow:
 
     def close(self) -> None:
         self.stop.set()
-        self.follower._wake.set()
+        self.follower.wake()
         self.thread.join(timeout=10)
         self.follower.close()
 

@@ -41,6 +41,10 @@ def _add_app_options(p: argparse.ArgumentParser) -> None:
 
     p.add_argument("--theme", default="dark", choices=sorted(THEME_ALIASES) + sorted(THEME_ALIASES.values()),
                    help="colour theme (default dark)")
+    _add_rate_options(p)
+
+
+def _add_rate_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--gpu", choices=sorted(GPU_PEAK_TFLOPS), help="GPU model, for MFU")
     p.add_argument("--gpu-peak", type=float, metavar="TFLOPS", help="peak TFLOPs per GPU, for MFU")
     p.add_argument("--jobs", "-j", type=int, metavar="N", help="processes to parse with (default: one per core)")
@@ -54,9 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = verbs.add_parser("summary", help="one row per job: iteration time, TFLOPs, startup, failures")
     _add_paths(p)
     p.add_argument("--format", choices=sorted(RENDERERS), default="table")
-    p.add_argument("--gpu", choices=sorted(GPU_PEAK_TFLOPS), help="GPU model, for MFU")
-    p.add_argument("--gpu-peak", type=float, metavar="TFLOPS", help="peak TFLOPs per GPU, for MFU")
-    p.add_argument("--jobs", "-j", type=int, metavar="N", help="processes to parse with (default: one per core)")
+    _add_rate_options(p)
 
     p = verbs.add_parser("events", help="every parsed event as one JSON object per line")
     _add_paths(p)
@@ -125,8 +127,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return 0
 
 
+def _include(args) -> tuple[str, ...]:
+    return tuple(args.include) if args.include else DEFAULT_INCLUDE
+
+
 def _files(args, local: Optional[list[str]] = None) -> list[Path]:
-    include = tuple(args.include) if args.include else DEFAULT_INCLUDE
+    include = _include(args)
     paths = args.paths if local is None else local
     if not paths:
         return []
@@ -143,8 +149,8 @@ def _read_remote(args, specs, sink) -> bool:
     from .sources.remote import read_remote
 
     errors: list[str] = []
-    include = tuple(args.include) if args.include else DEFAULT_INCLUDE
-    asyncio.run(read_remote(specs, sink, ssh_config=args.ssh_config, on_error=errors.append, include=include))
+    asyncio.run(read_remote(specs, sink, ssh_config=args.ssh_config, on_error=errors.append,
+                            include=_include(args)))
     for message in errors:
         _err(message)
     return not errors
@@ -258,7 +264,7 @@ def cmd_follow(args) -> int:
             write(events)
 
     local, remote = split_paths(args.paths)
-    follower = LocalFollower(local, emit, include=tuple(args.include) if args.include else DEFAULT_INCLUDE,
+    follower = LocalFollower(local, emit, include=_include(args),
                              exclude=tuple(args.exclude) if args.exclude else DEFAULT_EXCLUDE, poll=args.poll,
                              state_path=args.state)
     for warning in follower.warnings:
@@ -277,7 +283,7 @@ def cmd_follow(args) -> int:
         pass
     finally:
         stop.set()
-        follower._wake.set()
+        follower.wake()
         if thread is not None:
             thread.join(timeout=5)
         if args.state:

@@ -167,7 +167,7 @@ class LiveSession:
     def stop(self) -> None:
         self._stop.set()
         if self.follower is not None:
-            self.follower._wake.set()
+            self.follower.wake()
         if self._proc_stop is not None:
             self._proc_stop.set()
         if self._thread is not None:
@@ -353,8 +353,7 @@ def ingest_main(paths: list[str], options: dict, out, stop, remote_options: Opti
                     remote_thread.errors.clear()
                 out.put(("status", (p.bytes_done, p.bytes_total, len(follower.followed)), states))
                 last_status = now
-            follower._wake.wait(timeout=min(follower.next_wakeup(), follower.max_interval, 0.25))
-            follower._wake.clear()
+            follower.sleep(0.25)
         follower.close()
     except Exception as exc:  # the UI shows it; the ingest process must not die silently
         out.put(("error", f"ingest stopped: {exc}"))

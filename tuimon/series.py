@@ -62,7 +62,7 @@ def _clamp(values: np.ndarray) -> np.ndarray:
     return values
 
 
-def _f32(values: Optional[Sequence], k: int):
+def _f32(values: Optional[Sequence]):
     if values is None:
         return _NAN
     return _clamp(_f64(values))
@@ -116,7 +116,7 @@ class Series:
         out["iteration"] = its
         for name, values in (("elapsed_ms", elapsed_ms), ("loss", loss), ("grad_norm", grad_norm),
                              ("tflops", tflops), ("samples_per_sec", samples_per_sec)):
-            out[name] = _f32(values, k)
+            out[name] = _f32(values)
         if wall is not None:
             walls = _f64(wall)
             if self.wall_base is None:

@@ -167,11 +167,16 @@ class JobStore:
 
 
 def _rank_key(ev: Event, file_rank: Optional[int]) -> RankKey:
-    if ev.rank is not None:
-        return ev.rank
+    return _key_of(ev.rank, ev.node, file_rank)
+
+
+def _key_of(rank: Optional[int], node: Optional[str], file_rank: Optional[int]) -> RankKey:
+    """Whose series a point joins: its rank, else the file's, else its node."""
+    if rank is not None:
+        return rank
     if file_rank is not None:
         return file_rank
-    return ev.node if ev.node is not None else "-"
+    return node if node is not None else "-"
 
 
 def _on_config(job: Job, ev: RunConfig, _: Optional[int]) -> None:
@@ -298,9 +303,7 @@ def _batch_iteration(job: Job, b: Batch, file_rank: Optional[int]) -> None:
     else:
         keys = {}
         for i, (rank, node) in enumerate(zip(ranks, nodes)):
-            key = rank if rank is not None else file_rank if file_rank is not None else \
-                node if node is not None else "-"
-            keys.setdefault(key, []).append(i)
+            keys.setdefault(_key_of(rank, node, file_rank), []).append(i)
     losses = b.maps.get("losses") or {}
     if all(None not in values for values in losses.values()):
         loss = primary_loss(losses)

@@ -314,6 +314,16 @@ class LocalFollower:
             candidates.append(self.clock())
         return max(0.0, min(candidates) - self.clock())
 
+    def wake(self) -> None:
+        """Cut the current :meth:`sleep` short (another thread asks for a poll or a stop)."""
+        self._wake.set()
+
+    def sleep(self, at_most: Optional[float] = None) -> None:
+        """Wait until the next poll is due, a watched file changes or :meth:`wake`."""
+        timeout = min(self.next_wakeup(), self.max_interval)
+        self._wake.wait(timeout=timeout if at_most is None else min(timeout, at_most))
+        self._wake.clear()
+
     def run(self, stop: threading.Event, state_every: float = 1.0) -> None:
         last_save = self.clock()
         while not stop.is_set():
@@ -321,8 +331,7 @@ class LocalFollower:
             if self.state_path and self._dirty_state and self.clock() - last_save >= state_every:
                 self.save_state()
                 last_save = self.clock()
-            self._wake.wait(timeout=min(self.next_wakeup(), self.max_interval))
-            self._wake.clear()
+            self.sleep()
         if self.state_path:
             self.save_state()
 
