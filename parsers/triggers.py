@@ -3,7 +3,9 @@
 A *scanner* finds, in a block of complete lines, which lines contain which
 triggers: ``scan(text) -> {line start offset: [trigger index, ...]}``, and
 ``lines(text)`` gives the same by line in text order, with each line's end and
-number (:data:`HitLines`; the dispatcher uses this one).  The default here runs
+number (:data:`HitLines`; the dispatcher uses this one): most lines hold one
+trigger, so a line's triggers are given by its lowest one, plus a map of the few
+lines that hold several.  The default here runs
 one ``str.find`` (or regex) pass per trigger; the application
 may hand :class:`~parsers.dispatch.ParserSet` a faster multi-pattern scanner as
 long as it finds the same lines (tests compare the two).
@@ -18,8 +20,9 @@ from typing import Callable, Optional, Sequence
 
 Hits = dict[int, list[int]]
 #: the lines with hits, in text order: (start offsets, end offsets (of their
-#: newline, or the end of the text), trigger indices of each, newlines before each)
-HitLines = tuple[list[int], list[int], list[list[int]], list[int]]
+#: newline, or the end of the text), the lowest trigger index of each, newlines
+#: before each, {row: all its trigger indices, ascending} for rows with several)
+HitLines = tuple[list[int], list[int], list[int], list[int], dict[int, list[int]]]
 ScannerFactory = Callable[[Sequence[str]], "Scanner"]
 
 _META = set(".^$*+?{}[]|()")
@@ -223,7 +226,9 @@ def lines_of(text: str, hits: Hits) -> HitLines:
     ends = [find("\n", start) for start in starts]
     if ends and ends[-1] < 0:
         ends[-1] = len(text)
-    return starts, ends, [hits[start] for start in starts], rows_before(text, starts)
+    ids = [sorted(set(hits[start])) for start in starts]
+    more = {row: each for row, each in enumerate(ids) if len(each) > 1}
+    return starts, ends, [each[0] for each in ids], rows_before(text, starts), more
 
 
 def rows_before(text: str, starts: list[int]) -> list[int]:

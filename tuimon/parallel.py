@@ -35,7 +35,8 @@ from parsers.events import Event
 from .ingest import READ_SIZE, FileParser, ParseStats, parse_file
 from .scan import trigger_scanner
 
-MIN_PIECE = 24 << 20  # smaller pieces do not repay a process
+SPLIT_FROM = 48 << 20  # a smaller file is parsed whole, beside other files
+MIN_PIECE = 8 << 20  # each piece costs a block or two parsed again here
 MAX_PIECE = 256 << 20  # a piece's events wait in memory until its turn
 PIECE_READ_SIZE = READ_SIZE  # the blocks of one pass (at each cut one is parsed again here)
 
@@ -51,19 +52,32 @@ def process_context():
     return multiprocessing.get_context("fork" if fork else "spawn")
 
 
-def pieces_for(size: int, workers: Optional[int] = None, min_piece: int = MIN_PIECE) -> int:
-    return max(1, min(workers or cores(), size // max(1, min_piece)))
+def pieces_for(size: int, workers: Optional[int] = None) -> int:
+    """1 for a file parsed whole, else how many cores its pieces may keep busy."""
+    return max(1, min(workers or cores(), size * 2 // SPLIT_FROM))
 
 
-def cut_points(path: Path, size: int, pieces: int, read_size: int = READ_SIZE) -> list[int]:
-    """Offsets of ``pieces`` ranges (fewer if lines are huge).  Each cut is where a
-    one-pass read in ``read_size`` steps ends a block (just after the last newline
-    of a read): sniffing works a block at a time, so the pieces' blocks must be the
-    very blocks of one pass."""
+def piece_weights(pieces: int, workers: int) -> list[int]:
+    """Relative sizes of ``pieces`` pieces parsed in order by ``workers`` processes:
+    equal, but for the last ones, which shrink step by step.  This process takes in
+    each piece's results in turn, and what it has left once the workers are done
+    (the last pieces) runs on one core; small last pieces keep that short."""
+    top = 2 * workers
+    return [min(pieces - k, top) for k in range(pieces)]
+
+
+def cut_points(path: Path, size: int, pieces: int, read_size: int = READ_SIZE,
+               weights: Optional[list[int]] = None) -> list[int]:
+    """Offsets of ``pieces`` ranges (fewer if lines are huge), sized as ``weights``
+    (default: equal).  Each cut is where a one-pass read in ``read_size`` steps
+    ends a block (just after the last newline of a read): sniffing works a block at
+    a time, so the pieces' blocks must be the very blocks of one pass."""
+    weights = weights or [1] * pieces
+    total = sum(weights)
     points = [0]
     with open(path, "rb") as fh:
         for k in range(1, pieces):
-            cell = size * k // pieces // read_size
+            cell = size * sum(weights[:k]) // total // read_size
             while True:
                 fh.seek(cell * read_size)
                 chunk = fh.read(read_size)
@@ -121,16 +135,24 @@ def _parse_piece(path: str, label: str, start: int, end: int, index: int, read_s
 def parse_file_parallel(path: Path, label: str, sink: Callable[[list[Event]], None], *,
                         pieces: Optional[int] = None, workers: Optional[int] = None,
                         read_size: int = PIECE_READ_SIZE) -> tuple[ParseStats, dict]:
-    """Parse ``path`` in ``pieces`` (default: one a core, at least 24 MB and at
-    most 256 MB each, which bounds memory) on ``workers`` processes (default:
-    one a core); events reach ``sink`` in file order.  Returns the parse stats and
-    what happened: pieces, blocks read again here, pieces taken from workers."""
+    """Parse ``path`` in ``pieces`` (default: four a worker, at least 8 MB and at
+    most 256 MB each, which bounds memory; see :func:`piece_weights`) on
+    ``workers`` processes (default: one a core); events reach ``sink`` in file
+    order.  Returns the parse stats and what happened: pieces, blocks read again
+    here, pieces taken from workers."""
     size = os.path.getsize(path)
     workers = workers or cores()
-    # two pieces a worker: this process takes in one piece's results while the
-    # workers parse the next ones, instead of all of them at the end
-    pieces = pieces or max(1, min(2 * workers, size // MIN_PIECE), -(-size // MAX_PIECE))
-    points = cut_points(path, size, pieces, read_size)
+    weights = None
+    if pieces is None:
+        # four pieces a worker, the last ones smaller (piece_weights): this process
+        # takes in one piece's results while the workers parse the next ones, and
+        # is left with little once they are done
+        pieces = max(1, min(4 * workers, size // MIN_PIECE))
+        weights = piece_weights(pieces, workers)
+        while max(weights) * size // sum(weights) > MAX_PIECE:
+            pieces += 1
+            weights = piece_weights(pieces, workers)
+    points = cut_points(path, size, pieces, read_size, weights)
     info = {"pieces": len(points) - 1, "blocks_reread": 0, "pieces_taken": 0}
     if len(points) <= 2:
         return parse_file(path, label, sink=sink, read_size=read_size)[1], info

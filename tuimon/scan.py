@@ -13,8 +13,7 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
-from itertools import repeat
-from operator import itemgetter
+from itertools import chain, repeat
 from typing import Optional, Sequence
 
 import numpy as np
@@ -56,8 +55,11 @@ class AnchorScanner(Scanner):
                 self._confirm[k].append((idx, None if literal else re.compile(trigger), at_anchor))
         self._anchors = tuple(anchors)
         self._plain = [group[0][0] if len(group) == 1 and group[0][1] is None else -1 for group in self._confirm]
-        self._overlaps = _overlaps(self._anchors)
         self._plain_array = np.array(self._plain, dtype=np.int64)
+        # per anchor: (other anchor, offset, its code points) that may start inside a match of it
+        self._overlaps = [tuple((j, off, np.array([ord(c) for c in self._anchors[j]], dtype=np.int64))
+                                for j, off in found) for found in _overlaps(self._anchors)]
+        self._overlapping = np.array([bool(found) for found in self._overlaps] or [False], dtype=bool)
         # leftmost-first runs three times faster than reporting every overlapping match
         # (it skips ahead); the matches it passes over are found from _overlaps
         leftmost = ahocorasick_rs.MatchKind.LeftmostFirst
@@ -67,8 +69,8 @@ class AnchorScanner(Scanner):
         self._rest = FindScanner([self.triggers[i] for i, _ in self._regex_only]) if self._regex_only else None
 
     def scan(self, text: str) -> Hits:
-        starts, _, ids, _ = self.lines(text)
-        return dict(zip(starts, ids))
+        starts, _, firsts, _, more = self.lines(text)
+        return {start: more.get(row, [first]) for row, (start, first) in enumerate(zip(starts, firsts))}
 
     def lines(self, text: str) -> HitLines:
         if self._ac_str is None:
@@ -80,10 +82,15 @@ class AnchorScanner(Scanner):
         else:  # character offsets; one 32-bit code a character locates the newlines
             matches = self._ac_str.find_matches_as_indexes(text)
             codes = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
-        found = self._collect(text, np.flatnonzero(codes == 10), self._with_overlapped(text, matches))
+        if matches:
+            table = np.fromiter(chain.from_iterable(matches), dtype=np.int64, count=3 * len(matches))
+            kind, at = self._with_overlapped(codes, table[0::3], table[1::3])
+            found = self._collect(text, np.flatnonzero(codes == 10), kind, at)
+        else:
+            found = [], [], [], [], {}
         if self._rest is None:
             return found
-        hits = dict(zip(found[0], found[2]))
+        hits = {start: found[4].get(row, [first]) for row, (start, first) in enumerate(zip(found[0], found[2]))}
         for start, ids in self._rest.scan(text).items():
             mapped = [self._regex_only[i][0] for i in ids]
             have = hits.get(start)
@@ -93,20 +100,15 @@ class AnchorScanner(Scanner):
                 have.extend(mapped)
         return lines_of(text, hits)
 
-    def _collect(self, text: str, newlines: np.ndarray, matches: list[tuple[int, int, int]]) -> HitLines:
-        """The lines of ``matches`` (in text order) and their confirmed triggers.  By
-        column: each match's line bounds come from the ``newlines`` offsets, and each
-        regex trigger is confirmed for all its matches in one ``map``; Python runs per
-        line only on lines with more than one trigger."""
-        if not matches:
-            return [], [], [], []
-        kinds, ats, _ = zip(*matches)
-        at = np.array(ats, dtype=np.int64)
+    def _collect(self, text: str, newlines: np.ndarray, kind: np.ndarray, at: np.ndarray) -> HitLines:
+        """The lines of the anchor matches ``kind`` at ``at`` (in text order) and
+        their confirmed triggers.  By column: each match's line bounds come from the
+        ``newlines`` offsets, and each regex trigger is confirmed for all its matches
+        in one ``map``; Python runs per line only on lines with more than one trigger."""
         row = np.searchsorted(newlines, at)  # newlines before each match: its line
         bounds = np.append(newlines, len(text))
         end = bounds[row]
         start = np.where(row > 0, bounds[row - 1] + 1, 0)
-        kind = np.array(kinds, dtype=np.int64)
         trigger = self._plain_array[kind]
         pick = [np.flatnonzero(trigger >= 0)]  # matches confirmed as they are
         ids = [trigger[pick[0]]]
@@ -123,7 +125,7 @@ class AnchorScanner(Scanner):
                         found = map(rx.search, repeat(text), start_k, end_k)
                     else:
                         found = (rx.search(text[a:b]) for a, b in zip(start_k, end_k))
-                    ok = of_k[np.array([m is not None for m in found], dtype=bool)]
+                    ok = of_k[np.fromiter(map(bool, found), dtype=bool, count=len(of_k))]
                 pick.append(ok)
                 ids.append(np.full(len(ok), idx, dtype=np.int64))
         order = np.concatenate(pick)
@@ -132,22 +134,43 @@ class AnchorScanner(Scanner):
             by_position = np.argsort(order, kind="stable")
             order, idx_of = order[by_position], idx_of[by_position]
         if not len(order):
-            return [], [], [], []
+            return [], [], [], [], {}
         rows = row[order]
         first = np.flatnonzero(np.diff(rows, prepend=-1))  # first entry of each line
         line_of = order[first]
         starts, ends, rows_out = start[line_of].tolist(), end[line_of].tolist(), rows[first].tolist()
         if len(first) == len(order):  # one trigger a line: the usual case
-            return starts, ends, [[i] for i in idx_of.tolist()], rows_out
-        id_lists = [sorted(set(group)) for group in np.split(idx_of, first[1:])]
-        return starts, ends, [[int(i) for i in group] for group in id_lists], rows_out
+            return starts, ends, idx_of.tolist(), rows_out, {}
+        lowest = np.minimum.reduceat(idx_of, first).tolist()
+        more = {}
+        for i in np.flatnonzero(np.diff(np.append(first, len(order))) > 1).tolist():  # lines with several
+            each = sorted(set(idx_of[first[i]:first[i + 1] if i + 1 < len(first) else len(order)].tolist()))
+            if len(each) > 1:
+                more[i] = each
+        return starts, ends, lowest, rows_out, more
 
-    def _with_overlapped(self, text: str, matches: list[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
-        """``matches`` and the anchors starting inside them, in text order."""
-        overlaps, anchors, startswith = self._overlaps, self._anchors, text.startswith
-        skipped = [(j, at + off, 0) for k, at, _ in matches if overlaps[k]
-                   for j, off in overlaps[k] if startswith(anchors[j], at + off)]
-        return sorted(matches + skipped, key=itemgetter(1)) if skipped else matches
+    def _with_overlapped(self, codes: np.ndarray, kind: np.ndarray, at: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The anchor matches (``kind`` at ``at``) and the anchors starting inside
+        them, in text order.  ``codes`` are the text's characters: each possible
+        overlap is compared for all matches of an anchor at once."""
+        if not self._overlapping[kind].any():
+            return kind, at
+        kinds, ats = [kind], [at]
+        for k in np.unique(kind[self._overlapping[kind]]).tolist():
+            at_k = at[kind == k]
+            for j, off, anchor in self._overlaps[k]:
+                begin = at_k + off
+                begin = begin[begin + len(anchor) <= len(codes)]
+                there = codes[begin[:, None] + np.arange(len(anchor))] == anchor
+                found = begin[there.all(axis=1)]
+                if len(found):
+                    kinds.append(np.full(len(found), j, dtype=np.int64))
+                    ats.append(found)
+        if len(ats) == 1:
+            return kind, at
+        at = np.concatenate(ats)
+        order = np.argsort(at, kind="stable")
+        return np.concatenate(kinds)[order], at[order]
 
 
 def _overlaps(anchors: Sequence[str]) -> list[tuple[tuple[int, int], ...]]:

@@ -90,8 +90,7 @@ class Series:
                grad_norm: Optional[float] = None, tflops: Optional[float] = None,
                samples_per_sec: Optional[float] = None, wall: Optional[float] = None) -> None:
         if self.n == len(self._data):
-            grow = max(64, len(self._data) // 8)
-            self._data = np.resize(self._data, len(self._data) + grow)
+            self._grow(len(self._data) + max(64, len(self._data) // 8))
         if wall is not None and self.wall_base is None:
             self.wall_base = wall
         it = iteration if iteration is not None and 0 <= iteration <= _I32_MAX else -1
@@ -109,7 +108,7 @@ class Series:
             return
         if self.n + k > len(self._data):
             size = len(self._data)
-            self._data = np.resize(self._data, max(self.n + k, size + max(64, size // 8)))
+            self._grow(max(self.n + k, size + max(64, size // 8)))
         its = _ints(iterations)
         its[(its < 0) | (its > _I32_MAX)] = -1
         out = self._data[self.n:self.n + k]
@@ -127,6 +126,12 @@ class Series:
         else:
             out["wall"] = _NAN
         self.n += k
+
+    def _grow(self, capacity: int) -> None:
+        # np.resize would fill the new room with copies of the data: only the points are copied
+        data = np.empty(capacity, dtype=POINT_DTYPE)
+        data[:self.n] = self._data[:self.n]
+        self._data = data
 
     def set_last(self, column: str, value: Optional[float]) -> None:
         if self.n:
