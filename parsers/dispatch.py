@@ -23,7 +23,7 @@ from .events import Batch, Event, merge
 from .lanes import LaneInput, group_by, pick_rows
 from .prefix import may_have_prefix, split_prefix
 from .timestamps import line_stamp
-from .triggers import FindScanner, ScannerFactory
+from .triggers import FindScanner, Heads, ScannerFactory
 
 _find_scanner = lru_cache(maxsize=64)(FindScanner)
 
@@ -113,10 +113,10 @@ class ParserSet:
             self.sniff(text)
         if not self._routes:
             return []
-        starts, ends, firsts, rows, more = self._scanner.lines(text)
+        starts, ends, firsts, rows, more, heads = self._scanner.lines(text)
         if not starts:
             return []
-        lines = self._hit_lines(text, starts, ends, rows, first_line)
+        lines = self._hit_lines(text, starts, ends, rows, first_line, heads)
         lanes = self.lanes
         if lanes and not more and all(map(self._has_lane.__getitem__, firsts)):
             # the usual block: every line to a lane
@@ -160,10 +160,11 @@ class ParserSet:
         return events
 
     def _hit_lines(self, text: str, starts: list[int], ends: list[int], rows: list[int],
-                   first_line: int) -> "_Lines":
+                   first_line: int, heads: Optional[Heads] = None) -> "_Lines":
         """The lines at ``starts`` with their context, by column: line numbers,
         launcher prefixes split off, and the wall time of each (its own stamp, else
-        the nearest earlier one of a line fed before it)."""
+        the nearest earlier one of a line fed before it).  ``heads``, when the
+        scanner read them, spare most lines the prefix test and the stamp reading."""
         numbers = list(map(add, rows, repeat(first_line)))
         raw = [text[start:end] for start, end in zip(starts, ends)]
         n = len(raw)
@@ -171,20 +172,27 @@ class ParserSet:
         ranks: list[Optional[int]] = [None] * n
         local_ranks: list[Optional[int]] = [None] * n
         nodes: list[Optional[str]] = [None] * n
-        for i in [i for i, line in enumerate(raw) if may_have_prefix(line)]:
+        prefixed = heads.prefixed if heads else [i for i, line in enumerate(raw) if may_have_prefix(line)]
+        for i in prefixed:
             pre = split_prefix(raw[i])
             if pre.body is not raw[i]:
                 if bodies is raw:
                     bodies = list(raw)
                 bodies[i], ranks[i], local_ranks[i], nodes[i] = pre.body, pre.rank, pre.local_rank, pre.node
-        walls: list[Optional[float]] = []
+        if heads:
+            walls = list(heads.stamps)
+            for i in heads.unsure:
+                walls[i] = line_stamp(bodies[i])
+        else:
+            walls = list(map(line_stamp, bodies))
         last = self._last_wall
-        for body in bodies:
-            own = line_stamp(body)
-            if own is not None:
-                last = own
-            walls.append(last)
-        self._last_wall = last
+        if None in walls:  # a line without a stamp of its own takes the one before it
+            for i, own in enumerate(walls):
+                if own is None:
+                    walls[i] = last
+                else:
+                    last = own
+        self._last_wall = walls[-1]
         self.lines_fed += n
         return _Lines(self.file, bodies, numbers, ranks, local_ranks, nodes, walls)
 

@@ -16,13 +16,29 @@ newline, the same rule :meth:`LineParser.feed` applies.
 from __future__ import annotations
 
 import re
-from typing import Callable, Optional, Sequence
+from typing import Callable, NamedTuple, Optional, Sequence
 
 Hits = dict[int, list[int]]
-#: the lines with hits, in text order: (start offsets, end offsets (of their
-#: newline, or the end of the text), the lowest trigger index of each, newlines
-#: before each, {row: all its trigger indices, ascending} for rows with several)
-HitLines = tuple[list[int], list[int], list[int], list[int], dict[int, list[int]]]
+
+
+class Heads(NamedTuple):
+    """What a scanner may read off the heads of the hit lines for the dispatcher,
+    so it need not test every line itself.  Rows are indices into the hit lines."""
+
+    prefixed: list[int]  # rows that may carry a launcher prefix (at least those may_have_prefix passes)
+    stamps: list[Optional[float]]  # per row, line_stamp of the line (rows in ``unsure`` excepted)
+    unsure: list[int]  # rows whose stamp the dispatcher reads itself (every prefixed row among them)
+
+
+class HitLines(NamedTuple):
+    """The lines with hits, in text order."""
+
+    starts: list[int]
+    ends: list[int]  # of their newline, or the end of the text
+    firsts: list[int]  # the lowest trigger index of each
+    rows: list[int]  # newlines before each
+    more: dict[int, list[int]]  # {row: all its trigger indices, ascending} for rows with several
+    heads: Optional[Heads] = None
 ScannerFactory = Callable[[Sequence[str]], "Scanner"]
 
 _META = set(".^$*+?{}[]|()")
@@ -228,7 +244,7 @@ def lines_of(text: str, hits: Hits) -> HitLines:
         ends[-1] = len(text)
     ids = [sorted(set(hits[start])) for start in starts]
     more = {row: each for row, each in enumerate(ids) if len(each) > 1}
-    return starts, ends, [each[0] for each in ids], rows_before(text, starts), more
+    return HitLines(starts, ends, [each[0] for each in ids], rows_before(text, starts), more)
 
 
 def rows_before(text: str, starts: list[int]) -> list[int]:

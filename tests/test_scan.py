@@ -22,7 +22,7 @@ def same_lines(scanner, text):
     """The scanner's lines (ends and line numbers too) are the stdlib scanner's."""
     found = scanner.lines(text)
     ref = lines_of(text, FindScanner(scanner.triggers).scan(text))
-    assert found == ref
+    assert found[:5] == ref[:5]  # heads are the scanner's own extra (tests/test_heads.py)
     hits = FindScanner(scanner.triggers).scan(text)
     assert ref[2] == [min(hits[start]) for start in ref[0]]  # the reference itself, from the hits
     assert ref[4] == {row: sorted(set(hits[start])) for row, start in enumerate(ref[0]) if len(set(hits[start])) > 1}
