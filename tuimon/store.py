@@ -7,6 +7,9 @@ Each job keeps its iteration points per rank in :class:`~tuimon.series.Series`
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import partial
+from math import isfinite
+from operator import eq, is_not
 from typing import Iterable, Optional, Union
 
 from parsers.events import (Batch, Checkpoint, Event, Exit, Failure, Iteration, Memory, Milestone, RunConfig, Step,
@@ -149,7 +152,7 @@ class JobStore:
         """The same outcome as adding ``batch.records()`` one by one, by column."""
         job, file_rank = self.job_for(batch.file)
         job.events += batch.size
-        walls = [w for w in batch.column("wall_time") if w is not None]
+        walls = _known(batch.column("wall_time"))
         if walls:
             low, high = min(walls), max(walls)
             if job.first_wall is None or low < job.first_wall:
@@ -285,8 +288,16 @@ def _on_truncated(job: Job, ev: Truncated, _: Optional[int]) -> None:
     job.truncations += 1
 
 
+def _known(values: list) -> list:
+    """``values`` without its Nones (itself when it has none: the usual column)."""
+    return values if None not in values else list(filter(_NOT_NONE, values))
+
+
+_NOT_NONE = partial(is_not, None)
+
+
 def _earliest(b: Batch) -> Optional[float]:
-    return min((w for w in b.column("wall_time") if w is not None), default=None)
+    return min(_known(b.column("wall_time")), default=None)
 
 
 def _last_known(values: list):
@@ -298,8 +309,8 @@ def _last_known(values: list):
 
 def _batch_iteration(job: Job, b: Batch, file_rank: Optional[int]) -> None:
     ranks, nodes = b.column("rank"), b.column("node")
-    if len(set(ranks)) == 1 and ranks[0] is not None:
-        keys: dict[RankKey, list[int]] = {ranks[0]: list(range(b.size))}
+    if ranks.count(ranks[0]) == b.size and nodes.count(nodes[0]) == b.size:  # one rank (or none) throughout
+        keys: dict[RankKey, list[int]] = {_key_of(ranks[0], nodes[0], file_rank): list(range(b.size))}
     else:
         keys = {}
         for i, (rank, node) in enumerate(zip(ranks, nodes)):
@@ -353,9 +364,6 @@ def _batch_step(job: Job, b: Batch, _: Optional[int]) -> None:
     _first_step(job, _earliest(b))
 
 
-_INF = float("inf")
-
-
 def _batch_timers(job: Job, b: Batch, _: Optional[int]) -> None:
     groups = b.constants.get("groups")
     for name, values in b.maps["timers"].items():
@@ -371,7 +379,9 @@ def _batch_timers(job: Job, b: Batch, _: Optional[int]) -> None:
             else:
                 group = groups.get(name, "other")
             stat = job.timers[name] = TimerStat(group)
-        finite = [v for v in values if v is not None and v == v and v != _INF and v != -_INF]
+        finite = _known(values)
+        if not all(map(isfinite, finite)):
+            finite = list(filter(isfinite, finite))
         if finite:
             stat.total_ms = sum(finite, stat.total_ms)  # left to right, as one by one
             stat.count += len(finite)
@@ -384,7 +394,9 @@ def _batch_memory(job: Job, b: Batch, _: Optional[int]) -> None:
         values = b.columns.get(name)
         if values is None:
             continue
-        valid = [v for v in values if v is not None and v == v]
+        valid = _known(values)
+        if not all(map(eq, valid, valid)):  # NaN is not itself
+            valid = [v for v in valid if v == v]
         if valid:
             top = max(valid)
             if top > job.memory.get(name, float("-inf")):
