@@ -10,6 +10,7 @@ Timer lines are handled by :mod:`parsers.timers`.
 from __future__ import annotations
 
 import re
+from operator import methodcaller
 from typing import Optional
 
 from .base import LineContext, LineParser, Sample, compile_sniff
@@ -84,13 +85,17 @@ class DeepSpeedParser(LineParser):
                                     skipped=to_int(m.group(2)), lr=to_float(m.group(3)))], ctx)
 
     def _lane_step(self, inp: LaneInput, fallback: Fallback) -> list[Event]:
-        found = [(i, m) for i, m in enumerate(map(_STEP.search, inp.bodies)) if m is not None]
-        if not found:
-            return []
-        steps = ints([m.group(1) for _, m in found])
-        skipped = ints([m.group(2) for _, m in found])
-        lrs = floats([m.group(3) for _, m in found])
-        idx = [i for i, _ in found]
+        matches = list(map(_STEP.search, inp.bodies))
+        if None in matches:
+            idx = [i for i, m in enumerate(matches) if m is not None]
+            if not idx:
+                return []
+            matches = [matches[i] for i in idx]
+        else:
+            idx = list(range(len(matches)))
+        steps = ints(list(map(_GROUP_1, matches)))
+        skipped = ints(list(map(_GROUP_2, matches)))
+        lrs = floats(list(map(_GROUP_3, matches)))
         if steps is None or skipped is None or lrs is None:
             return fallback(idx)
         part = inp.pick(idx)
@@ -141,3 +146,6 @@ class DeepSpeedParser(LineParser):
         if m:
             self._mem_label = m.group(1).strip()[:120] or None
         return []
+
+
+_GROUP_1, _GROUP_2, _GROUP_3 = (methodcaller("group", k) for k in (1, 2, 3))

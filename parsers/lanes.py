@@ -46,6 +46,9 @@ class LaneInput:
         return LineContext("", self.lines[i], self.ranks[i], None, self.nodes[i], self.walls[i])
 
     def pick(self, idx: Sequence[int]) -> "LaneInput":
+        """The rows ``idx`` (ascending, distinct: all of them is this input itself)."""
+        if len(idx) == len(self.bodies):
+            return self
         return LaneInput(*pick_rows(idx, self.bodies, self.lines, self.ranks, self.nodes, self.walls))
 
 

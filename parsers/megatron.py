@@ -10,7 +10,8 @@ from __future__ import annotations
 import math
 import re
 from bisect import bisect_right
-from operator import methodcaller
+from itertools import repeat
+from operator import itemgetter, methodcaller
 from typing import Optional
 
 from .base import LineContext, LineParser, Sample, compile_sniff
@@ -371,14 +372,18 @@ class MegatronParser(LineParser):
         rejected: list[int] = []
         batches: list[Event] = []
         # one group per shape (number of "|"); lines with no record or several: the line path
-        shapes = [b.count("|") if k == 1 else -1 for b, k in zip(bodies, records)]
+        shapes = list(map(str.count, bodies, repeat("|")))
+        if records.count(1) != len(records):
+            shapes = [shape if k == 1 else -1 for shape, k in zip(shapes, records)]
         for shape, idx in group_by(shapes).items():
-            fields = self._iteration_columns([bodies[i] for i in idx]) if shape >= 0 else None
+            every = len(idx) == len(bodies)
+            fields = self._iteration_columns(bodies if every else [bodies[i] for i in idx]) if shape >= 0 else None
             if fields is None:
                 rejected.extend(idx)
                 continue
-            its = ints([heads[i][0] for i in idx])
-            totals = ints([heads[i][1] for i in idx])
+            mine = heads if every else [heads[i] for i in idx]
+            its = ints(list(map(_FIRST, mine)))
+            totals = ints(list(map(_SECOND, mine)))
             if its is None or totals is None:
                 rejected.extend(idx)
                 continue
@@ -446,25 +451,29 @@ class MegatronParser(LineParser):
         return out, losses
 
     def _lane_memory(self, inp: LaneInput, fallback: Fallback) -> list[Event]:
-        found = [(i, m) for i, m in enumerate(map(_MEMORY.search, inp.bodies)) if m is not None]
-        if not found:
-            return []
-        tails = [m.group(3) for _, m in found]
+        matches = list(map(_MEMORY.search, inp.bodies))
+        rows = list(range(len(matches)))
+        if None in matches:
+            rows = [i for i in rows if matches[i] is not None]
+            if not rows:
+                return []
+            matches = [matches[i] for i in rows]
+        tails = list(map(_GROUP_3, matches))
         rejected: list[int] = []
         events: list[Event] = []
-        for grp in group_by([t.count("|") for t in tails]).values():
+        for grp in group_by(list(map(str.count, tails, repeat("|")))).values():
             values = _memory_columns([tails[g] for g in grp])
             if values is None:
-                rejected.extend(found[g][0] for g in grp)
+                rejected.extend(rows[g] for g in grp)
                 continue
-            idx = [found[g][0] for g in grp]
-            part = inp.pick(idx)
-            tagged = [found[g][1].group(1) for g in grp]
+            ms = matches if len(grp) == len(matches) else [matches[g] for g in grp]
+            part = inp.pick([rows[g] for g in grp])
+            tagged = list(map(_GROUP_1, ms))
             ranks = ints(tagged) if None not in tagged else None  # the usual line: "[Rank N] (after ..."
             if ranks is None:
-                ranks = [_memory_rank(found[g][1], default) for g, default in zip(grp, part.ranks)]
+                ranks = [_memory_rank(m, default) for m, default in zip(ms, part.ranks)]
             columns = {"rank": ranks, "node": part.nodes, "wall_time": part.walls,
-                       "label": [f"after {found[g][1].group(2)} iterations" for g in grp]}
+                       "label": list(map("after {} iterations".format, map(_GROUP_2, ms)))}
             for field_name, key in (("gpu_allocated_mb", "allocated"), ("gpu_max_allocated_mb", "max allocated"),
                                     ("gpu_reserved_mb", "reserved"), ("gpu_max_reserved_mb", "max reserved")):
                 if key in values:
@@ -507,6 +516,8 @@ def _iteration_heads(bodies: list[str]) -> tuple[list[tuple[str, str]], list[int
 
 
 _GROUP_1_2 = methodcaller("group", 1, 2)
+_FIRST, _SECOND = itemgetter(0), itemgetter(1)
+_GROUP_1, _GROUP_2, _GROUP_3 = (methodcaller("group", k) for k in (1, 2, 3))
 
 
 def _other_keys(col: list[str]):

@@ -9,6 +9,8 @@ adds ``offloading-*``), so each is classified into a group by its words.
 from __future__ import annotations
 
 import re
+from itertools import repeat
+from operator import add, getitem
 from typing import Mapping, Optional
 
 from .base import LineContext, LineParser, Sample, compile_sniff
@@ -153,11 +155,11 @@ class TimerParser(LineParser):
 
     def _lane_time_lines(self, inp: LaneInput, fallback: Fallback) -> list[Event]:
         bodies = inp.bodies
-        cut = [b.find("time (ms)") for b in bodies]
-        tails = [b[p + 9:] for b, p in zip(bodies, cut)]
+        cut = map(str.find, bodies, repeat("time (ms)"))
+        tails = list(map(getitem, bodies, map(slice, map(add, cut, repeat(9)), repeat(None))))
         rejected: list[int] = []
         batches: list[Batch] = []
-        for idx in group_by([t.count("|") for t in tails]).values():
+        for idx in group_by(list(map(str.count, tails, repeat("|")))).values():
             timers = _pair_columns([tails[i] for i in idx])
             if timers is None or "save-checkpoint" in timers or not timers:
                 rejected.extend(idx)  # checkpoint saves and oddities: the line path

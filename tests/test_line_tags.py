@@ -35,3 +35,12 @@ def test_bulk_rank_tags_read_what_the_regex_reads(bodies, default):
     from parsers.common import rank_tag, rank_tags
     expected = [rank_tag(body) for body in bodies]
     assert rank_tags(bodies, [default] * len(bodies)) == [default if r is None else r for r in expected]
+
+
+def test_bulk_rank_tags_when_every_line_is_tagged():
+    from parsers.common import rank_tag, rank_tags
+    for bodies in (["[x] [Rank 0] a", "[Rank 12] b", "y [Rank 999999] c [Rank 1]"],
+                   ["[Rank ٣] a", "[Rank 5] b"],  # other decimal digits, as int() reads them
+                   ["[Rank 1234567] a", "[Rank 5] b [Rank 6]"],  # too long: the regex finds the next tag
+                   ["[Rank 5] a", "[Rank ] b [Rank 7]", "[Rank 3"]):
+        assert rank_tags(bodies, [None] * len(bodies)) == [rank_tag(b) for b in bodies], bodies
