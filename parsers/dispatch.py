@@ -19,7 +19,7 @@ from operator import add
 from typing import Callable, Iterable, Optional, Sequence
 
 from .base import LineContext, LineParser
-from .events import Batch, Event, merge
+from .events import Batch, Event, Timers, merge
 from .lanes import LaneInput, group_by, pick_rows
 from .prefix import may_have_prefix, split_prefix
 from .timestamps import line_stamp
@@ -194,7 +194,7 @@ class ParserSet:
                     last = own
         self._last_wall = walls[-1]
         self.lines_fed += n
-        return _Lines(self.file, bodies, numbers, ranks, local_ranks, nodes, walls)
+        return _Lines(self.file, bodies, numbers, ranks, local_ranks, nodes, walls, prefixed=bodies is not raw)
 
     def _run_lanes(self, waiting: dict[Handler, list[int]], lines: "_Lines") -> list[Event]:
         events: list[Event] = []
@@ -259,12 +259,13 @@ class ParserSet:
 class _Lines:
     """Hit lines of one block and their context, by column."""
 
-    __slots__ = ("file", "bodies", "numbers", "ranks", "local_ranks", "nodes", "walls")
+    __slots__ = ("file", "bodies", "numbers", "ranks", "local_ranks", "nodes", "walls", "prefixed")
 
     def __init__(self, file: str, bodies: list[str], numbers: list[int], ranks: list, local_ranks: list,
-                 nodes: list, walls: list) -> None:
+                 nodes: list, walls: list, prefixed: bool = True) -> None:
         self.file, self.bodies, self.numbers = file, bodies, numbers
         self.ranks, self.local_ranks, self.nodes, self.walls = ranks, local_ranks, nodes, walls
+        self.prefixed = prefixed  # False: no line had a launcher prefix, ranks and nodes are all None
 
     def context(self, i: int) -> tuple[str, LineContext]:
         return self.bodies[i], LineContext(self.file, self.numbers[i], self.ranks[i], self.local_ranks[i],
@@ -273,19 +274,24 @@ class _Lines:
     def lane_input(self, rows: list[int]) -> LaneInput:
         if len(rows) == len(self.bodies):
             return LaneInput(self.bodies, self.numbers, self.ranks, self.nodes, self.walls)
+        if not self.prefixed:  # nothing to pick from columns of None
+            bodies, numbers, walls = pick_rows(rows, self.bodies, self.numbers, self.walls)
+            return LaneInput(bodies, numbers, [None] * len(rows), [None] * len(rows), walls)
         return LaneInput(*pick_rows(rows, self.bodies, self.numbers, self.ranks, self.nodes, self.walls))
 
 
 def _in_line_order(events: list[Event]) -> list[Event]:
     """Events in line order, a batch counting at its last line and cut where a
     single event falls among its lines: whoever applies them in turn (the job
-    store) sees every state change in the order the lines gave it."""
+    store) sees every state change in the order the lines gave it.  Timer batches
+    count at their first line (nothing else the store keeps depends on them)."""
     kinds: dict[type, list[Batch]] = {}
     for e in events:
         if type(e) is Batch:
             kinds.setdefault(e.kind, []).append(e)  # type: ignore[union-attr]
     if any(len(group) > 1 for group in kinds.values()):  # shapes of one kind interleave: one batch a kind
-        events = [e for e in events if type(e) is not Batch] + [merge(group) for group in kinds.values()]
+        events = [e for e in events if type(e) is not Batch] + [
+            b for group in kinds.values() for b in (group if _apart(group) else [merge(group)])]
     singles = sorted(e.line for e in events if type(e) is not Batch)
     keyed: list[tuple[int, int, Event]] = []
     for e in events:
@@ -297,11 +303,28 @@ def _in_line_order(events: list[Event]) -> list[Event]:
         for cut in singles[bisect_left(singles, lines[0]):bisect_right(singles, lines[-1])]:
             stop = bisect_left(lines, cut)
             if stop > start:
-                keyed.append((lines[stop - 1], 1, e.slice(start, stop)))
+                keyed.append((lines[start if e.kind is Timers else stop - 1], 1, e.slice(start, stop)))
                 start = stop
-        keyed.append((lines[-1], 1, e.slice(start, len(lines)) if start else e))
+        keyed.append((lines[start if e.kind is Timers else -1], 1, e.slice(start, len(lines)) if start else e))
     keyed.sort(key=_key)
     return [e for _, _, e in keyed]
+
+
+def _apart(batches: list[Batch]) -> bool:
+    """Whether batches of one kind may stay apart: timer batches without a timer
+    in common.  What the store keeps of timers is per timer, so each timer's values
+    still come in line order; a timer batch counts at its *first* line (see
+    _in_line_order), so timers are also first seen in line order.  This spares
+    the merge, and the store the gaps a merge leaves."""
+    if batches[0].kind is not Timers:
+        return False
+    seen: set = set()
+    for b in batches:
+        names = b.maps.get("timers", {}).keys()
+        if seen & names:
+            return False
+        seen |= names
+    return True
 
 
 def _key(item: tuple) -> tuple[int, int]:
