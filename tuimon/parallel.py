@@ -20,6 +20,7 @@ this process parses the whole piece: slower, never wrong.
 """
 from __future__ import annotations
 
+import mmap
 import multiprocessing
 import os
 import pickle
@@ -27,6 +28,8 @@ import threading
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Callable, Iterator, Optional
+
+import numpy as np
 
 from parsers import parser_set
 from parsers.base import SUPPRESSED, WARM
@@ -108,10 +111,21 @@ def read_range(path: Path, start: int, end: int, size: int = READ_SIZE) -> Itera
 
 
 def _count_lines(path: str, start: int, end: int) -> int:
-    count = 0
-    for chunk in read_range(Path(path), start, end, 8 << 20):
-        count += chunk.count(b"\n")
-    return count
+    """Newlines in bytes [start, end), counted over a map of the file (no copies)."""
+    if end <= start:
+        return 0
+    with open(path, "rb") as fh:
+        try:
+            mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+        except (ValueError, OSError):  # emptied meanwhile, or a file that cannot be mapped: read it
+            return sum(chunk.count(b"\n") for chunk in read_range(Path(path), start, end, 8 << 20))
+        with mm:
+            data = np.frombuffer(mm, dtype=np.uint8)
+            try:
+                return sum(int(np.count_nonzero(data[at:min(at + (8 << 20), end)] == 10))
+                           for at in range(start, end, 8 << 20))
+            finally:
+                del data  # the map cannot close while an array still views it
 
 
 def _parse_piece(path: str, label: str, start: int, end: int, index: int, read_size: int,
@@ -159,10 +173,12 @@ def parse_file_parallel(path: Path, label: str, sink: Callable[[list[Event]], No
     counted = ParseStats()  # stats of parsers since replaced
     last = len(points) - 1
     with ProcessPoolExecutor(min(workers, last), mp_context=process_context()) as pool:
-        counts = list(pool.map(_count_lines, [str(path)] * last, points[:-1], points[1:]))
-        first_lines = [1 + sum(counts[:k]) for k in range(last)]
+        first_lines = [1]  # of each piece, counted here as pieces are handed out: the first starts at once
 
         def submit(k: int):
+            while len(first_lines) <= k:
+                j = len(first_lines) - 1
+                first_lines.append(first_lines[j] + _count_lines(str(path), points[j], points[j + 1]))
             return pool.submit(_parse_piece, str(path), label, points[k], points[k + 1], k, read_size,
                                first_lines[k])
 
