@@ -107,3 +107,36 @@ def test_many_files_on_several_processes(tmp_path):
         results.append((summary, stats, errors))
     assert results[0] == results[1]
     assert results[0][2] == ["missing.log"]
+
+
+def test_graded_pieces_shrink_at_the_end(tmp_path):
+    from tuimon.parallel import piece_weights
+    assert piece_weights(8, 2) == [4, 4, 4, 4, 4, 3, 2, 1]
+    assert piece_weights(3, 2) == [3, 2, 1]
+    p = tmp_path / "a.log"
+    p.write_bytes(b"".join(b"y" * (i % 53) + b"\n" for i in range(40000)))
+    points = cut_points(p, p.stat().st_size, 8, 4096, piece_weights(8, 2))
+    sizes = [b - a for a, b in zip(points, points[1:])]
+    assert len(sizes) == 8 and sizes[-1] < sizes[-2] < sizes[-3] < sizes[0]
+    assert all(abs(size / sizes[0] - w / 4) < 0.1 for size, w in zip(sizes, piece_weights(8, 2)))
+
+
+def test_default_pieces_give_one_pass(tmp_path, monkeypatch):
+    """The default cut (graded pieces, lines counted as pieces are handed out)."""
+    import tuimon.parallel as parallel
+    monkeypatch.setattr(parallel, "MIN_PIECE", 20_000)
+    rng = random.Random(7)
+    shapes = [rng.sample(ITER_KEYS, 4) for _ in range(2)]
+    p = tmp_path / "gen.log"
+    p.write_text("".join(make_line(rng, rng.choice(shapes), 0.02) + "\n" for _ in range(3000)))
+    events, store = [], JobStore()
+
+    def sink(batch):
+        events.extend(batch)
+        store.add(batch)
+
+    stats, info = parallel.parse_file_parallel(p, "job-42.log", sink, read_size=4096)
+    assert info["pieces"] == 8 and info["pieces_taken"] > 0
+    slow = run(p, False)
+    assert [json.dumps(e.to_dict(), sort_keys=True) for e in sorted(expand(events), key=lambda e: e.line)] == slow[0]
+    assert stats == slow[2]
