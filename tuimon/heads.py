@@ -51,8 +51,8 @@ def _windows(codes: np.ndarray, at: np.ndarray) -> np.ndarray:
     return out
 
 
-def read_heads(codes: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> Heads:
-    """The :class:`~parsers.triggers.Heads` of the lines ``codes[starts[i]:ends[i]]``
+def read_heads(codes: np.ndarray, starts: np.ndarray) -> Heads:
+    """The :class:`~parsers.triggers.Heads` of the lines starting at ``starts``
     (``codes``: the block's bytes as uint8, each line ending in a newline or at the
     end).  Each line's first WINDOW bytes are read as they lie in the block: past a
     line's end they are the next line's, so every search below stops at a newline

@@ -87,12 +87,12 @@ class AnchorScanner(Scanner):
         if matches:
             table = np.fromiter(chain.from_iterable(matches), dtype=np.int64, count=3 * len(matches))
             kind, at = self._with_overlapped(codes, table[0::3], table[1::3])
-            found, line_starts, line_ends = self._collect(text, np.flatnonzero(codes == 10), kind, at)
+            found, line_starts = self._collect(text, np.flatnonzero(codes == 10), kind, at)
         else:
-            found, line_starts, line_ends = HitLines([], [], [], [], {}), None, None
+            found, line_starts = HitLines([], [], [], [], {}), None
         if self._rest is None:
             if codes.dtype == np.uint8 and line_starts is not None and len(line_starts):
-                return found._replace(heads=read_heads(codes, line_starts, line_ends))
+                return found._replace(heads=read_heads(codes, line_starts))
             return found
         hits = {start: found[4].get(row, [first]) for row, (start, first) in enumerate(zip(found[0], found[2]))}
         for start, ids in self._rest.scan(text).items():
@@ -105,9 +105,9 @@ class AnchorScanner(Scanner):
         return lines_of(text, hits)
 
     def _collect(self, text: str, newlines: np.ndarray, kind: np.ndarray,
-                 at: np.ndarray) -> tuple[HitLines, Optional[np.ndarray], Optional[np.ndarray]]:
+                 at: np.ndarray) -> tuple[HitLines, Optional[np.ndarray]]:
         """The lines of the anchor matches ``kind`` at ``at`` (in text order) and
-        their confirmed triggers, and the lines' bounds as arrays.  By column: each
+        their confirmed triggers, and the lines' starts as an array.  By column: each
         match's line bounds come from the ``newlines`` offsets, and each regex
         trigger is confirmed for all its matches in one ``map``; Python runs per
         line only on lines with more than one trigger."""
@@ -140,21 +140,21 @@ class AnchorScanner(Scanner):
             by_position = np.argsort(order, kind="stable")
             order, idx_of = order[by_position], idx_of[by_position]
         if not len(order):
-            return HitLines([], [], [], [], {}), None, None
+            return HitLines([], [], [], [], {}), None
         rows = row[order]
         first = np.flatnonzero(np.diff(rows, prepend=-1))  # first entry of each line
         line_of = order[first]
-        line_starts, line_ends = start[line_of], end[line_of]
-        starts, ends, rows_out = line_starts.tolist(), line_ends.tolist(), rows[first].tolist()
+        line_starts = start[line_of]
+        starts, ends, rows_out = line_starts.tolist(), end[line_of].tolist(), rows[first].tolist()
         if len(first) == len(order):  # one trigger a line: the usual case
-            return HitLines(starts, ends, idx_of.tolist(), rows_out, {}), line_starts, line_ends
+            return HitLines(starts, ends, idx_of.tolist(), rows_out, {}), line_starts
         lowest = np.minimum.reduceat(idx_of, first).tolist()
         more = {}
         for i in np.flatnonzero(np.diff(np.append(first, len(order))) > 1).tolist():  # lines with several
             each = sorted(set(idx_of[first[i]:first[i + 1] if i + 1 < len(first) else len(order)].tolist()))
             if len(each) > 1:
                 more[i] = each
-        return HitLines(starts, ends, lowest, rows_out, more), line_starts, line_ends
+        return HitLines(starts, ends, lowest, rows_out, more), line_starts
 
     def _with_overlapped(self, codes: np.ndarray, kind: np.ndarray, at: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The anchor matches (``kind`` at ``at``) and the anchors starting inside
