@@ -25,6 +25,7 @@ import multiprocessing
 import os
 import pickle
 import threading
+from array import array
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Callable, Iterator, Optional
@@ -33,7 +34,7 @@ import numpy as np
 
 from parsers import parser_set
 from parsers.base import SUPPRESSED, WARM
-from parsers.events import Event
+from parsers.events import Batch, Event
 
 from .ingest import READ_SIZE, FileParser, ParseStats, parse_file
 from .scan import trigger_scanner
@@ -142,8 +143,32 @@ def _parse_piece(path: str, label: str, start: int, end: int, index: int, read_s
     blocks = []
     for chunk in read_range(Path(path), start, end, read_size):
         events = fp.feed(chunk)
-        blocks.append((events, ps.snapshot(), fp.stats))
+        blocks.append((_packed(events), ps.snapshot(), fp.stats))
     return pickle.dumps((blocks, fp), protocol=pickle.HIGHEST_PROTOCOL)
+
+
+_FLOATS, _INTS = {float}, {int}
+
+
+def _packed(events: list[Event]) -> list[Event]:
+    """Batch columns of plain floats or ints as arrays: they cross to this process
+    as bytes instead of one object each, and sequences they remain (the store
+    reads them as it reads lists, numpy without a copy)."""
+    return [e._replace(columns={k: _array_of(v) for k, v in e.columns.items()},
+                       maps={m: {k: _array_of(v) for k, v in cols.items()} for m, cols in e.maps.items()})
+            if type(e) is Batch else e for e in events]
+
+
+def _array_of(values: list):
+    kind = type(values[0]) if values else None
+    if kind is float and set(map(type, values)) == _FLOATS:
+        return array("d", values)
+    if kind is int and set(map(type, values)) == _INTS:
+        try:
+            return array("q", values)
+        except OverflowError:
+            return values
+    return values
 
 
 def parse_file_parallel(path: Path, label: str, sink: Callable[[list[Event]], None], *,

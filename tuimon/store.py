@@ -6,11 +6,13 @@ Each job keeps its iteration points per rank in :class:`~tuimon.series.Series`
 """
 from __future__ import annotations
 
+from array import array
 from dataclasses import dataclass, field
 from functools import partial
-from math import isfinite
 from operator import eq, is_not
-from typing import Iterable, Optional, Union
+from typing import Iterable, Optional, Sequence, Union
+
+import numpy as np
 
 from parsers.events import (Batch, Checkpoint, Event, Exit, Failure, Iteration, Memory, Milestone, RunConfig, Step,
                             Throughput, Timers, Truncated)
@@ -379,13 +381,22 @@ def _batch_timers(job: Job, b: Batch, _: Optional[int]) -> None:
             else:
                 group = groups.get(name, "other")
             stat = job.timers[name] = TimerStat(group)
-        finite = _known(values)
-        if not all(map(isfinite, finite)):
-            finite = list(filter(isfinite, finite))
-        if finite:
-            stat.total_ms = sum(finite, stat.total_ms)  # left to right, as one by one
+        finite = _finite(values)
+        if len(finite):
+            # added left to right, as _on_timers adds them one by one
+            stat.total_ms = float(np.add.accumulate(np.append(stat.total_ms, finite))[-1])
             stat.count += len(finite)
-            stat.last_ms = finite[-1]
+            stat.last_ms = float(finite[-1])
+
+
+def _finite(values: Sequence) -> np.ndarray:
+    """The finite values of a column (a list, or an array of doubles from a worker process)."""
+    if type(values) is array:
+        found = np.frombuffer(values, dtype=np.float64)
+    else:
+        found = np.array(_known(values), dtype=np.float64)
+    ok = np.isfinite(found)
+    return found if ok.all() else found[ok]
 
 
 def _batch_memory(job: Job, b: Batch, _: Optional[int]) -> None:
