@@ -155,8 +155,8 @@ class JobStore:
         job, file_rank = self.job_for(batch.file)
         job.events += batch.size
         walls = _known(batch.column("wall_time"))
-        if walls:
-            low, high = min(walls), max(walls)
+        if len(walls):
+            low, high = _bounds(walls)
             if job.first_wall is None or low < job.first_wall:
                 job.first_wall = low
             if job.last_wall is None or high > job.last_wall:
@@ -290,16 +290,28 @@ def _on_truncated(job: Job, ev: Truncated, _: Optional[int]) -> None:
     job.truncations += 1
 
 
-def _known(values: list) -> list:
-    """``values`` without its Nones (itself when it has none: the usual column)."""
-    return values if None not in values else list(filter(_NOT_NONE, values))
+def _known(values: Sequence) -> Sequence:
+    """``values`` without its Nones (itself when it has none: the usual column,
+    and always an array from a worker process)."""
+    if type(values) is array or None not in values:
+        return values
+    return list(filter(_NOT_NONE, values))
+
+
+def _bounds(values: Sequence) -> tuple:
+    """(min, max) of values without None (an array's by numpy, without a float object each)."""
+    if type(values) is array:
+        found = np.frombuffer(values, dtype=np.float64 if values.typecode == "d" else np.int64)
+        return found.min().item(), found.max().item()
+    return min(values), max(values)
 
 
 _NOT_NONE = partial(is_not, None)
 
 
 def _earliest(b: Batch) -> Optional[float]:
-    return min(_known(b.column("wall_time")), default=None)
+    walls = _known(b.column("wall_time"))
+    return _bounds(walls)[0] if len(walls) else None
 
 
 def _last_known(values: list):
