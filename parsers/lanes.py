@@ -65,6 +65,8 @@ def pick_rows(rows: Sequence[int], *columns: list) -> list[list]:
 def group_by(keys: Sequence) -> dict:
     """Key -> indices having it, keys in order of first appearance."""
     distinct = dict.fromkeys(keys)
+    if len(distinct) == 1:  # one shape throughout: the commonest block
+        return {keys[0]: list(range(len(keys)))}
     if len(distinct) <= 4:  # the usual case: a pass per key, at C speed
         everyone = range(len(keys))
         return {k: list(compress(everyone, map(eq, keys, repeat(k)))) for k in distinct}

@@ -190,9 +190,11 @@ def _overlaps(anchors: Sequence[str]) -> list[tuple[tuple[int, int], ...]]:
     for k, a in enumerate(anchors):
         found = []
         for j, b in enumerate(anchors):
-            for off in range(len(a)):
+            off = a.find(b[0])  # b can only start where its first character is
+            while off >= 0:
                 if (j, off) != (k, 0) and b.startswith(a[off:off + len(b)]):
                     found.append((j, off))
+                off = a.find(b[0], off + 1)
         out.append(tuple(found))
     return out
 
