@@ -254,6 +254,8 @@ class LocalFollower:
                 self._heat(f, now)
             elif os.path.isdir(path) or not os.path.exists(path):
                 self._next_scan = now
+        # files rotated away hold older lines than whatever is now at their names: first
+        self._poll_detached(now, events)
         while self._heap and self._heap[0][0] <= now:
             due, _, f = heapq.heappop(self._heap)
             if f.dead or due != f.due or not f.hot:
@@ -268,7 +270,6 @@ class LocalFollower:
         if now >= self._next_sweep:
             self._sweep(now, events)
             self._next_sweep = now + self.max_interval
-        self._poll_detached(now, events)
         self._poll_history(events)
         if events:
             self._dirty_state = True
@@ -625,7 +626,9 @@ class LocalFollower:
             names = [n for n in os.listdir(directory or ".") if n.startswith(base) and n != base]
         except OSError:
             return
-        known = set(self.streams) | {s.key for s in self.detached} | {new_key}
+        # the file last seen at the path (``new_key``) counts as a sibling once it too
+        # has been rotated away: it then takes its turn among them, before the newer ones
+        known = set(self.streams) | {s.key for s in self.detached}
         found = []
         for name in names:
             path = os.path.join(directory, name)
