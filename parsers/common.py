@@ -3,8 +3,6 @@ from __future__ import annotations
 
 import re
 import shlex
-from itertools import repeat
-from operator import add, contains, getitem, itemgetter, methodcaller
 from typing import Optional
 
 from .numbers import to_int
@@ -25,18 +23,10 @@ def rank_or(body: str, default: Optional[int]) -> Optional[int]:
 
 
 def rank_tags(bodies: list[str], defaults: list[Optional[int]]) -> list[Optional[int]]:
-    """:func:`rank_tag` of every body, or its default where it has none.  When every
-    line has a plain first tag (the usual block) they are read by column at C
-    speed; else the first tag is read with ``str.partition``, and the regex runs
-    only where that tag is odd."""
+    """:func:`rank_tag` of every body, or its default where it has none; the first
+    tag is read with ``str.partition`` and the regex runs only where that tag is odd."""
     if "[Rank " not in "\n".join(bodies):
         return list(defaults)
-    at = list(map(str.find, bodies, repeat("[Rank ")))
-    if -1 not in at:
-        heads = list(map(getitem, bodies, map(slice, map(add, at, repeat(6)), map(add, at, repeat(13)))))
-        digits = list(map(itemgetter(0), map(methodcaller("partition", "]"), heads)))
-        if all(map(contains, heads, repeat("]"))) and all(map(str.isdecimal, digits)):
-            return list(map(int, digits))  # "]" within 7 characters: at most 6 digits
     out: list[Optional[int]] = []
     for body, default in zip(bodies, defaults):
         head, tag, rest = body.partition("[Rank ")

@@ -10,13 +10,12 @@ Timer lines are handled by :mod:`parsers.timers`.
 from __future__ import annotations
 
 import re
-from operator import methodcaller
 from typing import Optional
 
 from .base import LineContext, LineParser, Sample, compile_sniff
 from .common import rank_or, rank_tags
 from .events import Batch, Event, Memory, Milestone, RunConfig, Step, Throughput
-from .lanes import Fallback, LaneInput, floats, ints
+from .lanes import GROUP, Fallback, LaneInput, floats, ints, matched
 from .numbers import to_float, to_int
 
 _STEP = re.compile(r"step=(\d+), skipped=(\d+), lr=\[([^\],]*)")
@@ -85,17 +84,12 @@ class DeepSpeedParser(LineParser):
                                     skipped=to_int(m.group(2)), lr=to_float(m.group(3)))], ctx)
 
     def _lane_step(self, inp: LaneInput, fallback: Fallback) -> list[Event]:
-        matches = list(map(_STEP.search, inp.bodies))
-        if None in matches:
-            idx = [i for i, m in enumerate(matches) if m is not None]
-            if not idx:
-                return []
-            matches = [matches[i] for i in idx]
-        else:
-            idx = list(range(len(matches)))
-        steps = ints(list(map(_GROUP_1, matches)))
-        skipped = ints(list(map(_GROUP_2, matches)))
-        lrs = floats(list(map(_GROUP_3, matches)))
+        idx, matches = matched(_STEP, inp.bodies)
+        if not idx:
+            return []
+        steps = ints(list(map(GROUP[1], matches)))
+        skipped = ints(list(map(GROUP[2], matches)))
+        lrs = floats(list(map(GROUP[3], matches)))
         if steps is None or skipped is None or lrs is None:
             return fallback(idx)
         part = inp.pick(idx)
@@ -146,6 +140,3 @@ class DeepSpeedParser(LineParser):
         if m:
             self._mem_label = m.group(1).strip()[:120] or None
         return []
-
-
-_GROUP_1, _GROUP_2, _GROUP_3 = (methodcaller("group", k) for k in (1, 2, 3))

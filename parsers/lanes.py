@@ -14,9 +14,10 @@ never a second opinion.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from itertools import compress, repeat
-from operator import eq, itemgetter
+from operator import eq, itemgetter, methodcaller
 from typing import Callable, Optional, Sequence
 
 from .base import LineContext
@@ -60,6 +61,19 @@ def pick_rows(rows: Sequence[int], *columns: list) -> list[list]:
         return [[] for _ in columns]
     pick = itemgetter(*rows)
     return [list(pick(column)) for column in columns]
+
+
+def matched(pattern: "re.Pattern[str]", bodies: list[str]) -> tuple[list[int], list["re.Match[str]"]]:
+    """The rows of ``bodies`` the pattern is found in, and its matches there."""
+    matches = list(map(pattern.search, bodies))
+    if None not in matches:
+        return list(range(len(matches))), matches
+    rows = [i for i, m in enumerate(matches) if m is not None]
+    return rows, [matches[i] for i in rows]
+
+
+#: ``m.group(k)`` of a match, for ``map`` (index k)
+GROUP = [methodcaller("group", k) for k in range(4)]
 
 
 def group_by(keys: Sequence) -> dict:

@@ -17,7 +17,7 @@ from typing import Optional
 from .base import LineContext, LineParser, Sample, compile_sniff
 from .common import config_from_args, norm_key, rank_tag
 from .events import Batch, Event, Exit, Failure, Iteration, Memory, Milestone, RunConfig, Throughput, frozen_map
-from .lanes import SKIP, Fallback, LaneInput, column_values, floats, group_by, ints, pipe_columns
+from .lanes import GROUP, SKIP, Fallback, LaneInput, column_values, floats, group_by, ints, matched, pipe_columns
 from .numbers import to_float, to_int
 from .timestamps import parse_iso
 
@@ -451,14 +451,10 @@ class MegatronParser(LineParser):
         return out, losses
 
     def _lane_memory(self, inp: LaneInput, fallback: Fallback) -> list[Event]:
-        matches = list(map(_MEMORY.search, inp.bodies))
-        rows = list(range(len(matches)))
-        if None in matches:
-            rows = [i for i in rows if matches[i] is not None]
-            if not rows:
-                return []
-            matches = [matches[i] for i in rows]
-        tails = list(map(_GROUP_3, matches))
+        rows, matches = matched(_MEMORY, inp.bodies)
+        if not rows:
+            return []
+        tails = list(map(GROUP[3], matches))
         rejected: list[int] = []
         events: list[Event] = []
         for grp in group_by(list(map(str.count, tails, repeat("|")))).values():
@@ -468,12 +464,12 @@ class MegatronParser(LineParser):
                 continue
             ms = matches if len(grp) == len(matches) else [matches[g] for g in grp]
             part = inp.pick([rows[g] for g in grp])
-            tagged = list(map(_GROUP_1, ms))
+            tagged = list(map(GROUP[1], ms))
             ranks = ints(tagged) if None not in tagged else None  # the usual line: "[Rank N] (after ..."
             if ranks is None:
                 ranks = [_memory_rank(m, default) for m, default in zip(ms, part.ranks)]
             columns = {"rank": ranks, "node": part.nodes, "wall_time": part.walls,
-                       "label": list(map("after {} iterations".format, map(_GROUP_2, ms)))}
+                       "label": list(map("after {} iterations".format, map(GROUP[2], ms)))}
             for field_name, key in (("gpu_allocated_mb", "allocated"), ("gpu_max_allocated_mb", "max allocated"),
                                     ("gpu_reserved_mb", "reserved"), ("gpu_max_reserved_mb", "max reserved")):
                 if key in values:
@@ -517,7 +513,6 @@ def _iteration_heads(bodies: list[str]) -> tuple[list[tuple[str, str]], list[int
 
 _GROUP_1_2 = methodcaller("group", 1, 2)
 _FIRST, _SECOND = itemgetter(0), itemgetter(1)
-_GROUP_1, _GROUP_2, _GROUP_3 = (methodcaller("group", k) for k in (1, 2, 3))
 
 
 def _other_keys(col: list[str]):

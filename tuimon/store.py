@@ -298,10 +298,15 @@ def _known(values: Sequence) -> Sequence:
     return list(filter(_NOT_NONE, values))
 
 
+def _numpy_view(values: array) -> np.ndarray:
+    """A worker's array column (doubles or 64-bit ints) as numpy, without a copy."""
+    return np.frombuffer(values, dtype=np.float64 if values.typecode == "d" else np.int64)
+
+
 def _bounds(values: Sequence) -> tuple:
     """(min, max) of values without None (an array's by numpy, without a float object each)."""
     if type(values) is array:
-        found = np.frombuffer(values, dtype=np.float64 if values.typecode == "d" else np.int64)
+        found = _numpy_view(values)
         return found.min().item(), found.max().item()
     return min(values), max(values)
 
@@ -403,10 +408,8 @@ def _batch_timers(job: Job, b: Batch, _: Optional[int]) -> None:
 
 def _finite(values: Sequence) -> np.ndarray:
     """The finite values of a column (a list, or an array of doubles from a worker process)."""
-    if type(values) is array:
-        found = np.frombuffer(values, dtype=np.float64)
-    else:
-        found = np.array(_known(values), dtype=np.float64)
+    found = _numpy_view(values).astype(np.float64, copy=False) if type(values) is array else \
+        np.array(_known(values), dtype=np.float64)
     ok = np.isfinite(found)
     return found if ok.all() else found[ok]
 
