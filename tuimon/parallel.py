@@ -160,6 +160,8 @@ def _packed(events: list[Event]) -> list[Event]:
 
 
 def _array_of(values: list):
+    if type(values) is array:  # the lanes' number columns already are
+        return values
     kind = type(values[0]) if values else None
     if kind is float and set(map(type, values)) == _FLOATS:
         return array("d", values)

@@ -129,8 +129,9 @@ class Series:
 
     def _grow(self, capacity: int) -> None:
         # np.resize would fill the new room with copies of the data: only the points are copied
+        # copied as bytes: a copy field by field of the structured points runs ten times slower
         data = np.empty(capacity, dtype=POINT_DTYPE)
-        data[:self.n] = self._data[:self.n]
+        data.view(np.uint8)[:self.n * POINT_DTYPE.itemsize] = self._data.view(np.uint8)[:self.n * POINT_DTYPE.itemsize]
         self._data = data
 
     def set_last(self, column: str, value: Optional[float]) -> None:
