@@ -137,7 +137,7 @@ def floats(values: list[str]) -> Optional["array[float]"]:
     if "_" in "".join(values):
         return None
     try:
-        return _packed("d", list(map(float, values)))
+        return packed("d", list(map(float, values)))
     except (ValueError, OverflowError):
         return None
 
@@ -155,13 +155,14 @@ def ints(values: list[str]) -> Optional["array[int]"]:
     if max(map(len, values)) > 18 and any(len(v.strip()) > 18 for v in values):
         return None
     try:
-        return _packed("q", list(map(int, values)))  # int() itself refuses "" and "1 2"
+        return packed("q", list(map(int, values)))  # int() itself refuses "" and "1 2"
     except ValueError:
         return None
 
 
-def _packed(code: str, values: list) -> array:
-    """``array(code, values)``, built from one ``struct.pack`` (several times faster)."""
+def packed(code: str, values: list) -> array:
+    """``array(code, values)`` of values all of that type, built from one
+    ``struct.pack`` (several times faster)."""
     out = array(code)
     out.frombytes(struct.pack(f"{len(values)}{code}", *values))
     return out

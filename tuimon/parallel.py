@@ -24,6 +24,7 @@ import mmap
 import multiprocessing
 import os
 import pickle
+import struct
 import threading
 from array import array
 from concurrent.futures import ProcessPoolExecutor
@@ -35,6 +36,7 @@ import numpy as np
 from parsers import parser_set
 from parsers.base import SUPPRESSED, WARM
 from parsers.events import Batch, Event
+from parsers.lanes import packed
 
 from .ingest import READ_SIZE, FileParser, ParseStats, parse_file
 from .scan import trigger_scanner
@@ -151,10 +153,11 @@ _FLOATS, _INTS = {float}, {int}
 
 
 def _packed(events: list[Event]) -> list[Event]:
-    """Batch columns of plain floats or ints as arrays: they cross to this process
-    as bytes instead of one object each, and sequences they remain (the store
-    reads them as it reads lists, numpy without a copy)."""
-    return [e._replace(columns={k: _array_of(v) for k, v in e.columns.items()},
+    """Batch columns of plain floats or ints (and line numbers) as arrays: they
+    cross to this process as bytes instead of one object each, and sequences they
+    remain (the store reads them as it reads lists, numpy without a copy)."""
+    return [e._replace(lines=packed("q", e.lines) if type(e.lines) is list else e.lines,
+                       columns={k: _array_of(v) for k, v in e.columns.items()},
                        maps={m: {k: _array_of(v) for k, v in cols.items()} for m, cols in e.maps.items()})
             if type(e) is Batch else e for e in events]
 
@@ -164,11 +167,11 @@ def _array_of(values: list):
         return values
     kind = type(values[0]) if values else None
     if kind is float and set(map(type, values)) == _FLOATS:
-        return array("d", values)
+        return packed("d", values)
     if kind is int and set(map(type, values)) == _INTS:
         try:
-            return array("q", values)
-        except OverflowError:
+            return packed("q", values)
+        except struct.error:  # beyond 64 bits
             return values
     return values
 
