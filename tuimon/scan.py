@@ -41,7 +41,7 @@ class AnchorScanner(Scanner):
         self._regex_only: list[tuple[int, re.Pattern[str]]] = []
         for idx, trigger in enumerate(self.triggers):
             literal = literal_of(trigger)
-            found = [literal] if literal else required_anchors(trigger)
+            found = [literal] if literal else _anchors_for(trigger)
             if not found or any("\n" in a for a in found):
                 self._regex_only.append((idx, re.compile(trigger)))
                 continue
@@ -197,6 +197,22 @@ def _overlaps(anchors: Sequence[str]) -> list[tuple[tuple[int, int], ...]]:
                 off = a.find(b[0], off + 1)
         out.append(tuple(found))
     return out
+
+
+def _anchors_for(trigger: str) -> Optional[list[str]]:
+    """The anchors of a regex trigger: its required texts, unless none starts the
+    pattern and a long enough text does (``step=\\d+, skipped=``: ``step=``).  A
+    match is then confirmed by one ``match`` at the anchor, instead of a search
+    through the line from its start."""
+    found = required_anchors(trigger)
+    if found and not any(_starts_with(trigger, a) for a in found):
+        lead = leading_literal(trigger)
+        if len(lead) >= _MIN_LEAD:
+            return [lead]
+    return found
+
+
+_MIN_LEAD = 5  # shorter ones would match too much text that is no trigger
 
 
 def _reads_only_its_line(trigger: str) -> bool:
