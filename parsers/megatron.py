@@ -11,7 +11,7 @@ import math
 import re
 from bisect import bisect_right
 from itertools import repeat
-from operator import itemgetter, methodcaller
+from operator import eq, itemgetter, methodcaller
 from typing import Optional
 
 from .base import LineContext, LineParser, Sample, compile_sniff
@@ -367,24 +367,17 @@ class MegatronParser(LineParser):
     # -- lanes (see parsers.lanes): the same records as the handlers above, by column --
     def _lane_iteration(self, inp: LaneInput, fallback: Fallback) -> list[Event]:
         bodies = inp.bodies
-        heads, records = _iteration_heads(bodies)
         accepted: list[int] = []
         rejected: list[int] = []
         batches: list[Event] = []
-        # one group per shape (number of "|"); lines with no record or several: the line path
-        shapes = list(map(str.count, bodies, repeat("|")))
-        if records.count(1) != len(records):
-            shapes = [shape if k == 1 else -1 for shape, k in zip(shapes, records)]
-        for shape, idx in group_by(shapes).items():
-            every = len(idx) == len(bodies)
-            fields = self._iteration_columns(bodies if every else [bodies[i] for i in idx]) if shape >= 0 else None
-            if fields is None:
-                rejected.extend(idx)
-                continue
-            mine = heads if every else [heads[i] for i in idx]
-            its = ints(list(map(_FIRST, mine)))
-            totals = ints(list(map(_SECOND, mine)))
-            if its is None or totals is None:
+        usual = _usual_records(bodies)
+        if usual is not None:  # one shape, each line " iteration N/ M | ...": no regex a line
+            cols, its, totals = usual
+            groups = [(list(range(len(bodies))), self._iteration_columns(bodies, cols), its, totals)]
+        else:
+            groups = self._iteration_groups(bodies)
+        for idx, fields, its, totals in groups:
+            if fields is None or its is None or totals is None:
                 rejected.extend(idx)
                 continue
             columns, losses = fields
@@ -406,20 +399,53 @@ class MegatronParser(LineParser):
             columns.update(rank=part.ranks, node=part.nodes, wall_time=part.walls)
             batches.append(Batch(Iteration, self.file, part.lines, columns, maps={"losses": losses}))
             accepted.extend(idx)
-        events: list[Event] = []
-        if 0 in accepted and self.first_time("_announced"):
-            events.append(self.make(RunConfig, inp.context(0), framework=_style(bodies[0])))
         rejected.sort()
-        events.extend(fallback(rejected))
-        events.extend(batches)
-        if accepted and (not rejected or max(accepted) > rejected[-1]):
-            self.last_iteration = max(((b.lines[-1], b.columns["iteration"][-1]) for b in batches))[1]  # type: ignore[union-attr]
+        slow: list[Event] = []
+        if accepted and not self.reported("_announced"):
+            # the line path announces at the first record: rejected lines before the first
+            # accepted one go first (they may hold one)
+            first = min(accepted)
+            slow.extend(fallback([i for i in rejected if i < first]))
+            if self.first_time("_announced"):
+                slow.append(self.make(RunConfig, inp.context(first), framework=_style(bodies[first])))
+        slow.extend(fallback(rejected))  # lines already done are skipped
+        events = slow + batches
+        # the last iteration of the block, as reading its records in line order leaves it: a
+        # rejected line after the batches' last one may hold no record, or no readable number
+        last = None
+        for e in slow:
+            if type(e) is Iteration and e.iteration is not None:
+                last = (e.line, e.iteration)
+        for b in batches:
+            if last is None or b.lines[-1] > last[0]:  # type: ignore[union-attr]
+                last = (b.lines[-1], b.columns["iteration"][-1])  # type: ignore[union-attr]
+        if last is not None:
+            self.last_iteration = last[1]
         return events
 
+    def _iteration_groups(self, bodies: list[str]) -> list[tuple]:
+        """(rows, fields, iterations, train iters) per shape (number of "|"); rows
+        with no record or several get no fields: the line path takes them."""
+        heads, records = _iteration_heads(bodies)
+        shapes = list(map(str.count, bodies, repeat("|")))
+        if records.count(1) != len(records):
+            shapes = [shape if k == 1 else -1 for shape, k in zip(shapes, records)]
+        out = []
+        for shape, idx in group_by(shapes).items():
+            if shape < 0:
+                out.append((idx, None, None, None))
+                continue
+            every = len(idx) == len(bodies)
+            mine = heads if every else [heads[i] for i in idx]
+            out.append((idx, self._iteration_columns(bodies if every else [bodies[i] for i in idx]),
+                        ints(list(map(_FIRST, mine))), ints(list(map(_SECOND, mine)))))
+        return out
+
     @staticmethod
-    def _iteration_columns(records: list[str]) -> Optional[tuple[dict, dict]]:
-        """:func:`parse_record` of records sharing one shape, by column; None if unsure."""
-        cols = pipe_columns(records)
+    def _iteration_columns(records: list[str], cols: Optional[list[list[str]]] = None) -> Optional[tuple[dict, dict]]:
+        """:func:`parse_record` of records sharing one shape, by column (``cols``:
+        their :func:`pipe_columns`, when already split); None if unsure."""
+        cols = cols or pipe_columns(records)
         if cols is None:
             return None
         out: dict = {}
@@ -490,6 +516,36 @@ class MegatronParser(LineParser):
                          wall_time=wall if wall is not None else ctx.wall_time, name=name, duration_s=duration)
 
 
+_USUAL_HEAD = " iteration "  # Megatron's: " iteration      100/  500000 | consumed samples: ..."
+
+
+def _usual_records(bodies: list[str]) -> Optional[tuple[list[list[str]], list[int], list[int]]]:
+    """For lines of one shape whose first ``|`` segment is the usual iteration head
+    (``ITERATION`` then finds it there and nowhere else), their :func:`pipe_columns`
+    and (iterations, train iters), read by column; else None."""
+    n = len(bodies)
+    if "".join(bodies).count("/") != n:  # one "/" a line: a second record would need its own
+        return None
+    shapes = list(map(str.count, bodies, repeat("|")))
+    if shapes[0] == 0 or shapes.count(shapes[0]) != n:
+        return None
+    cols = pipe_columns(bodies)
+    if cols is None:
+        return None
+    lefts, slashes, rights = zip(*map(str.partition, cols[0], repeat("/")))
+    if slashes.count("/") != n or " /" in "/".join(lefts) + "/":  # ITERATION needs "N/" with no space between
+        return None
+    numbers = list(map(str.removeprefix, lefts, repeat(_USUAL_HEAD)))
+    if sum(map(len, numbers)) != sum(map(len, lefts)) - n * len(_USUAL_HEAD):  # a head was not the usual one
+        return None
+    # ints() takes digits and spaces only, and no space inside a number: ITERATION's
+    # "[ =]+(\d+)/ *(\d+) *\|" with spaces and ASCII digits (anything else: the regex path)
+    its, totals = ints(numbers), ints(list(rights))
+    if its is None or totals is None:
+        return None
+    return cols, its, totals
+
+
 def _iteration_heads(bodies: list[str]) -> tuple[list[tuple[str, str]], list[int]]:
     """Per line, the (iteration, train iters) texts of its record and how many
     records it holds (the lane takes lines with exactly one)."""
@@ -530,9 +586,11 @@ def _other_keys(col: list[str]):
 
 
 def _nan_rows(columns: dict, losses: dict) -> set[int]:
-    rows = {k for k, v in enumerate(columns.get("nan_count", ())) if (v or 0) > 0}
+    counts = columns.get("nan_count", ())
+    rows = {k for k, v in enumerate(counts) if (v or 0) > 0} if any(counts) else set()
     for vals in losses.values():
-        rows.update(k for k, v in enumerate(vals) if v != v)
+        if not all(map(eq, vals, vals)):  # NaN is not itself: the usual column is passed over at C speed
+            rows.update(k for k, v in enumerate(vals) if v != v)
     return rows
 
 

@@ -98,7 +98,11 @@ def make_line(rng: random.Random, keys: list[str], odd: float) -> str:
     if kind < 0.45:
         it = rng.randrange(1, 5000)
         segs = [k.format(n=_value("n", rng, odd), f=_value("f", rng, odd), e=_value("e", rng, odd)) for k in keys]
-        head = f" iteration {str(it).rjust(rng.choice([1, 8]))}/ {rng.choice(['1000', '  5000', '٣٣'])} "
+        # the usual head, and near misses of it (each must read as the line path reads it)
+        head = rng.choice([" iteration {n}/ {t} ", " iteration {n}/ {t} ", " iteration {n} / {t} ",
+                           "iteration {n}/{t}", " iteration={n}/ {t}", " iteration{n}/ {t} ", " iteration\t{n}/ {t}",
+                           "  iteration {n}/ {t} ", " iteration {n}/ {t}/2 ", " Iteration {n}/ {t} "]).format(
+            n=str(it).rjust(rng.choice([1, 8])), t=rng.choice(['1000', '  5000', '٣٣', '12 3', '']))
         line = prefix + head + "|" + " |".join(" " + s for s in segs) + (" |" if rng.random() < 0.8 else "")
         if rng.random() < 0.05:
             line += line  # two ranks' records on one physical line
