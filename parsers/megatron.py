@@ -12,7 +12,7 @@ import re
 from bisect import bisect_right
 from itertools import repeat
 from operator import eq, itemgetter, methodcaller
-from typing import Optional
+from typing import Optional, Sequence
 
 from .base import LineContext, LineParser, Sample, compile_sniff
 from .common import config_from_args, norm_key, rank_tag
@@ -477,6 +477,12 @@ class MegatronParser(LineParser):
         return out, losses
 
     def _lane_memory(self, inp: LaneInput, fallback: Fallback) -> list[Event]:
+        usual = _usual_memory(inp.bodies)
+        if usual is not None:  # one shape, each line "[Rank R] (after N iterations) memory (MB) | ...": no regex a line
+            ranks, iterations, tail_columns = usual
+            values = _memory_columns([], tail_columns)
+            if values is not None:
+                return [self._memory_batch(inp, ranks, iterations, values)]
         rows, matches = matched(_MEMORY, inp.bodies)
         if not rows:
             return []
@@ -494,15 +500,17 @@ class MegatronParser(LineParser):
             ranks = ints(tagged) if None not in tagged else None  # the usual line: "[Rank N] (after ..."
             if ranks is None:
                 ranks = [_memory_rank(m, default) for m, default in zip(ms, part.ranks)]
-            columns = {"rank": ranks, "node": part.nodes, "wall_time": part.walls,
-                       "label": list(map("after {} iterations".format, map(GROUP[2], ms)))}
-            for field_name, key in (("gpu_allocated_mb", "allocated"), ("gpu_max_allocated_mb", "max allocated"),
-                                    ("gpu_reserved_mb", "reserved"), ("gpu_max_reserved_mb", "max reserved")):
-                if key in values:
-                    columns[field_name] = values[key]
-            events.append(Batch(Memory, self.file, part.lines, columns))
+            events.append(self._memory_batch(part, ranks, list(map(GROUP[2], ms)), values))
         rejected.sort()
         return fallback(rejected) + events
+
+    def _memory_batch(self, part: LaneInput, ranks: Sequence, iterations: list[str], values: dict) -> Batch:
+        columns = {"rank": ranks, "node": part.nodes, "wall_time": part.walls, "label": _labels(iterations)}
+        for field_name, key in (("gpu_allocated_mb", "allocated"), ("gpu_max_allocated_mb", "max allocated"),
+                                ("gpu_reserved_mb", "reserved"), ("gpu_max_reserved_mb", "max reserved")):
+            if key in values:
+                columns[field_name] = values[key]
+        return Batch(Memory, self.file, part.lines, columns)
 
     def _milestone(self, name: str, m: re.Match, ctx: LineContext) -> Event:
         duration = wall = None
@@ -594,6 +602,42 @@ def _nan_rows(columns: dict, losses: dict) -> set[int]:
     return rows
 
 
+_USUAL_MEMORY = ("[Rank ", "] (after ", " iterations) memory (MB) ")
+
+
+def _usual_memory(bodies: list[str]) -> Optional[tuple[Sequence[int], list[str], list[list[str]]]]:
+    """For lines of one shape whose first ``|`` segment is the usual memory head
+    (``[Rank R] (after N iterations) memory (MB) ``, where ``_MEMORY`` matches from
+    the line's start), their ranks, iteration texts and the columns of the ``|``
+    part as ``_MEMORY``'s last group holds it; else None."""
+    n = len(bodies)
+    shapes = list(map(str.count, bodies, repeat("|")))
+    if shapes[0] == 0 or shapes.count(shapes[0]) != n:
+        return None
+    cols = pipe_columns(bodies)
+    if cols is None:
+        return None
+    opening, middle, closing = _USUAL_MEMORY
+    heads = cols[0]
+    core = list(map(str.removesuffix, map(str.removeprefix, heads, repeat(opening)), repeat(closing)))
+    if sum(map(len, core)) != sum(map(len, heads)) - n * (len(opening) + len(closing)):
+        return None
+    ranks, cuts, iterations = map(list, zip(*map(str.partition, core, repeat(middle))))
+    first = list(map(str.removeprefix, cols[1], repeat(" ")))  # the group starts after "| "
+    if cuts.count(middle) != n or " " in "".join(ranks) + "".join(iterations) \
+            or sum(map(len, first)) != sum(map(len, cols[1])) - n:
+        return None
+    tagged = ints(ranks)  # ASCII digits only (else the regex path): what "(\d+)" reads, as the lane reads it
+    if tagged is None or ints(iterations) is None:
+        return None
+    return tagged, iterations, [first] + cols[2:]
+
+
+def _labels(iterations: list[str]) -> list[str]:
+    """``f"after {n} iterations"`` of each, by one join and split (lines hold no newline)."""
+    return ("after " + " iterations\nafter ".join(iterations) + " iterations").split("\n")
+
+
 def _memory_rank(m: re.Match, default: Optional[int]) -> Optional[int]:
     """The rank of a memory line: the tag the pattern caught, else a tag elsewhere
     in the line (None if it is odd), else ``default``."""
@@ -602,9 +646,10 @@ def _memory_rank(m: re.Match, default: Optional[int]) -> Optional[int]:
     return rank_tag(m.string) if "[Rank" in m.string else default
 
 
-def _memory_columns(tails: list[str]) -> Optional[dict[str, list]]:
-    """The values _on_memory reads from the ``|`` part of memory lines, by column."""
-    cols = pipe_columns(tails)
+def _memory_columns(tails: list[str], cols: Optional[list[list[str]]] = None) -> Optional[dict[str, list]]:
+    """The values _on_memory reads from the ``|`` part of memory lines, by column
+    (``cols``: their :func:`pipe_columns`, when already split)."""
+    cols = cols or pipe_columns(tails)
     if cols is None:
         return None
     values: dict[str, list] = {}

@@ -115,7 +115,10 @@ def make_line(rng: random.Random, keys: list[str], odd: float) -> str:
     if kind < 0.85:
         tag = rng.choice([f"[Rank {rng.randrange(8)}] ", f"[Rank {rng.randrange(8)}] ", "", "[Rank x] ",
                           "[Rank 99999999999999999999] "])  # none, odd and absurd tags: other paths
-        return (prefix + f"{tag}(after {rng.randrange(100)} iterations) memory (MB) | "
+        after = rng.choice(["(after {n} iterations)", "(after {n} iterations)", "after {n} iterations",
+                            "(after  {n} iterations)", "(after {n}  iterations)", "(after ٣{n} iterations)",
+                            " (after {n} iterations)"]).format(n=rng.randrange(100))
+        return (prefix + f"{tag}{after} memory (MB) |{rng.choice([' ', ' ', '', '  '])}"
                 f"allocated: {_value('f', rng, odd)} | max allocated: {_value('f', rng, odd)} | "
                 f"reserved: {_value('f', rng, odd)} | max reserved: {_value('f', rng, odd)}")
     if kind < 0.95:
