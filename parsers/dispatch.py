@@ -106,14 +106,15 @@ class ParserSet:
         return [p.name for p in self.active]
 
     # -- feeding ----------------------------------------------------------------------
-    def feed_block(self, text: str, first_line: int) -> list[Event]:
+    def feed_block(self, text: str, first_line: int, layout: object = None) -> list[Event]:
         """Parse ``text`` (complete lines joined by ``\\n``); ``first_line`` is the
-        1-based number of its first line."""
+        1-based number of its first line.  ``layout`` is what the application's
+        framing knows of the text, handed to its scanner as it is."""
         if self._dormant:
             self.sniff(text)
         if not self._routes:
             return []
-        starts, ends, firsts, rows, more, heads = self._scanner.lines(text)
+        starts, ends, firsts, rows, more, heads = self._scanner.lines(text, layout)
         if not starts:
             return []
         lines = self._hit_lines(text, starts, ends, rows, first_line, heads)

@@ -231,8 +231,10 @@ class Scanner:
     def scan(self, text: str) -> Hits:  # pragma: no cover - interface
         raise NotImplementedError
 
-    def lines(self, text: str) -> HitLines:
-        """The hits by line, in text order (scanners may do this in one go)."""
+    def lines(self, text: str, layout: object = None) -> HitLines:
+        """The hits by line, in text order (scanners may do this in one go).
+        ``layout``: what the application's framing knows of ``text`` (its scanner's
+        business; this one does without)."""
         return lines_of(text, self.scan(text))
 
 

@@ -7,8 +7,22 @@ from tuimon.sources.framing import Framer
 
 def frame_all(chunks, max_line=1 << 20):
     f = Framer(max_line=max_line)
-    text = "".join(f.feed(c).text for c in chunks) + f.flush().text
-    return text, f
+    blocks = [f.feed(c) for c in chunks] + [f.flush()]
+    for block in blocks:
+        checked_layout(block)
+    return "".join(block.text for block in blocks), f
+
+
+def checked_layout(block):
+    """A block's layout, when given, is its text's bytes and newline offsets; and
+    only a text with a non-ASCII character (or none at all) comes without one."""
+    if block.layout is None:
+        assert not block.text or not block.text.isascii()
+        return
+    data, newlines = block.layout
+    assert data.decode("ascii") == block.text
+    assert newlines.tolist() == [i for i, ch in enumerate(block.text) if ch == "\n"]
+    assert len(newlines) == block.lines
 
 
 def test_partial_line_is_held_until_newline():

@@ -1,6 +1,7 @@
 """The multi-pattern scanner finds exactly the lines the stdlib scanner finds."""
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
@@ -26,6 +27,9 @@ def same_lines(scanner, text):
     hits = FindScanner(scanner.triggers).scan(text)
     assert ref[2] == [min(hits[start]) for start in ref[0]]  # the reference itself, from the hits
     assert ref[4] == {row: sorted(set(hits[start])) for row, start in enumerate(ref[0]) if len(set(hits[start])) > 1}
+    if text.isascii():  # the framing's bytes and newlines, handed over, change nothing (heads included)
+        data = text.encode("ascii")
+        assert scanner.lines(text, (data, np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == 10))) == found
     return len(found[0])
 
 
@@ -110,7 +114,13 @@ def test_same_hits_as_stdlib_scanner_on_the_corpus():
     lines = 0
     for path in CORPUS:
         f = Framer()
-        text = f.feed(path.read_bytes()).text + f.flush().text
+        block = f.feed(path.read_bytes())
+        text = block.text + f.flush().text
+        if block.layout is not None:  # what the framing hands the scanner is the block's own
+            data, newlines = block.layout
+            assert data.decode("ascii") == block.text
+            assert newlines.tolist() == [i for i, ch in enumerate(block.text) if ch == "\n"]
+            assert ac.lines(block.text, block.layout) == ac.lines(block.text)
         hits = norm(ac.scan(text))
         assert hits == norm(ref.scan(text)), path
         same_lines(ac, text)

@@ -51,13 +51,13 @@ class FileParser:
             return []
         if self.on_block is not None:
             self.on_block(self.label, block.text, block.first_line)
-        return self.parsers.feed_block(block.text, block.first_line)
+        return self.parsers.feed_block(block.text, block.first_line, block.layout)
 
     def finish(self) -> list[Event]:
         block = self.framer.flush()
         if block.lines and self.on_block is not None:
             self.on_block(self.label, block.text, block.first_line)
-        events = self.parsers.feed_block(block.text, block.first_line) if block.lines else []
+        events = self.parsers.feed_block(block.text, block.first_line, block.layout) if block.lines else []
         events.extend(self.parsers.flush())
         return events
 

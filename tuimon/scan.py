@@ -74,11 +74,19 @@ class AnchorScanner(Scanner):
         starts, _, firsts, _, more, _ = self.lines(text)
         return {start: more.get(row, [first]) for row, (start, first) in enumerate(zip(starts, firsts))}
 
-    def lines(self, text: str) -> HitLines:
+    def lines(self, text: str, layout: Optional[tuple[bytes, np.ndarray]] = None) -> HitLines:
+        """``layout``: the text's ASCII bytes and newline offsets, when the framing
+        has them (:class:`tuimon.sources.framing.Block`)."""
         if self._ac_str is None:
             return Scanner.lines(self, text)
-        if text.isascii():  # byte offsets are character offsets: scan the cheaper bytes
+        newlines = None
+        if layout is not None:
+            data, newlines = layout
+        elif text.isascii():  # byte offsets are character offsets: scan the cheaper bytes
             data = text.encode("ascii")
+        else:
+            data = None
+        if data is not None:
             matches = self._ac_bytes.find_matches_as_indexes(data)
             codes = np.frombuffer(data, dtype=np.uint8)
         else:  # character offsets; one 32-bit code a character locates the newlines
@@ -87,7 +95,9 @@ class AnchorScanner(Scanner):
         if matches:
             table = np.fromiter(chain.from_iterable(matches), dtype=np.int64, count=3 * len(matches))
             kind, at = self._with_overlapped(codes, table[0::3], table[1::3])
-            found, line_starts = self._collect(text, np.flatnonzero(codes == 10), kind, at)
+            if newlines is None:
+                newlines = np.flatnonzero(codes == 10)
+            found, line_starts = self._collect(text, newlines, kind, at)
         else:
             found, line_starts = HitLines([], [], [], [], {}), None
         if self._rest is None:

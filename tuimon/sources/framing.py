@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Optional
 
 import numpy as np
 
@@ -56,13 +57,9 @@ def _keep_last_segments(data: bytes) -> bytes:
     return b"".join(parts)
 
 
-def _count_byte(data: bytes, byte: int) -> int:
-    """``data.count(bytes([byte]))``, three times faster (vectorised compare)."""
-    return int(np.count_nonzero(np.frombuffer(data, dtype=np.uint8) == byte))
-
-
-def _fix_carriage_returns(data: bytes, lines: int) -> bytes:
-    if _count_byte(data, 13) * 4 > lines:  # CRLF line endings: replace them in bulk first
+def _fix_carriage_returns(data: bytes) -> bytes:
+    first = data.find(b"\n")
+    if first > 0 and data[first - 1] == 13:  # CRLF line endings: replace them in bulk first
         data = _drop_cr_before_nl(data)
         if b"\r" not in data:
             return data
@@ -84,6 +81,9 @@ class Block:
     text: str  # complete lines, each ending in "\n"
     first_line: int  # 1-based number of the first line
     lines: int
+    #: when ``text`` is ASCII: its bytes and the offsets of its newlines, which the
+    #: trigger scanner would otherwise compute again (see tuimon.scan)
+    layout: Optional[tuple[bytes, np.ndarray]] = None
 
 
 class Framer:
@@ -141,11 +141,12 @@ class Framer:
         if not complete:
             text = "".join(line + "\n" for line in prefix_lines)
             return self._block(text, len(prefix_lines))
-        n = _count_byte(complete, 10)
         if len(complete) > self.max_line and _has_line_longer(complete, self.max_line):
             complete = self._drop_long_lines(complete)
         if b"\r" in complete:
-            complete = _fix_carriage_returns(complete, n)
+            complete = _fix_carriage_returns(complete)
+        newlines = np.flatnonzero(np.frombuffer(complete, dtype=np.uint8) == 10)
+        n = len(newlines)
         try:
             text = complete.decode("utf-8")
         except UnicodeDecodeError:
@@ -155,7 +156,8 @@ class Framer:
             text = text.replace("\x00", "\u2400")
         if prefix_lines:
             text = "".join(line + "\n" for line in prefix_lines) + text
-        return self._block(text, n + len(prefix_lines))
+        layout = (complete, newlines) if text.isascii() else None  # a marker or a U+FFFD is not ASCII
+        return self._block(text, n + len(prefix_lines), layout)
 
     def _drop_long_lines(self, complete: bytes) -> bytes:
         marker = TOO_LONG_MARKER.encode()
@@ -168,7 +170,7 @@ class Framer:
                 out.append(line)
         return b"\n".join(out) + b"\n"
 
-    def _block(self, text: str, lines: int) -> Block:
-        block = Block(text, self.next_line, lines)
+    def _block(self, text: str, lines: int, layout: Optional[tuple[bytes, np.ndarray]] = None) -> Block:
+        block = Block(text, self.next_line, lines, layout)
         self.next_line += lines
         return block
