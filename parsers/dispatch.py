@@ -114,13 +114,15 @@ class ParserSet:
             self.sniff(text)
         if not self._routes:
             return []
-        starts, ends, firsts, rows, more, heads = self._scanner.lines(text, layout)
+        starts, ends, firsts, rows, more, heads, by_trigger = self._scanner.lines(text, layout)
         if not starts:
             return []
         lines = self._hit_lines(text, starts, ends, rows, first_line, heads)
         lanes = self.lanes
-        if lanes and not more and all(map(self._has_lane.__getitem__, firsts)):
-            # the usual block: every line to a lane
+        if lanes and not more and by_trigger is not None:
+            if all(map(self._has_lane.__getitem__, by_trigger)):  # the usual block: every line to a lane
+                return self._run_lanes(self._by_handler(by_trigger), lines)
+        elif lanes and not more and all(map(self._has_lane.__getitem__, firsts)):
             groups = group_by(list(map(self._handler_of.__getitem__, firsts)))
             return self._run_lanes({self._routes[k][1]: rows for k, rows in groups.items()}, lines)
         events: list[Event] = []
@@ -159,6 +161,16 @@ class ParserSet:
         if waiting:
             events.extend(self._run_lanes(waiting, lines))
         return events
+
+    def _by_handler(self, by_trigger: dict[int, list[int]]) -> dict[Handler, list[int]]:
+        """Rows by trigger -> rows by handler (triggers sharing one are merged), in
+        the order of each handler's first row."""
+        out: dict[Handler, list[int]] = {}
+        for trigger, rows in by_trigger.items():
+            handler = self._routes[trigger][1]
+            have = out.get(handler)
+            out[handler] = rows if have is None else sorted(have + rows)
+        return out
 
     def _hit_lines(self, text: str, starts: list[int], ends: list[int], rows: list[int],
                    first_line: int, heads: Optional[Heads] = None) -> "_Lines":

@@ -39,6 +39,9 @@ class HitLines(NamedTuple):
     rows: list[int]  # newlines before each
     more: dict[int, list[int]]  # {row: all its trigger indices, ascending} for rows with several
     heads: Optional[Heads] = None
+    #: when no row has several triggers, may be given: trigger index -> its rows
+    #: (indices into these lines, ascending), triggers in the order of their first row
+    groups: Optional[dict[int, list[int]]] = None
 ScannerFactory = Callable[[Sequence[str]], "Scanner"]
 
 _META = set(".^$*+?{}[]|()")

@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from parsers import ALL_PARSERS
+from parsers.lanes import group_by
 from parsers.triggers import FindScanner, leading_literal, lines_of, literal_of, required_literal
 from tests.conftest import SHARED
 from tuimon import scan
@@ -24,6 +25,9 @@ def same_lines(scanner, text):
     found = scanner.lines(text)
     ref = lines_of(text, FindScanner(scanner.triggers).scan(text))
     assert found[:5] == ref[:5]  # heads are the scanner's own extra (tests/test_heads.py)
+    if found.groups is not None:  # rows by trigger, as the dispatcher would group them itself
+        assert not found.more
+        assert list(found.groups.items()) == list(group_by(found.firsts).items())
     hits = FindScanner(scanner.triggers).scan(text)
     assert ref[2] == [min(hits[start]) for start in ref[0]]  # the reference itself, from the hits
     assert ref[4] == {row: sorted(set(hits[start])) for row, start in enumerate(ref[0]) if len(set(hits[start])) > 1}

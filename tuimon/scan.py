@@ -71,7 +71,7 @@ class AnchorScanner(Scanner):
         self._rest = FindScanner([self.triggers[i] for i, _ in self._regex_only]) if self._regex_only else None
 
     def scan(self, text: str) -> Hits:
-        starts, _, firsts, _, more, _ = self.lines(text)
+        starts, _, firsts, _, more, _, _ = self.lines(text)
         return {start: more.get(row, [first]) for row, (start, first) in enumerate(zip(starts, firsts))}
 
     def lines(self, text: str, layout: Optional[tuple[bytes, np.ndarray]] = None) -> HitLines:
@@ -157,7 +157,7 @@ class AnchorScanner(Scanner):
         line_starts = start[line_of]
         starts, ends, rows_out = line_starts.tolist(), end[line_of].tolist(), rows[first].tolist()
         if len(first) == len(order):  # one trigger a line: the usual case
-            return HitLines(starts, ends, idx_of.tolist(), rows_out, {}), line_starts
+            return HitLines(starts, ends, idx_of.tolist(), rows_out, {}, groups=_groups(idx_of)), line_starts
         lowest = np.minimum.reduceat(idx_of, first).tolist()
         more = {}
         for i in np.flatnonzero(np.diff(np.append(first, len(order))) > 1).tolist():  # lines with several
@@ -188,6 +188,20 @@ class AnchorScanner(Scanner):
         at = np.concatenate(ats)
         order = np.argsort(at, kind="stable")
         return np.concatenate(kinds)[order], at[order]
+
+
+def _groups(keys: np.ndarray) -> dict[int, list[int]]:
+    """Key -> the indices having it, ascending, keys in the order of their first
+    index (what ``parsers.lanes.group_by`` gives, by sorting instead of a pass a key)."""
+    order = np.argsort(keys, kind="stable")
+    cuts = np.flatnonzero(np.diff(keys[order])) + 1
+    found = [(int(keys[part[0]]), part.tolist()) for part in np.split(order, cuts)]
+    found.sort(key=_first_index)
+    return dict(found)
+
+
+def _first_index(group: tuple[int, list[int]]) -> int:
+    return group[1][0]
 
 
 def _overlaps(anchors: Sequence[str]) -> list[tuple[tuple[int, int], ...]]:
