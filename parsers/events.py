@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 from itertools import chain
 from operator import itemgetter
-from typing import Any, Mapping, NamedTuple, Optional, Union
+from typing import Any, Mapping, NamedTuple, Optional, Sequence, Union
 
 class FrozenDict(dict):
     """A read-only dict: mappings inside events cannot be changed after the fact,
@@ -279,8 +279,8 @@ class Batch(NamedTuple):
 
     kind: type  # the record class: Iteration, Timers, Memory, Step
     file: str
-    lines: list[int]  # ascending
-    columns: Mapping[str, list]  # field -> one value per line
+    lines: Sequence[int]  # ascending (a list, or an array of 64-bit ints)
+    columns: Mapping[str, Sequence]  # field -> one value per line (numbers may come as an array.array)
     constants: Mapping[str, Any] = _EMPTY  # field -> the value of every line
     maps: Mapping[str, Mapping[str, list]] = _EMPTY  # mapping field -> key -> value per line (None: absent)
     flush: int = 0  # batches made together share it: only their lines interleave
