@@ -17,7 +17,8 @@ from typing import Optional, Sequence
 from .base import LineContext, LineParser, Sample, compile_sniff
 from .common import config_from_args, norm_key, rank_tag
 from .events import Batch, Event, Exit, Failure, Iteration, Memory, Milestone, RunConfig, Throughput, frozen_map
-from .lanes import GROUP, SKIP, Fallback, LaneInput, column_values, floats, group_by, ints, matched, pipe_columns
+from .lanes import (GROUP, SKIP, Fallback, LaneInput, column_values, floats, group_by, ints, lost_each, matched,
+                    one_shape_columns, pipe_columns)
 from .numbers import to_float, to_int
 from .timestamps import parse_iso
 
@@ -534,17 +535,14 @@ def _usual_records(bodies: list[str]) -> Optional[tuple[list[list[str]], list[in
     n = len(bodies)
     if "".join(bodies).count("/") != n:  # one "/" a line: a second record would need its own
         return None
-    shapes = list(map(str.count, bodies, repeat("|")))
-    if shapes[0] == 0 or shapes.count(shapes[0]) != n:
-        return None
-    cols = pipe_columns(bodies)
+    cols = one_shape_columns(bodies)
     if cols is None:
         return None
     lefts, slashes, rights = zip(*map(str.partition, cols[0], repeat("/")))
     if slashes.count("/") != n or " /" in "/".join(lefts) + "/":  # ITERATION needs "N/" with no space between
         return None
     numbers = list(map(str.removeprefix, lefts, repeat(_USUAL_HEAD)))
-    if sum(map(len, numbers)) != sum(map(len, lefts)) - n * len(_USUAL_HEAD):  # a head was not the usual one
+    if not lost_each(list(lefts), numbers, len(_USUAL_HEAD)):  # a head was not the usual one
         return None
     # ints() takes digits and spaces only, and no space inside a number: ITERATION's
     # "[ =]+(\d+)/ *(\d+) *\|" with spaces and ASCII digits (anything else: the regex path)
@@ -611,21 +609,17 @@ def _usual_memory(bodies: list[str]) -> Optional[tuple[Sequence[int], list[str],
     the line's start), their ranks, iteration texts and the columns of the ``|``
     part as ``_MEMORY``'s last group holds it; else None."""
     n = len(bodies)
-    shapes = list(map(str.count, bodies, repeat("|")))
-    if shapes[0] == 0 or shapes.count(shapes[0]) != n:
-        return None
-    cols = pipe_columns(bodies)
+    cols = one_shape_columns(bodies)
     if cols is None:
         return None
     opening, middle, closing = _USUAL_MEMORY
     heads = cols[0]
     core = list(map(str.removesuffix, map(str.removeprefix, heads, repeat(opening)), repeat(closing)))
-    if sum(map(len, core)) != sum(map(len, heads)) - n * (len(opening) + len(closing)):
+    if not lost_each(heads, core, len(opening) + len(closing)):
         return None
     ranks, cuts, iterations = map(list, zip(*map(str.partition, core, repeat(middle))))
     first = list(map(str.removeprefix, cols[1], repeat(" ")))  # the group starts after "| "
-    if cuts.count(middle) != n or " " in "".join(ranks) + "".join(iterations) \
-            or sum(map(len, first)) != sum(map(len, cols[1])) - n:
+    if cuts.count(middle) != n or " " in "".join(ranks) + "".join(iterations) or not lost_each(cols[1], first, 1):
         return None
     tagged = ints(ranks)  # ASCII digits only (else the regex path): what "(\d+)" reads, as the lane reads it
     if tagged is None or ints(iterations) is None:
