@@ -2,6 +2,7 @@
 a throttled timer and hands them to the visible screen.  No I/O here."""
 from __future__ import annotations
 
+import gc
 import time
 from functools import partial
 from typing import Callable, Iterable, Optional
@@ -47,6 +48,9 @@ class TuimonApp(App[int]):
             self.register_theme(theme)
         self.theme = self._theme_name
         self.push_screen(JobsScreen())
+        # what exists by now (modules, classes, themes, the app) lives as long as the app: full
+        # collections need not walk it again.  Each one took 20 ms longer with it, on the UI thread.
+        gc.freeze()
         self.set_interval(self.refresh_interval, self.refresh_now)
         if self.quit_after:
             self.set_timer(self.quit_after, lambda: self.exit(0))
