@@ -24,6 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from tuimon.sources.local import LocalFollower  # noqa: E402
+from parsers.events import expand  # noqa: E402
 
 WRITER = r"""
 import sys, time
@@ -48,7 +49,7 @@ def latency(mode: str, n: int, gap: float, poll: float) -> None:
 
     def sink(events) -> None:
         now = time.time()
-        for e in events:
+        for e in expand(events):  # runs of one shape come as batches: their records
             if e.type == "iteration" and e.elapsed_ms is not None:
                 delays.append((now - e.elapsed_ms) * 1000.0)
 
@@ -95,7 +96,7 @@ def idle(files: int, seconds: float, poll: float, inotify: bool) -> None:
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, env=env)
     try:
-        time.sleep(8.0)  # backfill and settle at the idle interval
+        settled = _settle(proc.pid)  # backfill done: measure the idle interval only
         c0, t0 = _cpu_seconds(proc.pid), time.monotonic()
         time.sleep(seconds)
         c1, t1 = _cpu_seconds(proc.pid), time.monotonic()
@@ -107,7 +108,20 @@ def idle(files: int, seconds: float, poll: float, inotify: bool) -> None:
     share = 100.0 * (c1 - c0) / (t1 - t0)
     label = "inotify+poll" if inotify else f"poll {poll:g}s"
     print(f"idle     {label:12s} {files} files: CPU {share:5.2f} % of one core over {seconds:.0f} s, "
-          f"RSS {rss:6.1f} MB  (target CPU <= 2 %)")
+          f"RSS {rss:6.1f} MB  (target CPU <= 2 %); backfill settled after {settled:.0f} s")
+
+
+def _settle(pid: int, limit: float = 90.0) -> float:
+    """Seconds until the process used under 10 % of a core in two 1 s windows running
+    (the backfill of every file is over), at least 8 and at most ``limit``."""
+    start = time.monotonic()
+    time.sleep(6.0)
+    quiet = 0
+    while quiet < 2 and time.monotonic() - start < limit:
+        c0 = _cpu_seconds(pid)
+        time.sleep(1.0)
+        quiet = quiet + 1 if _cpu_seconds(pid) - c0 < 0.1 else 0
+    return time.monotonic() - start
 
 
 def backfill(files: int, mb_each: float) -> None:
