@@ -19,7 +19,7 @@ from operator import add
 from typing import Callable, Iterable, Optional, Sequence
 
 from .base import LineContext, LineParser
-from .events import Batch, Event, Timers, merge
+from .events import Batch, Event, merge
 from .lanes import LaneInput, group_by, pick_rows
 from .prefix import may_have_prefix, split_prefix
 from .timestamps import line_stamp
@@ -82,7 +82,7 @@ class ParserSet:
 
     def __getstate__(self) -> dict:
         state = dict(self.__dict__)
-        for name in ("_scanner", "_routes", "_lane_of", "_handler_of", "_has_lane"):
+        for name in ("_scanner", "_routes", "_lane_of", "_has_lane"):
             del state[name]  # rebuilt on unpickling: the native scanner, routes bound to parsers
         return state
 
@@ -95,10 +95,6 @@ class ParserSet:
             route for parser in self.active for route in parser.routes()]
         self._scanner = self._scanner_factory(tuple(route[0] for route in self._routes))
         self._lane_of = {handler: lane for _, handler, lane in self._routes if lane is not None}
-        handlers = [handler for _, handler, _ in self._routes]
-        # route -> the first route with its handler: grouping lines by these ints is
-        # several times cheaper than by the bound methods
-        self._handler_of = [handlers.index(handler) for handler in handlers]
         self._has_lane = [lane is not None for _, _, lane in self._routes]
 
     @property
@@ -119,12 +115,11 @@ class ParserSet:
             return []
         lines = self._hit_lines(text, starts, ends, rows, first_line, heads)
         lanes = self.lanes
-        if lanes and not more and by_trigger is not None:
+        if lanes and not more:
+            if by_trigger is None:  # a scanner that does not group
+                by_trigger = group_by(firsts)
             if all(map(self._has_lane.__getitem__, by_trigger)):  # the usual block: every line to a lane
                 return self._run_lanes(self._by_handler(by_trigger), lines)
-        elif lanes and not more and all(map(self._has_lane.__getitem__, firsts)):
-            groups = group_by(list(map(self._handler_of.__getitem__, firsts)))
-            return self._run_lanes({self._routes[k][1]: rows for k, rows in groups.items()}, lines)
         events: list[Event] = []
         routes = self._routes
         # lines waiting for their lane, per handler; they are parsed before the next
@@ -296,8 +291,9 @@ class _Lines:
 def _in_line_order(events: list[Event]) -> list[Event]:
     """Events in line order, a batch counting at its last line and cut where a
     single event falls among its lines: whoever applies them in turn (the job
-    store) sees every state change in the order the lines gave it.  Timer batches
-    count at their first line (nothing else the store keeps depends on them)."""
+    store) sees every state change in the order the lines gave it.  A batch of a
+    kind keyed by name (``KEYED_BY``, timers) counts at its first line: only the
+    order of each name's values matters, and each name is then first seen in line order."""
     kinds: dict[type, list[Batch]] = {}
     for e in events:
         if type(e) is Batch:
@@ -316,28 +312,32 @@ def _in_line_order(events: list[Event]) -> list[Event]:
         for cut in singles[bisect_left(singles, lines[0]):bisect_right(singles, lines[-1])]:
             stop = bisect_left(lines, cut)
             if stop > start:
-                keyed.append((lines[start if e.kind is Timers else stop - 1], 1, e.slice(start, stop)))
+                keyed.append((lines[start if _keyed_by(e.kind) else stop - 1], 1, e.slice(start, stop)))
                 start = stop
-        keyed.append((lines[start if e.kind is Timers else -1], 1, e.slice(start, len(lines)) if start else e))
+        keyed.append((lines[start if _keyed_by(e.kind) else -1], 1, e.slice(start, len(lines)) if start else e))
     keyed.sort(key=_key)
     return [e for _, _, e in keyed]
 
 
 def _apart(batches: list[Batch]) -> bool:
-    """Whether batches of one kind may stay apart: timer batches without a timer
-    in common.  What the store keeps of timers is per timer, so each timer's values
-    still come in line order; a timer batch counts at its *first* line (see
-    _in_line_order), so timers are also first seen in line order.  This spares
-    the merge, and the store the gaps a merge leaves."""
-    if batches[0].kind is not Timers:
+    """Whether batches of one kind may stay apart: a kind keyed by name, and no
+    name in two of them (each name's values still come in line order).  This
+    spares the merge, and the store the gaps a merge leaves."""
+    key = _keyed_by(batches[0].kind)
+    if key is None:
         return False
     seen: set = set()
     for b in batches:
-        names = b.maps.get("timers", {}).keys()
+        names = b.maps.get(key, {}).keys()
         if seen & names:
             return False
         seen |= names
     return True
+
+
+def _keyed_by(kind: type) -> Optional[str]:
+    """The map field whose keys are series of their own, for a record kind that declares one."""
+    return getattr(kind, "KEYED_BY", None)
 
 
 def _key(item: tuple) -> tuple[int, int]:

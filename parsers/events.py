@@ -164,6 +164,9 @@ class Throughput(NamedTuple):
 class Timers(NamedTuple):
     type = "timers"
     to_dict = _to_dict
+    #: each timer is a series of its own: only the lines of one timer are ordered among
+    #: themselves (parsers.dispatch orders batches of a kind that declares this by key)
+    KEYED_BY = "timers"
 
     file: str = ""
     line: int = 0

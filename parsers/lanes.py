@@ -114,7 +114,7 @@ def one_shape_columns(texts: list[str]) -> Optional[list[list[str]]]:
     return pipe_columns(texts)
 
 
-def lost_each(before: list[str], after: list[str], width: int) -> bool:
+def lost_each(before: Sequence[str], after: Sequence[str], width: int) -> bool:
     """Whether each text of ``after`` is its ``before`` less ``width`` characters:
     a ``removeprefix``/``removesuffix`` that found its affix on every one (a text
     without it keeps its length; twice as fast as asking each ``startswith``)."""

@@ -481,7 +481,7 @@ class MegatronParser(LineParser):
         usual = _usual_memory(inp.bodies)
         if usual is not None:  # one shape, each line "[Rank R] (after N iterations) memory (MB) | ...": no regex a line
             ranks, iterations, tail_columns = usual
-            values = _memory_columns([], tail_columns)
+            values = _memory_values(tail_columns)
             if values is not None:
                 return [self._memory_batch(inp, ranks, iterations, values)]
         rows, matches = matched(_MEMORY, inp.bodies)
@@ -542,7 +542,7 @@ def _usual_records(bodies: list[str]) -> Optional[tuple[list[list[str]], list[in
     if slashes.count("/") != n or " /" in "/".join(lefts) + "/":  # ITERATION needs "N/" with no space between
         return None
     numbers = list(map(str.removeprefix, lefts, repeat(_USUAL_HEAD)))
-    if not lost_each(list(lefts), numbers, len(_USUAL_HEAD)):  # a head was not the usual one
+    if not lost_each(lefts, numbers, len(_USUAL_HEAD)):  # a head was not the usual one
         return None
     # ints() takes digits and spaces only, and no space inside a number: ITERATION's
     # "[ =]+(\d+)/ *(\d+) *\|" with spaces and ASCII digits (anything else: the regex path)
@@ -640,12 +640,14 @@ def _memory_rank(m: re.Match, default: Optional[int]) -> Optional[int]:
     return rank_tag(m.string) if "[Rank" in m.string else default
 
 
-def _memory_columns(tails: list[str], cols: Optional[list[list[str]]] = None) -> Optional[dict[str, list]]:
-    """The values _on_memory reads from the ``|`` part of memory lines, by column
-    (``cols``: their :func:`pipe_columns`, when already split)."""
-    cols = cols or pipe_columns(tails)
-    if cols is None:
-        return None
+def _memory_columns(tails: list[str]) -> Optional[dict[str, list]]:
+    """The values _on_memory reads from the ``|`` part of memory lines, by column."""
+    cols = pipe_columns(tails)
+    return None if cols is None else _memory_values(cols)
+
+
+def _memory_values(cols: list[list[str]]) -> Optional[dict[str, list]]:
+    """:func:`_memory_columns` of the ``|`` part already split into columns."""
     values: dict[str, list] = {}
     for col in cols:
         kv = column_values(col, ":")

@@ -292,14 +292,14 @@ def _on_truncated(job: Job, ev: Truncated, _: Optional[int]) -> None:
 
 def _known(values: Sequence) -> Sequence:
     """``values`` without its Nones (itself when it has none: the usual column,
-    and always an array from a worker process)."""
+    and always an array of numbers from the lanes)."""
     if type(values) is array or None not in values:
         return values
     return list(filter(_NOT_NONE, values))
 
 
 def _numpy_view(values: array) -> np.ndarray:
-    """A worker's array column (doubles or 64-bit ints) as numpy, without a copy."""
+    """An array column (doubles or 64-bit ints, as the lanes make them) as numpy, without a copy."""
     return np.frombuffer(values, dtype=np.float64 if values.typecode == "d" else np.int64)
 
 
@@ -407,7 +407,7 @@ def _batch_timers(job: Job, b: Batch, _: Optional[int]) -> None:
 
 
 def _finite(values: Sequence) -> np.ndarray:
-    """The finite values of a column (a list, or an array of doubles from a worker process)."""
+    """The finite values of a column (a list, or an array of numbers from the lanes)."""
     found = _numpy_view(values).astype(np.float64, copy=False) if type(values) is array else \
         np.array(_known(values), dtype=np.float64)
     ok = np.isfinite(found)
