@@ -3,9 +3,12 @@ from __future__ import annotations
 import math
 import re
 
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
 
 from tests.conftest import shared_or_skip
-from tuimon.metrics import model_size_billion, startup_timeline, steady_stats, tflops_per_gpu, warmup_count
+from tuimon.metrics import model_size_billion, percentiles, startup_timeline, steady_stats, tflops_per_gpu, warmup_count
 from parsers.timestamps import parse_compact, parse_iso
 
 
@@ -70,6 +73,15 @@ def test_steady_stats_skip_warmup_and_show_spread():
     assert s.p10 < s.median < s.p90
     assert steady_stats([float("nan"), float("inf")]) is None
     assert steady_stats([5.0]).median == 5.0
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.floats(allow_nan=False, allow_infinity=False, width=64), min_size=1, max_size=60),
+       st.lists(st.sampled_from([0, 1, 10, 25, 33.3, 50, 66.6, 75, 90, 99, 100]), min_size=1, max_size=4))
+def test_percentiles_are_numpys_to_the_bit(values, qs):
+    arr = np.array(values, dtype=np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):  # spans near the float limits overflow in both
+        assert percentiles(arr, qs) == pytest.approx(np.percentile(arr, qs).tolist(), rel=0, abs=0, nan_ok=True)
 
 
 def test_startup_across_midnight_uses_real_seconds():

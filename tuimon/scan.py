@@ -128,7 +128,7 @@ class AnchorScanner(Scanner):
         trigger = self._plain_array[kind]
         pick = [np.flatnonzero(trigger >= 0)]  # matches confirmed as they are
         ids = [trigger[pick[0]]]
-        for k in np.unique(kind[trigger < 0]).tolist():  # anchors whose triggers need a regex
+        for k in _distinct(kind[trigger < 0]):  # anchors whose triggers need a regex
             of_k = np.flatnonzero(kind == k)
             at_k, start_k, end_k = at[of_k].tolist(), start[of_k].tolist(), (end[of_k] + 1).tolist()
             for idx, rx, at_anchor in self._confirm[k]:
@@ -173,7 +173,7 @@ class AnchorScanner(Scanner):
         if not self._overlapping[kind].any():
             return kind, at
         kinds, ats = [kind], [at]
-        for k in np.unique(kind[self._overlapping[kind]]).tolist():
+        for k in _distinct(kind[self._overlapping[kind]]):
             at_k = at[kind == k]
             for j, off, anchor in self._overlaps[k]:
                 begin = at_k + off
@@ -188,6 +188,12 @@ class AnchorScanner(Scanner):
         at = np.concatenate(ats)
         order = np.argsort(at, kind="stable")
         return np.concatenate(kinds)[order], at[order]
+
+
+def _distinct(values: np.ndarray) -> list[int]:
+    """The distinct values, ascending.  Not ``np.unique``: its first call imports
+    ``numpy.ma`` (45 ms, in every worker process too)."""
+    return sorted(set(values.tolist()))
 
 
 def _groups(keys: np.ndarray) -> dict[int, list[int]]:
