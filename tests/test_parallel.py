@@ -140,3 +140,49 @@ def test_default_pieces_give_one_pass(tmp_path, monkeypatch):
     slow = run(p, False)
     assert [json.dumps(e.to_dict(), sort_keys=True) for e in sorted(expand(events), key=lambda e: e.line)] == slow[0]
     assert stats == slow[2]
+
+
+def _generated(tmp_path, lines=3000):
+    rng = random.Random(11)
+    shapes = [rng.sample(ITER_KEYS, 4) for _ in range(2)]
+    p = tmp_path / "gen.log"
+    p.write_text("".join(make_line(rng, rng.choice(shapes), 0.02) + "\n" for _ in range(lines)))
+    return p
+
+
+def test_results_spooled_in_files_that_are_removed(tmp_path, monkeypatch):
+    """Workers leave their results in files of a spool directory; none is left
+    behind, whether the parse ends or the sink fails half-way."""
+    import tuimon.parallel as parallel
+    made = []
+
+    def spool():
+        made.append(tmp_path / f"spool-{len(made)}")
+        made[-1].mkdir()
+        return str(made[-1])
+
+    monkeypatch.setattr(parallel, "spool_dir", spool)
+    seen = []
+    original = parallel._unspooled
+    monkeypatch.setattr(parallel, "_unspooled", lambda result: seen.append(type(result)) or original(result))
+    p = _generated(tmp_path)
+    assert_same(p, pieces=4)
+    assert seen and set(seen) == {str}  # every result came as a file
+    assert made and not made[0].exists()
+
+    def failing(batch):
+        raise RuntimeError("sink")
+
+    with pytest.raises(RuntimeError):
+        parallel.parse_file_parallel(p, "job-42.log", failing, pieces=4, read_size=4096)
+    assert len(made) == 2 and not made[1].exists()
+
+
+def test_unwritable_spool_hands_results_back_directly(tmp_path, monkeypatch):
+    import tuimon.parallel as parallel
+    monkeypatch.setattr(parallel, "spool_dir", lambda: str(tmp_path / "missing"))  # writes fail: no such directory
+    seen = []
+    original = parallel._unspooled
+    monkeypatch.setattr(parallel, "_unspooled", lambda result: seen.append(type(result)) or original(result))
+    assert_same(_generated(tmp_path), pieces=4)
+    assert seen and set(seen) == {bytes}

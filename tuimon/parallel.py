@@ -24,7 +24,9 @@ import mmap
 import multiprocessing
 import os
 import pickle
+import shutil
 import struct
+import tempfile
 import threading
 from array import array
 from concurrent.futures import ProcessPoolExecutor
@@ -132,10 +134,11 @@ def _count_lines(path: str, start: int, end: int) -> int:
 
 
 def _parse_piece(path: str, label: str, start: int, end: int, index: int, read_size: int,
-                 first_line: int) -> bytes:
+                 first_line: int, spool: Optional[str] = None) -> "bytes | str":
     """Worker: parse [start, end) from a fresh state (warm unless at the start of
     the file); per block (events, snapshot, stats so far), then the final
-    FileParser, pickled."""
+    FileParser, pickled: written to a file in ``spool`` (its path is returned),
+    else returned."""
     ps = parser_set(label, scanner=trigger_scanner, lanes=True)
     if start > 0:
         ps.warm()
@@ -146,7 +149,44 @@ def _parse_piece(path: str, label: str, start: int, end: int, index: int, read_s
     for chunk in read_range(Path(path), start, end, read_size):
         events = fp.feed(chunk)
         blocks.append((_packed(events), ps.snapshot(), fp.stats))
-    return pickle.dumps((blocks, fp), protocol=pickle.HIGHEST_PROTOCOL)
+    result = pickle.dumps((blocks, fp), protocol=pickle.HIGHEST_PROTOCOL)
+    return _spooled(result, spool, f"piece-{index}") if spool else result
+
+
+def _spooled(result: bytes, spool: str, name: str) -> "bytes | str":
+    """``result`` left in a file of ``spool`` for this process (its path), or
+    itself if it cannot be written there.  Through the pool's pipe a worker hands
+    megabytes over in 64 kB turns, each waiting for this process's reader thread,
+    which waits for the GIL while this process takes in events: 40-60 ms of a
+    worker's time a piece, idle."""
+    out = os.path.join(spool, name)
+    try:
+        with open(out, "wb") as fh:
+            fh.write(result)
+    except OSError:  # a full /dev/shm, say
+        try:
+            os.unlink(out)
+        except OSError:
+            pass
+        return result
+    return out
+
+
+def _unspooled(result: "bytes | str") -> object:
+    """What :func:`_spooled` left (the file is removed once read)."""
+    if isinstance(result, bytes):
+        return pickle.loads(result)
+    try:
+        with open(result, "rb") as fh:
+            return pickle.loads(fh.read())
+    finally:
+        os.unlink(result)
+
+
+def spool_dir() -> str:
+    """A new directory for the workers' results: in /dev/shm (memory) where there is one."""
+    shm = "/dev/shm"
+    return tempfile.mkdtemp(prefix="tuimon-", dir=shm if os.path.isdir(shm) and os.access(shm, os.W_OK) else None)
 
 
 _FLOATS, _INTS = {float}, {int}
@@ -200,6 +240,15 @@ def parse_file_parallel(path: Path, label: str, sink: Callable[[list[Event]], No
     info = {"pieces": len(points) - 1, "blocks_reread": 0, "pieces_taken": 0}
     if len(points) <= 2:
         return parse_file(path, label, sink=sink, read_size=read_size)[1], info
+    spool = spool_dir()
+    try:
+        return _parse_pieces(path, label, sink, points, workers, read_size, spool, info)
+    finally:
+        shutil.rmtree(spool, ignore_errors=True)  # results of pieces never taken, after an error
+
+
+def _parse_pieces(path: Path, label: str, sink: Callable[[list[Event]], None], points: list[int], workers: int,
+                  read_size: int, spool: str, info: dict) -> tuple[ParseStats, dict]:
     counted = ParseStats()  # stats of parsers since replaced
     last = len(points) - 1
     with ProcessPoolExecutor(min(workers, last), mp_context=process_context()) as pool:
@@ -210,18 +259,18 @@ def parse_file_parallel(path: Path, label: str, sink: Callable[[list[Event]], No
                 j = len(first_lines) - 1
                 first_lines.append(first_lines[j] + _count_lines(str(path), points[j], points[j + 1]))
             return pool.submit(_parse_piece, str(path), label, points[k], points[k + 1], k, read_size,
-                               first_lines[k])
+                               first_lines[k], spool)
 
         ahead = min(last, 2 * workers + 1)  # pieces in flight: results wait in memory until their turn
         futures = {k: submit(k) for k in range(ahead)}
-        blocks, fp = pickle.loads(futures.pop(0).result())  # the first piece starts where one pass does
+        blocks, fp = _unspooled(futures.pop(0).result())  # the first piece starts where one pass does
         for events, _, _ in blocks:
             sink(events)
         for k in range(1, last):
             if ahead < last:
                 futures[ahead] = submit(ahead)
                 ahead += 1
-            blocks, worker_fp = pickle.loads(futures.pop(k).result())
+            blocks, worker_fp = _unspooled(futures.pop(k).result())
             for i, chunk in enumerate(read_range(path, points[k], points[k + 1], read_size)):
                 sink(fp.feed(chunk))
                 info["blocks_reread"] += 1
