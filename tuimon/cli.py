@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from . import __version__
+from .alloc import keep_freed_memory
 from parsers.events import expand
 
 from .discover import DEFAULT_INCLUDE, PathError, discover
@@ -179,6 +180,7 @@ def _parse_into(store: JobStore, files: list[Path], jobs: Optional[int] = None) 
 def cmd_summary(args) -> int:
     local, remote = split_paths(args.paths)
     files = _files(args, local)
+    keep_freed_memory()
     t0 = time.perf_counter()
     store = JobStore()
     stats = _parse_into(store, files, args.jobs)
@@ -210,6 +212,7 @@ def cmd_events(args) -> int:
         return cmd_follow(args)
     local, remote = split_paths(args.paths)
     files = _files(args, local)
+    keep_freed_memory()
     t0 = time.perf_counter()
     out = sys.stdout
     total = ParseStats()

@@ -40,6 +40,7 @@ from parsers.base import SUPPRESSED, WARM
 from parsers.events import Batch, Event
 from parsers.lanes import packed
 
+from .alloc import keep_freed_memory
 from .ingest import READ_SIZE, FileParser, ParseStats, parse_file
 from .scan import trigger_scanner
 
@@ -139,6 +140,7 @@ def _parse_piece(path: str, label: str, start: int, end: int, index: int, read_s
     the file); per block (events, snapshot, stats so far), then the final
     FileParser, pickled: written to a file in ``spool`` (its path is returned),
     else returned."""
+    keep_freed_memory()  # inherited when forked, not when spawned
     ps = parser_set(label, scanner=trigger_scanner, lanes=True)
     if start > 0:
         ps.warm()
@@ -330,6 +332,7 @@ def _negated(stats: ParseStats) -> ParseStats:
 
 
 def _parse_whole(path: str) -> bytes:
+    keep_freed_memory()
     events: list[Event] = []
     _, stats = parse_file(Path(path), path, sink=events.extend)
     return pickle.dumps((events, stats), protocol=pickle.HIGHEST_PROTOCOL)
