@@ -163,3 +163,21 @@ def test_without_the_native_scanner_parsing_is_the_same(monkeypatch):
     finally:
         scan.trigger_scanner.cache_clear()
     assert [e.to_dict() for e in without] == [e.to_dict() for e in with_ac]
+
+
+@needs_ac
+def test_lines_holding_an_anchor_twice():
+    """A regex trigger is confirmed at a line's first anchor, and at the next ones
+    only where that failed: whichever holds the match, the line is found once."""
+    lines = ["elapsed time per iteration (ms): 5 | iteration 7/ 10 |",  # the second one matches
+             " iteration 7/ 10 | elapsed time per iteration (ms): 5 |",  # the first one matches
+             "iteration 1/ 2 | iteration 3/ 4 |",  # both
+             "per iteration (ms) and per iteration (s)",  # neither
+             "lr step= 3 step=4, skipped=0 step=",  # the anchor of another trigger, twice
+             "time (ms) | a: 1 | time (ms) | b: 2",
+             "x time (ms) y time (ms)"]
+    text = "".join(line + "\n" for line in lines * 3)
+    assert norm(scan.AnchorScanner(TRIGGERS).scan(text)) == norm(FindScanner(TRIGGERS).scan(text))
+    same_lines(scan.AnchorScanner(TRIGGERS), text)
+    found = scan.AnchorScanner(TRIGGERS).scan(text)
+    assert {start // 1 for start in found} >= {text.index(lines[0]), text.index(lines[2]), text.index(lines[4])}

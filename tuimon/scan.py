@@ -130,18 +130,22 @@ class AnchorScanner(Scanner):
         ids = [trigger[pick[0]]]
         for k in _distinct(kind[trigger < 0]):  # anchors whose triggers need a regex
             of_k = np.flatnonzero(kind == k)
-            at_k, start_k, end_k = at[of_k].tolist(), start[of_k].tolist(), (end[of_k] + 1).tolist()
+            # a line holding the anchor twice ("iteration 5/ 10 | ... per iteration (ms)")
+            # is confirmed at its first one; the next ones are tried only where that failed
+            first_k = np.diff(row[of_k], prepend=-1) != 0
+            once = of_k if first_k.all() else of_k[first_k]
             for idx, rx, at_anchor in self._confirm[k]:
                 if rx is None:
-                    ok = of_k
+                    ok = once
                 else:
-                    if at_anchor:
-                        found = map(rx.match, repeat(text), at_k, end_k)
-                    elif at_anchor is None:
-                        found = map(rx.search, repeat(text), start_k, end_k)
-                    else:
-                        found = (rx.search(text[a:b]) for a, b in zip(start_k, end_k))
-                    ok = of_k[np.fromiter(map(bool, found), dtype=bool, count=len(of_k))]
+                    ok = once[self._confirmed(rx, at_anchor, text, at[once], start[once], end[once])]
+                    if at_anchor and len(once) < len(of_k):  # a miss at the first is no miss at the next
+                        confirmed = np.zeros(len(bounds), dtype=bool)
+                        confirmed[row[ok]] = True
+                        again = of_k[~first_k & ~confirmed[row[of_k]]]
+                        if len(again):
+                            ok = np.sort(np.concatenate((ok, again[self._confirmed(
+                                rx, at_anchor, text, at[again], start[again], end[again])])))
                 pick.append(ok)
                 ids.append(np.full(len(ok), idx, dtype=np.int64))
         order = np.concatenate(pick)
@@ -165,6 +169,20 @@ class AnchorScanner(Scanner):
             if len(each) > 1:
                 more[i] = each
         return HitLines(starts, ends, lowest, rows_out, more), line_starts
+
+    @staticmethod
+    def _confirmed(rx: "re.Pattern[str]", at_anchor: Optional[bool], text: str, at: np.ndarray,
+                   start: np.ndarray, end: np.ndarray) -> np.ndarray:
+        """Per match, whether ``rx`` matches at it (``at_anchor``), or in its line
+        (searched within the line's bounds, or in a copy when the regex looks
+        beyond them)."""
+        if at_anchor:
+            found = map(rx.match, repeat(text), at.tolist(), (end + 1).tolist())
+        elif at_anchor is None:
+            found = map(rx.search, repeat(text), start.tolist(), (end + 1).tolist())
+        else:
+            found = (rx.search(text[a:b]) for a, b in zip(start.tolist(), (end + 1).tolist()))
+        return np.fromiter(map(bool, found), dtype=bool, count=len(at))
 
     def _with_overlapped(self, codes: np.ndarray, kind: np.ndarray, at: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The anchor matches (``kind`` at ``at``) and the anchors starting inside
