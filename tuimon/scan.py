@@ -12,6 +12,7 @@ regex pass of their own.  It finds exactly the lines the stdlib scanner finds
 from __future__ import annotations
 
 import re
+import struct
 from functools import lru_cache
 from itertools import chain, repeat
 from typing import Optional, Sequence
@@ -93,7 +94,7 @@ class AnchorScanner(Scanner):
             matches = self._ac_str.find_matches_as_indexes(text)
             codes = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
         if matches:
-            table = np.fromiter(chain.from_iterable(matches), dtype=np.int64, count=3 * len(matches))
+            table = np.frombuffer(struct.pack(f"{3 * len(matches)}q", *chain.from_iterable(matches)), dtype=np.int64)
             kind, at = self._with_overlapped(codes, table[0::3], table[1::3])
             if newlines is None:
                 newlines = np.flatnonzero(codes == 10)
