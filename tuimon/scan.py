@@ -195,10 +195,11 @@ class AnchorScanner(Scanner):
         for k in _distinct(kind[self._overlapping[kind]]):
             at_k = at[kind == k]
             for j, off, anchor in self._overlaps[k]:
+                if anchor.max() > np.iinfo(codes.dtype).max or len(anchor) > len(codes):
+                    continue  # a character the bytes of an ASCII text cannot hold, or no room
                 begin = at_k + off
                 begin = begin[begin + len(anchor) <= len(codes)]
-                there = codes[begin[:, None] + np.arange(len(anchor))] == anchor
-                found = begin[there.all(axis=1)]
+                found = begin[_items(codes, len(anchor))[begin] == anchor.astype(codes.dtype).view(_item(codes, len(anchor)))[0]]
                 if len(found):
                     kinds.append(np.full(len(found), j, dtype=np.int64))
                     ats.append(found)
@@ -207,6 +208,17 @@ class AnchorScanner(Scanner):
         at = np.concatenate(ats)
         order = np.argsort(at, kind="stable")
         return np.concatenate(kinds)[order], at[order]
+
+
+def _item(codes: np.ndarray, width: int) -> np.dtype:
+    return np.dtype(("V", width * codes.itemsize))
+
+
+def _items(codes: np.ndarray, width: int) -> np.ndarray:
+    """Every run of ``width`` characters of ``codes`` (contiguous) as one item, by
+    its start: runs are compared with a text as a whole, not code by code."""
+    return np.ndarray(shape=(len(codes) - width + 1,), dtype=_item(codes, width), buffer=codes,
+                      strides=(codes.itemsize,))
 
 
 def _distinct(values: np.ndarray) -> list[int]:
