@@ -28,6 +28,7 @@ import shutil
 import struct
 import tempfile
 import threading
+from itertools import chain
 from array import array
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -47,6 +48,7 @@ from .scan import trigger_scanner
 SPLIT_FROM = 48 << 20  # a smaller file is parsed whole, beside other files
 MIN_PIECE = 8 << 20  # each piece costs a block or two parsed again here
 MAX_PIECE = 256 << 20  # a piece's events wait in memory until its turn
+SETTLE_BLOCKS = 2  # blocks of a piece this process reads before it waits for the worker's results
 PIECE_READ_SIZE = READ_SIZE  # the blocks of one pass (at each cut one is parsed again here)
 
 
@@ -272,10 +274,23 @@ def _parse_pieces(path: Path, label: str, sink: Callable[[list[Event]], None], p
             if ahead < last:
                 futures[ahead] = submit(ahead)
                 ahead += 1
-            blocks, worker_fp = _unspooled(futures.pop(k).result())
-            for i, chunk in enumerate(read_range(path, points[k], points[k + 1], read_size)):
+            future = futures.pop(k)
+            chunks = enumerate(read_range(path, points[k], points[k + 1], read_size))
+            # the blocks the states usually settle after (the rest of a one-pass read,
+            # then a whole block) are read again before waiting for the worker: at
+            # the end of a run this process would otherwise wait, then read them
+            ahead_read = 0
+            for _, chunk in chunks:
                 sink(fp.feed(chunk))
                 info["blocks_reread"] += 1
+                ahead_read += 1
+                if ahead_read == SETTLE_BLOCKS or future.done():
+                    break
+            blocks, worker_fp = _unspooled(future.result())
+            for i, chunk in chain([(ahead_read - 1, None)] if ahead_read else [], chunks):
+                if chunk is not None:
+                    sink(fp.feed(chunk))
+                    info["blocks_reread"] += 1
                 fixes = _settled(fp.parsers.snapshot(), blocks[i][1], worker_fp.parsers.snapshot()) \
                     if i < len(blocks) else None
                 if fixes is not None:
