@@ -221,6 +221,8 @@ def cmd_events(args) -> int:
     for path in files:
         try:
             _, stats = parse_file(path, str(path), sink=emit)
+        except BrokenPipeError:  # writing: the reader went away (`| head`), no file is unreadable
+            raise
         except OSError as exc:
             _err(f"cannot read {path}: {exc.strerror or exc}")
             continue
