@@ -117,3 +117,23 @@ def test_per_rank_files_are_one_job(tmp_path):
         parse_file(p, str(p), sink=store.add)
     (job,) = store.jobs.values()
     assert job.name == "train" and set(job.ranks) == {0, 1}
+
+
+@pytest.mark.parametrize("verb", ["summary", "events"])
+def test_command_output_complete_through_a_file(run_cli, tmp_path, verb):
+    """The ``tuimon`` command leaves a batch verb without the interpreter's teardown
+    (tuimon.cli.entry): what it wrote to a file, block-buffered, is all there."""
+    import subprocess
+    import sys
+    from tests.conftest import ROOT
+    args = [verb, str(FIXTURES)] + (["--format", "json"] if verb == "summary" else [])
+    _, expected, _ = run_cli(*args)
+    out = tmp_path / "out.txt"
+    with open(out, "w") as fh:
+        r = subprocess.run([sys.executable, "-m", "tuimon", *args], stdout=fh, stderr=subprocess.PIPE, text=True,
+                           env=dict(os.environ, PYTHONPATH=str(ROOT)), cwd=tmp_path)
+    assert r.returncode == 0 and r.stderr.startswith("tuimon: parsed 6 files")
+    assert len(expected) > 8_000 and out.read_text() == expected
+    r = subprocess.run([sys.executable, "-m", "tuimon", "summary", str(tmp_path / "missing")], capture_output=True,
+                       text=True, env=dict(os.environ, PYTHONPATH=str(ROOT)), cwd=tmp_path)
+    assert r.returncode == 2 and r.stderr.strip().startswith("tuimon: error: no such file")
