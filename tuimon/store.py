@@ -314,6 +314,20 @@ def _bounds(values: Sequence) -> tuple:
 _NOT_NONE = partial(is_not, None)
 
 
+def _top(values: Sequence):
+    """The largest value that is neither None nor NaN, or None (an array's by
+    numpy, without a Python number each)."""
+    if type(values) is array:
+        found = _numpy_view(values)
+        if values.typecode == "d":
+            found = found[~np.isnan(found)]
+        return found.max().item() if len(found) else None
+    valid = _known(values)
+    if not all(map(eq, valid, valid)):  # NaN is not itself
+        valid = [v for v in valid if v == v]
+    return max(valid) if valid else None
+
+
 def _earliest(b: Batch) -> Optional[float]:
     walls = _known(b.column("wall_time"))
     return _bounds(walls)[0] if len(walls) else None
@@ -353,11 +367,9 @@ def _batch_iteration(job: Job, b: Batch, file_rank: Optional[int]) -> None:
             series.extend(*columns)
         else:
             series.extend(*[None if c is None else [c[i] for i in idx] for c in columns])
-    known = [i for i in its if i is not None]
-    if known:
-        top = max(known)
-        if job.last_iteration is None or top >= job.last_iteration:
-            job.last_iteration = top
+    top = _top(its)
+    if top is not None and (job.last_iteration is None or top >= job.last_iteration):
+        job.last_iteration = top
     job.last_progress = (b.file, b.lines[-1])
     if last_losses:
         job.last_losses = last_losses
@@ -420,13 +432,9 @@ def _batch_memory(job: Job, b: Batch, _: Optional[int]) -> None:
         values = b.columns.get(name)
         if values is None:
             continue
-        valid = _known(values)
-        if not all(map(eq, valid, valid)):  # NaN is not itself
-            valid = [v for v in valid if v == v]
-        if valid:
-            top = max(valid)
-            if top > job.memory.get(name, float("-inf")):
-                job.memory[name] = top
+        top = _top(values)
+        if top is not None and top > job.memory.get(name, float("-inf")):
+            job.memory[name] = top
 
 
 _BATCH_HANDLERS = {Iteration: _batch_iteration, Step: _batch_step, Timers: _batch_timers, Memory: _batch_memory}
