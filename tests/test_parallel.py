@@ -196,3 +196,29 @@ def test_blocks_read_before_waiting_give_one_pass(tmp_path, monkeypatch, ahead):
     monkeypatch.setattr(parallel, "SETTLE_BLOCKS", ahead)
     info = assert_same(_generated(tmp_path), pieces=4, read_size=2048)
     assert info["pieces_taken"] > 0 and info["blocks_reread"] >= 3 * min(ahead, 2)
+
+
+@pytest.mark.parametrize("parts", [1, 2, 7, 16, 1000])
+def test_a_block_fed_in_parts_gives_the_records_of_one_feed(parts):
+    """FileParser.feed_parts: a parser switched on by a line late in the block
+    still reads the block's first lines, as with one feed (sniffing reads the whole
+    block first); records do not depend on where the parts end."""
+    from tuimon.ingest import FileParser
+    lines = ["[Rank 0] (after 10 iterations) memory (MB) | allocated: 10.5 | max allocated: 20.0 | "
+             "reserved: 30.0 | max reserved: 31.0"]  # Megatron's, but no sign of Megatron yet
+    rng = random.Random(parts)
+    shapes = [rng.sample(ITER_KEYS, 4) for _ in range(2)]
+    lines += ["some chatter %d" % i for i in range(300)]
+    lines += [make_line(rng, rng.choice(shapes), 0.05) for _ in range(300)]  # now Megatron shows
+    data = ("\n".join(lines) + "\npartial li").encode()
+
+    def records(events):
+        return [json.dumps(e.to_dict(), sort_keys=True) for e in sorted(expand(events), key=lambda e: e.line)]
+
+    whole = FileParser("job-42.log")
+    expected = records(whole.feed(data) + whole.finish())
+    split = FileParser("job-42.log")
+    got = [e for events in split.feed_parts(data, parts) for e in events] + split.finish()
+    assert records(got) == expected
+    assert any('"type": "memory"' in r and '"line": 1,' in r for r in expected)
+    assert split.stats == whole.stats

@@ -53,6 +53,23 @@ class FileParser:
             self.on_block(self.label, block.text, block.first_line)
         return self.parsers.feed_block(block.text, block.first_line, block.layout)
 
+    def feed_parts(self, data: bytes, parts: int) -> Iterator[list[Event]]:
+        """:meth:`feed`, with the block's lines handed to the parsers in up to
+        ``parts`` runs: the events of each run in turn, so a caller may look at
+        the parsers' state in between.  The records are :meth:`feed`'s: sniffing
+        reads the whole block first, as it would in one feed (a parser it switches
+        on sees the block's first line), and the parsers' records do not depend on
+        where blocks end."""
+        block = self.framer.feed(data)
+        if not block.lines:
+            yield []
+            return
+        if self.on_block is not None:
+            self.on_block(self.label, block.text, block.first_line)
+        self.parsers.sniff(block.text)
+        for text, first_line in line_runs(block.text, block.first_line, parts):
+            yield self.parsers.feed_block(text, first_line)
+
     def finish(self) -> list[Event]:
         block = self.framer.flush()
         if block.lines and self.on_block is not None:
@@ -66,6 +83,20 @@ class FileParser:
         f = self.framer
         return ParseStats(bytes=f.bytes_in, lines=f.next_line - 1, too_long=f.too_long,
                           invalid_utf8=f.invalid_utf8)
+
+
+def line_runs(text: str, first_line: int, parts: int) -> Iterator[tuple[str, int]]:
+    """``text`` (lines, each ending in a newline) cut at line ends into up to
+    ``parts`` runs of about equal size, each with the number of its first line."""
+    step = max(1, len(text) // max(1, parts))
+    pos = 0
+    while pos < len(text):
+        cut = text.find("\n", pos + step - 1)
+        end = len(text) if cut < 0 else cut + 1
+        run = text[pos:end]
+        yield run, first_line
+        first_line += run.count("\n")
+        pos = end
 
 
 def read_chunks(path: Path, size: int = READ_SIZE) -> Iterator[bytes]:
