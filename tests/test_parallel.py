@@ -190,10 +190,10 @@ def test_unwritable_spool_hands_results_back_directly(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("ahead", [1, 2, 5])
 def test_blocks_read_before_waiting_give_one_pass(tmp_path, monkeypatch, ahead):
-    """However many blocks of a piece this process reads before it waits for the
+    """However many steps of a piece this process reads before it waits for the
     worker (and whether the worker is done by then), the events are one pass's."""
     import tuimon.parallel as parallel
-    monkeypatch.setattr(parallel, "SETTLE_BLOCKS", ahead)
+    monkeypatch.setattr(parallel, "SETTLE_STEPS", ahead)
     info = assert_same(_generated(tmp_path), pieces=4, read_size=2048)
     assert info["pieces_taken"] > 0 and info["blocks_reread"] >= 3 * min(ahead, 2)
 

@@ -3,20 +3,22 @@
 Parsers keep state from line to line, so a file cannot simply be cut in pieces.
 Instead (speculate, then check):
 
-* the file is cut at line boundaries into one piece per core;
-* every piece but the first is parsed by a worker process from a fresh, *warm*
-  parser set (once-only events assumed reported), which records a snapshot of
-  its state after each block it reads;
-* this process parses the first piece, then carries on into the next one with
-  the true state, block by block, until its state equals the worker's snapshot
-  after the same block.  From there the worker's events are the events of one
-  pass (same state, same input), so they are taken as they are, and so is the
-  worker's final state, for the next piece.
+* the file is cut at line boundaries into pieces (four a worker, the last ones
+  smaller: :func:`piece_weights`);
+* every piece is parsed by a worker process from a fresh parser set (*warm*:
+  once-only events assumed reported, unless the piece starts the file), which
+  records a snapshot of its state after each step of its reading (a block, or a
+  run of lines of its first whole block: :func:`_steps`);
+* this process takes the first piece's events as they are, then carries on into
+  the next piece with the true state, step by step, until its state equals the
+  worker's snapshot after the same step.  From there the worker's events are the
+  events of one pass (same state, same input), so they are taken as they are,
+  and so is the worker's final state, for the next piece.
 
 Logs settle fast (the next iteration line sets the last iteration, the next
-stamp the wall time), so this process re-reads a block or two per piece.  When
-a state never settles (say a NaN was reported before the cut and never after)
-this process parses the whole piece: slower, never wrong.
+stamp the wall time), so this process reads a few hundred lines of each piece
+again.  When a state never settles (say a NaN was reported before the cut and
+never after) this process parses the whole piece: slower, never wrong.
 """
 from __future__ import annotations
 
@@ -28,9 +30,9 @@ import shutil
 import struct
 import tempfile
 import threading
-from itertools import chain
 from array import array
 from concurrent.futures import ProcessPoolExecutor
+from itertools import chain
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Optional
 
@@ -46,7 +48,7 @@ from .ingest import READ_SIZE, FileParser, ParseStats, parse_file
 from .scan import trigger_scanner
 
 SPLIT_FROM = 48 << 20  # a smaller file is parsed whole, beside other files
-MIN_PIECE = 8 << 20  # each piece costs a block or two parsed again here
+MIN_PIECE = 8 << 20  # each piece costs a few lines parsed again here, and a process's turn
 MAX_PIECE = 256 << 20  # a piece's events wait in memory until its turn
 # A worker's state settles to this process's within a few lines of a piece (the next
 # iteration line sets the last iteration, the next stamp the wall time), but it can only
@@ -55,8 +57,8 @@ MAX_PIECE = 256 << 20  # a piece's events wait in memory until its turn
 # a part of it again instead of all of it (about 20 ms a piece).
 SPLIT_READ = 1
 SPLIT_PARTS = 16
-SETTLE_BLOCKS = 2  # steps of a piece this process reads before it waits for the worker's results
-PIECE_READ_SIZE = READ_SIZE  # the blocks of one pass (at each cut one is parsed again here)
+SETTLE_STEPS = 2  # steps of a piece this process reads before it waits for the worker's results
+PIECE_READ_SIZE = READ_SIZE  # the blocks of one pass
 
 
 def cores() -> int:
@@ -290,7 +292,7 @@ def _parse_pieces(path: Path, label: str, sink: Callable[[list[Event]], None], p
                 sink(events)
                 info["blocks_reread"] += 1
                 ahead_read += 1
-                if ahead_read == SETTLE_BLOCKS or future.done():
+                if ahead_read == SETTLE_STEPS or future.done():
                     break
             blocks, worker_fp = _unspooled(future.result())
             for i, events in chain([(ahead_read - 1, None)] if ahead_read else [], steps):
