@@ -199,7 +199,8 @@ class AnchorScanner(Scanner):
                     continue  # a character the bytes of an ASCII text cannot hold, or no room
                 begin = at_k + off
                 begin = begin[begin + len(anchor) <= len(codes)]
-                found = begin[_items(codes, len(anchor))[begin] == anchor.astype(codes.dtype).view(_item(codes, len(anchor)))[0]]
+                text_of_anchor = anchor.astype(codes.dtype).view(_item(codes, len(anchor)))[0]
+                found = begin[_items(codes, len(anchor))[begin] == text_of_anchor]
                 if len(found):
                     kinds.append(np.full(len(found), j, dtype=np.int64))
                     ats.append(found)
