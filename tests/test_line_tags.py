@@ -44,3 +44,16 @@ def test_bulk_rank_tags_when_every_line_is_tagged():
                    ["[Rank 1234567] a", "[Rank 5] b [Rank 6]"],  # too long: the regex finds the next tag
                    ["[Rank 5] a", "[Rank ] b [Rank 7]", "[Rank 3"]):
         assert rank_tags(bodies, [None] * len(bodies)) == [rank_tag(b) for b in bodies], bodies
+
+
+def test_bulk_rank_tags_of_one_ranks_lines():
+    """The usual DeepSpeed block (every line tagged by one rank) is read at once;
+    a block that only looks like one (as many tags as lines, but two on a line and
+    none on another, or another rank) is read line by line, as the regex reads it."""
+    from parsers.common import rank_tag, rank_tags
+    one = [f"[2024-05-01 10:00:00,123] [INFO] [logging.py:96:log_dist] [Rank 7] step={i}" for i in range(50)]
+    assert rank_tags(one, [None] * 50) == [7] * 50
+    for bodies in (["[Rank 3] a [Rank 3]", "b"], ["[Rank 3] a", "[Rank 4] b"], ["[Rank 3] a", "[Rank 3 b"],
+                   ["[Rank 3] [Rank 3] a", "[Rank 3] b", "c"], ["x [Rank \u0663] a", "[Rank \u0663]"],
+                   ["[Rank 1234567] a", "[Rank 1234567] b"], ["[Rank ] a", "[Rank ] b"]):
+        assert rank_tags(bodies, [9] * len(bodies)) == [9 if rank_tag(b) is None else rank_tag(b) for b in bodies]
