@@ -10,6 +10,8 @@ Timer lines are handled by :mod:`parsers.timers`.
 from __future__ import annotations
 
 import re
+from itertools import repeat
+from operator import contains
 from typing import Optional
 
 from .base import LineContext, LineParser, Sample, compile_sniff
@@ -25,6 +27,20 @@ _PIPE = re.compile(r"steps: (\d+) loss: (\S+) iter time \(s\): (\S+) samples/sec
 _MA = re.compile(r"MA (\S+) GB\s+Max_MA (\S+) GB\s+CA (\S+) GB\s+Max_CA (\S+) GB")
 _CPU = re.compile(r"CPU Virtual Memory:\s+used = (\S+) GB, percent = (\S+)%")
 _MEM_LABEL = re.compile(r"see_memory_usage\] (.*)")
+
+
+def _step_groups(bodies: list[str]) -> Optional[list[list[str]]]:
+    """The ``_STEP`` groups of bodies that each hold one ``step=`` which starts a
+    match, by column, read by one ``findall``; else None.  Joined by "]", which no
+    group can cross (``[^\],]``), so each match lies within its own body and is the
+    match a search of that body finds (there is one ``step=`` to start it)."""
+    joined = "]".join(bodies)
+    if joined.count("step=") != len(bodies) or False in map(contains, bodies, repeat("step=")):
+        return None  # a line without one, or with two
+    rows = _STEP.findall(joined)
+    if len(rows) != len(bodies):
+        return None
+    return list(map(list, zip(*rows)))
 
 
 class DeepSpeedParser(LineParser):
@@ -84,12 +100,15 @@ class DeepSpeedParser(LineParser):
                                     skipped=to_int(m.group(2)), lr=to_float(m.group(3)))], ctx)
 
     def _lane_step(self, inp: LaneInput, fallback: Fallback) -> list[Event]:
-        idx, matches = matched(_STEP, inp.bodies)
-        if not idx:
-            return []
-        steps = ints(list(map(GROUP[1], matches)))
-        skipped = ints(list(map(GROUP[2], matches)))
-        lrs = floats(list(map(GROUP[3], matches)))
+        groups = _step_groups(inp.bodies)
+        if groups is not None:  # one record a line: every line
+            idx = list(range(len(inp.bodies)))
+        else:
+            idx, matches = matched(_STEP, inp.bodies)
+            if not idx:
+                return []
+            groups = [list(map(GROUP[k], matches)) for k in (1, 2, 3)]
+        steps, skipped, lrs = ints(groups[0]), ints(groups[1]), floats(groups[2])
         if steps is None or skipped is None or lrs is None:
             return fallback(idx)
         part = inp.pick(idx)

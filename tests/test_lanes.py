@@ -122,8 +122,11 @@ def make_line(rng: random.Random, keys: list[str], odd: float) -> str:
                 f"allocated: {_value('f', rng, odd)} | max allocated: {_value('f', rng, odd)} | "
                 f"reserved: {_value('f', rng, odd)} | max reserved: {_value('f', rng, odd)}")
     if kind < 0.95:
-        return prefix + (f"step={_value('n', rng, odd).strip()}, skipped={_value('n', rng, odd).strip()}, "
-                         f"lr=[{_value('e', rng, odd)}, 0.1], mom=[(0.9, 0.95)]")
+        step = (f"step={_value('n', rng, odd).strip()}, skipped={_value('n', rng, odd).strip()}, "
+                f"lr=[{_value('e', rng, odd)}" + rng.choice([", 0.1], mom=[(0.9, 0.95)]", "]", "", ", 0.1"]))
+        if rng.random() < odd:  # near misses: two records, another step= first, an empty lr
+            step = rng.choice([step + " " + step, "global_step=3 " + step, step.replace("lr=[", "lr=[]")])
+        return prefix + step
     return prefix + rng.choice(["  successfully saved checkpoint at iteration      50 to ckpt",
                                 "Effective Tera Flops per GPU: 9.29 and total parameters 1.717 B",
                                 "some chatter", "Traceback (most recent call last):", "RuntimeError: boom"])
