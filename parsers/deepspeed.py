@@ -32,8 +32,9 @@ _MEM_LABEL = re.compile(r"see_memory_usage\] (.*)")
 def _step_groups(bodies: list[str]) -> Optional[list[list[str]]]:
     """The ``_STEP`` groups of bodies that each hold one ``step=`` which starts a
     match, by column, read by one ``findall``; else None.  Joined by "]", which no
-    group can cross (``[^\],]``), so each match lies within its own body and is the
-    match a search of that body finds (there is one ``step=`` to start it)."""
+    group can cross (the lr group ends at "]" or ","), so each match lies within
+    its own body and is the match a search of that body finds (there is one
+    ``step=`` to start it)."""
     joined = "]".join(bodies)
     if joined.count("step=") != len(bodies) or False in map(contains, bodies, repeat("step=")):
         return None  # a line without one, or with two

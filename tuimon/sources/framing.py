@@ -111,13 +111,16 @@ class Framer:
             data = data[nl + 1:]
             self._discarding = False
             prefix_lines.append(TOO_LONG_MARKER)
-        buf = self._partial + data if self._partial else data
-        last_nl = buf.rfind(b"\n")
+        last_nl = data.rfind(b"\n")  # the held partial line has none
         if last_nl < 0:
-            self._hold(buf)
+            self._hold(self._partial + data if self._partial else data)
             return self._finish(prefix_lines, b"")
-        complete = buf[:last_nl + 1]
-        self._hold(buf[last_nl + 1:])
+        # one copy of the complete lines (a block is a megabyte), none when the read ends a line
+        if self._partial:
+            complete = b"".join((self._partial, memoryview(data)[:last_nl + 1]))
+        else:
+            complete = data if last_nl + 1 == len(data) and type(data) is bytes else bytes(data[:last_nl + 1])
+        self._hold(data[last_nl + 1:])
         return self._finish(prefix_lines, complete)
 
     def flush(self) -> Block:
