@@ -3,6 +3,7 @@ summary of one pass, whatever the cut points."""
 from __future__ import annotations
 
 import json
+import os
 import random
 
 import pytest
@@ -156,7 +157,8 @@ def test_results_spooled_in_files_that_are_removed(tmp_path, monkeypatch):
     import tuimon.parallel as parallel
     made = []
 
-    def spool():
+    def spool(need):
+        assert need > 0
         made.append(tmp_path / f"spool-{len(made)}")
         made[-1].mkdir()
         return str(made[-1])
@@ -180,7 +182,7 @@ def test_results_spooled_in_files_that_are_removed(tmp_path, monkeypatch):
 
 def test_unwritable_spool_hands_results_back_directly(tmp_path, monkeypatch):
     import tuimon.parallel as parallel
-    monkeypatch.setattr(parallel, "spool_dir", lambda: str(tmp_path / "missing"))  # writes fail: no such directory
+    monkeypatch.setattr(parallel, "spool_dir", lambda need: str(tmp_path / "missing"))  # writes fail: no such directory
     seen = []
     original = parallel._unspooled
     monkeypatch.setattr(parallel, "_unspooled", lambda result: seen.append(type(result)) or original(result))
@@ -222,3 +224,19 @@ def test_a_block_fed_in_parts_gives_the_records_of_one_feed(parts):
     assert records(got) == expected
     assert any('"type": "memory"' in r and '"line": 1,' in r for r in expected)
     assert split.stats == whole.stats
+
+
+def test_no_room_to_spool_hands_results_back_directly(tmp_path, monkeypatch):
+    """Shared memory and the temporary directory both too full (or absent): the
+    results come through the pool's pipe."""
+    import tuimon.parallel as parallel
+    assert parallel.spool_dir(1 << 62) is None  # no file system has 4 EiB free
+    made = parallel.spool_dir(1)
+    assert made is not None and os.path.isdir(made)
+    os.rmdir(made)
+    monkeypatch.setattr(parallel, "spool_dir", lambda need: None)
+    seen = []
+    original = parallel._unspooled
+    monkeypatch.setattr(parallel, "_unspooled", lambda result: seen.append(type(result)) or original(result))
+    assert_same(_generated(tmp_path), pieces=4)
+    assert seen and set(seen) == {bytes}

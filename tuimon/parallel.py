@@ -195,10 +195,23 @@ def _unspooled(result: "bytes | str") -> object:
         os.unlink(result)
 
 
-def spool_dir() -> str:
-    """A new directory for the workers' results: in /dev/shm (memory) where there is one."""
-    shm = "/dev/shm"
-    return tempfile.mkdtemp(prefix="tuimon-", dir=shm if os.path.isdir(shm) and os.access(shm, os.W_OK) else None)
+def spool_dir(need: int) -> Optional[str]:
+    """A new directory for the workers' results where ``need`` bytes are free:
+    /dev/shm (memory) where there is one, else the temporary directory (TMPDIR);
+    None if neither has room (results then come through the pool's pipe).  Shared
+    memory is small in containers (64 MB under Docker) and other programs use it,
+    so it is taken only with room to spare."""
+    for root in ("/dev/shm", tempfile.gettempdir()):
+        try:
+            free = os.statvfs(root)
+        except (OSError, AttributeError):  # no such directory; no statvfs (Windows)
+            continue
+        if free.f_bavail * free.f_frsize >= need and os.access(root, os.W_OK):
+            try:
+                return tempfile.mkdtemp(prefix="tuimon-", dir=root)
+            except OSError:
+                continue
+    return None
 
 
 _FLOATS, _INTS = {float}, {int}
@@ -252,15 +265,16 @@ def parse_file_parallel(path: Path, label: str, sink: Callable[[list[Event]], No
     info = {"pieces": len(points) - 1, "blocks_reread": 0, "pieces_taken": 0}
     if len(points) <= 2:
         return parse_file(path, label, sink=sink, read_size=read_size)[1], info
-    spool = spool_dir()
+    spool = spool_dir(size)  # results take about a sixth of the log's size
     try:
         return _parse_pieces(path, label, sink, points, workers, read_size, spool, info)
     finally:
-        shutil.rmtree(spool, ignore_errors=True)  # results of pieces never taken, after an error
+        if spool is not None:
+            shutil.rmtree(spool, ignore_errors=True)  # results of pieces never taken, after an error
 
 
 def _parse_pieces(path: Path, label: str, sink: Callable[[list[Event]], None], points: list[int], workers: int,
-                  read_size: int, spool: str, info: dict) -> tuple[ParseStats, dict]:
+                  read_size: int, spool: Optional[str], info: dict) -> tuple[ParseStats, dict]:
     counted = ParseStats()  # stats of parsers since replaced
     last = len(points) - 1
     with ProcessPoolExecutor(min(workers, last), mp_context=process_context()) as pool:
