@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from . import __version__
-from .alloc import keep_freed_memory
 from parsers.events import expand
 
+from .alloc import keep_freed_memory
 from .discover import DEFAULT_INCLUDE, PathError, discover
 from .gpus import GPU_PEAK_TFLOPS, peak_for
 from .ingest import ParseStats, parse_file
