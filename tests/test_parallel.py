@@ -240,3 +240,14 @@ def test_no_room_to_spool_hands_results_back_directly(tmp_path, monkeypatch):
     monkeypatch.setattr(parallel, "_unspooled", lambda result: seen.append(type(result)) or original(result))
     assert_same(_generated(tmp_path), pieces=4)
     assert seen and set(seen) == {bytes}
+
+
+def test_spawned_workers_give_one_pass(tmp_path, monkeypatch):
+    """Where fork is unsafe (threads running) the workers are spawned: they start
+    from nothing (no inherited allocator setting, scanner or state) and give the same."""
+    import multiprocessing
+
+    import tuimon.parallel as parallel
+    monkeypatch.setattr(parallel, "process_context", lambda: multiprocessing.get_context("spawn"))
+    info = assert_same(_generated(tmp_path), pieces=3)
+    assert info["pieces_taken"] > 0
