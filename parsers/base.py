@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar, Optional, Pattern
 
 from .events import Event
+from .triggers import required_anchors
 
 
 class _Flag:
@@ -64,7 +65,7 @@ class LineParser:
 
     name: ClassVar[str] = "base"
     framework: ClassVar[Optional[str]] = None
-    SNIFF: ClassVar[Optional[Pattern[str]]] = None  # None: always on
+    SNIFF: ClassVar[Optional["Sniff"]] = None  # None: always on
     ROUTES: ClassVar[tuple[tuple[str, str], ...]] = ()
     #: handler name -> lane method name: the bulk twin of a line handler (see parsers.lanes)
     LANES: ClassVar[dict[str, str]] = {}
@@ -137,5 +138,24 @@ class LineParser:
                    wall_time=ctx.wall_time, **fields)
 
 
-def compile_sniff(*patterns: str) -> Pattern[str]:
-    return re.compile("|".join(f"(?:{p})" for p in patterns))
+class Sniff:
+    """A ``SNIFF``: patterns, any of which switches a parser on.  The regex (their
+    alternation) runs only on a text holding one of the texts its matches need
+    (``in`` runs at C speed): searched as it is, it reads the whole block for
+    every block a parser stays dormant, 13 ms a 1 MB block for DeepSpeed's in a
+    Megatron-LM log."""
+
+    def __init__(self, patterns: tuple[str, ...]) -> None:
+        self.regex = re.compile("|".join(f"(?:{p})" for p in patterns))
+        anchors = [required_anchors(p) for p in patterns]
+        #: None: a pattern without such a text, the regex always runs
+        self.needles = None if None in anchors else tuple(a for found in anchors for a in found)
+
+    def search(self, text: str) -> Optional[re.Match[str]]:
+        if self.needles is not None and not any(map(text.__contains__, self.needles)):
+            return None
+        return self.regex.search(text)
+
+
+def compile_sniff(*patterns: str) -> Sniff:
+    return Sniff(patterns)

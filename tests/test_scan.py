@@ -181,3 +181,28 @@ def test_lines_holding_an_anchor_twice():
     same_lines(scan.AnchorScanner(TRIGGERS), text)
     found = scan.AnchorScanner(TRIGGERS).scan(text)
     assert {start // 1 for start in found} >= {text.index(lines[0]), text.index(lines[2]), text.index(lines[4])}
+
+
+SNIFFING = [cls for cls in ALL_PARSERS if cls.SNIFF is not None]
+SNIFF_FRAGMENTS = sorted({n for cls in SNIFFING for n in cls.SNIFF.needles or ()}) + [
+    "7", " ", "log_dist]", ":stop]", "-----", "|", "\n", "[logging.py:12:log_dist]", "iteration 3/ 9 |"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(st.sampled_from(SNIFF_FRAGMENTS), st.text(max_size=5)), max_size=12).map("".join))
+def test_sniff_finds_what_its_regex_finds(text):
+    """A SNIFF runs its regex only where one of the texts its matches need appears:
+    it switches a parser on exactly where the plain regex would."""
+    assert SNIFFING and all(cls.SNIFF.needles for cls in SNIFFING)  # every SNIFF is prefiltered
+    for cls in SNIFFING:
+        assert bool(cls.SNIFF.search(text)) == bool(cls.SNIFF.regex.search(text)), cls.__name__
+
+
+def test_sniff_on_the_corpus():
+    files = sorted((SHARED / "corpus").rglob("*.log")) if (SHARED / "corpus").exists() else []
+    if not files:
+        pytest.skip(f"SKIPPED LOUDLY: no corpus at {SHARED / 'corpus'}")
+    for path in files:
+        text = path.read_text(errors="replace")[:1 << 20]
+        for cls in SNIFFING:
+            assert bool(cls.SNIFF.search(text)) == bool(cls.SNIFF.regex.search(text)), (path, cls.__name__)
