@@ -102,11 +102,12 @@ class ParserSet:
         return [p.name for p in self.active]
 
     # -- feeding ----------------------------------------------------------------------
-    def feed_block(self, text: str, first_line: int, layout: object = None) -> list[Event]:
+    def feed_block(self, text: str, first_line: int, layout: object = None, sniffed: bool = False) -> list[Event]:
         """Parse ``text`` (complete lines joined by ``\\n``); ``first_line`` is the
         1-based number of its first line.  ``layout`` is what the application's
-        framing knows of the text, handed to its scanner as it is."""
-        if self._dormant:
+        framing knows of the text, handed to its scanner as it is.  ``sniffed``:
+        the caller sniffed a text holding this one (a part of a block) already."""
+        if self._dormant and not sniffed:
             self.sniff(text)
         if not self._routes:
             return []

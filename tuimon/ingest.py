@@ -9,7 +9,7 @@ from parsers import ParserSet, parser_set
 from parsers.events import Event, expand
 
 from .scan import trigger_scanner
-from .sources.framing import Framer
+from .sources.framing import Block, Framer
 
 READ_SIZE = 1 << 20  # the block size; the local follower reads as much at a time
 
@@ -47,11 +47,7 @@ class FileParser:
 
     def feed(self, data: bytes) -> list[Event]:
         block = self.framer.feed(data)
-        if not block.lines:
-            return []
-        if self.on_block is not None:
-            self.on_block(self.label, block.text, block.first_line)
-        return self.parsers.feed_block(block.text, block.first_line, block.layout)
+        return self.parsers.feed_block(block.text, block.first_line, block.layout) if self._shown(block) else []
 
     def feed_parts(self, data: bytes, parts: int) -> Iterator[list[Event]]:
         """:meth:`feed`, with the block's lines handed to the parsers in up to
@@ -61,22 +57,26 @@ class FileParser:
         on sees the block's first line), and the parsers' records do not depend on
         where blocks end."""
         block = self.framer.feed(data)
-        if not block.lines:
+        if not self._shown(block):
             yield []
             return
-        if self.on_block is not None:
-            self.on_block(self.label, block.text, block.first_line)
         self.parsers.sniff(block.text)
         for text, first_line in line_runs(block.text, block.first_line, parts):
-            yield self.parsers.feed_block(text, first_line)
+            yield self.parsers.feed_block(text, first_line, sniffed=True)
 
     def finish(self) -> list[Event]:
         block = self.framer.flush()
-        if block.lines and self.on_block is not None:
-            self.on_block(self.label, block.text, block.first_line)
-        events = self.parsers.feed_block(block.text, block.first_line, block.layout) if block.lines else []
+        events = self.parsers.feed_block(block.text, block.first_line, block.layout) if self._shown(block) else []
         events.extend(self.parsers.flush())
         return events
+
+    def _shown(self, block: Block) -> bool:
+        """Whether ``block`` holds lines; if so, ``on_block`` has been shown them."""
+        if not block.lines:
+            return False
+        if self.on_block is not None:
+            self.on_block(self.label, block.text, block.first_line)
+        return True
 
     @property
     def stats(self) -> ParseStats:
