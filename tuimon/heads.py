@@ -51,15 +51,18 @@ def _windows(codes: np.ndarray, at: np.ndarray) -> np.ndarray:
     return out
 
 
-_ROW = np.dtype(("V", WINDOW))
-
-
 def _rows(codes: np.ndarray, at: np.ndarray) -> np.ndarray:
-    """``codes[at[i]:at[i] + WINDOW]`` as rows (all within ``codes``, which is
-    contiguous), copied as one WINDOW-byte item each: three times faster than
-    gathering a sliding window view's rows byte by byte."""
-    items = np.ndarray(shape=(len(codes) - WINDOW + 1,), dtype=_ROW, buffer=codes, strides=(1,))
-    return items[at].view(np.uint8).reshape(-1, WINDOW)
+    """``codes[at[i]:at[i] + WINDOW]`` as rows (all within ``codes``), copied as
+    one WINDOW-byte item each: three times faster than gathering a sliding window
+    view's rows byte by byte."""
+    return runs(codes, WINDOW)[at].view(codes.dtype).reshape(-1, WINDOW)
+
+
+def runs(codes: np.ndarray, width: int) -> np.ndarray:
+    """Every run of ``width`` codes of ``codes`` (contiguous, at least that long)
+    as one item, by its start: picked or compared as a whole, not code by code."""
+    return np.ndarray(shape=(len(codes) - width + 1,), dtype=np.dtype(("V", width * codes.itemsize)),
+                      buffer=codes, strides=(codes.itemsize,))
 
 
 def read_heads(codes: np.ndarray, starts: np.ndarray) -> Heads:

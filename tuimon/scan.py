@@ -22,7 +22,7 @@ import numpy as np
 from parsers.triggers import (FindScanner, HitLines, Hits, Scanner, leading_literal, lines_of, literal_of,
                               required_anchors)
 
-from .heads import read_heads
+from .heads import read_heads, runs
 
 try:  # a wheel on every common platform; without it the stdlib scanner is used
     import ahocorasick_rs
@@ -199,8 +199,8 @@ class AnchorScanner(Scanner):
                     continue  # a character the bytes of an ASCII text cannot hold, or no room
                 begin = at_k + off
                 begin = begin[begin + len(anchor) <= len(codes)]
-                text_of_anchor = anchor.astype(codes.dtype).view(_item(codes, len(anchor)))[0]
-                found = begin[_items(codes, len(anchor))[begin] == text_of_anchor]
+                items = runs(codes, len(anchor))
+                found = begin[items[begin] == anchor.astype(codes.dtype).view(items.dtype)[0]]
                 if len(found):
                     kinds.append(np.full(len(found), j, dtype=np.int64))
                     ats.append(found)
@@ -209,17 +209,6 @@ class AnchorScanner(Scanner):
         at = np.concatenate(ats)
         order = np.argsort(at, kind="stable")
         return np.concatenate(kinds)[order], at[order]
-
-
-def _item(codes: np.ndarray, width: int) -> np.dtype:
-    return np.dtype(("V", width * codes.itemsize))
-
-
-def _items(codes: np.ndarray, width: int) -> np.ndarray:
-    """Every run of ``width`` characters of ``codes`` (contiguous) as one item, by
-    its start: runs are compared with a text as a whole, not code by code."""
-    return np.ndarray(shape=(len(codes) - width + 1,), dtype=_item(codes, width), buffer=codes,
-                      strides=(codes.itemsize,))
 
 
 def _distinct(values: np.ndarray) -> list[int]:
