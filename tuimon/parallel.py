@@ -32,7 +32,6 @@ import tempfile
 import threading
 from array import array
 from concurrent.futures import ProcessPoolExecutor
-from itertools import chain
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Optional
 
@@ -297,22 +296,28 @@ def _parse_pieces(path: Path, label: str, sink: Callable[[list[Event]], None], p
                 futures[ahead] = submit(ahead)
                 ahead += 1
             future = futures.pop(k)
-            steps = enumerate(_steps(fp, read_range(path, points[k], points[k + 1], read_size)))
+            steps = _steps(fp, read_range(path, points[k], points[k + 1], read_size))
+            read = 0  # steps of this piece read again here
+
+            def step() -> bool:
+                """Read the piece's next step again here; False at its end."""
+                nonlocal read
+                events = next(steps, None)
+                if events is None:
+                    return False
+                sink(events)
+                read += 1
+                info["blocks_reread"] += 1
+                return True
+
             # the steps the states usually settle after (the rest of a one-pass read,
             # then a part of a block) are read again before waiting for the worker:
             # at the end of a run this process would otherwise wait, then read them
-            ahead_read = 0
-            for _, events in steps:
-                sink(events)
-                info["blocks_reread"] += 1
-                ahead_read += 1
-                if ahead_read == SETTLE_STEPS or future.done():
-                    break
+            while step() and read < SETTLE_STEPS and not future.done():
+                pass
             blocks, worker_fp = _unspooled(future.result())
-            for i, events in chain([(ahead_read - 1, None)] if ahead_read else [], steps):
-                if events is not None:
-                    sink(events)
-                    info["blocks_reread"] += 1
+            while read:
+                i = read - 1
                 fixes = _settled(fp.parsers.snapshot(), blocks[i][1], worker_fp.parsers.snapshot()) \
                     if i < len(blocks) else None
                 if fixes is not None:
@@ -326,6 +331,8 @@ def _parse_pieces(path: Path, label: str, sink: Callable[[list[Event]], None], p
                     fp = worker_fp
                     info["pieces_taken"] += 1
                     break
+                if not step():
+                    break  # never settled: the whole piece was read here
     sink(fp.finish())
     counted.add(fp.stats)
     return counted, info
