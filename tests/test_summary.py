@@ -137,3 +137,27 @@ def test_command_output_complete_through_a_file(run_cli, tmp_path, verb):
     r = subprocess.run([sys.executable, "-m", "tuimon", "summary", str(tmp_path / "missing")], capture_output=True,
                        text=True, env=dict(os.environ, PYTHONPATH=str(ROOT)), cwd=tmp_path)
     assert r.returncode == 2 and r.stderr.strip().startswith("tuimon: error: no such file")
+
+
+def test_command_starts_no_linear_algebra_threads(tmp_path):
+    """numpy's OpenBLAS starts a spinning thread a core when numpy is imported; the
+    ``tuimon`` command (which does no linear algebra) asks it for none, leaving the
+    cores to the parse.  Counted in the command's own process, after the import."""
+    import subprocess
+    import sys
+    from tests.conftest import ROOT
+    if len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("one core: OpenBLAS starts no threads there anyway, so this cannot tell")
+    count = "import os, sys; print(len(os.listdir('/proc/self/task')), file=sys.stderr)"
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_NUM_THREADS")}
+    env["PYTHONPATH"] = str(ROOT)
+    # the same code path as `python -m tuimon`, with --version (which exits through argparse) as the verb
+    code = ("import sys, numpy; sys.argv = ['tuimon', '--version']\n"
+            "import tuimon.__main__ as m\n"
+            "try:\n    m.main()\nexcept SystemExit:\n    pass\n")
+    plain = subprocess.run([sys.executable, "-c", "import numpy; " + count], capture_output=True, text=True,
+                           env=env, cwd=tmp_path)
+    assert int(plain.stderr) > 1, "numpy alone started no thread here: this test cannot tell"
+    r = subprocess.run([sys.executable, "-c", code.replace("import sys, numpy; ", "import sys; ") + count],
+                       capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert r.stdout.startswith("tuimon ") and int(r.stderr) == 1, r.stderr
