@@ -357,6 +357,36 @@ def merge(batches: list) -> "Batch":
     return Batch(first.kind, first.file, lines, columns, constants, maps, first.flush)
 
 
+def shape(batch: "Batch") -> tuple:
+    """What batches must share for :func:`concat` to join them: kind, file, fields,
+    map keys, constants, and how each column is held (a list, or an array's type).
+    Hashable when the constants are."""
+    return (batch.kind, batch.file, tuple(batch.constants.items()),
+            tuple((name, getattr(values, "typecode", None)) for name, values in batch.columns.items()),
+            tuple((m, tuple((k, getattr(v, "typecode", None)) for k, v in cols.items()))
+                  for m, cols in batch.maps.items()))
+
+
+def concat(batches: list) -> "Batch":
+    """One batch of batches of one :func:`shape` whose lines follow each other in
+    the file: their columns joined end to end (arrays stay arrays).  The first's
+    ``flush`` is kept."""
+    first = batches[0]
+    if len(batches) == 1:
+        return first
+    return first._replace(lines=_joined([b.lines for b in batches]),
+                          columns={n: _joined([b.columns[n] for b in batches]) for n in first.columns},
+                          maps={m: {k: _joined([b.maps[m][k] for b in batches]) for k in cols}
+                                for m, cols in first.maps.items()})
+
+
+def _joined(parts: list) -> Sequence:
+    out = parts[0][:0]  # an empty list, or an empty array of the same type
+    for part in parts:
+        out.extend(part)
+    return out
+
+
 def expand(events: list) -> list:
     """Events with every :class:`Batch` replaced by its records.  Batches made
     together (consecutive, same file and ``flush``) interleave by line; everything

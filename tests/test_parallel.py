@@ -251,3 +251,124 @@ def test_spawned_workers_give_one_pass(tmp_path, monkeypatch):
     monkeypatch.setattr(parallel, "process_context", lambda: multiprocessing.get_context("spawn"))
     info = assert_same(_generated(tmp_path), pieces=3)
     assert info["pieces_taken"] > 0
+
+
+def _store_state(events):
+    """What the job store keeps, as text: the summary and the facts it derives it from."""
+    store = JobStore()
+    for e in events:
+        store.add([e])
+    out = []
+    for job in store.jobs.values():
+        out.append(json.dumps(summarize(job, now=0.0), sort_keys=True, default=str))
+        out.append(repr((job.last_progress, job.last_lr, job.last_iteration, job.last_losses, job.config,
+                         job.memory, job.first_wall, job.last_wall, job.first_step_wall, job.events,
+                         sorted((k, v.total_ms.hex(), v.count, v.last_ms) for k, v in job.timers.items()))))
+        for key, series in job.ranks.items():
+            out.append(f"{key}: {series.points.tobytes().hex()}")
+        out.append(job.steps.points.tobytes().hex())
+    return out
+
+
+def _steps_of(path, read_size):
+    from tuimon.ingest import FileParser, read_chunks
+    fp = FileParser(path.name)
+    steps = [fp.feed(chunk) for chunk in read_chunks(path, read_size)]
+    return steps + [fp.finish()]
+
+
+def _mixed_log(tmp_path, seed, records=600):
+    """Megatron iteration, timer and memory lines and DeepSpeed step and timer lines,
+    as a run prints them, with now and then an odd line (tests.test_lanes.make_line)
+    or a record of another kind (a checkpoint, a failure) between them."""
+    rng = random.Random(seed)
+    shapes = [rng.sample(ITER_KEYS, rng.randrange(2, 6)) for _ in range(2)]
+    extra = ["  successfully saved checkpoint at iteration      50 to checkpoints/gpt2",
+             "time (ms) | save-checkpoint: 12.5", "RuntimeError: CUDA out of memory. Tried to allocate 2 GiB"]
+    out = []
+    for i in range(1, records + 1):
+        stamp = f"[2024-05-01 10:{i // 60 % 60:02d}:{i % 60:02d},{i % 1000:03d}]"
+        out += [f"{stamp} [INFO] [logging.py:96:log_dist] [Rank 0] step={i}, skipped=0, lr=[0.0003], "
+                "mom=[(0.9, 0.95)]",
+                f"{stamp} [INFO] [logging.py:96:log_dist] [Rank {i % 2}] rank={i % 2} time (ms) | "
+                f"forward_microstep: {rng.uniform(1, 900):.2f} | backward_microstep: {rng.uniform(1, 900):.2f}",
+                f" iteration {i:8d}/ 100000 | consumed samples: {i * 64:10d} | elapsed time per iteration (ms): "
+                f"{rng.uniform(100, 3000):.1f} | learning rate: {rng.choice(['3.000E-04', '2.000E-04'])} | "
+                f"lm loss: {rng.uniform(1, 9):.6E} | number of skipped iterations:   0 |",
+                f"time (ms) | forward-compute: {rng.uniform(1, 900):.2f} | optimizer: {rng.uniform(1, 90):.2f} | "
+                f"offloading-fwd-overhead: {rng.uniform(1, 90):.2f}",
+                f"[Rank {i % 4}] (after {i} iterations) memory (MB) | allocated: {rng.uniform(1, 9e4):.1f} | "
+                f"max allocated: {rng.uniform(1, 9e4):.1f} | reserved: 26762.0 | max reserved: 26762.0",
+                "NCCL INFO chatter no parser reads"]
+        if rng.random() < 0.03:
+            out.append(make_line(rng, rng.choice(shapes), 0.05))
+        if rng.random() < 0.01:
+            out.append(rng.choice(extra))
+    p = tmp_path / f"mixed-{seed}.log"
+    p.write_text("".join(line + "\n" for line in out))
+    return p
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_joined_steps_leave_the_store_as_the_steps_do(tmp_path, seed):
+    """A worker joins its steps' batches (tuimon.parallel._joined_steps): the job
+    store ends in the same state, to the bit, and expanding gives the same records."""
+    from tuimon.parallel import _joined_steps
+    path = _mixed_log(tmp_path, seed)
+    steps = _steps_of(path, read_size=random.Random(seed).choice([1500, 2048, 4096]))
+    events = [e for step in steps for e in step]
+    joined = _joined_steps(steps)
+    assert len(joined) < len(events) / 2  # joining happened
+    assert _store_state(joined) == _store_state(events)
+    assert sorted(json.dumps(e.to_dict(), sort_keys=True) for e in expand(joined)) == \
+        sorted(json.dumps(e.to_dict(), sort_keys=True) for e in expand(events))
+
+
+@pytest.mark.parametrize("path", [p for p in sorted(FIXTURES.iterdir()) if p.stat().st_size > 3000],
+                         ids=lambda p: p.name)
+def test_joined_steps_of_fixtures(path):
+    from tuimon.parallel import _joined_steps
+    steps = _steps_of(path, read_size=700)
+    assert _store_state(_joined_steps(steps)) == _store_state([e for step in steps for e in step])
+
+
+def test_what_ends_a_run_of_joined_steps():
+    """Within a run each kind has one shape (timers: no name in two shapes); a record
+    ends the run; batches are joined in line order and made together."""
+    from array import array
+    from parsers.events import Batch, Failure, Iteration, Timers
+    from tuimon.parallel import _joined_steps
+
+    def its(first, n, keys=("elapsed_ms",), flush=0):
+        lines = array("q", range(first, first + n))
+        cols = {k: array("d", [1.0] * n) for k in keys}
+        cols["iteration"] = array("q", range(first, first + n))
+        return Batch(Iteration, "f", lines, cols, flush=flush)
+
+    def timers(first, n, names, flush=0):
+        return Batch(Timers, "f", array("q", range(first, first + n)), {},
+                     maps={"timers": {k: array("d", [2.0] * n) for k in names}}, flush=flush)
+
+    steps = [[its(1, 3, flush=1), timers(10, 2, ["a"], flush=1)], [its(20, 3, flush=2), timers(30, 2, ["a"], flush=2)],
+             [timers(40, 2, ["b"], flush=3)], [timers(50, 2, ["b", "a"], flush=4)],
+             [its(60, 2, ("elapsed_ms", "lr"), flush=5)], [its(65, 2, flush=8)],
+             [Failure(file="f", line=70, kind="oom")], [its(80, 2, flush=6)], [its(90, 2, flush=7)]]
+    out = _joined_steps(steps)
+    assert [(type(e).__name__, list(e.lines) if type(e) is Batch else e.line, getattr(e, "flush", None))
+            for e in out] == [
+        ("Batch", [1, 2, 3, 20, 21, 22], 1), ("Batch", [10, 11, 30, 31], 1), ("Batch", [40, 41], 1),
+        ("Batch", [50, 51], 4),  # "a" is in another timers shape already: a new run
+        ("Batch", [60, 61], 4),  # an iteration of another shape, the first of this run
+        ("Batch", [65, 66], 8),  # back to the first shape: iterations of two shapes would not keep line order
+        ("Failure", 70, None),
+        ("Batch", [80, 81, 90, 91], 6)]
+    assert type(out[0].columns["elapsed_ms"]) is array and list(out[0].columns["iteration"]) == [1, 2, 3, 20, 21, 22]
+
+
+@pytest.mark.parametrize("join_from", [0, 1, 2, 5])
+def test_pieces_settling_where_steps_are_joined_give_one_pass(tmp_path, monkeypatch, join_from):
+    """Where this process settles on a step the worker joined with later ones, it
+    cannot take the worker's events from there: it reads on (or the whole piece)."""
+    import tuimon.parallel as parallel
+    monkeypatch.setattr(parallel, "JOIN_FROM", join_from)
+    assert_same(_mixed_log(tmp_path, 3, records=1500), pieces=4, read_size=4096)

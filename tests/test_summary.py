@@ -161,3 +161,19 @@ def test_command_starts_no_linear_algebra_threads(tmp_path):
     r = subprocess.run([sys.executable, "-c", code.replace("import sys, numpy; ", "import sys; ") + count],
                        capture_output=True, text=True, env=env, cwd=tmp_path)
     assert r.stdout.startswith("tuimon ") and int(r.stderr) == 1, r.stderr
+
+
+def test_last_learning_rate_does_not_depend_on_the_order_of_kinds():
+    """The store's latest lr: the latest iteration line's where one gives it, else
+    the latest DeepSpeed step line's; the same whichever kind's batch comes first
+    (tuimon.parallel joins a piece's batches by kind)."""
+    from parsers.events import Iteration, Step
+    steps = [Step(file="f", line=i, step=i, lr=0.1 * i) for i in (1, 3, 5)]
+    bare = [Iteration(file="f", line=i, iteration=i) for i in (2, 4)]
+    with_lr = [Iteration(file="f", line=i, iteration=i, lr=0.01 * i) for i in (2, 4)]
+    for iterations, expected in ((bare, 0.5), (with_lr, 0.04)):
+        for order in (steps + iterations, iterations + steps, sorted(steps + iterations, key=lambda e: e.line)):
+            store = JobStore()
+            store.add(order)
+            (job,) = store.jobs.values()
+            assert job.last_lr == pytest.approx(expected)

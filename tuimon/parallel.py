@@ -13,7 +13,10 @@ Instead (speculate, then check):
   the next piece with the true state, step by step, until its state equals the
   worker's snapshot after the same step.  From there the worker's events are the
   events of one pass (same state, same input), so they are taken as they are,
-  and so is the worker's final state, for the next piece.
+  and so is the worker's final state, for the next piece;
+* past its first reads (where this process settles) a worker joins its steps'
+  batches by shape (:func:`_joined_steps`): a few big batches cross over and
+  reach the job store instead of hundreds, and the store ends in the same state.
 
 Logs settle fast (the next iteration line sets the last iteration, the next
 stamp the wall time), so this process reads a few hundred lines of each piece
@@ -39,7 +42,7 @@ import numpy as np
 
 from parsers import parser_set
 from parsers.base import SUPPRESSED, WARM
-from parsers.events import Batch, Event
+from parsers.events import Batch, Event, concat, shape
 from parsers.lanes import packed
 
 from .alloc import keep_freed_memory
@@ -57,6 +60,11 @@ MAX_PIECE = 256 << 20  # a piece's events wait in memory until its turn
 SPLIT_READ = 1
 SPLIT_PARTS = 16
 SETTLE_STEPS = 2  # steps of a piece this process reads before it waits for the worker's results
+# A worker joins the batches of its steps from here on (read 2 onwards: this process settles
+# within the first two reads, or reads the whole piece itself): a 47 MB piece's 300 batches,
+# each taken in by the job store column by column, become a few, and the results it
+# hands over hold a few hundred arrays instead of thousands
+JOIN_FROM = SPLIT_READ + SPLIT_PARTS
 PIECE_READ_SIZE = READ_SIZE  # the blocks of one pass
 
 
@@ -160,8 +168,77 @@ def _parse_piece(path: str, label: str, start: int, end: int, index: int, read_s
     blocks = []
     for events in _steps(fp, read_range(Path(path), start, end, read_size)):
         blocks.append((_packed(events), ps.snapshot(), fp.stats))
+    if len(blocks) > JOIN_FROM + 1:
+        joined = _joined_steps([events for events, _, _ in blocks[JOIN_FROM:]])
+        blocks[JOIN_FROM:] = [(joined if j == JOIN_FROM else [], snapshot, stats)
+                              for j, (_, snapshot, stats) in enumerate(blocks[JOIN_FROM:], JOIN_FROM)]
     result = pickle.dumps((blocks, fp), protocol=pickle.HIGHEST_PROTOCOL)
     return _spooled(result, spool, f"piece-{index}") if spool else result
+
+
+def _joined_steps(steps: list[list[Event]]) -> list[Event]:
+    """The events of consecutive steps, the batches of each run of steps that hold
+    only batches joined by shape (:func:`parsers.events.concat`), one batch a shape,
+    ordered by last line and made together (one ``flush``).
+
+    The job store ends in the state the steps would leave it in: within a run each
+    kind has one shape (a kind keyed by name, timers, may have several with no name
+    in common), so each kind's lines, and each timer's values, still come in line
+    order; what it keeps of several kinds (the latest progress line, the earliest
+    stamp) is taken the same whatever their order.  Records end a run."""
+    out: list[Event] = []
+    run: dict[tuple, list[Batch]] = {}  # shape -> its batches, in line order
+    claims: dict[tuple, tuple] = {}  # (kind,) or (kind, timer name) -> the run's shape holding it
+
+    def close() -> None:
+        if run:
+            joined = sorted((concat(batches) for batches in run.values()), key=_last_line)
+            made_with = joined[0].flush
+            out.extend(b._replace(flush=made_with) for b in joined)
+        run.clear()
+        claims.clear()
+
+    for events in steps:
+        if not events:
+            continue
+        wanted = _claims(events)
+        if wanted is None:  # records, or two batches of one kind: as they are
+            close()
+            out.extend(events)
+            continue
+        if any(claims.get(slot, mine) != mine for slot, mine in wanted.items()):
+            close()
+        claims.update(wanted)
+        for e in events:
+            run.setdefault(shape(e), []).append(e)
+    close()
+    return out
+
+
+def _claims(events: list[Event]) -> Optional[dict[tuple, tuple]]:
+    """What each batch of a step holds within a run (see :func:`_joined_steps`):
+    its kind, or a kind keyed by name its names; None if the step holds a record
+    or two batches hold the same."""
+    wanted: dict[tuple, tuple] = {}
+    for e in events:
+        if type(e) is not Batch:
+            return None
+        mine = shape(e)
+        try:
+            hash(mine)
+        except TypeError:  # a constant that is a list, say
+            return None
+        key = getattr(e.kind, "KEYED_BY", None)
+        slots = [(e.kind, name) for name in e.maps.get(key, ())] if key else [(e.kind,)]
+        for slot in slots:
+            if slot in wanted:
+                return None
+            wanted[slot] = mine
+    return wanted
+
+
+def _last_line(batch: Batch) -> int:
+    return batch.lines[-1]
 
 
 def _spooled(result: bytes, spool: str, name: str) -> "bytes | str":
@@ -318,8 +395,10 @@ def _parse_pieces(path: Path, label: str, sink: Callable[[list[Event]], None], p
             blocks, worker_fp = _unspooled(future.result())
             while read:
                 i = read - 1
+                # from JOIN_FROM on, the worker's steps are joined: its events can be taken after
+                # the last step or one before JOIN_FROM only
                 fixes = _settled(fp.parsers.snapshot(), blocks[i][1], worker_fp.parsers.snapshot()) \
-                    if i < len(blocks) else None
+                    if i < len(blocks) and (i < JOIN_FROM or i == len(blocks) - 1) else None
                 if fixes is not None:
                     for events, _, _ in blocks[i + 1:]:
                         sink(events)

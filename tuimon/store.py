@@ -59,7 +59,8 @@ class Job:
     last_iteration: Optional[int] = None
     last_progress: Optional[tuple[str, int]] = None  # (file, line) of the latest iteration/step
     last_losses: dict[str, float] = field(default_factory=dict)
-    last_lr: Optional[float] = None
+    last_iteration_lr: Optional[float] = None
+    last_step_lr: Optional[float] = None
     last_loss_scale: Optional[float] = None
     first_wall: Optional[float] = None
     last_wall: Optional[float] = None
@@ -70,6 +71,12 @@ class Job:
     @property
     def iterations_seen(self) -> int:
         return sum(len(s) for s in self.ranks.values())
+
+    @property
+    def last_lr(self) -> Optional[float]:
+        """The learning rate of the latest iteration line that gives one, else of the
+        latest step line (DeepSpeed's own): whatever order their batches came in."""
+        return self.last_iteration_lr if self.last_iteration_lr is not None else self.last_step_lr
 
     @property
     def primary(self) -> Optional[Series]:
@@ -216,7 +223,7 @@ def _on_iteration(job: Job, ev: Iteration, file_rank: Optional[int]) -> None:
     if ev.losses:
         job.last_losses = dict(ev.losses)
     if ev.lr is not None:
-        job.last_lr = ev.lr
+        job.last_iteration_lr = ev.lr
     if ev.loss_scale is not None:
         job.last_loss_scale = ev.loss_scale
     if ev.train_iters is not None:
@@ -234,8 +241,8 @@ def _first_step(job: Job, wall: Optional[float]) -> None:
 def _on_step(job: Job, ev: Step, _: Optional[int]) -> None:
     job.steps.append(ev.step, ev.elapsed_ms, ev.loss, None, None, ev.samples_per_sec, ev.wall_time)
     job.last_progress = (ev.file, ev.line)
-    if ev.lr is not None and not job.ranks:
-        job.last_lr = ev.lr
+    if ev.lr is not None:
+        job.last_step_lr = ev.lr
     _first_step(job, ev.wall_time)
 
 
@@ -373,7 +380,7 @@ def _batch_iteration(job: Job, b: Batch, file_rank: Optional[int]) -> None:
     job.last_progress = (b.file, b.lines[-1])
     if last_losses:
         job.last_losses = last_losses
-    for attr, name in (("last_lr", "lr"), ("last_loss_scale", "loss_scale")):
+    for attr, name in (("last_iteration_lr", "lr"), ("last_loss_scale", "loss_scale")):
         value = _last_known(b.columns.get(name) or [])
         if value is not None:
             setattr(job, attr, value)
@@ -388,10 +395,9 @@ def _batch_step(job: Job, b: Batch, _: Optional[int]) -> None:
     job.steps.extend(b.column("step"), b.columns.get("elapsed_ms"), b.columns.get("loss"), None, None,
                      b.columns.get("samples_per_sec"), b.column("wall_time"))
     job.last_progress = (b.file, b.lines[-1])
-    if not job.ranks:
-        lr = _last_known(b.columns.get("lr") or [])
-        if lr is not None:
-            job.last_lr = lr
+    lr = _last_known(b.columns.get("lr") or [])
+    if lr is not None:
+        job.last_step_lr = lr
     _first_step(job, _earliest(b))
 
 
