@@ -372,3 +372,30 @@ def test_pieces_settling_where_steps_are_joined_give_one_pass(tmp_path, monkeypa
     import tuimon.parallel as parallel
     monkeypatch.setattr(parallel, "JOIN_FROM", join_from)
     assert_same(_mixed_log(tmp_path, 3, records=1500), pieces=4, read_size=4096)
+
+
+def test_lines_are_counted_by_the_workers(tmp_path, monkeypatch):
+    """The first line number of each piece comes from counts the workers make and
+    share (tuimon.parallel._first_line): this process, which takes in results
+    while they parse, counts nothing, and a piece is counted by one worker (two,
+    at most, when both find it missing at once)."""
+    import tuimon.parallel as parallel
+    if parallel.process_context().get_start_method() != "fork":
+        pytest.skip("SKIPPED: workers are not forked here, so they do not see this test's wrapper")
+    calls = tmp_path / "calls.txt"
+    real = parallel._count_lines
+
+    def counting(path, start, end):
+        with open(calls, "a") as fh:
+            fh.write(f"{os.getpid()} {start}\n")
+        return real(path, start, end)
+
+    monkeypatch.setattr(parallel, "_count_lines", counting)
+    path = _mixed_log(tmp_path, 4, records=1500)
+    assert_same(path, pieces=5, read_size=4096)
+    seen = [line.split() for line in calls.read_text().splitlines()]
+    assert seen and str(os.getpid()) not in {pid for pid, _ in seen}
+    points = cut_points(path, path.stat().st_size, 5, 4096)
+    starts = [start for _, start in seen]
+    assert set(starts) == {str(p) for p in points[:-2]}  # every piece but the last: a later one needs it
+    assert all(starts.count(s) <= 2 for s in set(starts))

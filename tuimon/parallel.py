@@ -36,7 +36,7 @@ import threading
 from array import array
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
-from typing import Callable, Iterable, Iterator, Optional
+from typing import Callable, Iterable, Iterator, Optional, Sequence
 
 import numpy as np
 
@@ -152,13 +152,45 @@ def _count_lines(path: str, start: int, end: int) -> int:
                 del data  # the map cannot close while an array still views it
 
 
-def _parse_piece(path: str, label: str, start: int, end: int, index: int, read_size: int,
-                 first_line: int, spool: Optional[str] = None) -> "bytes | str":
-    """Worker: parse [start, end) from a fresh state (warm unless at the start of
-    the file); per block (events, snapshot, stats so far), then the final
-    FileParser, pickled: written to a file in ``spool`` (its path is returned),
-    else returned."""
+# lines in each piece, shared by the workers of one parse (-1: not counted yet); see _first_line
+_line_counts: Optional[Sequence[int]] = None
+
+
+def _share_line_counts(counts) -> None:
+    """Worker initializer: the parse's shared line counts (inherited when forked,
+    handed over when spawned)."""
+    global _line_counts
+    _line_counts = counts
+
+
+def _first_line(path: str, points: Sequence[int], index: int) -> int:
+    """The number of the first line of piece ``index``: 1 plus the lines of the
+    pieces before it.  Each count is made once, by the first worker that needs it
+    (usually the next piece's, as it starts: a worker starts a piece only after
+    every earlier piece was started), and shared; two workers that both find it
+    missing both count it, and agree.  This process, which takes in results while
+    the workers parse, counts nothing."""
+    counts = _line_counts
+    first = 1
+    for j in range(index):
+        known = counts[j] if counts is not None else -1
+        if known < 0:
+            known = _count_lines(path, points[j], points[j + 1])
+            if counts is not None:
+                counts[j] = known
+        first += known
+    return first
+
+
+def _parse_piece(path: str, label: str, points: Sequence[int], index: int, read_size: int,
+                 spool: Optional[str] = None) -> "bytes | str":
+    """Worker: parse piece ``index`` (bytes ``points[index]`` to ``points[index + 1]``)
+    from a fresh state (warm unless at the start of the file); per block (events,
+    snapshot, stats so far), then the final FileParser, pickled: written to a file
+    in ``spool`` (its path is returned), else returned."""
     keep_freed_memory()  # inherited when forked, not when spawned
+    start, end = points[index], points[index + 1]
+    first_line = _first_line(path, points, index)
     ps = parser_set(label, scanner=trigger_scanner, lanes=True)
     if start > 0:
         ps.warm()
@@ -353,15 +385,13 @@ def _parse_pieces(path: Path, label: str, sink: Callable[[list[Event]], None], p
                   read_size: int, spool: Optional[str], info: dict) -> tuple[ParseStats, dict]:
     counted = ParseStats()  # stats of parsers since replaced
     last = len(points) - 1
-    with ProcessPoolExecutor(min(workers, last), mp_context=process_context()) as pool:
-        first_lines = [1]  # of each piece, counted here as pieces are handed out: the first starts at once
+    context = process_context()
+    counts = context.RawArray("q", [-1] * last)
+    with ProcessPoolExecutor(min(workers, last), mp_context=context, initializer=_share_line_counts,
+                             initargs=(counts,)) as pool:
 
         def submit(k: int):
-            while len(first_lines) <= k:
-                j = len(first_lines) - 1
-                first_lines.append(first_lines[j] + _count_lines(str(path), points[j], points[j + 1]))
-            return pool.submit(_parse_piece, str(path), label, points[k], points[k + 1], k, read_size,
-                               first_lines[k], spool)
+            return pool.submit(_parse_piece, str(path), label, tuple(points), k, read_size, spool)
 
         ahead = min(last, 2 * workers + 1)  # pieces in flight: results wait in memory until their turn
         futures = {k: submit(k) for k in range(ahead)}
