@@ -17,7 +17,7 @@ from typing import Optional, Sequence
 from .base import LineContext, LineParser, Sample, compile_sniff
 from .common import config_from_args, norm_key, rank_tag
 from .events import Batch, Event, Exit, Failure, Iteration, Memory, Milestone, RunConfig, Throughput, frozen_map
-from .lanes import (GROUP, SKIP, Fallback, LaneInput, column_values, floats, group_by, ints, lost_each, matched,
+from .lanes import (GROUP, SKIP, Fallback, LaneInput, column_values, floats, group_by, ints, lost_each, matched, packed,
                     one_shape_columns, pipe_columns)
 from .numbers import to_float, to_int
 from .timestamps import parse_iso
@@ -467,8 +467,8 @@ class MegatronParser(LineParser):
                 vals = ints(values)
             else:
                 vals = floats(values)
-                if vals is not None and isinstance(kind, float):
-                    vals = [v * kind for v in vals]
+                if vals is not None and isinstance(kind, float) and kind != 1.0:  # x * 1.0 is x, NaN too
+                    vals = packed("d", [v * kind for v in vals])
             if vals is None:
                 return None
             if name == "loss":
