@@ -20,6 +20,8 @@ from .lanes import Fallback, LaneInput, column_values, floats, group_by, pipe_co
 from .numbers import to_float, to_int
 
 _MINMAX = re.compile(r"^\s*(\S.*?) \.{2,}: \(([^,()]+), ([^,()]+)\)\s*$")
+# DeepSpeed's comms logger: "rank=0 | comm op: broadcast | time (ms): 3907.38 | msg size: 576.0 B | ..."
+_COMM_OP = re.compile(r"\bcomm op: ([^|]*?)\s*\|")
 _SAVED = re.compile(r"successfully saved checkpoint (?:from iteration|at iteration)\s+(\d+) to (\S+)")
 _COMM_WORDS = ("allreduce", "all-reduce", "all_reduce", "allgather", "all-gather", "reduce-scatter",
                "reduce_scatter", "send", "recv", "broadcast", "grads-reduce", "params-all-gather")
@@ -100,6 +102,11 @@ class TimerParser(LineParser):
         Sample("  successfully saved checkpoint at iteration      50 to checkpoints/gpt2", "checkpoint",
                {"iteration": 50, "path": "checkpoints/gpt2", "save_ms": None}),
         Sample("time (ms)", None),
+        Sample("[2023-05-15 14:37:35,318] [INFO] [logging.py:96:log_dist] [Rank 0] rank=0 | comm op: broadcast | "
+               "time (ms): 3907.38 | msg size: 576.0 B | algbw (Gbps): 0.00  | busbw (Gbps): 0.00 ",
+               "timers", {"rank": 0, "timers": {"broadcast": 3907.38}, "groups": {"broadcast": "communication"},
+                          "wall_time": 1684161455.318}),
+        Sample("rank=0 | comm op: all_reduce | time (ms): n/a | msg size: 1 KB", None),
     )
 
     def __init__(self, file: str = "") -> None:
@@ -124,7 +131,23 @@ class TimerParser(LineParser):
 
     def _on_time_line(self, body: str, ctx: LineContext) -> list[Event]:
         pos = body.find("time (ms)")
-        return self._timers(_pairs(body[pos + 9:]), body, ctx) if pos >= 0 else []
+        if pos < 0:
+            return []
+        tail = body[pos + 9:]
+        if tail.startswith(":"):  # one collective's time, not a breakdown: its sizes and bandwidths are no timers
+            return self._comm_op(body, tail, ctx)
+        return self._timers(_pairs(tail), body, ctx)
+
+    def _comm_op(self, body: str, tail: str, ctx: LineContext) -> list[Event]:
+        """A line of DeepSpeed's comms logger: the op's time, as a communication timer named by the op."""
+        m = _COMM_OP.search(body)
+        value = to_float(tail[1:].partition("|")[0])
+        if m is None or not m.group(1).strip() or value is None:
+            return []
+        op = m.group(1).strip()[:120]
+        return [Timers(file=self.file, line=ctx.line, rank=rank_or(body, ctx.rank), node=ctx.node,
+                       wall_time=ctx.wall_time, timers=frozen_map({op: value}),
+                       groups=frozen_map({op: "communication"}))]
 
     def _timers(self, timers: dict[str, float], body: str, ctx: LineContext) -> list[Event]:
         if not timers:
@@ -157,9 +180,15 @@ class TimerParser(LineParser):
         bodies = inp.bodies
         cut = map(str.find, bodies, repeat("time (ms)"))
         tails = list(map(getitem, bodies, map(slice, map(add, cut, repeat(9)), repeat(None))))
-        rejected: list[int] = []
+        # a comms logger line ("time (ms): 3.2"): the line path reads it
+        rejected: list[int] = _comm_rows(tails) if "\n:" in "\n" + "\n".join(tails) else []
         batches: list[Batch] = []
-        for idx in group_by(list(map(str.count, tails, repeat("|")))).values():
+        shapes = list(map(str.count, tails, repeat("|")))
+        for i in rejected:
+            shapes[i] = -1
+        for shape, idx in group_by(shapes).items():
+            if shape < 0:
+                continue
             timers = _pair_columns([tails[i] for i in idx])
             if timers is None or "save-checkpoint" in timers or not timers:
                 rejected.extend(idx)  # checkpoint saves and oddities: the line path
@@ -182,6 +211,10 @@ class TimerParser(LineParser):
         events.extend(fallback(rejected))  # lines already done are skipped
         events.extend(batches)
         return events
+
+
+def _comm_rows(tails: list[str]) -> list[int]:
+    return [i for i, tail in enumerate(tails) if tail.startswith(":")]
 
 
 def _pair_columns(tails: list[str]) -> Optional[dict[str, list[float]]]:
