@@ -186,10 +186,17 @@ class TimerParser(LineParser):
         shapes = list(map(str.count, tails, repeat("|")))
         for i in rejected:
             shapes[i] = -1
-        for shape, idx in group_by(shapes).items():
-            if shape < 0:
-                continue
+        groups = [idx for shape, idx in group_by(shapes).items() if shape >= 0]
+        while groups:
+            idx = groups.pop()
             timers = _pair_columns([tails[i] for i in idx])
+            if timers is None and len(idx) > 1:
+                # lines of several shapes with as many "|" (DeepSpeed's and Megatron's timers, say):
+                # each set of names (the line without its digits) is tried apart
+                names = group_by([tails[i].translate(_NO_DIGITS) for i in idx])
+                if len(names) > 1:
+                    groups.extend([idx[k] for k in rows] for rows in names.values())
+                    continue
             if timers is None or "save-checkpoint" in timers or not timers:
                 rejected.extend(idx)  # checkpoint saves and oddities: the line path
                 continue
@@ -211,6 +218,9 @@ class TimerParser(LineParser):
         events.extend(fallback(rejected))  # lines already done are skipped
         events.extend(batches)
         return events
+
+
+_NO_DIGITS = str.maketrans("", "", "0123456789")
 
 
 def _comm_rows(tails: list[str]) -> list[int]:

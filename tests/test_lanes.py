@@ -161,6 +161,24 @@ def test_clean_lines_take_the_lanes():
     assert kinds == {"iteration": 199, "timers": 199, "memory": 199, "step": 199}
 
 
+def test_timer_lines_of_two_shapes_with_as_many_bars_take_the_lane():
+    """DeepSpeed's and Megatron's timer lines interleaved, each with two timers (as
+    many "|"): each set of names is batched apart, as the line path reads them; a
+    comms logger line among them takes the line path."""
+    rng = random.Random(5)
+    lines = []
+    for i in range(1, 300):
+        lines += [f"[2024-05-01 10:00:{i % 60:02d},123] [INFO] [logging.py:96:log_dist] [Rank {i % 2}] rank={i % 2} "
+                  f"time (ms) | forward_microstep: {rng.uniform(1, 900):.2f} | backward_microstep: "
+                  f"{rng.uniform(1, 900):.2f}",
+                  f"time (ms) | forward-compute: {rng.uniform(1, 900):.2f} | optimizer: {rng.uniform(1, 90):.2f}"]
+        if i % 50 == 0:
+            lines.append(f"[Rank 0] rank=0 | comm op: all_reduce | time (ms): {rng.uniform(0, 9):.2f} | msg size: 4 KB")
+    fast = assert_same("".join(line + "\n" for line in lines), block_lines=150)
+    assert sum(e.size for e in fast if type(e) is Batch) == 2 * 299
+    assert sum(1 for e in fast if type(e) is not Batch) == 5
+
+
 @pytest.mark.parametrize("line", [
     "[2022-06-29 01:26:11,085] [INFO] x", "2022-06-29 01:26:11.524672 x", "[2023-12-19 13:33:24][INFO] x",
     " [2026-04-15 11:19:02.524672] iteration", "[titan] 2026-05-19 23:02:48,804 - root", "[2022-06-29 01:26:11] x",
