@@ -17,7 +17,7 @@ from typing import Optional
 from .base import LineContext, LineParser, Sample, compile_sniff
 from .common import rank_or, rank_tags
 from .events import Batch, Event, Memory, Milestone, RunConfig, Step, Throughput
-from .lanes import GROUP, Fallback, LaneInput, floats, ints, matched
+from .lanes import GROUP, Fallback, LaneInput, floats, ints, matched, packed
 from .numbers import to_float, to_int
 
 _STEP = re.compile(r"step=(\d+), skipped=(\d+), lr=\[([^\],]*)")
@@ -53,7 +53,7 @@ class DeepSpeedParser(LineParser):
     ROUTES = ((r"step=\d+, skipped=", "_on_step"), (r"SamplesPerSec=", "_on_samples"),
               (r"see_memory_usage", "_on_memory"), (r"steps: \d+ loss", "_on_pipe"),
               (r"Initializing TorchBackend", "_on_init"), (r"DeepSpeed info: ", "_on_init"))
-    LANES = {"_on_step": "_lane_step"}
+    LANES = {"_on_step": "_lane_step", "_on_pipe": "_lane_pipe"}
     ONCE_FLAGS = ("_announced",)
 
     SAMPLES = (
@@ -140,6 +140,25 @@ class DeepSpeedParser(LineParser):
         return self._announce([self.make(Step, ctx, step=to_int(m.group(1)), loss=to_float(m.group(2)),
                                          elapsed_ms=secs * 1000.0 if secs is not None else None,
                                          samples_per_sec=to_float(m.group(4)))], ctx)
+
+    def _lane_pipe(self, inp: LaneInput, fallback: Fallback) -> list[Event]:
+        """The pipeline engine's ``steps: N loss: X iter time (s): Y samples/sec: Z``
+        lines (GPT-NeoX prints one a step), by column."""
+        idx, matches = matched(_PIPE, inp.bodies)
+        if not idx:
+            return []
+        steps, losses, secs, rates = (ints(list(map(GROUP[1], matches))), floats(list(map(GROUP[2], matches))),
+                                      floats(list(map(GROUP[3], matches))), floats(list(map(GROUP[4], matches))))
+        if steps is None or losses is None or secs is None or rates is None:
+            return fallback(idx)
+        part = inp.pick(idx)
+        columns = {"rank": part.ranks, "node": part.nodes, "wall_time": part.walls, "step": steps,
+                   "loss": losses, "elapsed_ms": packed("d", [s * 1000.0 for s in secs]), "samples_per_sec": rates}
+        events: list[Event] = []
+        if self.first_time("_announced"):
+            events.append(self.make(RunConfig, part.context(0), framework=self.framework))
+        events.append(Batch(Step, self.file, part.lines, columns))
+        return events
 
     def _on_init(self, body: str, ctx: LineContext) -> list[Event]:
         return self._announce([self.make(Milestone, ctx, name="deepspeed-init")], ctx)

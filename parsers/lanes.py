@@ -75,7 +75,7 @@ def matched(pattern: "re.Pattern[str]", bodies: list[str]) -> tuple[list[int], l
 
 
 #: ``m.group(k)`` of a match, for ``map`` (index k)
-GROUP = [methodcaller("group", k) for k in range(4)]
+GROUP = [methodcaller("group", k) for k in range(6)]
 
 
 def group_by(keys: Sequence) -> dict:
@@ -155,6 +155,28 @@ def floats(values: list[str]) -> Optional["array[float]"]:
         return packed("d", list(map(float, values)))
     except (ValueError, OverflowError):
         return None
+
+
+_ASCII_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+_NUMBER_WORDS = ("infinity", "inf", "nan")  # the longest first
+
+
+def floats_with_unit(values: list[str]) -> Optional["array[float]"]:
+    """:func:`floats` of values that all carry one unit glued on (GPT-NeoX's
+    ``13.3TFLOPS``), read as the line path's lenient ``to_float`` reads them: the
+    number before the unit.  None if they do not, or a number is not plain (the
+    unit's letters end the number there: ``inf``, ``nan``, ``1e5`` stay whole)."""
+    first = values[0].rstrip()
+    unit = first[len(first.rstrip(_ASCII_LETTERS)):]
+    for word in _NUMBER_WORDS:  # "infTFLOPS": the unit is what follows the number
+        if unit[:len(word)].lower() == word:
+            unit = unit[len(word):]
+            break
+    if not unit:
+        return None
+    stripped = list(map(str.rstrip, values))
+    numbers = list(map(str.removesuffix, stripped, repeat(unit)))
+    return floats(numbers) if lost_each(stripped, numbers, len(unit)) else None
 
 
 def ints(values: list[str]) -> Optional["array[int]"]:

@@ -17,8 +17,8 @@ from typing import Optional, Sequence
 from .base import LineContext, LineParser, Sample, compile_sniff
 from .common import config_from_args, norm_key, rank_tag
 from .events import Batch, Event, Exit, Failure, Iteration, Memory, Milestone, RunConfig, Throughput, frozen_map
-from .lanes import (GROUP, SKIP, Fallback, LaneInput, column_values, floats, group_by, ints, lost_each, matched, packed,
-                    one_shape_columns, pipe_columns)
+from .lanes import (GROUP, SKIP, Fallback, LaneInput, column_values, floats, floats_with_unit, group_by, ints,
+                    lost_each, matched, packed, one_shape_columns, pipe_columns)
 from .numbers import to_float, to_int
 from .timestamps import parse_iso
 
@@ -360,7 +360,8 @@ class MegatronParser(LineParser):
         for seg in m.group(3).split("|"):
             key, _, value = seg.partition(":")
             values[norm_key(key)] = to_float(value)
-        return [Memory(file=self.file, line=ctx.line, rank=_memory_rank(m, ctx.rank), node=ctx.node, wall_time=ctx.wall_time,
+        return [Memory(file=self.file, line=ctx.line, rank=_memory_rank(m, ctx.rank), node=ctx.node,
+                       wall_time=ctx.wall_time,
                        label=f"after {m.group(2)} iterations",
                        gpu_allocated_mb=values.get("allocated"), gpu_max_allocated_mb=values.get("max allocated"),
                        gpu_reserved_mb=values.get("reserved"), gpu_max_reserved_mb=values.get("max reserved"))]
@@ -467,6 +468,8 @@ class MegatronParser(LineParser):
                 vals = ints(values)
             else:
                 vals = floats(values)
+                if vals is None:  # "approx flops per GPU: 13.3TFLOPS"
+                    vals = floats_with_unit(values)
                 if vals is not None and isinstance(kind, float) and kind != 1.0:  # x * 1.0 is x, NaN too
                     vals = packed("d", [v * kind for v in vals])
             if vals is None:

@@ -161,6 +161,45 @@ def test_clean_lines_take_the_lanes():
     assert kinds == {"iteration": 199, "timers": 199, "memory": 199, "step": 199}
 
 
+def test_gpt_neox_lines_take_the_lanes():
+    """GPT-NeoX's iteration line (a unit glued to the flops: "13.3TFLOPS") and the
+    pipeline engine's "steps: N loss: ..." line, one of each a step, go through
+    lanes and read as the line path reads them."""
+    rng = random.Random(9)
+    lines = []
+    for i in range(1, 300):
+        flops = rng.choice([f"{rng.uniform(1, 99):.1f}", "inf", "nan", "1e3", f"{rng.uniform(1, 9):.2f} "])
+        lines += [f"steps: {i} loss: {rng.uniform(1, 11):.4f} iter time (s): {rng.uniform(0.1, 3):.3f} "
+                  f"samples/sec: {rng.uniform(100, 900):.3f}",
+                  f" samples/sec: {rng.uniform(100, 900):.3f} | iteration {i:8d}/     512 | elapsed time per "
+                  f"iteration (ms): {rng.uniform(100, 3000):.1f} | learning rate: 1.000E-05 | approx flops per GPU: "
+                  f"{flops}TFLOPS | lm_loss: {rng.uniform(1, 11):.6E} | loss scale: 4096.0 | number of skipped "
+                  f"iterations:   0 | number of nan iterations:   0 |"]
+    fast = assert_same("".join(line + "\n" for line in lines), block_lines=100)
+    sizes = {}
+    for e in fast:
+        if type(e) is Batch:
+            sizes[e.kind.type] = sizes.get(e.kind.type, 0) + e.size
+    assert sizes == {"step": 299, "iteration": 299}
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_values_with_a_unit_read_as_the_line_path_reads_them(seed):
+    """lanes.floats_with_unit against numbers.to_float, value by value, on numbers
+    and near misses with units glued on."""
+    from parsers.lanes import floats_with_unit
+    from parsers.numbers import to_float
+    rng = random.Random(seed)
+    numbers = ["13.3", "-2", "+.5", "5.", "1e5", "1.5e", "2.5E+", "inf", "-inf", "nan", "Infinity", "1,234", "1_0",
+               "0x1F", "١٣", " 7 ", "", "~3", "3.3.3", "1e500"]
+    for _ in range(300):
+        unit = rng.choice(["TFLOPS", "TFLOPS", "eFLOPS", "s", "GB", "µs"])
+        values = [rng.choice(numbers) + unit + rng.choice(["", " "]) for _ in range(rng.randrange(1, 6))]
+        got = floats_with_unit(values)
+        if got is not None:
+            assert [repr(v) for v in got] == [repr(to_float(v)) for v in values], values
+
+
 def test_timer_lines_of_two_shapes_with_as_many_bars_take_the_lane():
     """DeepSpeed's and Megatron's timer lines interleaved, each with two timers (as
     many "|"): each set of names is batched apart, as the line path reads them; a
