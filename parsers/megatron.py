@@ -373,9 +373,9 @@ class MegatronParser(LineParser):
         rejected: list[int] = []
         batches: list[Event] = []
         usual = _usual_records(bodies)
-        if usual is not None:  # one shape, each line " iteration N/ M | ...": no regex a line
-            cols, its, totals = usual
-            groups = [(list(range(len(bodies))), self._iteration_columns(bodies, cols), its, totals)]
+        fields = self._iteration_columns(bodies, usual[0]) if usual is not None else None
+        if usual is not None and fields is not None:  # one shape, each line " iteration N/ M | ...": no regex a line
+            groups = [(list(range(len(bodies))), fields, usual[1], usual[2])]
         else:
             groups = self._iteration_groups(bodies)
         for idx, fields, its, totals in groups:
@@ -433,14 +433,23 @@ class MegatronParser(LineParser):
         if records.count(1) != len(records):
             shapes = [shape if k == 1 else -1 for shape, k in zip(shapes, records)]
         out = []
-        for shape, idx in group_by(shapes).items():
+        pending = [(shape, idx, True) for shape, idx in group_by(shapes).items()]
+        while pending:
+            shape, idx, whole = pending.pop()
             if shape < 0:
                 out.append((idx, None, None, None))
                 continue
             every = len(idx) == len(bodies)
+            fields = self._iteration_columns(bodies if every else [bodies[i] for i in idx])
+            if fields is None and whole and len(idx) > 1:
+                # records of several key sets with as many "|" (a loss that comes and goes, say):
+                # each set of keys (the line without its digits) is tried apart
+                keys = group_by([bodies[i].translate(_NO_DIGITS) for i in idx])
+                if len(keys) > 1:
+                    pending.extend((shape, [idx[k] for k in rows], False) for rows in keys.values())
+                    continue
             mine = heads if every else [heads[i] for i in idx]
-            out.append((idx, self._iteration_columns(bodies if every else [bodies[i] for i in idx]),
-                        ints(list(map(_FIRST, mine))), ints(list(map(_SECOND, mine)))))
+            out.append((idx, fields, ints(list(map(_FIRST, mine))), ints(list(map(_SECOND, mine)))))
         return out
 
     @staticmethod
@@ -577,6 +586,7 @@ def _iteration_heads(bodies: list[str]) -> tuple[list[tuple[str, str]], list[int
 
 
 _GROUP_1_2 = methodcaller("group", 1, 2)
+_NO_DIGITS = str.maketrans("", "", "0123456789")
 _FIRST, _SECOND = itemgetter(0), itemgetter(1)
 
 

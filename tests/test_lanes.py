@@ -161,6 +161,21 @@ def test_clean_lines_take_the_lanes():
     assert kinds == {"iteration": 199, "timers": 199, "memory": 199, "step": 199}
 
 
+def test_iteration_lines_of_two_key_sets_with_as_many_bars_take_the_lane():
+    """Iteration records whose keys change from line to line with the same number of
+    "|" (a validation loss in place of the learning rate, say) are batched by key
+    set, as the line path reads them; in blocks starting either way."""
+    rng = random.Random(3)
+    lines = []
+    for i in range(1, 400):
+        middle = (f"learning rate: {rng.uniform(1e-5, 3e-4):.3E}" if rng.random() < 0.7
+                  else f"mtp loss: {rng.uniform(1, 9):.4E}")
+        lines.append(f" iteration {i:8d}/   10000 | consumed samples: {i * 32:10d} | elapsed time per iteration "
+                     f"(ms): {rng.uniform(100, 900):.1f} | {middle} | lm loss: {rng.uniform(1, 9):.6E} |")
+    fast = assert_same("".join(line + "\n" for line in lines), block_lines=97)
+    assert sum(e.size for e in fast if type(e) is Batch) == 399
+
+
 def test_gpt_neox_lines_take_the_lanes():
     """GPT-NeoX's iteration line (a unit glued to the flops: "13.3TFLOPS") and the
     pipeline engine's "steps: N loss: ..." line, one of each a step, go through
