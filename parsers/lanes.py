@@ -96,6 +96,17 @@ def group_by(keys: Sequence) -> dict:
     return groups
 
 
+_NO_DIGITS = str.maketrans("", "", "0123456789")
+
+
+def by_names(texts: list[str], idx: list[int]) -> list[list[int]]:
+    """``idx`` split by what the texts say around their numbers (each text without
+    its digits): lines of several shapes that have as many ``|`` fall apart, one
+    list a shape, in the order of their first lines."""
+    groups = group_by([texts[i].translate(_NO_DIGITS) for i in idx])
+    return [[idx[k] for k in rows] for rows in groups.values()]
+
+
 def pipe_columns(texts: list[str]) -> Optional[list[list[str]]]:
     """``a | b | c`` texts, all with the same number of ``|``, as columns of segments."""
     width = texts[0].count("|") + 1

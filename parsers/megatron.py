@@ -17,8 +17,8 @@ from typing import Optional, Sequence
 from .base import LineContext, LineParser, Sample, compile_sniff
 from .common import config_from_args, norm_key, rank_tag
 from .events import Batch, Event, Exit, Failure, Iteration, Memory, Milestone, RunConfig, Throughput, frozen_map
-from .lanes import (GROUP, SKIP, Fallback, LaneInput, column_values, floats, floats_with_unit, group_by, ints,
-                    lost_each, matched, packed, one_shape_columns, pipe_columns)
+from .lanes import (GROUP, SKIP, Fallback, LaneInput, by_names, column_values, floats, floats_with_unit, group_by,
+                    ints, lost_each, matched, packed, one_shape_columns, pipe_columns)
 from .numbers import to_float, to_int
 from .timestamps import parse_iso
 
@@ -444,9 +444,9 @@ class MegatronParser(LineParser):
             if fields is None and whole and len(idx) > 1:
                 # records of several key sets with as many "|" (a loss that comes and goes, say):
                 # each set of keys (the line without its digits) is tried apart
-                keys = group_by([bodies[i].translate(_NO_DIGITS) for i in idx])
-                if len(keys) > 1:
-                    pending.extend((shape, [idx[k] for k in rows], False) for rows in keys.values())
+                parts = by_names(bodies, idx)
+                if len(parts) > 1:
+                    pending.extend((shape, part, False) for part in parts)
                     continue
             mine = heads if every else [heads[i] for i in idx]
             out.append((idx, fields, ints(list(map(_FIRST, mine))), ints(list(map(_SECOND, mine)))))
@@ -586,7 +586,6 @@ def _iteration_heads(bodies: list[str]) -> tuple[list[tuple[str, str]], list[int
 
 
 _GROUP_1_2 = methodcaller("group", 1, 2)
-_NO_DIGITS = str.maketrans("", "", "0123456789")
 _FIRST, _SECOND = itemgetter(0), itemgetter(1)
 
 

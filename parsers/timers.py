@@ -16,7 +16,7 @@ from typing import Mapping, Optional
 from .base import LineContext, LineParser, Sample, compile_sniff
 from .common import rank_or, rank_tags
 from .events import Batch, Checkpoint, Event, RunConfig, Timers, frozen_map
-from .lanes import Fallback, LaneInput, column_values, floats, group_by, pipe_columns
+from .lanes import Fallback, LaneInput, by_names, column_values, floats, group_by, pipe_columns
 from .numbers import to_float, to_int
 
 _MINMAX = re.compile(r"^\s*(\S.*?) \.{2,}: \(([^,()]+), ([^,()]+)\)\s*$")
@@ -193,9 +193,9 @@ class TimerParser(LineParser):
             if timers is None and len(idx) > 1:
                 # lines of several shapes with as many "|" (DeepSpeed's and Megatron's timers, say):
                 # each set of names (the line without its digits) is tried apart
-                names = group_by([tails[i].translate(_NO_DIGITS) for i in idx])
-                if len(names) > 1:
-                    groups.extend([idx[k] for k in rows] for rows in names.values())
+                parts = by_names(tails, idx)
+                if len(parts) > 1:
+                    groups.extend(parts)
                     continue
             if timers is None or "save-checkpoint" in timers or not timers:
                 rejected.extend(idx)  # checkpoint saves and oddities: the line path
@@ -218,9 +218,6 @@ class TimerParser(LineParser):
         events.extend(fallback(rejected))  # lines already done are skipped
         events.extend(batches)
         return events
-
-
-_NO_DIGITS = str.maketrans("", "", "0123456789")
 
 
 def _comm_rows(tails: list[str]) -> list[int]:
