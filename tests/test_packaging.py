@@ -1,8 +1,10 @@
 """A non-editable install from the built wheel ships parsers/, themes/ (with .tcss) and the CLI."""
 from __future__ import annotations
 
+import pathlib
 import subprocess
 import sys
+import sysconfig
 import venv
 import zipfile
 
@@ -30,13 +32,20 @@ def test_wheel_contents(wheel):
 
 def test_installed_wheel_runs(wheel, tmp_path):
     env_dir = tmp_path / "venv"
-    venv.EnvBuilder(with_pip=True, system_site_packages=True).create(env_dir)
+    venv.EnvBuilder(with_pip=True).create(env_dir)
     py = env_dir / "bin" / "python"
+    # the dependencies come from the environment running the tests (whatever its base
+    # interpreter holds), after the new environment's own packages: tuimon is the wheel's
+    own = subprocess.run([str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                         capture_output=True, text=True, check=True).stdout.strip()
+    (pathlib.Path(own) / "_test_deps.pth").write_text(
+        "\n".join(dict.fromkeys([sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]])) + "\n")
     r = subprocess.run([str(py), "-m", "pip", "install", "-q", "--no-deps", "--force-reinstall", str(wheel)],
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stderr[-2000:]
     code = ("import parsers, themes, tuimon, pathlib; "
             "base = pathlib.Path(tuimon.__file__).parent.parent; "
+            f"assert base == pathlib.Path({own!r}), base; "
             "assert pathlib.Path(parsers.__file__).parent.parent == base, parsers.__file__; "
             "assert pathlib.Path(themes.__file__).parent.parent == base, themes.__file__; "
             "assert list(pathlib.Path(themes.__file__).parent.glob('*.tcss')); print('ok')")
