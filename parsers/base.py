@@ -146,6 +146,7 @@ class Sniff:
     Megatron-LM log."""
 
     def __init__(self, patterns: tuple[str, ...]) -> None:
+        self.patterns = patterns
         self.regex = re.compile("|".join(f"(?:{p})" for p in patterns))
         anchors = [required_anchors(p) for p in patterns]
         #: None: a pattern without such a text, the regex always runs

@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from parsers import ALL_PARSERS
+from parsers.events import expand
 from parsers.lanes import group_by
 from parsers.triggers import FindScanner, leading_literal, lines_of, literal_of, required_literal
 from tests.conftest import SHARED
@@ -206,3 +207,25 @@ def test_sniff_on_the_corpus():
         text = path.read_text(errors="replace")[:1 << 20]
         for cls in SNIFFING:
             assert bool(cls.SNIFF.search(text)) == bool(cls.SNIFF.regex.search(text)), (path, cls.__name__)
+
+
+@pytest.mark.parametrize("scanner", ["stdlib", "aho-corasick"])
+def test_dormant_parsers_are_woken_by_the_scan_of_their_block(scanner):
+    """A dormant parser's SNIFF patterns are looked for in the scan of each block
+    (beside the active parsers' triggers): found anywhere in a block, the parser is
+    on for the whole block, its first line included; never found, it stays dormant."""
+    from parsers import parser_set
+    from tuimon.scan import trigger_scanner
+    ps = parser_set("run.log", scanner=trigger_scanner if scanner == "aho-corasick" else None, lanes=True)
+    chatter = "".join(f"chatter {i}\n" for i in range(50))
+    assert ps.feed_block(chatter, 1) == [] and "megatron" not in ps.active_names
+    block = ("[Rank 0] (after 10 iterations) memory (MB) | allocated: 10.5 | max allocated: 20.0 | "
+             "reserved: 30.0 | max reserved: 31.0\n" + chatter +
+             " iteration       10/     100 | elapsed time per iteration (ms): 5.0 | lm loss: 1.0 |\n")
+    events = expand(ps.feed_block(block, 51))
+    assert "megatron" in ps.active_names and "deepspeed" not in ps.active_names
+    assert [(e.type, e.line) for e in events if e.type in ("memory", "iteration")] == [("memory", 51),
+                                                                                        ("iteration", 102)]
+    ds = "[2024-01-01 10:00:00,000] [INFO] [logging.py:96:log_dist] [Rank 0] step=3, skipped=0, lr=[0.1]\n"
+    events = expand(ps.feed_block(ds, 103))
+    assert "deepspeed" in ps.active_names and [e.type for e in events if e.type == "step"] == ["step"]

@@ -62,7 +62,7 @@ class FileParser:
             return
         self.parsers.sniff(block.text)
         for text, first_line in line_runs(block.text, block.first_line, parts):
-            yield self.parsers.feed_block(text, first_line, sniffed=True)
+            yield self.parsers.feed_block(text, first_line)
 
     def finish(self) -> list[Event]:
         block = self.framer.flush()
