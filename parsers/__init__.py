@@ -11,6 +11,7 @@ from .base import LineContext, LineParser, Sample
 from .deepspeed import DeepSpeedParser
 from .dispatch import ParserSet
 from .failures import FailureParser
+from .hf_trainer import HFTrainerParser
 from .launcher import LauncherParser
 from .megatron import MegatronParser
 from .timers import TimerParser
@@ -21,6 +22,7 @@ ALL_PARSERS: tuple[type[LineParser], ...] = (
     MegatronParser,
     DeepSpeedParser,
     TimerParser,
+    HFTrainerParser,
     LauncherParser,
     FailureParser,
 )

@@ -8,8 +8,11 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("TUIMON_SHARED", ROOT.parent / "shared"))
-FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURES = Path(__file__).parent / "fixtures"  # the runs the app, CLI and remote tests show (their count is known)
+FORMATS = Path(__file__).parent / "formats"  # one more run a format, for the golden, lane and piece tests
 GOLDEN = Path(__file__).parent / "golden"
+#: every fixture log, each with its golden summary
+FIXTURE_LOGS = sorted(FIXTURES.iterdir()) + sorted(FORMATS.iterdir())
 
 
 def shared_or_skip(sub: str) -> Path:

@@ -11,7 +11,7 @@ from hypothesis import given, settings, strategies as st
 
 from parsers import parser_set
 from parsers.events import Batch, expand
-from tests.conftest import FIXTURES, SHARED
+from tests.conftest import FIXTURE_LOGS, SHARED
 from tuimon.scan import trigger_scanner
 from tuimon.sources.framing import Framer
 from tuimon.store import JobStore
@@ -57,7 +57,7 @@ def framed(path: Path) -> str:
     return f.feed(path.read_bytes()).text + f.flush().text
 
 
-@pytest.mark.parametrize("path", sorted(FIXTURES.iterdir()), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", FIXTURE_LOGS, ids=lambda p: p.name)
 def test_fixtures_same_with_and_without_lanes(path):
     assert_same(framed(path))
     assert_same(framed(path), block_lines=7)

@@ -9,7 +9,7 @@ import random
 import pytest
 
 from parsers.events import expand
-from tests.conftest import FIXTURES, SHARED
+from tests.conftest import FIXTURE_LOGS, FIXTURES, SHARED
 from tests.test_lanes import make_line, ITER_KEYS
 from tuimon.ingest import parse_file
 from tuimon.parallel import cut_points, parse_file_parallel
@@ -55,7 +55,7 @@ def test_cut_points_start_lines(tmp_path):
     assert all(data[k - 1:k] == b"\n" for k in points[1:-1])
 
 
-@pytest.mark.parametrize("path", sorted(FIXTURES.iterdir()), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", FIXTURE_LOGS, ids=lambda p: p.name)
 def test_fixtures_in_pieces(path):
     assert_same(path, pieces=3, read_size=512)
 
@@ -324,7 +324,7 @@ def test_joined_steps_leave_the_store_as_the_steps_do(tmp_path, seed):
         sorted(json.dumps(e.to_dict(), sort_keys=True) for e in expand(events))
 
 
-@pytest.mark.parametrize("path", [p for p in sorted(FIXTURES.iterdir()) if p.stat().st_size > 3000],
+@pytest.mark.parametrize("path", [p for p in FIXTURE_LOGS if p.stat().st_size > 3000],
                          ids=lambda p: p.name)
 def test_joined_steps_of_fixtures(path):
     from tuimon.parallel import _joined_steps

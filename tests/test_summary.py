@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from tests.conftest import FIXTURES, GOLDEN
+from tests.conftest import FIXTURE_LOGS, FIXTURES, FORMATS, GOLDEN
 from tuimon.ingest import parse_file
 from tuimon.store import JobStore
 from tuimon.summary import summarize
@@ -22,7 +22,7 @@ def summary_of(path) -> dict:
     return summarize(job, now=None, last_write=None)
 
 
-@pytest.mark.parametrize("path", FIXTURE_FILES, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", FIXTURE_LOGS, ids=lambda p: p.name)
 def test_golden(path):
     got = summary_of(path)
     golden = GOLDEN / (path.name + ".json")
@@ -58,6 +58,17 @@ def test_megatron_deepspeed_run():
     assert s["memory"]["cpu_used_gb"] == 40.02
     # job started 23:59:23; step=0 logged at 00:00:22 (13 s + 9 s warm-up iteration)
     assert s["startup_s"] == 59.0
+
+
+def test_hf_trainer_run():
+    """A Hugging Face Trainer run: steps from its logged dicts, step times from the
+    training bar (not the evaluation bar), throughput and the end from its closing dict."""
+    s = summary_of(FORMATS / "hf-trainer-run.log")
+    assert s["framework"] == "hf-trainer" and s["status"] == "finished" and s["failure"] is None
+    assert s["steps_seen"] == 10 and s["train_iters"] == 100 and s["loss_last"] == 1.4656
+    assert 2000 < s["iter_time_ms"]["median"] < 2200  # the bar's s/it, not the evaluation bar's 4.5 it/s
+    assert s["samples_per_sec"] == 30.441
+    assert s["checkpoints"] == [{"iteration": 100, "save_ms": None}]
 
 
 @pytest.mark.parametrize("name,kind", [("oom-run.log", "oom"), ("nccl-timeout-555001.out", "nccl"),

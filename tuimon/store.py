@@ -96,6 +96,8 @@ class Job:
             return "nemo"
         if "megatron-lm" in fw and "deepspeed" in fw:
             return "megatron-deepspeed"
+        if "hf-trainer" in fw:  # the Trainer drives the run, DeepSpeed or not
+            return "hf-trainer"
         for name in ("megatron-lm", "deepspeed"):
             if name in fw:
                 return name

@@ -1,0 +1,104 @@
+"""Hugging Face ``Trainer``: the dict it prints every ``logging_steps``
+(``{'loss': 2.9859, 'grad_norm': 0.97, 'learning_rate': 4.17e-05, 'epoch': 0.16}``),
+the one it prints when training ends (``{'train_runtime': 583.4,
+'train_samples_per_second': 5.3, 'train_steps_per_second': 0.17, 'train_loss': 2.7,
+'epoch': 1.0}``) and the tqdm bar that counts its steps
+(`` 19%|█▊        | 18/97 [01:50<08:31,  6.39s/it]``).
+
+The dicts carry no step number and no step time: those come from the training
+bar (the first bar of the run: evaluation bars, with other totals, are passed
+over).  A logged dict is a :class:`~parsers.events.Step` at the bar's step, with
+the bar's time a step; the closing dict is the run's throughput and its end.
+"""
+from __future__ import annotations
+
+import re
+from typing import Optional
+
+from .base import LineContext, LineParser, Sample, compile_sniff
+from .events import Checkpoint, Event, Exit, RunConfig, Step, Throughput
+from .numbers import to_float
+
+# 'key': value, for values that are numbers (strings and lists are passed over)
+_PAIR = re.compile(r"'([A-Za-z_/]+)': ([-+]?(?:\d[\d.]*(?:[eE][-+]?\d+)?|inf|nan))(?=[,}])")
+# n/total [elapsed<remaining, rate]: the last one of a line holds its latest state
+_SAVING = re.compile(r"Saving model checkpoint to (\S*?checkpoint-(\d{1,18})\b\S*)")
+_BAR = re.compile(r"(\d+)/(\d+) \[[\d:]+<[\d:?]+, *([\d.]+|\?)(s/it|it/s)")
+
+
+class HFTrainerParser(LineParser):
+    name = "hf-trainer"
+    framework = "hf-trainer"
+    SNIFF = compile_sniff(r"\{'loss': ", r"\{'train_runtime': ")
+    ROUTES = ((r"\{'(?:loss|train_runtime)': ", "_on_dict"), (r"(?:s/it|it/s)\]", "_on_bar"),
+              (r"Saving model checkpoint to ", "_on_saving"))
+    ONCE_FLAGS = ("_announced",)
+
+    SAMPLES = (
+        Sample("0: {'loss': 2.9859, 'grad_norm': 0.9704080820083618, 'learning_rate': 4.175257731958763e-05, "
+               "'epoch': 0.16}", "step",
+               {"rank": 0, "step": 16, "loss": 2.9859, "lr": 4.175257731958763e-05, "elapsed_ms": 6390.0},
+               context=(" 16%|█▋        | 16/97 [01:38<08:17,  6.39s/it]",)),
+        Sample("{'loss': 2.847, 'grad_norm': 3.82, 'learning_rate': 5e-05, 'epoch': 0.1, "
+               "'num_input_tokens_seen': 24576}", "run_config", {"framework": "hf-trainer", "train_iters": 100},
+               context=("  9%|9         | 9/100 [00:05<00:50,  1.80it/s]",)),
+        Sample("{'loss': 2.847, 'grad_norm': 3.82, 'learning_rate': 5e-05, 'epoch': 0.1}", "step",
+               {"step": 10, "elapsed_ms": 555.556},
+               context=(" 10%|#         | 10/100 [00:05<00:50,  1.80it/s]",
+                        " 50%|#####     | 5/10 [00:01<00:01,  4.50it/s]")),  # an evaluation bar: not the run's
+        Sample("{'train_runtime': 583.4412, 'train_samples_per_second': 5.323, 'train_steps_per_second': 0.166, "
+               "'train_loss': 2.712, 'epoch': 1.0}", "throughput",
+               {"iteration": 97, "samples_per_sec": 5.323, "iteration_time_s": 6.024096},
+               context=("100%|██████████| 97/97 [09:43<00:00,  6.02s/it]",)),
+        Sample("{'train_runtime': 583.4412, 'train_samples_per_second': 5.323, 'train_steps_per_second': 0.166, "
+               "'train_loss': 2.712, 'epoch': 1.0}", "exit", {"iteration": 97},
+               context=("100%|██████████| 97/97 [09:43<00:00,  6.02s/it]",)),
+        Sample(" 19%|█▊        | 18/97 [01:50<08:31,  6.39s/it]", None),
+        Sample("Saving model checkpoint to /scratch/out/checkpoint-500", "checkpoint",
+               {"iteration": 500, "path": "/scratch/out/checkpoint-500", "save_ms": None}),
+        Sample("{'loss': 'n/a', 'epoch': 0.1}", None),
+    )
+
+    def __init__(self, file: str = "") -> None:
+        super().__init__(file)
+        self._announced = False
+        self._total: Optional[int] = None  # of the run's bar (its first)
+        self._step: Optional[int] = None
+        self._step_s: Optional[float] = None
+
+    def _on_bar(self, body: str, ctx: LineContext) -> list[Event]:
+        found = _BAR.findall(body)
+        if not found:
+            return []
+        step, total, rate, unit = found[-1]
+        if self._total is None:
+            self._total = int(total)
+        if int(total) != self._total or len(step) > 18:
+            return []
+        self._step = int(step)
+        value = to_float(rate) if rate != "?" else None
+        if value is not None and value > 0:
+            self._step_s = value if unit == "s/it" else 1.0 / value
+        return []
+
+    def _on_saving(self, body: str, ctx: LineContext) -> list[Event]:
+        m = _SAVING.search(body)
+        if not m:
+            return []
+        return [self.make(Checkpoint, ctx, iteration=int(m.group(2)), path=m.group(1)[:300])]
+
+    def _on_dict(self, body: str, ctx: LineContext) -> list[Event]:
+        pairs = {key: to_float(value) for key, value in _PAIR.findall(body)}
+        events: list[Event] = []
+        if "train_runtime" in pairs and "loss" not in pairs:
+            steps_per_s = pairs.get("train_steps_per_second")
+            events.append(self.make(Throughput, ctx, iteration=self._step,
+                                    samples_per_sec=pairs.get("train_samples_per_second"),
+                                    iteration_time_s=round(1.0 / steps_per_s, 6) if steps_per_s else None))
+            events.append(self.make(Exit, ctx, iteration=self._step if self._step is not None else self._total))
+        elif pairs.get("loss") is not None:
+            events.append(self.make(Step, ctx, step=self._step, loss=pairs["loss"], lr=pairs.get("learning_rate"),
+                                    elapsed_ms=round(self._step_s * 1000.0, 3) if self._step_s else None))
+        if events and self.first_time("_announced"):
+            events.insert(0, self.make(RunConfig, ctx, framework=self.framework, train_iters=self._total))
+        return events
