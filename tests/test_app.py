@@ -221,3 +221,25 @@ async def test_mouse_opens_a_job(tmp_path):
 
 def rows_keys(table):
     return [k.value.rsplit("/", 1)[-1] for k in table.rows]
+
+
+async def test_a_chart_without_values_stays_flat(tmp_path):
+    """A Hugging Face Trainer run reports no TFLOPs: its chart is a flat baseline
+    with its bare title (one filler value would fill Textual's Sparkline), while the
+    step-time chart shows its values."""
+    from textual.widgets import Sparkline
+    from tests.conftest import FORMATS
+    d = tmp_path / "logs"
+    d.mkdir()
+    shutil.copy(FORMATS / "hf-trainer-run.log", d / "hf-trainer-run.log")
+    app = TuimonApp(loaded_session([d]))
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: len(rows(app)) == 1)
+        await pilot.press("enter")
+        await until(pilot, lambda: isinstance(app.screen, JobScreen)
+                    and app.screen.query_one("#chart-iter", Sparkline).data)
+        screen = app.screen
+        assert list(screen.query_one("#chart-tflops", Sparkline).data) == []
+        assert str(screen.query_one("#chart-tflops-label").render()) == "TFLOPs/GPU"
+        assert len(screen.query_one("#chart-iter", Sparkline).data) == 10
+        await pilot.press("q")

@@ -188,3 +188,18 @@ def test_last_learning_rate_does_not_depend_on_the_order_of_kinds():
             store.add(order)
             (job,) = store.jobs.values()
             assert job.last_lr == pytest.approx(expected)
+
+
+def test_last_loss_of_steps_is_the_last_one_logged():
+    """DeepSpeed's step lines carry no loss: a run of them shows none, not nan (a
+    diverged run's nan, logged, still shows)."""
+    from parsers.events import Step
+    store = JobStore()
+    store.add([Step(file="f", line=1, step=1, loss=2.5), Step(file="f", line=2, step=2, lr=0.1)])
+    (job,) = store.jobs.values()
+    assert summarize(job)["loss_last"] == 2.5
+    store.add([Step(file="f", line=3, step=3, loss=float("nan")), Step(file="f", line=4, step=4)])
+    assert summarize(job)["loss_last"] == "nan"
+    store = JobStore()
+    store.add([Step(file="g", line=1, step=1, lr=0.1)])
+    assert summarize(next(iter(store.jobs.values())))["loss_last"] is None

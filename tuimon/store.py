@@ -61,6 +61,7 @@ class Job:
     last_losses: dict[str, float] = field(default_factory=dict)
     last_iteration_lr: Optional[float] = None
     last_step_lr: Optional[float] = None
+    last_step_loss: Optional[float] = None  # the latest step line that gives one (nan included: a diverged run)
     last_loss_scale: Optional[float] = None
     first_wall: Optional[float] = None
     last_wall: Optional[float] = None
@@ -243,6 +244,8 @@ def _first_step(job: Job, wall: Optional[float]) -> None:
 def _on_step(job: Job, ev: Step, _: Optional[int]) -> None:
     job.steps.append(ev.step, ev.elapsed_ms, ev.loss, None, None, ev.samples_per_sec, ev.wall_time)
     job.last_progress = (ev.file, ev.line)
+    if ev.loss is not None:
+        job.last_step_loss = ev.loss
     if ev.lr is not None:
         job.last_step_lr = ev.lr
     _first_step(job, ev.wall_time)
@@ -400,6 +403,9 @@ def _batch_step(job: Job, b: Batch, _: Optional[int]) -> None:
     lr = _last_known(b.columns.get("lr") or [])
     if lr is not None:
         job.last_step_lr = lr
+    loss = _last_known(b.columns.get("loss") or [])
+    if loss is not None:
+        job.last_step_loss = loss
     _first_step(job, _earliest(b))
 
 

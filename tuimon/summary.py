@@ -142,8 +142,7 @@ def summarize(job: Job, *, now: Optional[float] = None, last_write: Optional[flo
 
     status, failure = status_of(job, now, last_write)
     startup_s, phases = startup(job)
-    loss_last = primary_loss(job.last_losses) if job.last_losses else (
-        job.steps.last("loss") if len(job.steps) else None)
+    loss_last = primary_loss(job.last_losses) if job.last_losses else job.last_step_loss
 
     offload = {name: round(stat.mean_ms, 3) for name, stat in job.timers.items() if stat.group == "offload"}
     timers = {name: {"group": stat.group, "mean_ms": round(stat.mean_ms, 3), "count": stat.count}

@@ -36,7 +36,7 @@ class Chart(Vertical):
         yield Sparkline([], id=self.chart_id)
 
     def show(self, values: list[float], fmt: str) -> None:
-        self.query_one(Sparkline).data = values or [0.0]
+        self.query_one(Sparkline).data = values  # none: a flat baseline (one value would fill the chart)
         label = self.title if not values else (
             f"{self.title}  last {values[-1]:{fmt}}  min {min(values):{fmt}}  max {max(values):{fmt}}")
         self.query_one(f"#{self.chart_id}-label", Static).update(Text(label))

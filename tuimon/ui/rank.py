@@ -50,7 +50,7 @@ class RankScreen(Screen):
                                    f"{num(row.median_ms / 1000 if row and row.median_ms else None, 3)} s"),
                               Text("  STRAGGLER", style="bold yellow") if row and row.straggler else Text(""))
         self.query_one("#rank-title", Static).update(title)
-        self.query_one("#rank-chart", Sparkline).data = [v / 1000.0 for v in rank_ms] or [0.0]
+        self.query_one("#rank-chart", Sparkline).data = [v / 1000.0 for v in rank_ms]  # none: a flat baseline
         lines = lines_of_rank(d.tail, self.rank)[-500:]
         if lines != self._shown:
             log = self.query_one("#rank-tail", Log)
