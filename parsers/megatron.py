@@ -16,7 +16,7 @@ from typing import Optional, Sequence
 
 from .base import LineContext, LineParser, Sample, compile_sniff
 from .common import config_from_args, norm_key, rank_tag
-from .events import Batch, Event, Exit, Failure, Iteration, Memory, Milestone, RunConfig, Throughput, frozen_map
+from .events import Batch, Event, Exit, Failure, Iteration, Memory, Milestone, RunConfig, Step, Throughput, frozen_map
 from .lanes import (GROUP, SKIP, Fallback, LaneInput, by_names, column_values, floats, floats_with_unit, group_by,
                     ints, lost_each, matched, packed, one_shape_columns, pipe_columns)
 from .numbers import to_float, to_int
@@ -139,9 +139,11 @@ class MegatronParser(LineParser):
     framework = "megatron-lm"
     SNIFF = compile_sniff(r"iteration[ =]+\d+/ *\d+ *\|", r"-{3,} arguments -{3,}", r"using world size: \d+",
                           r"padded vocab \(size:", r"\[before the start of training step\]",
-                          r"Effective Tera Flops per GPU", r"> initializing torch distributed")
+                          r"Effective Tera Flops per GPU", r"> initializing torch distributed",
+                          r"reduced_train_loss=")
     ROUTES = (
         (r"iteration[ =]+\d+/", "_on_iteration"),
+        (r"reduced_train_loss=", "_on_progress_bar"),
         (r" arguments -{3}", "_on_args_marker"),
         (r" \.\.\.\.", "_on_arg_line"),
         (r"Effective Tera Flops", "_on_effective"),
@@ -214,6 +216,11 @@ class MegatronParser(LineParser):
                " number_of_skipped_iterations=  0 | number_of_nan_iterations=  0 | samples_per_second=7.053 |",
                "iteration", {"iteration": 1, "elapsed_ms": 108893.2, "lr": 1.88743e-08, "global_batch": 768,
                              "losses": {"lm loss": 11.133188}, "samples_per_sec": 7.053, "skipped": 0}),
+        Sample("Epoch 0: :  47%|████▋     | 7/15 [06:19<07:13, reduced_train_loss=11.50, global_step=5.000, "
+               "consumed_samples=12288.0, train_step_timing in s=49.50]", "step",
+               {"step": 5, "elapsed_ms": 49500.0, "loss": 11.5, "lr": None}),
+        Sample("Epoch 0: :  47%|████▋     | 7/15 [06:19<07:13, reduced_train_loss=11.50, global_step=5.000]",
+               "run_config", {"framework": "nemo", "train_iters": 15}),
         Sample("Training epoch 0, iteration 0/99 | lr: 0 | global_batch_size: 4 | global_step: 0 | "
                "reduced_train_loss: 1.285 | train_step_timing in s: 23.52",
                "iteration", {"iteration": 0, "train_iters": 99, "lr": 0.0, "global_batch": 4,
@@ -266,6 +273,26 @@ class MegatronParser(LineParser):
     def _on_iteration(self, body: str, ctx: LineContext) -> list[Event]:
         matches = list(ITERATION.finditer(body))
         return self._iterations(body, matches, ctx) if matches else []
+
+    def _on_progress_bar(self, body: str, ctx: LineContext) -> list[Event]:
+        """NeMo 1.x (PyTorch Lightning): ``Epoch 0: :  47%|████▋  | 7/15 [06:19<07:13,
+        reduced_train_loss=11.50, global_step=5.000, consumed_samples=12288.0,
+        train_step_timing in s=49.50]``, the bar's latest state (framing keeps the
+        text after the last carriage return).  A step at ``global_step``, not an
+        iteration line (users count those with grep; this is no such line)."""
+        at = body.rfind("reduced_train_loss=")
+        bar = _PTL_BAR.search(body, 0, at)
+        values = dict(_PTL_PAIR.findall(body, body.rfind("[", 0, at) + 1))
+        step = to_int(values.get("global_step"))
+        if step is None or bar is None:
+            return []
+        secs = to_float(values.get("train_step_timing in s"))
+        events: list[Event] = []
+        if self.first_time("_announced"):
+            events.append(self.make(RunConfig, ctx, framework=_style(body), train_iters=to_int(bar.group(2))))
+        events.append(self.make(Step, ctx, step=step, loss=to_float(values.get("reduced_train_loss")),
+                                lr=to_float(values.get("lr")), elapsed_ms=secs * 1000.0 if secs is not None else None))
+        return events
 
     def _on_args_marker(self, body: str, ctx: LineContext) -> list[Event]:
         if _ARGS_END.search(body):
@@ -586,6 +613,9 @@ def _iteration_heads(bodies: list[str]) -> tuple[list[tuple[str, str]], list[int
 
 
 _GROUP_1_2 = methodcaller("group", 1, 2)
+# PyTorch Lightning's bar: "n/total [elapsed<remaining, key=value, ...]"; its pairs' keys may hold spaces
+_PTL_BAR = re.compile(r"(\d+)/(\d+) \[")
+_PTL_PAIR = re.compile(r"([A-Za-z_][A-Za-z_ ]*?)=([-+]?(?:\d[\d.]*(?:[eE][-+]?\d+)?|nan|inf))(?=[,\]]|$)")
 _FIRST, _SECOND = itemgetter(0), itemgetter(1)
 
 
