@@ -6,18 +6,22 @@ import re
 
 from .base import LineContext, LineParser, Sample
 from .common import config_from_args, flags_from_command
-from .events import Event, Milestone, RunConfig
-from .numbers import to_int
+from .events import Event, Milestone, RunConfig, Step
+from .numbers import to_float, to_int
 from .timestamps import parse_compact
 
 _JOB_STARTED = re.compile(r"Job started at: (\d{4}-\d{2}-\d{2}-\d{6}) on (\S+)")
 _EZPZ_RANK = re.compile(r"\] - RANK: (\d+) / (\d+)")
+# ezpz's history lines: "[2025-05-06 09:06:59][I][examples/minimal:61:__main__] iter=0 loss=2701.3 dt=0.62 ..."
+_EZPZ_ITER = re.compile(r"\]\s*iter=(\d{1,18}) ")
+_EZPZ_PAIR = re.compile(r"(?:^|\s)([A-Za-z_][\w/]*)=([-+]?(?:\d[\d.]*(?:[eE][-+]?\d+)?|nan|inf))(?=\s|$)")
 
 
 class LauncherParser(LineParser):
     name = "launcher"
     SNIFF = None  # always on: these lines appear in logs of every framework
     ROUTES = ((r"Job started at: ", "_on_job_started"), (r"\] - RANK: \d", "_on_ezpz_rank"),
+              (r"\]\s*iter=\d", "_on_ezpz_iter"),
               (r"--(?:num-layers|num_layers|hidden-size|hidden_size)[ =]\d", "_on_flags"),
               (r"Initializing torch distributed", "_on_dist_init"), (r"init_process_group", "_on_dist_init"),
               (r"store-based barrier", "_on_dist_init"), (r"store_based_barrier_key", "_on_dist_init"),
@@ -36,18 +40,25 @@ class LauncherParser(LineParser):
                "--train-iters 50 --log-interval 10 --checkpoint-activations",
                "run_config", {"num_layers": 48, "hidden_size": 2048, "num_heads": 16, "seq_length": 1024,
                               "micro_batch": 4, "train_iters": 50, "tp": 1, "activation_checkpointing": True}),
+        Sample("[2025-05-06 09:06:59][I][examples/minimal:61:__main__] iter=2 loss=2318.325195 dt=0.003961 "
+               "dtf=0.000944 dtb=0.003016", "step",
+               {"step": 2, "loss": 2318.325195, "elapsed_ms": 3.961, "wall_time": 1746522419.0}),
+        Sample("[2025-12-31 12:15:32,154227][I][examples/vit:445:train_fn] iter=10 loss=7.111572 dt=0.744444 "
+               "loss/mean=7.036184 dt/mean=0.744634", "step", {"step": 10, "loss": 7.111572, "elapsed_ms": 744.444}),
+        Sample("[2025-05-06 09:06:59][I][examples/minimal:61:__main__] iter=2 dt=0.003961", None),
         Sample("PYTHONGIL=1 python pretrain_gpt.py --num-layers 32 --hidden-size 2048 --num-attention-heads 16 "
                "--seq-length 1024 --micro-batch-size 4 --global-batch-size 4 --max-position-embeddings 1024 "
                "--train-iters 50", "run_config",
                {"num_layers": 32, "global_batch": 4, "micro_batch": 4, "activation_checkpointing": None}),
     )
 
-    ONCE_FLAGS = ("_ranks_seen", "_dist_seen")
+    ONCE_FLAGS = ("_ranks_seen", "_dist_seen", "_ezpz_announced")
 
     def __init__(self, file: str = "") -> None:
         super().__init__(file)
         self._ranks_seen = False
         self._dist_seen = False
+        self._ezpz_announced = False
 
     def _on_job_started(self, body: str, ctx: LineContext) -> list[Event]:
         m = _JOB_STARTED.search(body)
@@ -64,6 +75,22 @@ class LauncherParser(LineParser):
         world = to_int(m.group(2))
         return [self.make(RunConfig, ctx, world_size=world + 1 if world is not None else None),
                 self.make(Milestone, ctx, name="ranks-up")]
+
+    def _on_ezpz_iter(self, body: str, ctx: LineContext) -> list[Event]:
+        """A training step as ezpz's examples log it: its loss and ``dt`` (seconds)."""
+        m = _EZPZ_ITER.search(body)
+        if not m:
+            return []
+        values = dict(_EZPZ_PAIR.findall(body, m.end() - 1))
+        if "loss" not in values:
+            return []
+        dt = to_float(values.get("dt"))
+        events: list[Event] = []
+        if self.first_time("_ezpz_announced"):
+            events.append(self.make(RunConfig, ctx, framework="ezpz"))
+        events.append(self.make(Step, ctx, step=int(m.group(1)), loss=to_float(values["loss"]),
+                                elapsed_ms=dt * 1000.0 if dt is not None else None))
+        return events
 
     def _on_flags(self, body: str, ctx: LineContext) -> list[Event]:
         fields = config_from_args(flags_from_command(body))

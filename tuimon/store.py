@@ -102,7 +102,7 @@ class Job:
         for name in ("megatron-lm", "deepspeed"):
             if name in fw:
                 return name
-        return "unknown"
+        return self.frameworks[0] if self.frameworks else "unknown"
 
     @property
     def fatal_failure(self) -> Optional[Failure]:
