@@ -15,6 +15,7 @@ from .hf_trainer import HFTrainerParser
 from .launcher import LauncherParser
 from .megatron import MegatronParser
 from .timers import TimerParser
+from .torchtitan import TorchTitanParser
 from .triggers import ScannerFactory
 
 #: Specific before generic; order is also the order events of one line come out in.
@@ -23,6 +24,7 @@ ALL_PARSERS: tuple[type[LineParser], ...] = (
     DeepSpeedParser,
     TimerParser,
     HFTrainerParser,
+    TorchTitanParser,
     LauncherParser,
     FailureParser,
 )

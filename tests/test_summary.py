@@ -71,6 +71,19 @@ def test_hf_trainer_run():
     assert s["checkpoints"] == [{"iteration": 100, "save_ms": None}]
 
 
+def test_torchtitan_run():
+    """A TorchTitan run: steps and losses from its coloured metrics lines, the TFLOPs
+    a GPU they report (steady: the first step's 5.24 left out), the most memory
+    reserved, the run's size from the trainer's first line, its end from the last."""
+    s = summary_of(FORMATS / "torchtitan-run.log")
+    assert s["framework"] == "torchtitan" and s["status"] == "finished"
+    assert s["steps_seen"] == 9 and s["train_iters"] == 40  # the validation line is no step
+    assert s["global_batch"] == 16 and s["seq_length"] == 2048
+    assert 44 < s["tflops_per_gpu"]["reported"] < 48
+    assert s["memory"]["gpu_max_reserved_mb"] == 29.5 * 1024
+    assert s["loss_last"] == 4.28883
+
+
 @pytest.mark.parametrize("name,kind", [("oom-run.log", "oom"), ("nccl-timeout-555001.out", "nccl"),
                                        ("cancelled-777001.out", "cancelled"),
                                        ("no-iterations-888001.out", "no-iterations")])

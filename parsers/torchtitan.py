@@ -1,0 +1,99 @@
+"""TorchTitan: its metrics line (``step:  10  loss: 11.78140  grad_norm:  9.8978
+memory: 29.11GiB(92.83%)  tps: 70,593  tflops: 47.97  mfu: 15.38%``, coloured with
+ANSI codes, after ``[titan] 2026-04-18 22:15:44,378 - root - INFO - ``) and the
+line that sizes the run (``Trainer is initialized with local batch size 8, global
+batch size 16, ..., sequence length 2048, total steps 20000 (warmup 500)``).
+
+A metrics line is a step (loss), the TFLOPs a GPU it reports and the most memory
+reserved; TorchTitan prints no step time.  Validation lines (``validate step:``)
+are passed over.
+"""
+from __future__ import annotations
+
+import re
+
+from .base import LineContext, LineParser, Sample, compile_sniff
+from .events import Event, Exit, Memory, RunConfig, Step, Throughput
+from .numbers import to_float, to_int
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+_METRIC = re.compile(r"([a-z_]+):\s+([-+]?[\d.,]+(?:[eE][-+]?\d+)?|nan|inf)(GiB)?")
+_INIT = re.compile(r"local batch size (\d+), global batch size (\d+),.*?sequence length (\d+), total steps (\d+)")
+
+
+class TorchTitanParser(LineParser):
+    name = "torchtitan"
+    framework = "torchtitan"
+    SNIFF = compile_sniff(r"\[titan\] \d{4}-")
+    ROUTES = ((r"step: *\d+ ", "_on_metrics"), (r"Trainer is initialized with ", "_on_init"),
+              (r" - Training completed", "_on_completed"))
+    ONCE_FLAGS = ("_announced",)
+
+    SAMPLES = (
+        Sample("[rank0]:[titan] 2026-04-18 22:15:44,378 - root - INFO - \x1b[31mstep: 10  \x1b[32mloss: 11.78140  "
+               "\x1b[38;2;180;60;0mgrad_norm:  9.8978  \x1b[38;2;54;234;195mmemory: 29.11GiB(92.83%)  "
+               "\x1b[34mtps: 70,593  \x1b[36mtflops: 47.97  \x1b[35mmfu: 15.38%\x1b[39m", "step",
+               {"rank": 0, "step": 10, "loss": 11.7814, "wall_time": 1776550544.378}),
+        Sample("[rank0]:[titan] 2026-04-18 22:15:44,378 - root - INFO - step: 10  loss: 11.78140  grad_norm:  9.8978  "
+               "memory: 29.11GiB(92.83%)  tps: 70,593  tflops: 47.97  mfu: 15.38%", "throughput",
+               {"iteration": 10, "tflops_reported": 47.97}),
+        Sample("[rank0]:[titan] 2026-04-18 22:15:44,378 - root - INFO - step: 10  loss: 11.78140  grad_norm:  9.8978  "
+               "memory: 29.11GiB(92.83%)  tps: 70,593  tflops: 47.97  mfu: 15.38%", "memory",
+               {"gpu_max_reserved_mb": 29.11 * 1024}),
+        Sample("[rank0]:[titan] 2026-04-18 22:15:36,647 - root - INFO - Trainer is initialized with local batch size 8, "
+               "global batch size 16, gradient accumulation steps 2, sequence length 2048, total steps 20000 "
+               "(warmup 500)", "run_config",
+               {"framework": "torchtitan", "micro_batch": 8, "global_batch": 16, "seq_length": 2048,
+                "train_iters": 20000}),
+        Sample("[rank0]:[titan] 2026-04-18 22:16:45,002 - root - INFO - Training completed", "exit", {"iteration": 40},
+               context=("[rank0]:[titan] 2026-04-18 22:16:44,100 - root - INFO - step: 40  loss:  4.28883  "
+                        "memory: 29.50GiB(92.00%)  tps: 70,001  tflops: 46.10  mfu: 14.78%",)),
+        Sample("[rank0]:[titan] 2026-04-30 03:00:01,000 - root - INFO - validate step: 14000  loss:  3.3315  "
+               "memory: 30.1GiB(95.0%)  tps: 6,995", None),
+    )
+
+    def __init__(self, file: str = "") -> None:
+        super().__init__(file)
+        self._announced = False
+        self._last_step = None
+
+    def _announce(self, events: list[Event], ctx: LineContext) -> list[Event]:
+        if events and self.first_time("_announced"):
+            events.insert(0, self.make(RunConfig, ctx, framework=self.framework))
+        return events
+
+    def _on_metrics(self, body: str, ctx: LineContext) -> list[Event]:
+        text = _ANSI.sub("", body) if "\x1b" in body else body
+        if "validate step" in text:
+            return []
+        values = {key: (value, unit) for key, value, unit in _METRIC.findall(text[text.find("step:"):])}
+        step = to_int(values.get("step", ("",))[0]) if "step" in values else None
+        if step is None or "loss" not in values:
+            return []
+        self._last_step = step
+        events: list[Event] = [self.make(Step, ctx, step=step, loss=to_float(values["loss"][0]))]
+        tflops = to_float(values["tflops"][0]) if "tflops" in values else None
+        if tflops is not None:
+            events.append(self.make(Throughput, ctx, iteration=step, tflops_reported=tflops))
+        memory = values.get("memory")
+        if memory is not None and memory[1] == "GiB":
+            gib = to_float(memory[0])
+            if gib is not None:
+                events.append(self.make(Memory, ctx, gpu_max_reserved_mb=gib * 1024.0))
+        return self._announce(events, ctx)
+
+    def _on_completed(self, body: str, ctx: LineContext) -> list[Event]:
+        """TorchTitan's last word when the run reached its total steps."""
+        if "[titan]" not in body:
+            return []
+        return [self.make(Exit, ctx, iteration=self._last_step)] if self._last_step is not None else []
+
+    def _on_init(self, body: str, ctx: LineContext) -> list[Event]:
+        m = _INIT.search(body)
+        if not m:
+            return []
+        events: list[Event] = [self.make(RunConfig, ctx, framework=self.framework, micro_batch=to_int(m.group(1)),
+                                         global_batch=to_int(m.group(2)), seq_length=to_int(m.group(3)),
+                                         train_iters=to_int(m.group(4)))]
+        self.first_time("_announced")
+        return events
