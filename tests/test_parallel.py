@@ -399,3 +399,21 @@ def test_lines_are_counted_by_the_workers(tmp_path, monkeypatch):
     starts = [start for _, start in seen]
     assert set(starts) == {str(p) for p in points[:-2]}  # every piece but the last: a later one needs it
     assert all(starts.count(s) <= 2 for s in set(starts))
+
+
+def test_line_counts_of_any_range(tmp_path):
+    """A range's newlines, counted over its map, whatever its alignment: starts
+    within a page and across the map's granularity, ends mid-line, empty ranges."""
+    import mmap
+
+    from tuimon.parallel import _count_lines
+    rng = random.Random(7)
+    data = b"".join(b"x" * rng.randrange(0, 300) + b"\n" for _ in range(3000)) + b"tail"
+    path = tmp_path / "lines.log"
+    path.write_bytes(data)
+    grain = mmap.ALLOCATIONGRANULARITY
+    cuts = [0, 1, grain - 1, grain, grain + 1, 3 * grain + 17, len(data) - 4, len(data)]
+    cuts += [rng.randrange(0, len(data)) for _ in range(20)]
+    for start in cuts:
+        for end in cuts:
+            assert _count_lines(str(path), start, end) == max(0, data[start:end].count(b"\n")), (start, end)

@@ -135,19 +135,24 @@ def read_range(path: Path, start: int, end: int, size: int = READ_SIZE) -> Itera
 
 
 def _count_lines(path: str, start: int, end: int) -> int:
-    """Newlines in bytes [start, end), counted over a map of the file (no copies)."""
+    """Newlines in bytes [start, end), counted over a map of that range (no copies).
+    The map is populated as it is made: touched page by page, its faults took
+    twice as long as the count (20-40 ms of CPU for 47 MB, a piece's)."""
     if end <= start:
         return 0
     with open(path, "rb") as fh:
+        at = start - start % mmap.ALLOCATIONGRANULARITY
         try:
-            mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
-        except (ValueError, OSError):  # emptied meanwhile, or a file that cannot be mapped: read it
+            mm = mmap.mmap(fh.fileno(), end - at, flags=mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0),
+                           prot=mmap.PROT_READ, offset=at)
+        except (ValueError, OSError, AttributeError, TypeError):
+            # emptied meanwhile, a file that cannot be mapped, or no such flags (Windows): read it
             return sum(chunk.count(b"\n") for chunk in read_range(Path(path), start, end, 8 << 20))
         with mm:
             data = np.frombuffer(mm, dtype=np.uint8)
             try:
-                return sum(int(np.count_nonzero(data[at:min(at + (8 << 20), end)] == 10))
-                           for at in range(start, end, 8 << 20))
+                return sum(int(np.count_nonzero(data[k:min(k + (1 << 20), end - at)] == 10))
+                           for k in range(start - at, end - at, 1 << 20))
             finally:
                 del data  # the map cannot close while an array still views it
 
