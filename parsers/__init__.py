@@ -14,6 +14,7 @@ from .failures import FailureParser
 from .hf_trainer import HFTrainerParser
 from .launcher import LauncherParser
 from .megatron import MegatronParser
+from .progress import ProgressParser
 from .timers import TimerParser
 from .torchtitan import TorchTitanParser
 from .triggers import ScannerFactory
@@ -26,6 +27,7 @@ ALL_PARSERS: tuple[type[LineParser], ...] = (
     HFTrainerParser,
     TorchTitanParser,
     LauncherParser,
+    ProgressParser,
     FailureParser,
 )
 

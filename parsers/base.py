@@ -66,6 +66,11 @@ class LineParser:
     name: ClassVar[str] = "base"
     framework: ClassVar[Optional[str]] = None
     SNIFF: ClassVar[Optional["Sniff"]] = None  # None: always on
+    #: its own lines give the run's steps with their loss (Megatron's iteration lines, say)
+    STEPS_WITH_LOSS: ClassVar[bool] = False
+    #: reads steps only in files no ``STEPS_WITH_LOSS`` parser reads: it is switched off
+    #: (or never on) once one is on, and they never both read a line
+    FALLBACK: ClassVar[bool] = False
     ROUTES: ClassVar[tuple[tuple[str, str], ...]] = ()
     #: handler name -> lane method name: the bulk twin of a line handler (see parsers.lanes)
     LANES: ClassVar[dict[str, str]] = {}

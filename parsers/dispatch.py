@@ -49,6 +49,7 @@ class ParserSet:
         self._scanner_factory = scanner or _find_scanner
         self._dormant = [cls for cls in parser_classes if sniff and cls.SNIFF is not None]
         self.active: list[LineParser] = [cls(file) for cls in parser_classes if cls not in self._dormant]
+        self._drop_fallbacks()
         self._last_wall: Optional[float] = None
         self._flushes = 0
         self._warm = False
@@ -68,7 +69,15 @@ class ParserSet:
                 if self._warm:
                     parser.warm()
                 self.active.append(parser)
+            self._drop_fallbacks()
             self._rebuild()
+
+    def _drop_fallbacks(self) -> None:
+        """Once a parser whose lines give the steps with their loss is on, fallback
+        parsers are off (and no longer sniffed for): the run is read by its own."""
+        if any(p.STEPS_WITH_LOSS for p in self.active):
+            self._dormant = [cls for cls in self._dormant if not cls.FALLBACK]
+            self.active = [p for p in self.active if not p.FALLBACK]
 
     def _sniffed(self, firsts: list[int], more: dict, by_trigger: Optional[dict]) -> list[type[LineParser]]:
         """The dormant parsers a scan found a ``SNIFF`` pattern of (its triggers past the routes')."""

@@ -29,6 +29,7 @@ _BAR = re.compile(r"(\d+)/(\d+) \[[\d:]+<[\d:?]+, *([\d.]+|\?)(s/it|it/s)")
 class HFTrainerParser(LineParser):
     name = "hf-trainer"
     framework = "hf-trainer"
+    STEPS_WITH_LOSS = True
     SNIFF = compile_sniff(r"\{'loss': ", r"\{'train_runtime': ")
     ROUTES = ((r"\{'(?:loss|train_runtime)': ", "_on_dict"), (r"(?:s/it|it/s)\]", "_on_bar"),
               (r"Saving model checkpoint to ", "_on_saving"))

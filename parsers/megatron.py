@@ -137,6 +137,7 @@ def parse_record(record: str) -> dict:
 class MegatronParser(LineParser):
     name = "megatron"
     framework = "megatron-lm"
+    STEPS_WITH_LOSS = True
     SNIFF = compile_sniff(r"iteration[ =]+\d+/ *\d+ *\|", r"-{3,} arguments -{3,}", r"using world size: \d+",
                           r"padded vocab \(size:", r"\[before the start of training step\]",
                           r"Effective Tera Flops per GPU", r"> initializing torch distributed",

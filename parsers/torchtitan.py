@@ -24,6 +24,7 @@ _INIT = re.compile(r"local batch size (\d+), global batch size (\d+),.*?sequence
 class TorchTitanParser(LineParser):
     name = "torchtitan"
     framework = "torchtitan"
+    STEPS_WITH_LOSS = True
     SNIFF = compile_sniff(r"\[titan\] \d{4}-")
     ROUTES = ((r"step: *\d+ ", "_on_metrics"), (r"Trainer is initialized with ", "_on_init"),
               (r" - Training completed", "_on_completed"))

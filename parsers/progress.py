@@ -1,0 +1,169 @@
+"""Training scripts' own progress lines: a step and its loss on one line, in any
+of the shapes hand-written loops print them::
+
+    iter 100: loss 3.2456, time 123.45ms, mfu 35.12%                      (nanoGPT)
+    step    1/74 | train loss 11.0113 | norm 15.43 | lr 8.57e-07 | (322.82 ms | 1624079 tok/s)   (llm.c)
+    0: 2025-06-17 16:24:52 I [train.py:103] Batch 0 Loss: 11.61653, Speed: 4.88 samples/sec, lr: 0.0001
+    [0] [1/10: 0/3750 (0%)] epoch=1.0000 step=1.0000 dt=0.3544 batch_acc=0.1172 batch_loss=0.0091
+    completed step: 100, seconds: 1.234, TFLOP/s/device: 123.4, Tokens/s/device: 1234.5, loss: 2.345  (MaxText)
+    Step 100 | loss:1.2345 lr:2e-05 tokens_per_second_per_gpu:1234.5      (torchtune)
+    epoch=1 dt=12.48 train_loss=0.5967 test_loss=0.1435 test_acc=95.56    (an epoch summary)
+
+Each such line is a step: its number (``global_step``, ``num_updates``,
+``step``, ``iteration``, ``iter``, ``batch``, else ``epoch``: the first of these
+the line has), its training loss, and where given the step time, the learning
+rate, samples a second and the TFLOPs a device.  A line that reports a
+validation loss is an evaluation, not a step (an epoch summary excepted).
+
+This parser is the fallback for runs no framework parser reads: it stays off in a
+file where a parser whose own lines give the steps and their loss is on
+(``STEPS_WITH_LOSS``), and passes over the lines other parsers read (Megatron's
+iteration lines, Hugging Face's dicts, TorchTitan's and ezpz's steps, progress
+bars).  Numbers it cannot read for sure are left out, never guessed: a time
+without a unit is no step time.
+"""
+from __future__ import annotations
+
+import re
+from typing import Optional
+
+from .base import LineContext, LineParser, Sample, compile_sniff
+from .events import Event, RunConfig, Step, Throughput
+from .numbers import to_float
+
+_NUMBER = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?"
+_SEP = r"\s*(?:[=:]\s*|\s+)"  # "step=1", "step: 1", "step 1"
+_STEP = re.compile(r"(?<![\w.-])(global[_ ]step|num_updates|step|iteration|iter|batch|epoch)" + _SEP +
+                   r"\[?\s*(\d{1,12})(?:\.0+)?(?![.\d])(?:\s*/\s*(\d{1,12}))?", re.I)
+_STEP_KEYS = ("global_step", "global step", "num_updates", "step", "iteration", "iter", "batch", "epoch")
+_LOSS = re.compile(r"(?<![\w.-])((?:[a-z]+[_ /-])?loss(?:[_ /-](?:train|avg|mean))?)" + _SEP +
+                   r"(" + _NUMBER + r"|nan|inf)(?![\w.])", re.I)
+_EVAL_WORDS = {"val", "valid", "validation", "eval", "test", "dev"}
+_TIME = re.compile(r"(?<![\w.-])(dt|time|step[_ ]time|iter(?:ation)?[_ ]time|batch[_ ]time|seconds|"
+                   r"time[_ ]per[_ ](?:step|iter(?:ation)?|batch)(?:[_ ]ms)?|"
+                   r"elapsed[_ ]time[_ ]per[_ ]iteration(?:[_ ]ms| \(ms\))?)" + _SEP +
+                   r"(\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)\s*(ms|s|sec)?(?![\w.])", re.I)
+_BARE_MS = re.compile(r"\(\s*(\d+(?:\.\d*)?)\s*ms\b")  # llm.c: "| (322.82 ms | 1624079 tok/s)"
+_LR = re.compile(r"(?<![\w.-])(?:lr|learning[_ ]rate)" + _SEP + r"(" + _NUMBER + r")(?![\w.])", re.I)
+_SAMPLES = re.compile(r"(?:(\d+(?:\.\d*)?)\s*samples?/s(?:ec)?\b|samples_per_sec(?:ond)?" + _SEP +
+                      r"(\d+(?:\.\d*)?))", re.I)
+_TFLOPS = re.compile(r"(?<![\w.-])(?:TFLOP/s/device|TFLOPs?(?:_per_gpu| per GPU)?)" + _SEP + r"(\d+(?:\.\d*)?)(?![\w.])",
+                     re.I)
+# lines other parsers read, or progress bars whose postfix carries a loss
+_OTHERS = re.compile(r"iteration\s*[=:]?\s*\d+\s*/\s*\d+\s*\||\{'loss'|\[titan\]|\]\s*iter=\d|reduced_train_loss|"
+                     r"\bsteps: \d+ loss: |\d%\|")
+
+
+class ProgressParser(LineParser):
+    name = "progress"
+    framework = "custom"
+    FALLBACK = True
+    SNIFF = compile_sniff(r"(?:[Ss]tep|[Ii]ter|[Bb]atch|[Ee]poch|num_updates)[^\n]{0,200}?[Ll]oss[^\n]{0,8}?[=: ]\s*\d",
+                          r"[Ll]oss[=: ][^\n]{0,200}?(?:[Ss]tep|[Ii]ter|[Ee]poch)\w*[=: ]\s*\d")
+    ROUTES = ((r"loss", "_on_line"), (r"Loss", "_on_line"))
+    ONCE_FLAGS = ("_announced", "_total_reported")
+
+    SAMPLES = (
+        Sample("iter 100: loss 3.2456, time 123.45ms, mfu 35.12%", "step",
+               {"step": 100, "loss": 3.2456, "elapsed_ms": 123.45}),
+        Sample("step    1/74 | train loss 11.0113 | norm 15.4319 | lr 8.57e-07 | (322.82 ms | 1624079 tok/s)", "step",
+               {"step": 1, "loss": 11.0113, "lr": 8.57e-07, "elapsed_ms": 322.82}),
+        Sample("step    1/74 | train loss 11.0113 | norm 15.4319 | lr 8.57e-07 | (322.82 ms | 1624079 tok/s)",
+               "run_config", {"framework": "custom", "train_iters": 74}),
+        Sample("0: 2025-06-17 16:24:52 I [train.py:103] Batch 0 Loss: 11.61653, Speed: 4.88 samples/sec, "
+               "lr: 0.000100", "step",
+               {"step": 0, "loss": 11.61653, "samples_per_sec": 4.88, "lr": 0.0001, "elapsed_ms": None}),
+        Sample("[2023-05-15 14:14:50,363][mlprof.trainers.pytorch.trainer][INFO] - [0] [1/10: 0/3750 (0%)] "
+               "epoch=1.0000 step=1.0000 dt=0.3544 batch_acc=0.1172 batch_loss=0.0091 acc=0.0080 "
+               "running_loss=0.0006", "step", {"step": 1, "loss": 0.0091, "elapsed_ms": 354.4}),
+        Sample("completed step: 100, seconds: 1.234, TFLOP/s/device: 123.4, Tokens/s/device: 1234.5, "
+               "total_weights: 4096, loss: 2.345", "throughput", {"iteration": 100, "tflops_reported": 123.4}),
+        Sample("Step 100 | loss:1.2345 lr:2e-05 tokens_per_second_per_gpu:1234.5", "step",
+               {"step": 100, "loss": 1.2345, "lr": 2e-05}),
+        Sample("[2025-12-31 12:21:55,502783][I][examples/fsdp:340:fsdp_main] epoch=1 dt=12.487221 "
+               "train_loss=0.596659 test_loss=0.143485 test_acc=95.563553 dt/mean=11.990577", "step",
+               {"step": 1, "loss": 0.596659, "elapsed_ms": 12487.221}),
+        Sample("Epoch 1 | iter 100 step 25 | loss train: 2.345, val: n/a | iter time: 123.45 ms (step)", "step",
+               {"step": 25, "loss": 2.345, "elapsed_ms": 123.45}),
+        Sample("step 250: train loss 2.3456, val loss 2.4567", None),  # an evaluation
+        Sample("Batch 3 Loss: nan, lr: 0.0001", "step", {"step": 3, "loss": float("nan")}),
+        Sample("step 7 | loss 2.1 | time 0.33", "step", {"step": 7, "loss": 2.1, "elapsed_ms": None}),  # no unit
+        Sample("time per step: 1.5 s, loss: 2.0", None),  # no step number
+        Sample(" iteration      100/    1000 | lm loss: 2.000000E+00 |", None),  # Megatron's
+        Sample("Epoch 0:  47%|####7     | 7/15 [06:19<07:13, loss=11.50, v_num=1]", None),  # a bar
+    )
+
+    def __init__(self, file: str = "") -> None:
+        super().__init__(file)
+        self._announced = False
+        self._total_reported = False
+
+    def _on_line(self, body: str, ctx: LineContext) -> list[Event]:
+        if len(body) > 4096 or _OTHERS.search(body):
+            return []
+        step_key, step, total = _step_of(body)
+        if step is None:
+            return []
+        loss = _train_loss(body, eval_ok=step_key == "epoch")
+        if loss is None:
+            return []
+        events: list[Event] = []
+        if self.first_time("_announced"):
+            events.append(self.make(RunConfig, ctx, framework=self.framework))
+        if total is not None and step_key != "epoch" and self.first_time("_total_reported"):
+            if events:
+                events[0] = events[0]._replace(train_iters=total)
+            else:
+                events.append(self.make(RunConfig, ctx, train_iters=total))
+        m = _LR.search(body)
+        samples = _SAMPLES.search(body)
+        events.append(self.make(Step, ctx, step=step, loss=loss, lr=to_float(m.group(1)) if m else None,
+                                elapsed_ms=_step_ms(body),
+                                samples_per_sec=to_float(samples.group(1) or samples.group(2)) if samples else None))
+        m = _TFLOPS.search(body)
+        tflops = to_float(m.group(1)) if m else None
+        if tflops is not None:
+            events.append(self.make(Throughput, ctx, iteration=step, tflops_reported=tflops))
+        return events
+
+
+def _step_of(body: str) -> tuple[Optional[str], Optional[int], Optional[int]]:
+    """(key, number, total) of the line's step: the first key of ``_STEP_KEYS`` it has."""
+    best: Optional[tuple[int, str, int, Optional[int]]] = None
+    for m in _STEP.finditer(body):
+        key = m.group(1).lower().replace(" ", "_") if m.group(1).lower() != "global step" else "global_step"
+        rank = _STEP_KEYS.index(key) if key in _STEP_KEYS else len(_STEP_KEYS)
+        if best is None or rank < best[0]:
+            best = (rank, key, int(m.group(2)), int(m.group(3)) if m.group(3) else None)
+    if best is None:
+        return None, None, None
+    return best[1], best[2], best[3]
+
+
+def _train_loss(body: str, eval_ok: bool) -> Optional[float]:
+    """The first training loss of the line; None when it has none, or reports a
+    validation loss (an evaluation) and ``eval_ok`` is false."""
+    found = None
+    for m in _LOSS.finditer(body):
+        first_word = re.split(r"[_ /-]", m.group(1).lower(), maxsplit=1)[0]
+        if first_word in _EVAL_WORDS:
+            if not eval_ok:
+                return None
+            continue
+        if found is None:
+            found = to_float(m.group(2))
+    return found
+
+
+def _step_ms(body: str) -> Optional[float]:
+    """The step time in ms, when the line says its unit (or its key does)."""
+    for m in _TIME.finditer(body):
+        key, value, unit = m.group(1).lower(), to_float(m.group(2)), (m.group(3) or "").lower()
+        if value is None:
+            continue
+        if unit == "ms" or (not unit and (key.endswith("ms") or key.endswith("(ms)"))):
+            return value
+        if unit in ("s", "sec") or (not unit and key in ("dt", "seconds")):
+            return value * 1000.0
+    m = _BARE_MS.search(body)
+    return to_float(m.group(1)) if m else None
