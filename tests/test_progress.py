@@ -9,6 +9,7 @@ from parsers.events import Step, expand
 from tests.conftest import FORMATS
 from tests.test_summary import summary_of
 from tuimon.scan import trigger_scanner
+from tuimon.summary import progress_text
 
 MEGATRON = (" iteration      {i}/    1000 | consumed samples:          {s} | elapsed time per iteration (ms): 2500.0 |"
             " learning rate: 3.000E-04 | global batch size:    64 | lm loss: 2.000000E+00 | loss scale: 4096.0 |"
@@ -75,8 +76,9 @@ def test_custom_loop_run():
     loss, time and samples/s (evaluation lines and bars left out), DeepSpeed's
     step lines every 10, and the run's length from ``step N/60``."""
     s = summary_of(FORMATS / "custom-loop-run.log")
-    assert s["framework"] == "deepspeed" and s["status"] == "training"
-    assert s["steps_seen"] == 66 and s["train_iters"] == 60
+    assert s["framework"] == "deepspeed" and s["status"] == "finished"  # its last step is the 60th of 60
+    assert s["steps_seen"] == 66 and s["train_iters"] == 60 and s["last_step"] == 60
+    assert s["last_iteration"] is None and progress_text(s) == "60/60"  # the Iter column
     assert s["loss_last"] == 1.5
     assert 250 < s["iter_time_ms"]["median"] < 280 and s["iter_time_ms"]["n"] >= 50
     assert 110 < s["samples_per_sec"] < 130

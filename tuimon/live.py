@@ -262,8 +262,9 @@ class LiveSession:
         it = s["iter_time_ms"]
         row.eta_s = None
         row.stalled = False
-        if it and s["train_iters"] and s["last_iteration"] is not None and s["status"] == "training":
-            row.eta_s = max(0, s["train_iters"] - s["last_iteration"]) * it["median"] / 1000.0
+        last = s["last_iteration"] if s["last_iteration"] is not None else s.get("last_step")
+        if it and s["train_iters"] and last is not None and s["status"] == "training":
+            row.eta_s = max(0, s["train_iters"] - last) * it["median"] / 1000.0
             if row.age_s is not None and row.age_s > STALL_FACTOR * max(it["median"] / 1000.0, 1.0):
                 row.stalled = True
         if s["status"] == "starting":  # the live window is measured here, not when the summary was cached

@@ -75,7 +75,7 @@ def status_of(job: Job, now: Optional[float], last_write: Optional[float]) -> tu
         return "failed", {"kind": failure.kind, "message": failure.message, "line": failure.line,
                           "file": failure.file}
     train_iters = job.config.get("train_iters")
-    last = job.last_iteration
+    last = job.last_iteration if job.last_iteration is not None else last_step(job)
     if any(e.iteration is not None for e in job.exits) or (last is not None and train_iters and last >= train_iters):
         return "finished", None
     if job.iterations_seen or len(job.steps):
@@ -85,6 +85,14 @@ def status_of(job: Job, now: Optional[float], last_write: Optional[float]) -> tu
         return "starting", None
     return "no-iterations", {"kind": "no-iterations", "message": "no training iteration was logged",
                              "line": None, "file": job.files[0] if job.files else None}
+
+
+def last_step(job: Job) -> Optional[int]:
+    """The highest step number of a job's step lines (runs that log steps, not
+    Megatron iterations: DeepSpeed, Hugging Face, TorchTitan, scripts' own)."""
+    numbers = job.steps.column("iteration")
+    top = int(numbers.max()) if len(numbers) else -1
+    return top if top >= 0 else None
 
 
 def _first_step_wall(job: Job) -> Optional[float]:
@@ -156,6 +164,7 @@ def summarize(job: Job, *, now: Optional[float] = None, last_write: Optional[flo
         "iterations_seen": job.iterations_seen,
         "steps_seen": len(job.steps),
         "last_iteration": job.last_iteration,
+        "last_step": last_step(job),
         "train_iters": cfg.get("train_iters"),
         "iter_time_ms": {k: (round(v, 3) if isinstance(v, float) else v) for k, v in it_stats.as_dict().items()}
         if it_stats else None,
@@ -201,9 +210,16 @@ TABLE_COLUMNS = (
 
 
 def _iter_text(r: dict) -> str:
-    if r["last_iteration"] is None:
+    return progress_text(r)
+
+
+def progress_text(r: dict) -> str:
+    """``last/total`` of a summary row: its last iteration, else its last step
+    (a run that logs steps only), ``-`` when it has neither."""
+    last = r["last_iteration"] if r["last_iteration"] is not None else r.get("last_step")
+    if last is None:
         return "-"
-    return f"{r['last_iteration']}/{r['train_iters']}" if r["train_iters"] else str(r["last_iteration"])
+    return f"{last}/{r['train_iters']}" if r["train_iters"] else str(last)
 
 
 def _fmt(value: Any, digits: int) -> str:

@@ -10,6 +10,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Static
 
 from ..live import JobRow, Snapshot
+from ..summary import progress_text
 from .render import duration, num, plain, spark, status_text
 
 COLUMNS = ("Job", "Framework", "Status", "Iter", "ETA", "Iter time", "Spread", "Samples/s", "TFLOPs rep",
@@ -44,8 +45,7 @@ def age_text(row: JobRow) -> Text:
 def cells(row: JobRow) -> tuple:
     s = row.summary
     it = s["iter_time_ms"]
-    iters = "-" if s["last_iteration"] is None else (
-        f"{s['last_iteration']}/{s['train_iters']}" if s["train_iters"] else str(s["last_iteration"]))
+    iters = progress_text(s)
     spread = f"{it['p10'] / 1000:.2f}-{it['p90'] / 1000:.2f}s" if it else "-"
     loss = s["loss_last"]
     return (
