@@ -7,6 +7,7 @@ of the shapes hand-written loops print them::
     [0] [1/10: 0/3750 (0%)] epoch=1.0000 step=1.0000 dt=0.3544 batch_acc=0.1172 batch_loss=0.0091
     completed step: 100, seconds: 1.234, TFLOP/s/device: 123.4, Tokens/s/device: 1234.5, loss: 2.345  (MaxText)
     Step 100 | loss:1.2345 lr:2e-05 tokens_per_second_per_gpu:1234.5      (torchtune)
+    {"step": 10, "train/loss": 2.5, "lr": 0.001}                            (JSON lines)
     epoch=1 dt=12.48 train_loss=0.5967 test_loss=0.1435 test_acc=95.56    (an epoch summary)
 
 Each such line is a step: its number (``global_step``, ``num_updates``,
@@ -32,18 +33,19 @@ from .events import Event, RunConfig, Step, Throughput
 from .numbers import to_float
 
 _NUMBER = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?"
-_SEP = r"\s*(?:[=:]\s*|\s+)"  # "step=1", "step: 1", "step 1"
+_SEP = r"[\"']?\s*(?:[=:]\s*|\s+)"  # "step=1", "step: 1", "step 1", '"step": 1'
 _STEP = re.compile(r"(?<![\w.-])(global[_ ]step|num_updates|step|iteration|iter|batch|epoch)" + _SEP +
                    r"\[?\s*(\d{1,12})(?:\.0+)?(?![.\d])(?:\s*/\s*(\d{1,12}))?", re.I)
 _STEP_KEYS = ("global_step", "global step", "num_updates", "step", "iteration", "iter", "batch", "epoch")
 _LOSS = re.compile(r"(?<![\w.-])((?:[a-z]+[_ /-])?loss(?:[_ /-](?:train|avg|mean))?)" + _SEP +
                    r"(" + _NUMBER + r"|nan|inf)(?![\w.])", re.I)
 _EVAL_WORDS = {"val", "valid", "validation", "eval", "test", "dev"}
-_TIME = re.compile(r"(?<![\w.-])(dt|time|step[_ ]time|iter(?:ation)?[_ ]time|batch[_ ]time|seconds|"
-                   r"time[_ ]per[_ ](?:step|iter(?:ation)?|batch)(?:[_ ]ms)?|"
-                   r"elapsed[_ ]time[_ ]per[_ ]iteration(?:[_ ]ms| \(ms\))?)" + _SEP +
+_TIME = re.compile(r"(?<![\w.-])((?:dt|time|step[_ ]time|iter(?:ation)?[_ ]time|batch[_ ]time|"
+                   r"time[_ ]per[_ ](?:step|iter(?:ation)?|batch)|elapsed[_ ]time[_ ]per[_ ]iteration)"
+                   r"(?:[_ ](?:ms|s|sec)| \((?:ms|s)\))?|seconds)" + _SEP +
                    r"(\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)\s*(ms|s|sec)?(?![\w.])", re.I)
 _BARE_MS = re.compile(r"\(\s*(\d+(?:\.\d*)?)\s*ms\b")  # llm.c: "| (322.82 ms | 1624079 tok/s)"
+_PER_STEP = re.compile(r"(?<![\w.])(\d+(?:\.\d*)?)\s*(ms|s)/(?:it|iter|step)\b")  # "456.7 ms/it", "1.52s/it"
 _LR = re.compile(r"(?<![\w.-])(?:lr|learning[_ ]rate)" + _SEP + r"(" + _NUMBER + r")(?![\w.])", re.I)
 _SAMPLES = re.compile(r"(?:(\d+(?:\.\d*)?)\s*samples?/s(?:ec)?\b|samples_per_sec(?:ond)?" + _SEP +
                       r"(\d+(?:\.\d*)?))", re.I)
@@ -85,6 +87,14 @@ class ProgressParser(LineParser):
                {"step": 1, "loss": 0.596659, "elapsed_ms": 12487.221}),
         Sample("Epoch 1 | iter 100 step 25 | loss train: 2.345, val: n/a | iter time: 123.45 ms (step)", "step",
                {"step": 25, "loss": 2.345, "elapsed_ms": 123.45}),
+        Sample('{"step": 10, "train/loss": 2.5, "lr": 0.001, "step_time_s": 0.8}', "step",
+               {"step": 10, "loss": 2.5, "lr": 0.001, "elapsed_ms": 800.0}),
+        Sample("step 3 loss 2.0 iter_time_ms 412.5", "step", {"step": 3, "elapsed_ms": 412.5}),
+        Sample("Iter 120/5000 | Loss 3.21 | 1.23 it/s | 456.7 ms/it", "step",
+               {"step": 120, "loss": 3.21, "elapsed_ms": 456.7}),
+        Sample("2021-03-01 12:00:00 | INFO | train_inner | epoch 001:    100 / 1000 loss=9.2, ppl=588.1, "
+               "wps=12345, ups=1.2, wpb=4096, bsz=8, num_updates=100, lr=0.0001, gnorm=1.2, train_wall=30",
+               "step", {"step": 100, "loss": 9.2, "lr": 0.0001}),  # fairseq: the update count
         Sample("step 250: train loss 2.3456, val loss 2.4567", None),  # an evaluation
         Sample("Batch 3 Loss: nan, lr: 0.0001", "step", {"step": 3, "loss": float("nan")}),
         Sample("step 7 | loss 2.1 | time 0.33", "step", {"step": 7, "loss": 2.1, "elapsed_ms": None}),  # no unit
@@ -161,9 +171,15 @@ def _step_ms(body: str) -> Optional[float]:
         key, value, unit = m.group(1).lower(), to_float(m.group(2)), (m.group(3) or "").lower()
         if value is None:
             continue
-        if unit == "ms" or (not unit and (key.endswith("ms") or key.endswith("(ms)"))):
+        if not unit:  # the key may say it: "time_ms", "step_time_s", "elapsed time per iteration (ms)"
+            unit = "s" if key in ("dt", "seconds") else re.split(r"[_ (]", key.rstrip(")"))[-1]
+        if unit == "ms":
             return value
-        if unit in ("s", "sec") or (not unit and key in ("dt", "seconds")):
+        if unit in ("s", "sec"):
             return value * 1000.0
+    m = _PER_STEP.search(body)
+    if m:
+        value = to_float(m.group(1))
+        return None if value is None else value if m.group(2) == "ms" else value * 1000.0
     m = _BARE_MS.search(body)
     return to_float(m.group(1)) if m else None
