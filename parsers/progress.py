@@ -8,6 +8,8 @@ of the shapes hand-written loops print them::
     completed step: 100, seconds: 1.234, TFLOP/s/device: 123.4, Tokens/s/device: 1234.5, loss: 2.345  (MaxText)
     Step 100 | loss:1.2345 lr:2e-05 tokens_per_second_per_gpu:1234.5      (torchtune)
     {"step": 10, "train/loss": 2.5, "lr": 0.001}                            (JSON lines)
+    [2024-02-04 21:30:33] INFO [olmo.train:816, rank=0] [step=1/739328]   (OLMo: a header, then
+        train/CrossEntropyLoss=11.07                                        its metrics a line each)
     epoch=1 dt=12.48 train_loss=0.5967 test_loss=0.1435 test_acc=95.56    (an epoch summary)
 
 Each such line is a step: its number (``global_step``, ``num_updates``,
@@ -51,6 +53,9 @@ _SAMPLES = re.compile(r"(?:(\d+(?:\.\d*)?)\s*samples?/s(?:ec)?\b|samples_per_sec
                       r"(\d+(?:\.\d*)?))", re.I)
 _TFLOPS = re.compile(r"(?<![\w.-])(?:TFLOP/s/device|TFLOPs?(?:_per_gpu| per GPU)?)" + _SEP + r"(\d+(?:\.\d*)?)(?![\w.])",
                      re.I)
+_HEADER = re.compile(r"\[step=(\d{1,12})(?:/(\d{1,12}))?\]\s*$")
+_OLMO_LOSS = re.compile(r"\s+train/\w*?(?:Loss|_loss| loss)\s*=\s*(" + _NUMBER + r"|nan|inf)\s*$", re.I)
+_HEADER_REACH = 40  # lines an OLMo header's metrics may follow it by
 # lines other parsers read, or progress bars whose postfix carries a loss
 _OTHERS = re.compile(r"iteration\s*[=:]?\s*\d+\s*/\s*\d+\s*\||\{'loss'|\[titan\]|\]\s*iter=\d|reduced_train_loss|"
                      r"\bsteps: \d+ loss: |\d%\|")
@@ -61,8 +66,9 @@ class ProgressParser(LineParser):
     framework = "custom"
     FALLBACK = True
     SNIFF = compile_sniff(r"(?:[Ss]tep|[Ii]ter|[Bb]atch|[Ee]poch|num_updates)[^\n]{0,200}?[Ll]oss[^\n]{0,8}?[=: ]\s*\d",
-                          r"[Ll]oss[=: ][^\n]{0,200}?(?:[Ss]tep|[Ii]ter|[Ee]poch)\w*[=: ]\s*\d")
-    ROUTES = ((r"loss", "_on_line"), (r"Loss", "_on_line"))
+                          r"[Ll]oss[=: ][^\n]{0,200}?(?:[Ss]tep|[Ii]ter|[Ee]poch)\w*[=: ]\s*\d",
+                          r"\[step=\d+/\d+\][ \t]*\n")
+    ROUTES = ((r"\[step=\d+(?:/\d+)?\]\s*$", "_on_header"), (r"loss", "_on_line"), (r"Loss", "_on_line"))
     ONCE_FLAGS = ("_announced", "_total_reported")
 
     SAMPLES = (
@@ -95,6 +101,12 @@ class ProgressParser(LineParser):
         Sample("2021-03-01 12:00:00 | INFO | train_inner | epoch 001:    100 / 1000 loss=9.2, ppl=588.1, "
                "wps=12345, ups=1.2, wpb=4096, bsz=8, num_updates=100, lr=0.0001, gnorm=1.2, train_wall=30",
                "step", {"step": 100, "loss": 9.2, "lr": 0.0001}),  # fairseq: the update count
+        Sample("    train/CrossEntropyLoss=11.07", "step", {"step": 1, "loss": 11.07, "line": 2},
+               context=("[2024-02-04 21:30:33] INFO     [olmo.train:816, rank=0] [step=1/739328]",)),  # OLMo
+        Sample("    train/CrossEntropyLoss=2.5", "run_config", {"framework": "custom", "train_iters": 739328},
+               context=("[2024-02-04 21:30:33] INFO     [olmo.train:816, rank=0] [step=1/739328]",
+                        "    train/Perplexity=64,150")),
+        Sample("    train/CrossEntropyLoss=2.5", None),  # no step header before it
         Sample("step 250: train loss 2.3456, val loss 2.4567", None),  # an evaluation
         Sample("Batch 3 Loss: nan, lr: 0.0001", "step", {"step": 3, "loss": float("nan")}),
         Sample("step 7 | loss 2.1 | time 0.33", "step", {"step": 7, "loss": 2.1, "elapsed_ms": None}),  # no unit
@@ -107,16 +119,40 @@ class ProgressParser(LineParser):
         super().__init__(file)
         self._announced = False
         self._total_reported = False
+        self._header: Optional[tuple[int, Optional[int], int]] = None  # OLMo's "[step=N/M]": step, total, line
+
+    def _on_header(self, body: str, ctx: LineContext) -> list[Event]:
+        """OLMo logs a step as a header line ending in ``[step=N/M]`` and its metrics
+        on the indented lines after it (``    train/CrossEntropyLoss=2.345``)."""
+        m = _HEADER.search(body)
+        self._header = (int(m.group(1)), int(m.group(2)) if m.group(2) else None, ctx.line) if m else None
+        return []
 
     def _on_line(self, body: str, ctx: LineContext) -> list[Event]:
         if len(body) > 4096 or _OTHERS.search(body):
             return []
         step_key, step, total = _step_of(body)
         if step is None:
-            return []
+            return self._on_metric(body, ctx)
         loss = _train_loss(body, eval_ok=step_key == "epoch")
         if loss is None:
             return []
+        return self._step(ctx, step_key, step, total, loss, body)
+
+    def _on_metric(self, body: str, ctx: LineContext) -> list[Event]:
+        """An indented ``train/...Loss=x`` line just after an OLMo step header: that step's loss."""
+        header = self._header
+        if header is None or not body[:1].isspace() or ctx.line - header[2] > _HEADER_REACH:
+            return []
+        m = _OLMO_LOSS.match(body)
+        loss = to_float(m.group(1)) if m else None
+        if loss is None:
+            return []
+        self._header = None  # one step a header: its first training loss
+        return self._step(ctx, "step", header[0], header[1], loss, "")
+
+    def _step(self, ctx: LineContext, step_key: str, step: int, total: Optional[int], loss: float,
+              body: str) -> list[Event]:
         events: list[Event] = []
         if self.first_time("_announced"):
             events.append(self.make(RunConfig, ctx, framework=self.framework))

@@ -82,3 +82,17 @@ def test_custom_loop_run():
     assert s["loss_last"] == 1.5
     assert 250 < s["iter_time_ms"]["median"] < 280 and s["iter_time_ms"]["n"] >= 50
     assert 110 < s["samples_per_sec"] < 130
+
+
+def test_olmo_headers_and_their_metric_lines():
+    """OLMo logs each step as a header line and one metric a line under it."""
+    lines = []
+    for step in range(1, 4):
+        lines += [f"[2024-02-04 21:30:3{step}] INFO     [olmo.train:816, rank=0] [step={step}/739328]",
+                  f"    train/CrossEntropyLoss={11 - step}.07",
+                  "    train/Perplexity=64,150",
+                  "    throughput/device/tokens_per_second=9,563"]
+    lines.append("    train/CrossEntropyLoss=1.0")  # no header of its own: no step
+    for block in (2, 5, 100):
+        events, _ = _events(lines, block)
+        assert [(e.step, e.loss) for e in events if isinstance(e, Step)] == [(1, 10.07), (2, 9.07), (3, 8.07)]
