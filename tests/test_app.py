@@ -5,6 +5,7 @@ import os
 import shutil
 from pathlib import Path
 
+import pytest
 
 from tests.conftest import FIXTURES
 from tuimon.live import LiveSession
@@ -243,3 +244,36 @@ async def test_a_chart_without_values_stays_flat(tmp_path):
         assert str(screen.query_one("#chart-tflops-label").render()) == "TFLOPs/GPU"
         assert len(screen.query_one("#chart-iter", Sparkline).data) == 10
         await pilot.press("q")
+
+
+async def test_tflops_of_a_run_that_logs_steps(tmp_path):
+    """A TorchTitan run has no iteration lines; the TFLOPs a GPU its step lines
+    report are its chart (it was empty)."""
+    from textual.widgets import Sparkline
+    from tests.conftest import FORMATS
+    d = tmp_path / "logs"
+    d.mkdir()
+    shutil.copy(FORMATS / "torchtitan-run.log", d / "torchtitan-run.log")
+    app = TuimonApp(loaded_session([d]))
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: len(rows(app)) == 1)
+        await pilot.press("enter")
+        await until(pilot, lambda: isinstance(app.screen, JobScreen)
+                    and app.screen.query_one("#chart-loss", Sparkline).data)
+        data = list(app.screen.query_one("#chart-tflops", Sparkline).data)
+        assert len(data) == 9 and 44 < data[-1] < 48
+        await pilot.press("q")
+
+
+@pytest.mark.parametrize("line_width", [40, 60, 75, 120])
+def test_bars_and_timeline_fit_their_panel(line_width):
+    """The job screen's bars shrink to the panel's width: a figure never wraps onto
+    a line of its own (the startup panel did at 160 columns)."""
+    from tuimon.ui.render import bars, timeline
+    phases = [{"name": "job-start", "offset_s": 0.0}, {"name": "deepspeed-init", "offset_s": 12.0},
+              {"name": "first-step", "offset_s": 31.9}]
+    items = [("offloading-fwd-2cpu-overhead-with-a-long-name", 402.66), ("forward-compute", 852.5)]
+    for text in (timeline(phases, line_width=line_width), bars(items, 6051.73, line_width=line_width)):
+        lines = text.plain.split("\n")
+        assert all(len(line) <= line_width for line in lines), (line_width, lines)
+        assert all(line.rstrip().endswith(("s", "%")) for line in lines[:-1])  # the figures stay on their line

@@ -375,8 +375,9 @@ def _tflops_series(job: Job, summary: dict) -> list[float]:
     """TFLOPs per GPU at each logged point: reported where the log gives it, else
     computed from the point's iteration time with the job's model size."""
     primary = job.primary
-    if primary is None or not len(primary):
-        return []
+    if primary is None or not len(primary):  # a run that logs steps: what its throughput lines report
+        reported = job.reported.column("tflops").astype(np.float64)
+        return [float(v) for v in reported[np.isfinite(reported)][-200:]]
     reported = primary.column("tflops").astype(np.float64)
     if np.isfinite(reported).any():
         return [float(v) for v in reported[-200:]]

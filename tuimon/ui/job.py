@@ -12,7 +12,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Log, Sparkline, Static
 
 from ..live import JobDetail
-from .render import bars, num, plain, status_text, timeline
+from .render import Fitted, bars, num, plain, status_text, timeline
 
 TAIL_SHOWN = 500
 
@@ -97,8 +97,9 @@ class JobScreen(Screen):
             [v / 1000.0 for v in _finite(d.iter_ms)], ".2f")
         self.query_one("#chart-loss", Sparkline).parent.show(_finite(d.loss), ".3f")  # type: ignore[union-attr]
         self._breakdown(d)
-        self.query_one("#startup", Static).update(
-            Text.assemble(Text("Startup timeline\n", style="bold"), timeline(s["startup"])))
+        phases = s["startup"]
+        self.query_one("#startup", Static).update(Fitted(lambda line_width: Text.assemble(
+            Text("Startup timeline\n", style="bold"), timeline(phases, line_width=line_width))))
         self._config(d)
         self._failures(d)
         self._ranks(d)
@@ -109,12 +110,16 @@ class JobScreen(Screen):
         it = s["iter_time_ms"]["median"] if s["iter_time_ms"] else None
         offload = [(n, v) for n, g, v in d.timers if g == "offload"]
         others = [(n, v) for n, g, v in d.timers if g not in ("offload", "setup", "checkpoint")][:10]
-        text = Text("Timers per iteration (mean)\n", style="bold")
-        text.append_text(bars(others, it))
-        if offload:
-            text.append("\nOffload overhead\n", style="bold")
-            text.append_text(bars(offload, it))
-        self.query_one("#breakdown", Static).update(text)
+
+        def build(line_width: int) -> Text:
+            text = Text("Timers per iteration (mean)\n", style="bold")
+            text.append_text(bars(others, it, line_width=line_width))
+            if offload:
+                text.append("\nOffload overhead\n", style="bold")
+                text.append_text(bars(offload, it, line_width=line_width))
+            return text
+
+        self.query_one("#breakdown", Static).update(Fitted(build))
 
     def _config(self, d: JobDetail) -> None:
         s, c = d.row.summary, d.config

@@ -3,13 +3,15 @@ sanitized strings, never from markup."""
 from __future__ import annotations
 
 import math
-from typing import Optional, Sequence
+from typing import Callable, Optional, Sequence
 
+from rich.console import Console, ConsoleOptions, RenderResult
 from rich.text import Text
 
 from ..text import sanitize
 
 BLOCKS = "▁▂▃▄▅▆▇█"
+_MIN_BAR = 4
 STATUS_STYLE = {"failed": "bold red", "finished": "green", "training": "cyan", "starting": "yellow",
                 "no-iterations": "magenta", "stalled": "bold yellow"}
 
@@ -60,14 +62,30 @@ def duration(seconds: Optional[float]) -> str:
     return f"{seconds / 86400:.1f}d"
 
 
+class Fitted:
+    """A renderable built for the width it is drawn at: a panel's bars shrink with
+    the panel instead of wrapping their figures onto a line of their own."""
+
+    def __init__(self, build: Callable[[int], Text]) -> None:
+        self.build = build
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield self.build(options.max_width)
+
+
 def bars(items: Sequence[tuple[str, float]], total: Optional[float], width: int = 30,
-         unit: str = "ms") -> Text:
-    """One line per item: name, a bar scaled to the largest, value and share of ``total``."""
+         unit: str = "ms", line_width: Optional[int] = None) -> Text:
+    """One line per item: name, a bar scaled to the largest, value and share of
+    ``total``; within ``line_width`` columns when given (the bars shrink first)."""
     out = Text()
     if not items:
         return Text("(nothing logged yet)", style="dim")
     biggest = max((v for _, v in items if math.isfinite(v)), default=0.0) or 1.0
     name_w = min(34, max(len(sanitize(n)) for n, _ in items))
+    if line_width is not None:
+        figures = 1 + 1 + 10 + 1 + len(unit) + (7 if total else 0)
+        name_w = max(1, min(name_w, line_width - figures - _MIN_BAR))
+        width = max(_MIN_BAR, min(width, line_width - figures - name_w))
     for i, (name, value) in enumerate(items):
         if i:
             out.append("\n")
@@ -81,10 +99,13 @@ def bars(items: Sequence[tuple[str, float]], total: Optional[float], width: int 
     return out
 
 
-def timeline(phases: Sequence[dict], width: int = 40) -> Text:
-    """Startup phases as horizontal bars with their real durations."""
+def timeline(phases: Sequence[dict], width: int = 40, line_width: Optional[int] = None) -> Text:
+    """Startup phases as horizontal bars with their real durations (within
+    ``line_width`` columns when given: the bars shrink)."""
     if len(phases) < 2:
         return Text("(no job-start mark and first step yet)", style="dim")
+    if line_width is not None:
+        width = max(_MIN_BAR, min(width, line_width - 36))  # name 24 + space, duration 11
     total = phases[-1]["offset_s"] or 1.0
     out = Text()
     for i in range(len(phases) - 1):
