@@ -14,6 +14,7 @@ from .failures import FailureParser
 from .hf_trainer import HFTrainerParser
 from .launcher import LauncherParser
 from .megatron import MegatronParser
+from .mlperf import MLPerfParser
 from .progress import ProgressParser
 from .timers import TimerParser
 from .torchtitan import TorchTitanParser
@@ -26,6 +27,7 @@ ALL_PARSERS: tuple[type[LineParser], ...] = (
     TimerParser,
     HFTrainerParser,
     TorchTitanParser,
+    MLPerfParser,
     LauncherParser,
     ProgressParser,
     FailureParser,

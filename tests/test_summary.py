@@ -84,6 +84,18 @@ def test_torchtitan_run():
     assert s["loss_last"] == 4.28883
 
 
+def test_mlperf_run():
+    """An MLPerf mllog run: its phases from init_start to the first tracked step
+    (stamped by time_ms; every rank's init_start counts once), the step times,
+    the batch and sequence length, and a run_stop with status success."""
+    s = summary_of(FORMATS / "mlperf-run.log")
+    assert s["framework"] == "mlperf" and s["status"] == "finished"
+    assert s["steps_seen"] == 6 and s["global_batch"] == 512 and s["seq_length"] == 2048
+    assert [p["name"] for p in s["startup"]] == ["job-start", "initialized", "training-start", "first-step"]
+    assert s["startup_s"] == pytest.approx(139.1, abs=0.1)
+    assert 4000 < s["iter_time_ms"]["median"] < 4200
+
+
 @pytest.mark.parametrize("name,kind", [("oom-run.log", "oom"), ("nccl-timeout-555001.out", "nccl"),
                                        ("cancelled-777001.out", "cancelled"),
                                        ("no-iterations-888001.out", "no-iterations")])

@@ -1,0 +1,130 @@
+"""MLPerf Training's ``mllog`` records: one JSON object a line after ``:::MLLOG``,
+whatever framework runs underneath (NeMo, Megatron-DeepSpeed, Pax)::
+
+    :::MLLOG {"namespace": "", "time_ms": 1696466368958, "event_type": "POINT_IN_TIME",
+              "key": "tracked_stats", "value": {"train_step_timing": 11.39}, "metadata": {..., "step": 4194304}}
+
+The run's phases (``init_start``, ``init_stop``, ``run_start``) are startup
+milestones stamped with ``time_ms``; ``tracked_stats`` with a step time is a step
+(numbered as the record numbers it: NVIDIA's count samples); the model and batch
+keys size the run; ``run_stop`` with status ``success`` ends it.  Evaluation
+records (``eval_accuracy``: a log perplexity for GPT-3) are no training loss and
+are passed over.
+"""
+from __future__ import annotations
+
+import json
+import math
+from typing import Any, Optional
+
+from .base import LineContext, LineParser, Sample, compile_sniff
+from .events import Event, Exit, Milestone, RunConfig, Step
+
+_MAX_RECORD = 64 * 1024  # a record is a few hundred bytes; a longer line is no record to trust
+_PHASES = {"init_start": "job-start", "init_stop": "initialized", "run_start": "training-start"}
+_CONFIG_KEYS = {"global_batch_size": "global_batch", "max_sequence_length": "seq_length",
+                "sequence_length": "seq_length", "num_layers": "num_layers", "num_heads": "num_heads",
+                "hidden_size": "hidden_size"}
+
+
+class MLPerfParser(LineParser):
+    name = "mlperf"
+    framework = "mlperf"
+    SNIFF = compile_sniff(r":::MLLOG \{")
+    ROUTES = ((r":::MLLOG \{", "_on_record"),)
+    ONCE_FLAGS = ("_announced", "_started", "_initialized", "_running")
+
+    SAMPLES = (
+        Sample(':::MLLOG {"namespace": "", "time_ms": 1696466368958, "event_type": "POINT_IN_TIME", '
+               '"key": "tracked_stats", "value": {"train_step_timing": 11.396877765655518}, "metadata": '
+               '{"file": "/workspace/llm/custom_callbacks.py", "lineno": 277, "step": 4194304}}', "step",
+               {"step": 4194304, "elapsed_ms": 11396.877765655518, "wall_time": 1696466368.958}),
+        Sample(':::MLLOG {"namespace": "", "time_ms": 1696459603967, "event_type": "INTERVAL_START", '
+               '"key": "init_start", "value": null, "metadata": {"file": "/usr/local/lib/python3.10/site-packages/'
+               'paxml/tasks/lm/params/c4_mllog.py", "lineno": 144}}', "milestone",
+               {"name": "job-start", "wall_time": 1696459603.967}),
+        Sample(':::MLLOG {"namespace": "", "time_ms": 1696460912474, "event_type": "INTERVAL_START", '
+               '"key": "run_start", "value": null, "metadata": {"file": "gpt3.py", "lineno": 188}}', "milestone",
+               {"name": "training-start", "wall_time": 1696460912.474}),
+        Sample(':::MLLOG {"namespace": "", "time_ms": 1696466228407, "event_type": "POINT_IN_TIME", '
+               '"key": "global_batch_size", "value": 2048, "metadata": {"file": "/workspace/llm/custom_callbacks.py", '
+               '"lineno": 295}}', "run_config", {"global_batch": 2048}),
+        Sample(':::MLLOG {"namespace": "", "time_ms": 1696463580787, "event_type": "INTERVAL_END", "key": "run_stop", '
+               '"value": null, "metadata": {"file": "c4_mllog.py", "lineno": 65, "status": "success"}}', "exit",
+               {"iteration": 100663296, "wall_time": 1696463580.787},
+               context=(':::MLLOG {"namespace": "", "time_ms": 1696432628540, "event_type": "POINT_IN_TIME", '
+                        '"key": "eval_accuracy", "value": 2.7495551109313965, "metadata": {"file": "training.py", '
+                        '"lineno": 1469, "epoch_num": 100663296}}',)),
+        Sample(':::MLLOG {"namespace": "", "time_ms": 1696432628540, "event_type": "POINT_IN_TIME", '
+               '"key": "eval_accuracy", "value": 2.7495551109313965, "metadata": {"file": "training.py", '
+               '"lineno": 1469, "epoch_num": 50331648}}', None),
+        Sample(':::MLLOG {"namespace": "", "time_ms": 1696463580787, "event_type": "INTERVAL_END", "key": "run_stop", '
+               '"value": null, "metadata": {"status": "aborted"}}', None),
+        Sample(':::MLLOG {"key": "tracked_stats", "value": {"train_step_timing": "n/a"}, "metadata": {"step": 1}',
+               None),  # cut short: no JSON
+    )
+
+    def __init__(self, file: str = "") -> None:
+        super().__init__(file)
+        self._announced = False
+        self._started = False
+        self._initialized = False
+        self._running = False
+        self._progress: Optional[int] = None  # the latest step or sample count a record gave
+
+    def _on_record(self, body: str, ctx: LineContext) -> list[Event]:
+        start = body.find(":::MLLOG {")
+        if start < 0 or len(body) - start > _MAX_RECORD:
+            return []
+        try:
+            record = json.loads(body[start + 9:])
+        except (ValueError, RecursionError):  # cut short, or nested past the interpreter's depth
+            return []
+        if not isinstance(record, dict):
+            return []
+        key = record.get("key")
+        meta = record.get("metadata") if isinstance(record.get("metadata"), dict) else {}
+        stamp = _number(record.get("time_ms"))
+        wall = stamp / 1000.0 if stamp is not None else ctx.wall_time
+        progress = _count(meta.get("step"), meta.get("epoch_num"))
+        if progress is not None:
+            self._progress = progress
+        events: list[Event] = []
+        if key in _PHASES:
+            flag = {"init_start": "_started", "init_stop": "_initialized", "run_start": "_running"}[key]
+            if self.first_time(flag):  # every rank logs its own
+                events.append(self._make(Milestone, ctx, wall, name=_PHASES[key]))
+        elif key == "tracked_stats" and isinstance(record.get("value"), dict):
+            seconds = _number(record["value"].get("train_step_timing"))
+            if seconds is not None and progress is not None:
+                events.append(self._make(Step, ctx, wall, step=progress, elapsed_ms=seconds * 1000.0))
+        elif key in _CONFIG_KEYS:
+            value = _count(record.get("value"))
+            if value is not None:
+                events.append(self._make(RunConfig, ctx, wall, **{_CONFIG_KEYS[key]: value}))
+        elif key == "run_stop" and meta.get("status") == "success":
+            events.append(self._make(Exit, ctx, wall, iteration=self._progress))
+        if events and self.first_time("_announced"):
+            if type(events[0]) is RunConfig:
+                events[0] = events[0]._replace(framework=self.framework)
+            else:
+                events.insert(0, self._make(RunConfig, ctx, wall, framework=self.framework))
+        return events
+
+    def _make(self, cls: type, ctx: LineContext, wall: Optional[float], **fields: Any) -> Event:
+        return cls(file=self.file, line=ctx.line, rank=ctx.rank, node=ctx.node, wall_time=wall, **fields)
+
+
+def _number(value: object) -> Optional[float]:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    value = float(value)
+    return value if math.isfinite(value) else None
+
+
+def _count(*values: object) -> Optional[int]:
+    """The first value that is a whole number of at most 18 digits."""
+    for value in values:
+        if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 10 ** 18:
+            return value
+    return None
