@@ -16,7 +16,14 @@ _NCCL = re.compile(r"NCCL error|DistBackendError|ncclUnhandledCudaError|ncclSyst
                    r"|ncclInvalidUsage|ncclRemoteError|Watchdog caught collective operation timeout"
                    r"|NCCL communicator was aborted|NCCL WARN .*(?:[Ee]rror|[Tt]imeout)")
 _KILLED = re.compile(r"^Killed$|^Killed by signal|: Killed$|oom-kill|Out of memory: Killed process"
-                     r"|exit code 137|exited on signal 9")
+                     r"|exit code 137|exited on signal 9"
+                     # bash's report of a child it lost: "slurm_script: line 42: 12345 Killed   python train.py"
+                     r"|: line \d+: +\d+ (?:Killed|Segmentation fault|Aborted|Bus error)"
+                     r"|^Segmentation fault(?: \(core dumped\))?$|Signal (?:11 \(SIGSEGV\)|9 \(SIGKILL\)) received")
+# Slurm's cgroup OOM killer: "slurmstepd: error: Detected 1 oom_kill event in StepId=1234567.0. ..."
+_HOST_OOM = re.compile(r"Detected \d+ oom[_-]kill events?|OOM Killed")
+# PBS: "=>> PBS: job killed: walltime 3620 exceeded limit 3600", "... mem 270gb exceeded limit 256gb"
+_PBS_KILLED = re.compile(r"PBS: job killed: (\w+)(.*)")
 _TRACEBACK = "Traceback (most recent call last)"
 # The exception line that closes a traceback: "ValueError: msg", "torch.distributed.DistBackendError: ..."
 _EXC_LINE = re.compile(r"^\s*([A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Exit|Failure))(?::\s?(.*))?$")
@@ -37,8 +44,10 @@ class FailureParser(LineParser):
         (r"NCCL error", "_on_nccl"), (r"NCCL WARN", "_on_nccl"), (r"nccl[A-Z]", "_on_nccl"),
         (r"NCCL communicator", "_on_nccl"), (r"DistBackendError", "_on_nccl"), (r"Watchdog caught", "_on_nccl"),
         (r"Exited with exit code", "_on_slurm_exit"),
-        (r"Killed", "_on_killed"), (r"oom-kill", "_on_killed"), (r"exit code 137", "_on_killed"),
-        (r"exited on signal", "_on_killed"),
+        (r"Killed", "_on_killed"), (r"oom-kill", "_on_killed"), (r"oom_kill", "_on_killed"),
+        (r"exit code 137", "_on_killed"), (r"exited on signal", "_on_killed"),
+        (r"Segmentation fault", "_on_killed"), (r"SIGSEGV", "_on_killed"), (r"SIGKILL", "_on_killed"),
+        (r"PBS: job killed", "_on_pbs_killed"),
         (r"Error:", "_on_exception"), (r"Exception:", "_on_exception"), (r"Error\n", "_on_exception"),
         (r"Exception\n", "_on_exception"), (r"Interrupt", "_on_exception"), (r"Exit:", "_on_exception"),
         (r"Failure:", "_on_exception"),
@@ -62,6 +71,16 @@ class FailureParser(LineParser):
                context=("Traceback (most recent call last):", '  File "train.py", line 3, in <module>')),
         Sample("ValueError: not inside a traceback", None),
         Sample("Killed", "failure", {"kind": "killed"}),
+        Sample("/var/spool/slurmd/job1234567/slurm_script: line 42: 12345 Killed                  python train.py",
+               "failure", {"kind": "killed"}),
+        Sample("/var/spool/pbs/mom_priv/jobs/123.polaris.SC: line 12: 4567 Segmentation fault      (core dumped) "
+               "python train.py", "failure", {"kind": "killed"}),
+        Sample("slurmstepd: error: Detected 1 oom_kill event in StepId=1234567.0. Some of the step tasks have been "
+               "OOM Killed.", "failure", {"kind": "oom"}),
+        Sample("=>> PBS: job killed: walltime 3620 exceeded limit 3600", "failure",
+               {"kind": "cancelled", "message": "PBS killed the job: walltime 3620 exceeded limit 3600"}),
+        Sample("=>> PBS: job killed: mem 270gb exceeded limit 256gb", "failure", {"kind": "oom"}),
+        Sample("the run was not Killed by anything", None),
         Sample("srun: error: r6i4n5: task 0: Exited with exit code 1", "exit", {"status": 1}),
         Sample("NCCL INFO Channel 00/02 :    0   1   2   3", None),
     )
@@ -101,9 +120,20 @@ class FailureParser(LineParser):
         return [self.make(Exit, ctx, status=int(m.group(1)))] if m else []
 
     def _on_killed(self, body: str, ctx: LineContext) -> list[Event]:
+        if _HOST_OOM.search(body):  # the node ran out of memory: an OOM, if not the GPU's
+            return [self.make(Failure, ctx, kind="oom", message=_message(body))]
         if not _KILLED.search(body.strip()):
             return []
         return [self.make(Failure, ctx, kind="killed", message=_message(body))]
+
+    def _on_pbs_killed(self, body: str, ctx: LineContext) -> list[Event]:
+        m = _PBS_KILLED.search(body)
+        if not m:
+            return []
+        limit = m.group(1).lower()
+        kind = "cancelled" if limit in ("walltime", "cput") else "oom" if limit in ("mem", "vmem", "pmem") \
+            else "killed"
+        return [self.make(Failure, ctx, kind=kind, message=f"PBS killed the job: {(limit + m.group(2)).strip()}"[:500])]
 
     def _on_exception(self, body: str, ctx: LineContext) -> list[Event]:
         if self._in_traceback is None:
