@@ -47,6 +47,7 @@ class FailureParser(LineParser):
         (r"Killed", "_on_killed"), (r"oom-kill", "_on_killed"), (r"oom_kill", "_on_killed"),
         (r"exit code 137", "_on_killed"), (r"exited on signal", "_on_killed"),
         (r"Segmentation fault", "_on_killed"), (r"SIGSEGV", "_on_killed"), (r"SIGKILL", "_on_killed"),
+        (r"Aborted", "_on_killed"), (r"Bus error", "_on_killed"),
         (r"PBS: job killed", "_on_pbs_killed"),
         (r"Error:", "_on_exception"), (r"Exception:", "_on_exception"), (r"Error\n", "_on_exception"),
         (r"Exception\n", "_on_exception"), (r"Interrupt", "_on_exception"), (r"Exit:", "_on_exception"),
@@ -81,6 +82,8 @@ class FailureParser(LineParser):
                {"kind": "cancelled", "message": "PBS killed the job: walltime 3620 exceeded limit 3600"}),
         Sample("=>> PBS: job killed: mem 270gb exceeded limit 256gb", "failure", {"kind": "oom"}),
         Sample("the run was not Killed by anything", None),
+        Sample("job.sh: line 7: 8812 Aborted                 (core dumped) ./train", "failure", {"kind": "killed"}),
+        Sample("Aborted: not a shell's report", None),
         Sample("srun: error: r6i4n5: task 0: Exited with exit code 1", "exit", {"status": 1}),
         Sample("NCCL INFO Channel 00/02 :    0   1   2   3", None),
     )
