@@ -9,7 +9,8 @@ of the shapes hand-written loops print them::
     Step 100 | loss:1.2345 lr:2e-05 tokens_per_second_per_gpu:1234.5      (torchtune)
     {"step": 10, "train/loss": 2.5, "lr": 0.001}                            (JSON lines)
     [2024-02-04 21:30:33] INFO [olmo.train:816, rank=0] [step=1/739328]   (OLMo: a header, then
-        train/CrossEntropyLoss=11.07                                        its metrics a line each)
+        train/CrossEntropyLoss=11.07                                        its metrics a line each;
+    [batch=10/4800]:  /  \t Train loss/train/total: 2.3456                  Composer's alike)
     epoch=1 dt=12.48 train_loss=0.5967 test_loss=0.1435 test_acc=95.56    (an epoch summary)
 
 Each such line is a step: its number (``global_step``, ``num_updates``,
@@ -53,9 +54,10 @@ _SAMPLES = re.compile(r"(?:(\d+(?:\.\d*)?)\s*samples?/s(?:ec)?\b|samples_per_sec
                       r"(\d+(?:\.\d*)?))", re.I)
 _TFLOPS = re.compile(r"(?<![\w.-])(?:TFLOP/s/device|TFLOPs?(?:_per_gpu| per GPU)?)" + _SEP + r"(\d+(?:\.\d*)?)(?![\w.])",
                      re.I)
-_HEADER = re.compile(r"\[step=(\d{1,12})(?:/(\d{1,12}))?\]\s*$")
-_OLMO_LOSS = re.compile(r"\s+train/\w*?(?:Loss|_loss| loss)\s*=\s*(" + _NUMBER + r"|nan|inf)\s*$", re.I)
-_HEADER_REACH = 40  # lines an OLMo header's metrics may follow it by
+_HEADER = re.compile(r"\[(?:step|batch)=(\d{1,12})(?:/(\d{1,12}))?\]:?\s*$")
+# a metric line under a header: OLMo "    train/CrossEntropyLoss=2.345", Composer "\t Train loss/train/total: 2.345"
+_METRIC_LOSS = re.compile(r"\s+((?:train[ /])?[\w/ ]*?loss[\w/]*)\s*[=:]\s*(" + _NUMBER + r"|nan|inf)\s*$", re.I)
+_HEADER_REACH = 60  # lines a header's metrics may follow it by
 # lines other parsers read, or progress bars whose postfix carries a loss
 _OTHERS = re.compile(r"iteration\s*[=:]?\s*\d+\s*/\s*\d+\s*\||\{'loss'|\[titan\]|\]\s*iter=\d|reduced_train_loss|"
                      r"\bsteps: \d+ loss: |\d%\|")
@@ -67,8 +69,9 @@ class ProgressParser(LineParser):
     FALLBACK = True
     SNIFF = compile_sniff(r"(?:[Ss]tep|[Ii]ter|[Bb]atch|[Ee]poch|num_updates)[^\n]{0,200}?[Ll]oss[^\n]{0,8}?[=: ]\s*\d",
                           r"[Ll]oss[=: ][^\n]{0,200}?(?:[Ss]tep|[Ii]ter|[Ee]poch)\w*[=: ]\s*\d",
-                          r"\[step=\d+/\d+\][ \t]*\n")
-    ROUTES = ((r"\[step=\d+(?:/\d+)?\]\s*$", "_on_header"), (r"loss", "_on_line"), (r"Loss", "_on_line"))
+                          r"\[step=\d+/\d+\][ \t]*\n", r"\[batch=\d+/\d+\]:[ \t]*\n")
+    ROUTES = ((r"\[step=\d+(?:/\d+)?\]\s*$", "_on_header"), (r"\[batch=\d+(?:/\d+)?\]:\s*$", "_on_header"),
+              (r"loss", "_on_line"), (r"Loss", "_on_line"))
     ONCE_FLAGS = ("_announced", "_total_reported")
 
     SAMPLES = (
@@ -107,6 +110,9 @@ class ProgressParser(LineParser):
                context=("[2024-02-04 21:30:33] INFO     [olmo.train:816, rank=0] [step=1/739328]",
                         "    train/Perplexity=64,150")),
         Sample("    train/CrossEntropyLoss=2.5", None),  # no step header before it
+        Sample("\t Train loss/train/total: 2.3456", "step", {"step": 10, "loss": 2.3456},
+               context=("[batch=10/4800]:", "\t Train time/batch: 9", "\t Train time/train: 0.0411")),  # Composer
+        Sample("\t Eval loss/eval/total: 2.5", None, context=("[batch=10/4800]:",)),
         Sample("step 250: train loss 2.3456, val loss 2.4567", None),  # an evaluation
         Sample("Batch 3 Loss: nan, lr: 0.0001", "step", {"step": 3, "loss": float("nan")}),
         Sample("step 7 | loss 2.1 | time 0.33", "step", {"step": 7, "loss": 2.1, "elapsed_ms": None}),  # no unit
@@ -122,8 +128,9 @@ class ProgressParser(LineParser):
         self._header: Optional[tuple[int, Optional[int], int]] = None  # OLMo's "[step=N/M]": step, total, line
 
     def _on_header(self, body: str, ctx: LineContext) -> list[Event]:
-        """OLMo logs a step as a header line ending in ``[step=N/M]`` and its metrics
-        on the indented lines after it (``    train/CrossEntropyLoss=2.345``)."""
+        """OLMo and Composer (LLM Foundry) log a step as a header line ending in
+        ``[step=N/M]`` or ``[batch=N/M]:`` and its metrics on the indented lines
+        after it (``    train/CrossEntropyLoss=2.345``, ``\t Train loss/train/total: 2.345``)."""
         m = _HEADER.search(body)
         self._header = (int(m.group(1)), int(m.group(2)) if m.group(2) else None, ctx.line) if m else None
         return []
@@ -140,12 +147,14 @@ class ProgressParser(LineParser):
         return self._step(ctx, step_key, step, total, loss, body)
 
     def _on_metric(self, body: str, ctx: LineContext) -> list[Event]:
-        """An indented ``train/...Loss=x`` line just after an OLMo step header: that step's loss."""
+        """An indented training-loss line just after a step header: that step's loss."""
         header = self._header
         if header is None or not body[:1].isspace() or ctx.line - header[2] > _HEADER_REACH:
             return []
-        m = _OLMO_LOSS.match(body)
-        loss = to_float(m.group(1)) if m else None
+        m = _METRIC_LOSS.match(body)
+        if m is None or _is_eval(m.group(1)):
+            return []
+        loss = to_float(m.group(2))
         if loss is None:
             return []
         self._header = None  # one step a header: its first training loss
@@ -191,14 +200,19 @@ def _train_loss(body: str, eval_ok: bool) -> Optional[float]:
     validation loss (an evaluation) and ``eval_ok`` is false."""
     found = None
     for m in _LOSS.finditer(body):
-        first_word = re.split(r"[_ /-]", m.group(1).lower(), maxsplit=1)[0]
-        if first_word in _EVAL_WORDS:
+        if _is_eval(m.group(1)):
             if not eval_ok:
                 return None
             continue
         if found is None:
             found = to_float(m.group(2))
     return found
+
+
+def _is_eval(key: str) -> bool:
+    """Whether a loss's key names an evaluation: its first word, or a path part."""
+    words = re.split(r"[_ /-]", key.lower())
+    return words[0] in _EVAL_WORDS or any(w in ("eval", "val", "validation") for w in words[1:])
 
 
 def _step_ms(body: str) -> Optional[float]:

@@ -96,3 +96,15 @@ def test_olmo_headers_and_their_metric_lines():
     for block in (2, 5, 100):
         events, _ = _events(lines, block)
         assert [(e.step, e.loss) for e in events if isinstance(e, Step)] == [(1, 10.07), (2, 9.07), (3, 8.07)]
+
+
+def test_composer_batches_and_their_metric_lines():
+    """Composer (LLM Foundry) logs each batch as '[batch=N/M]:' and one metric a
+    line under it; evaluation metrics are no training loss."""
+    lines = []
+    for batch in range(1, 4):
+        lines += [f"[batch={batch}/4800]:", "\t Train time/batch: 0", f"\t Train loss/train/total: {4 - batch}.5",
+                  "\t Train metrics/train/LanguageCrossEntropy: 3.1", "\t Eval loss/eval/total: 9.9"]
+    for block in (3, 100):
+        events, _ = _events(lines, block)
+        assert [(e.step, e.loss) for e in events if isinstance(e, Step)] == [(1, 3.5), (2, 2.5), (3, 1.5)]
