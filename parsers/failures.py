@@ -19,7 +19,7 @@ _KILLED = re.compile(r"^Killed$|^Killed by signal|: Killed$|oom-kill|Out of memo
                      r"|exit code 137|exited on signal 9"
                      # bash's report of a child it lost: "slurm_script: line 42: 12345 Killed   python train.py"
                      r"|: line \d+: +\d+ (?:Killed|Segmentation fault|Aborted|Bus error)"
-                     r"|^Segmentation fault(?: \(core dumped\))?$|Signal (?:11 \(SIGSEGV\)|9 \(SIGKILL\)) received")
+                     r"|^Segmentation fault(?: \(core dumped\))?$")
 # Slurm's cgroup OOM killer: "slurmstepd: error: Detected 1 oom_kill event in StepId=1234567.0. ..."
 _HOST_OOM = re.compile(r"Detected \d+ oom[_-]kill events?|OOM Killed")
 # PBS: "=>> PBS: job killed: walltime 3620 exceeded limit 3600", "... mem 270gb exceeded limit 256gb"
@@ -44,14 +44,15 @@ class FailureParser(LineParser):
         (r"NCCL error", "_on_nccl"), (r"NCCL WARN", "_on_nccl"), (r"nccl[A-Z]", "_on_nccl"),
         (r"NCCL communicator", "_on_nccl"), (r"DistBackendError", "_on_nccl"), (r"Watchdog caught", "_on_nccl"),
         (r"Exited with exit code", "_on_slurm_exit"),
-        (r"Killed", "_on_killed"), (r"oom-kill", "_on_killed"), (r"oom_kill", "_on_killed"),
+        # few anchors: the trigger scanner is fastest with at most 64 (see tuimon.scan).  Slurm's
+        # "... oom_kill event ... OOM Killed." comes through "Killed"
+        (r"Killed", "_on_killed"), (r"oom-kill", "_on_killed"),
         (r"exit code 137", "_on_killed"), (r"exited on signal", "_on_killed"),
-        (r"Segmentation fault", "_on_killed"), (r"SIGSEGV", "_on_killed"), (r"SIGKILL", "_on_killed"),
-        (r"Aborted", "_on_killed"), (r"Bus error", "_on_killed"),
+        (r"Segmentation fault", "_on_killed"),
+        (r": line \d+: +\d+ (?:Aborted|Bus error)", "_on_killed"),
         (r"PBS: job killed", "_on_pbs_killed"),
-        (r"Error:", "_on_exception"), (r"Exception:", "_on_exception"), (r"Error\n", "_on_exception"),
-        (r"Exception\n", "_on_exception"), (r"Interrupt", "_on_exception"), (r"Exit:", "_on_exception"),
-        (r"Failure:", "_on_exception"),
+        (r"Error(?::|\n)", "_on_exception"), (r"Exception(?::|\n)", "_on_exception"), (r"Interrupt", "_on_exception"),
+        (r"Exit:", "_on_exception"), (r"Failure:", "_on_exception"),
     )
 
     SAMPLES = (

@@ -22,9 +22,10 @@ class LauncherParser(LineParser):
     SNIFF = None  # always on: these lines appear in logs of every framework
     ROUTES = ((r"Job started at: ", "_on_job_started"), (r"\] - RANK: \d", "_on_ezpz_rank"),
               (r"\]\s*iter=\d", "_on_ezpz_iter"),
-              (r"--(?:num-layers|num_layers|hidden-size|hidden_size)[ =]\d", "_on_flags"),
+              # few and short anchors: the trigger scanner is fastest with at most 64 (see tuimon.scan)
+              (r"--(?:num|hidden)[-_](?:layers|size)[ =]\d", "_on_flags"),
               (r"Initializing torch distributed", "_on_dist_init"), (r"init_process_group", "_on_dist_init"),
-              (r"store-based barrier", "_on_dist_init"), (r"store_based_barrier_key", "_on_dist_init"),
+              (r"store[-_]based[ _]barrier", "_on_dist_init"),
               (r"torch\.distributed initialized", "_on_dist_init"))
 
     SAMPLES = (

@@ -67,9 +67,10 @@ class ProgressParser(LineParser):
     name = "progress"
     framework = "custom"
     FALLBACK = True
-    SNIFF = compile_sniff(r"(?:[Ss]tep|[Ii]ter|[Bb]atch|[Ee]poch|num_updates)[^\n]{0,200}?[Ll]oss[^\n]{0,8}?[=: ]\s*\d",
-                          r"[Ll]oss[=: ][^\n]{0,200}?(?:[Ss]tep|[Ii]ter|[Ee]poch)\w*[=: ]\s*\d",
-                          r"\[step=\d+/\d+\][ \t]*\n", r"\[batch=\d+/\d+\]:[ \t]*\n")
+    # a loss with a number, anywhere: cheap to confirm (no step searched for around it), and
+    # waking is cheap too; a file whose framework parser wakes drops this one at once
+    SNIFF = compile_sniff(r"[Ll]oss[^\n]{0,8}?[=: ]\s*[-+.\d]", r"\[step=\d+/\d+\][ \t]*\n",
+                          r"\[batch=\d+/\d+\]:[ \t]*\n")
     ROUTES = ((r"\[step=\d+(?:/\d+)?\]\s*$", "_on_header"), (r"\[batch=\d+(?:/\d+)?\]:\s*$", "_on_header"),
               (r"loss", "_on_line"), (r"Loss", "_on_line"))
     ONCE_FLAGS = ("_announced", "_total_reported")

@@ -229,3 +229,51 @@ def test_dormant_parsers_are_woken_by_the_scan_of_their_block(scanner):
     ds = "[2024-01-01 10:00:00,000] [INFO] [logging.py:96:log_dist] [Rank 0] step=3, skipped=0, lr=[0.1]\n"
     events = expand(ps.feed_block(ds, 103))
     assert "deepspeed" in ps.active_names and [e.type for e in events if e.type == "step"] == ["step"]
+
+
+@needs_ac
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.lists(st.one_of(st.sampled_from(FRAGMENTS), st.text(max_size=6)), max_size=6), max_size=12),
+       st.sampled_from([1, 5, 16, 40]))
+def test_anchors_split_between_automata_find_the_same_lines(lines, per_automaton):
+    """Past scan.MAX_PACKED anchors the scanner runs several automata and merges
+    their matches (overlaps looked for within each): the lines found are the
+    stdlib scanner's, at any split."""
+    size = per_automaton
+    text = "".join("".join(parts).replace("\n", " ") + "\n" for parts in lines)
+    saved = scan.MAX_PACKED
+    scan.MAX_PACKED = size
+    try:
+        scanner = scan.AnchorScanner(TRIGGERS)
+    finally:
+        scan.MAX_PACKED = saved
+    assert len(scanner._parts) == -(-len(scanner._anchors) // size)
+    assert norm(scanner.scan(text)) == norm(FindScanner(TRIGGERS).scan(text))
+    same_lines(scanner, text)
+    same_lines(scanner, text.encode("ascii", "replace").decode())
+
+
+@needs_ac
+def test_anchors_held_by_other_anchors_are_found_through_them():
+    """'> building train, validation' holds 'building ': only the shorter one is
+    looked for, and the longer trigger is confirmed on its lines."""
+    s = scan.AnchorScanner(("building ", "> building train, validation", "Error:", r"Error\n"))
+    assert sorted(s._anchors) == ["Error", "building "]
+    text = "> building train, validation, and test datasets ...\nbuilding GPT model\nError: x\nno Error\n"
+    assert norm(s.scan(text)) == norm(FindScanner(s.triggers).scan(text))
+    same_lines(s, text)
+
+
+@needs_ac
+def test_the_common_parser_sets_fit_one_automaton():
+    """aho-corasick's packed search takes at most 64 patterns (MAX_PACKED): a
+    65th made the scan of a 1 MB block four times slower.  A file of one framework,
+    or Megatron-DeepSpeed's (Megatron, DeepSpeed and timers on), fits one automaton;
+    a parser or pattern more must stay within it (or make a second automaton)."""
+    from parsers.dispatch import ParserSet
+    by_name = {cls.name: cls for cls in ALL_PARSERS}
+    for woken in ([], ["megatron"], ["deepspeed"], ["megatron", "timers"], ["megatron", "deepspeed", "timers"],
+                  ["hf-trainer"], ["torchtitan"], ["mlperf"], ["progress"]):
+        ps = ParserSet("x.log", ALL_PARSERS, scanner=scan.trigger_scanner)
+        ps._wake([by_name[n] for n in woken])
+        assert len(ps._scanner._parts) == 1, (woken, len(ps._scanner._anchors))

@@ -30,6 +30,12 @@ except ImportError:  # pragma: no cover - exercised only where the wheel is miss
     ahocorasick_rs = None
 
 
+#: aho-corasick's packed (Teddy) search, which the automaton uses as its prefilter,
+#: takes at most 64 patterns: with 65 a 1 MB block took 2.0 ms instead of 0.5 ms.
+#: More anchors than this are split between automata of at most this many.
+MAX_PACKED = 64
+
+
 class AnchorScanner(Scanner):
     def __init__(self, triggers: Sequence[str]) -> None:
         self.triggers = tuple(triggers)
@@ -40,35 +46,51 @@ class AnchorScanner(Scanner):
         #            None: it is searched for within the line's bounds, else in a copy of the line)]
         self._confirm: list[list[tuple[int, Optional[re.Pattern[str]], Optional[bool]]]] = []
         self._regex_only: list[tuple[int, re.Pattern[str]]] = []
+        wanted: list[tuple[int, Optional[str], list[str]]] = []  # (trigger, its literal, its anchors)
         for idx, trigger in enumerate(self.triggers):
             literal = literal_of(trigger)
             found = [literal] if literal else _anchors_for(trigger)
             if not found or any("\n" in a for a in found):
                 self._regex_only.append((idx, re.compile(trigger)))
                 continue
-            for anchor in found:
+            wanted.append((idx, literal, found))
+        # an anchor holding another is found through it (a line with "Error:" has "Error"):
+        # fewer anchors, and the automaton stays within MAX_PACKED
+        within = _shortest_within({a for _, _, found in wanted for a in found})
+        for idx, literal, found in wanted:
+            for anchor in dict.fromkeys(within[a] for a in found):
                 k = anchor_index.get(anchor)
                 if k is None:
                     k = anchor_index[anchor] = len(anchors)
                     anchors.append(anchor)
                     self._confirm.append([])
-                at_anchor = not literal and _starts_with(trigger, anchor)
-                if not literal and not at_anchor and _reads_only_its_line(trigger):
+                if literal == anchor:
+                    self._confirm[k].append((idx, None, False))
+                    continue
+                trigger = self.triggers[idx]
+                at_anchor = _starts_with(trigger, anchor)
+                if not at_anchor and _reads_only_its_line(trigger):
                     at_anchor = None  # searched in place: no copy of the line
-                self._confirm[k].append((idx, None if literal else re.compile(trigger), at_anchor))
+                self._confirm[k].append((idx, re.compile(trigger), at_anchor))
         self._anchors = tuple(anchors)
         self._plain = [group[0][0] if len(group) == 1 and group[0][1] is None else -1 for group in self._confirm]
         self._plain_array = np.array(self._plain, dtype=np.int64)
-        # per anchor: (other anchor, offset, its code points) that may start inside a match of it
-        self._overlaps = [tuple((j, off, np.array([ord(c) for c in self._anchors[j]], dtype=np.int64))
-                                for j, off in found) for found in _overlaps(self._anchors)]
-        self._overlapping = np.array([bool(found) for found in self._overlaps] or [False], dtype=bool)
         # leftmost-first runs three times faster than reporting every overlapping match
-        # (it skips ahead); the matches it passes over are found from _overlaps
+        # (it skips ahead); the matches it passes over are found from _overlaps, which
+        # are looked for among the anchors of the same automaton
         leftmost = ahocorasick_rs.MatchKind.LeftmostFirst
-        self._ac_str = ahocorasick_rs.AhoCorasick(anchors, matchkind=leftmost) if anchors else None
-        self._ac_bytes = ahocorasick_rs.BytesAhoCorasick([a.encode() for a in anchors],
-                                                         matchkind=leftmost) if anchors else None
+        self._parts = [range(at, min(at + MAX_PACKED, len(anchors))) for at in range(0, len(anchors), MAX_PACKED)]
+        # per anchor: (other anchor, offset, its code points) that may start inside a match of it
+        self._overlaps: list[tuple] = [()] * len(anchors)
+        for part in self._parts:
+            for k, found_in in zip(part, _overlaps([anchors[i] for i in part])):
+                self._overlaps[k] = tuple((part[j], off, np.array([ord(c) for c in anchors[part[j]]], dtype=np.int64))
+                                          for j, off in found_in)
+        self._overlapping = np.array([bool(found) for found in self._overlaps] or [False], dtype=bool)
+        self._ac_str = [ahocorasick_rs.AhoCorasick([anchors[i] for i in part], matchkind=leftmost)
+                        for part in self._parts]
+        self._ac_bytes = [ahocorasick_rs.BytesAhoCorasick([anchors[i].encode() for i in part], matchkind=leftmost)
+                          for part in self._parts]
         self._rest = FindScanner([self.triggers[i] for i, _ in self._regex_only]) if self._regex_only else None
 
     def scan(self, text: str) -> Hits:
@@ -78,7 +100,7 @@ class AnchorScanner(Scanner):
     def lines(self, text: str, layout: Optional[tuple[bytes, np.ndarray]] = None) -> HitLines:
         """``layout``: the text's ASCII bytes and newline offsets, when the framing
         has them (:class:`tuimon.sources.framing.Block`)."""
-        if self._ac_str is None:
+        if not self._ac_str:
             return Scanner.lines(self, text)
         newlines = None
         if layout is not None:
@@ -88,14 +110,23 @@ class AnchorScanner(Scanner):
         else:
             data = None
         if data is not None:
-            matches = self._ac_bytes.find_matches_as_indexes(data)
             codes = np.frombuffer(data, dtype=np.uint8)
         else:  # character offsets; one 32-bit code a character locates the newlines
-            matches = self._ac_str.find_matches_as_indexes(text)
             codes = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
-        if matches:
-            table = np.frombuffer(struct.pack(f"{3 * len(matches)}q", *chain.from_iterable(matches)), dtype=np.int64)
-            kind, at = self._with_overlapped(codes, table[0::3], table[1::3])
+        found_parts = []
+        for part, ac in zip(self._parts, self._ac_bytes if data is not None else self._ac_str):
+            matches = ac.find_matches_as_indexes(data if data is not None else text)
+            if matches:
+                table = np.frombuffer(struct.pack(f"{3 * len(matches)}q", *chain.from_iterable(matches)),
+                                      dtype=np.int64)
+                found_parts.append(self._with_overlapped(codes, table[0::3] + part.start, table[1::3]))
+        if len(found_parts) > 1:  # matches of several automata: in text order
+            kind, at = np.concatenate([k for k, _ in found_parts]), np.concatenate([a for _, a in found_parts])
+            order = np.argsort(at, kind="stable")
+            kind, at = kind[order], at[order]
+        elif found_parts:
+            kind, at = found_parts[0]
+        if found_parts:
             if newlines is None:
                 newlines = np.flatnonzero(codes == 10)
             found, line_starts = self._collect(text, newlines, kind, at)
@@ -229,6 +260,13 @@ def _groups(keys: np.ndarray) -> dict[int, list[int]]:
 
 def _first_index(group: tuple[int, list[int]]) -> int:
     return group[1][0]
+
+
+def _shortest_within(anchors: set[str]) -> dict[str, str]:
+    """Anchor -> the anchor to look for instead: the longest other anchor it holds
+    that holds none itself (every line with the first has it), else itself."""
+    minimal = [a for a in anchors if not any(b != a and b in a for b in anchors)]
+    return {a: max((b for b in minimal if b in a), key=len) for a in anchors}
 
 
 def _overlaps(anchors: Sequence[str]) -> list[tuple[tuple[int, int], ...]]:
