@@ -3,7 +3,7 @@
 Parsers keep state from line to line, so a file cannot simply be cut in pieces.
 Instead (speculate, then check):
 
-* the file is cut at line boundaries into pieces (four a worker, the last ones
+* the file is cut at line boundaries into pieces (three a worker, the last ones
   smaller: :func:`piece_weights`);
 * every piece is parsed by a worker process from a fresh parser set (*warm*:
   once-only events assumed reported, unless the piece starts the file), which
@@ -50,6 +50,11 @@ from .ingest import READ_SIZE, FileParser, ParseStats, parse_file
 from .scan import trigger_scanner
 
 SPLIT_FROM = 48 << 20  # a smaller file is parsed whole, beside other files
+# each piece costs its worker 20-30 ms (joining, packing, pickling its results) and this
+# process as much (reading them, settling); fewer and bigger ones leave this process more
+# to take in once the workers are done.  Three: 0.97 of the CPU and wall of four on the
+# 300 MB bench log (12 alternating pairs), two: 1.03-1.05 of three
+PIECES_PER_WORKER = 3
 MIN_PIECE = 8 << 20  # each piece costs a few lines parsed again here, and a process's turn
 MAX_PIECE = 256 << 20  # a piece's events wait in memory until its turn
 # A worker's state settles to this process's within a few lines of a piece (the next
@@ -359,7 +364,7 @@ def _array_of(values: list):
 def parse_file_parallel(path: Path, label: str, sink: Callable[[list[Event]], None], *,
                         pieces: Optional[int] = None, workers: Optional[int] = None,
                         read_size: int = PIECE_READ_SIZE) -> tuple[ParseStats, dict]:
-    """Parse ``path`` in ``pieces`` (default: four a worker, at least 8 MB and at
+    """Parse ``path`` in ``pieces`` (default: PIECES_PER_WORKER a worker, at least 8 MB and at
     most 256 MB each, which bounds memory; see :func:`piece_weights`) on
     ``workers`` processes (default: one a core); events reach ``sink`` in file
     order.  Returns the parse stats and what happened: pieces, blocks read again
@@ -368,10 +373,10 @@ def parse_file_parallel(path: Path, label: str, sink: Callable[[list[Event]], No
     workers = workers or cores()
     weights = None
     if pieces is None:
-        # four pieces a worker, the last ones smaller (piece_weights): this process
+        # a few pieces a worker, the last ones smaller (piece_weights): this process
         # takes in one piece's results while the workers parse the next ones, and
         # is left with little once they are done
-        pieces = max(1, min(4 * workers, size // MIN_PIECE))
+        pieces = max(1, min(PIECES_PER_WORKER * workers, size // MIN_PIECE))
         weights = piece_weights(pieces, workers)
         while max(weights) * size // sum(weights) > MAX_PIECE:
             pieces += 1
