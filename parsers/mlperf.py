@@ -6,7 +6,7 @@ whatever framework runs underneath (NeMo, Megatron-DeepSpeed, Pax)::
 
 The run's phases (``init_start``, ``init_stop``, ``run_start``) are startup
 milestones stamped with ``time_ms``; ``tracked_stats`` with a step time is a step
-(numbered as the record numbers it: NVIDIA's count samples); the model and batch
+(without a number: the record's counts tokens or samples); the model and batch
 keys size the run; ``run_stop`` with status ``success`` ends it.  Evaluation
 records (``eval_accuracy``: a log perplexity for GPT-3) are no training loss and
 are passed over.
@@ -38,7 +38,7 @@ class MLPerfParser(LineParser):
         Sample(':::MLLOG {"namespace": "", "time_ms": 1696466368958, "event_type": "POINT_IN_TIME", '
                '"key": "tracked_stats", "value": {"train_step_timing": 11.396877765655518}, "metadata": '
                '{"file": "/workspace/llm/custom_callbacks.py", "lineno": 277, "step": 4194304}}', "step",
-               {"step": 4194304, "elapsed_ms": 11396.877765655518, "wall_time": 1696466368.958}),
+               {"step": None, "elapsed_ms": 11396.877765655518, "wall_time": 1696466368.958}),
         Sample(':::MLLOG {"namespace": "", "time_ms": 1696459603967, "event_type": "INTERVAL_START", '
                '"key": "init_start", "value": null, "metadata": {"file": "/usr/local/lib/python3.10/site-packages/'
                'paxml/tasks/lm/params/c4_mllog.py", "lineno": 144}}', "milestone",
@@ -96,8 +96,10 @@ class MLPerfParser(LineParser):
                 events.append(self._make(Milestone, ctx, wall, name=_PHASES[key]))
         elif key == "tracked_stats" and isinstance(record.get("value"), dict):
             seconds = _number(record["value"].get("train_step_timing"))
-            if seconds is not None and progress is not None:
-                events.append(self._make(Step, ctx, wall, step=progress, elapsed_ms=seconds * 1000.0))
+            if seconds is not None:
+                # no step number: the record's "step" counts what the benchmark counts (tokens for
+                # NVIDIA's GPT-3: 4194304 a step), which would read as an iteration in the tables
+                events.append(self._make(Step, ctx, wall, elapsed_ms=seconds * 1000.0))
         elif key in _CONFIG_KEYS:
             value = _count(record.get("value"))
             if value is not None:
