@@ -277,3 +277,25 @@ def test_bars_and_timeline_fit_their_panel(line_width):
         lines = text.plain.split("\n")
         assert all(len(line) <= line_width for line in lines), (line_width, lines)
         assert all(line.rstrip().endswith(("s", "%")) for line in lines[:-1])  # the figures stay on their line
+
+
+def test_chart_label_keeps_to_one_line():
+    """A chart's label drops its figures from the right to stay on one line (a
+    wrapped label pushed the chart down a row at 150 columns)."""
+    from rich.console import Console
+
+    from tuimon.ui.job import Chart
+    chart = Chart("iteration time (s)", "chart-x")
+    shown = {}
+
+    class Label:
+        def update(self, renderable):
+            shown["r"] = renderable
+
+    chart.query_one = lambda selector, *_: Label() if "label" in str(selector) else type("S", (), {})()
+    chart.show([5.82, 6.11, 9.65], ".2f")
+    for width, want in ((80, "iteration time (s)  last 9.65  min 5.82  max 9.65"),
+                        (44, "iteration time (s)  last 9.65  min 5.82"), (20, "iteration time (s)")):
+        console = Console(width=width, record=True)
+        console.print(shown["r"])
+        assert console.export_text().rstrip("\n") == want

@@ -37,9 +37,20 @@ class Chart(Vertical):
 
     def show(self, values: list[float], fmt: str) -> None:
         self.query_one(Sparkline).data = values  # none: a flat baseline (one value would fill the chart)
-        label = self.title if not values else (
-            f"{self.title}  last {values[-1]:{fmt}}  min {min(values):{fmt}}  max {max(values):{fmt}}")
-        self.query_one(f"#{self.chart_id}-label", Static).update(Text(label))
+        if not values:
+            self.query_one(f"#{self.chart_id}-label", Static).update(Text(self.title))
+            return
+        figures = [f"last {values[-1]:{fmt}}", f"min {min(values):{fmt}}", f"max {max(values):{fmt}}"]
+        title = self.title
+
+        def label(width: int) -> Text:
+            """One line: the figures that fit after the title (a wrapped label pushed the chart down)."""
+            parts = [title] + figures
+            while len(parts) > 1 and len("  ".join(parts)) > width:
+                parts.pop()
+            return Text("  ".join(parts), no_wrap=True, overflow="ellipsis")
+
+        self.query_one(f"#{self.chart_id}-label", Static).update(Fitted(label))
 
 
 class JobScreen(Screen):
