@@ -1,6 +1,7 @@
 """The app driven through Textual's Pilot: navigation, live updates, untrusted text."""
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 from pathlib import Path
@@ -224,45 +225,43 @@ def rows_keys(table):
     return [k.value.rsplit("/", 1)[-1] for k in table.rows]
 
 
-async def test_a_chart_without_values_stays_flat(tmp_path):
-    """A Hugging Face Trainer run reports no TFLOPs: its chart is a flat baseline
-    with its bare title (one filler value would fill Textual's Sparkline), while the
-    step-time chart shows its values."""
+@contextlib.asynccontextmanager
+async def job_screen(tmp_path, fixture: str, ready: str):
+    """The app on one per-format fixture run, its job screen open once the chart
+    ``ready`` has values."""
     from textual.widgets import Sparkline
     from tests.conftest import FORMATS
     d = tmp_path / "logs"
     d.mkdir()
-    shutil.copy(FORMATS / "hf-trainer-run.log", d / "hf-trainer-run.log")
+    shutil.copy(FORMATS / fixture, d / fixture)
     app = TuimonApp(loaded_session([d]))
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: len(rows(app)) == 1)
         await pilot.press("enter")
         await until(pilot, lambda: isinstance(app.screen, JobScreen)
-                    and app.screen.query_one("#chart-iter", Sparkline).data)
-        screen = app.screen
+                    and app.screen.query_one(ready, Sparkline).data)
+        yield app.screen
+        await pilot.press("q")
+
+
+async def test_a_chart_without_values_stays_flat(tmp_path):
+    """A Hugging Face Trainer run reports no TFLOPs: its chart is a flat baseline
+    with its bare title (one filler value would fill Textual's Sparkline), while the
+    step-time chart shows its values."""
+    from textual.widgets import Sparkline
+    async with job_screen(tmp_path, "hf-trainer-run.log", "#chart-iter") as screen:
         assert list(screen.query_one("#chart-tflops", Sparkline).data) == []
         assert str(screen.query_one("#chart-tflops-label").render()) == "TFLOPs/GPU"
         assert len(screen.query_one("#chart-iter", Sparkline).data) == 10
-        await pilot.press("q")
 
 
 async def test_tflops_of_a_run_that_logs_steps(tmp_path):
     """A TorchTitan run has no iteration lines; the TFLOPs a GPU its step lines
     report are its chart (it was empty)."""
     from textual.widgets import Sparkline
-    from tests.conftest import FORMATS
-    d = tmp_path / "logs"
-    d.mkdir()
-    shutil.copy(FORMATS / "torchtitan-run.log", d / "torchtitan-run.log")
-    app = TuimonApp(loaded_session([d]))
-    async with app.run_test(size=SIZE) as pilot:
-        await until(pilot, lambda: len(rows(app)) == 1)
-        await pilot.press("enter")
-        await until(pilot, lambda: isinstance(app.screen, JobScreen)
-                    and app.screen.query_one("#chart-loss", Sparkline).data)
-        data = list(app.screen.query_one("#chart-tflops", Sparkline).data)
+    async with job_screen(tmp_path, "torchtitan-run.log", "#chart-loss") as screen:
+        data = list(screen.query_one("#chart-tflops", Sparkline).data)
         assert len(data) == 9 and 44 < data[-1] < 48
-        await pilot.press("q")
 
 
 @pytest.mark.parametrize("line_width", [40, 60, 75, 120])
