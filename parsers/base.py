@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar, Optional, Pattern
 
-from .events import Event
+from .events import Event, RunConfig
 from .triggers import required_anchors
 
 
@@ -137,6 +137,16 @@ class LineParser:
     def flush(self) -> list[Event]:
         """Events held back waiting for more lines (called at end of input)."""
         return []
+
+    def announce(self, events: list[Event], ctx: LineContext) -> list[Event]:
+        """A line's events, led by the run's framework the first time a line gives any
+        (into a RunConfig that already leads them); ``_announced`` is a once-only flag."""
+        if events and self.first_time("_announced"):
+            if type(events[0]) is RunConfig and events[0].framework is None:
+                events[0] = events[0]._replace(framework=self.framework)
+            else:
+                events.insert(0, self.make(RunConfig, ctx, framework=self.framework))
+        return events
 
     def make(self, cls: type[Event], ctx: LineContext, **fields: Any) -> Event:
         return cls(file=self.file, line=ctx.line, rank=ctx.rank, node=ctx.node,

@@ -87,16 +87,11 @@ class DeepSpeedParser(LineParser):
         self._mem_label: Optional[str] = None
         self._announced = False
 
-    def _announce(self, events: list[Event], ctx: LineContext) -> list[Event]:
-        if events and self.first_time("_announced"):
-            events.insert(0, self.make(RunConfig, ctx, framework=self.framework))
-        return events
-
     def _on_step(self, body: str, ctx: LineContext) -> list[Event]:
         m = _STEP.search(body)
         if not m:
             return []
-        return self._announce([Step(file=self.file, line=ctx.line, rank=rank_or(body, ctx.rank),
+        return self.announce([Step(file=self.file, line=ctx.line, rank=rank_or(body, ctx.rank),
                                     node=ctx.node, wall_time=ctx.wall_time, step=to_int(m.group(1)),
                                     skipped=to_int(m.group(2)), lr=to_float(m.group(3)))], ctx)
 
@@ -124,11 +119,11 @@ class DeepSpeedParser(LineParser):
     def _on_samples(self, body: str, ctx: LineContext) -> list[Event]:
         m = _SAMPLES.search(body)
         if m:
-            return self._announce([self.make(Throughput, ctx, iteration=to_int(m.group(2)),
+            return self.announce([self.make(Throughput, ctx, iteration=to_int(m.group(2)),
                                              samples_per_sec=to_float(m.group(3)))], ctx)
         m = _SAMPLES_NEW.search(body)
         if m:
-            return self._announce([self.make(Throughput, ctx, iteration=to_int(m.group(1)),
+            return self.announce([self.make(Throughput, ctx, iteration=to_int(m.group(1)),
                                              samples_per_sec=to_float(m.group(3)))], ctx)
         return []
 
@@ -137,7 +132,7 @@ class DeepSpeedParser(LineParser):
         if not m:
             return []
         secs = to_float(m.group(3))
-        return self._announce([self.make(Step, ctx, step=to_int(m.group(1)), loss=to_float(m.group(2)),
+        return self.announce([self.make(Step, ctx, step=to_int(m.group(1)), loss=to_float(m.group(2)),
                                          elapsed_ms=secs * 1000.0 if secs is not None else None,
                                          samples_per_sec=to_float(m.group(4)))], ctx)
 
@@ -161,19 +156,19 @@ class DeepSpeedParser(LineParser):
         return events
 
     def _on_init(self, body: str, ctx: LineContext) -> list[Event]:
-        return self._announce([self.make(Milestone, ctx, name="deepspeed-init")], ctx)
+        return self.announce([self.make(Milestone, ctx, name="deepspeed-init")], ctx)
 
     def _on_memory(self, body: str, ctx: LineContext) -> list[Event]:
         m = _MA.search(body)
         if m:
             gb = [to_float(g) for g in m.groups()]
             mb = [v * 1024.0 if v is not None else None for v in gb]
-            return self._announce([self.make(Memory, ctx, label=self._mem_label, gpu_allocated_mb=mb[0],
+            return self.announce([self.make(Memory, ctx, label=self._mem_label, gpu_allocated_mb=mb[0],
                                              gpu_max_allocated_mb=mb[1], gpu_reserved_mb=mb[2],
                                              gpu_max_reserved_mb=mb[3])], ctx)
         m = _CPU.search(body)
         if m:
-            return self._announce([self.make(Memory, ctx, label=self._mem_label, cpu_used_gb=to_float(m.group(1)),
+            return self.announce([self.make(Memory, ctx, label=self._mem_label, cpu_used_gb=to_float(m.group(1)),
                                              cpu_percent=to_float(m.group(2)))], ctx)
         m = _MEM_LABEL.search(body)
         if m:

@@ -106,12 +106,7 @@ class MLPerfParser(LineParser):
                 events.append(self._make(RunConfig, ctx, wall, **{_CONFIG_KEYS[key]: value}))
         elif key == "run_stop" and meta.get("status") == "success":
             events.append(self._make(Exit, ctx, wall, iteration=self._progress))
-        if events and self.first_time("_announced"):
-            if type(events[0]) is RunConfig:
-                events[0] = events[0]._replace(framework=self.framework)
-            else:
-                events.insert(0, self._make(RunConfig, ctx, wall, framework=self.framework))
-        return events
+        return self.announce(events, ctx)
 
     def _make(self, cls: type, ctx: LineContext, wall: Optional[float], **fields: Any) -> Event:
         return cls(file=self.file, line=ctx.line, rank=ctx.rank, node=ctx.node, wall_time=wall, **fields)

@@ -58,11 +58,6 @@ class TorchTitanParser(LineParser):
         self._announced = False
         self._last_step = None
 
-    def _announce(self, events: list[Event], ctx: LineContext) -> list[Event]:
-        if events and self.first_time("_announced"):
-            events.insert(0, self.make(RunConfig, ctx, framework=self.framework))
-        return events
-
     def _on_metrics(self, body: str, ctx: LineContext) -> list[Event]:
         text = _ANSI.sub("", body) if "\x1b" in body else body
         if "validate step" in text:
@@ -81,7 +76,7 @@ class TorchTitanParser(LineParser):
             gib = to_float(memory[0])
             if gib is not None:
                 events.append(self.make(Memory, ctx, gpu_max_reserved_mb=gib * 1024.0))
-        return self._announce(events, ctx)
+        return self.announce(events, ctx)
 
     def _on_completed(self, body: str, ctx: LineContext) -> list[Event]:
         """TorchTitan's last word when the run reached its total steps."""
