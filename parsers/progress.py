@@ -46,20 +46,21 @@ _EVAL_WORDS = {"val", "valid", "validation", "eval", "test", "dev"}
 _TIME = re.compile(r"(?<![\w.-])((?:dt|time|step[_ ]time|iter(?:ation)?[_ ]time|batch[_ ]time|"
                    r"time[_ ]per[_ ](?:step|iter(?:ation)?|batch)|elapsed[_ ]time[_ ]per[_ ]iteration)"
                    r"(?:[_ ](?:ms|s|sec)| \((?:ms|s)\))?|seconds)" + _SEP +
-                   r"(\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)\s*(ms|s|sec)?(?![\w.])", re.I)
+                   r"(\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)((?-i:[KM]))?\s*(ms|s|sec)?(?![\w.])", re.I)
+_SCALE = {"K": 1e3, "M": 1e6}  # Nanotron's human-formatted numbers: "elapsed_time_per_iteration_ms: 1.23K"
 _BARE_MS = re.compile(r"\(\s*(\d+(?:\.\d*)?)\s*ms\b")  # llm.c: "| (322.82 ms | 1624079 tok/s)"
 _PER_STEP = re.compile(r"(?<![\w.])(\d+(?:\.\d*)?)\s*(ms|s)/(?:it|iter|step)\b")  # "456.7 ms/it", "1.52s/it"
 _LR = re.compile(r"(?<![\w.-])(?:lr|learning[_ ]rate)" + _SEP + r"(" + _NUMBER + r")(?![\w.])", re.I)
 _SAMPLES = re.compile(r"(?:(\d+(?:\.\d*)?)\s*samples?/s(?:ec)?\b|samples_per_sec(?:ond)?" + _SEP +
                       r"(\d+(?:\.\d*)?))", re.I)
-_TFLOPS = re.compile(r"(?<![\w.-])(?:TFLOP/s/device|TFLOPs?(?:_per_gpu| per GPU)?)" + _SEP + r"(\d+(?:\.\d*)?)(?![\w.])",
-                     re.I)
+_TFLOPS = re.compile(r"(?<![\w.-])(?:TFLOP/s/device|(?:model_)?TFLOPs?(?:_per_gpu| per GPU)?)" + _SEP +
+                     r"(\d+(?:\.\d*)?)(?![\w.])", re.I)
 _HEADER = re.compile(r"\[(?:step|batch)=(\d{1,12})(?:/(\d{1,12}))?\]:?\s*$")
 # a metric line under a header: OLMo "    train/CrossEntropyLoss=2.345", Composer "\t Train loss/train/total: 2.345"
 _METRIC_LOSS = re.compile(r"\s+((?:train[ /])?[\w/ ]*?loss[\w/]*)\s*[=:]\s*(" + _NUMBER + r"|nan|inf)\s*$", re.I)
 _HEADER_REACH = 60  # lines a header's metrics may follow it by
 # lines other parsers read, or progress bars whose postfix carries a loss
-_OTHERS = re.compile(r"iteration\s*[=:]?\s*\d+\s*/\s*\d+\s*\||\{'loss'|\[titan\]|\]\s*iter=\d|reduced_train_loss|"
+_OTHERS = re.compile(r"iteration[ =]+\d+/ *\d+ *\||\{'loss'|\[titan\]|\]\s*iter=\d|reduced_train_loss|"
                      r"\bsteps: \d+ loss: |\d%\|")
 
 
@@ -114,6 +115,13 @@ class ProgressParser(LineParser):
         Sample("\t Train loss/train/total: 2.3456", "step", {"step": 10, "loss": 2.3456},
                context=("[batch=10/4800]:", "\t Train time/batch: 9", "\t Train time/train: 0.0411")),  # Composer
         Sample("\t Eval loss/eval/total: 2.5", None, context=("[batch=10/4800]:",)),
+        Sample("[0428 10:37:12|INFO|nanotron]: iteration: 100 / 1000 | consumed_tokens: 1.31M | "
+               "elapsed_time_per_iteration_ms: 1.23K | tokens_per_sec: 1.07M | global_batch_size: 512 | "
+               "lm_loss: 5.23 | lr: 0.0003 | model_tflops_per_gpu: 45.2 | hardware_tflops_per_gpu: 50.1",
+               "step", {"step": 100, "loss": 5.23, "elapsed_ms": 1230.0, "lr": 0.0003}),  # Nanotron
+        Sample("[0428 10:37:12|INFO|nanotron]: iteration: 100 / 1000 | elapsed_time_per_iteration_ms: 1.23K | "
+               "lm_loss: 5.23 | model_tflops_per_gpu: 45.2 | hardware_tflops_per_gpu: 50.1", "throughput",
+               {"iteration": 100, "tflops_reported": 45.2}),
         Sample("step 250: train loss 2.3456, val loss 2.4567", None),  # an evaluation
         Sample("Batch 3 Loss: nan, lr: 0.0001", "step", {"step": 3, "loss": float("nan")}),
         Sample("step 7 | loss 2.1 | time 0.33", "step", {"step": 7, "loss": 2.1, "elapsed_ms": None}),  # no unit
@@ -219,9 +227,10 @@ def _is_eval(key: str) -> bool:
 def _step_ms(body: str) -> Optional[float]:
     """The step time in ms, when the line says its unit (or its key does)."""
     for m in _TIME.finditer(body):
-        key, value, unit = m.group(1).lower(), to_float(m.group(2)), (m.group(3) or "").lower()
+        key, value, unit = m.group(1).lower(), to_float(m.group(2)), (m.group(4) or "").lower()
         if value is None:
             continue
+        value *= _SCALE.get((m.group(3) or "").upper(), 1.0)
         if not unit:  # the key may say it: "time_ms", "step_time_s", "elapsed time per iteration (ms)"
             unit = "s" if key in ("dt", "seconds") else re.split(r"[_ (]", key.rstrip(")"))[-1]
         if unit == "ms":
