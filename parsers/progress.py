@@ -11,6 +11,7 @@ of the shapes hand-written loops print them::
     [2024-02-04 21:30:33] INFO [olmo.train:816, rank=0] [step=1/739328]   (OLMo: a header, then
         train/CrossEntropyLoss=11.07                                        its metrics a line each;
     [batch=10/4800]:  /  \t Train loss/train/total: 2.3456                  Composer's alike)
+    Train: 3 [ 100/1251 (  8%)]  Loss: 6.789 (6.891)  Time: 0.345s, ...     (timm)
     epoch=1 dt=12.48 train_loss=0.5967 test_loss=0.1435 test_acc=95.56    (an epoch summary)
 
 Each such line is a step: its number (``global_step``, ``num_updates``,
@@ -39,6 +40,7 @@ _NUMBER = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?"
 _SEP = r"[\"']?\s*(?:[=:]\s*|\s+)"  # "step=1", "step: 1", "step 1", '"step": 1'
 _STEP = re.compile(r"(?<![\w.-])(global[_ ]step|num_updates|step|iteration|iter|batch|epoch)" + _SEP +
                    r"\[?\s*(\d{1,12})(?:\.0+)?(?![.\d])(?:\s*/\s*(\d{1,12}))?", re.I)
+_EPOCH_BATCH = re.compile(r"(?<![\w.-])Train: (\d{1,6}) \[\s*(\d{1,12})/(\d{1,12})")
 _STEP_KEYS = ("global_step", "global step", "num_updates", "step", "iteration", "iter", "batch", "epoch")
 _LOSS = re.compile(r"(?<![\w.-])((?:[a-z]+[_ /-])?loss(?:[_ /-](?:train|avg|mean))?)" + _SEP +
                    r"(" + _NUMBER + r"|nan|inf)(?![\w.])", re.I)
@@ -122,6 +124,9 @@ class ProgressParser(LineParser):
         Sample("[0428 10:37:12|INFO|nanotron]: iteration: 100 / 1000 | elapsed_time_per_iteration_ms: 1.23K | "
                "lm_loss: 5.23 | model_tflops_per_gpu: 45.2 | hardware_tflops_per_gpu: 50.1", "throughput",
                {"iteration": 100, "tflops_reported": 45.2}),
+        Sample("Train: 3 [ 100/1251 (  8%)]  Loss: 6.789 (6.891)  Time: 0.345s,  742.31/s  (0.350s,  731.43/s)  "
+               "LR: 1.000e-04  Data: 0.012 (0.015)", "step",
+               {"step": 3 * 1252 + 100, "loss": 6.789, "elapsed_ms": 345.0, "lr": 1e-4}),  # timm
         Sample("step 250: train loss 2.3456, val loss 2.4567", None),  # an evaluation
         Sample("Batch 3 Loss: nan, lr: 0.0001", "step", {"step": 3, "loss": float("nan")}),
         Sample("step 7 | loss 2.1 | time 0.33", "step", {"step": 7, "loss": 2.1, "elapsed_ms": None}),  # no unit
@@ -195,12 +200,16 @@ def _step_of(body: str) -> tuple[Optional[str], Optional[int], Optional[int]]:
     """(key, number, total) of the line's step: the first key of ``_STEP_KEYS`` it has."""
     best: Optional[tuple[int, str, int, Optional[int]]] = None
     for m in _STEP.finditer(body):
-        key = m.group(1).lower().replace(" ", "_") if m.group(1).lower() != "global step" else "global_step"
+        key = m.group(1).lower().replace(" ", "_")
         rank = _STEP_KEYS.index(key) if key in _STEP_KEYS else len(_STEP_KEYS)
         if best is None or rank < best[0]:
             best = (rank, key, int(m.group(2)), int(m.group(3)) if m.group(3) else None)
     if best is None:
-        return None, None, None
+        m = _EPOCH_BATCH.search(body)
+        if m is None:
+            return None, None, None
+        # timm: "Train: 3 [ 100/1251 (  8%)]", a batch of an epoch of 1251 + 1: counted on across epochs
+        return "batch", int(m.group(1)) * (int(m.group(3)) + 1) + int(m.group(2)), None
     return best[1], best[2], best[3]
 
 
