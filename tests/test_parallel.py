@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
 import random
 
 import pytest
@@ -417,3 +418,23 @@ def test_line_counts_of_any_range(tmp_path):
     for start in cuts:
         for end in cuts:
             assert _count_lines(str(path), start, end) == max(0, data[start:end].count(b"\n")), (start, end)
+
+
+def test_spooled_results_come_back_equal(tmp_path):
+    """A piece's results through the spool file, arrays apart from the pickle: the
+    same objects (arrays of each type, empty ones, lists with None, events),
+    and the file is removed."""
+    from array import array
+
+    from parsers.events import Batch, Iteration
+    import tuimon.parallel as parallel
+    batch = Batch(Iteration, "f.log", array("q", [3, 4]), {"elapsed_ms": array("d", [1.5, float("nan")]),
+                                                           "rank": [None, 2]},
+                  maps={"losses": {"lm loss": array("d", [2.0, float("inf")])}})
+    result = ([([batch], ("a", "b"), None)], {"empty": array("d"), "ints": array("q", range(-5, 5)),
+                                              "bytes": array("B", b"\x00\xff"), "text": "é", "none": None})
+    path = parallel._spooled(result, str(tmp_path), "piece-0")
+    back = parallel._unspooled(path)
+    assert not os.path.exists(path)
+    assert pickle.dumps(back) == pickle.dumps(result)  # nan compares unequal; their pickles do not
+    assert type(back[1]["ints"]) is array and back[1]["ints"].typecode == "q"

@@ -25,6 +25,7 @@ never after) this process parses the whole piece: slower, never wrong.
 """
 from __future__ import annotations
 
+import io
 import mmap
 import multiprocessing
 import os
@@ -216,8 +217,9 @@ def _parse_piece(path: str, label: str, points: Sequence[int], index: int, read_
         blocks[JOIN_FROM:] = [(joined if j == JOIN_FROM else [], snapshot, stats)
                               for j, (_, snapshot, stats) in enumerate(blocks[JOIN_FROM:], JOIN_FROM)]
     blocks[:JOIN_FROM + 1] = [(_packed(events), snapshot, stats) for events, snapshot, stats in blocks[:JOIN_FROM + 1]]
-    result = pickle.dumps((blocks, fp), protocol=pickle.HIGHEST_PROTOCOL)
-    return _spooled(result, spool, f"piece-{index}") if spool else result
+    if spool:
+        return _spooled((blocks, fp), spool, f"piece-{index}")
+    return pickle.dumps((blocks, fp), protocol=pickle.HIGHEST_PROTOCOL)
 
 
 def _joined_steps(steps: list[list[Event]]) -> list[Event]:
@@ -285,32 +287,78 @@ def _last_line(batch: Batch) -> int:
     return batch.lines[-1]
 
 
-def _spooled(result: bytes, spool: str, name: str) -> "bytes | str":
-    """``result`` left in a file of ``spool`` for this process (its path), or
-    itself if it cannot be written there.  Through the pool's pipe a worker hands
-    megabytes over in 64 kB turns, each waiting for this process's reader thread,
-    which waits for the GIL while this process takes in events: 40-60 ms of a
-    worker's time a piece, idle."""
+class _ArraysApart(pickle.Pickler):
+    """Pickles arrays as references to buffers kept apart (protocol 5): their
+    bytes are written to the file once, and read back into arrays once, instead of
+    being copied into the pickle, out of the file and out of the pickle again (a
+    piece's results are 10 MB of arrays, and each fresh copy faults its pages in)."""
+
+    def reducer_override(self, obj):
+        if type(obj) is array:
+            return _array_from, (obj.typecode, pickle.PickleBuffer(obj))
+        return NotImplemented
+
+
+def _array_from(typecode: str, data) -> array:
+    out = array(typecode)
+    out.frombytes(data)
+    return out
+
+
+_HEAD = struct.Struct("<QQ")  # pickle length, buffer count; then the buffers' lengths
+
+
+def _spooled(result: object, spool: str, name: str) -> "bytes | str":
+    """``result`` pickled into a file of ``spool`` for this process (its path), its
+    arrays' bytes after the pickle; or pickled whole and returned if the file
+    cannot be written.  Through the pool's pipe a worker hands megabytes over in
+    64 kB turns, each waiting for this process's reader thread, which waits for the
+    GIL while this process takes in events: 40-60 ms of a worker's time a piece, idle."""
     out = os.path.join(spool, name)
+    buffers: list[pickle.PickleBuffer] = []
+    stream = io.BytesIO()
+    _ArraysApart(stream, protocol=5, buffer_callback=buffers.append).dump(result)
+    views = [b.raw() for b in buffers]
     try:
         with open(out, "wb") as fh:
-            fh.write(result)
+            fh.write(_HEAD.pack(stream.tell(), len(views)))
+            fh.write(struct.pack(f"<{len(views)}Q", *(v.nbytes for v in views)))
+            fh.write(stream.getbuffer())
+            for view in views:
+                fh.write(view)
     except OSError:  # a full /dev/shm, say
         try:
             os.unlink(out)
         except OSError:
             pass
-        return result
+        return pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL)
     return out
 
 
 def _unspooled(result: "bytes | str") -> object:
-    """What :func:`_spooled` left (the file is removed once read)."""
+    """What :func:`_spooled` left (the file is removed once read): the pickle and
+    its arrays read through a map of the file, populated as it is made."""
     if isinstance(result, bytes):
         return pickle.loads(result)
     try:
         with open(result, "rb") as fh:
-            return pickle.loads(fh.read())
+            with mmap.mmap(fh.fileno(), 0, flags=mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0),
+                           prot=mmap.PROT_READ) as mm:
+                view = memoryview(mm)
+                stream, buffers = None, []  # views of the map: released before it closes
+                try:
+                    length, count = _HEAD.unpack_from(view)
+                    at = _HEAD.size + 8 * count
+                    sizes = struct.unpack_from(f"<{count}Q", view, _HEAD.size)
+                    stream = view[at:at + length]
+                    at += length
+                    for size in sizes:
+                        buffers.append(view[at:at + size])
+                        at += size
+                    return pickle.loads(stream, buffers=buffers)
+                finally:
+                    del stream, buffers
+                    view.release()
     finally:
         os.unlink(result)
 
