@@ -177,13 +177,8 @@ class ProgressParser(LineParser):
     def _step(self, ctx: LineContext, step_key: str, step: int, total: Optional[int], loss: float,
               body: str) -> list[Event]:
         events: list[Event] = []
-        if self.first_time("_announced"):
-            events.append(self.make(RunConfig, ctx, framework=self.framework))
         if total is not None and step_key != "epoch" and self.first_time("_total_reported"):
-            if events:
-                events[0] = events[0]._replace(train_iters=total)
-            else:
-                events.append(self.make(RunConfig, ctx, train_iters=total))
+            events.append(self.make(RunConfig, ctx, train_iters=total))
         m = _LR.search(body)
         samples = _SAMPLES.search(body)
         events.append(self.make(Step, ctx, step=step, loss=loss, lr=to_float(m.group(1)) if m else None,
@@ -193,7 +188,7 @@ class ProgressParser(LineParser):
         tflops = to_float(m.group(1)) if m else None
         if tflops is not None:
             events.append(self.make(Throughput, ctx, iteration=step, tflops_reported=tflops))
-        return events
+        return self.announce(events, ctx)
 
 
 def _step_of(body: str) -> tuple[Optional[str], Optional[int], Optional[int]]:

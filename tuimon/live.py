@@ -23,7 +23,7 @@ from parsers.events import Event
 from .sources.local import LocalFollower
 from .sources.remote import RemoteThread, split_paths
 from .store import Job, JobStore
-from .summary import global_batch, params_billion, summarize, world_size
+from .summary import global_batch, last_progress, params_billion, summarize, world_size
 
 TAIL_LINES = 2000
 SINK_SLICE = 500
@@ -262,7 +262,7 @@ class LiveSession:
         it = s["iter_time_ms"]
         row.eta_s = None
         row.stalled = False
-        last = s["last_iteration"] if s["last_iteration"] is not None else s.get("last_step")
+        last = last_progress(s)
         if it and s["train_iters"] and last is not None and s["status"] == "training":
             row.eta_s = max(0, s["train_iters"] - last) * it["median"] / 1000.0
             if row.age_s is not None and row.age_s > STALL_FACTOR * max(it["median"] / 1000.0, 1.0):

@@ -195,7 +195,7 @@ TABLE_COLUMNS = (
     ("Framework", lambda r: r["framework"]),
     ("Status", lambda r: r["status"] + (f" ({r['failure']['kind']})" if r["failure"] and r["status"] == "failed"
                                         else "")),
-    ("Iter", lambda r: _iter_text(r)),
+    ("Iter", lambda r: progress_text(r)),  # defined below
     ("Iter time (s)", lambda r: _fmt(r["iter_time_ms"]["median"] / 1000.0, 3) if r["iter_time_ms"] else "-"),
     ("p10-p90 (s)", lambda r: (f"{r['iter_time_ms']['p10'] / 1000.0:.3f}-{r['iter_time_ms']['p90'] / 1000.0:.3f}"
                                if r["iter_time_ms"] else "-")),
@@ -209,14 +209,14 @@ TABLE_COLUMNS = (
 )
 
 
-def _iter_text(r: dict) -> str:
-    return progress_text(r)
+def last_progress(r: dict) -> Optional[int]:
+    """A summary row's last iteration, else its last step (a run that logs steps only)."""
+    return r["last_iteration"] if r["last_iteration"] is not None else r.get("last_step")
 
 
 def progress_text(r: dict) -> str:
-    """``last/total`` of a summary row: its last iteration, else its last step
-    (a run that logs steps only), ``-`` when it has neither."""
-    last = r["last_iteration"] if r["last_iteration"] is not None else r.get("last_step")
+    """``last/total`` of a summary row (:func:`last_progress`), ``-`` when it has none."""
+    last = last_progress(r)
     if last is None:
         return "-"
     return f"{last}/{r['train_iters']}" if r["train_iters"] else str(last)
