@@ -15,13 +15,16 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any, Optional
+from dataclasses import replace
+from typing import Optional
 
 from .base import LineContext, LineParser, Sample, compile_sniff
 from .events import Event, Exit, Milestone, RunConfig, Step
 
 _MAX_RECORD = 64 * 1024  # a record is a few hundred bytes; a longer line is no record to trust
-_PHASES = {"init_start": "job-start", "init_stop": "initialized", "run_start": "training-start"}
+# key -> (milestone, the once-only flag of it)
+_PHASES = {"init_start": ("job-start", "_started"), "init_stop": ("initialized", "_initialized"),
+           "run_start": ("training-start", "_running")}
 _CONFIG_KEYS = {"global_batch_size": "global_batch", "max_sequence_length": "seq_length",
                 "sequence_length": "seq_length", "num_layers": "num_layers", "num_heads": "num_heads",
                 "hidden_size": "hidden_size"}
@@ -85,32 +88,29 @@ class MLPerfParser(LineParser):
         key = record.get("key")
         meta = record.get("metadata") if isinstance(record.get("metadata"), dict) else {}
         stamp = _number(record.get("time_ms"))
-        wall = stamp / 1000.0 if stamp is not None else ctx.wall_time
+        if stamp is not None:  # the record's own stamp, not the line's
+            ctx = replace(ctx, wall_time=stamp / 1000.0)
         progress = _count(meta.get("step"), meta.get("epoch_num"))
         if progress is not None:
             self._progress = progress
         events: list[Event] = []
         if key in _PHASES:
-            flag = {"init_start": "_started", "init_stop": "_initialized", "run_start": "_running"}[key]
+            name, flag = _PHASES[key]
             if self.first_time(flag):  # every rank logs its own
-                events.append(self._make(Milestone, ctx, wall, name=_PHASES[key]))
+                events.append(self.make(Milestone, ctx, name=name))
         elif key == "tracked_stats" and isinstance(record.get("value"), dict):
             seconds = _number(record["value"].get("train_step_timing"))
             if seconds is not None:
                 # no step number: the record's "step" counts what the benchmark counts (tokens for
                 # NVIDIA's GPT-3: 4194304 a step), which would read as an iteration in the tables
-                events.append(self._make(Step, ctx, wall, elapsed_ms=seconds * 1000.0))
+                events.append(self.make(Step, ctx, elapsed_ms=seconds * 1000.0))
         elif key in _CONFIG_KEYS:
             value = _count(record.get("value"))
             if value is not None:
-                events.append(self._make(RunConfig, ctx, wall, **{_CONFIG_KEYS[key]: value}))
+                events.append(self.make(RunConfig, ctx, **{_CONFIG_KEYS[key]: value}))
         elif key == "run_stop" and meta.get("status") == "success":
-            events.append(self._make(Exit, ctx, wall, iteration=self._progress))
+            events.append(self.make(Exit, ctx, iteration=self._progress))
         return self.announce(events, ctx)
-
-    def _make(self, cls: type, ctx: LineContext, wall: Optional[float], **fields: Any) -> Event:
-        return cls(file=self.file, line=ctx.line, rank=ctx.rank, node=ctx.node, wall_time=wall, **fields)
-
 
 def _number(value: object) -> Optional[float]:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
