@@ -23,6 +23,8 @@ from .numbers import to_float, to_int
 _STEP = re.compile(r"step=(\d+), skipped=(\d+), lr=\[([^\],]*)")
 _SAMPLES = re.compile(r"\[timer\.py:\d+:stop\] (\d+)/(\d+), SamplesPerSec=(\S+)")
 _SAMPLES_NEW = re.compile(r"global_step=(\d+), RunningAvgSamplesPerSec=([^,\s]+), CurrSamplesPerSec=([^,\s]+)")
+# the same line's "MemAllocated=12.3GB, MaxMemAllocated=20.5GB" (GB of 2**30 bytes, as see_memory_usage's)
+_SAMPLES_MEM = re.compile(r"MemAllocated=([^,\s]+?)GB, MaxMemAllocated=([^,\s]+?)GB")
 _PIPE = re.compile(r"steps: (\d+) loss: (\S+) iter time \(s\): (\S+) samples/sec: (\S+)")
 _MA = re.compile(r"MA (\S+) GB\s+Max_MA (\S+) GB\s+CA (\S+) GB\s+Max_CA (\S+) GB")
 _CPU = re.compile(r"CPU Virtual Memory:\s+used = (\S+) GB, percent = (\S+)%")
@@ -68,6 +70,9 @@ class DeepSpeedParser(LineParser):
         Sample("[2024-01-01 10:00:00,000] [INFO] [timer.py:260:stop] epoch=0/micro_step=10/global_step=10, "
                "RunningAvgSamplesPerSec=27.5, CurrSamplesPerSec=28.1, MemAllocated=1.2GB, MaxMemAllocated=3.4GB",
                "throughput", {"iteration": 10, "samples_per_sec": 28.1}),
+        Sample("[2024-01-01 10:00:00,000] [INFO] [timer.py:260:stop] epoch=0/micro_step=10/global_step=10, "
+               "RunningAvgSamplesPerSec=27.5, CurrSamplesPerSec=28.1, MemAllocated=1.25GB, MaxMemAllocated=3.5GB",
+               "memory", {"label": "throughput timer", "gpu_allocated_mb": 1280.0, "gpu_max_allocated_mb": 3584.0}),
         Sample("steps: 2 loss: 12.8004 iter time (s): 145.206 samples/sec: 7.052",
                "step", {"step": 2, "loss": 12.8004, "elapsed_ms": 145206.0, "samples_per_sec": 7.052}),
         Sample("[2022-06-29 01:22:16,071] [INFO] [utils.py:823:see_memory_usage] MA 0.0 GB         Max_MA 0.0 GB"
@@ -122,10 +127,17 @@ class DeepSpeedParser(LineParser):
             return self.announce([self.make(Throughput, ctx, iteration=to_int(m.group(2)),
                                              samples_per_sec=to_float(m.group(3)))], ctx)
         m = _SAMPLES_NEW.search(body)
-        if m:
-            return self.announce([self.make(Throughput, ctx, iteration=to_int(m.group(1)),
-                                             samples_per_sec=to_float(m.group(3)))], ctx)
-        return []
+        if not m:
+            return []
+        events: list[Event] = [self.make(Throughput, ctx, iteration=to_int(m.group(1)),
+                                         samples_per_sec=to_float(m.group(3)))]
+        mem = _SAMPLES_MEM.search(body, m.end())
+        if mem:
+            gb = [to_float(g) for g in mem.groups()]
+            if None not in gb:
+                events.append(self.make(Memory, ctx, label="throughput timer", gpu_allocated_mb=gb[0] * 1024.0,
+                                        gpu_max_allocated_mb=gb[1] * 1024.0))
+        return self.announce(events, ctx)
 
     def _on_pipe(self, body: str, ctx: LineContext) -> list[Event]:
         m = _PIPE.search(body)

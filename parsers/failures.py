@@ -14,7 +14,9 @@ _OOM = re.compile(r"CUDA out of memory|OutOfMemoryError|CUDA error: out of memor
                   r"|HIP out of memory|torch\.OutOfMemoryError")
 _NCCL = re.compile(r"NCCL error|DistBackendError|ncclUnhandledCudaError|ncclSystemError|ncclInternalError"
                    r"|ncclInvalidUsage|ncclRemoteError|Watchdog caught collective operation timeout"
-                   r"|NCCL communicator was aborted|NCCL WARN .*(?:[Ee]rror|[Tt]imeout)")
+                   r"|NCCL communicator was aborted|NCCL WARN .*(?:[Ee]rror|[Tt]imeout)"
+                   # oneCCL, the collectives of Intel GPUs (Aurora): "|CCL_ERROR| atl_ofi.cpp:..."
+                   r"|\|CCL_ERROR\|")
 _KILLED = re.compile(r"^Killed$|^Killed by signal|: Killed$|oom-kill|Out of memory: Killed process"
                      r"|exit code 137|exited on signal 9"
                      # bash's report of a child it lost: "slurm_script: line 42: 12345 Killed   python train.py"
@@ -43,6 +45,7 @@ class FailureParser(LineParser):
         (r"out of memory", "_on_oom"), (r"OutOfMemory", "_on_oom"),
         (r"NCCL error", "_on_nccl"), (r"NCCL WARN", "_on_nccl"), (r"nccl[A-Z]", "_on_nccl"),
         (r"NCCL communicator", "_on_nccl"), (r"DistBackendError", "_on_nccl"), (r"Watchdog caught", "_on_nccl"),
+        (r"\|CCL_ERROR\|", "_on_nccl"),
         (r"Exited with exit code", "_on_slurm_exit"),
         # few anchors: the trigger scanner is fastest with at most 64 (see tuimon.scan).  Slurm's
         # "... oom_kill event ... OOM Killed." comes through "Killed"
@@ -85,6 +88,9 @@ class FailureParser(LineParser):
         Sample("the run was not Killed by anything", None),
         Sample("job.sh: line 7: 8812 Aborted                 (core dumped) ./train", "failure", {"kind": "killed"}),
         Sample("Aborted: not a shell's report", None),
+        Sample("2024:05:01-10:00:00:(12345) |CCL_ERROR| atl_ofi.cpp:1234 atl_ofi_init: fi_getinfo error: ret -61, "
+               "providers 0", "failure", {"kind": "nccl"}),
+        Sample("2024:05:01-10:00:00:(12345) |CCL_WARN| did not find MPI-launcher specific variables", None),
         Sample("srun: error: r6i4n5: task 0: Exited with exit code 1", "exit", {"status": 1}),
         Sample("NCCL INFO Channel 00/02 :    0   1   2   3", None),
     )

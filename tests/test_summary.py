@@ -228,3 +228,43 @@ def test_last_loss_of_steps_is_the_last_one_logged():
     store = JobStore()
     store.add([Step(file="g", line=1, step=1, lr=0.1)])
     assert summarize(next(iter(store.jobs.values())))["loss_last"] is None
+
+
+def _summary_of_text(tmp_path, name: str, text: str) -> dict:
+    path = tmp_path / name
+    path.write_text(text)
+    return summary_of(path)
+
+
+_ITERATIONS = "".join(
+    f" iteration {i:8d}/     100 | consumed samples: {i * 8:10d} | elapsed time per iteration (ms): 1000.{i} | "
+    f"learning rate: 1.000E-04 | global batch size:     8 | lm loss: 2.50000{i}E+00 | loss scale: 1.0 | "
+    f"number of skipped iterations:   0 | number of nan iterations:   0 |\n" for i in range(1, 6))
+
+
+def test_a_task_exit_status_nobody_explains_fails_the_job(tmp_path):
+    """srun's report of a task's non-zero exit, with its error in another stream:
+    the job failed (killed) at that line.  Training logged after it (a step of the
+    script that was retried, say) means it did not end the job; exit code 0 never fails it."""
+    s = _summary_of_text(tmp_path, "exit-1.out", _ITERATIONS + "srun: error: nid001: task 3: Exited with exit code 1\n")
+    assert s["status"] == "failed"
+    assert s["failure"]["kind"] == "killed" and s["failure"]["line"] == 6
+    assert "exit code 1" in s["failure"]["message"]
+    s = _summary_of_text(tmp_path, "exit-then-more.out",
+                         "srun: error: nid001: task 3: Exited with exit code 1\n" + _ITERATIONS)
+    assert s["status"] == "training" and s["failure"] is None
+    s = _summary_of_text(tmp_path, "exit-0.out", _ITERATIONS + "srun: error: nid001: task 3: Exited with exit code 0\n")
+    assert s["status"] == "training"
+
+
+def test_a_traceback_is_named_before_the_exit_status(tmp_path):
+    text = (_ITERATIONS + "Traceback (most recent call last):\n  File \"train.py\", line 3, in <module>\n"
+            "ValueError: bad batch\nsrun: error: nid001: task 0: Exited with exit code 1\n")
+    s = _summary_of_text(tmp_path, "tb.out", text)
+    assert s["failure"]["kind"] == "traceback" and s["failure"]["message"] == "ValueError: bad batch"
+
+
+def test_oneccl_errors_fail_the_job_as_collective_errors(tmp_path):
+    text = _ITERATIONS + "2024:05:01-10:00:00:(12345) |CCL_ERROR| atl_ofi.cpp:1234 atl_ofi_init: fi_getinfo error\n"
+    s = _summary_of_text(tmp_path, "ccl.out", text)
+    assert s["status"] == "failed" and s["failure"]["kind"] == "nccl" and s["failure"]["line"] == 6

@@ -107,9 +107,9 @@ class Job:
     @property
     def fatal_failure(self) -> Optional[Failure]:
         """The failure that ended the job: the first OOM/NCCL error, else the first
-        other failure after which the job made no more progress."""
-        if not self.failures:
-            return None
+        other failure after which the job made no more progress; else a task's
+        non-zero exit status (``srun: error: ... Exited with exit code 1``) that no
+        progress followed: its error went to another stream, the job still died."""
         root_cause = next((f for f in self.failures if f.kind in ("oom", "nccl")), None)
         if root_cause is not None:
             return root_cause
@@ -119,6 +119,10 @@ class Job:
                 return f
             if progress is None or f.file != progress[0] or f.line > progress[1]:
                 return f
+        for e in self.exits:
+            if e.status and (progress is None or e.file != progress[0] or e.line > progress[1]):
+                return Failure(file=e.file, line=e.line, rank=e.rank, node=e.node, wall_time=e.wall_time,
+                               kind="killed", message=f"a task exited with exit code {e.status}")
         return None
 
 
