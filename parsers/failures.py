@@ -30,6 +30,9 @@ _TRACEBACK = "Traceback (most recent call last)"
 # The exception line that closes a traceback: "ValueError: msg", "torch.distributed.DistBackendError: ..."
 _EXC_LINE = re.compile(r"^\s*([A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Exit|Failure))(?::\s?(.*))?$")
 _SLURM_EXIT = re.compile(r"srun: error: \S+: tasks? [\d\-,]+: Exited with exit code (\d+)")
+# torchrun's report of a worker it lost: "...multiprocessing.api:failed (exitcode: -9) local_rank: 3 (pid: 4242)
+# of binary: /usr/bin/python" (a negative code is the signal that killed it: the host's OOM killer's 9, say)
+_TORCHRUN_EXIT = re.compile(r"failed \(exitcode: (-?\d+)\) local_rank: \d+")
 
 
 def _message(body: str) -> str:
@@ -46,7 +49,7 @@ class FailureParser(LineParser):
         (r"NCCL error", "_on_nccl"), (r"NCCL WARN", "_on_nccl"), (r"nccl[A-Z]", "_on_nccl"),
         (r"NCCL communicator", "_on_nccl"), (r"DistBackendError", "_on_nccl"), (r"Watchdog caught", "_on_nccl"),
         (r"\|CCL_ERROR\|", "_on_nccl"),
-        (r"Exited with exit code", "_on_slurm_exit"),
+        (r"Exited with exit code", "_on_slurm_exit"), (r"failed \(exitcode: ", "_on_torchrun_exit"),
         # few anchors: the trigger scanner is fastest with at most 64 (see tuimon.scan).  Slurm's
         # "... oom_kill event ... OOM Killed." comes through "Killed"
         (r"Killed", "_on_killed"), (r"oom-kill", "_on_killed"),
@@ -92,6 +95,10 @@ class FailureParser(LineParser):
                "providers 0", "failure", {"kind": "nccl"}),
         Sample("2024:05:01-10:00:00:(12345) |CCL_WARN| did not find MPI-launcher specific variables", None),
         Sample("srun: error: r6i4n5: task 0: Exited with exit code 1", "exit", {"status": 1}),
+        Sample("ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: -9) local_rank: 3 (pid: 4242) "
+               "of binary: /usr/bin/python", "exit", {"status": -9}),
+        Sample("E0521 10:11:12.123000 140 torch/distributed/elastic/multiprocessing/api.py:826] failed (exitcode: 1) "
+               "local_rank: 0 (pid: 77) of binary: /opt/conda/bin/python3", "exit", {"status": 1}),
         Sample("NCCL INFO Channel 00/02 :    0   1   2   3", None),
     )
 
@@ -128,6 +135,12 @@ class FailureParser(LineParser):
     def _on_slurm_exit(self, body: str, ctx: LineContext) -> list[Event]:
         m = _SLURM_EXIT.search(body)
         return [self.make(Exit, ctx, status=int(m.group(1)))] if m else []
+
+    def _on_torchrun_exit(self, body: str, ctx: LineContext) -> list[Event]:
+        m = _TORCHRUN_EXIT.search(body)
+        if not m:
+            return []
+        return [self.make(Exit, ctx, status=int(m.group(1)))]  # its local_rank is no global rank
 
     def _on_killed(self, body: str, ctx: LineContext) -> list[Event]:
         if _HOST_OOM.search(body):  # the node ran out of memory: an OOM, if not the GPU's

@@ -257,6 +257,14 @@ def test_a_task_exit_status_nobody_explains_fails_the_job(tmp_path):
     assert s["status"] == "training"
 
 
+def test_a_worker_torchrun_lost_to_a_signal_fails_the_job(tmp_path):
+    text = _ITERATIONS + ("ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: -9) local_rank: 3 "
+                          "(pid: 4242) of binary: /usr/bin/python\n")
+    s = _summary_of_text(tmp_path, "sigkill.out", text)
+    assert s["status"] == "failed" and s["failure"]["kind"] == "killed"
+    assert s["failure"]["message"] == "a task was killed by signal 9" and s["failure"]["line"] == 6
+
+
 def test_a_traceback_is_named_before_the_exit_status(tmp_path):
     text = (_ITERATIONS + "Traceback (most recent call last):\n  File \"train.py\", line 3, in <module>\n"
             "ValueError: bad batch\nsrun: error: nid001: task 0: Exited with exit code 1\n")

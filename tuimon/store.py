@@ -121,8 +121,9 @@ class Job:
                 return f
         for e in self.exits:
             if e.status and (progress is None or e.file != progress[0] or e.line > progress[1]):
+                how = f"was killed by signal {-e.status}" if e.status < 0 else f"exited with exit code {e.status}"
                 return Failure(file=e.file, line=e.line, rank=e.rank, node=e.node, wall_time=e.wall_time,
-                               kind="killed", message=f"a task exited with exit code {e.status}")
+                               kind="killed", message=f"a task {how}")
         return None
 
 
