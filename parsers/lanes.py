@@ -163,7 +163,7 @@ def floats(values: list[str]) -> Optional["array[float]"]:
     if "_" in "".join(values):
         return None
     try:
-        return packed("d", list(map(float, values)))
+        return _read_column(values, "d")
     except (ValueError, OverflowError):
         return None
 
@@ -203,9 +203,30 @@ def ints(values: list[str]) -> Optional["array[int]"]:
     if max(map(len, values)) > 18 and any(len(v.strip()) > 18 for v in values):
         return None
     try:
-        return packed("q", list(map(int, values)))  # int() itself refuses "" and "1 2"
-    except ValueError:
+        return _read_column(values, "q")  # int() itself refuses "" and "1 2"
+    except (ValueError, OverflowError):
         return None
+
+
+ColumnReader = Callable[[list, str], array]
+
+
+def read_column(values: list[str], code: str) -> array:
+    """The values of a column of texts, by ``float`` (typecode ``"d"``) or ``int``
+    (``"q"``), as an array of that type; ValueError where one of them would raise it."""
+    return packed(code, list(map(float if code == "d" else int, values)))
+
+
+_read_column: ColumnReader = read_column
+
+
+def use_column_reader(reader: Optional[ColumnReader]) -> None:
+    """Read number columns with ``reader`` (None: :func:`read_column` again).  For
+    the application, which may offer a faster one built on a library parsers do not
+    import (they are stdlib only); it must give exactly :func:`read_column`'s
+    arrays, and raise ValueError or OverflowError where it raises."""
+    global _read_column
+    _read_column = reader or read_column
 
 
 def packed(code: str, values: list) -> array:

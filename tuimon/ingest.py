@@ -8,6 +8,7 @@ from typing import Callable, Iterator, Optional
 from parsers import ParserSet, parser_set
 from parsers.events import Event, expand
 
+from . import columns
 from .scan import trigger_scanner
 from .sources.framing import Block, Framer
 
@@ -42,6 +43,7 @@ class FileParser:
         :class:`~parsers.events.Batch` events: :func:`parsers.events.expand` gives records."""
         self.label = label
         self.framer = Framer()
+        columns.install()  # here, not at import: worker processes that are spawned make one too
         self.parsers = parsers or parser_set(label, scanner=trigger_scanner, lanes=lanes)
         self.on_block = on_block  # (label, text of complete lines, first line number)
 
