@@ -375,15 +375,14 @@ def test_pieces_settling_where_steps_are_joined_give_one_pass(tmp_path, monkeypa
     assert_same(_mixed_log(tmp_path, 3, records=1500), pieces=4, read_size=4096)
 
 
-def test_lines_are_counted_by_the_workers(tmp_path, monkeypatch):
-    """The first line number of each piece comes from counts the workers make and
-    share (tuimon.parallel._first_line): this process, which takes in results
-    while they parse, counts nothing, and a piece is counted by one worker (two,
-    at most, when both find it missing at once)."""
+def _counted_starts(tmp_path, monkeypatch):
+    """Has the workers' _count_lines write (pid, start) of each count to a file,
+    whose path it returns."""
     import tuimon.parallel as parallel
     if parallel.process_context().get_start_method() != "fork":
         pytest.skip("SKIPPED: workers are not forked here, so they do not see this test's wrapper")
     calls = tmp_path / "calls.txt"
+    calls.touch()
     real = parallel._count_lines
 
     def counting(path, start, end):
@@ -392,14 +391,39 @@ def test_lines_are_counted_by_the_workers(tmp_path, monkeypatch):
         return real(path, start, end)
 
     monkeypatch.setattr(parallel, "_count_lines", counting)
+    return calls
+
+
+def test_lines_are_counted_by_the_workers(tmp_path, monkeypatch):
+    """The first line number of each piece comes from counts the workers make and
+    share (tuimon.parallel._first_line): this process, which takes in results
+    while they parse, counts nothing, and a piece is counted by one worker (two,
+    at most, when both find it missing at once), unless its worker was done first."""
+    calls = _counted_starts(tmp_path, monkeypatch)
     path = _mixed_log(tmp_path, 4, records=1500)
     assert_same(path, pieces=5, read_size=4096)
     seen = [line.split() for line in calls.read_text().splitlines()]
     assert seen and str(os.getpid()) not in {pid for pid, _ in seen}
     points = cut_points(path, path.stat().st_size, 5, 4096)
     starts = [start for _, start in seen]
-    assert set(starts) == {str(p) for p in points[:-2]}  # every piece but the last: a later one needs it
+    assert set(starts) <= {str(p) for p in points[:-2]}  # the last piece: no later one needs it
+    assert str(points[0]) in starts  # the second piece starts with the first: it counts it
     assert all(starts.count(s) <= 2 for s in set(starts))
+
+
+def test_a_piece_parsed_before_it_is_needed_is_not_counted(tmp_path, monkeypatch):
+    """One worker parses the pieces in turn: each piece's lines are known from its
+    parse by the time the next one starts, so nothing is counted, and the line
+    numbers are one pass's."""
+    calls = _counted_starts(tmp_path, monkeypatch)
+    path = _mixed_log(tmp_path, 4, records=1500)
+    events: list = []
+    parse_file_parallel(path, "job-42.log", events.extend, pieces=5, read_size=4096, workers=1)
+    one_pass: list = []
+    parse_file(path, "job-42.log", sink=one_pass.extend, read_size=4096)
+    assert calls.read_text() == ""
+    lines = sorted(e.line for e in expand(events))
+    assert lines == sorted(e.line for e in expand(one_pass)) and len(set(lines)) > 1000
 
 
 def test_line_counts_of_any_range(tmp_path):

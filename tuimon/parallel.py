@@ -211,6 +211,10 @@ def _parse_piece(path: str, label: str, points: Sequence[int], index: int, read_
     blocks = []
     for events in _steps(fp, read_range(Path(path), start, end, read_size)):
         blocks.append((events, ps.snapshot(), fp.stats))
+    if _line_counts is not None and _line_counts[index] < 0:
+        # known now: a later piece started after this one ends need not count it (with two
+        # workers the next piece usually ends with this one, so the one after counts only it)
+        _line_counts[index] = fp.framer.next_line - first_line
     # columns are packed once joined: a step at a time, 300 batches a piece took 10 ms
     apart = len(blocks)  # steps packed one by one
     if len(blocks) > JOIN_FROM + 1:
