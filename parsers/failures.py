@@ -21,7 +21,9 @@ _KILLED = re.compile(r"^Killed$|^Killed by signal|: Killed$|oom-kill|Out of memo
                      r"|exit code 137|exited on signal 9"
                      # bash's report of a child it lost: "slurm_script: line 42: 12345 Killed   python train.py"
                      r"|: line \d+: +\d+ (?:Killed|Segmentation fault|Aborted|Bus error)"
-                     r"|^Segmentation fault(?: \(core dumped\))?$")
+                     r"|^Segmentation fault(?: \(core dumped\))?$"
+                     # srun's report of a task that crashed: "srun: error: nid001: task 3: Segmentation fault (core dumped)"
+                     r"|: tasks? [\d\-,]+: Segmentation fault(?: \(core dumped\))?$")
 # Slurm's cgroup OOM killer: "slurmstepd: error: Detected 1 oom_kill event in StepId=1234567.0. ..."
 _HOST_OOM = re.compile(r"Detected \d+ oom[_-]kill events?|OOM Killed")
 # PBS: "=>> PBS: job killed: walltime 3620 exceeded limit 3600", "... mem 270gb exceeded limit 256gb"
@@ -89,6 +91,7 @@ class FailureParser(LineParser):
                {"kind": "cancelled", "message": "PBS killed the job: walltime 3620 exceeded limit 3600"}),
         Sample("=>> PBS: job killed: mem 270gb exceeded limit 256gb", "failure", {"kind": "oom"}),
         Sample("the run was not Killed by anything", None),
+        Sample("srun: error: nid001234: task 3: Segmentation fault (core dumped)", "failure", {"kind": "killed"}),
         Sample("job.sh: line 7: 8812 Aborted                 (core dumped) ./train", "failure", {"kind": "killed"}),
         Sample("Aborted: not a shell's report", None),
         Sample("2024:05:01-10:00:00:(12345) |CCL_ERROR| atl_ofi.cpp:1234 atl_ofi_init: fi_getinfo error: ret -61, "

@@ -37,6 +37,9 @@ _PADDED = re.compile(r"padded vocab \(size: (\d+)\) with \d+ dummy tokens \(new 
 _EFFECTIVE = re.compile(r"Effective Tera Flops per GPU: (\S+) and total parameters (\S+) B")
 _NUMWORKERS = re.compile(r"NumWorkers: (\d+); SamplesPerStep: (\d+); IterationTime: (\S+);\s*SamplesPerSecond: (\S+)")
 _MEMORY = re.compile(r"(?:\[Rank (\d+)\] )?\(?after (\d+) iterations\)? memory \(MB\) \| (.*)")
+# NeMo 2's progress printer: "Training epoch 1, iteration 5/49 | ... | global_step: 55 | ...": the
+# iteration counts within the epoch and its total is the epoch's (max_steps when resumed)
+_NEMO2 = re.compile(r"Training epoch (\d+), iteration \d+/(\d+) \|.*?\| global_step: (\d+)\b")
 _EXIT = re.compile(r"\[exiting program (?:at iteration (\d+)|after [\d.]+ minutes)\] datetime: (.*)")
 _MILESTONES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
     (re.compile(p), name) for p, name in (
@@ -226,6 +229,9 @@ class MegatronParser(LineParser):
                "reduced_train_loss: 1.285 | train_step_timing in s: 23.52",
                "iteration", {"iteration": 0, "train_iters": 99, "lr": 0.0, "global_batch": 4,
                              "losses": {"reduced train loss": 1.285}, "elapsed_ms": 23520.0}),
+        Sample("Training epoch 2, iteration 5/49 | lr: 1e-05 | global_batch_size: 8 | global_step: 105 | "
+               "reduced_train_loss: 1.25 | train_step_timing in s: 0.51 | consumed_samples: 848",
+               "iteration", {"iteration": 105, "train_iters": 149, "consumed_samples": 848}),
         Sample("Effective Tera Flops per GPU: 9.29 and total parameters 1.717 B",
                "throughput", {"tflops_reported": 9.29}),
         Sample("NumWorkers: 1; SamplesPerStep: 4; IterationTime: 6.051781535148621;  SamplesPerSecond: "
@@ -369,9 +375,13 @@ class MegatronParser(LineParser):
             start = 0 if i == 0 else m.start()
             end = matches[i + 1].start() if i + 1 < len(matches) else len(body)
             fields = parse_record(body[start:end])
-            it = to_int(m.group(1))
+            it, total = to_int(m.group(1)), to_int(m.group(2))
+            nemo = _NEMO2.match(body) if i == 0 and body.startswith("Training epoch") else None
+            if nemo:  # numbered through the run as users count steps; done at the end of this epoch, at least
+                epoch, per_epoch, it = (int(g) for g in nemo.groups())
+                total = (epoch + 1) * (per_epoch + 1) - 1
             fields["iteration"] = it
-            fields["train_iters"] = to_int(m.group(2))
+            fields["train_iters"] = total
             events.append(self.make(Iteration, ctx, **fields))
             if it is not None:
                 self.last_iteration = it
@@ -397,6 +407,8 @@ class MegatronParser(LineParser):
     # -- lanes (see parsers.lanes): the same records as the handlers above, by column --
     def _lane_iteration(self, inp: LaneInput, fallback: Fallback) -> list[Event]:
         bodies = inp.bodies
+        if any(map(str.startswith, bodies, repeat("Training epoch"))):
+            return fallback(range(len(bodies)))  # NeMo 2's lines count by epoch (see _NEMO2): one a step, few
         accepted: list[int] = []
         rejected: list[int] = []
         batches: list[Event] = []

@@ -276,3 +276,21 @@ def test_oneccl_errors_fail_the_job_as_collective_errors(tmp_path):
     text = _ITERATIONS + "2024:05:01-10:00:00:(12345) |CCL_ERROR| atl_ofi.cpp:1234 atl_ofi_init: fi_getinfo error\n"
     s = _summary_of_text(tmp_path, "ccl.out", text)
     assert s["status"] == "failed" and s["failure"]["kind"] == "nccl" and s["failure"]["line"] == 6
+
+
+def test_nemo2_runs_of_several_epochs_count_steps_through_the_run(tmp_path):
+    """NeMo 2 numbers its lines within the epoch ("Training epoch 1, iteration 5/49 |
+    ... | global_step: 55"): the run's progress is its global step, and it is not
+    done at the end of its first epoch."""
+    lines, step = [], 0
+    for epoch in range(2):
+        for n in range(50):
+            lines.append(f"Training epoch {epoch}, iteration {n}/49 | lr: 1e-05 | global_batch_size: 8 | "
+                         f"global_step: {step} | reduced_train_loss: {2 - step / 100:.3f} | "
+                         f"train_step_timing in s: 0.5 | consumed_samples: {8 * (step + 1)}\n")
+            step += 1
+    s = _summary_of_text(tmp_path, "nemo2.log", "".join(lines[:75]))
+    assert s["framework"] == "nemo" and s["status"] == "training"
+    assert s["last_iteration"] == 74 and s["train_iters"] == 99 and s["iterations_seen"] == 75
+    s = _summary_of_text(tmp_path, "nemo2-done.log", "".join(lines))
+    assert s["status"] == "finished" and s["last_iteration"] == 99
