@@ -137,11 +137,30 @@ def test_default_pieces_give_one_pass(tmp_path, monkeypatch):
         events.extend(batch)
         store.add(batch)
 
-    stats, info = parallel.parse_file_parallel(p, "job-42.log", sink, read_size=4096)
-    assert info["pieces"] == parallel.PIECES_PER_WORKER * parallel.cores() and info["pieces_taken"] > 0
-    slow = run(p, False)
-    assert [json.dumps(e.to_dict(), sort_keys=True) for e in sorted(expand(events), key=lambda e: e.line)] == slow[0]
-    assert stats == slow[2]
+    for workers in (2, 3):
+        events.clear()
+        stats, info = parallel.parse_file_parallel(p, "job-42.log", sink, read_size=4096, workers=workers)
+        if workers == 2:  # this process parses every other piece, the worker the ones between
+            assert info["pieces"] == parallel.SHARED_PIECES and info["pieces_parsed_here"] == 2
+        else:
+            assert info["pieces"] == parallel.PIECES_PER_WORKER * workers and info["pieces_parsed_here"] == 0
+        assert info["pieces_taken"] > 0
+        slow = run(p, False)
+        assert [json.dumps(e.to_dict(), sort_keys=True)
+                for e in sorted(expand(events), key=lambda e: e.line)] == slow[0]
+        assert stats == slow[2]
+
+
+def test_pieces_shared_with_one_worker_are_sized_for_it(tmp_path):
+    """On two cores the worker's pieces are the smaller ones, and the last piece is its."""
+    from tuimon.parallel import SHARED_PIECES, WORKER_SHARE, shared_weights
+    weights = shared_weights(SHARED_PIECES)
+    assert weights[0] == 1.0 and weights[-1] == WORKER_SHARE < 1.0 and len(weights) % 2 == 0
+    p = tmp_path / "a.log"
+    p.write_bytes(b"".join(b"y" * (i % 53) + b"\n" for i in range(40000)))
+    points = cut_points(p, p.stat().st_size, len(weights), 4096, weights)
+    sizes = [b - a for a, b in zip(points, points[1:])]
+    assert all(abs(size / sizes[0] - w) < 0.05 for size, w in zip(sizes, weights))
 
 
 def _generated(tmp_path, lines=3000):

@@ -90,6 +90,26 @@ def pieces_for(size: int, workers: Optional[int] = None) -> int:
     return max(1, min(workers or cores(), size * 2 // SPLIT_FROM))
 
 
+# On two cores, one worker and this process share the pieces: this process parses every other
+# piece itself (it has the true state, so nothing of it is handed over, counted or checked)
+# and takes in the worker's between them; a worker spends about 1.2 times as long on a
+# megabyte (it snapshots its state, packs and hands over its results), so its pieces are
+# smaller, and the last one is the worker's, done before this process's last one.
+SHARED_PIECES = 4  # at least: more when a piece would exceed MAX_PIECE
+WORKER_SHARE = 0.8  # a worker's piece, relative to one of this process's
+
+
+def shares_pieces(workers: int) -> bool:
+    """Whether this process parses pieces itself beside the workers: on two cores.
+    With more, taking in the other workers' results keeps it busy enough."""
+    return workers == 2
+
+
+def shared_weights(pieces: int) -> list[float]:
+    """Relative sizes of ``pieces`` (even) pieces, this process's first."""
+    return [1.0 if k % 2 == 0 else WORKER_SHARE for k in range(pieces)]
+
+
 def piece_weights(pieces: int, workers: int) -> list[int]:
     """Relative sizes of ``pieces`` pieces parsed in order by ``workers`` processes:
     equal, but for the last ones, which shrink step by step.  This process takes in
@@ -110,7 +130,7 @@ def cut_points(path: Path, size: int, pieces: int, read_size: int = READ_SIZE,
     points = [0]
     with open(path, "rb") as fh:
         for k in range(1, pieces):
-            cell = size * sum(weights[:k]) // total // read_size
+            cell = int(size * sum(weights[:k]) // total) // read_size
             while True:
                 fh.seek(cell * read_size)
                 chunk = fh.read(read_size)
@@ -422,11 +442,16 @@ def parse_file_parallel(path: Path, label: str, sink: Callable[[list[Event]], No
     most 256 MB each, which bounds memory; see :func:`piece_weights`) on
     ``workers`` processes (default: one a core); events reach ``sink`` in file
     order.  Returns the parse stats and what happened: pieces, blocks read again
-    here, pieces taken from workers."""
+    here, pieces taken from workers, pieces parsed here (:func:`shares_pieces`)."""
     size = os.path.getsize(path)
     workers = workers or cores()
-    weights = None
-    if pieces is None:
+    weights: Optional[list] = None
+    if pieces is None and shares_pieces(workers):
+        pieces = max(2, min(SHARED_PIECES, size // MIN_PIECE // 2 * 2))
+        while size / pieces > MAX_PIECE:
+            pieces += 2
+        weights = shared_weights(pieces)
+    elif pieces is None:
         # a few pieces a worker, the last ones smaller (piece_weights): this process
         # takes in one piece's results while the workers parse the next ones, and
         # is left with little once they are done
@@ -436,7 +461,7 @@ def parse_file_parallel(path: Path, label: str, sink: Callable[[list[Event]], No
             pieces += 1
             weights = piece_weights(pieces, workers)
     points = cut_points(path, size, pieces, read_size, weights)
-    info = {"pieces": len(points) - 1, "blocks_reread": 0, "pieces_taken": 0}
+    info = {"pieces": len(points) - 1, "blocks_reread": 0, "pieces_taken": 0, "pieces_parsed_here": 0}
     if len(points) <= 2:
         return parse_file(path, label, sink=sink, read_size=read_size)[1], info
     spool = spool_dir(size)  # results take about a sixth of the log's size
@@ -451,24 +476,38 @@ def _parse_pieces(path: Path, label: str, sink: Callable[[list[Event]], None], p
                   read_size: int, spool: Optional[str], info: dict) -> tuple[ParseStats, dict]:
     counted = ParseStats()  # stats of parsers since replaced
     last = len(points) - 1
+    own = set(range(0, last, 2)) if shares_pieces(workers) else set()  # pieces parsed here
+    theirs = [k for k in range(last) if k not in own]
     context = process_context()
     counts = context.RawArray("q", [-1] * last)
-    with ProcessPoolExecutor(min(workers, last), mp_context=context, initializer=_share_line_counts,
-                             initargs=(counts,)) as pool:
+    with ProcessPoolExecutor(min(workers - 1 if own else workers, len(theirs)), mp_context=context,
+                             initializer=_share_line_counts, initargs=(counts,)) as pool:
 
         def submit(k: int):
             return pool.submit(_parse_piece, str(path), label, tuple(points), k, read_size, spool)
 
-        ahead = min(last, 2 * workers + 1)  # pieces in flight: results wait in memory until their turn
-        futures = {k: submit(k) for k in range(ahead)}
-        blocks, fp = _unspooled(futures.pop(0).result())  # the first piece starts where one pass does
-        for events, _, _ in blocks:
-            sink(events)
-        for k in range(1, last):
-            if ahead < last:
-                futures[ahead] = submit(ahead)
+        ahead = min(len(theirs), 2 * workers + 1)  # pieces in flight: results wait in memory until their turn
+        futures = {k: submit(k) for k in theirs[:ahead]}
+        fp: Optional[FileParser] = None
+        for k in range(last):
+            if ahead < len(theirs):
+                futures[theirs[ahead]] = submit(theirs[ahead])
                 ahead += 1
+            if k in own:
+                fp = fp or _first_piece_parser(label)
+                first_line = fp.framer.next_line
+                for chunk in read_range(path, points[k], points[k + 1], read_size):
+                    sink(fp.feed(chunk))
+                if counts[k] < 0:  # for a worker whose piece starts after this one
+                    counts[k] = fp.framer.next_line - first_line
+                info["pieces_parsed_here"] += 1
+                continue
             future = futures.pop(k)
+            if fp is None:  # the first piece starts where one pass does: its events are one pass's
+                blocks, fp = _unspooled(future.result())
+                for events, _, _ in blocks:
+                    sink(events)
+                continue
             steps = _steps(fp, read_range(path, points[k], points[k + 1], read_size))
             read = 0  # steps of this piece read again here
 
@@ -511,6 +550,11 @@ def _parse_pieces(path: Path, label: str, sink: Callable[[list[Event]], None], p
     sink(fp.finish())
     counted.add(fp.stats)
     return counted, info
+
+
+def _first_piece_parser(label: str) -> FileParser:
+    """The parser of a one-pass read from the start, as a worker makes it for piece 0."""
+    return FileParser(label, parsers=parser_set(label, scanner=trigger_scanner, lanes=True))
 
 
 def _steps(fp: FileParser, chunks: Iterable[bytes]) -> Iterator[list[Event]]:
