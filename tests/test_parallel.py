@@ -151,11 +151,12 @@ def test_default_pieces_give_one_pass(tmp_path, monkeypatch):
         assert stats == slow[2]
 
 
-def test_pieces_shared_with_one_worker_are_sized_for_it(tmp_path):
-    """On two cores the worker's pieces are the smaller ones, and the last piece is its."""
+def test_pieces_shared_with_one_worker_follow_their_weights(tmp_path):
+    """On two cores the pieces alternate between this process and the worker, sized
+    by WORKER_SHARE, and the last piece is the worker's."""
     from tuimon.parallel import SHARED_PIECES, WORKER_SHARE, shared_weights
     weights = shared_weights(SHARED_PIECES)
-    assert weights[0] == 1.0 and weights[-1] == WORKER_SHARE < 1.0 and len(weights) % 2 == 0
+    assert weights[0] == 1.0 and weights[-1] == WORKER_SHARE and len(weights) % 2 == 0
     p = tmp_path / "a.log"
     p.write_bytes(b"".join(b"y" * (i % 53) + b"\n" for i in range(40000)))
     points = cut_points(p, p.stat().st_size, len(weights), 4096, weights)
