@@ -9,6 +9,8 @@ Instead (speculate, then check):
   once-only events assumed reported, unless the piece starts the file), which
   records a snapshot of its state after each step of its reading (a block, or a
   run of lines of its first whole block: :func:`_steps`);
+* on two cores this process parses every other piece itself, from the true state,
+  beside one worker (:func:`shares_pieces`); the rest of this describes the others;
 * this process takes the first piece's events as they are, then carries on into
   the next piece with the true state, step by step, until its state equals the
   worker's snapshot after the same step.  From there the worker's events are the
@@ -477,6 +479,9 @@ def parse_file_parallel(path: Path, label: str, sink: Callable[[list[Event]], No
 
 def _parse_pieces(path: Path, label: str, sink: Callable[[list[Event]], None], points: list[int], workers: int,
                   read_size: int, spool: Optional[str], info: dict) -> tuple[ParseStats, dict]:
+    """The pieces between ``points``, parsed by workers and taken in here in turn
+    (:func:`_take_piece`); on two cores every other piece is parsed here instead,
+    beside one worker (:func:`shares_pieces`)."""
     counted = ParseStats()  # stats of parsers since replaced
     last = len(points) - 1
     own = set(range(0, last, 2)) if shares_pieces(workers) else set()  # pieces parsed here
@@ -511,48 +516,57 @@ def _parse_pieces(path: Path, label: str, sink: Callable[[list[Event]], None], p
                 for events, _, _ in blocks:
                     sink(events)
                 continue
-            steps = _steps(fp, read_range(path, points[k], points[k + 1], read_size))
-            read = 0  # steps of this piece read again here
-
-            def step() -> bool:
-                """Read the piece's next step again here; False at its end."""
-                nonlocal read
-                events = next(steps, None)
-                if events is None:
-                    return False
-                sink(events)
-                read += 1
-                info["blocks_reread"] += 1
-                return True
-
-            # the steps the states usually settle after (the rest of a one-pass read,
-            # then a part of a block) are read again before waiting for the worker:
-            # at the end of a run this process would otherwise wait, then read them
-            while step() and read < SETTLE_STEPS and not future.done():
-                pass
-            blocks, worker_fp = _unspooled(future.result())
-            while read:
-                i = read - 1
-                # from JOIN_FROM on, the worker's steps are joined: its events can be taken after
-                # the last step or one before JOIN_FROM only
-                fixes = _settled(fp.parsers.snapshot(), blocks[i][1], worker_fp.parsers.snapshot()) \
-                    if i < len(blocks) and (i < JOIN_FROM or i == len(blocks) - 1) else None
-                if fixes is not None:
-                    for events, _, _ in blocks[i + 1:]:
-                        sink(events)
-                    counted.add(fp.stats)
-                    counted.add(_negated(blocks[i][2]))  # the worker's count of what was read here
-                    for j, flag, value in fixes:
-                        setattr(worker_fp.parsers.active[j], flag, value)
-                    worker_fp.parsers._warm = False  # from here on it is the one pass
-                    fp = worker_fp
-                    info["pieces_taken"] += 1
-                    break
-                if not step():
-                    break  # never settled: the whole piece was read here
+            fp = _take_piece(fp, future, path, points[k], points[k + 1], read_size, sink, info, counted)
     sink(fp.finish())
     counted.add(fp.stats)
     return counted, info
+
+
+def _take_piece(fp: FileParser, future, path: Path, start: int, end: int, read_size: int,
+                sink: Callable[[list[Event]], None], info: dict, counted: ParseStats) -> FileParser:
+    """Take in a worker's piece (bytes ``start`` to ``end``): read its first steps
+    again here with the true state ``fp`` until that state is the worker's after the
+    same step, then take the worker's events from there on, and return its parser
+    for what follows.  A piece whose state never settles is read here (``fp``)."""
+    steps = _steps(fp, read_range(path, start, end, read_size))
+    read = 0  # steps of this piece read again here
+
+    def step() -> bool:
+        """Read the piece's next step again here; False at its end."""
+        nonlocal read
+        events = next(steps, None)
+        if events is None:
+            return False
+        sink(events)
+        read += 1
+        info["blocks_reread"] += 1
+        return True
+
+    # the steps the states usually settle after (the rest of a one-pass read,
+    # then a part of a block) are read again before waiting for the worker:
+    # at the end of a run this process would otherwise wait, then read them
+    while step() and read < SETTLE_STEPS and not future.done():
+        pass
+    blocks, worker_fp = _unspooled(future.result())
+    while read:
+        i = read - 1
+        # from JOIN_FROM on, the worker's steps are joined: its events can be taken after
+        # the last step or one before JOIN_FROM only
+        fixes = _settled(fp.parsers.snapshot(), blocks[i][1], worker_fp.parsers.snapshot()) \
+            if i < len(blocks) and (i < JOIN_FROM or i == len(blocks) - 1) else None
+        if fixes is not None:
+            for events, _, _ in blocks[i + 1:]:
+                sink(events)
+            counted.add(fp.stats)
+            counted.add(_negated(blocks[i][2]))  # the worker's count of what was read here
+            for j, flag, value in fixes:
+                setattr(worker_fp.parsers.active[j], flag, value)
+            worker_fp.parsers._warm = False  # from here on it is the one pass
+            info["pieces_taken"] += 1
+            return worker_fp
+        if not step():
+            break  # never settled: the whole piece was read here
+    return fp
 
 
 def _first_piece_parser(label: str) -> FileParser:
