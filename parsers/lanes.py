@@ -4,7 +4,8 @@ A training log is mostly the same few lines over and over (an iteration line, a
 timer line, a memory line) with new numbers.  Parsing them one by one costs tens
 of microseconds of Python each.  A *lane* is a parser's second handler for such
 lines: it takes all of a block's lines for one route at once, reads them by
-column with C-speed ``str`` operations (join, split, ``map(float)``) and returns
+column with C-speed ``str`` operations (join, split; numbers a column at a time:
+:func:`read_column`, or the application's faster reader) and returns
 one :class:`~parsers.events.Batch` instead of a record per line.
 
 The contract, checked by tests on every corpus file: a lane yields exactly the
