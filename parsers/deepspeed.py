@@ -25,6 +25,11 @@ _SAMPLES = re.compile(r"\[timer\.py:\d+:stop\] (\d+)/(\d+), SamplesPerSec=(\S+)"
 _SAMPLES_NEW = re.compile(r"global_step=(\d+), RunningAvgSamplesPerSec=([^,\s]+), CurrSamplesPerSec=([^,\s]+)")
 # the same line's "MemAllocated=12.3GB, MaxMemAllocated=20.5GB" (GB of 2**30 bytes, as see_memory_usage's)
 _SAMPLES_MEM = re.compile(r"MemAllocated=([^,\s]+?)GB, MaxMemAllocated=([^,\s]+?)GB")
+# how ZeRO is set up, from the engine's configuration print ("zero_config ....... stage=3 ...
+# offload_param=DeepSpeedZeroOffloadParamConfig(device='cpu', ...) offload_optimizer=...") or,
+# in older versions, ZeRO stage 2's "CPU Offload: True"
+_ZERO_STAGE = re.compile(r"zero_config \.+ stage=(\d)")
+_ZERO_OFFLOAD = re.compile(r"offload_(param|optimizer)=\w+\(device='(?:cpu|nvme)'|(cpu_offload)=True")
 _PIPE = re.compile(r"steps: (\d+) loss: (\S+) iter time \(s\): (\S+) samples/sec: (\S+)")
 _MA = re.compile(r"MA (\S+) GB\s+Max_MA (\S+) GB\s+CA (\S+) GB\s+Max_CA (\S+) GB")
 _CPU = re.compile(r"CPU Virtual Memory:\s+used = (\S+) GB, percent = (\S+)%")
@@ -54,7 +59,8 @@ class DeepSpeedParser(LineParser):
                           r"RunningAvgSamplesPerSec")
     ROUTES = ((r"step=\d+, skipped=", "_on_step"), (r"SamplesPerSec=", "_on_samples"),
               (r"see_memory_usage", "_on_memory"), (r"steps: \d+ loss", "_on_pipe"),
-              (r"Initializing TorchBackend", "_on_init"), (r"DeepSpeed info: ", "_on_init"))
+              (r"Initializing TorchBackend", "_on_init"), (r"DeepSpeed info: ", "_on_init"),
+              (r" \.\.\.\.", "_on_config_print"), (r"CPU Offload: ", "_on_cpu_offload"))
     LANES = {"_on_step": "_lane_step", "_on_pipe": "_lane_pipe"}
     ONCE_FLAGS = ("_announced",)
 
@@ -73,6 +79,19 @@ class DeepSpeedParser(LineParser):
         Sample("[2024-01-01 10:00:00,000] [INFO] [timer.py:260:stop] epoch=0/micro_step=10/global_step=10, "
                "RunningAvgSamplesPerSec=27.5, CurrSamplesPerSec=28.1, MemAllocated=1.25GB, MaxMemAllocated=3.5GB",
                "memory", {"label": "throughput timer", "gpu_allocated_mb": 1280.0, "gpu_max_allocated_mb": 3584.0}),
+        Sample("[2023-07-13 19:22:32,431] [INFO] [config.py:959:print]   zero_config .................. stage=3 "
+               "contiguous_gradients=True offload_param=DeepSpeedZeroOffloadParamConfig(device='nvme', "
+               "nvme_path=PosixPath('/raid/scratch'), buffer_count=5) offload_optimizer=DeepSpeedZeroOffloadOptimizerConfig"
+               "(device='cpu', nvme_path=None) sub_group_size=50000000", "run_config", {"framework": "zero-infinity"}),
+        Sample("[2024-01-01 10:00:00,000] [INFO] [config.py:984:print]   zero_config .................. stage=1 "
+               "offload_param=None offload_optimizer=DeepSpeedZeroOffloadOptimizerConfig(device='cpu', nvme_path=None)",
+               "run_config", {"framework": "zero-offload"}),
+        Sample("[2023-07-13 19:22:32,431] [INFO] [config.py:959:print]   zero_config .................. stage=3 "
+               "offload_param=None offload_optimizer=DeepSpeedZeroOffloadOptimizerConfig(device='none') "
+               "cpu_offload_param=None cpu_offload=None", None),
+        Sample("[2022-07-02 05:00:15,099] [INFO] [stage2.py:115:__init__] CPU Offload: True", "run_config",
+               {"framework": "zero-offload"}),
+        Sample("[2022-07-02 05:00:15,099] [INFO] [stage2.py:115:__init__] CPU Offload: False", None),
         Sample("steps: 2 loss: 12.8004 iter time (s): 145.206 samples/sec: 7.052",
                "step", {"step": 2, "loss": 12.8004, "elapsed_ms": 145206.0, "samples_per_sec": 7.052}),
         Sample("[2022-06-29 01:22:16,071] [INFO] [utils.py:823:see_memory_usage] MA 0.0 GB         Max_MA 0.0 GB"
@@ -166,6 +185,23 @@ class DeepSpeedParser(LineParser):
             events.append(self.make(RunConfig, part.context(0), framework=self.framework))
         events.append(Batch(Step, self.file, part.lines, columns))
         return events
+
+    def _on_config_print(self, body: str, ctx: LineContext) -> list[Event]:
+        """ZeRO-Offload (optimizer states on the CPU or NVMe) or ZeRO-Infinity (stage 3
+        with the parameters there too), named as runs are compared: by method."""
+        stage = _ZERO_STAGE.search(body)
+        if not stage:
+            return []
+        where = {m.group(1) or m.group(3) for m in _ZERO_OFFLOAD.finditer(body, stage.end())}
+        if not where:
+            return []
+        method = "zero-infinity" if stage.group(1) == "3" and "param" in where else "zero-offload"
+        return [self.make(RunConfig, ctx, framework=method)]
+
+    def _on_cpu_offload(self, body: str, ctx: LineContext) -> list[Event]:
+        if "[stage2.py:" in body and body.rstrip().endswith("CPU Offload: True"):
+            return [self.make(RunConfig, ctx, framework="zero-offload")]
+        return []
 
     def _on_init(self, body: str, ctx: LineContext) -> list[Event]:
         return self.announce([self.make(Milestone, ctx, name="deepspeed-init")], ctx)

@@ -266,6 +266,10 @@ class MegatronParser(LineParser):
                         "  num_layers ...................................... 32",
                         "  tensor_model_parallel_size ...................... 4")),
         Sample("  hidden_size ..................................... 2048", None),
+        Sample("-------------------- end of arguments ---------------------", "run_config", {"framework": "l2l"},
+               context=("------------------------ arguments ------------------------",
+                        "  enable_l2l ...................................... True",
+                        "  num_layers ...................................... 78")),
     )
 
     def __init__(self, file: str = "") -> None:
@@ -363,7 +367,10 @@ class MegatronParser(LineParser):
         if self._args is not None and self._args_ctx is not None:
             ctx, self._args_ctx = self._args_ctx, None
             pairs, self._args = self._args, None
-            return [self.make(RunConfig, ctx, framework=self.framework, **config_from_args(pairs))]
+            events = [self.make(RunConfig, ctx, framework=self.framework, **config_from_args(pairs))]
+            if pairs.get("enable_l2l", "").strip().lower() == "true":  # L2L-Megatron-LM: layer-to-layer offload
+                events.insert(0, self.make(RunConfig, ctx, framework="l2l"))
+            return events
         return []
 
     # -- pieces ---------------------------------------------------------------------

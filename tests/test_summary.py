@@ -294,3 +294,22 @@ def test_nemo2_runs_of_several_epochs_count_steps_through_the_run(tmp_path):
     assert s["last_iteration"] == 74 and s["train_iters"] == 99 and s["iterations_seen"] == 75
     s = _summary_of_text(tmp_path, "nemo2-done.log", "".join(lines))
     assert s["status"] == "finished" and s["last_iteration"] == 99
+
+
+@pytest.mark.parametrize("frameworks,expected", [
+    (["megatron-lm", "deepspeed", "zero-offload"], "zero-offload"),
+    (["deepspeed", "zero-infinity"], "zero-infinity"),
+    (["megatron-lm", "l2l"], "l2l"),
+    (["hf-trainer", "deepspeed", "zero-offload"], "hf-trainer"),
+    (["megatron-lm", "deepspeed"], "megatron-deepspeed"),
+    (["megatron-lm", "hf-trainer"], "hf-trainer"),
+    (["stronghold", "megatron-lm"], "stronghold"),
+])
+def test_offloading_methods_name_the_run(frameworks, expected):
+    """Runs are compared by method (seed 004's table: Megatron-LM, L2L, ZeRO-Offload,
+    ZeRO-Infinity, STRONGHOLD): an offloading method names a Megatron or DeepSpeed
+    run, while a trainer that drives the run (Hugging Face's) keeps its name."""
+    from parsers.events import RunConfig
+    store = JobStore()
+    store.add([RunConfig(file="f.log", line=i + 1, framework=name) for i, name in enumerate(frameworks)])
+    assert summarize(next(iter(store.jobs.values())))["framework"] == expected

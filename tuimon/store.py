@@ -89,16 +89,19 @@ class Job:
     @property
     def framework(self) -> str:
         fw = set(self.frameworks)
-        if "stronghold" in fw:
-            return "stronghold"
-        if "gpt-neox" in fw:
-            return "gpt-neox"
-        if "nemo" in fw:
-            return "nemo"
-        if "megatron-lm" in fw and "deepspeed" in fw:
-            return "megatron-deepspeed"
-        if "hf-trainer" in fw:  # the Trainer drives the run, DeepSpeed or not
+        # an offloading method names the run (runs are compared by method, as seed 004's
+        # table does), unless a trainer that is not Megatron's or DeepSpeed's drives it
+        for name in ("stronghold", "l2l", "gpt-neox", "nemo"):
+            if name in fw:
+                return name
+        megatron_deepspeed = "megatron-lm" in fw and "deepspeed" in fw
+        if "hf-trainer" in fw and not megatron_deepspeed:  # the Trainer drives the run, DeepSpeed or not
             return "hf-trainer"
+        for name in ("zero-infinity", "zero-offload"):
+            if name in fw:
+                return name
+        if megatron_deepspeed:
+            return "megatron-deepspeed"
         for name in ("megatron-lm", "deepspeed"):
             if name in fw:
                 return name
