@@ -29,6 +29,7 @@ _SAMPLES_MEM = re.compile(r"MemAllocated=([^,\s]+?)GB, MaxMemAllocated=([^,\s]+?
 # offload_param=DeepSpeedZeroOffloadParamConfig(device='cpu', ...) offload_optimizer=...") or,
 # in older versions, ZeRO stage 2's "CPU Offload: True"
 _ZERO_STAGE = re.compile(r"zero_config \.+ stage=(\d)")
+_ZERO_CPU_OFFLOAD = re.compile(r"\[stage(?:2|_1_and_2)\.py:\d+:__init__\] CPU Offload: True\s*$")
 _ZERO_OFFLOAD = re.compile(r"offload_(param|optimizer)=\w+\(device='(?:cpu|nvme)'|(cpu_offload)=True")
 _PIPE = re.compile(r"steps: (\d+) loss: (\S+) iter time \(s\): (\S+) samples/sec: (\S+)")
 _MA = re.compile(r"MA (\S+) GB\s+Max_MA (\S+) GB\s+CA (\S+) GB\s+Max_CA (\S+) GB")
@@ -92,6 +93,8 @@ class DeepSpeedParser(LineParser):
         Sample("[2022-07-02 05:00:15,099] [INFO] [stage2.py:115:__init__] CPU Offload: True", "run_config",
                {"framework": "zero-offload"}),
         Sample("[2022-07-02 05:00:15,099] [INFO] [stage2.py:115:__init__] CPU Offload: False", None),
+        Sample("[2023-03-01 10:00:00,000] [INFO] [stage_1_and_2.py:133:__init__] CPU Offload: True", "run_config",
+               {"framework": "zero-offload"}),
         Sample("steps: 2 loss: 12.8004 iter time (s): 145.206 samples/sec: 7.052",
                "step", {"step": 2, "loss": 12.8004, "elapsed_ms": 145206.0, "samples_per_sec": 7.052}),
         Sample("[2022-06-29 01:22:16,071] [INFO] [utils.py:823:see_memory_usage] MA 0.0 GB         Max_MA 0.0 GB"
@@ -199,7 +202,7 @@ class DeepSpeedParser(LineParser):
         return [self.make(RunConfig, ctx, framework=method)]
 
     def _on_cpu_offload(self, body: str, ctx: LineContext) -> list[Event]:
-        if "[stage2.py:" in body and body.rstrip().endswith("CPU Offload: True"):
+        if _ZERO_CPU_OFFLOAD.search(body):
             return [self.make(RunConfig, ctx, framework="zero-offload")]
         return []
 
