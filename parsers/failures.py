@@ -17,6 +17,10 @@ _NCCL = re.compile(r"NCCL error|DistBackendError|ncclUnhandledCudaError|ncclSyst
                    r"|NCCL communicator was aborted|NCCL WARN .*(?:[Ee]rror|[Tt]imeout)"
                    # oneCCL, the collectives of Intel GPUs (Aurora): "|CCL_ERROR| atl_ofi.cpp:..."
                    r"|\|CCL_ERROR\|")
+# what a traceback's closing exception says when the device ran out of memory in words the
+# OOM triggers do not catch: SYCL/Level Zero on Intel GPUs (Aurora), ROCm, cuBLAS's allocation
+_DEVICE_OOM = re.compile(r"OUT_OF_DEVICE_MEMORY|PI_ERROR_OUT_OF_RESOURCES|UR_RESULT_ERROR_OUT_OF_RESOURCES"
+                         r"|hipErrorOutOfMemory|CUBLAS_STATUS_ALLOC_FAILED|cudaErrorMemoryAllocation")
 _KILLED = re.compile(r"^Killed$|^Killed by signal|: Killed$|oom-kill|Out of memory: Killed process"
                      r"|exit code 137|exited on signal 9"
                      # bash's report of a child it lost: "slurm_script: line 42: 12345 Killed   python train.py"
@@ -80,6 +84,11 @@ class FailureParser(LineParser):
                                                 "to be a multiple of the number of rounds (2), but got 5."},
                context=("Traceback (most recent call last):", '  File "train.py", line 3, in <module>')),
         Sample("ValueError: not inside a traceback", None),
+        Sample("RuntimeError: Native API failed. Native API returns: -5 (PI_ERROR_OUT_OF_RESOURCES) "
+               "-5 (PI_ERROR_OUT_OF_RESOURCES)", "failure", {"kind": "oom"},
+               context=("Traceback (most recent call last):", '  File "train.py", line 3, in <module>')),
+        Sample("RuntimeError: CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`", "failure",
+               {"kind": "oom"}, context=("Traceback (most recent call last):",)),
         Sample("Killed", "failure", {"kind": "killed"}),
         Sample("/var/spool/slurmd/job1234567/slurm_script: line 42: 12345 Killed                  python train.py",
                "failure", {"kind": "killed"}),
@@ -168,4 +177,5 @@ class FailureParser(LineParser):
         if not m:
             return []
         self._in_traceback = None
-        return [self.make(Failure, ctx, kind="traceback", message=_message(body))]
+        kind = "oom" if _DEVICE_OOM.search(body) else "traceback"
+        return [self.make(Failure, ctx, kind=kind, message=_message(body))]
