@@ -482,3 +482,56 @@ def test_spooled_results_come_back_equal(tmp_path):
     assert not os.path.exists(path)
     assert pickle.dumps(back) == pickle.dumps(result)  # nan compares unequal; their pickles do not
     assert type(back[1]["ints"]) is array and back[1]["ints"].typecode == "q"
+
+
+def _dies_on_piece_one(path, label, points, index, *args):
+    import signal
+    import tuimon.parallel as parallel
+    if index == 1:
+        os.kill(os.getpid(), signal.SIGKILL)  # what the host's OOM killer does
+    return parallel._real_parse_piece(path, label, points, index, *args)
+
+
+@pytest.mark.parametrize("workers", [2, 3])
+def test_a_worker_killed_mid_parse_costs_time_not_events(tmp_path, monkeypatch, workers):
+    """A worker that dies (the OOM killer, a signal) breaks the pool: its piece and
+    every later one are read in this process, and the events are still one pass's."""
+    import tuimon.parallel as parallel
+    if parallel.process_context().get_start_method() != "fork":
+        pytest.skip("SKIPPED: workers are not forked here, so they do not see this test's wrapper")
+    monkeypatch.setattr(parallel, "_real_parse_piece", parallel._parse_piece, raising=False)
+    monkeypatch.setattr(parallel, "_parse_piece", _dies_on_piece_one)
+    path = _generated(tmp_path)
+    events: list = []
+    stats, info = parse_file_parallel(path, "job-42.log", events.extend, pieces=5, read_size=2048, workers=workers)
+    assert info["pieces_lost"] >= 1
+    slow = run(path, False, read_size=2048)
+    assert [json.dumps(e.to_dict(), sort_keys=True) for e in sorted(expand(events), key=lambda e: e.line)] == slow[0]
+    assert stats == slow[2]
+
+
+def test_small_files_whose_worker_dies_are_read_here(tmp_path, monkeypatch):
+    import tuimon.parallel as parallel
+    from tuimon.parallel import parse_files
+    if parallel.process_context().get_start_method() != "fork":
+        pytest.skip("SKIPPED: workers are not forked here, so they do not see this test's wrapper")
+
+    def dies(path):
+        import signal
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    monkeypatch.setattr(parallel, "_parse_whole", dies)
+    files = []
+    for i, src in enumerate(sorted(FIXTURES.iterdir())[:4]):
+        dst = tmp_path / f"r{i}-{src.name}"
+        dst.write_bytes(src.read_bytes())
+        files.append(dst)
+    got, want = JobStore(), JobStore()
+    stats = parse_files(files, got.add, jobs=2, on_error=lambda p, e: None)
+    expected = parse_files(files, want.add, jobs=1, on_error=lambda p, e: None)
+    assert stats == expected
+    assert _summaries(got) == _summaries(want)
+
+
+def _summaries(store: JobStore) -> str:
+    return json.dumps([summarize(j, now=0.0) for j in store.jobs.values()], sort_keys=True, default=str)

@@ -37,7 +37,7 @@ import struct
 import tempfile
 import threading
 from array import array
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Optional, Sequence
 
@@ -466,7 +466,8 @@ def parse_file_parallel(path: Path, label: str, sink: Callable[[list[Event]], No
             pieces += 1
             weights = piece_weights(pieces, workers)
     points = cut_points(path, size, pieces, read_size, weights)
-    info = {"pieces": len(points) - 1, "blocks_reread": 0, "pieces_taken": 0, "pieces_parsed_here": 0}
+    info = {"pieces": len(points) - 1, "blocks_reread": 0, "pieces_taken": 0, "pieces_parsed_here": 0,
+            "pieces_lost": 0}
     if len(points) <= 2:
         return parse_file(path, label, sink=sink, read_size=read_size)[1], info
     spool = spool_dir(size)  # results take about a sixth of the log's size
@@ -491,8 +492,11 @@ def _parse_pieces(path: Path, label: str, sink: Callable[[list[Event]], None], p
     with ProcessPoolExecutor(min(workers - 1 if own else workers, len(theirs)), mp_context=context,
                              initializer=_share_line_counts, initargs=(counts,)) as pool:
 
-        def submit(k: int):
-            return pool.submit(_parse_piece, str(path), label, tuple(points), k, read_size, spool)
+        def submit(k: int) -> Future:
+            try:
+                return pool.submit(_parse_piece, str(path), label, tuple(points), k, read_size, spool)
+            except Exception as exc:  # the pool broke (a worker was killed): the piece is read here
+                return _failed(exc)
 
         ahead = min(len(theirs), 2 * workers + 1)  # pieces in flight: results wait in memory until their turn
         futures = {k: submit(k) for k in theirs[:ahead]}
@@ -512,7 +516,14 @@ def _parse_pieces(path: Path, label: str, sink: Callable[[list[Event]], None], p
                 continue
             future = futures.pop(k)
             if fp is None:  # the first piece starts where one pass does: its events are one pass's
-                blocks, fp = _unspooled(future.result())
+                try:
+                    blocks, fp = _unspooled(future.result())
+                except Exception:  # its worker died (killed, out of memory): the piece is read here
+                    info["pieces_lost"] += 1
+                    fp = _first_piece_parser(label)
+                    for chunk in read_range(path, points[k], points[k + 1], read_size):
+                        sink(fp.feed(chunk))
+                    continue
                 for events, _, _ in blocks:
                     sink(events)
                 continue
@@ -547,7 +558,13 @@ def _take_piece(fp: FileParser, future, path: Path, start: int, end: int, read_s
     # at the end of a run this process would otherwise wait, then read them
     while step() and read < SETTLE_STEPS and not future.done():
         pass
-    blocks, worker_fp = _unspooled(future.result())
+    try:
+        blocks, worker_fp = _unspooled(future.result())
+    except Exception:  # its worker died (killed, out of memory) or failed: the piece is read here
+        info["pieces_lost"] += 1
+        while step():
+            pass
+        return fp
     while read:
         i = read - 1
         # from JOIN_FROM on, the worker's steps are joined: its events can be taken after
@@ -567,6 +584,12 @@ def _take_piece(fp: FileParser, future, path: Path, start: int, end: int, read_s
         if not step():
             break  # never settled: the whole piece was read here
     return fp
+
+
+def _failed(exc: BaseException) -> Future:
+    future: Future = Future()
+    future.set_exception(exc)
+    return future
 
 
 def _first_piece_parser(label: str) -> FileParser:
@@ -629,6 +652,15 @@ def _parse_whole(path: str) -> bytes:
     return pickle.dumps((events, stats), protocol=pickle.HIGHEST_PROTOCOL)
 
 
+def _whole_result(future: Future) -> Optional[tuple]:
+    """A small file's events and stats from its worker; None if the worker died or
+    failed (the file is then read here)."""
+    try:
+        return pickle.loads(future.result())
+    except Exception:
+        return None
+
+
 def parse_files(files: list[Path], sink: Callable[[list[Event]], None], *, jobs: Optional[int] = None,
                 on_error: Callable[[Path, OSError], None]) -> ParseStats:
     """Parse ``files`` on ``jobs`` processes (default: one a core): big files in
@@ -651,8 +683,9 @@ def parse_files(files: list[Path], sink: Callable[[list[Event]], None], *, jobs:
     try:
         for path in files:
             try:
-                if path in futures:
-                    events, stats = pickle.loads(futures[path].result())
+                whole = _whole_result(futures[path]) if path in futures else None
+                if whole is not None:
+                    events, stats = whole
                     sink(events)
                 elif path not in small:
                     stats, _ = parse_file_parallel(path, str(path), sink, workers=jobs)
