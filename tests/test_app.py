@@ -162,6 +162,36 @@ async def test_live_updates_while_running(tmp_path):
         session.stop()
 
 
+async def test_an_ingest_process_that_dies_is_said_in_the_header(tmp_path):
+    """The app's ingest runs in a process of its own (as ``tuimon watch`` starts it):
+    if it is killed, the app keeps running, says so once in a notification, and its
+    header says from then on that the figures are no longer updated."""
+    d = tmp_path / "live"
+    d.mkdir()
+    (d / "train-4242.out").write_text(" iteration        1/     100 | elapsed time per iteration (ms): 500.0 |\n")
+    session = LiveSession([str(d)], poll=0.1, process=True)
+    session.start()
+    app = TuimonApp(session, refresh_hz=10)
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            for _ in range(50):
+                await pilot.pause(0.1)
+                if rows(app).get("train-4242", [None] * 4)[3] == "1/100":
+                    break
+            assert rows(app)["train-4242"][3] == "1/100"
+            session._proc.kill()
+            header = ""
+            for _ in range(50):
+                await pilot.pause(0.1)
+                header = str(app.screen.query_one("#progress").render())
+                if "ingest" in header:
+                    break
+            assert "ingest STOPPED, no more updates" in header
+            assert rows(app)["train-4242"][3] == "1/100"  # what was read stays shown
+    finally:
+        session.stop()
+
+
 HOSTILE_NAME = "[@click=app.quit]x[link=evil]y[b]\x1b[2Jz"
 HOSTILE_LINES = ["[bold]not bold[/bold] [/ [$accent] [@click=app.quit]click[/]",
                  "\x1b]0;pwned\x07 \x1b[2J \x9b31m red \u202eevil\u202c \x00nul",

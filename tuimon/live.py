@@ -147,7 +147,8 @@ class LiveSession:
                 msg = self._queue.get(timeout=0.2)  # type: ignore[union-attr]
             except queue_mod.Empty:
                 if self._proc is not None and not self._proc.is_alive() and not self._stop.is_set():
-                    self.error = "the ingest process stopped unexpectedly"
+                    self.error = "the ingest process stopped unexpectedly: the figures shown are no longer updated"
+                    self._statuses = {**self._statuses, "ingest": "STOPPED, no more updates"}  # stays in the header
                     return
                 continue
             except (EOFError, OSError):

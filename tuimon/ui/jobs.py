@@ -178,6 +178,8 @@ class JobsScreen(Screen):
         for name, state in sorted(snap.statuses.items()):
             if name.startswith("ssh "):
                 parts.append(f"{name[4:]}: {state}")
+            elif name == "ingest":
+                parts.append(f"ingest {state}")
         parts.append(f"sort: {self.sort}")
         self.query_one("#progress", Static).update(plain("tuimon | " + " | ".join(parts)))
 
