@@ -42,6 +42,7 @@ _DECIMAL = st.builds(lambda i, f, e: f"{i}.{f}{e}", st.integers(0, 10**20), st.i
 @settings(max_examples=400, deadline=None)
 @given(st.lists(st.one_of(_TEXT, _DECIMAL), min_size=1, max_size=6))
 @example([" 2602.3", "1e500", "-0", "nan", "-inf", "\u00a01.5"])
+@example(["1" * 5000, "0." + "0" * 5000 + "1", "9" * 310, "1e99999", "-1e99999", "1.5e-400"])  # RELIABILITY case 31
 @example(["1 2"])
 @example(["١٢"])
 def test_floats_as_float_reads_them(values):
