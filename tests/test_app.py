@@ -129,6 +129,15 @@ async def test_rank_drill_down_shows_straggler_and_its_lines(tmp_path):
         assert isinstance(app.screen, JobScreen)
 
 
+async def shows(pilot, app, key: str, iteration: str, tries: int = 40) -> bool:
+    """Waits (a tenth of a second a try) until job ``key``'s Iter column reads ``iteration``."""
+    for _ in range(tries):
+        await pilot.pause(0.1)
+        if rows(app).get(key, [None] * 4)[3] == iteration:
+            return True
+    return False
+
+
 async def test_live_updates_while_running(tmp_path):
     d = tmp_path / "live"
     d.mkdir()
@@ -140,24 +149,12 @@ async def test_live_updates_while_running(tmp_path):
     app = TuimonApp(session, refresh_hz=10)
     try:
         async with app.run_test(size=SIZE) as pilot:
-            for _ in range(30):
-                await pilot.pause(0.1)
-                if rows(app).get("train-4242", [None] * 4)[3] == "1/100":
-                    break
-            assert rows(app)["train-4242"][3] == "1/100"
+            assert await shows(pilot, app, "train-4242", "1/100", tries=30)
             with open(log, "a") as fh:
                 fh.write(row.format(i=2) + row.format(i=3))
-            for _ in range(40):
-                await pilot.pause(0.1)
-                if rows(app)["train-4242"][3] == "3/100":
-                    break
-            assert rows(app)["train-4242"][3] == "3/100"
+            assert await shows(pilot, app, "train-4242", "3/100")
             (d / "second-4243.out").write_text(row.format(i=7))
-            for _ in range(40):
-                await pilot.pause(0.1)
-                if "second-4243" in rows(app):
-                    break
-            assert rows(app)["second-4243"][3] == "7/100"
+            assert await shows(pilot, app, "second-4243", "7/100")
     finally:
         session.stop()
 
@@ -174,11 +171,7 @@ async def test_an_ingest_process_that_dies_is_said_in_the_header(tmp_path):
     app = TuimonApp(session, refresh_hz=10)
     try:
         async with app.run_test(size=SIZE) as pilot:
-            for _ in range(50):
-                await pilot.pause(0.1)
-                if rows(app).get("train-4242", [None] * 4)[3] == "1/100":
-                    break
-            assert rows(app)["train-4242"][3] == "1/100"
+            assert await shows(pilot, app, "train-4242", "1/100", tries=50)
             session._proc.kill()
             header = ""
             for _ in range(50):
