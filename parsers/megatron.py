@@ -414,8 +414,6 @@ class MegatronParser(LineParser):
     # -- lanes (see parsers.lanes): the same records as the handlers above, by column --
     def _lane_iteration(self, inp: LaneInput, fallback: Fallback) -> list[Event]:
         bodies = inp.bodies
-        if any(map(str.startswith, bodies, repeat("Training epoch"))):
-            return fallback(range(len(bodies)))  # NeMo 2's lines count by epoch (see _NEMO2): one a step, few
         accepted: list[int] = []
         rejected: list[int] = []
         batches: list[Event] = []
@@ -423,6 +421,8 @@ class MegatronParser(LineParser):
         fields = self._iteration_columns(bodies, usual[0]) if usual is not None else None
         if usual is not None and fields is not None:  # one shape, each line " iteration N/ M | ...": no regex a line
             groups = [(list(range(len(bodies))), fields, usual[1], usual[2])]
+        elif any(map(str.startswith, bodies, repeat("Training epoch"))):  # never the usual head
+            return fallback(range(len(bodies)))  # NeMo 2's lines count by epoch (see _NEMO2): one a step, few
         else:
             groups = self._iteration_groups(bodies)
         for idx, fields, its, totals in groups:

@@ -507,11 +507,9 @@ def _parse_pieces(path: Path, label: str, sink: Callable[[list[Event]], None], p
                 ahead += 1
             if k in own:
                 fp = fp or _first_piece_parser(label)
-                first_line = fp.framer.next_line
-                for chunk in read_range(path, points[k], points[k + 1], read_size):
-                    sink(fp.feed(chunk))
+                lines = _read_here(fp, path, points[k], points[k + 1], read_size, sink)
                 if counts[k] < 0:  # for a worker whose piece starts after this one
-                    counts[k] = fp.framer.next_line - first_line
+                    counts[k] = lines
                 info["pieces_parsed_here"] += 1
                 continue
             future = futures.pop(k)
@@ -521,8 +519,7 @@ def _parse_pieces(path: Path, label: str, sink: Callable[[list[Event]], None], p
                 except Exception:  # its worker died (killed, out of memory): the piece is read here
                     info["pieces_lost"] += 1
                     fp = _first_piece_parser(label)
-                    for chunk in read_range(path, points[k], points[k + 1], read_size):
-                        sink(fp.feed(chunk))
+                    _read_here(fp, path, points[k], points[k + 1], read_size, sink)
                     continue
                 for events, _, _ in blocks:
                     sink(events)
@@ -584,6 +581,16 @@ def _take_piece(fp: FileParser, future, path: Path, start: int, end: int, read_s
         if not step():
             break  # never settled: the whole piece was read here
     return fp
+
+
+def _read_here(fp: FileParser, path: Path, start: int, end: int, read_size: int,
+               sink: Callable[[list[Event]], None]) -> int:
+    """Bytes ``start`` to ``end`` parsed in this process, carrying on from ``fp``'s
+    state (the one pass's); the number of lines read."""
+    first_line = fp.framer.next_line
+    for chunk in read_range(path, start, end, read_size):
+        sink(fp.feed(chunk))
+    return fp.framer.next_line - first_line
 
 
 def _failed(exc: BaseException) -> Future:

@@ -69,13 +69,16 @@ def global_batch(config: dict) -> Optional[int]:
     return None
 
 
-def status_of(job: Job, now: Optional[float], last_write: Optional[float]) -> tuple[str, Optional[dict]]:
+def status_of(job: Job, now: Optional[float], last_write: Optional[float],
+              top_step: Optional[int] = None) -> tuple[str, Optional[dict]]:
+    """``top_step``: :func:`last_step` of the job, when the caller has it."""
     failure = job.fatal_failure
     if failure is not None:
         return "failed", {"kind": failure.kind, "message": failure.message, "line": failure.line,
                           "file": failure.file}
     train_iters = job.config.get("train_iters")
-    last = job.last_iteration if job.last_iteration is not None else last_step(job)
+    last = job.last_iteration if job.last_iteration is not None else (
+        top_step if top_step is not None else last_step(job))
     if any(e.iteration is not None for e in job.exits) or (last is not None and train_iters and last >= train_iters):
         return "finished", None
     if job.iterations_seen or len(job.steps):
@@ -148,7 +151,8 @@ def summarize(job: Job, *, now: Optional[float] = None, last_write: Optional[flo
         computed = tflops_per_gpu(params, cfg["seq_length"], gbs, it_stats.median / 1000.0, gpus,
                                   activation_checkpointing=True if ckpt is None else ckpt)
 
-    status, failure = status_of(job, now, last_write)
+    top_step = last_step(job)
+    status, failure = status_of(job, now, last_write, top_step)
     startup_s, phases = startup(job)
     loss_last = primary_loss(job.last_losses) if job.last_losses else job.last_step_loss
 
@@ -164,7 +168,7 @@ def summarize(job: Job, *, now: Optional[float] = None, last_write: Optional[flo
         "iterations_seen": job.iterations_seen,
         "steps_seen": len(job.steps),
         "last_iteration": job.last_iteration,
-        "last_step": last_step(job),
+        "last_step": top_step,
         "train_iters": cfg.get("train_iters"),
         "iter_time_ms": {k: (round(v, 3) if isinstance(v, float) else v) for k, v in it_stats.as_dict().items()}
         if it_stats else None,
