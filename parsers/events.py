@@ -17,6 +17,7 @@ from itertools import chain
 from operator import itemgetter
 from typing import Any, Mapping, NamedTuple, Optional, Sequence, Union
 
+
 class FrozenDict(dict):
     """A read-only dict: mappings inside events cannot be changed after the fact,
     and (unlike a mappingproxy) events stay picklable for the ingest process."""

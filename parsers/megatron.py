@@ -17,8 +17,23 @@ from typing import Optional, Sequence
 from .base import LineContext, LineParser, Sample, compile_sniff
 from .common import config_from_args, norm_key, rank_tag
 from .events import Batch, Event, Exit, Failure, Iteration, Memory, Milestone, RunConfig, Step, Throughput, frozen_map
-from .lanes import (GROUP, SKIP, Fallback, LaneInput, by_names, column_values, floats, floats_with_unit, group_by,
-                    ints, lost_each, matched, packed, one_shape_columns, pipe_columns)
+from .lanes import (
+    GROUP,
+    SKIP,
+    Fallback,
+    LaneInput,
+    by_names,
+    column_values,
+    floats,
+    floats_with_unit,
+    group_by,
+    ints,
+    lost_each,
+    matched,
+    one_shape_columns,
+    packed,
+    pipe_columns,
+)
 from .numbers import to_float, to_int
 from .timestamps import parse_iso
 

@@ -75,7 +75,9 @@ class Follow:
             if predicate():
                 return
             time.sleep(0.02)
-        raise AssertionError(f"timed out; iterations so far: {self.iterations()}")
+        its = self.iterations()
+        shown = its if len(its) <= 40 else f"{len(its)} of them, first {its[:10]}, last {its[-10:]}"
+        raise AssertionError(f"timed out; iterations so far: {shown}")
 
     def settle(self, seconds: float = 1.2) -> None:
         """Let several poll intervals pass so that late duplicates would show."""
@@ -420,19 +422,17 @@ def test_permission_denied_then_fixed(how):
 
 def test_permission_denied_then_fixed_simulated(tmp_path, monkeypatch):
     """As root the kernel never refuses: make ``open`` refuse the file until 'fixed'."""
-    import builtins
-
     log = tmp_path / "run.log"
     log.write_bytes(line(1))
     denied = {"on": True}
-    real_open = builtins.open
+    real_open = os.open
 
     def guarded(file, *a, **kw):
         if denied["on"] and str(file) == str(log):
             raise PermissionError(13, "Permission denied", str(file))
         return real_open(file, *a, **kw)
 
-    monkeypatch.setattr(builtins, "open", guarded)
+    monkeypatch.setattr(os, "open", guarded)
     got = []
     fol = LocalFollower([str(tmp_path)], lambda evs: got.extend(expand(evs)), poll=0.05)
     for _ in range(3):

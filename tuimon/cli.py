@@ -3,15 +3,16 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 import time
 from pathlib import Path
 from typing import Optional, Sequence
 
-from . import __version__
 from parsers.events import expand
 
+from . import __version__
 from .alloc import keep_freed_memory
 from .discover import DEFAULT_INCLUDE, PathError, discover
 from .gpus import GPU_PEAK_TFLOPS, peak_for
@@ -20,12 +21,38 @@ from .metrics import parse_size, tflops_per_gpu
 from .sources.specs import split_paths
 from .store import JobStore
 from .summary import RENDERERS, summarize
+from .text import sanitize
 
 EXIT_USAGE = 2
 
 
 def _err(message: str) -> None:
-    print(f"tuimon: error: {message}", file=sys.stderr)
+    print(f"tuimon: error: {sanitize(message)}", file=sys.stderr)
+
+
+def _warn(message: str) -> None:
+    print(f"tuimon: warning: {sanitize(message)}", file=sys.stderr, flush=True)
+
+
+def _positive_float(text: str) -> float:
+    """A finite number above 0 (``nan`` and ``inf`` are not, and would spin or never poll)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive number: {text!r}")
+    return value
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be at least 1: {text!r}")
+    return value
 
 
 def _add_paths(p: argparse.ArgumentParser) -> None:
@@ -47,8 +74,9 @@ def _add_app_options(p: argparse.ArgumentParser) -> None:
 
 def _add_rate_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--gpu", choices=sorted(GPU_PEAK_TFLOPS), help="GPU model, for MFU")
-    p.add_argument("--gpu-peak", type=float, metavar="TFLOPS", help="peak TFLOPs per GPU, for MFU")
-    p.add_argument("--jobs", "-j", type=int, metavar="N", help="processes to parse with (default: one per core)")
+    p.add_argument("--gpu-peak", type=_positive_float, metavar="TFLOPS", help="peak TFLOPs per GPU, for MFU")
+    p.add_argument("--jobs", "-j", type=_positive_int, metavar="N",
+                   help="processes to parse with (default: one per core)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -64,8 +92,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = verbs.add_parser("events", help="every parsed event as one JSON object per line")
     _add_paths(p)
     p.add_argument("--follow", "-f", action="store_true", help="keep following the files (until Ctrl-C)")
-    p.add_argument("--poll", type=float, metavar="SECONDS", help="poll every SECONDS instead of using inotify")
-    p.add_argument("--state", metavar="FILE", help="save read positions here and resume from them")
+    p.add_argument("--poll", type=_positive_float, metavar="SECONDS",
+                   help="poll every SECONDS instead of using inotify")
+    p.add_argument("--state", metavar="FILE",
+                   help="save read positions here and resume from them (one follower per file)")
     p.add_argument("--exclude", action="append", metavar="GLOB", help="file name pattern to skip")
 
     p = verbs.add_parser("tflops", help="TFLOPs per GPU from model size and iteration time (seed formula)")
@@ -75,19 +105,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--iter-time", type=float, required=True, metavar="SECONDS", help="seconds per iteration")
     p.add_argument("--gpus", type=int, required=True, help="total number of GPUs")
     p.add_argument("--no-activation-checkpointing", action="store_true", help="use factor 3 instead of 4")
-    p.add_argument("--gpu-peak", type=float, metavar="TFLOPS", help="also print MFU against this peak")
+    p.add_argument("--gpu-peak", type=_positive_float, metavar="TFLOPS", help="also print MFU against this peak")
 
     p = verbs.add_parser("watch", help="live dashboard of every job under the paths")
     _add_paths(p)
     _add_app_options(p)
-    p.add_argument("--poll", type=float, metavar="SECONDS", help="poll every SECONDS instead of using inotify")
+    p.add_argument("--poll", type=_positive_float, metavar="SECONDS",
+                   help="poll every SECONDS instead of using inotify")
     p = verbs.add_parser("ssh", help="live dashboard of logs on remote hosts ([user@]host[:port]:path)")
     _add_paths(p)
     _add_app_options(p)
-    p.add_argument("--poll", type=float, metavar="SECONDS", help="seconds between remote polls (default 1)")
+    p.add_argument("--poll", type=_positive_float, metavar="SECONDS", help="seconds between remote polls (default 1)")
     p = verbs.add_parser("demo", help="simulate five training jobs and show them live in the dashboard")
     _add_app_options(p)
-    p.add_argument("--seconds", type=float, help="quit by itself after SECONDS")
+    p.add_argument("--seconds", type=_positive_float, help="quit by itself after SECONDS")
     p.add_argument("--headless", action="store_true", help="print refreshing summary tables instead of the app")
     return parser
 
@@ -161,7 +192,7 @@ def _files(args, local: Optional[list[str]] = None) -> list[Path]:
     paths = args.paths if local is None else local
     if not paths:
         return []
-    files = discover(paths, include=include)
+    files = discover(paths, include=include, on_skip=_warn)
     if not files:
         raise PathError("no log files found under " + " ".join(paths))
     return files
@@ -175,7 +206,7 @@ def _read_remote(args, specs, sink) -> bool:
 
     errors: list[str] = []
     asyncio.run(read_remote(specs, sink, ssh_config=args.ssh_config, on_error=errors.append,
-                            include=_include(args)))
+                            on_warning=_warn, include=_include(args)))
     for message in errors:
         _err(message)
     return not errors
@@ -259,13 +290,24 @@ def cmd_events(args) -> int:
 
 
 def _check_follow_args(args) -> bool:
-    """Local paths must exist when following starts; --poll must be positive.  Raises PathError."""
-    for raw in split_paths(args.paths)[0]:
+    """Local paths must exist when following starts, remote hosts must let us in and
+    have the paths (checked once, before anything is shown).  Raises PathError."""
+    local, remote = split_paths(args.paths)
+    for raw in local:
         if not os.path.exists(os.path.expanduser(raw)):
             raise PathError(f"no such file or directory: {raw}")
-    if args.poll is not None and args.poll <= 0:
-        _err("--poll must be a positive number of seconds")
-        return False
+    if remote:
+        import asyncio
+
+        from .sources.remote import check_remote
+
+        errors, passing = asyncio.run(check_remote(remote, getattr(args, "ssh_config", None)))
+        for message in passing:
+            _warn(f"{message}; retrying in the background")
+        for message in errors:
+            _err(message)
+        if errors:
+            return False
     return True
 
 
@@ -281,7 +323,7 @@ def cmd_follow(args) -> int:
     import threading
 
     from .discover import DEFAULT_EXCLUDE
-    from .sources.local import LocalFollower
+    from .sources.local import LocalFollower, supervise
 
     if not _check_follow_args(args):
         return EXIT_USAGE
@@ -295,16 +337,15 @@ def cmd_follow(args) -> int:
     local, remote = split_paths(args.paths)
     follower = LocalFollower(local, emit, include=_include(args),
                              exclude=tuple(args.exclude) if args.exclude else DEFAULT_EXCLUDE, poll=args.poll,
-                             state_path=args.state)
-    for warning in follower.warnings:
-        print(f"tuimon: warning: {warning}", file=sys.stderr)
+                             state_path=args.state, on_warning=_warn)
     stop = threading.Event()
-    thread = threading.Thread(target=follower.run, args=(stop,), daemon=True) if local else None
+    thread = threading.Thread(target=supervise, args=(follower, stop, _warn), daemon=True) if local else None
+    failed = False
     try:
         if thread is not None:
             thread.start()
         if remote:
-            _follow_remote(args, remote, emit)
+            failed = not _follow_remote(args, remote, emit)
         else:
             while not stop.wait(3600):
                 pass
@@ -318,33 +359,42 @@ def cmd_follow(args) -> int:
         if args.state:
             try:
                 follower.save_state()
-            except OSError as exc:
-                _err(f"cannot save state to {args.state}: {exc.strerror}")
+            except (OSError, PathError) as exc:
+                _err(f"cannot save state to {args.state}: {getattr(exc, 'strerror', None) or exc}")
         follower.close()
-    return 0
+    return EXIT_USAGE if failed else 0
 
 
-def _follow_remote(args, specs, emit) -> None:
-    """Follow remote specs until Ctrl-C; each host's state changes go to stderr."""
+def _follow_remote(args, specs, emit) -> bool:
+    """Follow remote specs until Ctrl-C; each host's state changes go to stderr.
+    False (after one line each) when a host refused us for good."""
     import asyncio
 
     from .sources.remote import read_remote
 
+    errors: list[str] = []
+
+    def fatal(message: str) -> None:
+        errors.append(message)
+        _err(message)
+
     async def main() -> None:
         hosts: list = []
         task = asyncio.ensure_future(read_remote(specs, emit, ssh_config=args.ssh_config, follow=True,
-                                                 on_error=_err, poll=args.poll or 1.0, hosts_out=hosts))
+                                                 on_error=fatal, on_warning=_warn, poll=args.poll or 1.0,
+                                                 hosts_out=hosts))
         shown: dict[str, str] = {}
         while not task.done():
             for h in hosts:
                 text = h.state.describe()
                 if shown.get(h.host) != text.split(" (")[0]:
                     shown[h.host] = text.split(" (")[0]
-                    print(f"tuimon: {h.host}: {text}", file=sys.stderr)
+                    print(f"tuimon: {sanitize(h.host)}: {sanitize(text)}", file=sys.stderr)
             await asyncio.sleep(0.5)
         await task
 
     asyncio.run(main())
+    return not errors
 
 
 def run_app(paths: list[str], args, *, poll: Optional[float] = None, quit_after: Optional[float] = None,

@@ -3,8 +3,9 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import stat
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Sequence
 
 DEFAULT_INCLUDE = ("*.log", "*.out", "*.err", "*.txt")
 DEFAULT_EXCLUDE = ("*.swp", "*~", ".*")
@@ -19,9 +20,13 @@ def matches(name: str, patterns: Sequence[str]) -> bool:
 
 
 def discover(paths: Iterable[str], include: Sequence[str] = DEFAULT_INCLUDE,
-             exclude: Sequence[str] = DEFAULT_EXCLUDE) -> list[Path]:
+             exclude: Sequence[str] = DEFAULT_EXCLUDE,
+             on_skip: Callable[[str], None] = lambda message: None) -> list[Path]:
     """Files named directly are always taken; directories are walked recursively
-    for files matching ``include`` and not ``exclude``.  Raises :class:`PathError`."""
+    (symlinked directories are not entered, so no loop) for files matching
+    ``include`` and not ``exclude``.  Only regular files are taken: a FIFO or a
+    device would block or never end; each one skipped is told to ``on_skip``.
+    Raises :class:`PathError`."""
     found: list[Path] = []
     seen: set[str] = set()
     for raw in paths:
@@ -35,16 +40,27 @@ def discover(paths: Iterable[str], include: Sequence[str] = DEFAULT_INCLUDE,
                 dirs[:] = sorted(d for d in dirs if not d.startswith("."))
                 for name in sorted(files):
                     if matches(name, include) and not matches(name, exclude):
-                        _add(found, seen, Path(root) / name)
+                        _add(found, seen, Path(root) / name, on_skip)
         else:
             if not os.access(path, os.R_OK):
                 raise PathError(f"permission denied: {raw}")
-            _add(found, seen, path)
+            _add(found, seen, path, on_skip)
     return found
 
 
-def _add(found: list[Path], seen: set[str], path: Path) -> None:
+def _add(found: list[Path], seen: set[str], path: Path, on_skip: Callable[[str], None]) -> None:
     key = str(path)
-    if key not in seen:
-        seen.add(key)
-        found.append(path)
+    if key in seen:
+        return
+    seen.add(key)
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as exc:
+        on_skip(f"{path}: {exc.strerror}: skipped")
+        return
+    if not stat.S_ISREG(mode):
+        from .sources.files import kind_of
+
+        on_skip(f"{path} is {kind_of(mode)}: skipped (only regular files are read)")
+        return
+    found.append(path)

@@ -102,7 +102,10 @@ def line_runs(text: str, first_line: int, parts: int) -> Iterator[tuple[str, int
 
 
 def read_chunks(path: Path, size: int = READ_SIZE) -> Iterator[bytes]:
-    with open(path, "rb") as fh:
+    from .sources.files import open_regular  # a name swapped for a FIFO after discovery must not block
+
+    fd, _ = open_regular(str(path))
+    with open(fd, "rb", closefd=True) as fh:
         while True:
             chunk = fh.read(size)
             if not chunk:

@@ -20,7 +20,7 @@ import numpy as np
 
 from parsers.events import Event
 
-from .sources.local import LocalFollower
+from .sources.local import LocalFollower, supervise
 from .sources.remote import RemoteThread, split_paths
 from .store import Job, JobStore
 from .summary import global_batch, last_progress, params_billion, summarize, world_size
@@ -96,11 +96,13 @@ class LiveSession:
         self._options = dict(poll=poll, head_tail=head_tail, **follower_kw)
         self._remote_options = dict(ssh_config=ssh_config, poll=poll or 1.0)
         self.process = process
+        self.warnings: deque[str] = deque(maxlen=50)  # for the UI to show once each, then drop
         self.follower: Optional[LocalFollower] = None
         self.remote: Optional[RemoteThread] = None
         if not process:
             local, remote = split_paths(self._paths)
-            self.follower = LocalFollower(local, self._sink, on_block=self._on_block, **self._options)
+            self.follower = LocalFollower(local, self._sink, on_block=self._on_block, on_warning=self.warnings.append,
+                                          **self._options)
             if remote:
                 self.remote = RemoteThread(remote, self._sink, **self._remote_options)
         self._progress = (0, 0, 0)  # bytes done, bytes total, files
@@ -134,10 +136,7 @@ class LiveSession:
 
     def _run(self) -> None:
         assert self.follower is not None
-        try:
-            self.follower.run(self._stop)
-        except Exception as exc:  # reported in the UI, never a crash of the app
-            self.error = f"follower stopped: {exc}"
+        supervise(self.follower, self._stop, self.warnings.append)
 
     def _receive(self) -> None:
         import queue as queue_mod
@@ -164,6 +163,8 @@ class LiveSession:
                 _, self._progress, self._statuses = msg
             elif kind == "error":
                 self.error = msg[1]
+            elif kind == "warning":
+                self.warnings.append(msg[1])
 
     def stop(self) -> None:
         self._stop.set()
@@ -226,6 +227,8 @@ class LiveSession:
             for message in self.remote.errors:
                 self.error = message
             self.remote.errors.clear()
+            self.warnings.extend(self.remote.warnings)
+            self.remote.warnings.clear()
         return out
 
     # -- UI side ---------------------------------------------------------------------------------
@@ -328,15 +331,18 @@ def ingest_main(paths: list[str], options: dict, out, stop, remote_options: Opti
         lines.extend(_last_lines(text))
         del lines[:-TAIL_LINES]
 
+    def warn(message: str) -> None:
+        out.put(("warning", message))
+
     remote_thread: Optional[RemoteThread] = None
     try:
         local, remote = split_paths(paths)
-        follower = LocalFollower(local, sink, on_block=on_block, **options)
+        follower = LocalFollower(local, sink, on_block=on_block, on_warning=warn, **options)
         if remote:
             remote_thread = RemoteThread(remote, sink, **(remote_options or {})).start()
         last_status = 0.0
         while not stop.is_set():
-            follower.poll()
+            _poll_supervised(follower, warn)
             with lock:
                 batch, events[:] = events[:], []
             if batch or tails:
@@ -353,6 +359,9 @@ def ingest_main(paths: list[str], options: dict, out, stop, remote_options: Opti
                     for message in remote_thread.errors:
                         out.put(("error", message))
                     remote_thread.errors.clear()
+                    for message in remote_thread.warnings:
+                        warn(message)
+                    remote_thread.warnings.clear()
                 out.put(("status", (p.bytes_done, p.bytes_total, len(follower.followed)), states))
                 last_status = now
             follower.sleep(0.25)
@@ -362,6 +371,17 @@ def ingest_main(paths: list[str], options: dict, out, stop, remote_options: Opti
     finally:
         if remote_thread is not None:
             remote_thread.stop()
+
+
+def _poll_supervised(follower: LocalFollower, warn: Callable[[str], None]) -> None:
+    """One poll of the ingest loop; an error in it is said and the loop goes on
+    (the follower keeps its files and offsets: nothing is lost or read twice)."""
+    try:
+        follower.poll()
+    except Exception as exc:  # noqa: BLE001 - the ingest process must keep following
+        follower.restarts += 1
+        warn(f"the follower stopped ({type(exc).__name__}: {exc}); restarted")
+        time.sleep(0.5)
 
 
 def _rank_ms(job: Job, rank: str) -> list[float]:

@@ -19,8 +19,16 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from parsers.triggers import (FindScanner, HitLines, Hits, Scanner, leading_literal, lines_of, literal_of,
-                              required_anchors)
+from parsers.triggers import (
+    FindScanner,
+    HitLines,
+    Hits,
+    Scanner,
+    leading_literal,
+    lines_of,
+    literal_of,
+    required_anchors,
+)
 
 from .heads import read_heads, runs
 

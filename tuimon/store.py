@@ -14,8 +14,21 @@ from typing import Iterable, Optional, Sequence, Union
 
 import numpy as np
 
-from parsers.events import (Batch, Checkpoint, Event, Exit, Failure, Iteration, Memory, Milestone, RunConfig, Step,
-                            Throughput, Timers, Truncated)
+from parsers.events import (
+    Batch,
+    Checkpoint,
+    Event,
+    Exit,
+    Failure,
+    Iteration,
+    Memory,
+    Milestone,
+    RunConfig,
+    Step,
+    Throughput,
+    Timers,
+    Truncated,
+)
 
 from .jobs import identify
 from .series import Series

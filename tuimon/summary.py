@@ -13,7 +13,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from .metrics import model_size_billion, mfu, startup_timeline, steady_median, steady_stats, tflops_per_gpu
+from .metrics import mfu, model_size_billion, startup_timeline, steady_median, steady_stats, tflops_per_gpu
 from .store import Job, primary_loss
 
 #: A job with no iteration whose files were written less than this long ago is still starting.
@@ -242,8 +242,10 @@ def _rows(summaries: list[dict]) -> tuple[list[str], list[list[str]]]:
 
 
 def _safe_cell(text: str) -> str:
-    """Cells may hold log-derived text (job names): no control characters, no pipes."""
-    return "".join(ch if ch.isprintable() else "?" for ch in str(text)).replace("|", "/")
+    """Cells may hold log-derived text (job names): no control characters, no pipes;
+    an undecodable byte of a file name reads ``\\xNN``."""
+    return "".join(ch if ch.isprintable() else (f"\\x{ord(ch) - 0xDC00:02x}" if 0xDC80 <= ord(ch) <= 0xDCFF else "?")
+                   for ch in str(text)).replace("|", "/")
 
 
 def render_table(summaries: list[dict]) -> str:

@@ -13,7 +13,8 @@ import unicodedata
 
 # C0 (but tab), DEL, C1 (0x80-0x9f, incl. CSI 0x9b), bidi embeddings/overrides/isolates,
 # line/paragraph separators, zero-width and BOM characters.
-_UNSAFE = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff\ufff9-\ufffb]")
+_UNSAFE = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff\ufff9-\ufffb"
+                     "\udc80-\udcff]")
 
 
 def _placeholder(m: re.Match) -> str:
@@ -23,6 +24,8 @@ def _placeholder(m: re.Match) -> str:
         return chr(0x2400 + code)  # ␀..␟ control pictures
     if code == 0x7F:
         return "\u2421"  # ␡
+    if 0xDC80 <= code <= 0xDCFF:  # an undecodable byte of a file name (surrogateescape)
+        return f"\\x{code - 0xDC00:02x}"
     return f"<U+{code:04X}>"
 
 

@@ -44,6 +44,18 @@ def handle(op: dict) -> None:
         shutil.rmtree(path)
     elif kind == "chmod":
         os.chmod(path, int(op["mode"], 8))
+    elif kind == "shift":  # logrotate's numbered rotation: x.2 -> x.3, x.1 -> x.2, x -> x.1
+        fh = fds.pop(path, None)
+        if fh is not None:
+            fh.close()
+        for k in range(int(op.get("keep", 5)) - 1, 0, -1):
+            if os.path.exists(f"{path}.{k}"):
+                os.rename(f"{path}.{k}", f"{path}.{k + 1}")
+        os.rename(path, f"{path}.1")
+    elif kind == "mkfifo":
+        os.mkfifo(path)
+    elif kind == "link":
+        os.symlink(op["target"], path)
     else:
         raise ValueError(kind)
 

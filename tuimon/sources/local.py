@@ -1,12 +1,18 @@
 """Following local log files by name, like ``tail -F`` but losing and repeating nothing.
 
-A followed *path* points at a *stream*: one open file (one inode).  Each poll
-stats the path: a new inode at the path means rotation, recreation or a
-repointed symlink, and the old stream is drained to its end before the new one
-is read from 0; a file shorter than what was read, or whose bytes before the
-read offset changed, was truncated (``truncated`` event, read again from 0,
-copytruncate's leading NULs skipped).  Streams that left their path (rotated away,
-deleted) stay open for a grace period, then are closed.
+A followed *path* points at a *stream*: one file (one inode).  Each poll stats
+the path: a new inode at the path means rotation, recreation or a repointed
+symlink, and the old stream is drained to its end before the new one is read
+from 0; a file shorter than what was read, or whose bytes before the read offset
+changed, was truncated (its copy, copytruncate's, is read up to its end first).
+Streams that left their path stay open for a grace period, then are *parked*:
+closed, but remembered by identity and content, so that a parked file found
+again among the rotated siblings is read on from where it was left.
+
+Files are read through a bounded set of descriptors (an LRU under a limit from
+``RLIMIT_NOFILE``): an idle file's descriptor is closed and reopened by identity
+when it changes.  Only regular files are opened.  Trouble with one file (an
+error of any kind) is contained to that file: it is reported once and retried.
 
 Polling is the source of truth.  Watchdog (inotify) only wakes the loop early on
 local filesystems; network filesystems (see :mod:`.mounts`) are only polled.
@@ -18,38 +24,47 @@ import os
 import stat
 import threading
 import time
+from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Callable, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 from parsers.events import Event, Truncated
 
-from ..discover import DEFAULT_EXCLUDE, DEFAULT_INCLUDE, matches
+from ..discover import DEFAULT_EXCLUDE, DEFAULT_INCLUDE, PathError, matches
 from ..ingest import FileParser
 from . import state as saved
+from .files import Directories, NotRegular, Sibling, continues, display, fd_budget, kind_of, next_data, open_regular
 from .mounts import needs_polling
+from .walk import DirectoryWalker
 
 MIN_INTERVAL = 0.05
 READ_SIZE = 1 << 20
 MAX_READ_PER_POLL = 16 << 20  # keeps one busy file from starving the others
+HOLE_MIN = 1 << 20  # sparse holes at least this large are skipped, not read as NULs
+SAVE_EVERY_LINES = 10_000  # with a state file: lines output between two saves, at most
+MAX_PARKED = 4096
+ERROR_RETRY = 1.0
+
+
+class Gone(OSError):
+    """A followed file can no longer be found by its identity (deleted, moved away)."""
 
 
 @dataclass(eq=False)
 class Stream:
     key: tuple[int, int]
-    fh: object
-    label: str
+    fd: Optional[int]  # None while closed to stay under the descriptor budget
+    path: str  # where the file is now (for reopening)
+    label: str  # the followed path its events are attributed to
     parser: FileParser
     offset: int = 0
-    head: bytes = b""
+    head: bytes = b""  # the first bytes of the file (up to HEAD_BYTES)
     last: bytes = b""  # the bytes just before ``offset`` (up to MARKER_BYTES)
     skip_nuls: bool = False
     mtime_ns: int = 0
     history: Optional["History"] = None
     detached_at: Optional[float] = None
-    opened_at: float = 0.0
-
-    def fileno(self) -> int:
-        return self.fh.fileno()  # type: ignore[attr-defined]
+    saved_at: int = -1  # offset of the last position saved to the state file
 
 
 @dataclass(eq=False)
@@ -60,6 +75,19 @@ class History:
     end: int
     parser: FileParser
     offset: int = 0
+
+
+@dataclass
+class Parked:
+    """A file that left its path and was closed: enough to read on from ``offset``
+    if it is found again, and to know it when it is."""
+
+    key: tuple[int, int]
+    label: str
+    head: bytes
+    offset: int
+    last: bytes
+    next_line: int
 
 
 @dataclass(eq=False)
@@ -74,6 +102,7 @@ class Followed:
     missing_since: Optional[float] = None
     previous: Optional[Stream] = None  # the stream that was at the path before it went missing
     hot: bool = True  # recently changed: polled on its own backoff schedule
+    siblings: Optional[set] = None  # signatures of the siblings that were history when we started
 
 
 @dataclass
@@ -91,6 +120,8 @@ class LocalFollower:
                  state_path: Optional[str] = None, use_inotify: bool = True,
                  head_tail: Optional[int] = None,
                  on_block: Optional[Callable[[str, str, int], None]] = None,
+                 on_warning: Optional[Callable[[str], None]] = None,
+                 max_open: Optional[int] = None,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.sink = sink
         self.include, self.exclude = tuple(include), tuple(exclude)
@@ -103,39 +134,64 @@ class LocalFollower:
         self.followed: dict[str, Followed] = {}
         self.streams: dict[tuple[int, int], Stream] = {}
         self.detached: list[Stream] = []
-        self._finished: set[tuple[int, int, bytes]] = set()  # rotated-away files read to the end
+        self.parked: OrderedDict[tuple[int, int], Parked] = OrderedDict()
         self._generations: dict[str, list[tuple[bytes, int]]] = {}
         self._with_history: list[Stream] = []
-        self._subdirs: dict[str, list[str]] = {}
-        self._dir_mtimes: dict[str, float] = {}
         self._heap: list[tuple[float, int, Followed]] = []
         self._seq = 0
         self._wake = threading.Event()
         self._woken: set[str] = set()
         self._lock = threading.Lock()
-        self._observer = None
+        self._observer: Any = None
         self._watched: dict[str, object] = {}
         self.use_inotify = use_inotify and not self.forced_poll
         self.state_path = state_path
         self.head_tail = head_tail  # files larger than this: head and tail first, history after
         self.on_block = on_block  # sees the raw text of each block of lines (for log tails)
         self.warnings: list[str] = []
+        self._warned: set[str] = set()
+        self._on_warning = on_warning
         self._positions: dict[str, saved.Position] = {}
+        self._state_lock: Optional[saved.StateLock] = None
         if state_path:
+            self._state_lock = saved.acquire(state_path)  # raises PathError: misuse, before any write
             self._positions, warning = saved.load(state_path)
             if warning:
-                self.warnings.append(warning)
+                self._warn(warning)
         self.progress = Progress()
         self.root_status: dict[str, str] = {}
         self._next_scan = 0.0
         self._next_sweep = 0.0
         self._cold: list[Followed] = []  # idle files, all checked in one sweep per interval
         self._dirty_state = False
+        self._lines_unsaved = 0
+        self._hurry = False  # a read stopped early to save the state: poll again at once
+        self._bounded_saves = False  # set by run(), which saves after each bounded read
+        self.max_open = max_open or fd_budget()
+        self._open_fds: OrderedDict[Stream, None] = OrderedDict()  # least recently used first
+        self._dirs = Directories()
+        self._walker = DirectoryWalker(self._wants, self._warn, clock)
+        self.restarts = 0
+
+    def _wants(self, name: str) -> bool:
+        return matches(name, self.include) and not matches(name, self.exclude)
+
+    def _warn(self, message: str) -> None:
+        """Tell the user once per distinct message (a file's trouble is retried quietly)."""
+        if message in self._warned:
+            return
+        self._warned.add(message)
+        if len(self._warned) > 10_000:
+            self._warned.clear()
+        if self._on_warning is not None:
+            self._on_warning(message)
+        else:
+            self.warnings.append(message)
 
     # -- discovery ----------------------------------------------------------------------
     def scan(self) -> None:
         """Find followed paths: named files (even before they exist) and matching
-        files under named directories; walk a directory again only if it changed."""
+        files under named directories; list a directory again only if it changed."""
         for root in self.roots:
             try:
                 os.stat(root)
@@ -143,51 +199,22 @@ class LocalFollower:
                 self.root_status[root] = "missing"
                 if self._root_is_dir[root]:
                     self._forget_watch(root)
-                    self._dir_mtimes = {d: m for d, m in self._dir_mtimes.items()
-                                        if not (d == root or d.startswith(root + os.sep))}
+                    self._walker.forget(root)
                 else:
                     self._follow(root, explicit=True)  # tail -F: picked up when it appears
                 continue
-            except PermissionError:
-                self.root_status[root] = "permission denied"
+            except OSError as exc:
+                self.root_status[root] = exc.strerror or "error"
                 continue
             if os.path.isdir(root):
                 self.root_status[root] = "ok"
-                self._walk(root)
+                for path in self._walker.walk(root):
+                    self._follow(path, explicit=False)
                 self._ensure_watch(root)
             else:
                 self.root_status[root] = "ok"
                 self._follow(root, explicit=True)
                 self._ensure_watch(os.path.dirname(root))
-
-    def _walk(self, top: str) -> None:
-        stack = [top]
-        while stack:
-            directory = stack.pop()
-            try:
-                mtime = os.stat(directory).st_mtime_ns
-            except OSError:
-                continue
-            if self._dir_mtimes.get(directory) == mtime:
-                stack.extend(self._subdirs.get(directory, ()))  # unchanged: no need to list it again
-                continue
-            self._dir_mtimes[directory] = mtime
-            try:
-                with os.scandir(directory) as it:
-                    entries = list(it)
-            except OSError:
-                continue
-            subdirs = []
-            for entry in entries:
-                try:
-                    if entry.is_dir() and not entry.name.startswith("."):
-                        subdirs.append(entry.path)
-                    elif matches(entry.name, self.include) and not matches(entry.name, self.exclude):
-                        self._follow(entry.path, explicit=False)
-                except OSError:
-                    continue
-            self._subdirs[directory] = subdirs
-            stack.extend(subdirs)
 
     def _follow(self, path: str, explicit: bool) -> None:
         if path not in self.followed:
@@ -226,15 +253,15 @@ class LocalFollower:
                 self._observer.daemon = True
                 self._observer.start()
             self._watched[directory] = self._observer.schedule(Handler(), directory, recursive=True)
-        except OSError:
-            pass  # e.g. inotify watch limit reached: polling still covers it
+        except Exception:  # noqa: BLE001 - e.g. the inotify watch limit: polling still covers it
+            self._watched[directory] = None
 
     def _forget_watch(self, directory: str) -> None:
         watch = self._watched.pop(directory, None)
         if watch is not None and self._observer is not None:
             try:
                 self._observer.unschedule(watch)
-            except (KeyError, OSError, RuntimeError):
+            except Exception:  # noqa: BLE001 - watchdog's own cleanup; polling goes on
                 pass
 
     # -- polling ----------------------------------------------------------------------------
@@ -242,6 +269,7 @@ class LocalFollower:
         """One pass over what is due; returns (and sinks) the events read."""
         now = self.clock()
         events: list[Event] = []
+        self._hurry = False
         if now >= self._next_scan:
             self.scan()
             self._next_scan = now + self.max_interval
@@ -260,7 +288,7 @@ class LocalFollower:
             due, _, f = heapq.heappop(self._heap)
             if f.dead or due != f.due or not f.hot:
                 continue  # superseded entry
-            grew = self._poll_path(f, events)
+            grew = self._guarded(f, events)
             f.interval = MIN_INTERVAL if grew else min(f.interval * 2, self.max_interval)
             if f.interval >= self.max_interval and not f.dead:
                 f.hot = False
@@ -275,6 +303,16 @@ class LocalFollower:
             self._dirty_state = True
             self.sink(events)
         return events
+
+    def _guarded(self, f: Followed, events: list[Event]) -> bool:
+        """:meth:`_poll_path`, with any error kept to this file: reported once,
+        retried on the idle schedule.  Events read before the error are kept."""
+        try:
+            return self._poll_path(f, events)
+        except Exception as exc:  # noqa: BLE001 - one file's trouble never stops the others
+            f.status = f"error: {_describe(exc)}"
+            self._warn(f"{display(f.path)}: {_describe(exc)} (retrying)")
+            return False
 
     def _heat(self, f: Followed, now: float) -> None:
         f.interval = MIN_INTERVAL
@@ -301,11 +339,13 @@ class LocalFollower:
         for f in changed:
             if f.dead:
                 continue
-            if self._poll_path(f, events):
+            if self._guarded(f, events):
                 self._heat(f, now)
         self._cold = [f for f in self._cold if not f.dead and not f.hot]
 
     def next_wakeup(self) -> float:
+        if self._hurry:
+            return 0.0
         candidates = [self._next_scan, self._next_sweep]
         if self._heap:
             candidates.append(self._heap[0][0])
@@ -322,47 +362,116 @@ class LocalFollower:
     def sleep(self, at_most: Optional[float] = None) -> None:
         """Wait until the next poll is due, a watched file changes or :meth:`wake`."""
         timeout = min(self.next_wakeup(), self.max_interval)
+        if timeout <= 0:
+            return
         self._wake.wait(timeout=timeout if at_most is None else min(timeout, at_most))
         self._wake.clear()
 
     def run(self, stop: threading.Event, state_every: float = 1.0) -> None:
+        """Poll until ``stop``; the state file is saved at most ``state_every``
+        seconds or :data:`SAVE_EVERY_LINES` lines after the output it covers."""
         last_save = self.clock()
+        self._bounded_saves = bool(self.state_path)
         while not stop.is_set():
-            self.poll()
-            if self.state_path and self._dirty_state and self.clock() - last_save >= state_every:
-                self.save_state()
+            try:
+                self.poll()
+            except Exception as exc:  # noqa: BLE001 - reported; the next round starts over
+                self.restarts += 1
+                self._warn(f"follower recovered from an error: {_describe(exc)}")
+                self._wake.wait(ERROR_RETRY)
+            if self.state_path and self._dirty_state and (
+                    self.clock() - last_save >= state_every or self._lines_unsaved >= SAVE_EVERY_LINES):
+                self._save_quietly()
                 last_save = self.clock()
             self.sleep()
         if self.state_path:
+            self._save_quietly()
+
+    def _save_quietly(self) -> None:
+        try:
             self.save_state()
+        except (OSError, PathError) as exc:
+            self._warn(f"cannot save state to {display(self.state_path or '')}: {_describe(exc)}")
 
     def close(self) -> None:
         if self._observer is not None:
-            self._observer.stop()
-            self._observer = None
-        for s in list(self.streams.values()) + self.detached:
             try:
-                s.fh.close()  # type: ignore[attr-defined]
-            except OSError:
+                self._observer.stop()
+            except Exception:  # noqa: BLE001
                 pass
+            self._observer = None
+        for s in list(self._open_fds):
+            self._close_fd(s)
+        if self._state_lock is not None:
+            self._state_lock.release()
+            self._state_lock = None
 
     def status(self) -> dict[str, str]:
         return {p: f.status for p, f in self.followed.items()}
+
+    # -- descriptors ----------------------------------------------------------------------------
+    def _fd(self, s: Stream) -> int:
+        """The stream's descriptor, reopened by identity if it was closed."""
+        if s.fd is None:
+            self._reopen(s)
+        else:
+            self._open_fds.move_to_end(s)
+        assert s.fd is not None
+        return s.fd
+
+    def _reopen(self, s: Stream) -> None:
+        for path in [s.path] + [sib.path for sib in self._dirs.siblings(s.label) if sib.key == s.key]:
+            try:
+                fd, st = self._open_path(path)
+            except OSError:
+                continue
+            if (st.st_dev, st.st_ino) == s.key:
+                s.path = path
+                self._adopt(s, fd)
+                return
+            os.close(fd)
+        raise Gone(f"{display(s.label)} was moved or deleted while closed")
+
+    def _open_path(self, path: str) -> tuple[int, os.stat_result]:
+        try:
+            return open_regular(path)
+        except OSError as exc:
+            if exc.errno not in (23, 24):  # ENFILE, EMFILE: make room and try once more
+                raise
+        self._evict(len(self._open_fds) // 2)
+        self.max_open = max(8, len(self._open_fds))
+        return open_regular(path)
+
+    def _adopt(self, s: Stream, fd: int) -> None:
+        s.fd = fd
+        self._open_fds[s] = None
+        self._evict(self.max_open)
+
+    def _evict(self, limit: int) -> None:
+        """Close the least recently used descriptors of idle, attached streams."""
+        if len(self._open_fds) <= limit:
+            return
+        for s in list(self._open_fds):
+            if len(self._open_fds) <= limit:
+                return
+            if s.detached_at is None and s.history is None and s.key in self.streams:
+                self._close_fd(s)
+
+    def _close_fd(self, s: Stream) -> None:
+        self._open_fds.pop(s, None)
+        if s.fd is not None:
+            try:
+                os.close(s.fd)
+            except OSError:
+                pass
+            s.fd = None
 
     # -- one path -----------------------------------------------------------------------------
     def _poll_path(self, f: Followed, events: list[Event]) -> bool:
         try:
             st = os.stat(f.path)
-            s = f.stream
-            if (s is not None and st.st_ino == s.key[1] and st.st_size == s.offset and st.st_mtime_ns == s.mtime_ns
-                    and st.st_dev == s.key[0]):
-                return False  # the common case: nothing changed
-
         except FileNotFoundError:
-            if f.stream is not None:
-                self._detach(f.stream, events)
-                f.previous, f.stream = f.stream, None
-            f.status = "missing"
+            self._lose_path(f, events, "missing")
             now = self.clock()
             if f.missing_since is None:
                 f.missing_since = now
@@ -372,81 +481,112 @@ class LocalFollower:
             return False
         except PermissionError:
             f.status = "permission denied"
+            self._warn(f"{display(f.path)}: permission denied (retrying)")
             return False
         except OSError as exc:
             f.status = f"error: {exc.strerror}"
             return False
+        s = f.stream
+        if (s is not None and st.st_ino == s.key[1] and st.st_size == s.offset and st.st_mtime_ns == s.mtime_ns
+                and st.st_dev == s.key[0]):
+            return False  # the common case: nothing changed
         if not _is_regular(st.st_mode):
-            f.status = "not a regular file"
+            self._lose_path(f, events, "not a regular file")
+            self._warn(f"{display(f.path)} is {kind_of(st.st_mode)}: skipped (only regular files are read)")
             return False
         f.missing_since = None
         key = (st.st_dev, st.st_ino)
-        s = f.stream
         if s is None or s.key != key:
-            rotated_from = s or f.previous
-            if s is not None:  # rotated, recreated or repointed: finish the old one first
-                self._detach(s, events)
-                self._read_rotated_siblings(f, s, key, events)
-            elif f.previous is not None and f.previous.key != key:
-                # the name was missing for a moment (rename, then create): files rotated
-                # through it meanwhile still have to be read, oldest first
-                self._read_rotated_siblings(f, f.previous, key, events)
-            f.previous = None
-            s = self.streams.get(key) or self._reattach(key)
+            s = self._switch(f, s, key, st, events)
             if s is None:
-                s = self._open(f, key, st.st_size)
-                if s is None:
-                    f.previous = rotated_from  # gone again before we could open it: next poll looks again
-                    return False
-                if s.key != key and rotated_from is not None:
-                    # rotated again between our stat and our open: the file we stat'ed is
-                    # now a sibling, and it comes before the one we opened
-                    self._read_rotated_siblings(f, rotated_from, s.key, events)
-            f.stream = s
+                return False
             if s.key != key:
-                st = os.fstat(s.fileno())
+                st = os.fstat(self._fd(s))
         f.status = "following"
         return self._read(s, st.st_size, events, st.st_mtime_ns)
+
+    def _lose_path(self, f: Followed, events: list[Event], status: str) -> None:
+        """The path no longer names the file we follow: drain that file (it may still be
+        written through a descriptor), keep it to look for among the siblings."""
+        if f.stream is not None:
+            self._detach(f.stream, events)
+            f.previous, f.stream = f.stream, None
+        f.status = status
+
+    def _switch(self, f: Followed, s: Optional[Stream], key: tuple[int, int], st: os.stat_result,
+                events: list[Event]) -> Optional[Stream]:
+        """A new file at the path: finish the old one and every file rotated through
+        the path since, oldest first, then open the new one."""
+        rotated_from = s or f.previous
+        if s is not None:  # rotated, recreated or repointed: finish the old one first
+            self._detach(s, events)
+        if rotated_from is not None and rotated_from.key != key:
+            self._read_rotated_siblings(f, key, events)
+        elif rotated_from is None and f.siblings is None:
+            self._resume_rotated(f, key, events)
+        f.previous = None
+        s = self.streams.get(key) or self._reattach(key, f.path)
+        if s is None:
+            s = self._open(f, key, st.st_size)
+            if s is None:
+                f.previous = rotated_from  # gone again before we could open it: next poll looks again
+                return None
+            if s.key != key and rotated_from is not None:
+                # rotated again between our stat and our open: the file we stat'ed is
+                # now a sibling, and it comes before the one we opened
+                self._read_rotated_siblings(f, s.key, events)
+        if f.siblings is None:
+            f.siblings = {sib.sig for sib in self._dirs.siblings(f.path, fresh=False)}
+        f.stream = s
+        return s
 
     def _parser(self, label: str) -> FileParser:
         return FileParser(label, on_block=self.on_block)
 
-    def _reattach(self, key: tuple[int, int]) -> Optional[Stream]:
+    def _reattach(self, key: tuple[int, int], path: str) -> Optional[Stream]:
         """A file that left one followed path and appeared at another (a rename
         into the followed set) goes on from where it was."""
         for s in self.detached:
             if s.key == key:
                 self.detached.remove(s)
                 s.detached_at = None
+                s.path = path
                 self.streams[key] = s
                 return s
         return None
 
     def _open(self, f: Followed, key: tuple[int, int], size: int) -> Optional[Stream]:
         try:
-            fh = open(f.path, "rb", buffering=0)
+            fd, st = self._open_path(f.path)
         except PermissionError:
             f.status = "permission denied"
+            self._warn(f"{display(f.path)}: permission denied (retrying)")
             return None
-        except OSError as exc:
-            f.status = f"error: {exc.strerror}"
+        except FileNotFoundError:
             return None
-        st = os.fstat(fh.fileno())
+        except NotRegular:
+            f.status = "not a regular file"
+            return None
         real_key = (st.st_dev, st.st_ino)
         if real_key != key and real_key in self.streams:
-            fh.close()
+            os.close(fd)
             return self.streams[real_key]
-        s = Stream(real_key, fh, f.path, self._parser(f.path), opened_at=self.clock())
+        s = Stream(real_key, None, f.path, f.path, self._parser(f.path))
+        self._adopt(s, fd)
         self._resume(s, f.path)
-        if s.offset == 0 and (real_key[0], real_key[1], os.pread(fh.fileno(), 64, 0)) in self._finished:
-            s.offset = st.st_size  # a rotated file already read to its end under another name
-            s.last = os.pread(fh.fileno(), saved.MARKER_BYTES, max(0, s.offset - saved.MARKER_BYTES))
-            s.head = os.pread(fh.fileno(), saved.HEAD_BYTES, 0)
+        parked = self.parked.pop(real_key, None)
+        if s.offset == 0 and parked is not None and continues(fd, parked.head, parked.offset, parked.last):
+            self._resume_parked(s, parked)  # a file already read under another name: go on from there
         self.streams[real_key] = s
         self.progress.bytes_total += max(0, st.st_size - s.offset)
         if self.head_tail and s.offset == 0 and st.st_size > self.head_tail:
             self._head_and_tail(s, st.st_size)
         return s
+
+    @staticmethod
+    def _resume_parked(s: Stream, parked: Parked) -> None:
+        s.offset, s.head, s.last = parked.offset, parked.head, parked.last
+        s.parser.framer.next_line = parked.next_line
 
     HEAD = 1 << 20
     TAIL = 4 << 20
@@ -454,7 +594,7 @@ class LocalFollower:
     def _head_and_tail(self, s: Stream, size: int) -> None:
         """Parse the first MiB (config, startup) and the last MiBs (current state) now,
         and leave the middle to :meth:`_poll_history`, so a job's state is known fast."""
-        fd = s.fileno()
+        fd = self._fd(s)
         head = os.pread(fd, self.HEAD, 0)
         head_end = head.rfind(b"\n") + 1
         tail_probe = os.pread(fd, self.TAIL, size - self.TAIL)
@@ -475,6 +615,7 @@ class LocalFollower:
         history.parser.framer.next_line = s.parser.framer.next_line
         s.parser.framer.next_line = lines_before_tail + 1
         s.offset = tail_start
+        s.last = os.pread(fd, saved.MARKER_BYTES, tail_start - saved.MARKER_BYTES)
         s.history = history
         self._with_history.append(s)
         if events:
@@ -487,15 +628,20 @@ class LocalFollower:
             if h is None:
                 self._with_history.remove(s)
                 continue
-            while h.offset < h.end and budget > 0:
-                data = os.pread(s.fileno(), min(READ_SIZE, h.end - h.offset, budget), h.offset)
-                if not data:
-                    break
-                h.offset += len(data)
-                budget -= len(data)
-                self.progress.bytes_done += len(data)
-                events.extend(h.parser.feed(data))
-                time.sleep(0)
+            try:
+                fd = self._fd(s)
+                while h.offset < h.end and budget > 0:
+                    data = os.pread(fd, min(READ_SIZE, h.end - h.offset, budget), h.offset)
+                    if not data:
+                        break
+                    h.offset += len(data)
+                    budget -= len(data)
+                    self.progress.bytes_done += len(data)
+                    events.extend(h.parser.feed(data))
+                    time.sleep(0)
+            except OSError as exc:
+                self._warn(f"{display(s.label)}: history not read: {_describe(exc)}")
+                h.offset = h.end
             if h.offset >= h.end:
                 events.extend(h.parser.finish())
                 s.history = None
@@ -507,7 +653,7 @@ class LocalFollower:
         pos = self._positions.pop(path, None)
         if pos is None or (pos.dev, pos.ino) != s.key:
             return
-        fd = s.fileno()
+        fd = self._fd(s)
         head = os.pread(fd, pos.head_len, 0)
         if len(head) != pos.head_len or saved.head_digest(head) != pos.head:
             return  # another file with a reused inode: read it from the start
@@ -515,13 +661,53 @@ class LocalFollower:
         marker = os.pread(fd, n, pos.offset - n) if n else b""
         if marker.hex() != pos.marker:
             return
-        s.offset = pos.offset
+        s.offset = s.saved_at = pos.offset
         s.head = head
         s.last = marker
         s.parser.framer.next_line = pos.line + 1
 
+    def _resume_rotated(self, f: Followed, key: tuple[int, int], events: list[Event]) -> None:
+        """Restarted with a state file, and the file saved for this path has been
+        rotated meanwhile: read it on from the saved offset, then the files rotated
+        through the path after it, before the one now at the path."""
+        pos = self._positions.get(f.path)
+        if pos is None or (pos.dev, pos.ino) == key:
+            return
+        found = False
+        for sib in self._dirs.siblings(f.path):
+            if sib.key == key:
+                continue
+            if sib.key == (pos.dev, pos.ino):
+                found = found or self._drain_saved(f, sib, pos, events)
+            elif pos.mtime_ns and sib.mtime_ns >= pos.mtime_ns and sib.key not in self.streams:
+                self._read_whole(f, sib, events)  # written after we stopped: rotated through since
+        if found:
+            self._positions.pop(f.path, None)
+
+    def _drain_saved(self, f: Followed, sib: Sibling, pos: saved.Position, events: list[Event]) -> bool:
+        try:
+            fd, st = open_regular(sib.path)
+        except OSError:
+            return False
+        try:
+            head = os.pread(fd, pos.head_len, 0)
+            n = min(saved.MARKER_BYTES, pos.offset)
+            marker = os.pread(fd, n, pos.offset - n) if n else b""
+            if saved.head_digest(head) != pos.head or marker.hex() != pos.marker:
+                return False
+            s = Stream(sib.key, None, sib.path, f.path, self._parser(f.path), offset=pos.offset, head=head,
+                       last=marker)
+            s.parser.framer.next_line = pos.line + 1
+            self._adopt(s, fd)
+            fd = -1
+            self._finish_sibling(s, events)
+            return True
+        finally:
+            if fd >= 0:
+                os.close(fd)
+
     def _read(self, s: Stream, size: int, events: list[Event], mtime_ns: Optional[int] = None) -> bool:
-        fd = s.fileno()
+        fd = self._fd(s)
         changed = size != s.offset or (mtime_ns is not None and mtime_ns != s.mtime_ns)
         if mtime_ns is not None:
             s.mtime_ns = mtime_ns
@@ -534,25 +720,55 @@ class LocalFollower:
         budget = MAX_READ_PER_POLL
         grew = False
         while s.offset < size and budget > 0:
-            data = os.pread(fd, min(READ_SIZE, size - s.offset, budget), s.offset)
+            if size - s.offset >= HOLE_MIN and self._skip_hole(s, fd, size):
+                grew = True
+                continue
+            want = min(READ_SIZE, size - s.offset, budget)
+            data = os.pread(fd, want, s.offset)
             if not data:
                 break
+            if self._bounded_saves:
+                data = self._within_save_bound(data)
             grew = True
             budget -= len(data)
             self._consume(s, data, events)
+            if self._hurry:
+                break
             time.sleep(0)  # let the UI thread take the GIL between blocks
         return grew
 
-    @staticmethod
-    def _rewritten(s: Stream, fd: int) -> bool:
+    def _within_save_bound(self, data: bytes) -> bytes:
+        """With a state file, a read stops after the line that makes
+        :data:`SAVE_EVERY_LINES` unsaved lines, so that a kill doubles no more on restart."""
+        room = SAVE_EVERY_LINES - self._lines_unsaved
+        if data.count(b"\n") < room:
+            return data
+        cut = -1
+        for _ in range(max(1, room)):
+            cut = data.find(b"\n", cut + 1)
+        self._hurry = True
+        return data[:cut + 1] if cut >= 0 else data
+
+    def _skip_hole(self, s: Stream, fd: int, size: int) -> bool:
+        """Step over a large sparse hole (it reads as NULs) instead of reading it."""
+        data_at = next_data(fd, s.offset, size)
+        if data_at is None or data_at - s.offset < HOLE_MIN:
+            return False
+        hole = min(data_at, size) - s.offset
+        if len(s.head) < saved.HEAD_BYTES and len(s.head) == s.offset:
+            s.head += b"\x00" * min(saved.HEAD_BYTES - len(s.head), hole)
+        s.offset += hole
+        s.last = b"\x00" * min(saved.MARKER_BYTES, hole)
+        self.progress.bytes_done += hole
+        return True
+
+    def _rewritten(self, s: Stream, fd: int) -> bool:
         """Truncated and written again past the old offset between two polls: the
         first bytes or the bytes before the offset are no longer what was read."""
-        if s.last and os.pread(fd, len(s.last), s.offset - len(s.last)) != s.last:
-            return True
-        return bool(s.head) and os.pread(fd, len(s.head), 0) != s.head
+        return not continues(fd, s.head, s.offset, s.last)
 
     def _consume(self, s: Stream, data: bytes, events: list[Event]) -> None:
-        if len(s.head) < saved.HEAD_BYTES:
+        if len(s.head) < saved.HEAD_BYTES and len(s.head) == s.offset:
             s.head += data[: saved.HEAD_BYTES - len(s.head)]
         s.offset += len(data)
         s.last = (s.last + data)[-saved.MARKER_BYTES:]
@@ -563,7 +779,9 @@ class LocalFollower:
                 s.skip_nuls = False
             data = stripped
         if data:
+            before = s.parser.framer.next_line
             events.extend(s.parser.feed(data))
+            self._lines_unsaved += s.parser.framer.next_line - before
 
     def _remember(self, s: Stream) -> None:
         """What one generation of a path started with and how much of it was read:
@@ -574,8 +792,14 @@ class LocalFollower:
             del gens[:-64]
 
     def _truncated(self, s: Stream, events: list[Event], reason: str) -> None:
+        self._read_copy(s, events)
         self._remember(s)
         events.extend(s.parser.finish())
+        f = self.followed.get(s.label)
+        if f is not None and f.stream is s and f.siblings is not None:
+            # several copytruncates between two polls: the generations we never saw in
+            # the file are only in their copies
+            self._read_rotated_siblings(f, s.key, events)
         events.append(Truncated(file=s.label, line=s.parser.framer.next_line, reason=reason))
         s.parser = self._parser(s.label)
         s.offset = 0
@@ -583,9 +807,36 @@ class LocalFollower:
         s.last = b""
         s.skip_nuls = True  # copytruncate with a writer that keeps its offset leaves NULs
 
+    def _read_copy(self, s: Stream, events: list[Event]) -> None:
+        """copytruncate: what was written after our last read and before the copy is
+        only in the copy.  Read the copy on from our offset, as if nothing happened."""
+        if not s.head:
+            return
+        for sib in reversed(self._dirs.siblings(s.path)):  # the copy is the newest sibling
+            if sib.size <= s.offset or sib.key in self.streams:
+                continue
+            try:
+                fd, _ = open_regular(sib.path)
+            except OSError:
+                continue
+            try:
+                if not continues(fd, s.head, s.offset, s.last):
+                    continue
+                while True:
+                    data = os.pread(fd, READ_SIZE, s.offset)
+                    if not data:
+                        break
+                    self._consume(s, data, events)
+                return
+            finally:
+                os.close(fd)
+
     # -- streams that left their path ----------------------------------------------------------
     def _detach(self, s: Stream, events: list[Event]) -> None:
-        self._drain(s, events)
+        try:
+            self._drain(s, events)
+        except Gone as exc:
+            self._warn(f"{exc}: its last lines, if any, were not read")
         self._remember(s)
         if s.detached_at is None:
             s.detached_at = self.clock()
@@ -595,7 +846,9 @@ class LocalFollower:
     def _drain(self, s: Stream, events: list[Event]) -> None:
         while True:
             try:
-                st = os.fstat(s.fileno())
+                st = os.fstat(self._fd(s))
+            except Gone:
+                raise
             except OSError:
                 return
             if not self._read(s, st.st_size, events, st.st_mtime_ns):
@@ -604,63 +857,98 @@ class LocalFollower:
     def _poll_detached(self, now: float, events: list[Event]) -> None:
         keep = []
         for s in self.detached:
-            self._drain(s, events)
+            try:
+                self._drain(s, events)
+            except Exception as exc:  # noqa: BLE001 - kept to this file
+                self._warn(f"{display(s.label)} (rotated): {_describe(exc)}")
+                s.detached_at = now - self.grace
             if now - (s.detached_at or now) >= self.grace:
-                events.extend(s.parser.finish())
-                self._finished.add((s.key[0], s.key[1], s.head[:64]))
-                try:
-                    s.fh.close()  # type: ignore[attr-defined]
-                except OSError:
-                    pass
+                self._park(s, events)
             else:
                 keep.append(s)
         self.detached = keep
 
-    def _read_rotated_siblings(self, f: Followed, old: Stream, new_key: tuple[int, int],
-                               events: list[Event]) -> None:
+    def _park(self, s: Stream, events: list[Event]) -> None:
+        events.extend(s.parser.finish())
+        self._close_fd(s)
+        self.parked[s.key] = Parked(s.key, s.label, s.head, s.offset, s.last, s.parser.framer.next_line)
+        self.parked.move_to_end(s.key)
+        while len(self.parked) > MAX_PARKED:
+            self.parked.popitem(last=False)
+
+    def _read_rotated_siblings(self, f: Followed, new_key: tuple[int, int], events: list[Event]) -> None:
         """Files rotated through ``f.path`` between two polls (``x.log`` -> ``x.log.1``
-        -> ``x.log.2``...) that were never seen at the path: read them, oldest first,
-        before the file now at the path."""
-        directory, base = os.path.split(f.path)
+        -> ``x.log.2``...) that were never seen at the path, and the file that left
+        it if it was closed meanwhile: read them, oldest first, before the file now
+        at the path.  Siblings that were there when we started are history."""
+        known = set(self.streams) | {s.key for s in self.detached} | {new_key}
+        history = f.siblings or set()
+        listed = self._dirs.siblings(f.path)
+        for sib in listed:
+            if sib.key in known:
+                continue
+            if self._is_copy(f.path, sib):
+                continue
+            parked = self.parked.get(sib.key)
+            # a parked file of which nothing was read tells nothing by its content: it is judged as new
+            if parked is not None and parked.offset and self._read_parked(sib, parked, events):
+                continue
+            if sib.sig in history:
+                continue
+            self._read_whole(f, sib, events)
+        # only what was handled is history: not newer files, nor the one about to be opened
+        # (if it moves before we open it, it is a rotated sibling like the others)
+        f.siblings = history | {sib.sig for sib in listed if sib.key not in known}
+
+    def _read_parked(self, sib: Sibling, parked: Parked, events: list[Event]) -> bool:
+        """A parked file found again by its content: read what was added since."""
         try:
-            names = [n for n in os.listdir(directory or ".") if n.startswith(base) and n != base]
+            fd, _ = open_regular(sib.path)
+        except OSError:
+            return False
+        try:
+            if not continues(fd, parked.head, parked.offset, parked.last):
+                return False
+            del self.parked[sib.key]
+            s = Stream(sib.key, None, sib.path, parked.label, self._parser(parked.label))
+            self._resume_parked(s, parked)
+            self._adopt(s, fd)
+            fd = -1
+            self._finish_sibling(s, events)
+            return True
+        finally:
+            if fd >= 0:
+                os.close(fd)
+
+    def _is_copy(self, label: str, sib: Sibling) -> bool:
+        """A copy of data already read (copytruncate's), recognised by its first bytes."""
+        gens = self._generations.get(label, ())
+        if not gens:
+            return False
+        try:
+            with open(sib.path, "rb") as fh:
+                head = fh.read(256)
+        except OSError:
+            return True
+        return any(head == g[: len(head)] and sib.size <= n for g, n in gens)
+
+    def _read_whole(self, f: Followed, sib: Sibling, events: list[Event]) -> None:
+        try:
+            fd, st = open_regular(sib.path)
         except OSError:
             return
-        # the file last seen at the path (``new_key``) counts as a sibling once it too
-        # has been rotated away: it then takes its turn among them, before the newer ones
-        known = set(self.streams) | {s.key for s in self.detached}
-        found = []
-        for name in names:
-            path = os.path.join(directory, name)
-            try:
-                st = os.stat(path)
-            except OSError:
-                continue
-            key = (st.st_dev, st.st_ino)
-            if key in known or not _is_regular(st.st_mode) or st.st_mtime < old_birth(old):
-                continue
-            try:
-                with open(path, "rb") as fh:
-                    head = fh.read(256)
-            except OSError:
-                continue
-            if (key[0], key[1], head[:64]) in self._finished or not head:
-                continue
-            if any(head == g[: len(head)] and st.st_size <= n for g, n in self._generations.get(f.path, ())):
-                continue  # a copy of data already read (copytruncate)
-            found.append((st.st_mtime_ns, path, key))
-        for _, path, key in sorted(found):
-            try:
-                fh = open(path, "rb", buffering=0)
-            except OSError:
-                continue
-            s = Stream(key, fh, f.path, self._parser(f.path), opened_at=self.clock())
-            # a rotated-through file is complete: read it to its end and let it go
-            self._drain(s, events)
-            events.extend(s.parser.finish())
-            self._finished.add((key[0], key[1], s.head[:64]))
-            fh.close()
+        s = Stream((st.st_dev, st.st_ino), None, sib.path, f.path, self._parser(f.path))
+        self._adopt(s, fd)
+        self._finish_sibling(s, events)
 
+    def _finish_sibling(self, s: Stream, events: list[Event]) -> None:
+        """A rotated-through file is complete: read it to its end and park it."""
+        try:
+            self._drain(s, events)
+        finally:
+            self._park(s, events)
+
+    # -- saved positions -------------------------------------------------------------------------
     def save_state(self) -> None:
         if not self.state_path:
             return
@@ -672,27 +960,41 @@ class LocalFollower:
             complete = s.offset - s.parser.framer.pending
             if complete < 0:
                 continue
-            fd = s.fileno()
-            try:
-                n = min(saved.MARKER_BYTES, complete)
-                marker = os.pread(fd, n, complete - n) if n else b""
-                head = os.pread(fd, min(saved.HEAD_BYTES, max(complete, 0)), 0)
-            except OSError:
-                continue
+            n = min(saved.MARKER_BYTES, complete)
+            if s.parser.framer.pending == 0 and len(s.last) >= n:
+                marker = s.last[len(s.last) - n:] if n else b""
+            else:
+                try:
+                    marker = os.pread(self._fd(s), n, complete - n) if n else b""
+                except OSError:
+                    continue
+            head = s.head[:min(saved.HEAD_BYTES, complete)]
             positions[f.path] = saved.Position(dev=s.key[0], ino=s.key[1], head=saved.head_digest(head),
                                                head_len=len(head), offset=complete, marker=marker.hex(),
-                                               line=s.parser.framer.next_line - 1)
+                                               line=s.parser.framer.next_line - 1, mtime_ns=s.mtime_ns)
         saved.save(self.state_path, positions)
         self._dirty_state = False
+        self._lines_unsaved = 0
 
 
-def old_birth(s: Stream) -> float:
-    """Wall-clock time from which a rotated sibling may be newer than ``s``."""
-    try:
-        return os.fstat(s.fileno()).st_ctime - 1.0
-    except OSError:
-        return 0.0
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
 
 
 def _is_regular(mode: int) -> bool:
     return stat.S_ISREG(mode)
+
+
+def supervise(follower: LocalFollower, stop: threading.Event, say: Callable[[str], None]) -> None:
+    """Run ``follower`` until ``stop``; if it dies, say so and start it again (its
+    files, offsets and parsers are kept: nothing is read twice)."""
+    while not stop.is_set():
+        try:
+            follower.run(stop)
+            return
+        except Exception as exc:  # noqa: BLE001 - a follower must never stop for good
+            follower.restarts += 1
+            say(f"the follower stopped ({_describe(exc)}); restarted")
+            stop.wait(ERROR_RETRY)

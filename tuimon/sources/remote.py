@@ -10,7 +10,16 @@
   (1 s to 60 s); reading resumes at the saved offsets.  SFTP gives no inode, so a
   file's identity is its first bytes: a different head at the path means a new
   file (the old one is looked for among its rotated siblings and drained).
-* Authentication failures and unknown or changed host keys are not retried.
+* Polling lists directories, not files: one ``readdir`` gives the size and mtime
+  of every file in a directory, and only files that changed are opened.  A
+  directory is listed often after a change and backs off to ``max_idle`` while
+  quiet, so idle cost grows with directories, not with files.
+* Only regular files are opened (a FIFO would block the server's one SFTP
+  channel, and with it every file of the host).
+* Events are handed on as each file's bytes are consumed, so a connection cut
+  mid-round never advances an offset past events that were thrown away.
+* Authentication failures, unknown or changed host keys and a path that does
+  not exist when following starts are not retried: they are the user's to fix.
 """
 from __future__ import annotations
 
@@ -45,6 +54,7 @@ class RemoteThread:
         self.kw = kw
         self.hosts: list[RemoteHost] = []
         self.errors: list[str] = []
+        self.warnings: list[str] = []
         self._loop: Optional[asyncio.AbstractEventLoop] = None
         self._stop: Optional[asyncio.Event] = None
         self._thread = threading.Thread(target=self._main, name="tuimon-remote", daemon=True)
@@ -57,8 +67,8 @@ class RemoteThread:
         async def run() -> None:
             self._loop = asyncio.get_running_loop()
             self._stop = asyncio.Event()
-            await read_remote(self.specs, self.sink, follow=True, on_error=self.errors.append, stop=self._stop,
-                              hosts_out=self.hosts, **self.kw)
+            await read_remote(self.specs, self.sink, follow=True, on_error=self.errors.append,
+                              on_warning=self.warnings.append, stop=self._stop, hosts_out=self.hosts, **self.kw)
 
         asyncio.run(run())
 
@@ -120,6 +130,15 @@ class RemoteFile:
     due: float = 0.0
 
 
+@dataclass(eq=False)
+class RemoteDir:
+    path: str
+    depth: int
+    root: bool
+    interval: float = 0.0
+    due: float = 0.0
+
+
 @dataclass
 class HostState:
     status: str = "connecting"
@@ -152,8 +171,13 @@ class RemoteHost:
     keepalive: float = 15.0
     connect_timeout: float = 15.0
     once: bool = False  # read what is there, then stop (summary, events without --follow)
+    on_warning: Callable[[str], None] = lambda message: None
     state: HostState = field(default_factory=HostState)
     files: dict[str, RemoteFile] = field(default_factory=dict)
+    dirs: dict[str, RemoteDir] = field(default_factory=dict)
+    explicit: set = field(default_factory=set)  # files named as roots: polled by stat
+    roots_seen: bool = False  # every root existed once: a missing one later is a state, not an error
+    warned: set = field(default_factory=set)
 
     @property
     def host(self) -> str:
@@ -180,7 +204,8 @@ class RemoteHost:
                     await self._follow(sftp, stop)
                     if self.once:
                         return
-            except FatalSSHError:
+            except FatalSSHError as exc:
+                self.state.status, self.state.error, self.state.retry_at = "error", str(exc), None
                 raise
             except Exception as exc:  # noqa: BLE001
                 message, _ = describe(exc, self.host)
@@ -215,100 +240,172 @@ class RemoteHost:
         return await asyncssh.connect(host, **kwargs)
 
     # -- reading ------------------------------------------------------------------------------
-    async def _follow(self, sftp, stop: asyncio.Event) -> None:
-        import asyncssh
+    def _warn(self, message: str) -> None:
+        if message not in self.warned:
+            self.warned.add(message)
+            self.on_warning(f"{self.host}: {message}")
 
-        next_scan = 0.0
+    async def _follow(self, sftp, stop: asyncio.Event) -> None:
+        next_roots = 0.0
         while not stop.is_set():
             now = time.monotonic()
-            if now >= next_scan:
-                await self._discover(sftp)
-                next_scan = now + max(self.poll, 1.0)
-            events: list[Event] = []
+            if now >= next_roots:
+                await self._resolve_roots(sftp)
+                next_roots = now + self.max_idle
             now = time.monotonic()
-            for rf in list(self.files.values()):
+            queue = [d for d in self.dirs.values() if d.due <= now or self.once]
+            while queue:  # a directory found in this round is listed in this round
+                d = queue.pop()
+                if d.path not in self.dirs:
+                    continue  # went away with its parent
+                known = len(self.dirs)
+                changed = await self._poll_dir(sftp, d)
+                d.interval = self.poll / 4 if changed else min(max(d.interval * 2, self.poll / 4), self.max_idle)
+                d.due = now + d.interval
+                if len(self.dirs) > known:
+                    queue.extend(list(self.dirs.values())[known:])
+            for path in list(self.explicit):
+                rf = self.files[path]
                 if rf.due > now and not self.once:
                     continue
-                try:
-                    changed = await self._poll_file(sftp, rf, events)
-                except asyncssh.SFTPNoSuchFile:
-                    changed = False  # gone for now; discovery finds it again
-                except asyncssh.SFTPPermissionDenied:
-                    changed = False
+                changed = await self._poll_named(sftp, rf)
                 rf.interval = self.poll / 4 if changed else min(max(rf.interval * 2, self.poll / 4), self.max_idle)
                 rf.due = now + rf.interval
-            if events:
-                self.sink(events)
+            self.state.files = len(self.files)
             if self.once:
-                events = []
+                events: list[Event] = []
                 for rf in self.files.values():
                     events.extend(rf.parser.finish())
                 if events:
                     self.sink(events)
                 return
-            wake = min((rf.due for rf in self.files.values()), default=now + self.poll)
+            wake = min([d.due for d in self.dirs.values()] + [self.files[p].due for p in self.explicit],
+                       default=now + self.poll)
             try:
-                await asyncio.wait_for(stop.wait(), timeout=max(0.02, min(wake, next_scan) - time.monotonic()))
+                await asyncio.wait_for(stop.wait(), timeout=max(0.02, min(wake, next_roots) - time.monotonic()))
             except asyncio.TimeoutError:
                 pass
 
-    async def _discover(self, sftp) -> None:
+    async def _resolve_roots(self, sftp) -> None:
+        """What each named path is: a directory (listed), a file (stat'ed).  A path
+        missing when following starts is the user's error; later, only a state."""
         import asyncssh
 
         for raw in self.paths:
             root = sftp_path(raw)
             try:
                 attrs = await sftp.stat(root)
-            except (asyncssh.SFTPNoSuchFile, asyncssh.SFTPPermissionDenied):
+            except asyncssh.SFTPNoSuchFile:
+                if not self.roots_seen:
+                    raise FatalSSHError(f"{self.host}:{raw}: no such file or directory") from None
+                continue
+            except asyncssh.SFTPPermissionDenied:
+                if not self.roots_seen:
+                    raise FatalSSHError(f"{self.host}:{raw}: permission denied") from None
                 continue
             if attrs.type == asyncssh.FILEXFER_TYPE_DIRECTORY:
-                await self._walk(sftp, root, 0)
-            else:
+                if root not in self.dirs:
+                    self.dirs[root] = RemoteDir(root, 0, True)
+            elif attrs.type == asyncssh.FILEXFER_TYPE_REGULAR:
                 self._add(root)
-        self.state.files = len(self.files)
+                self.explicit.add(root)
+            else:
+                self._warn(f"{raw} is not a regular file: skipped")
+        self.roots_seen = True
 
-    async def _walk(self, sftp, directory: str, depth: int) -> None:
+    async def _poll_dir(self, sftp, d: RemoteDir) -> bool:
+        """List one directory; read the files whose size or mtime changed.  True when any did."""
         import asyncssh
 
-        if depth > MAX_DEPTH:
-            return
         try:
-            entries = await sftp.readdir(directory)
-        except (asyncssh.SFTPNoSuchFile, asyncssh.SFTPPermissionDenied):
-            return
+            entries = await sftp.readdir(d.path)
+        except asyncssh.SFTPNoSuchFile:
+            if not d.root:
+                self._forget_dir(d.path)
+            return False
+        except asyncssh.SFTPPermissionDenied:
+            self._warn(f"cannot list {d.path}: permission denied (retrying)")
+            return False
+        changed = False
         for entry in entries:
             name = entry.filename if isinstance(entry.filename, str) else entry.filename.decode("utf-8", "replace")
             if name in (".", ".."):
                 continue
-            path = posixpath.join(directory, name)
-            if entry.attrs.type == asyncssh.FILEXFER_TYPE_DIRECTORY:
-                if not name.startswith("."):
-                    await self._walk(sftp, path, depth + 1)
-            elif matches(name, self.include) and not matches(name, self.exclude):
-                self._add(path)
+            path = posixpath.join(d.path, name)
+            attrs = entry.attrs
+            if attrs.type == asyncssh.FILEXFER_TYPE_DIRECTORY:
+                if not name.startswith(".") and path not in self.dirs and d.depth < MAX_DEPTH:
+                    self.dirs[path] = RemoteDir(path, d.depth + 1, False)
+                continue
+            if not (matches(name, self.include) and not matches(name, self.exclude)):
+                continue
+            if attrs.type == asyncssh.FILEXFER_TYPE_SYMLINK:
+                try:
+                    attrs = await sftp.stat(path)  # what the link points at
+                except asyncssh.SFTPError:
+                    continue
+            if attrs.type != asyncssh.FILEXFER_TYPE_REGULAR:
+                self._warn(f"{path} is not a regular file: skipped")
+                continue
+            rf = self._add(path)
+            if attrs.size != rf.size_seen or attrs.mtime != rf.mtime_seen:
+                changed = True
+                await self._guarded_read(sftp, rf, attrs.size or 0, attrs.mtime)
+        return changed
 
-    def _add(self, path: str) -> None:
-        if path not in self.files:
-            label = f"{self.host}:{path}"
-            self.files[path] = RemoteFile(path, label, FileParser(label))
+    def _forget_dir(self, path: str) -> None:
+        prefix = path.rstrip("/") + "/"
+        for p in [p for p in self.dirs if p == path or p.startswith(prefix)]:
+            del self.dirs[p]
 
-    async def _poll_file(self, sftp, rf: RemoteFile, events: list[Event]) -> bool:
-        """Read what is new in one file; True when it changed."""
-        attrs = await sftp.stat(rf.path)
-        size, mtime = attrs.size or 0, attrs.mtime
-        if size == rf.size_seen and mtime == rf.mtime_seen:
+    async def _poll_named(self, sftp, rf: RemoteFile) -> bool:
+        import asyncssh
+
+        try:
+            attrs = await sftp.stat(rf.path)
+        except (asyncssh.SFTPNoSuchFile, asyncssh.SFTPPermissionDenied):
+            return False  # gone for now: looked at again on the idle schedule
+        if attrs.type != asyncssh.FILEXFER_TYPE_REGULAR:
+            self._warn(f"{rf.path} is not a regular file: skipped")
+            return False
+        if attrs.size == rf.size_seen and attrs.mtime == rf.mtime_seen:
             return False  # idle following costs one stat, never a read
-        async with sftp.open(rf.path, "rb") as fh:
-            if rf.offset and await self._replaced(fh, rf, size):
-                await self._drain_rotated(sftp, rf, events)
-                self._restart(rf, events, "a different file is now at this path")
-            while rf.offset < size:
-                data = await fh.read(min(READ_SIZE, size - rf.offset), rf.offset)
-                if not data:
-                    break
-                self._consume(rf, data, events)
-        rf.size_seen, rf.mtime_seen = size, mtime
+        await self._guarded_read(sftp, rf, attrs.size or 0, attrs.mtime)
         return True
+
+    async def _guarded_read(self, sftp, rf: RemoteFile, size: int, mtime) -> None:
+        import asyncssh
+
+        try:
+            await self._read_file(sftp, rf, size, mtime)
+        except (asyncssh.SFTPNoSuchFile, asyncssh.SFTPPermissionDenied):
+            pass  # gone or closed to us for now: the next listing looks again
+
+    def _add(self, path: str) -> RemoteFile:
+        rf = self.files.get(path)
+        if rf is None:
+            label = f"{self.host}:{path}"
+            rf = self.files[path] = RemoteFile(path, label, FileParser(label))
+        return rf
+
+    async def _read_file(self, sftp, rf: RemoteFile, size: int, mtime) -> None:
+        """Read what is new in one file.  Its events are handed on however the read
+        ends (a dropped link included): they and its offset advance together."""
+        events: list[Event] = []
+        try:
+            async with sftp.open(rf.path, "rb") as fh:
+                if rf.offset and await self._replaced(fh, rf, size):
+                    await self._drain_rotated(sftp, rf, events)
+                    self._restart(rf, events, "a different file is now at this path")
+                while rf.offset < size:
+                    data = await fh.read(min(READ_SIZE, size - rf.offset), rf.offset)
+                    if not data:
+                        break
+                    self._consume(rf, data, events)
+            rf.size_seen, rf.mtime_seen = size, mtime
+        finally:
+            if events:
+                self.sink(events)
 
     async def _replaced(self, fh, rf: RemoteFile, size: int) -> bool:
         if size < rf.offset:
@@ -332,6 +429,8 @@ class RemoteHost:
         for name in sorted(n for n in names if isinstance(n, str) and n.startswith(base) and n != base):
             path = posixpath.join(directory, name)
             try:
+                if (await sftp.stat(path)).type != asyncssh.FILEXFER_TYPE_REGULAR:
+                    continue
                 async with sftp.open(path, "rb") as fh:
                     if await fh.read(len(rf.head), 0) != rf.head:
                         continue
@@ -372,12 +471,13 @@ def group_by_host(specs: list[RemoteSpec]) -> dict[tuple, list[str]]:
 async def read_remote(specs: list[RemoteSpec], sink: Callable[[list[Event]], None], *,
                       ssh_config: Optional[str] = None, follow: bool = False,
                       on_error: Callable[[str], None] = lambda m: None,
+                      on_warning: Callable[[str], None] = lambda m: None,
                       stop: Optional[asyncio.Event] = None, hosts_out: Optional[list] = None,
                       **kw) -> list[RemoteHost]:
     """Read (or follow) every spec, one connection per host; hosts run side by side so
     one host down never stalls the others."""
     stop = stop or asyncio.Event()
-    hosts = [RemoteHost(endpoint, paths, sink, ssh_config=ssh_config, once=not follow, **kw)
+    hosts = [RemoteHost(endpoint, paths, sink, ssh_config=ssh_config, once=not follow, on_warning=on_warning, **kw)
              for endpoint, paths in group_by_host(specs).items()]
     if hosts_out is not None:
         hosts_out.extend(hosts)
@@ -390,3 +490,35 @@ async def read_remote(specs: list[RemoteSpec], sink: Callable[[list[Event]], Non
 
     await asyncio.gather(*(guarded(h) for h in hosts))
     return hosts
+
+
+async def check_remote(specs: list[RemoteSpec], ssh_config: Optional[str] = None,
+                       timeout: float = 15.0) -> tuple[list[str], list[str]]:
+    """Before a dashboard opens: (errors the user must fix, passing troubles).  An
+    unknown host, a refused key or a missing path is an error; a host that does not
+    answer now is only a warning (the dashboard retries it)."""
+    import asyncssh
+
+    errors: list[str] = []
+    warnings: list[str] = []
+
+    async def one(endpoint, paths) -> None:
+        host = RemoteHost(endpoint, paths, lambda events: None, ssh_config=ssh_config, connect_timeout=timeout)
+        try:
+            conn = await host._connect()
+        except Exception as exc:  # noqa: BLE001 - every failure becomes one line
+            message, fatal = describe(exc, host.host)
+            (errors if fatal else warnings).append(message)
+            return
+        async with conn:
+            sftp = await conn.start_sftp_client()
+            for raw in paths:
+                try:
+                    await sftp.stat(sftp_path(raw))
+                except asyncssh.SFTPNoSuchFile:
+                    errors.append(f"{host.host}:{raw}: no such file or directory")
+                except asyncssh.SFTPError as exc:
+                    errors.append(f"{host.host}:{raw}: {exc.reason}")
+
+    await asyncio.gather(*(one(endpoint, paths) for endpoint, paths in group_by_host(specs).items()))
+    return errors, warnings

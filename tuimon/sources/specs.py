@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from typing import Optional
 from urllib.parse import unquote, urlsplit
 
+from ..discover import PathError
+
 _SPEC = re.compile(r"^(?:(?P<user>[^@/:\s]+)@)?(?P<host>\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+)"
                    r"(?::(?P<port>\d{1,5}))?:(?P<path>.*)$", re.S)
 
@@ -31,21 +33,34 @@ class RemoteSpec:
 
 
 def parse_spec(text: str) -> Optional[RemoteSpec]:
-    """The remote spec in ``text``, or None when it names a local path."""
+    """The remote spec in ``text``, or None when it names a local path.  Raises
+    :class:`~tuimon.discover.PathError` for a spec that cannot be right (a port out
+    of range, a broken IPv6 address)."""
     if text.startswith("ssh://"):
-        parts = urlsplit(text)
-        if not parts.hostname:
-            return None
+        try:
+            parts = urlsplit(text)
+            hostname, port = parts.hostname, parts.port
+        except ValueError as exc:  # "Port out of range 0-65535", "Invalid IPv6 URL"
+            raise PathError(f"bad remote spec {text!r}: {exc}") from None
+        if not hostname:
+            raise PathError(f"bad remote spec {text!r}: no host (use ssh://user@host:port/path)")
         path = unquote(parts.path)
         path = path[1:] if path.startswith("/~") else path  # ssh://h/~/runs -> ~/runs
-        return RemoteSpec(parts.hostname, path or ".", unquote(parts.username) if parts.username else None,
-                          parts.port)
+        return RemoteSpec(hostname, path or ".", unquote(parts.username) if parts.username else None,
+                          _port(text, port))
     if text.startswith(("/", "./", "../", "~")):
         return None
     m = _SPEC.match(text)
     if not m:
         return None
-    return RemoteSpec(m["host"].strip("[]"), m["path"] or ".", m["user"], int(m["port"]) if m["port"] else None)
+    return RemoteSpec(m["host"].strip("[]"), m["path"] or ".", m["user"],
+                      _port(text, int(m["port"])) if m["port"] else None)
+
+
+def _port(text: str, port: Optional[int]) -> Optional[int]:
+    if port is not None and not 1 <= port <= 65535:
+        raise PathError(f"bad remote spec {text!r}: port {port} is not in 1-65535")
+    return port
 
 
 def split_paths(paths: list[str]) -> tuple[list[str], list[RemoteSpec]]:

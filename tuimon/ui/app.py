@@ -15,6 +15,7 @@ from textual.screen import Screen
 from themes import STYLESHEET, THEME_ALIASES, textual_themes
 
 from ..live import LiveSession
+from ..text import sanitize
 from .help import HelpScreen
 from .job import JobScreen
 from .jobs import SORTS, JobsScreen
@@ -68,8 +69,10 @@ class TuimonApp(App[int]):
         self.frame_ms.append((time.perf_counter() - t0) * 1000.0)
         del self.frame_ms[:-1000]
         if self.session.error:
-            self.notify(self.session.error, severity="error", timeout=10)
+            self.notify(sanitize(self.session.error), severity="error", timeout=10, markup=False)
             self.session.error = None
+        while self.session.warnings:
+            self.notify(sanitize(self.session.warnings.popleft()), severity="warning", timeout=8, markup=False)
 
     def _show(self, screen: Screen) -> None:
         if isinstance(screen, JobsScreen):
