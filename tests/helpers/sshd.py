@@ -34,8 +34,14 @@ class Server:
             self.proc.wait(timeout=10)
 
     def kill_connections(self) -> None:
-        """Drop every client connection (the per-connection sshd children), keep listening."""
-        subprocess.run(["pkill", "-KILL", "-P", str(self.proc.pid)], capture_output=True)
+        """Drop every client connection, keep listening: every process below the
+        listener dies (a connection's monitor and the session process it forked,
+        which would otherwise keep serving SFTP on its own)."""
+        for pid in _descendants(self.proc.pid):
+            try:
+                os.kill(pid, 9)
+            except ProcessLookupError:
+                pass
 
 
 class InProcessServer(Server):
@@ -88,6 +94,25 @@ class InProcessServer(Server):
                 conn.abort()
             self.conns.clear()
         asyncio.run_coroutine_threadsafe(abort(), self.loop).result(10)
+
+
+def _descendants(root: int) -> list[int]:
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as fh:
+                ppid = int(fh.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        children.setdefault(ppid, []).append(int(entry))
+    out, stack = [], list(children.get(root, ()))
+    while stack:
+        pid = stack.pop()
+        out.append(pid)
+        stack.extend(children.get(pid, ()))
+    return out
 
 
 def free_port() -> int:

@@ -79,15 +79,38 @@ class History:
 
 @dataclass
 class Parked:
-    """A file that left its path and was closed: enough to read on from ``offset``
-    if it is found again, and to know it when it is."""
+    """A file that left its path and was closed, or the file a state file names:
+    enough to know it again by its content, under any name (its first bytes and
+    the bytes before ``offset``), and to read on from ``offset``."""
 
     key: tuple[int, int]
     label: str
-    head: bytes
+    head_len: int
+    head_digest: str
     offset: int
     last: bytes
     next_line: int
+
+    @classmethod
+    def of(cls, s: "Stream") -> "Parked":
+        head = s.head[:saved.HEAD_BYTES]
+        return cls(s.key, s.label, len(head), saved.head_digest(head), s.offset, s.last, s.parser.framer.next_line)
+
+    @classmethod
+    def saved(cls, label: str, p: dict) -> "Parked":
+        return cls((p["dev"], p["ino"]), label, p["head_len"], p["head"], p["offset"], bytes.fromhex(p["marker"]),
+                   p["line"] + 1)
+
+    def to_saved(self) -> dict:
+        return {"dev": self.key[0], "ino": self.key[1], "head_len": self.head_len, "head": self.head_digest,
+                "offset": self.offset, "marker": self.last.hex(), "line": self.next_line - 1}
+
+    def matches(self, fd: int) -> bool:
+        head = os.pread(fd, self.head_len, 0)
+        if len(head) != self.head_len or saved.head_digest(head) != self.head_digest:
+            return False
+        n = len(self.last)
+        return not n or os.pread(fd, n, self.offset - n) == self.last
 
 
 @dataclass(eq=False)
@@ -135,6 +158,7 @@ class LocalFollower:
         self.streams: dict[tuple[int, int], Stream] = {}
         self.detached: list[Stream] = []
         self.parked: OrderedDict[tuple[int, int], Parked] = OrderedDict()
+        self._retired: dict[str, Followed] = {}  # paths missing long enough to stop polling them
         self._generations: dict[str, list[tuple[bytes, int]]] = {}
         self._with_history: list[Stream] = []
         self._heap: list[tuple[float, int, Followed]] = []
@@ -218,7 +242,11 @@ class LocalFollower:
 
     def _follow(self, path: str, explicit: bool) -> None:
         if path not in self.followed:
-            f = self.followed[path] = Followed(path, explicit)
+            f = self._retired.pop(path, None)  # back after a long absence: what it knew still holds
+            if f is None:
+                f = Followed(path, explicit)
+            f.dead, f.missing_since, f.hot, f.interval = False, None, True, MIN_INTERVAL
+            self.followed[path] = f
             self._schedule(f, self.clock())
 
     def _schedule(self, f: Followed, when: float) -> None:
@@ -478,6 +506,9 @@ class LocalFollower:
             elif not f.explicit and now - f.missing_since > max(self.grace, 10.0):
                 f.dead = True  # gone for good: stop polling a name nobody writes to
                 self.followed.pop(f.path, None)
+                self._retired[f.path] = f  # its rotated files and history, should the name come back
+                while len(self._retired) > MAX_PARKED:
+                    self._retired.pop(next(iter(self._retired)))
             return False
         except PermissionError:
             f.status = "permission denied"
@@ -522,11 +553,12 @@ class LocalFollower:
             self._detach(s, events)
         if rotated_from is not None and rotated_from.key != key:
             self._read_rotated_siblings(f, key, events)
-        elif rotated_from is None and f.siblings is None:
-            self._resume_rotated(f, key, events)
+        elif rotated_from is None and f.siblings is None and self._restore(f, key):
+            self._read_rotated_siblings(f, key, events)  # rotated while we were stopped
         f.previous = None
         s = self.streams.get(key) or self._reattach(key, f.path)
         if s is None:
+            had_position = f.path in self._positions
             s = self._open(f, key, st.st_size)
             if s is None:
                 f.previous = rotated_from  # gone again before we could open it: next poll looks again
@@ -535,6 +567,8 @@ class LocalFollower:
                 # rotated again between our stat and our open: the file we stat'ed is
                 # now a sibling, and it comes before the one we opened
                 self._read_rotated_siblings(f, s.key, events)
+            elif had_position and s.key in self.parked and f.siblings is not None:
+                self._read_rotated_siblings(f, s.key, events)  # truncated while we were stopped: its copy
         if f.siblings is None:
             f.siblings = {sib.sig for sib in self._dirs.siblings(f.path, fresh=False)}
         f.stream = s
@@ -573,10 +607,12 @@ class LocalFollower:
             return self.streams[real_key]
         s = Stream(real_key, None, f.path, f.path, self._parser(f.path))
         self._adopt(s, fd)
-        self._resume(s, f.path)
         parked = self.parked.pop(real_key, None)
-        if s.offset == 0 and parked is not None and continues(fd, parked.head, parked.offset, parked.last):
-            self._resume_parked(s, parked)  # a file already read under another name: go on from there
+        if parked is not None and parked.offset and parked.matches(fd):
+            self._resume_parked(s, parked, fd)  # a file already read under another name: go on from there
+            self._positions.pop(f.path, None)
+        else:
+            self._resume(s, f.path)
         self.streams[real_key] = s
         self.progress.bytes_total += max(0, st.st_size - s.offset)
         if self.head_tail and s.offset == 0 and st.st_size > self.head_tail:
@@ -584,8 +620,9 @@ class LocalFollower:
         return s
 
     @staticmethod
-    def _resume_parked(s: Stream, parked: Parked) -> None:
-        s.offset, s.head, s.last = parked.offset, parked.head, parked.last
+    def _resume_parked(s: Stream, parked: Parked, fd: int) -> None:
+        s.offset, s.last = parked.offset, parked.last
+        s.head = os.pread(fd, min(saved.HEAD_BYTES, parked.offset), 0)
         s.parser.framer.next_line = parked.next_line
 
     HEAD = 1 << 20
@@ -650,61 +687,45 @@ class LocalFollower:
                 return
 
     def _resume(self, s: Stream, path: str) -> None:
+        """Go on from the saved position if the file at the path is the one saved,
+        with the same content; else (a reused inode, truncated while we were
+        stopped) read it from 0, and let the saved file be found by its content."""
         pos = self._positions.pop(path, None)
         if pos is None or (pos.dev, pos.ino) != s.key:
             return
         fd = self._fd(s)
-        head = os.pread(fd, pos.head_len, 0)
-        if len(head) != pos.head_len or saved.head_digest(head) != pos.head:
-            return  # another file with a reused inode: read it from the start
-        n = min(saved.MARKER_BYTES, pos.offset)
-        marker = os.pread(fd, n, pos.offset - n) if n else b""
-        if marker.hex() != pos.marker:
+        parked = _parked_position(path, pos)
+        if not parked.matches(fd):
+            if parked.offset:
+                self.parked[parked.key] = parked  # its rest may be in a copy (copytruncate)
             return
         s.offset = s.saved_at = pos.offset
-        s.head = head
-        s.last = marker
+        s.head = os.pread(fd, min(saved.HEAD_BYTES, pos.offset), 0)
+        s.last = parked.last
         s.parser.framer.next_line = pos.line + 1
 
-    def _resume_rotated(self, f: Followed, key: tuple[int, int], events: list[Event]) -> None:
-        """Restarted with a state file, and the file saved for this path has been
-        rotated meanwhile: read it on from the saved offset, then the files rotated
-        through the path after it, before the one now at the path."""
+    def _restore(self, f: Followed, key: tuple[int, int]) -> bool:
+        """What the state file says of ``f``'s siblings: which were history, which
+        were read up to where.  True when the saved file is no longer at the path
+        (rotated while we were stopped): the siblings must then be looked through."""
         pos = self._positions.get(f.path)
-        if pos is None or (pos.dev, pos.ino) == key:
-            return
-        found = False
-        for sib in self._dirs.siblings(f.path):
-            if sib.key == key:
-                continue
-            if sib.key == (pos.dev, pos.ino):
-                found = found or self._drain_saved(f, sib, pos, events)
-            elif pos.mtime_ns and sib.mtime_ns >= pos.mtime_ns and sib.key not in self.streams:
-                self._read_whole(f, sib, events)  # written after we stopped: rotated through since
-        if found:
-            self._positions.pop(f.path, None)
-
-    def _drain_saved(self, f: Followed, sib: Sibling, pos: saved.Position, events: list[Event]) -> bool:
-        try:
-            fd, st = open_regular(sib.path)
-        except OSError:
+        if pos is None:
             return False
-        try:
-            head = os.pread(fd, pos.head_len, 0)
-            n = min(saved.MARKER_BYTES, pos.offset)
-            marker = os.pread(fd, n, pos.offset - n) if n else b""
-            if saved.head_digest(head) != pos.head or marker.hex() != pos.marker:
-                return False
-            s = Stream(sib.key, None, sib.path, f.path, self._parser(f.path), offset=pos.offset, head=head,
-                       last=marker)
-            s.parser.framer.next_line = pos.line + 1
-            self._adopt(s, fd)
-            fd = -1
-            self._finish_sibling(s, events)
-            return True
-        finally:
-            if fd >= 0:
-                os.close(fd)
+        for p in pos.parked:
+            parked = Parked.saved(f.path, p)
+            self.parked[parked.key] = parked
+        if pos.siblings is not None:
+            f.siblings = {tuple(sig) for sig in pos.siblings}
+        else:  # a state file from before siblings were saved: what is there now is history
+            f.siblings = {sib.sig for sib in self._dirs.siblings(f.path)
+                          if sib.key != (pos.dev, pos.ino)}
+        if (pos.dev, pos.ino) == key:
+            return False
+        self._positions.pop(f.path, None)
+        parked = _parked_position(f.path, pos)
+        if parked.offset:
+            self.parked[parked.key] = parked
+        return True
 
     def _read(self, s: Stream, size: int, events: list[Event], mtime_ns: Optional[int] = None) -> bool:
         fd = self._fd(s)
@@ -715,6 +736,11 @@ class LocalFollower:
             self._truncated(s, events, "file shrank")
         elif changed and s.offset and self._rewritten(s, fd):
             self._truncated(s, events, "content before the read offset changed")
+        elif changed and size == s.offset == 0:
+            # empty then and now, but written in between: copytruncate's copy holds what was written
+            f = self.followed.get(s.label)
+            if f is not None and f.stream is s and f.siblings is not None:
+                self._read_rotated_siblings(f, s.key, events)
         if size <= s.offset:
             return False
         budget = MAX_READ_PER_POLL
@@ -871,7 +897,7 @@ class LocalFollower:
     def _park(self, s: Stream, events: list[Event]) -> None:
         events.extend(s.parser.finish())
         self._close_fd(s)
-        self.parked[s.key] = Parked(s.key, s.label, s.head, s.offset, s.last, s.parser.framer.next_line)
+        self.parked[s.key] = Parked.of(s)
         self.parked.move_to_end(s.key)
         while len(self.parked) > MAX_PARKED:
             self.parked.popitem(last=False)
@@ -885,37 +911,38 @@ class LocalFollower:
         history = f.siblings or set()
         listed = self._dirs.siblings(f.path)
         for sib in listed:
-            if sib.key in known:
+            if sib.key in known or (sib.sig in history and sib.key not in self.parked):
                 continue
-            if self._is_copy(f.path, sib):
+            if self._is_copy(f.path, sib) or self._read_parked(f.path, sib, events):
                 continue
-            parked = self.parked.get(sib.key)
-            # a parked file of which nothing was read tells nothing by its content: it is judged as new
-            if parked is not None and parked.offset and self._read_parked(sib, parked, events):
-                continue
-            if sib.sig in history:
-                continue
-            self._read_whole(f, sib, events)
+            if sib.sig not in history:
+                self._read_whole(f, sib, events)
         # only what was handled is history: not newer files, nor the one about to be opened
         # (if it moves before we open it, it is a rotated sibling like the others)
         f.siblings = history | {sib.sig for sib in listed if sib.key not in known}
 
-    def _read_parked(self, sib: Sibling, parked: Parked, events: list[Event]) -> bool:
-        """A parked file found again by its content: read what was added since."""
+    def _read_parked(self, label: str, sib: Sibling, events: list[Event]) -> bool:
+        """A parked file of ``label`` found again by its content, under any name (a
+        rotation, or copytruncate's copy of it): read what was added since."""
+        candidates = [p for p in self.parked.values() if p.label == label and p.offset and p.offset <= sib.size]
+        if not candidates:
+            return False
+        candidates.sort(key=lambda p: p.key != sib.key)  # its own inode first
         try:
             fd, _ = open_regular(sib.path)
         except OSError:
             return False
         try:
-            if not continues(fd, parked.head, parked.offset, parked.last):
-                return False
-            del self.parked[sib.key]
-            s = Stream(sib.key, None, sib.path, parked.label, self._parser(parked.label))
-            self._resume_parked(s, parked)
-            self._adopt(s, fd)
-            fd = -1
-            self._finish_sibling(s, events)
-            return True
+            for parked in candidates:
+                if parked.matches(fd):
+                    del self.parked[parked.key]
+                    s = Stream(sib.key, None, sib.path, label, self._parser(label))
+                    self._resume_parked(s, parked, fd)
+                    self._adopt(s, fd)
+                    fd = -1
+                    self._finish_sibling(s, events)
+                    return True
+            return False
         finally:
             if fd >= 0:
                 os.close(fd)
@@ -949,6 +976,21 @@ class LocalFollower:
             self._park(s, events)
 
     # -- saved positions -------------------------------------------------------------------------
+    def _complete(self, s: Stream) -> Parked:
+        """Where ``s`` was read to, up to its last complete line (a held partial line
+        is read again after a restart)."""
+        parked = Parked.of(s)
+        pending = s.parser.framer.pending
+        if pending:
+            parked.offset -= pending
+            parked.next_line = s.parser.framer.next_line
+            n = min(saved.MARKER_BYTES, parked.offset)
+            try:
+                parked.last = os.pread(self._fd(s), n, parked.offset - n) if n else b""
+            except OSError:
+                parked.offset = 0  # not saved: unknown
+        return parked
+
     def save_state(self) -> None:
         if not self.state_path:
             return
@@ -969,9 +1011,14 @@ class LocalFollower:
                 except OSError:
                     continue
             head = s.head[:min(saved.HEAD_BYTES, complete)]
+            # rotated files still open count as read up to where they were read
+            gone = [self._complete(d) for d in self.detached if d.label == f.path]
+            parked = [p.to_saved() for p in list(self.parked.values()) + gone if p.label == f.path and p.offset][-16:]
             positions[f.path] = saved.Position(dev=s.key[0], ino=s.key[1], head=saved.head_digest(head),
                                                head_len=len(head), offset=complete, marker=marker.hex(),
-                                               line=s.parser.framer.next_line - 1, mtime_ns=s.mtime_ns)
+                                               line=s.parser.framer.next_line - 1, mtime_ns=s.mtime_ns,
+                                               siblings=sorted(list(sig) for sig in f.siblings or ()),
+                                               parked=parked)
         saved.save(self.state_path, positions)
         self._dirty_state = False
         self._lines_unsaved = 0
@@ -998,3 +1045,8 @@ def supervise(follower: LocalFollower, stop: threading.Event, say: Callable[[str
             follower.restarts += 1
             say(f"the follower stopped ({_describe(exc)}); restarted")
             stop.wait(ERROR_RETRY)
+
+
+def _parked_position(label: str, pos: saved.Position) -> Parked:
+    return Parked((pos.dev, pos.ino), label, pos.head_len, pos.head, pos.offset, bytes.fromhex(pos.marker),
+                  pos.line + 1)

@@ -19,7 +19,7 @@ import json
 import os
 import stat
 import tempfile
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, field, fields
 from typing import Optional
 
 from ..discover import PathError
@@ -36,7 +36,12 @@ class Position:
     offset: int  # byte offset just past the last complete line
     marker: str  # hex of the bytes right before ``offset`` (up to MARKER_BYTES)
     line: int  # number of complete lines before ``offset``
-    mtime_ns: int = 0  # the file's mtime when saved: siblings newer than it were rotated through since
+    mtime_ns: int = 0  # the file's mtime when saved
+    #: (dev, ino, mtime_ns, size) of the siblings that were history or already read; None
+    #: in state files written before it was kept
+    siblings: Optional[list] = None
+    #: rotated files of this path read up to an offset (dev, ino, head_len, head, offset, marker, line)
+    parked: list = field(default_factory=list)
 
 
 HEAD_BYTES = 1024
