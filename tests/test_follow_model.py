@@ -13,6 +13,7 @@ import os
 import shutil
 import stat
 import tempfile
+import time
 
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
@@ -26,8 +27,15 @@ EXAMPLES = int(os.environ.get("TUIMON_MODEL_EXAMPLES", "1000"))
 GRACE = 3.0
 
 
+LEADS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
 def text(i: int) -> bytes:
-    return f" iteration {i:8d}/ 99999999 | elapsed time per iteration (ms): 1.0 |\n".encode()
+    """Lines start differently, as timestamped lines do.  A file cut back and written
+    again with the very bytes we had read so far cannot be told from the same file
+    (the known limit of content identity): with lines that all began alike, a
+    partial first line would be such a case."""
+    return f"{LEADS[i % len(LEADS)]}{i:07d} iteration {i:8d}/ 99999999 | elapsed time per iteration (ms): 1.0 |\n".encode()
 
 
 class Clock:
@@ -61,6 +69,7 @@ class FollowModel(RuleBasedStateMachine):
         self.clock = Clock()
         self.got: list[int] = []
         self.fh = open(self.path, "ab", buffering=0)
+        self.ftime = time.time_ns()
         self.written: list[int] = []  # complete lines, in order
         self.maybe_lost: set[int] = set()  # on disk only between a copy and its truncate
         self.may_double: set[int] = set()  # output after the last save before a kill
@@ -93,9 +102,20 @@ class FollowModel(RuleBasedStateMachine):
         self._poll()
         self._save()
 
+    def _stamp(self, target) -> None:
+        """Every write gets its own mtime, as it would at a real writer's pace: the
+        kernel's file clock ticks every few ms, and files rotated within one tick
+        could not be told apart by age (real rotations are seconds apart)."""
+        self.ftime += 10_000_000
+        os.utime(target, ns=(self.ftime, self.ftime))
+
+    def _write(self, data: bytes) -> None:
+        self.fh.write(data)
+        self._stamp(self.fh.fileno())
+
     def _complete_line(self) -> None:
         if self.pending:
-            self.fh.write(self.pending)
+            self._write(self.pending)
             self.pending = b""
 
     def _lines(self, n: int) -> bytes:
@@ -108,7 +128,7 @@ class FollowModel(RuleBasedStateMachine):
     def write(self, n: int, cut: int) -> None:
         data = self.pending + self._lines(n)
         cut = min(cut, len(data))
-        self.fh.write(data[:len(data) - cut] if cut < len(data) else b"")
+        self._write(data[:len(data) - cut] if cut < len(data) else b"")
         self.pending = data[len(data) - cut:] if cut < len(data) else data
 
     @rule()
@@ -127,7 +147,7 @@ class FollowModel(RuleBasedStateMachine):
     def shift(self) -> None:  # logrotate's numbered rotation: x.1 -> x.2, x -> x.1, new x
         self._complete_line()
         self.fh.close()
-        for k in range(3, 0, -1):
+        for k in range(30, 0, -1):  # keeps more than a schedule makes: nothing rotates out unread
             if os.path.exists(f"{self.path}.{k}"):
                 os.rename(f"{self.path}.{k}", f"{self.path}.{k + 1}")
         os.rename(self.path, f"{self.path}.1")
@@ -139,11 +159,11 @@ class FollowModel(RuleBasedStateMachine):
         self._complete_line()
         os.rename(self.path, f"{self.path}.away{self.rotations}")
         self.rotations += 1
-        self.fh.write(self._lines(n))
+        self._write(self._lines(n))
         self._tick()
         self.clock.now += GRACE + 1  # the renamed file is closed and parked
         self._tick()
-        self.fh.write(self._lines(n))
+        self._write(self._lines(n))
         self.fh.close()
         self.fh = open(self.path, "ab", buffering=0)
 
@@ -152,17 +172,21 @@ class FollowModel(RuleBasedStateMachine):
         self._complete_line()
         self._tick()  # what was written before a truncation must have been read to be kept
         os.truncate(self.path, 0)
+        self._stamp(self.path)
 
     @rule(between=st.integers(0, 2))
     def copytruncate(self, between: int) -> None:
         self._complete_line()
-        shutil.copyfile(self.path, f"{self.path}.c{self.rotations}")  # logrotate keeps earlier copies
+        copy = f"{self.path}.c{self.rotations}"  # logrotate keeps earlier copies
+        shutil.copyfile(self.path, copy)
+        self._stamp(copy)
         self.rotations += 1
         if between:  # the writer goes on between the copy and the truncate: those lines are nowhere
             start = self.next_id
-            self.fh.write(self._lines(between))
+            self._write(self._lines(between))
             self.maybe_lost.update(range(start, self.next_id))
         os.truncate(self.path, 0)
+        self._stamp(self.path)
 
     @rule()
     def delete_and_recreate(self) -> None:
@@ -178,7 +202,7 @@ class FollowModel(RuleBasedStateMachine):
         self._complete_line()
         self._tick()  # a file deleted before it was ever polled cannot be read by anyone
         os.unlink(self.path)
-        self.fh.write(self._lines(1))  # through the open descriptor, to the deleted file
+        self._write(self._lines(1))  # through the open descriptor, to the deleted file
         os.mkdir(self.path)
         self._tick()
         self._tick()
@@ -201,10 +225,11 @@ class FollowModel(RuleBasedStateMachine):
             with open(os.path.join(self.sub, f"late{self.next_id}.log"), "ab") as fh:
                 start = self.next_id
                 fh.write(self._lines(n))
+                self._stamp(fh.fileno())
                 self.elsewhere.update(range(start, self.next_id))
         else:
             self._complete_line()
-            self.fh.write(self._lines(n))
+            self._write(self._lines(n))
         self._tick()
         self._tick()
         os.chmod(self.sub, 0o755)

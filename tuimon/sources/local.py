@@ -551,7 +551,9 @@ class LocalFollower:
         rotated_from = s or f.previous
         if s is not None:  # rotated, recreated or repointed: finish the old one first
             self._detach(s, events)
-        if rotated_from is not None and rotated_from.key != key:
+        # the same inode back at the path is the same file only while we hold it open
+        # (once closed, the inode may have been freed and given to a new file)
+        if rotated_from is not None and (rotated_from.key != key or rotated_from.fd is None):
             self._read_rotated_siblings(f, key, events)
         elif rotated_from is None and f.siblings is None and self._restore(f, key):
             self._read_rotated_siblings(f, key, events)  # rotated while we were stopped
@@ -730,17 +732,14 @@ class LocalFollower:
     def _read(self, s: Stream, size: int, events: list[Event], mtime_ns: Optional[int] = None) -> bool:
         fd = self._fd(s)
         changed = size != s.offset or (mtime_ns is not None and mtime_ns != s.mtime_ns)
+        if changed and s.offset == 0 and s.mtime_ns and mtime_ns is not None:
+            self._copies_of_empty(s, mtime_ns, events)
         if mtime_ns is not None:
             s.mtime_ns = mtime_ns
         if size < s.offset:
             self._truncated(s, events, "file shrank")
         elif changed and s.offset and self._rewritten(s, fd):
             self._truncated(s, events, "content before the read offset changed")
-        elif changed and size == s.offset == 0:
-            # empty then and now, but written in between: copytruncate's copy holds what was written
-            f = self.followed.get(s.label)
-            if f is not None and f.stream is s and f.siblings is not None:
-                self._read_rotated_siblings(f, s.key, events)
         if size <= s.offset:
             return False
         budget = MAX_READ_PER_POLL
@@ -788,6 +787,15 @@ class LocalFollower:
         self.progress.bytes_done += hole
         return True
 
+    def _copies_of_empty(self, s: Stream, mtime_ns: int, events: list[Event]) -> None:
+        """``s`` was empty when we last looked and was written since: if it was also
+        copied and truncated meanwhile (copytruncate), the copy alone holds what came
+        first.  Such a copy is older than the file's last write; files rotated
+        through the path after it are newer, and wait for their turn."""
+        f = self.followed.get(s.label) or self._retired.get(s.label)
+        if f is not None and f.siblings is not None:
+            self._read_rotated_siblings(f, s.key, events, not_after=mtime_ns)
+
     def _rewritten(self, s: Stream, fd: int) -> bool:
         """Truncated and written again past the old offset between two polls: the
         first bytes or the bytes before the offset are no longer what was read."""
@@ -824,8 +832,8 @@ class LocalFollower:
         f = self.followed.get(s.label)
         if f is not None and f.stream is s and f.siblings is not None:
             # several copytruncates between two polls: the generations we never saw in
-            # the file are only in their copies
-            self._read_rotated_siblings(f, s.key, events)
+            # the file are only in their copies, which are older than its last write
+            self._read_rotated_siblings(f, s.key, events, not_after=s.mtime_ns or None)
         events.append(Truncated(file=s.label, line=s.parser.framer.next_line, reason=reason))
         s.parser = self._parser(s.label)
         s.offset = 0
@@ -902,7 +910,8 @@ class LocalFollower:
         while len(self.parked) > MAX_PARKED:
             self.parked.popitem(last=False)
 
-    def _read_rotated_siblings(self, f: Followed, new_key: tuple[int, int], events: list[Event]) -> None:
+    def _read_rotated_siblings(self, f: Followed, new_key: tuple[int, int], events: list[Event],
+                               not_after: Optional[int] = None) -> None:
         """Files rotated through ``f.path`` between two polls (``x.log`` -> ``x.log.1``
         -> ``x.log.2``...) that were never seen at the path, and the file that left
         it if it was closed meanwhile: read them, oldest first, before the file now
@@ -910,6 +919,8 @@ class LocalFollower:
         known = set(self.streams) | {s.key for s in self.detached} | {new_key}
         history = f.siblings or set()
         listed = self._dirs.siblings(f.path)
+        if not_after is not None:  # only files written before the one at the path was
+            listed = [sib for sib in listed if sib.mtime_ns <= not_after]
         for sib in listed:
             if sib.key in known or (sib.sig in history and sib.key not in self.parked):
                 continue
