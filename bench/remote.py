@@ -5,6 +5,8 @@
              full tuimon summary), beside `ssh host cat FILE >/dev/null`; ratio target >= 0.5
   idle     : bytes the server sends and receives while tuimon idle-follows 500 files
   many     : seconds to a complete `tuimon summary` of 500 remote files
+  idle-cpu : CPU of `tuimon events --follow` idle on 20,000 remote files (one directory, and
+             100), once all are read; target <= 10% of a core (python bench/remote.py idle-cpu)
 """
 from __future__ import annotations
 
@@ -123,12 +125,62 @@ def idle(srv, tmp: Path, n: int, seconds: float) -> None:
           f"({(after - before) / seconds / 1e3:.1f} kB/s; stats only, {host.state.bytes_read / 1e6:.1f} MB read once)")
 
 
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def idle_cpu(srv, tmp: Path, n: int, dirs: int, seconds: float, repo: Path) -> None:
+    """CPU of `tuimon events --follow` (a real user's command) idle on n remote files in
+    ``dirs`` directories, once everything has been read."""
+    d = tmp / f"idle-{n}-{dirs}"
+    for k in range(dirs):
+        sub = d / f"d{k:03d}"
+        sub.mkdir(parents=True)
+        for i in range(n // dirs):
+            (sub / f"rank{i:05d}.log").write_bytes(b" iteration        1/ 10 | elapsed time per iteration (ms): 1.0 |\n")
+    proc = subprocess.Popen([sys.executable, "-m", "tuimon", "events", "--follow", f"tuimon-test:{d}",
+                             "--ssh-config", str(srv.config)], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                            cwd=repo, env=dict(os.environ, PYTHONPATH=str(repo)))
+    t0, seen, buf = time.monotonic(), 0, b""
+    os.set_blocking(proc.stdout.fileno(), False)
+    while seen < n and time.monotonic() - t0 < 600:
+        try:
+            chunk = os.read(proc.stdout.fileno(), 1 << 20)
+        except BlockingIOError:
+            chunk = b""
+        if not chunk:
+            time.sleep(0.1)
+            continue
+        seen += chunk.count(b'"type": "iteration"')
+    ready = time.monotonic() - t0
+    time.sleep(3.0)
+    c0, s0 = cpu_seconds(proc.pid), sum(cpu_seconds(p) for p in sshd._descendants(srv.proc.pid))
+    time.sleep(seconds)
+    c1, s1 = cpu_seconds(proc.pid), sum(cpu_seconds(p) for p in sshd._descendants(srv.proc.pid))
+    busy = d / "d000" / "rank00000.log"  # one file of them written 10 lines a second
+    end = time.monotonic() + seconds
+    with open(busy, "ab", buffering=0) as fh:
+        while time.monotonic() < end:
+            fh.write(b" iteration        2/ 10 | elapsed time per iteration (ms): 1.0 |\n")
+            time.sleep(0.1)
+    c2, s2 = cpu_seconds(proc.pid), sum(cpu_seconds(p) for p in sshd._descendants(srv.proc.pid))
+    proc.terminate()
+    proc.wait(timeout=30)
+    print(f"idle cpu {n} remote files in {dirs} dir(s): all read in {ready:.1f} s; then idle "
+          f"tuimon {100 * (c1 - c0) / seconds:.1f}% of a core, sshd {100 * (s1 - s0) / seconds:.1f}% "
+          f"(target: tuimon <= 10%); one file written 10 lines/s: tuimon {100 * (c2 - c1) / seconds:.1f}%, "
+          f"sshd {100 * (s2 - s1) / seconds:.1f}%")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("what", nargs="*", default=["backfill", "many", "idle"])
+    ap.add_argument("what", nargs="*", default=["backfill", "many", "idle", "idle-cpu"])
     ap.add_argument("--mb", type=int, default=100)
     ap.add_argument("--files", type=int, default=500)
     ap.add_argument("--seconds", type=float, default=20)
+    ap.add_argument("--idle-files", type=int, default=20_000)
+    ap.add_argument("--repo", type=Path, default=ROOT, help="the checkout whose tuimon runs (idle-cpu)")
     args = ap.parse_args()
     if sshd.SSHD is None:
         raise SystemExit("sshd not installed (apt-get install openssh-server)")
@@ -141,6 +193,9 @@ def main() -> None:
             many(srv, tmp, args.files)
         if "idle" in args.what:
             idle(srv, tmp, args.files, args.seconds)
+        if "idle-cpu" in args.what:
+            for dirs in (1, 100):  # one flat directory, and the same files spread out
+                idle_cpu(srv, tmp, args.idle_files, dirs, args.seconds, args.repo)
     finally:
         srv.stop()
         shutil.rmtree(tmp, ignore_errors=True)

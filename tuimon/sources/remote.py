@@ -12,8 +12,11 @@
   file (the old one is looked for among its rotated siblings and drained).
 * Polling lists directories, not files: one ``readdir`` gives the size and mtime
   of every file in a directory, and only files that changed are opened.  A
-  directory is listed often after a change and backs off to ``max_idle`` while
-  quiet, so idle cost grows with directories, not with files.
+  directory is listed every ``list_every`` (10 s), and at once when its mtime says
+  a file came or went; a file found changed is stat'ed on its own fast schedule
+  until it has been quiet for ``max_idle`` (5 s).  So idle cost grows with the
+  listings, not with per-file requests, and one busy file in a directory of
+  20,000 costs its own stats, not 20,000 entries four times a second.
 * Only regular files are opened (a FIFO would block the server's one SFTP
   channel, and with it every file of the host).
 * Events are handed on as each file's bytes are consumed, so a connection cut
@@ -137,6 +140,11 @@ class RemoteDir:
     root: bool
     interval: float = 0.0
     due: float = 0.0
+    names: dict = field(default_factory=dict)
+    mtime: Optional[int] = None  # at the last listing
+    listed: bool = False
+    check_interval: float = 0.0
+    check_due: float = 0.0
 
 
 @dataclass
@@ -167,7 +175,8 @@ class RemoteHost:
     include: tuple[str, ...] = DEFAULT_INCLUDE
     exclude: tuple[str, ...] = DEFAULT_EXCLUDE
     poll: float = 1.0  # interval for files that just changed is a quarter of this
-    max_idle: float = 5.0  # idle files are checked at least this often
+    max_idle: float = 5.0  # hot files and directories' mtimes are checked at least this often
+    list_every: float = 10.0  # every directory is listed at least this often (idle files' changes)
     keepalive: float = 15.0
     connect_timeout: float = 15.0
     once: bool = False  # read what is there, then stop (summary, events without --follow)
@@ -175,7 +184,8 @@ class RemoteHost:
     state: HostState = field(default_factory=HostState)
     files: dict[str, RemoteFile] = field(default_factory=dict)
     dirs: dict[str, RemoteDir] = field(default_factory=dict)
-    explicit: set = field(default_factory=set)  # files named as roots: polled by stat
+    explicit: set = field(default_factory=set)  # files named as roots: always polled by stat
+    hot: set = field(default_factory=set)  # files that changed lately: polled by stat until quiet
     roots_seen: bool = False  # every root existed once: a missing one later is a state, not an error
     warned: set = field(default_factory=set)
 
@@ -246,6 +256,11 @@ class RemoteHost:
             self.on_warning(f"{self.host}: {message}")
 
     async def _follow(self, sftp, stop: asyncio.Event) -> None:
+        """Directories are listed every ``list_every`` seconds, and at once when their
+        mtime (checked on a backoff from ``poll`` to ``max_idle``) says a file came or
+        went; a file the listing finds changed is *hot*: stat'ed on its own backoff
+        from ``poll / 4`` until it has been quiet for ``max_idle``, then left to the
+        listings again.  Idle, that is one listing per directory per ``list_every``."""
         next_roots = 0.0
         while not stop.is_set():
             now = time.monotonic()
@@ -253,24 +268,33 @@ class RemoteHost:
                 await self._resolve_roots(sftp)
                 next_roots = now + self.max_idle
             now = time.monotonic()
-            queue = [d for d in self.dirs.values() if d.due <= now or self.once]
+            queue = [d for d in self.dirs.values() if self.once or d.due <= now]
+            for d in self.dirs.values():
+                if d.due > now and d.check_due <= now and not self.once:
+                    if await self._dir_changed(sftp, d):
+                        queue.append(d)
+                        d.check_interval = self.poll
+                    else:
+                        d.check_interval = min(max(d.check_interval * 2, self.poll), self.max_idle)
+                    d.check_due = now + d.check_interval
             while queue:  # a directory found in this round is listed in this round
                 d = queue.pop()
                 if d.path not in self.dirs:
                     continue  # went away with its parent
                 known = len(self.dirs)
-                changed = await self._poll_dir(sftp, d)
-                d.interval = self.poll / 4 if changed else min(max(d.interval * 2, self.poll / 4), self.max_idle)
-                d.due = now + d.interval
+                await self._poll_dir(sftp, d, now)
+                d.due = now + self.list_every
                 if len(self.dirs) > known:
                     queue.extend(list(self.dirs.values())[known:])
-            for path in list(self.explicit):
+            for path in list(self.hot):
                 rf = self.files[path]
                 if rf.due > now and not self.once:
                     continue
                 changed = await self._poll_named(sftp, rf)
                 rf.interval = self.poll / 4 if changed else min(max(rf.interval * 2, self.poll / 4), self.max_idle)
                 rf.due = now + rf.interval
+                if rf.interval >= self.max_idle and path not in self.explicit:
+                    self.hot.discard(path)  # quiet: the listings watch it from now on
             self.state.files = len(self.files)
             if self.once:
                 events: list[Event] = []
@@ -279,12 +303,21 @@ class RemoteHost:
                 if events:
                     self.sink(events)
                 return
-            wake = min([d.due for d in self.dirs.values()] + [self.files[p].due for p in self.explicit],
+            wake = min([min(d.due, d.check_due) for d in self.dirs.values()] + [self.files[p].due for p in self.hot],
                        default=now + self.poll)
             try:
                 await asyncio.wait_for(stop.wait(), timeout=max(0.02, min(wake, next_roots) - time.monotonic()))
             except asyncio.TimeoutError:
                 pass
+
+    async def _dir_changed(self, sftp, d: "RemoteDir") -> bool:
+        import asyncssh
+
+        try:
+            attrs = await sftp.stat(d.path)
+        except asyncssh.SFTPError:
+            return True  # gone, or closed to us: the listing says which
+        return attrs.mtime != d.mtime
 
     async def _resolve_roots(self, sftp) -> None:
         """What each named path is: a directory (listed), a file (stat'ed).  A path
@@ -309,15 +342,18 @@ class RemoteHost:
             elif attrs.type == asyncssh.FILEXFER_TYPE_REGULAR:
                 self._add(root)
                 self.explicit.add(root)
+                self.hot.add(root)
             else:
                 self._warn(f"{raw} is not a regular file: skipped")
         self.roots_seen = True
 
-    async def _poll_dir(self, sftp, d: RemoteDir) -> bool:
-        """List one directory; read the files whose size or mtime changed.  True when any did."""
+    async def _poll_dir(self, sftp, d: RemoteDir, now: float) -> bool:
+        """List one directory; read the files whose size or mtime changed (they become
+        hot).  True when any did."""
         import asyncssh
 
         try:
+            d.mtime = (await sftp.stat(d.path)).mtime  # before listing: a change during it shows next time
             entries = await sftp.readdir(d.path)
         except asyncssh.SFTPNoSuchFile:
             if not d.root:
@@ -327,17 +363,30 @@ class RemoteHost:
             self._warn(f"cannot list {d.path}: permission denied (retrying)")
             return False
         changed = False
+        known = d.names  # name -> its file, or None: not followed (decided once per name)
         for entry in entries:
-            name = entry.filename if isinstance(entry.filename, str) else entry.filename.decode("utf-8", "replace")
-            if name in (".", ".."):
-                continue
-            path = posixpath.join(d.path, name)
             attrs = entry.attrs
+            name = entry.filename
+            rf = known.get(name, False)
+            if rf is None:
+                continue
+            if rf is not False and attrs.type == asyncssh.FILEXFER_TYPE_REGULAR:
+                if attrs.size != rf.size_seen or attrs.mtime != rf.mtime_seen:  # the idle path: one comparison
+                    changed = True
+                    await self._guarded_read(sftp, rf, attrs.size or 0, attrs.mtime)
+                    self._heat(rf, now, d)
+                continue
+            text = name if isinstance(name, str) else name.decode("utf-8", "replace")
+            if text in (".", ".."):
+                known[name] = None
+                continue
+            path = posixpath.join(d.path, text)
             if attrs.type == asyncssh.FILEXFER_TYPE_DIRECTORY:
-                if not name.startswith(".") and path not in self.dirs and d.depth < MAX_DEPTH:
+                if not text.startswith(".") and path not in self.dirs and d.depth < MAX_DEPTH:
                     self.dirs[path] = RemoteDir(path, d.depth + 1, False)
                 continue
-            if not (matches(name, self.include) and not matches(name, self.exclude)):
+            if not (matches(text, self.include) and not matches(text, self.exclude)):
+                known[name] = None
                 continue
             if attrs.type == asyncssh.FILEXFER_TYPE_SYMLINK:
                 try:
@@ -348,10 +397,25 @@ class RemoteHost:
                 self._warn(f"{path} is not a regular file: skipped")
                 continue
             rf = self._add(path)
+            if entry.attrs.type == asyncssh.FILEXFER_TYPE_REGULAR:
+                known[name] = rf  # a symlink is resolved again at each listing
             if attrs.size != rf.size_seen or attrs.mtime != rf.mtime_seen:
                 changed = True
                 await self._guarded_read(sftp, rf, attrs.size or 0, attrs.mtime)
+                self._heat(rf, now, d)
+        if len(known) > 4 * max(len(entries), 1024):
+            known.clear()  # names long gone: decided again
+        d.listed = True
         return changed
+
+    def _heat(self, rf: RemoteFile, now: float, d: "RemoteDir") -> None:
+        """Poll ``rf`` on its own fast schedule until it is quiet.  Not the files found
+        at a directory's first listing: most are logs of runs that ended (an active
+        one shows at the next listing, at most ``list_every`` later)."""
+        if not self.once and d.listed:
+            self.hot.add(rf.path)
+            rf.interval = self.poll / 4
+            rf.due = now + rf.interval
 
     def _forget_dir(self, path: str) -> None:
         prefix = path.rstrip("/") + "/"
