@@ -25,7 +25,9 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from summary_throughput import block  # noqa: E402
+
 from tests.helpers import sshd  # noqa: E402
+from tests.helpers.output import EventStream  # noqa: E402
 from tuimon.sources.remote import RemoteHost, parse_spec  # noqa: E402
 
 
@@ -142,17 +144,8 @@ def idle_cpu(srv, tmp: Path, n: int, dirs: int, seconds: float, repo: Path) -> N
     proc = subprocess.Popen([sys.executable, "-m", "tuimon", "events", "--follow", f"tuimon-test:{d}",
                              "--ssh-config", str(srv.config)], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                             cwd=repo, env=dict(os.environ, PYTHONPATH=str(repo)))
-    t0, seen, buf = time.monotonic(), 0, b""
-    os.set_blocking(proc.stdout.fileno(), False)
-    while seen < n and time.monotonic() - t0 < 600:
-        try:
-            chunk = os.read(proc.stdout.fileno(), 1 << 20)
-        except BlockingIOError:
-            chunk = b""
-        if not chunk:
-            time.sleep(0.1)
-            continue
-        seen += chunk.count(b'"type": "iteration"')
+    t0, got = time.monotonic(), []
+    EventStream(proc.stdout).iterations_until(lambda: len(got) >= n, 600, got)
     ready = time.monotonic() - t0
     time.sleep(3.0)
     c0, s0 = cpu_seconds(proc.pid), sum(cpu_seconds(p) for p in sshd._descendants(srv.proc.pid))

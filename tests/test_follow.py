@@ -390,34 +390,15 @@ def test_corrupt_state_file_means_full_rescan(tmp_path, mode, writer):
 
 @pytest.mark.parametrize("how", ["inotify", "polling"])
 def test_permission_denied_then_fixed(how):
-    from tests.helpers.unprivileged import can_drop, tuimon, world_dir
+    from tests.helpers.unprivileged import follow_until_fixed, require_drop, world_dir
 
-    if not can_drop():
-        pytest.skip("SKIPPED: cannot run tuimon as an unprivileged user here (interpreter not reachable by "
-                    "nobody); test_permission_denied_then_fixed_simulated covers the retry logic")
+    require_drop("test_permission_denied_then_fixed_simulated")
     d = world_dir()
     log = d / "run.log"
     log.write_bytes(line(1))
     log.chmod(0)
-    args = ["events", "--follow", str(d)] + (["--poll", str(POLL)] if how == "polling" else [])
-    proc = tuimon(*args)
-    try:
-        time.sleep(1.5)
-        log.chmod(0o644)
-        deadline = time.monotonic() + 8
-        got = []
-        os.set_blocking(proc.stdout.fileno(), False)
-        while time.monotonic() < deadline and not any('"iteration": 1' in g for g in got):
-            chunk = proc.stdout.readline()
-            if chunk:
-                got.append(chunk)
-            else:
-                time.sleep(0.05)
-        assert any('"type": "iteration"' in g and '"iteration": 1,' in g for g in got), got
-    finally:
-        proc.send_signal(2)
-        proc.wait(timeout=10)
-    assert proc.returncode == 0
+    seen, err = follow_until_fixed(d, lambda: log.chmod(0o644), how, poll=POLL)
+    assert seen, err
 
 
 def test_permission_denied_then_fixed_simulated(tmp_path, monkeypatch):

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT
+from tests.helpers.output import EventStream
 from tests.test_follow import Follow, Writer, line, slow
 from tuimon.sources.local import LocalFollower
 
@@ -321,30 +322,17 @@ def test_unreadable_directory_is_retried_and_said_once(tmp_path, mode, writer, m
 
 @pytest.mark.parametrize("how", ["inotify", "polling"])
 def test_unreadable_directory_for_real(how):
-    from tests.helpers.unprivileged import can_drop, tuimon, world_dir
+    from tests.helpers.unprivileged import follow_until_fixed, require_drop, world_dir
 
-    if not can_drop():
-        pytest.skip("SKIPPED: cannot run tuimon as an unprivileged user here (interpreter not reachable by "
-                    "nobody); test_unreadable_directory_is_retried_and_said_once covers the retry")
+    require_drop("test_unreadable_directory_is_retried_and_said_once")
     d = world_dir()
     sub = d / "sub"
     sub.mkdir()
     (sub / "a.log").write_bytes(line(1))
     (sub / "a.log").chmod(0o644)
     sub.chmod(0)
-    proc = tuimon("events", "--follow", str(d), *(["--poll", "0.2"] if how == "polling" else []))
-    try:
-        time.sleep(1.5)
-        sub.chmod(0o755)
-        deadline, got = time.monotonic() + 8, []
-        os.set_blocking(proc.stdout.fileno(), False)
-        while time.monotonic() < deadline and not any('"iteration": 1,' in g for g in got):
-            chunk = proc.stdout.readline()
-            got.append(chunk) if chunk else time.sleep(0.05)
-        assert any('"iteration": 1,' in g for g in got), got
-    finally:
-        proc.send_signal(2)
-        _, err = proc.communicate(timeout=10)
+    seen, err = follow_until_fixed(d, lambda: sub.chmod(0o755), how)
+    assert seen, err
     assert err.count("cannot list") == 1, err
 
 
@@ -369,38 +357,21 @@ def test_more_files_than_the_descriptor_limit(tmp_path, mode):
     proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             env=dict(os.environ, PYTHONPATH=str(ROOT)), preexec_fn=_limit_fds(256))
     try:
-        seen: set[tuple[str, int]] = set()
-        os.set_blocking(proc.stdout.fileno(), False)
-        buf = b""
+        out = EventStream(proc.stdout)
+        got: list = []
 
-        def read_until(count: int, timeout: float) -> None:
-            import json
+        def read_until(count: int, timeout: float) -> set:
+            out.iterations_until(lambda: len(set(got)) >= count, timeout, got)
+            return set(got)
 
-            nonlocal buf
-            deadline = time.monotonic() + timeout
-            while time.monotonic() < deadline and len(seen) < count:
-                try:
-                    chunk = os.read(proc.stdout.fileno(), 1 << 20)
-                except BlockingIOError:
-                    chunk = b""
-                if not chunk:
-                    time.sleep(0.05)
-                    continue
-                buf += chunk
-                *lines, buf = buf.split(b"\n")
-                for text in lines:
-                    doc = json.loads(text)
-                    if doc["type"] == "iteration":
-                        seen.add((doc["file"], doc["iteration"]))
-
-        read_until(n, 60)
+        seen = read_until(n, 60)
         assert len(seen) == n
         fds = len(os.listdir(f"/proc/{proc.pid}/fd"))
         assert fds <= 256
         for i in range(0, n, 10):
             with open(d / f"f{i:04d}.log", "ab") as fh:
                 fh.write(line(10_000 + i))
-        read_until(n + n // 10, 30)
+        seen = read_until(n + n // 10, 30)
         assert len(seen) == n + n // 10
     finally:
         proc.send_signal(2)

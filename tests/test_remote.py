@@ -14,7 +14,9 @@ import pytest
 
 from tests.conftest import FIXTURES, ROOT
 from tests.helpers import sshd
+from tests.helpers.output import EventStream
 from tuimon.sources.remote import parse_spec, sftp_path
+
 
 def test_spec_parsing():
     assert parse_spec("jz:~/runs") == parse_spec("ssh://jz/~/runs")
@@ -318,32 +320,13 @@ def test_remote_soak_sessions_killed_every_2s(server, tmp_path):
         server.kill_connections()
         kills += 1
     written = int(writer.stdout.read())
-    seen: list[int] = []
-    os.set_blocking(follower.stdout.fileno(), False)
-    buf, deadline = b"", time.monotonic() + 60
+    got: list = []
+    out = EventStream(follower.stdout)
     try:
-        while time.monotonic() < deadline and len(seen) < written:
-            try:
-                chunk = os.read(follower.stdout.fileno(), 1 << 20)
-            except BlockingIOError:
-                chunk = b""
-            if not chunk:
-                time.sleep(0.1)
-                continue
-            buf += chunk
-            *lines, buf = buf.split(b"\n")
-            for text in lines:
-                ev = json.loads(text)
-                if ev["type"] == "iteration":
-                    seen.append(ev["iteration"])
-            if len(seen) >= written:
-                time.sleep(2.0)  # late duplicates would show now
-                try:
-                    buf += os.read(follower.stdout.fileno(), 1 << 20)
-                except BlockingIOError:
-                    pass
-                *lines, buf = buf.split(b"\n")
-                seen.extend(json.loads(t)["iteration"] for t in lines if b'"type": "iteration"' in t)
+        out.iterations_until(lambda: len(got) >= written, 60, got)
+        time.sleep(2.0)  # late duplicates would show now
+        out.iterations_until(lambda: False, 0.5, got)
+        seen = [i for _, i in got]
     finally:
         follower.send_signal(signal.SIGINT)
         _, err = follower.communicate(timeout=30)

@@ -43,3 +43,35 @@ def can_drop() -> bool:
     except (OSError, subprocess.SubprocessError):
         return False  # e.g. the interpreter lives under root's home
     return probe.returncode == 0
+
+
+def require_drop(covered_by: str) -> None:
+    """Skip, saying so, where tuimon cannot run as another user (``covered_by``: the
+    simulated test that covers the logic meanwhile)."""
+    import pytest
+
+    if not can_drop():
+        pytest.skip(f"SKIPPED: cannot run tuimon as an unprivileged user here (interpreter not reachable by "
+                    f"nobody); {covered_by} covers the logic")
+
+
+def follow_until_fixed(d: Path, fix, how: str, poll: float = 0.2) -> tuple[bool, str]:
+    """``tuimon events --follow d`` as nobody; ``fix()`` after 1.5 s; then whether
+    iteration 1 came out within 8 s, and what was said on stderr."""
+    import time
+
+    proc = tuimon("events", "--follow", str(d), *(["--poll", str(poll)] if how == "polling" else []))
+    got: list[str] = []
+    try:
+        time.sleep(1.5)
+        fix()
+        deadline = time.monotonic() + 8
+        os.set_blocking(proc.stdout.fileno(), False)
+        while time.monotonic() < deadline and not any('"iteration": 1,' in g for g in got):
+            chunk = proc.stdout.readline()
+            got.append(chunk) if chunk else time.sleep(0.05)
+    finally:
+        proc.send_signal(2)
+        _, err = proc.communicate(timeout=10)
+    assert proc.returncode == 0, err
+    return any('"type": "iteration"' in g and '"iteration": 1,' in g for g in got), err
