@@ -64,7 +64,6 @@ class Stream:
     mtime_ns: int = 0
     history: Optional["History"] = None
     detached_at: Optional[float] = None
-    saved_at: int = -1  # offset of the last position saved to the state file
 
 
 @dataclass(eq=False)
@@ -521,7 +520,7 @@ class LocalFollower:
         if (s is not None and st.st_ino == s.key[1] and st.st_size == s.offset and st.st_mtime_ns == s.mtime_ns
                 and st.st_dev == s.key[0]):
             return False  # the common case: nothing changed
-        if not _is_regular(st.st_mode):
+        if not stat.S_ISREG(st.st_mode):
             self._lose_path(f, events, "not a regular file")
             self._warn(f"{display(f.path)} is {kind_of(st.st_mode)}: skipped (only regular files are read)")
             return False
@@ -701,7 +700,7 @@ class LocalFollower:
             if parked.offset:
                 self.parked[parked.key] = parked  # its rest may be in a copy (copytruncate)
             return
-        s.offset = s.saved_at = pos.offset
+        s.offset = pos.offset
         s.head = os.pread(fd, min(saved.HEAD_BYTES, pos.offset), 0)
         s.last = parked.last
         s.parser.framer.next_line = pos.line + 1
@@ -1006,6 +1005,11 @@ class LocalFollower:
         if not self.state_path:
             return
         positions = dict(self._positions)
+        # rotated files read up to an offset, by path (those still open count as read so far)
+        read_to: dict[str, list[Parked]] = {}
+        for p in list(self.parked.values()) + [self._complete(d) for d in self.detached]:
+            if p.offset:
+                read_to.setdefault(p.label, []).append(p)
         for f in self.followed.values():
             s = f.stream
             if s is None:
@@ -1022,9 +1026,7 @@ class LocalFollower:
                 except OSError:
                     continue
             head = s.head[:min(saved.HEAD_BYTES, complete)]
-            # rotated files still open count as read up to where they were read
-            gone = [self._complete(d) for d in self.detached if d.label == f.path]
-            parked = [p.to_saved() for p in list(self.parked.values()) + gone if p.label == f.path and p.offset][-16:]
+            parked = [p.to_saved() for p in read_to.get(f.path, ())[-16:]]
             positions[f.path] = saved.Position(dev=s.key[0], ino=s.key[1], head=saved.head_digest(head),
                                                head_len=len(head), offset=complete, marker=marker.hex(),
                                                line=s.parser.framer.next_line - 1, mtime_ns=s.mtime_ns,
@@ -1040,9 +1042,6 @@ def _describe(exc: BaseException) -> str:
         return exc.strerror
     return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
 
-
-def _is_regular(mode: int) -> bool:
-    return stat.S_ISREG(mode)
 
 
 def supervise(follower: LocalFollower, stop: threading.Event, say: Callable[[str], None]) -> None:

@@ -138,7 +138,6 @@ class RemoteDir:
     path: str
     depth: int
     root: bool
-    interval: float = 0.0
     due: float = 0.0
     names: dict = field(default_factory=dict)
     mtime: Optional[int] = None  # at the last listing
@@ -310,7 +309,7 @@ class RemoteHost:
             except asyncio.TimeoutError:
                 pass
 
-    async def _dir_changed(self, sftp, d: "RemoteDir") -> bool:
+    async def _dir_changed(self, sftp, d: RemoteDir) -> bool:
         import asyncssh
 
         try:
@@ -347,9 +346,8 @@ class RemoteHost:
                 self._warn(f"{raw} is not a regular file: skipped")
         self.roots_seen = True
 
-    async def _poll_dir(self, sftp, d: RemoteDir, now: float) -> bool:
-        """List one directory; read the files whose size or mtime changed (they become
-        hot).  True when any did."""
+    async def _poll_dir(self, sftp, d: RemoteDir, now: float) -> None:
+        """List one directory; read the files whose size or mtime changed (they become hot)."""
         import asyncssh
 
         try:
@@ -358,57 +356,60 @@ class RemoteHost:
         except asyncssh.SFTPNoSuchFile:
             if not d.root:
                 self._forget_dir(d.path)
-            return False
+            return
         except asyncssh.SFTPPermissionDenied:
             self._warn(f"cannot list {d.path}: permission denied (retrying)")
-            return False
-        changed = False
+            return
         known = d.names  # name -> its file, or None: not followed (decided once per name)
         for entry in entries:
             attrs = entry.attrs
-            name = entry.filename
-            rf = known.get(name, False)
+            rf = known.get(entry.filename, False)
             if rf is None:
                 continue
-            if rf is not False and attrs.type == asyncssh.FILEXFER_TYPE_REGULAR:
-                if attrs.size != rf.size_seen or attrs.mtime != rf.mtime_seen:  # the idle path: one comparison
-                    changed = True
-                    await self._guarded_read(sftp, rf, attrs.size or 0, attrs.mtime)
-                    self._heat(rf, now, d)
-                continue
-            text = name if isinstance(name, str) else name.decode("utf-8", "replace")
-            if text in (".", ".."):
-                known[name] = None
-                continue
-            path = posixpath.join(d.path, text)
-            if attrs.type == asyncssh.FILEXFER_TYPE_DIRECTORY:
-                if not text.startswith(".") and path not in self.dirs and d.depth < MAX_DEPTH:
-                    self.dirs[path] = RemoteDir(path, d.depth + 1, False)
-                continue
-            if not (matches(text, self.include) and not matches(text, self.exclude)):
-                known[name] = None
-                continue
-            if attrs.type == asyncssh.FILEXFER_TYPE_SYMLINK:
-                try:
-                    attrs = await sftp.stat(path)  # what the link points at
-                except asyncssh.SFTPError:
+            if rf is False or attrs.type != asyncssh.FILEXFER_TYPE_REGULAR:  # not the idle path: judge it
+                judged = await self._judge(sftp, d, entry)
+                if judged is None:
                     continue
-            if attrs.type != asyncssh.FILEXFER_TYPE_REGULAR:
-                self._warn(f"{path} is not a regular file: skipped")
-                continue
-            rf = self._add(path)
-            if entry.attrs.type == asyncssh.FILEXFER_TYPE_REGULAR:
-                known[name] = rf  # a symlink is resolved again at each listing
+                rf, attrs = judged
             if attrs.size != rf.size_seen or attrs.mtime != rf.mtime_seen:
-                changed = True
                 await self._guarded_read(sftp, rf, attrs.size or 0, attrs.mtime)
                 self._heat(rf, now, d)
         if len(known) > 4 * max(len(entries), 1024):
             known.clear()  # names long gone: decided again
         d.listed = True
-        return changed
 
-    def _heat(self, rf: RemoteFile, now: float, d: "RemoteDir") -> None:
+    async def _judge(self, sftp, d: RemoteDir, entry) -> Optional[tuple[RemoteFile, object]]:
+        """A listing entry seen for the first time (or no longer a plain file): a new
+        directory to list, a file to follow with its attributes, or nothing."""
+        import asyncssh
+
+        name, attrs = entry.filename, entry.attrs
+        text = name if isinstance(name, str) else name.decode("utf-8", "replace")
+        if text in (".", ".."):
+            d.names[name] = None
+            return None
+        path = posixpath.join(d.path, text)
+        if attrs.type == asyncssh.FILEXFER_TYPE_DIRECTORY:
+            if not text.startswith(".") and path not in self.dirs and d.depth < MAX_DEPTH:
+                self.dirs[path] = RemoteDir(path, d.depth + 1, False)
+            return None
+        if not (matches(text, self.include) and not matches(text, self.exclude)):
+            d.names[name] = None
+            return None
+        if attrs.type == asyncssh.FILEXFER_TYPE_SYMLINK:
+            try:
+                attrs = await sftp.stat(path)  # what the link points at (resolved at each listing)
+            except asyncssh.SFTPError:
+                return None
+        if attrs.type != asyncssh.FILEXFER_TYPE_REGULAR:
+            self._warn(f"{path} is not a regular file: skipped")
+            return None
+        rf = self._add(path)
+        if entry.attrs.type == asyncssh.FILEXFER_TYPE_REGULAR:
+            d.names[name] = rf
+        return rf, attrs
+
+    def _heat(self, rf: RemoteFile, now: float, d: RemoteDir) -> None:
         """Poll ``rf`` on its own fast schedule until it is quiet.  Not the files found
         at a directory's first listing: most are logs of runs that ended (an active
         one shows at the next listing, at most ``list_every`` later)."""
