@@ -24,7 +24,6 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from tuimon.sources.local import LocalFollower  # noqa: E402
-from parsers.events import expand  # noqa: E402
 
 WRITER = r"""
 import sys, time
@@ -49,7 +48,7 @@ def latency(mode: str, n: int, gap: float, poll: float) -> None:
 
     def sink(events) -> None:
         now = time.time()
-        for e in expand(events):  # runs of one shape come as batches: their records
+        for e in events:
             if e.type == "iteration" and e.elapsed_ms is not None:
                 delays.append((now - e.elapsed_ms) * 1000.0)
 

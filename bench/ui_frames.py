@@ -28,7 +28,6 @@ from summary_throughput import block  # noqa: E402
 from tuimon.live import LiveSession  # noqa: E402
 from tuimon.ui.app import TuimonApp  # noqa: E402
 
-
 IDLE_FILES = 0
 
 

@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar, Optional, Pattern
 
 from .events import Event, RunConfig
-from .triggers import required_anchors
 
 
 class _Flag:
@@ -72,8 +71,6 @@ class LineParser:
     #: (or never on) once one is on, and they never both read a line
     FALLBACK: ClassVar[bool] = False
     ROUTES: ClassVar[tuple[tuple[str, str], ...]] = ()
-    #: handler name -> lane method name: the bulk twin of a line handler (see parsers.lanes)
-    LANES: ClassVar[dict[str, str]] = {}
     TRIGGERS: ClassVar[tuple[str, ...]] = ()
     SAMPLES: ClassVar[tuple[Sample, ...]] = ()
     _ROUTE_RES: ClassVar[tuple[tuple[Pattern[str], str], ...]] = ()
@@ -117,11 +114,10 @@ class LineParser:
         value = getattr(self, flag)
         return value is True or value is SUPPRESSED
 
-    def routes(self) -> list[tuple[str, Callable[[str, LineContext], list[Event]], Optional[Callable]]]:
-        """(trigger, handler, lane or None), handlers bound once so they can be compared."""
+    def routes(self) -> list[tuple[str, Callable[[str, LineContext], list[Event]]]]:
+        """(trigger, handler), handlers bound once so they can be compared."""
         bound = {h: getattr(self, h) for _, h in self.ROUTES}
-        lanes = {h: getattr(self, lane) for h, lane in self.LANES.items()}
-        return [(p, bound[h], lanes.get(h)) for p, h in self.ROUTES]
+        return [(p, bound[h]) for p, h in self.ROUTES]
 
     def feed(self, body: str, ctx: LineContext) -> list[Event]:
         """Feed one line (without its newline) to every handler it triggers."""
@@ -154,22 +150,13 @@ class LineParser:
 
 
 class Sniff:
-    """A ``SNIFF``: patterns, any of which switches a parser on.  The regex (their
-    alternation) runs only on a text holding one of the texts its matches need
-    (``in`` runs at C speed): searched as it is, it reads the whole block for
-    every block a parser stays dormant, 13 ms a 1 MB block for DeepSpeed's in a
-    Megatron-LM log."""
+    """A ``SNIFF``: patterns, any of which switches a parser on."""
 
     def __init__(self, patterns: tuple[str, ...]) -> None:
         self.patterns = patterns
         self.regex = re.compile("|".join(f"(?:{p})" for p in patterns))
-        anchors = [required_anchors(p) for p in patterns]
-        #: None: a pattern without such a text, the regex always runs
-        self.needles = None if None in anchors else tuple(a for found in anchors for a in found)
 
     def search(self, text: str) -> Optional[re.Match[str]]:
-        if self.needles is not None and not any(map(text.__contains__, self.needles)):
-            return None
         return self.regex.search(text)
 
 

@@ -3,8 +3,6 @@ from __future__ import annotations
 
 import re
 import shlex
-from itertools import repeat
-from operator import contains
 from typing import Optional
 
 from .numbers import to_int
@@ -22,48 +20,6 @@ def rank_or(body: str, default: Optional[int]) -> Optional[int]:
     """The rank of the line's ``[Rank N]`` tag, else (no tag, or an odd one) ``default``."""
     rank = rank_tag(body) if "[Rank" in body else None
     return default if rank is None else rank
-
-
-def rank_tags(bodies: list[str], defaults: list[Optional[int]]) -> list[Optional[int]]:
-    """:func:`rank_tag` of every body, or its default where it has none; the first
-    tag is read with ``str.partition`` and the regex runs only where that tag is odd."""
-    joined = "\n".join(bodies)
-    tags = joined.count("[Rank ")
-    if not tags:
-        return list(defaults)
-    if tags == len(bodies):  # maybe one rank's lines (the usual block): one tag on every line
-        same = _same_tag(bodies, joined)
-        if same is not None:
-            return [same] * len(bodies)
-    out: list[Optional[int]] = []
-    for body, default in zip(bodies, defaults):
-        head, tag, rest = body.partition("[Rank ")
-        if not tag:
-            out.append(default)
-            continue
-        digits = rest.partition("]")[0]
-        if 0 < len(digits) <= 6 and digits.isdecimal() and len(rest) > len(digits):
-            out.append(int(digits))
-        else:
-            out.append(rank_or(body, default))
-    return out
-
-
-def _same_tag(bodies: list[str], joined: str) -> Optional[int]:
-    """The rank when each body holds the first body's tag and no other ``[Rank ``
-    (``joined`` holds as many of those as there are bodies), else None."""
-    first = bodies[0]
-    at = first.find("[Rank ")
-    close = first.find("]", at)
-    if at < 0 or close < 0:
-        return None
-    tag = first[at:close + 1]
-    digits = tag[6:-1]
-    if not (0 < len(digits) <= 6 and digits.isdecimal()) or joined.count(tag) != len(bodies):
-        return None
-    if False in map(contains, bodies, repeat("[Rank ")):  # then another holds two
-        return None
-    return int(digits)
 
 
 _NORM = re.compile(r"[^a-z0-9/]+")

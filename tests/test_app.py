@@ -253,6 +253,7 @@ async def job_screen(tmp_path, fixture: str, ready: str):
     """The app on one per-format fixture run, its job screen open once the chart
     ``ready`` has values."""
     from textual.widgets import Sparkline
+
     from tests.conftest import FORMATS
     d = tmp_path / "logs"
     d.mkdir()

@@ -40,16 +40,26 @@ def test_corpus_file(path):
 
 
 def _all_lines_events(path):
-    """Reference: every line fed to every parser, no prefilter."""
-    from parsers import parser_set
-    from parsers.dispatch import feed_lines
+    """Reference: every line fed to every parser that the file switches on, with no
+    block regex between them (LineParser.feed tests each route on the line itself)."""
+    from parsers import ALL_PARSERS, LineContext
+    from parsers.prefix import split_prefix
+    from parsers.timestamps import line_stamp
+    from tuimon.engine.blocks import BlockEngine
     from tuimon.sources.framing import Framer
 
     f = Framer()
     text = f.feed(path.read_bytes()).text + f.flush().text
-    ps = parser_set(str(path))
-    ps.sniff(text)
-    return feed_lines(ps, text.split("\n")[:-1]) + ps.flush()
+    engine = BlockEngine(str(path), ALL_PARSERS)
+    engine.sniff(text)
+    events, last = [], None
+    for n, line in enumerate(text.split("\n")[:-1], 1):
+        pre = split_prefix(line)
+        wall = line_stamp(pre.body)
+        last = wall if wall is not None else last
+        ctx = LineContext(str(path), n, pre.rank, pre.local_rank, pre.node, last)
+        events.extend(e for parser in engine.active for e in parser.feed(pre.body, ctx))
+    return events + engine.flush()
 
 
 PREFILTER_CASES = sorted((SHARED / "corpus" / "stronghold").glob("*.log"))[:6] + sorted(

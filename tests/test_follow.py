@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from parsers.events import expand
 from tuimon.sources.local import LocalFollower
 
 HELPER = Path(__file__).parent / "helpers" / "writer.py"
@@ -59,7 +58,7 @@ class Follow:
 
     def _sink(self, events) -> None:
         with self.lock:
-            self.events.extend(expand(events))
+            self.events.extend(events)
 
     def iterations(self, file: str | None = None) -> list[int]:
         with self.lock:
@@ -333,7 +332,7 @@ def test_huge_line_is_bounded_marker(tmp_path, mode):
     log = tmp_path / "run.log"
     log.write_bytes(b"y" * (10 << 20) + b"\n" + line(1))
     got = []
-    fol = LocalFollower([str(tmp_path)], lambda evs: got.extend(expand(evs)), **({"poll": 0.1} if mode == "polling" else {}))
+    fol = LocalFollower([str(tmp_path)], lambda evs: got.extend(evs), **({"poll": 0.1} if mode == "polling" else {}))
     for _ in range(5):
         fol.poll()
     fol.close()
@@ -415,7 +414,7 @@ def test_permission_denied_then_fixed_simulated(tmp_path, monkeypatch):
 
     monkeypatch.setattr(os, "open", guarded)
     got = []
-    fol = LocalFollower([str(tmp_path)], lambda evs: got.extend(expand(evs)), poll=0.05)
+    fol = LocalFollower([str(tmp_path)], lambda evs: got.extend(evs), poll=0.05)
     for _ in range(3):
         fol.poll()
         time.sleep(0.06)
@@ -452,7 +451,7 @@ def test_large_file_head_and_tail_first_then_history(tmp_path):
     n = 60_000  # about 4.5 MB
     log.write_bytes(b"".join(line(i) for i in range(1, n + 1)))
     batches = []
-    fol = LocalFollower([str(tmp_path)], lambda evs: batches.append([e for e in expand(evs) if e.type == "iteration"]),
+    fol = LocalFollower([str(tmp_path)], lambda evs: batches.append([e for e in evs if e.type == "iteration"]),
                         poll=0.1, head_tail=2 << 20)
     fol.HEAD, fol.TAIL = 64 << 10, 512 << 10
     for _ in range(20):

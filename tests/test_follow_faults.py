@@ -124,9 +124,8 @@ def test_supervisor_restarts_a_dead_follower(tmp_path):
     t.join(5)
     fol.close()
     assert said and "restarted" in said[0] and "boom" in said[0]
-    from parsers.events import expand
 
-    assert [e.iteration for e in expand(got) if e.type == "iteration"] == [1, 2]
+    assert [e.iteration for e in got if e.type == "iteration"] == [1, 2]
 
 
 # 2 ----------------------------------------------------------------------------------------
@@ -380,12 +379,11 @@ def test_more_files_than_the_descriptor_limit(tmp_path, mode):
 
 
 def test_descriptor_budget_in_process(tmp_path, mode):
-    from parsers.events import expand
 
     for i in range(40):
         (tmp_path / f"f{i}.log").write_bytes(line(i))
     got = []
-    fol = LocalFollower([str(tmp_path)], lambda evs: got.extend(expand(evs)), max_open=8,
+    fol = LocalFollower([str(tmp_path)], lambda evs: got.extend(evs), max_open=8,
                         **({"poll": 0.05} if mode == "polling" else {}))
     try:
         for _ in range(3):
@@ -516,7 +514,6 @@ def test_file_replaced_by_a_directory_keeps_its_last_lines(tmp_path, mode, write
 
 
 def test_sparse_hole_is_skipped(tmp_path, mode):
-    from parsers.events import expand
 
     log = tmp_path / "x.log"
     with open(log, "wb") as fh:
@@ -524,7 +521,7 @@ def test_sparse_hole_is_skipped(tmp_path, mode):
         fh.seek(5 << 30, os.SEEK_CUR)  # 5 GiB hole
         fh.write(b"\n" + line(2))
     got = []
-    fol = LocalFollower([str(tmp_path)], lambda evs: got.extend(expand(evs)),
+    fol = LocalFollower([str(tmp_path)], lambda evs: got.extend(evs),
                         **({"poll": 0.05} if mode == "polling" else {}))
     t0 = time.monotonic()
     try:

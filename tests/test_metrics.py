@@ -5,11 +5,12 @@ import re
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from parsers.timestamps import parse_compact, parse_iso
 from tests.conftest import shared_or_skip
 from tuimon.metrics import model_size_billion, percentiles, startup_timeline, steady_stats, tflops_per_gpu, warmup_count
-from parsers.timestamps import parse_compact, parse_iso
 
 
 def test_model_size_matches_seed_004_reports():

@@ -5,10 +5,11 @@ import math
 from collections.abc import Mapping
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from parsers import ALL_PARSERS, LineContext
-from parsers.dispatch import ParserSet
+from tuimon.engine.blocks import BlockEngine
 
 CASES = [(cls, i, s) for cls in ALL_PARSERS for i, s in enumerate(cls.SAMPLES)]
 
@@ -30,7 +31,7 @@ def test_every_parser_declares_samples():
 
 @pytest.mark.parametrize("cls,index,sample", CASES, ids=[f"{c.name}-{i}" for c, i, _ in CASES])
 def test_sample(cls, index, sample):
-    ps = ParserSet("sample.log", [cls], sniff=False)
+    ps = BlockEngine("sample.log", [cls], sniff=False)
     for n, line in enumerate(sample.context, 1):
         ps.feed_line(line, n)
     events = ps.feed_line(sample.line, len(sample.context) + 1)

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from parsers import parser_set
-from parsers.events import Step, expand
+from parsers import ALL_PARSERS
+from parsers.events import Step
 from tests.conftest import FORMATS
 from tests.test_summary import summary_of
-from tuimon.scan import trigger_scanner
+from tuimon.engine.blocks import BlockEngine
 from tuimon.summary import progress_text
 
 MEGATRON = (" iteration      {i}/    1000 | consumed samples:          {s} | elapsed time per iteration (ms): 2500.0 |"
@@ -18,11 +18,11 @@ CUSTOM = "step {i} | loss 2.5 | step_time 0.25 s"
 
 
 def _events(lines: list[str], block: int = 3) -> list:
-    ps = parser_set("run.log", scanner=trigger_scanner, lanes=True)
+    ps = BlockEngine("run.log", ALL_PARSERS)
     events: list = []
     for at in range(0, len(lines), block):
         text = "".join(line + "\n" for line in lines[at:at + block])
-        events.extend(expand(ps.feed_block(text, at + 1)))
+        events.extend(ps.feed_block(text, at + 1))
     return events, ps
 
 

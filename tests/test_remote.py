@@ -345,7 +345,6 @@ async def test_a_cut_in_the_middle_of_a_round_loses_nothing(server, tmp_path, mo
 
     import asyncssh
 
-    from parsers.events import expand
     from tuimon.sources.remote import RemoteHost
 
     d = tmp_path / "cut"
@@ -355,7 +354,7 @@ async def test_a_cut_in_the_middle_of_a_round_loses_nothing(server, tmp_path, mo
         (d / f"rank{i:02d}.log").write_text(line.format(i + 1))
     got: list[int] = []
     host = RemoteHost(("tuimon-test", None, None), [str(d)],
-                      lambda evs: got.extend(e.iteration for e in expand(evs) if e.type == "iteration"),
+                      lambda evs: got.extend(e.iteration for e in evs if e.type == "iteration"),
                       ssh_config=str(server.config), poll=0.2)
     opens = {"n": 0}
     real_open = asyncssh.SFTPClient.open

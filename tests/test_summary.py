@@ -161,6 +161,7 @@ def test_command_output_complete_through_a_file(run_cli, tmp_path, verb):
     (tuimon.cli.entry): what it wrote to a file, block-buffered, is all there."""
     import subprocess
     import sys
+
     from tests.conftest import ROOT
     args = [verb, str(FIXTURES)] + (["--format", "json"] if verb == "summary" else [])
     _, expected, _ = run_cli(*args)
@@ -181,6 +182,7 @@ def test_command_starts_no_linear_algebra_threads(tmp_path):
     cores to the parse.  Counted in the command's own process, after the import."""
     import subprocess
     import sys
+
     from tests.conftest import ROOT
     if len(os.sched_getaffinity(0)) < 2:
         pytest.skip("one core: OpenBLAS starts no threads there anyway, so this cannot tell")
@@ -202,7 +204,7 @@ def test_command_starts_no_linear_algebra_threads(tmp_path):
 def test_last_learning_rate_does_not_depend_on_the_order_of_kinds():
     """The store's latest lr: the latest iteration line's where one gives it, else
     the latest DeepSpeed step line's; the same whichever kind's batch comes first
-    (tuimon.parallel joins a piece's batches by kind)."""
+    (events of several files may reach the store kind by kind)."""
     from parsers.events import Iteration, Step
     steps = [Step(file="f", line=i, step=i, lr=0.1 * i) for i in (1, 3, 5)]
     bare = [Iteration(file="f", line=i, iteration=i) for i in (2, 4)]

@@ -10,8 +10,6 @@ import time
 from pathlib import Path
 from typing import Optional, Sequence
 
-from parsers.events import expand
-
 from . import __version__
 from .alloc import keep_freed_memory
 from .discover import DEFAULT_INCLUDE, PathError, discover
@@ -224,7 +222,7 @@ def _report(stats: ParseStats, files: int, seconds: float) -> None:
 
 
 def _parse_into(store: JobStore, files: list[Path], jobs: Optional[int] = None) -> ParseStats:
-    from .parallel import parse_files
+    from .engine.pool import parse_files
 
     for path in files:
         store.add_file(str(path))
@@ -313,7 +311,7 @@ def _check_follow_args(args) -> bool:
 
 def _json_lines(out, flush: bool = False):
     def emit(events) -> None:
-        out.write("".join(json.dumps(e.to_dict(), allow_nan=False) + "\n" for e in expand(events)))
+        out.write("".join(json.dumps(e.to_dict(), allow_nan=False) + "\n" for e in events))
         if flush:
             out.flush()
     return emit

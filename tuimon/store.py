@@ -6,16 +6,10 @@ Each job keeps its iteration points per rank in :class:`~tuimon.series.Series`
 """
 from __future__ import annotations
 
-from array import array
 from dataclasses import dataclass, field
-from functools import partial
-from operator import eq, is_not
-from typing import Iterable, Optional, Sequence, Union
-
-import numpy as np
+from typing import Iterable, Optional, Union
 
 from parsers.events import (
-    Batch,
     Checkpoint,
     Event,
     Exit,
@@ -166,9 +160,6 @@ class JobStore:
 
     def add(self, events: Iterable[Event]) -> None:
         for ev in events:
-            if type(ev) is Batch:
-                self._add_batch(ev)
-                continue
             job, file_rank = self.job_for(ev.file)
             job.events += 1
             if ev.wall_time is not None:
@@ -179,27 +170,6 @@ class JobStore:
             handler = _HANDLERS.get(type(ev))
             if handler is not None:
                 handler(job, ev, file_rank)
-
-
-    def _add_batch(self, batch: Batch) -> None:
-        """The same outcome as adding ``batch.records()`` one by one, by column."""
-        job, file_rank = self.job_for(batch.file)
-        job.events += batch.size
-        walls = _known(batch.column("wall_time"))
-        if len(walls):
-            low, high = _bounds(walls)
-            if job.first_wall is None or low < job.first_wall:
-                job.first_wall = low
-            if job.last_wall is None or high > job.last_wall:
-                job.last_wall = high
-        handler = _BATCH_HANDLERS.get(batch.kind)
-        if handler is not None:
-            handler(job, batch, file_rank)
-            return
-        single = _HANDLERS.get(batch.kind)
-        if single is not None:
-            for ev in batch.records():
-                single(job, ev, file_rank)
 
 
 def _rank_key(ev: Event, file_rank: Optional[int]) -> RankKey:
@@ -323,156 +293,6 @@ def _on_truncated(job: Job, ev: Truncated, _: Optional[int]) -> None:
     job.truncations += 1
 
 
-def _known(values: Sequence) -> Sequence:
-    """``values`` without its Nones (itself when it has none: the usual column,
-    and always an array of numbers from the lanes)."""
-    if type(values) is array or None not in values:
-        return values
-    return list(filter(_NOT_NONE, values))
-
-
-def _numpy_view(values: array) -> np.ndarray:
-    """An array column (doubles or 64-bit ints, as the lanes make them) as numpy, without a copy."""
-    return np.frombuffer(values, dtype=np.float64 if values.typecode == "d" else np.int64)
-
-
-def _bounds(values: Sequence) -> tuple:
-    """(min, max) of values without None (an array's by numpy, without a float object each)."""
-    if type(values) is array:
-        found = _numpy_view(values)
-        return found.min().item(), found.max().item()
-    return min(values), max(values)
-
-
-_NOT_NONE = partial(is_not, None)
-
-
-def _top(values: Sequence):
-    """The largest value that is neither None nor NaN, or None (an array's by
-    numpy, without a Python number each)."""
-    if type(values) is array:
-        found = _numpy_view(values)
-        if values.typecode == "d":
-            found = found[~np.isnan(found)]
-        return found.max().item() if len(found) else None
-    valid = _known(values)
-    if not all(map(eq, valid, valid)):  # NaN is not itself
-        valid = [v for v in valid if v == v]
-    return max(valid) if valid else None
-
-
-def _earliest(b: Batch) -> Optional[float]:
-    walls = _known(b.column("wall_time"))
-    return _bounds(walls)[0] if len(walls) else None
-
-
-def _last_known(values: list):
-    for v in reversed(values):
-        if v is not None:
-            return v
-    return None
-
-
-def _batch_iteration(job: Job, b: Batch, file_rank: Optional[int]) -> None:
-    ranks, nodes = b.column("rank"), b.column("node")
-    if ranks.count(ranks[0]) == b.size and nodes.count(nodes[0]) == b.size:  # one rank (or none) throughout
-        keys: dict[RankKey, list[int]] = {_key_of(ranks[0], nodes[0], file_rank): list(range(b.size))}
-    else:
-        keys = {}
-        for i, (rank, node) in enumerate(zip(ranks, nodes)):
-            keys.setdefault(_key_of(rank, node, file_rank), []).append(i)
-    losses = b.maps.get("losses") or {}
-    if all(None not in values for values in losses.values()):
-        loss = primary_loss(losses)
-        last_losses = {name: values[-1] for name, values in losses.items()}
-    else:  # shapes were merged: each line has its own loss names
-        per_line = [{k: v[i] for k, v in losses.items() if v[i] is not None} for i in range(b.size)]
-        loss = [primary_loss(d) for d in per_line]
-        last_losses = next((d for d in reversed(per_line) if d), {})
-    its = b.column("iteration")
-    columns = [its, b.columns.get("elapsed_ms"), loss, b.columns.get("grad_norm"),
-               b.columns.get("tflops_reported"), b.columns.get("samples_per_sec"), b.column("wall_time")]
-    for key, idx in keys.items():
-        series = job.ranks.get(key)
-        if series is None:
-            series = job.ranks[key] = Series()
-        if len(idx) == b.size:
-            series.extend(*columns)
-        else:
-            series.extend(*[None if c is None else [c[i] for i in idx] for c in columns])
-    top = _top(its)
-    if top is not None and (job.last_iteration is None or top >= job.last_iteration):
-        job.last_iteration = top
-    job.last_progress = (b.file, b.lines[-1])
-    if last_losses:
-        job.last_losses = last_losses
-    for attr, name in (("last_iteration_lr", "lr"), ("last_loss_scale", "loss_scale")):
-        value = _last_known(b.columns.get(name) or [])
-        if value is not None:
-            setattr(job, attr, value)
-    for name in ("train_iters", "global_batch"):
-        value = _last_known(b.columns.get(name) or [])
-        if value is not None:
-            job.config[name] = value
-    _first_step(job, _earliest(b))
-
-
-def _batch_step(job: Job, b: Batch, _: Optional[int]) -> None:
-    job.steps.extend(b.column("step"), b.columns.get("elapsed_ms"), b.columns.get("loss"), None, None,
-                     b.columns.get("samples_per_sec"), b.column("wall_time"))
-    job.last_progress = (b.file, b.lines[-1])
-    lr = _last_known(b.columns.get("lr") or [])
-    if lr is not None:
-        job.last_step_lr = lr
-    loss = _last_known(b.columns.get("loss") or [])
-    if loss is not None:
-        job.last_step_loss = loss
-    _first_step(job, _earliest(b))
-
-
-def _batch_timers(job: Job, b: Batch, _: Optional[int]) -> None:
-    groups = b.constants.get("groups")
-    for name, values in b.maps["timers"].items():
-        stat = job.timers.get(name)
-        if stat is None:
-            if len(job.timers) >= 512:
-                continue
-            if groups is None:  # merged shapes: the groups of the first line with this timer
-                first = next((i for i, v in enumerate(values) if v is not None), None)
-                if first is None:
-                    continue  # no line of this piece has it
-                group = b.columns["groups"][first].get(name, "other")
-            else:
-                group = groups.get(name, "other")
-            stat = job.timers[name] = TimerStat(group)
-        finite = _finite(values)
-        if len(finite):
-            # added left to right, as _on_timers adds them one by one
-            stat.total_ms = float(np.add.accumulate(np.append(stat.total_ms, finite))[-1])
-            stat.count += len(finite)
-            stat.last_ms = float(finite[-1])
-
-
-def _finite(values: Sequence) -> np.ndarray:
-    """The finite values of a column (a list, or an array of numbers from the lanes)."""
-    found = _numpy_view(values).astype(np.float64, copy=False) if type(values) is array else \
-        np.array(_known(values), dtype=np.float64)
-    ok = np.isfinite(found)
-    return found if ok.all() else found[ok]
-
-
-def _batch_memory(job: Job, b: Batch, _: Optional[int]) -> None:
-    for name in ("gpu_max_allocated_mb", "gpu_max_reserved_mb", "cpu_used_gb", "gpu_allocated_mb",
-                 "gpu_reserved_mb"):
-        values = b.columns.get(name)
-        if values is None:
-            continue
-        top = _top(values)
-        if top is not None and top > job.memory.get(name, float("-inf")):
-            job.memory[name] = top
-
-
-_BATCH_HANDLERS = {Iteration: _batch_iteration, Step: _batch_step, Timers: _batch_timers, Memory: _batch_memory}
 
 _HANDLERS = {
     RunConfig: _on_config, Iteration: _on_iteration, Step: _on_step, Throughput: _on_throughput,

@@ -1,48 +1,13 @@
-"""What a trigger pattern needs, as plain text, and the stdlib trigger scanner.
+"""Literal anchors of a regex: plain text every match must contain.
 
-A *scanner* finds, in a block of complete lines, which lines contain which
-triggers: ``scan(text) -> {line start offset: [trigger index, ...]}``, and
-``lines(text)`` gives the same by line in text order, with each line's end and
-number (:data:`HitLines`; the dispatcher uses this one): most lines hold one
-trigger, so a line's triggers are given by its lowest one, plus a map of the few
-lines that hold several.  The default here runs
-one ``str.find`` (or regex) pass per trigger; the application
-may hand :class:`~parsers.dispatch.ParserSet` a faster multi-pattern scanner as
-long as it finds the same lines (tests compare the two).
-
-A line *contains* a trigger when the trigger's regex matches the line with its
-newline, the same rule :meth:`LineParser.feed` applies.
+The engine skips a rule for a block that holds none of its anchors (one
+``str.find`` each, at C speed), so a format that never shows up in a log costs
+next to nothing.  A regex whose anchors cannot be read off runs on every block.
 """
 from __future__ import annotations
 
 import re
-from typing import Callable, NamedTuple, Optional, Sequence
-
-Hits = dict[int, list[int]]
-
-
-class Heads(NamedTuple):
-    """What a scanner may read off the heads of the hit lines for the dispatcher,
-    so it need not test every line itself.  Rows are indices into the hit lines."""
-
-    prefixed: list[int]  # rows that may carry a launcher prefix (at least those may_have_prefix passes)
-    stamps: list[Optional[float]]  # per row, line_stamp of the line (rows in ``unsure`` excepted)
-    unsure: list[int]  # rows whose stamp the dispatcher reads itself (every prefixed row among them)
-
-
-class HitLines(NamedTuple):
-    """The lines with hits, in text order."""
-
-    starts: list[int]
-    ends: list[int]  # of their newline, or the end of the text
-    firsts: list[int]  # the lowest trigger index of each
-    rows: list[int]  # newlines before each
-    more: dict[int, list[int]]  # {row: all its trigger indices, ascending} for rows with several
-    heads: Optional[Heads] = None
-    #: when no row has several triggers, may be given: trigger index -> its rows
-    #: (indices into these lines, ascending), triggers in the order of their first row
-    groups: Optional[dict[int, list[int]]] = None
-ScannerFactory = Callable[[Sequence[str]], "Scanner"]
+from typing import Optional
 
 _META = set(".^$*+?{}[]|()")
 _QUANTIFIERS = set("*+?{")
@@ -226,75 +191,3 @@ def _skip_class(pattern: str, i: int) -> int:
 def _skip_quantifier(pattern: str, i: int) -> int:
     end = pattern.find("}", i)
     return len(pattern) if end < 0 else end + 1
-
-
-class Scanner:
-    """Protocol of a trigger scanner (see the module docstring)."""
-
-    def scan(self, text: str) -> Hits:  # pragma: no cover - interface
-        raise NotImplementedError
-
-    def lines(self, text: str, layout: object = None) -> HitLines:
-        """The hits by line, in text order (scanners may do this in one go).
-        ``layout``: what the application's framing knows of ``text`` (its scanner's
-        business; this one does without)."""
-        return lines_of(text, self.scan(text))
-
-
-def lines_of(text: str, hits: Hits) -> HitLines:
-    starts = sorted(hits)
-    find = text.find
-    ends = [find("\n", start) for start in starts]
-    if ends and ends[-1] < 0:
-        ends[-1] = len(text)
-    ids = [sorted(set(hits[start])) for start in starts]
-    more = {row: each for row, each in enumerate(ids) if len(each) > 1}
-    return HitLines(starts, ends, [each[0] for each in ids], rows_before(text, starts), more)
-
-
-def rows_before(text: str, starts: list[int]) -> list[int]:
-    """How many newlines come before each of ``starts`` (sorted)."""
-    count = text.count
-    rows: list[int] = []
-    row = prev = 0
-    for start in starts:
-        row += count("\n", prev, start)
-        prev = start
-        rows.append(row)
-    return rows
-
-
-class FindScanner(Scanner):
-    """One pass per trigger: ``str.find`` for plain text, else the trigger's regex."""
-
-    def __init__(self, triggers: Sequence[str]) -> None:
-        self.triggers = tuple(triggers)
-        self._plan = [(literal_of(t), re.compile(t)) for t in self.triggers]
-
-    def scan(self, text: str) -> Hits:
-        hits: Hits = {}
-        find = text.find
-        rfind = text.rfind
-        for idx, (literal, rx) in enumerate(self._plan):
-            pos = 0
-            while True:
-                if literal is not None:
-                    at = find(literal, pos)
-                    if at < 0:
-                        break
-                else:
-                    m = rx.search(text, pos)
-                    if m is None:
-                        break
-                    at = m.start()
-                start = rfind("\n", 0, at) + 1
-                ids = hits.get(start)
-                if ids is None:
-                    hits[start] = [idx]
-                else:
-                    ids.append(idx)
-                pos = find("\n", at)  # one hit per line and trigger is enough
-                if pos < 0:
-                    break
-                pos += 1
-        return hits

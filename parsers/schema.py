@@ -1,0 +1,333 @@
+"""Line formats as data: the one schema of built-in and user formats.
+
+A format is a name, a description and line entries.  Each entry says which event a
+line makes (``event``), a regex whose named groups are the event's fields as
+``tuimon events`` prints them, a type per group, optional literal ``anchor``s every
+matching line contains, an optional ``pairs`` regex (``name``/``value`` groups)
+applied repeatedly to the rest of the line for ``name: value`` lists, optional
+constant fields (``set``), and sample lines with the fields they must give.
+
+Users write the same schema in TOML (:func:`format_from_toml`).  Everything here
+is pure: text in, :class:`Format` or :class:`FormatError` out.
+"""
+from __future__ import annotations
+
+import math
+import re
+import tomllib
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Optional
+
+from .events import EVENT_TYPES
+from .numbers import to_float, to_int
+from .regex_safety import unbounded_nesting
+
+#: the number types a group may be read as; ``si`` reads nanotron's ``human_format``
+#: (``1.23K`` is 1230), ``percent`` a number with an optional ``%`` (``15.38%`` is 15.38)
+TYPES = ("int", "float", "si", "percent", "str")
+_COMMON = ("file", "line", "node", "wall_time")  # given by the engine, never by a group
+_SI = {"": 1.0, "K": 1e3, "M": 1e6, "B": 1e9, "G": 1e9, "T": 1e12, "P": 1e15}
+_SI_NUMBER = re.compile(r"\s*([-+]?(?:\d[\d,]*\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*([KMBGTP]?)")
+#: map fields a ``pairs`` regex fills, per event, and how group names fold into them
+MAP_FIELD = {"iteration": "losses", "timers": "timers"}
+EVENTS = tuple(name for name in EVENT_TYPES if name != "truncated")
+
+
+class FormatError(ValueError):
+    """A format that cannot be used: the message names the file and the entry."""
+
+
+def _si(text: str) -> Optional[float]:
+    m = _SI_NUMBER.match(text)
+    if m is None:
+        return to_float(text)
+    value = to_float(m.group(1))
+    return None if value is None else value * _SI[m.group(2)]
+
+
+def _percent(text: str) -> Optional[float]:
+    return to_float(text.strip().rstrip("%"))
+
+
+def _str(text: str) -> Optional[str]:
+    return text
+
+
+CONVERTERS: dict[str, Callable[[str], Any]] = {
+    "int": to_int, "float": to_float, "si": _si, "percent": _percent, "str": _str,
+}
+
+
+def field_kinds(event: str) -> dict[str, str]:
+    """The fields a group may fill for ``event``: name -> int, float, bool, str or map."""
+    cls = EVENT_TYPES[event]
+    out: dict[str, str] = {}
+    for name, note in cls.__annotations__.items():
+        if name in _COMMON:
+            continue
+        text = str(note)
+        if "Mapping" in text:
+            out[name] = "map"
+        elif "int" in text:
+            out[name] = "int"
+        elif "bool" in text:
+            out[name] = "bool"
+        elif "str" in text:
+            out[name] = "str"
+        else:
+            out[name] = "float"
+    return out
+
+
+def _fold(event: str, name: str) -> Optional[tuple[str, Optional[str]]]:
+    """Where group ``name`` lands: (field, None), or (map field, key) for an
+    iteration's ``loss``/``loss_NAME``; None if ``event`` has no such field."""
+    if event == "iteration" and (name == "loss" or name.startswith("loss_")):
+        return "losses", ("loss" if name == "loss" else name[5:])
+    kinds = field_kinds(event)
+    if name in kinds and kinds[name] != "map":
+        return name, None
+    return None
+
+
+@dataclass(frozen=True)
+class LineSample:
+    line: str
+    expect: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class LineFormat:
+    """One ``[[lines]]`` entry, compiled."""
+
+    event: str
+    regex: str
+    types: Mapping[str, str] = field(default_factory=dict)
+    anchors: tuple[str, ...] = ()
+    pairs: Optional[str] = None
+    set: Mapping[str, Any] = field(default_factory=dict)
+    samples: tuple[LineSample, ...] = ()
+    pattern: re.Pattern[str] = field(default=None, compare=False, repr=False)  # type: ignore[assignment]
+    pairs_pattern: Optional[re.Pattern[str]] = field(default=None, compare=False, repr=False)
+    #: (group, field, map key or None, converter) for each named group
+    plan: tuple[tuple[str, str, Optional[str], Callable[[str], Any]], ...] = field(default=(), compare=False,
+                                                                                   repr=False)
+
+    def fields(self, m: re.Match[str]) -> dict[str, Any]:
+        """The event fields one match gives (groups that did not take part stay absent)."""
+        out: dict[str, Any] = dict(self.set)
+        maps: dict[str, dict[str, Any]] = {}
+        for group, name, key, convert in self.plan:
+            text = m.group(group)
+            if text is None:
+                continue
+            value = convert(text)
+            if value is None:
+                continue
+            if key is None:
+                out[name] = value
+            else:
+                maps.setdefault(name, {})[key] = value
+        if self.pairs_pattern is not None:
+            into = maps.setdefault(MAP_FIELD[self.event], {})
+            convert = CONVERTERS[self.types.get("value", "float")]
+            line_end = m.string.find("\n", m.end())
+            rest = m.string[m.end():line_end if line_end >= 0 else len(m.string)]
+            for pm in self.pairs_pattern.finditer(rest):
+                value = convert(pm.group("value"))
+                if value is not None:
+                    into[pm.group("name").strip()] = value
+        out.update(maps)
+        return out
+
+    def parse(self, line: str) -> list[dict[str, Any]]:
+        """Fields of every match in one line (the samples' check; the engine reads blocks)."""
+        if self.anchors and not any(a in line for a in self.anchors):
+            return []
+        return [self.fields(m) for m in self.pattern.finditer(line)]
+
+
+@dataclass(frozen=True)
+class Format:
+    name: str
+    description: str
+    lines: tuple[LineFormat, ...]
+    origin: str = "built-in"
+
+
+def _where(origin: str, entry: str) -> str:
+    return f"{origin}: {entry}" if entry else origin
+
+
+def _need(cond: bool, origin: str, entry: str, message: str) -> None:
+    if not cond:
+        raise FormatError(f"{_where(origin, entry)}: {message}")
+
+
+def compile_line(data: Mapping[str, Any], origin: str = "built-in", entry: str = "") -> LineFormat:
+    """One ``[[lines]]`` table -> :class:`LineFormat`, or :class:`FormatError`."""
+    known = {"event", "regex", "types", "anchor", "anchors", "pairs", "set", "samples"}
+    unknown = sorted(set(data) - known)
+    _need(not unknown, origin, entry, f"unknown key {unknown[0] if unknown else ''!r}")
+    event = data.get("event")
+    _need(isinstance(event, str) and event in EVENTS, origin, entry,
+          f"unknown event {event!r} (one of {', '.join(EVENTS)})")
+    regex = data.get("regex")
+    _need(isinstance(regex, str) and bool(regex), origin, entry, "regex missing")
+    try:
+        pattern = re.compile(regex, re.MULTILINE)
+    except re.error as exc:
+        raise FormatError(f"{_where(origin, entry)}: bad regex: {exc}") from None
+    nested = unbounded_nesting(regex)
+    _need(nested is None, origin, entry,
+          f"regex refused: {nested} can take exponential time on a long line; bound the inner repeat")
+    anchors = data.get("anchors", data.get("anchor", ()))
+    if isinstance(anchors, str):
+        anchors = (anchors,)
+    _need(isinstance(anchors, (list, tuple)) and all(isinstance(a, str) and a for a in anchors), origin, entry,
+          "anchor must be a non-empty string or a list of them")
+    types = data.get("types", {})
+    _need(isinstance(types, Mapping), origin, entry, "types must be a table")
+    for group, kind in types.items():
+        _need(kind in TYPES, origin, entry, f"unknown type {kind!r} for {group!r} (one of {', '.join(TYPES)})")
+    kinds = field_kinds(event)
+    plan = []
+    for group in pattern.groupindex:
+        folded = _fold(event, group)
+        _need(folded is not None, origin, entry,
+              f"unknown field {group!r} for event {event!r} (fields: {', '.join(sorted(kinds))})")
+        name, key = folded  # type: ignore[misc]
+        kind = types.get(group) or _default_type(kinds.get(name, "float"))
+        _need(_compatible(kind, kinds.get(name, "float")), origin, entry,
+              f"type {kind!r} cannot fill {group!r}, a {kinds.get(name)} field")
+        plan.append((group, name, key, _typed(kind, kinds.get(name, "float"))))
+    stray = sorted(set(types) - set(pattern.groupindex) - {"value"})
+    _need(not stray, origin, entry, f"types names {stray[0] if stray else ''!r}, which is not a group of the regex")
+    pairs = data.get("pairs")
+    pairs_pattern = None
+    if pairs is not None:
+        _need(event in MAP_FIELD, origin, entry, f"pairs only fill {' or '.join(MAP_FIELD)} events")
+        try:
+            pairs_pattern = re.compile(pairs)
+        except re.error as exc:
+            raise FormatError(f"{_where(origin, entry)}: bad pairs regex: {exc}") from None
+        _need({"name", "value"} <= set(pairs_pattern.groupindex), origin, entry,
+              "pairs needs groups (?P<name>...) and (?P<value>...)")
+        nested = unbounded_nesting(pairs)
+        _need(nested is None, origin, entry, f"pairs regex refused: {nested} can take exponential time")
+    constants = data.get("set", {})
+    _need(isinstance(constants, Mapping), origin, entry, "set must be a table")
+    for name, value in constants.items():
+        _need(name in kinds and kinds[name] != "map", origin, entry, f"set names unknown field {name!r}")
+        _need(_value_fits(value, kinds[name]), origin, entry, f"set {name} = {value!r} is not a {kinds[name]}")
+    samples = []
+    for k, sample in enumerate(data.get("samples", ())):
+        where = f"{entry}.samples[{k}]"
+        _need(isinstance(sample, Mapping) and isinstance(sample.get("line"), str), origin, where,
+              "a sample needs line = \"...\"")
+        expect = sample.get("expect", {})
+        _need(isinstance(expect, Mapping), origin, where, "expect must be a table")
+        samples.append(LineSample(sample["line"], dict(expect)))
+    return LineFormat(event, regex, dict(types), tuple(anchors), pairs, dict(constants), tuple(samples),
+                      pattern, pairs_pattern, tuple(plan))
+
+
+def _default_type(kind: str) -> str:
+    return {"int": "int", "str": "str"}.get(kind, "float")
+
+
+def _compatible(kind: str, target: str) -> bool:
+    if target == "str":
+        return kind == "str"
+    if target == "bool":
+        return kind in ("int", "str")
+    return kind != "str"
+
+
+def _typed(kind: str, target: str) -> Callable[[str], Any]:
+    convert = CONVERTERS[kind]
+    if target == "int" and kind != "int":
+        def to_whole(text: str) -> Optional[int]:
+            value = convert(text)
+            return int(round(value)) if value is not None and math.isfinite(value) else None
+        return to_whole
+    if target == "bool":
+        def to_bool(text: str) -> Optional[bool]:
+            word = text.strip().lower()
+            return True if word in ("1", "true", "yes", "on") else False if word in ("0", "false", "no", "off") else None
+        return to_bool
+    return convert
+
+
+def _value_fits(value: Any, kind: str) -> bool:
+    if kind == "int":
+        return isinstance(value, int) and not isinstance(value, bool)
+    if kind == "float":
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if kind == "bool":
+        return isinstance(value, bool)
+    return isinstance(value, str)
+
+
+def format_from_dict(data: Mapping[str, Any], origin: str = "built-in") -> Format:
+    known = {"name", "description", "lines"}
+    unknown = sorted(set(data) - known)
+    _need(not unknown, origin, "", f"unknown key {unknown[0] if unknown else ''!r}")
+    name = data.get("name")
+    _need(isinstance(name, str) and bool(re.fullmatch(r"[\w.-]+", name or "")), origin, "",
+          "name must be a word (letters, digits, _ . -)")
+    lines = data.get("lines")
+    _need(isinstance(lines, list) and bool(lines), origin, "", "no [[lines]] entries")
+    compiled = tuple(compile_line(entry, origin, f"lines[{k}]") if isinstance(entry, Mapping)
+                     else _bad_entry(origin, k) for k, entry in enumerate(lines))  # type: ignore[union-attr]
+    return Format(name, str(data.get("description", "")), compiled, origin)
+
+
+def _bad_entry(origin: str, k: int) -> LineFormat:
+    raise FormatError(f"{_where(origin, f'lines[{k}]')}: must be a table")
+
+
+def format_from_toml(text: str, origin: str) -> Format:
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise FormatError(f"{origin}: bad TOML: {exc}") from None
+    return format_from_dict(data, origin)
+
+
+def _close(got: Any, want: Any) -> bool:
+    if isinstance(want, Mapping):
+        return isinstance(got, Mapping) and set(got) == set(want) and all(_close(got[k], want[k]) for k in want)
+    if isinstance(want, float) or isinstance(got, float):
+        if not isinstance(got, (int, float)) or not isinstance(want, (int, float)):
+            return False
+        return math.isclose(got, want, rel_tol=1e-9, abs_tol=1e-12) or (math.isnan(got) and math.isnan(want))
+    return bool(got == want)
+
+
+def sample_errors(fmt: Format) -> list[str]:
+    """One line per sample that its entry does not read as it says."""
+    errors = []
+    for k, entry in enumerate(fmt.lines):
+        for j, sample in enumerate(entry.samples):
+            where = _where(fmt.origin, f"lines[{k}].samples[{j}]")
+            got = entry.parse(sample.line)
+            if not got:
+                errors.append(f"{where}: the line does not match")
+                continue
+            fields = _expected_view(entry.event, got[0])
+            for name, want in sample.expect.items():
+                if name not in fields:
+                    errors.append(f"{where}: {name} missing (expected {want!r})")
+                elif not _close(fields[name], want):
+                    errors.append(f"{where}: {name} = {fields[name]!r}, expected {want!r}")
+    return errors
+
+
+def _expected_view(event: str, fields: dict[str, Any]) -> dict[str, Any]:
+    """``fields`` with an iteration's losses spelt as the groups were (``loss``, ``loss_NAME``)."""
+    out = dict(fields)
+    if event == "iteration":
+        for key, value in fields.get("losses", {}).items():
+            out["loss" if key == "loss" else f"loss_{key}"] = value
+    return out

@@ -1,0 +1,262 @@
+"""The block engine: one file's complete lines, a block at a time, into events.
+
+Every rule is a regex run over the whole block, never line by line:
+
+* a *data* rule is a line format (:mod:`parsers.schema`): each match is an event,
+  its groups converted by the format's types;
+* a *hook* rule is a route of a stateful parser (argument blocks, tracebacks, the
+  startup sequence...): each line holding a match of its trigger is handed to the
+  parser's handler, which alone sees those lines.
+
+A rule whose literal anchors are all absent from a block costs one ``str.find``
+each.  Matches are taken in line order; the lines they fall on are numbered,
+their launcher prefixes read (rank, node) and their stamps taken (a line without
+one takes the stamp of the matched line before it), once per line.  A line a user
+format matches gives no built-in event of the same type.
+"""
+from __future__ import annotations
+
+from functools import lru_cache
+from operator import itemgetter
+from typing import Any, Callable, Optional, Sequence
+
+from parsers.base import LineContext, LineParser
+from parsers.events import EVENT_TYPES, Event, RunConfig, Timers, frozen_map
+from parsers.prefix import split_prefix
+from parsers.schema import Format, LineFormat
+from parsers.timers import timer_group
+from parsers.timestamps import line_stamp
+
+from .rules import HookRule, anchors_of
+
+Handler = Callable[[str, LineContext], list[Event]]
+_FIRST = itemgetter(0, 1)
+
+
+class DataRule:
+    """A compiled line format, with the format it belongs to."""
+
+    __slots__ = ("fmt", "entry", "anchors", "user", "cls", "order")
+
+    def __init__(self, fmt: Format, entry: LineFormat, user: bool, order: int) -> None:
+        self.fmt, self.entry, self.user, self.order = fmt, entry, user, order
+        self.anchors = entry.anchors or tuple(anchors_of(entry.regex) or ())
+        self.cls = EVENT_TYPES[entry.event]
+
+
+class BlockEngine:
+    """Incremental, per file: :meth:`feed_block` with complete lines, :meth:`flush` at the end."""
+
+    def __init__(self, file: str, parser_classes: Sequence[type[LineParser]], formats: Sequence[Format] = (),
+                 builtin_formats: Sequence[Format] = (), *, sniff: bool = True) -> None:
+        """With ``sniff=False`` every parser is on from the start (samples' tests)."""
+        self.file = file
+        self.formats = tuple(formats)
+        self.builtin_formats = tuple(builtin_formats)
+        self._dormant = [cls for cls in parser_classes if sniff and cls.SNIFF is not None]
+        self.active: list[LineParser] = [cls(file) for cls in parser_classes if cls not in self._dormant]
+        self._user_steps = False  # a user format gave steps: fallback parsers are off
+        self._announced: set[str] = set()
+        self._last_wall: Optional[float] = None
+        self.lines_fed = 0
+        self.failed = 0  # lines a hook raised on
+        self._drop_fallbacks()
+        self._data = [DataRule(f, e, True, k) for k, f in enumerate(self.formats) for e in f.lines]
+        self._data += [DataRule(f, e, False, len(self.formats) + k)
+                       for k, f in enumerate(self.builtin_formats) for e in f.lines]
+        self._rebuild()
+
+    # -- parser activation --------------------------------------------------------------
+    def _drop_fallbacks(self) -> None:
+        if self._user_steps or any(p.STEPS_WITH_LOSS for p in self.active):
+            self._dormant = [cls for cls in self._dormant if not cls.FALLBACK]
+            self.active = [p for p in self.active if not p.FALLBACK]
+
+    def _rebuild(self) -> None:
+        self._hooks: list[HookRule] = []
+        for k, parser in enumerate(self.active):
+            for j, (trigger, handler) in enumerate(_routes(parser)):
+                self._hooks.append(HookRule(trigger, handler, (k, j)))
+
+    def sniff(self, text: str) -> None:
+        woken = [cls for cls in self._dormant if _sniffed(cls, text)]
+        if woken:
+            self._dormant = [cls for cls in self._dormant if cls not in woken]
+            self.active.extend(cls(self.file) for cls in woken)
+            self._drop_fallbacks()
+            self._rebuild()
+
+    @property
+    def active_names(self) -> list[str]:
+        return [p.name for p in self.active]
+
+    # -- feeding ------------------------------------------------------------------------
+    def feed_block(self, text: str, first_line: int) -> list[Event]:
+        """Parse ``text`` (complete lines, each ending in ``\\n``) whose first line is
+        number ``first_line``."""
+        if not text:
+            return []
+        if self._dormant:
+            self.sniff(text)
+        hits: list[tuple[int, int, Any, Any]] = []  # (line start, order, rule, match or None)
+        for rule in self._data:
+            if not rule.anchors or any(a in text for a in rule.anchors):
+                _data_hits(text, rule, hits)
+        hook_base = len(self._data) + 1
+        for n, hook in enumerate(self._hooks):
+            if hook.present(text):
+                hook.lines(text, hook_base + n, hits)
+        if not hits:
+            return []
+        hits.sort(key=_FIRST)
+        return self._events(text, first_line, hits)
+
+    def _events(self, text: str, first_line: int, hits: list) -> list[Event]:
+        events: list[Event] = []
+        number, at = first_line, 0
+        count = text.count
+        i, n = 0, len(hits)
+        while i < n:
+            start = hits[i][0]
+            number += count("\n", at, start)
+            at = start
+            end = text.find("\n", start)
+            raw = text[start:end if end >= 0 else len(text)]
+            pre = split_prefix(raw)
+            body = pre.body
+            wall = line_stamp(body)
+            if wall is None:
+                wall = self._last_wall
+            else:
+                self._last_wall = wall
+            ctx = LineContext(self.file, number, pre.rank, pre.local_rank, pre.node, wall)
+            self.lines_fed += 1
+            line_events: list[Event] = []
+            user_types: set[str] = set()
+            done: list[Handler] = []
+            while i < n and hits[i][0] == start:
+                _, _, rule, m = hits[i]
+                i += 1
+                if m is not None:
+                    ev = self._data_event(rule, m, ctx)
+                    if ev is None:
+                        continue
+                    if rule.user:
+                        user_types.add(ev.type)
+                    elif ev.type in user_types:
+                        continue
+                    line_events.extend(self._announce(rule, ev, ctx))
+                    continue
+                handler = rule.handler
+                if handler in done:
+                    continue
+                done.append(handler)
+                try:
+                    out = handler(body, ctx)
+                except Exception:  # a hook bug must not stop the stream: counted, reported
+                    self.failed += 1
+                    continue
+                if user_types:
+                    out = [e for e in out if e.type not in user_types]
+                line_events.extend(out)
+            events.extend(line_events)
+        return events
+
+    def _data_event(self, rule: DataRule, m: Any, ctx: LineContext) -> Optional[Event]:
+        try:
+            fields = rule.entry.fields(m)
+        except Exception:
+            self.failed += 1
+            return None
+        if not fields:
+            return None
+        for name in ("losses", "timers"):
+            if name in fields:
+                fields[name] = frozen_map(fields[name])
+        if rule.cls is Timers and "timers" in fields:
+            fields["groups"] = frozen_map({k: timer_group(k) for k in fields["timers"]})
+        rank = fields.pop("rank", None)
+        return rule.cls(file=self.file, line=ctx.line, rank=ctx.rank if rank is None else rank, node=ctx.node,
+                        wall_time=ctx.wall_time, **fields)
+
+    def _announce(self, rule: DataRule, ev: Event, ctx: LineContext) -> list[Event]:
+        """A format's first event in a file is led by its framework (its name), as a
+        built-in parser's is; steps from a user format switch fallback parsers off."""
+        name = rule.fmt.name
+        if not rule.user or name in self._announced:
+            return [ev]
+        self._announced.add(name)
+        if ev.type in ("iteration", "step") and not self._user_steps:
+            self._user_steps = True
+            self._drop_fallbacks()
+            self._rebuild()
+        if type(ev) is RunConfig:
+            return [ev._replace(framework=ev.framework or name)]
+        return [RunConfig(file=self.file, line=ctx.line, rank=ctx.rank, node=ctx.node, wall_time=ctx.wall_time,
+                          framework=name), ev]
+
+    def feed_line(self, line: str, lineno: int) -> list[Event]:
+        """One line on its own (tests and samples)."""
+        return self.feed_block(line + "\n", lineno)
+
+    def flush(self) -> list[Event]:
+        events: list[Event] = []
+        for parser in self.active:
+            try:
+                events.extend(parser.flush())
+            except Exception:
+                self.failed += 1
+        return events
+
+
+@lru_cache(maxsize=256)
+def _sniff_needles(cls: type[LineParser]) -> Optional[tuple[str, ...]]:
+    """Texts one of which a block must hold for ``cls``'s SNIFF to match in it."""
+    needles: list[str] = []
+    for pattern in cls.SNIFF.patterns:  # type: ignore[union-attr]
+        found = anchors_of(pattern)
+        if found is None:
+            return None
+        needles.extend(found)
+    return tuple(needles)
+
+
+def _sniffed(cls: type[LineParser], text: str) -> bool:
+    """Whether ``cls``'s SNIFF shows up in ``text``: the regex runs only where one
+    of its literals does (a dormant parser's regex over every block cost 13 ms a MB)."""
+    needles = _sniff_needles(cls)
+    if needles is not None and not any(n in text for n in needles):
+        return False
+    return cls.SNIFF.search(text) is not None  # type: ignore[union-attr]
+
+
+def _routes(parser: LineParser) -> list[tuple[str, Handler]]:
+    return [(trigger, getattr(parser, handler)) for trigger, handler in parser.ROUTES]
+
+
+def _data_hits(text: str, rule: DataRule, hits: list) -> None:
+    """Matches of a data rule, each confined to its line, with the declared anchors
+    on that line (so what a line gives never depends on where a block ends)."""
+    search = rule.entry.pattern.search
+    anchors = rule.entry.anchors
+    order = rule.order
+    find, rfind = text.find, text.rfind
+    pos = 0
+    while True:
+        m = search(text, pos)
+        if m is None:
+            return
+        s = m.start()
+        start = rfind("\n", 0, s) + 1
+        end = find("\n", s)
+        if end < 0:
+            end = len(text)
+        if m.end() > end:  # the regex ran past its line: try within the line alone
+            m = search(text, s, end)
+        if m is not None and (not anchors or any(find(a, start, end) >= 0 for a in anchors)):
+            hits.append((start, order, rule, m))
+            pos = m.end() if m.end() > m.start() else m.end() + 1
+        else:
+            pos = end + 1
+        if pos > len(text):
+            return

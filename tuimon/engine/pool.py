@@ -1,0 +1,91 @@
+"""Many files on several cores: each file parsed whole, by one process.
+
+A file's lines are read in order by one engine (parser state runs from line to
+line), so the unit of parallel work is the file.  Workers take the small files
+(their events pickled back are cheap beside their parse); the big ones are read
+here meanwhile, so one big file costs what ``--jobs 1`` costs.  Events reach the
+sink file by file, in the order of ``files``, as in one pass.
+"""
+from __future__ import annotations
+
+import multiprocessing
+import os
+import pickle
+import threading
+from concurrent.futures import Future, ProcessPoolExecutor
+from pathlib import Path
+from typing import Callable, Optional, Sequence
+
+from parsers.events import Event
+
+from ..alloc import keep_freed_memory
+from ..ingest import ParseStats, parse_file
+from . import catalog
+
+#: files up to this size go to workers; a bigger one is parsed here, streamed to the
+#: sink a block at a time (its events never wait in memory)
+WORKER_MAX = 32 << 20
+
+
+def cores() -> int:
+    """Cores this process may run on."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def process_context():
+    """fork starts in milliseconds, but is only safe while this process has a single thread."""
+    fork = threading.active_count() == 1 and "fork" in multiprocessing.get_all_start_methods()
+    return multiprocessing.get_context("fork" if fork else "spawn")
+
+
+def _parse_whole(path: str, spec: Sequence[tuple[str, str]]) -> bytes:
+    keep_freed_memory()
+    cat = catalog.from_spec(spec)
+    events: list[Event] = []
+    fp_events, stats = parse_file(Path(path), path, sink=events.extend, catalog=cat)
+    return pickle.dumps((events, stats), protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def _result(future: Future) -> Optional[tuple]:
+    """A worker's events and stats; None if it died or failed (the file is then read here)."""
+    try:
+        return pickle.loads(future.result())
+    except Exception:
+        return None
+
+
+def parse_files(files: list[Path], sink: Callable[[list[Event]], None], *, jobs: Optional[int] = None,
+                on_error: Callable[[Path, OSError], None]) -> ParseStats:
+    jobs = jobs or cores()
+    sizes: dict[Path, int] = {}
+    for path in files:
+        try:
+            sizes[path] = path.stat().st_size
+        except OSError:
+            sizes[path] = 0  # reading it will say what is wrong
+    small = [p for p in files if sizes[p] <= WORKER_MAX]
+    total = ParseStats()
+    pool = None
+    futures: dict[Path, Future] = {}
+    if jobs > 1 and len(small) > 1:
+        pool = ProcessPoolExecutor(min(jobs, len(small)), mp_context=process_context())
+        spec = catalog.current().spec
+        # a big file is read here while the workers get on with the small ones
+        futures = {p: pool.submit(_parse_whole, str(p), spec) for p in small}
+    try:
+        for path in files:
+            try:
+                whole = _result(futures[path]) if path in futures else None
+                if whole is not None:
+                    events, stats = whole
+                    sink(events)
+                else:
+                    _, stats = parse_file(path, str(path), sink=sink)
+            except OSError as exc:
+                on_error(path, exc)
+                continue
+            total.add(stats)
+    finally:
+        if pool is not None:
+            pool.shutdown(cancel_futures=True)
+    return total

@@ -1,0 +1,60 @@
+"""Hook rules: a stateful parser's route, found over a whole block by its trigger."""
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from typing import Any, Callable, Optional
+
+from .anchors import literal_of, required_anchors
+
+
+@lru_cache(maxsize=1024)
+def anchors_of(regex: str) -> Optional[tuple[str, ...]]:
+    """Texts of which every match of ``regex`` holds one; None: none can be read off."""
+    found = required_anchors(regex)
+    return tuple(found) if found else None
+
+
+@lru_cache(maxsize=1024)
+def _compiled(trigger: str) -> tuple[Optional[str], re.Pattern[str], Optional[tuple[str, ...]]]:
+    return literal_of(trigger), re.compile(trigger, re.MULTILINE), anchors_of(trigger)  # "$" ends a line
+
+
+class HookRule:
+    """Lines holding a match of ``trigger`` go to ``handler`` (once a line)."""
+
+    __slots__ = ("trigger", "handler", "key", "literal", "regex", "anchors")
+
+    def __init__(self, trigger: str, handler: Callable[..., Any], key: tuple[int, int]) -> None:
+        self.trigger, self.handler, self.key = trigger, handler, key
+        self.literal, self.regex, self.anchors = _compiled(trigger)
+
+    def present(self, text: str) -> bool:
+        if self.literal is not None:
+            return self.literal in text
+        return self.anchors is None or any(a in text for a in self.anchors)
+
+    def lines(self, text: str, order: int, hits: list) -> None:
+        """Append (line start, order, self, None) for each line holding the trigger."""
+        find, rfind = text.find, text.rfind
+        literal, search = self.literal, self.regex.search
+        pos = 0
+        while True:
+            if literal is not None:
+                at = find(literal, pos)
+                if at < 0:
+                    return
+                end = find("\n", at)
+            else:
+                m = search(text, pos)
+                if m is None:
+                    return
+                at = m.start()
+                end = find("\n", at)
+                if end >= 0 and m.end() > end + 1 and search(text, at, end + 1) is None:
+                    pos = end + 1  # the match ran past its line (a trigger may end at its newline)
+                    continue
+            hits.append((rfind("\n", 0, at) + 1, order, self, None))
+            if end < 0:
+                return
+            pos = end + 1
