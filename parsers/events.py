@@ -158,6 +158,9 @@ class Throughput(NamedTuple):
     tflops_reported: Optional[float] = None
     samples_per_sec: Optional[float] = None
     iteration_time_s: Optional[float] = None
+    tokens_per_sec: Optional[float] = None
+    tokens_per_gpu_per_sec: Optional[float] = None
+    mfu: Optional[float] = None  # as the log prints it: percent of peak
 
 
 class Timers(NamedTuple):

@@ -68,9 +68,11 @@ class TorchTitanParser(LineParser):
             return []
         self._last_step = step
         events: list[Event] = [self.make(Step, ctx, step=step, loss=to_float(values["loss"][0]))]
-        tflops = to_float(values["tflops"][0]) if "tflops" in values else None
-        if tflops is not None:
-            events.append(self.make(Throughput, ctx, iteration=step, tflops_reported=tflops))
+        tflops, tps, mfu = (to_float(values[k][0]) if k in values else None for k in ("tflops", "tps", "mfu"))
+        if tflops is not None or tps is not None or mfu is not None:
+            # tps is torchtitan's tokens a second on each device
+            events.append(self.make(Throughput, ctx, iteration=step, tflops_reported=tflops,
+                                    tokens_per_gpu_per_sec=tps, mfu=mfu))
         memory = values.get("memory")
         if memory is not None and memory[1] == "GiB":
             gib = to_float(memory[0])

@@ -41,14 +41,16 @@ def test_store_and_summary_load_without_textual():
     assert r.returncode == 0, r.stdout + r.stderr
 
 
-def test_store_point_is_at_most_32_bytes():
+def test_store_point_is_4_bytes_a_registry_field():
+    from tuimon.fields import FIELDS
     from tuimon.series import POINT_DTYPE, Series
 
     s = Series()
     for i in range(100_000):
-        s.append(i, 1.0, 2.0, 3.0, 4.0, 5.0, 1e9 + i)
-    assert POINT_DTYPE.itemsize <= 32
-    assert s.bytes_allocated / len(s) <= 32, s.bytes_allocated / len(s)
+        s.append(i, 1e9 + i, elapsed_ms=1.0, loss=2.0, tflops=4.0)
+    assert POINT_DTYPE.itemsize == 4 * (len(FIELDS) + 1)  # the fields and the wall time
+    assert s.bytes_allocated / len(s) <= POINT_DTYPE.itemsize * 1.13, s.bytes_allocated / len(s)
+    assert s.last("loss") == 2.0 and s.last("tokens_per_sec") != s.last("tokens_per_sec")  # absent: NaN
 
 
 def test_only_the_cli_imports_the_ui():

@@ -60,6 +60,9 @@ def _add_paths(p: argparse.ArgumentParser) -> None:
     p.add_argument("--include", action="append", metavar="GLOB",
                    help=f"file name pattern to read in directories (default: {' '.join(DEFAULT_INCLUDE)})")
     p.add_argument("--ssh-config", metavar="FILE", help="OpenSSH client config to use (like ssh -F)")
+    p.add_argument("--formats", action="append", metavar="DIR", default=[],
+                   help="also read log formats from the TOML files in DIR (or the file DIR); repeatable")
+    p.add_argument("--no-cache", action="store_true", help="parse every file from its start; leave the parse cache alone")
 
 
 def _add_app_options(p: argparse.ArgumentParser) -> None:
@@ -114,6 +117,11 @@ def build_parser() -> argparse.ArgumentParser:
     _add_paths(p)
     _add_app_options(p)
     p.add_argument("--poll", type=_positive_float, metavar="SECONDS", help="seconds between remote polls (default 1)")
+    p = verbs.add_parser("formats", help="list the log formats, or check user format files")
+    formats = p.add_subparsers(dest="formats_verb", metavar="ACTION")
+    formats.add_parser("list", help="built-in and user formats, and where each came from")
+    q = formats.add_parser("check", help="compile format files and check their samples")
+    q.add_argument("files", nargs="+", metavar="FILE")
     p = verbs.add_parser("demo", help="simulate five training jobs and show them live in the dashboard")
     _add_app_options(p)
     p.add_argument("--seconds", type=_positive_float, help="quit by itself after SECONDS")
@@ -128,6 +136,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 def run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     try:
+        if args.verb == "formats":
+            from .formats_cmd import cmd_formats
+            return cmd_formats(args, parser)
+        if hasattr(args, "formats"):
+            _use_formats(args.formats)
         if args.verb == "summary":
             return cmd_summary(args)
         if args.verb == "events":
@@ -160,7 +173,20 @@ def run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         return 0
 
 
-BATCH_VERBS = ("summary", "events", "tflops")
+BATCH_VERBS = ("summary", "events", "tflops", "formats")
+
+
+def _use_formats(extra: list[str]) -> None:
+    """The user's formats for this run: one warning per file that cannot be used."""
+    from .engine import catalog
+
+    for raw in extra:
+        if not os.path.exists(os.path.expanduser(raw)):
+            raise PathError(f"--formats: no such file or directory: {raw}")
+    cat = catalog.load([Path(os.path.expanduser(raw)) for raw in extra])
+    for message in cat.errors:
+        _warn(f"format left out: {message}")
+    catalog.use(cat)
 
 
 def entry(argv: Optional[Sequence[str]] = None) -> None:

@@ -24,6 +24,7 @@ from parsers.events import (
     Truncated,
 )
 
+from .fields import getters_for
 from .jobs import identify
 from .series import Series
 
@@ -194,14 +195,9 @@ def _on_config(job: Job, ev: RunConfig, _: Optional[int]) -> None:
             job.config[name] = value
 
 
-def primary_loss(losses) -> Optional[float]:
-    """The loss a job is judged by: the LM loss where the log names several."""
-    if not losses:
-        return None
-    for name in ("lm loss", "loss", "reduced train loss"):
-        if name in losses:
-            return losses[name]
-    return next(iter(losses.values()))
+_ITERATION_FIELDS = getters_for("iteration")
+_STEP_FIELDS = getters_for("step")
+_THROUGHPUT_FIELDS = getters_for("throughput")
 
 
 def _on_iteration(job: Job, ev: Iteration, file_rank: Optional[int]) -> None:
@@ -209,8 +205,7 @@ def _on_iteration(job: Job, ev: Iteration, file_rank: Optional[int]) -> None:
     series = job.ranks.get(key)
     if series is None:
         series = job.ranks[key] = Series()
-    series.append(ev.iteration, ev.elapsed_ms, primary_loss(ev.losses), ev.grad_norm, ev.tflops_reported,
-                  ev.samples_per_sec, ev.wall_time)
+    series.append_event(ev, _ITERATION_FIELDS)
     if ev.iteration is not None and (job.last_iteration is None or ev.iteration >= job.last_iteration):
         job.last_iteration = ev.iteration
     job.last_progress = (ev.file, ev.line)
@@ -233,7 +228,7 @@ def _first_step(job: Job, wall: Optional[float]) -> None:
 
 
 def _on_step(job: Job, ev: Step, _: Optional[int]) -> None:
-    job.steps.append(ev.step, ev.elapsed_ms, ev.loss, None, None, ev.samples_per_sec, ev.wall_time)
+    job.steps.append_event(ev, _STEP_FIELDS)
     job.last_progress = (ev.file, ev.line)
     if ev.loss is not None:
         job.last_step_loss = ev.loss
@@ -243,8 +238,7 @@ def _on_step(job: Job, ev: Step, _: Optional[int]) -> None:
 
 
 def _on_throughput(job: Job, ev: Throughput, file_rank: Optional[int]) -> None:
-    elapsed = ev.iteration_time_s * 1000.0 if ev.iteration_time_s is not None else None
-    job.reported.append(ev.iteration, elapsed, None, None, ev.tflops_reported, ev.samples_per_sec, ev.wall_time)
+    job.reported.append_event(ev, _THROUGHPUT_FIELDS)
 
 
 def _on_timers(job: Job, ev: Timers, _: Optional[int]) -> None:

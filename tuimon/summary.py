@@ -13,8 +13,9 @@ from typing import Any, Optional
 
 import numpy as np
 
+from .fields import FIELDS, primary_loss
 from .metrics import mfu, model_size_billion, startup_timeline, steady_median, steady_stats, tflops_per_gpu
-from .store import Job, primary_loss
+from .store import Job
 
 #: A job with no iteration whose files were written less than this long ago is still starting.
 LIVE_WINDOW_S = 600.0
@@ -37,6 +38,16 @@ def _column(series, name: str) -> np.ndarray:
     if series is None or not len(series):
         return np.empty(0, dtype=np.float32)
     return series.column(name)
+
+
+def _first_known(key: str, *series) -> np.ndarray:
+    """The column of the first series that has a finite value in it."""
+    values = _column(series[0], key)
+    for more in series[1:]:
+        if _finite(values).size:
+            break
+        values = _column(more, key)
+    return values
 
 
 def _finite(arr: np.ndarray) -> np.ndarray:
@@ -129,11 +140,9 @@ def summarize(job: Job, *, now: Optional[float] = None, last_write: Optional[flo
         elapsed = _column(job.reported, "elapsed_ms")
     it_stats = steady_stats(elapsed)
 
-    samples = _column(primary, "samples_per_sec")
-    for fallback in (job.reported, job.steps):
-        if not _finite(samples).size:
-            samples = _column(fallback, "samples_per_sec")
-    samples_per_sec = steady_median(samples)
+    rates = {f.key: steady_median(_first_known(f.key, primary, job.reported, job.steps))
+             for f in FIELDS if f.summary and f.agg == "median"}
+    samples_per_sec = rates["samples_per_sec"]
     gbs = global_batch(cfg)
     if samples_per_sec is None and it_stats and gbs:
         samples_per_sec = gbs / (it_stats.median / 1000.0)
@@ -172,6 +181,7 @@ def summarize(job: Job, *, now: Optional[float] = None, last_write: Optional[flo
         "train_iters": cfg.get("train_iters"),
         "iter_time_ms": {k: (round(v, 3) if isinstance(v, float) else v) for k, v in it_stats.as_dict().items()}
         if it_stats else None,
+        **{key: _clean(value, 4) for key, value in rates.items()},
         "samples_per_sec": _clean(samples_per_sec, 4),
         "tflops_per_gpu": {"reported": _clean(tflops_reported, 2), "computed": _clean(computed, 2)},
         "mfu": _clean(mfu(computed if computed is not None else tflops_reported, gpu_peak), 4),

@@ -31,6 +31,7 @@ from .rules import HookRule, anchors_of
 
 Handler = Callable[[str, LineContext], list[Event]]
 _FIRST = itemgetter(0, 1)
+_STEPS = ("iteration", "step")
 
 
 class DataRule:
@@ -102,6 +103,10 @@ class BlockEngine:
         for rule in self._data:
             if not rule.anchors or any(a in text for a in rule.anchors):
                 _data_hits(text, rule, hits)
+        if hits and not self._user_steps and any(r.user and r.entry.event in _STEPS for _, _, r, _ in hits):
+            self._user_steps = True  # the user's format gives this run's steps: fallbacks are off
+            self._drop_fallbacks()
+            self._rebuild()
         hook_base = len(self._data) + 1
         for n, hook in enumerate(self._hooks):
             if hook.present(text):
@@ -181,15 +186,11 @@ class BlockEngine:
 
     def _announce(self, rule: DataRule, ev: Event, ctx: LineContext) -> list[Event]:
         """A format's first event in a file is led by its framework (its name), as a
-        built-in parser's is; steps from a user format switch fallback parsers off."""
+        built-in parser's is."""
         name = rule.fmt.name
         if not rule.user or name in self._announced:
             return [ev]
         self._announced.add(name)
-        if ev.type in ("iteration", "step") and not self._user_steps:
-            self._user_steps = True
-            self._drop_fallbacks()
-            self._rebuild()
         if type(ev) is RunConfig:
             return [ev._replace(framework=ev.framework or name)]
         return [RunConfig(file=self.file, line=ctx.line, rank=ctx.rank, node=ctx.node, wall_time=ctx.wall_time,

@@ -1,0 +1,262 @@
+"""``tuimon summary`` across log shapes, against seed 001's perl one-liner on the same files.
+
+Shapes (each about --mb megabytes):
+  dense     every line an event: Megatron iteration, DeepSpeed log_dist timers,
+            STRONGHOLD ``time (ms)``, ``Effective Tera Flops``, ``NumWorkers``
+  sparse    bench/summary_throughput.py's log (70 % noise lines)
+  corpus-megatron   ../shared/corpus Megatron-LM and Megatron-DeepSpeed logs, replicated
+  srun-mcore        srun-labelled 8-rank Megatron-Core log with ``(min, max)`` timer blocks
+  titan-hf          torchtitan metric lines and HF Trainer dicts (generated, plus corpus)
+  ds-neox-stronghold  ../shared/corpus DeepSpeed, GPT-NeoX and STRONGHOLD logs, replicated
+
+For each: perl MB/s, tuimon summary MB/s by default and with --jobs 1 (best of
+--runs, runs alternating), the ratios, and the peak RSS of the whole process tree.
+With --reopen, also the time to summarise an unchanged directory of --reopen-mb
+megabytes a second time (the parse cache) and after appending 10 MB to it, each
+against perl over the same files.
+
+    python bench/matrix.py --mb 100 [--repo DIR] [--shapes dense,sparse] [--reopen]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from summary_throughput import PERL, block as sparse_block  # noqa: E402
+
+SHARED = HERE.parent.parent / "shared" / "corpus"
+
+
+def _dense(i: int) -> str:
+    ts = f"2024-05-01 {i // 3600 % 24:02d}:{i // 60 % 60:02d}:{i % 60:02d},{i % 1000:03d}"
+    return (
+        f" iteration {i:8d}/ 1000000 | consumed samples: {i * 64:12d} | elapsed time per iteration (ms): "
+        f"{2500 + i % 113}.{i % 10} | learning rate: 3.000E-04 | global batch size:    64 | lm loss: "
+        f"{2 + (i % 1000) / 1000:.6E} | loss scale: 4096.0 | grad norm: {1 + (i % 37) / 10:.3f} | "
+        f"number of skipped iterations:   0 | number of nan iterations:   0 |\n"
+        f"[{ts}] [INFO] [logging.py:96:log_dist] [Rank 0] rank=0 time (ms) | forward_microstep: 612.{i % 97:02d} | "
+        f"backward_microstep: 1501.{i % 89:02d} | backward_inner_microstep: 1490.1 | "
+        f"backward_allreduce_microstep: 10.01 | step_microstep: 250.25\n"
+        f"[{ts}] [INFO] [logging.py:96:log_dist] [Rank 0] rank=0 time (ms) | forward: 612.{i % 97:02d} | "
+        f"backward: 1501.{i % 89:02d} | backward_inner: 1490.1 | backward_allreduce: 10.01 | step: 250.25\n"
+        f"time (ms) | forward-compute: 612.{i % 7} | backward-compute: 1501.2 | optimizer: 250.1 | "
+        f"offloading-fwd-overhead: 31.{i % 5} | offloading-bwd-overhead: 40.2\n"
+        f"Effective Tera Flops per GPU: {40 + i % 7}.{i % 10} and total parameters 52.005 B\n"
+        f"NumWorkers: 1; SamplesPerStep: 4; IterationTime: 7.{i % 1000:03d};  SamplesPerSecond: 0.55{i % 100:02d}\n"
+    )
+
+
+_MCORE_TIMERS = ("forward-backward", "forward-compute", "backward-compute", "batch-generator",
+                 "layernorm-grads-all-reduce", "embedding-grads-all-reduce", "all-grads-sync",
+                 "params-all-gather", "optimizer-copy-to-main-grad", "optimizer-unscale-and-check-inf",
+                 "optimizer-clip-main-grad", "optimizer-count-zeros", "optimizer-inner-step",
+                 "optimizer-copy-main-to-model-params", "optimizer")
+
+
+def _srun_mcore(i: int) -> str:
+    out = []
+    for r in range(8):
+        out.append(f"{r}: [2024-06-01 10:{i // 60 % 60:02d}:{i % 60:02d}] iteration {i:8d}/  500000 | consumed samples: "
+                   f"{i * 512:12d} | elapsed time per iteration (ms): {3100 + (i * 7 + r) % 97}.{r} | throughput per "
+                   f"GPU (TFLOP/s/GPU): {400 + (i + r) % 30}.{r} | learning rate: 1.500000E-04 | global batch size:   512 "
+                   f"| lm loss: {3 + (i % 500) / 1000:.6E} | loss scale: 1.0 | grad norm: 0.{i % 1000:03d} | number "
+                   f"of skipped iterations:   0 | number of nan iterations:   0 |\n")
+    out.append("0: (min, max) time across ranks (ms):\n")
+    for name in _MCORE_TIMERS:
+        out.append(f"0:     {name} {'.' * (48 - len(name))}: ({1000 + i % 50}.12, {1100 + i % 60}.34)\n")
+    out.append("0: [Rank 0] (after %d iterations) memory (MB) | allocated: 15382.8 | max allocated: 19070.7 | "
+               "reserved: 26762.0 | max reserved: 26762.0\n" % i)
+    return "".join(out)
+
+
+def _titan_hf(i: int) -> str:
+    return (f"[rank0]:[titan] 2026-04-30 00:{i // 60 % 60:02d}:{i % 60:02d},090 - root - INFO - \x1b[31mstep: {i}  "
+            f"\x1b[32mloss:  {3 + (i % 100) / 100:.5f}  \x1b[38;2;180;60;0mgrad_norm:  0.0442  \x1b[38;2;54;234;195m"
+            f"memory: 26.01GiB(82.96%)  \x1b[34mtps: 2,579  \x1b[36mtflops: 16.00  \x1b[35mmfu: 5.13%\x1b[39m\n"
+            f"0: {{'loss': {2 + (i % 100) / 100:.4f}, 'grad_norm': 0.9704080820083618, 'learning_rate': "
+            f"4.175257731958763e-05, 'epoch': {i / 1000:.2f}}}\n"
+            f"[rank0]:[titan] 2026-04-30 00:00:00,000 - root - INFO - Sleeping 2 seconds for other ranks to complete\n")
+
+
+def _generated(path: Path, megabytes: float, make) -> None:
+    target = int(megabytes * 1_000_000)
+    written, i = 0, 1
+    with open(path, "w") as fh:
+        while written < target:
+            chunk = "".join(make(j) for j in range(i, i + 200))
+            fh.write(chunk)
+            written += len(chunk.encode())
+            i += 200
+
+
+def _replicated(path: Path, megabytes: float, sources: list[Path]) -> bool:
+    if not sources:
+        return False
+    data = b"".join(p.read_bytes().rstrip(b"\n") + b"\n" for p in sources)
+    copies = max(1, int(megabytes * 1_000_000 / len(data)))
+    with open(path, "wb") as fh:
+        for _ in range(copies):
+            fh.write(data)
+    return True
+
+
+def _corpus(*dirs: str) -> list[Path]:
+    return sorted(p for d in dirs for p in (SHARED / d).glob("*.log")) if SHARED.exists() else []
+
+
+def build(shape: str, path: Path, mb: float) -> bool:
+    if shape == "dense":
+        _generated(path, mb, _dense)
+    elif shape == "sparse":
+        _generated(path, mb, sparse_block)
+    elif shape == "srun-mcore":
+        _generated(path, mb, _srun_mcore)
+    elif shape == "titan-hf":
+        _generated(path, mb / 2, _titan_hf)
+        extra = path.with_suffix(".corpus")
+        if _replicated(extra, mb / 2, _corpus("torchtitan", "hf-trainer")):
+            with open(path, "ab") as fh:
+                fh.write(extra.read_bytes())
+            extra.unlink()
+    elif shape == "corpus-megatron":
+        return _replicated(path, mb, _corpus("megatron-lm", "megatron-deepspeed"))
+    elif shape == "ds-neox-stronghold":
+        return _replicated(path, mb, _corpus("deepspeed", "gpt-neox", "stronghold"))
+    return True
+
+
+SHAPES = ("dense", "sparse", "corpus-megatron", "srun-mcore", "titan-hf", "ds-neox-stronghold")
+
+
+def _tree_rss_kb(root: int) -> int:
+    """Resident kB of ``root`` and every descendant, read from /proc."""
+    children: dict[int, list[int]] = {}
+    rss: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as fh:
+                fields = fh.read().rsplit(")", 1)[1].split()
+            ppid, pages = int(fields[1]), int(fields[21])
+        except (OSError, IndexError, ValueError):
+            continue
+        children.setdefault(ppid, []).append(int(entry))
+        rss[int(entry)] = pages * os.sysconf("SC_PAGE_SIZE") // 1024
+    total, todo = 0, [root]
+    while todo:
+        pid = todo.pop()
+        total += rss.get(pid, 0)
+        todo.extend(children.get(pid, ()))
+    return total
+
+
+def timed(cmd: list[str], cwd: str | None = None, env: dict | None = None) -> tuple[float, int, str]:
+    """(seconds, peak process-tree RSS in kB, stdout)."""
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=cwd, env=env, text=True)
+    peak = [0]
+    done = threading.Event()
+
+    def watch() -> None:
+        while not done.is_set():
+            peak[0] = max(peak[0], _tree_rss_kb(proc.pid))
+            done.wait(0.02)
+
+    t = threading.Thread(target=watch, daemon=True)
+    t.start()
+    out, _ = proc.communicate()
+    elapsed = time.perf_counter() - t0
+    done.set()
+    t.join()
+    if proc.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd[:4])}... failed with status {proc.returncode}")
+    return elapsed, peak[0], out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--mb", type=float, default=100)
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--shapes", default=",".join(SHAPES))
+    ap.add_argument("--repo", default=str(HERE.parent), help="checkout whose tuimon to time (cwd for python -m)")
+    ap.add_argument("--reopen", action="store_true", help="also time reopening an unchanged directory")
+    ap.add_argument("--reopen-mb", type=float, default=1000)
+    args = ap.parse_args()
+    if not shutil.which("perl"):
+        raise SystemExit("perl not found: the baseline needs it")
+    tmp = Path(tempfile.mkdtemp(prefix="tuimon-matrix-"))
+    env = dict(os.environ, XDG_CACHE_HOME=str(tmp / "cache"))
+    tui = [sys.executable, "-m", "tuimon", "summary", "--format", "json"]
+    rows = []
+    try:
+        for shape in args.shapes.split(","):
+            log = tmp / f"{shape}.log"
+            if not build(shape, log, args.mb):
+                print(f"{shape:20s} SKIPPED: ../shared/corpus not found")
+                continue
+            mb = log.stat().st_size / 1e6
+            best = {"perl": float("inf"), "default": float("inf"), "jobs1": float("inf")}
+            rss = {"default": 0, "jobs1": 0}
+            for _ in range(args.runs):  # alternating, best of each
+                best["perl"] = min(best["perl"], timed(["perl", "-lne", PERL, str(log)])[0])
+                for name, extra in (("default", []), ("jobs1", ["--jobs", "1"])):
+                    t, peak, _ = timed(tui + extra + ["--no-cache", str(log)], cwd=args.repo, env=env)
+                    best[name] = min(best[name], t)
+                    rss[name] = max(rss[name], peak)
+            row = (shape, mb, mb / best["perl"], mb / best["default"], mb / best["jobs1"],
+                   best["perl"] / best["default"], best["perl"] / best["jobs1"], rss["default"] / 1024,
+                   rss["jobs1"] / 1024)
+            rows.append(row)
+            print("{:20s} {:7.1f} MB  perl {:7.1f} MB/s  default {:6.1f} MB/s  jobs1 {:6.1f} MB/s  "
+                  "ratio {:.3f} / {:.3f}  RSS {:5.0f} / {:5.0f} MB".format(*row), flush=True)
+            log.unlink()
+        if rows:
+            print("\n| shape | MB | perl MB/s | default MB/s | --jobs 1 MB/s | ratio default | ratio --jobs 1 "
+                  "| peak RSS default | peak RSS --jobs 1 |")
+            print("|---|---|---|---|---|---|---|---|---|")
+            for r in rows:
+                print("| {} | {:.0f} | {:.0f} | {:.1f} | {:.1f} | {:.3f} | {:.3f} | {:.0f} MB | {:.0f} MB |".format(*r))
+            worst = min(rows, key=lambda r: r[5])
+            print(f"\nworst shape: {worst[0]}, ratio {worst[5]:.3f} (default), {worst[6]:.3f} (--jobs 1)")
+        if args.reopen:
+            reopen(tmp, args, tui, env)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def reopen(tmp: Path, args, tui: list[str], env: dict) -> None:
+    """Summaries of one directory: cold, unchanged (cached), and after appending 10 MB."""
+    d = tmp / "runs"
+    d.mkdir()
+    shapes = [s for s in SHAPES if s not in ("dense",)]
+    per = args.reopen_mb / len(shapes)
+    for shape in shapes:
+        if not build(shape, d / f"{shape}.log", per):
+            build("sparse", d / f"{shape}.log", per)
+    files = sorted(str(p) for p in d.iterdir())
+    mb = sum(os.path.getsize(f) for f in files) / 1e6
+    perl = min(timed(["perl", "-lne", PERL, *files])[0] for _ in range(2))
+    cold = timed(tui + [str(d)], cwd=args.repo, env=env)[0]
+    warm = min(timed(tui + [str(d)], cwd=args.repo, env=env)[0] for _ in range(3))
+    with open(d / "sparse.log", "a") as fh:
+        fh.write("".join(sparse_block(j) for j in range(10**7, 10**7 + 10_000_000 // 2500)))
+    grown_mb = sum(os.path.getsize(f) for f in files) / 1e6 - mb
+    perl2 = timed(["perl", "-lne", PERL, *files])[0]
+    grown = timed(tui + [str(d)], cwd=args.repo, env=env)[0]
+    print(f"\nreopen {mb:.0f} MB in {len(files)} files: cold {cold:.2f} s, unchanged {warm:.2f} s "
+          f"(perl {perl:.2f} s, ratio perl/tuimon {perl / warm:.1f}); after appending {grown_mb:.1f} MB "
+          f"{grown:.2f} s (perl {perl2:.2f} s)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,237 @@
+"""User-defined formats: the TOML schema, where they are found, how they are
+checked, and that their events count as a built-in's do."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from parsers.schema import FormatError, format_from_toml, sample_errors
+from parsers import ALL_PARSERS
+from tuimon.engine.blocks import BlockEngine
+
+ROOT = Path(__file__).resolve().parent.parent
+
+NANOTRON = r"""
+name = "nanotron"
+description = "Hugging Face nanotron trainer"
+
+[[lines]]
+event = "iteration"
+anchor = "iteration: "
+regex = '''iteration: (?P<iteration>\d+) / (?P<train_iters>\d+) \| .*?time_per_iteration_ms: (?P<elapsed_ms>\S+) \| tokens_per_sec: (?P<tokens_per_sec>\S+) \| tokens_per_sec_per_gpu: (?P<tokens_per_gpu_per_sec>\S+) \| .*?lm_loss: (?P<loss>\S+) \| lr: (?P<lr>\S+) \| model_tflops_per_gpu: (?P<tflops_reported>\S+)'''
+types = { elapsed_ms = "si", tokens_per_sec = "si", tokens_per_gpu_per_sec = "si", tflops_reported = "si" }
+
+[[lines.samples]]
+line = "12/05 14:03:11 [INFO|DP=0|PP=0|TP=0|nid001234]: iteration: 10 / 100 | consumed_tokens: 1.31M | time_per_iteration_ms: 1.23K | tokens_per_sec: 107K | tokens_per_sec_per_gpu: 13.3K | global_batch_size: 131K | lm_loss: 9.51 | lr: 0.0003 | model_tflops_per_gpu: 104 | eta: 1:02:03"
+expect = { iteration = 10, train_iters = 100, elapsed_ms = 1230.0, tokens_per_gpu_per_sec = 13300.0, loss = 9.51, tflops_reported = 104.0 }
+"""
+
+LINE = ("12/05 14:03:{s:02d} [INFO|DP=0|PP=0|TP=0|nid001234]: iteration: {i} / 100 | consumed_tokens: 1.31M | "
+        "time_per_iteration_ms: 1.{ms}K | tokens_per_sec: 107K | tokens_per_sec_per_gpu: 13.3K | global_batch_size: "
+        "131K | lm_loss: {loss} | lr: 0.0003 | model_tflops_per_gpu: 104 | eta: 1:02:03")
+
+
+def _run(*args, env=None, cwd=None, timeout=60):
+    full = {k: v for k, v in os.environ.items() if k != "TUIMON_FORMATS"}
+    full.update(PYTHONPATH=str(ROOT), XDG_CONFIG_HOME="/nonexistent/tuimon-tests")
+    full.update(env or {})
+    return subprocess.run([sys.executable, "-m", "tuimon", *args], capture_output=True, text=True, env=full,
+                          timeout=timeout, cwd=cwd)
+
+
+def _log(path: Path, n: int = 30) -> Path:
+    path.write_text("".join(LINE.format(s=i % 60, i=i, ms=200 + i, loss=f"9.{i:02d}") + "\n" for i in range(1, n + 1)))
+    return path
+
+
+def test_the_readme_example_compiles_and_its_sample_checks():
+    fmt = format_from_toml(NANOTRON, "nanotron.toml")
+    assert fmt.name == "nanotron" and len(fmt.lines) == 1
+    assert sample_errors(fmt) == []
+    readme = (ROOT / "README.md").read_text()
+    assert 'name = "nanotron"' in readme and "[[lines.samples]]" in readme, "the README documents the schema"
+
+
+@pytest.mark.parametrize("text,where", [
+    ("1.23K", 1230.0), ("107K", 107000.0), ("1.31M", 1.31e6), ("2B", 2e9), ("1.5T", 1.5e12), ("3P", 3e15),
+    ("42", 42.0), ("nan", "nan"),
+])
+def test_si_numbers(text, where):
+    from parsers.schema import CONVERTERS
+    got = CONVERTERS["si"](text)
+    assert (got != got) if where == "nan" else got == pytest.approx(where)
+
+
+def test_percent_int_and_str_types():
+    from parsers.schema import CONVERTERS
+    assert CONVERTERS["percent"]("15.38%") == pytest.approx(15.38)
+    assert CONVERTERS["int"]("1,024") == 1024
+    assert CONVERTERS["str"](" x ") == " x "
+
+
+@pytest.mark.parametrize("change,message", [
+    (("(?P<iteration>\\d+) / ", "(?P<iteration>\\d+ / "), "lines[0]: bad regex"),
+    (("(?P<lr>\\S+)", "(?P<learning>\\S+)"), "lines[0]: unknown field 'learning'"),
+    (('tflops_reported = "si" }', 'tflops_reported = "bytes" }'), "lines[0]: unknown type 'bytes'"),
+    (('event = "iteration"', 'event = "epoch"'), "lines[0]: unknown event 'epoch'"),
+    (("loss = 9.51", "loss = 9.52"), "lines[0].samples[0]: loss = 9.51, expected 9.52"),
+    (("iteration: 10 / 100", "iteration: ten / 100"), "lines[0].samples[0]: the line does not match"),
+    (('name = "nanotron"', 'name = "nano tron"'), "name must be a word"),
+    (('[[lines.samples]]', '[[lines.samples]]\nline = 1\nline = 2'), "bad TOML"),
+])
+def test_a_broken_format_gets_one_line_naming_file_and_entry(tmp_path, change, message):
+    bad = tmp_path / "bad.toml"
+    bad.write_text(NANOTRON.replace(*change))
+    r = _run("formats", "check", str(bad), str(tmp_path / "missing.toml"))
+    assert r.returncode == 2
+    lines = r.stderr.strip().splitlines()
+    assert any(str(bad) in line and message in line for line in lines), r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def test_check_says_ok_with_counts(tmp_path):
+    good = tmp_path / "nanotron.toml"
+    good.write_text(NANOTRON)
+    r = _run("formats", "check", str(good))
+    assert r.returncode == 0, r.stderr
+    assert "ok: format 'nanotron', 1 line entries, 1 samples checked" in r.stdout
+
+
+def test_a_catastrophic_regex_is_refused_at_check_time(tmp_path):
+    fmt = tmp_path / "slow.toml"
+    fmt.write_text('name = "slow"\n[[lines]]\nevent = "step"\nregex = \'\'\'^(\\w+\\s?)+$(?P<step>\\d)\'\'\'\n')
+    t0 = time.monotonic()
+    r = _run("formats", "check", str(fmt))
+    assert r.returncode == 2 and "unbounded repeat inside another" in r.stderr, r.stderr
+    # and a run with it in the format dirs reads the other formats, said once, without hanging
+    log = tmp_path / "x.log"
+    log.write_text("a" * 5000 + "!\n" + " iteration 1/ 10 | elapsed time per iteration (ms): 5.0 | lm loss: 1.0 |\n")
+    r = _run("summary", "--format", "json", "--formats", str(tmp_path), str(log))
+    assert r.returncode == 0 and "format left out" in r.stderr and json.loads(r.stdout)[0]["last_iteration"] == 1
+    assert time.monotonic() - t0 < 30
+
+
+def test_bounded_inner_repeats_are_accepted():
+    fmt = format_from_toml('name = "ok"\n[[lines]]\nevent = "step"\nregex = \'\'\'(?:\\w{1,64} )+step (?P<step>\\d+)\'\'\'\n',
+                           "ok.toml")
+    assert fmt.lines[0].parse("a b step 7") == [{"step": 7}]
+
+
+def test_summary_events_and_list_with_a_user_format(tmp_path):
+    formats = tmp_path / "fmts"
+    formats.mkdir()
+    (formats / "nanotron.toml").write_text(NANOTRON)
+    log = _log(tmp_path / "nano-run.log")
+    r = _run("summary", "--format", "json", "--formats", str(formats), str(log))
+    assert r.returncode == 0, r.stderr
+    (row,) = json.loads(r.stdout)
+    assert row["framework"] == "nanotron" and row["last_iteration"] == 30 and row["train_iters"] == 100
+    assert row["tokens_per_sec"] == 107000.0 and row["tokens_per_gpu_per_sec"] == 13300.0
+    assert row["tflops_per_gpu"]["reported"] == 104.0 and row["loss_last"] == 9.3
+    assert 1200 < row["iter_time_ms"]["median"] < 1231
+    events = [json.loads(x) for x in _run("events", "--formats", str(formats), str(log)).stdout.splitlines()]
+    its = [e for e in events if e["type"] == "iteration"]
+    assert [e["iteration"] for e in its] == list(range(1, 31)) and its[0]["losses"] == {"loss": 9.01}
+    assert [e["line"] for e in its] == list(range(1, 31))
+    assert not [e for e in events if e["type"] == "step"], "the fallback reader stays off"
+    r = _run("formats", "list", env={"TUIMON_FORMATS": str(formats)})
+    assert any(line.startswith("nanotron") and str(formats / "nanotron.toml") in line for line in r.stdout.splitlines())
+    assert any(line.startswith("megatron") and "built-in" in line for line in r.stdout.splitlines())
+
+
+def test_formats_are_found_in_config_dir_and_env(tmp_path):
+    log = _log(tmp_path / "run.log", 5)
+    home = tmp_path / "cfg"
+    (home / "tuimon" / "formats").mkdir(parents=True)
+    (home / "tuimon" / "formats" / "nanotron.toml").write_text(NANOTRON)
+    r = _run("summary", "--format", "json", str(log), env={"XDG_CONFIG_HOME": str(home)})
+    assert json.loads(r.stdout)[0]["framework"] == "nanotron"
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "n.toml").write_text(NANOTRON)
+    r = _run("summary", "--format", "json", str(log), env={"TUIMON_FORMATS": f"/nonexistent{os.pathsep}{other}"})
+    assert json.loads(r.stdout)[0]["framework"] == "nanotron"
+    r = _run("summary", str(log))
+    assert "nanotron" not in r.stdout
+    r = _run("summary", "--formats", str(tmp_path / "nope"), str(log))
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "nope" in r.stderr
+
+
+MEGATRON = (" iteration       30/      50 | elapsed time per iteration (ms): 6051.8 | learning rate: 1.406E-06 | "
+            "global batch size:     4 | lm loss: 1.052111E+01 | loss scale: 1.0 |")
+
+
+def test_a_user_format_overrides_built_ins_for_its_event_type_only():
+    fmt = format_from_toml(r"""
+name = "mine"
+[[lines]]
+event = "iteration"
+regex = 'iteration +(?P<iteration>\d+)/ *(?P<train_iters>\d+) \| elapsed time per iteration \(ms\): (?P<elapsed_ms>\S+)'
+""", "mine.toml")
+    engine = BlockEngine("f.log", ALL_PARSERS, [fmt])
+    events = engine.feed_block(MEGATRON + "\n" + "Effective Tera Flops per GPU: 41.9 and total parameters 52.0 B\n", 1)
+    its = [e for e in events if e.type == "iteration"]
+    assert len(its) == 1 and its[0].elapsed_ms == 6051.8 and its[0].losses == {}, "the user's, not Megatron's"
+    assert [e for e in events if e.type == "throughput"], "other types still come from the built-ins"
+
+
+def test_timers_pairs_and_failure_constants():
+    fmt = format_from_toml(r"""
+name = "mytimers"
+[[lines]]
+event = "timers"
+anchor = "TIMERS"
+regex = 'TIMERS step (?P<iteration>\d+):'
+pairs = '(?P<name>[a-z_]+)=(?P<value>[\d.]+)ms'
+[[lines.samples]]
+line = "TIMERS step 5: fwd=10.5ms bwd=20ms"
+expect = { iteration = 5, timers = { fwd = 10.5, bwd = 20.0 } }
+[[lines]]
+event = "failure"
+regex = 'GPU fell off the bus: (?P<message>.*)'
+set = { kind = "killed" }
+""", "t.toml")
+    assert sample_errors(fmt) == []
+    engine = BlockEngine("f.log", ALL_PARSERS, [fmt])
+    events = engine.feed_block("TIMERS step 5: fwd=10.5ms bwd=20ms\nxid 79: GPU fell off the bus: node3\n", 1)
+    timers = next(e for e in events if e.type == "timers")
+    assert dict(timers.timers) == {"fwd": 10.5, "bwd": 20.0} and timers.groups["fwd"] == "forward"
+    failure = next(e for e in events if e.type == "failure")
+    assert failure.kind == "killed" and failure.message == "node3" and failure.line == 2
+
+
+def test_matches_never_cross_lines_and_blocks_do_not_matter():
+    fmt = format_from_toml(r"""
+name = "steps"
+[[lines]]
+event = "step"
+regex = 'step (?P<step>\d+)\s+loss (?P<loss>\S+)'
+""", "s.toml")
+    text = "step 1\nloss 2.0\nstep 2 loss 3.0\nxx step 3  loss 4.0 step 4 loss 5.0\n"
+    whole = [e for e in BlockEngine("f", (), [fmt]).feed_block(text, 1) if e.type == "step"]
+    assert [(e.step, e.loss, e.line) for e in whole] == [(2, 3.0, 3), (3, 4.0, 4), (4, 5.0, 4)]
+    engine = BlockEngine("f", (), [fmt])
+    lines = text.splitlines(keepends=True)
+    split = [e for n, line in enumerate(lines, 1) for e in engine.feed_block(line, n) if e.type == "step"]
+    assert [(e.step, e.loss, e.line) for e in split] == [(e.step, e.loss, e.line) for e in whole]
+
+
+def test_hostile_input_through_a_user_format():
+    fmt = format_from_toml(r"""
+name = "h"
+[[lines]]
+event = "iteration"
+regex = 'it (?P<iteration>\S+) loss (?P<loss>\S+) tf (?P<tflops_reported>\S+)'
+""", "h.toml")
+    engine = BlockEngine("f", ALL_PARSERS, [fmt])
+    text = ("it 99999999999999999999999 loss nan tf inf\n" + "it \ufffd loss 1e999 tf -\n" + "x" * 10_000_000 + "\n"
+            + "it 3 loss 1.5 tf 12\n")
+    events = [e for e in engine.feed_block(text, 1) if e.type == "iteration"]
+    assert events[-1].iteration == 3 and events[-1].losses == {"loss": 1.5}
+    assert events[0].iteration is None and events[0].losses["loss"] != events[0].losses["loss"]

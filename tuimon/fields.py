@@ -1,0 +1,83 @@
+"""The field registry: every per-point metric, in one table.
+
+A row says where a metric comes from (an event type and how to read it), how a
+point keeps it (series column and dtype), how a job's summary aggregates it, its
+unit, and its labels in summaries, CSV and the app.  :class:`~tuimon.series.Series`
+is laid out from it, :class:`~tuimon.store.JobStore` fills series from it, and
+``summarize`` and the table columns read it.  A new metric is one row here (and
+the format line that reads it).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping, Optional
+
+Getter = Callable[[Any], Optional[float]]
+
+
+def _attr(name: str, scale: float = 1.0) -> Getter:
+    if scale == 1.0:
+        return lambda ev: getattr(ev, name)
+
+    def scaled(ev: Any) -> Optional[float]:
+        value = getattr(ev, name)
+        return None if value is None else value * scale
+    return scaled
+
+
+def primary_loss(losses: Optional[Mapping[str, float]]) -> Optional[float]:
+    """The loss a job is judged by: the LM loss where the log names several."""
+    if not losses:
+        return None
+    for name in ("lm loss", "loss", "reduced train loss"):
+        if name in losses:
+            return losses[name]
+    return next(iter(losses.values()))
+
+
+@dataclass(frozen=True)
+class Field:
+    key: str  # series column and summary key
+    dtype: str  # numpy dtype of the column
+    #: event type -> how to read the value off such an event
+    sources: Mapping[str, Getter]
+    agg: str  # "median" (steady state), "last", "max" or "sum": what a job's summary gives
+    unit: str
+    label: str  # column header in tables, CSV and the app
+    digits: int = 2  # decimals shown in tables
+    summary: bool = True  # a key of its own in the summary JSON
+
+
+FIELDS: tuple[Field, ...] = (
+    Field("iteration", "<i4", {"iteration": _attr("iteration"), "step": _attr("step"),
+                               "throughput": _attr("iteration")}, "last", "", "Iter", 0, summary=False),
+    Field("elapsed_ms", "<f4", {"iteration": _attr("elapsed_ms"), "step": _attr("elapsed_ms"),
+                                "throughput": _attr("iteration_time_s", 1000.0)}, "median", "ms", "Iter time",
+          summary=False),
+    Field("loss", "<f4", {"iteration": lambda ev: primary_loss(ev.losses), "step": _attr("loss")}, "last", "",
+          "Loss", 4, summary=False),
+    Field("grad_norm", "<f4", {"iteration": _attr("grad_norm")}, "last", "", "Grad norm", 3, summary=False),
+    Field("tflops", "<f4", {"iteration": _attr("tflops_reported"), "throughput": _attr("tflops_reported")},
+          "median", "TFLOP/s/GPU", "TFLOPs rep", 1, summary=False),
+    Field("samples_per_sec", "<f4", {"iteration": _attr("samples_per_sec"), "step": _attr("samples_per_sec"),
+                                     "throughput": _attr("samples_per_sec")}, "median", "samples/s", "Samples/s", 3),
+    Field("tokens_per_sec", "<f4", {"iteration": _attr("tokens_per_sec"), "throughput": _attr("tokens_per_sec")},
+          "median", "tokens/s", "Tokens/s", 0),
+    Field("tokens_per_gpu_per_sec", "<f4", {"iteration": _attr("tokens_per_gpu_per_sec"),
+                                            "throughput": _attr("tokens_per_gpu_per_sec")},
+          "median", "tokens/s/GPU", "Tokens/s/GPU", 0),
+    Field("mfu_reported", "<f4", {"throughput": _attr("mfu", 0.01)}, "median", "ratio", "MFU rep", 4),
+)
+
+BY_KEY = {f.key: f for f in FIELDS}
+
+
+def getters_for(event_type: str) -> tuple[tuple[str, Getter], ...]:
+    """(column, getter) of every field an event of this type gives."""
+    return _GETTERS.get(event_type, ())
+
+
+_GETTERS: dict[str, tuple[tuple[str, Getter], ...]] = {}
+for _f in FIELDS:
+    for _event, _get in _f.sources.items():
+        _GETTERS[_event] = _GETTERS.get(_event, ()) + ((_f.key, _get),)
