@@ -122,6 +122,10 @@ def build_parser() -> argparse.ArgumentParser:
     formats.add_parser("list", help="built-in and user formats, and where each came from")
     q = formats.add_parser("check", help="compile format files and check their samples")
     q.add_argument("files", nargs="+", metavar="FILE")
+    p = verbs.add_parser("cache", help="show or clear the parse cache")
+    cache = p.add_subparsers(dest="cache_verb", metavar="ACTION")
+    cache.add_parser("info", help="where the cache is, how many files it holds and its size")
+    cache.add_parser("clear", help="forget every saved parse")
     p = verbs.add_parser("demo", help="simulate five training jobs and show them live in the dashboard")
     _add_app_options(p)
     p.add_argument("--seconds", type=_positive_float, help="quit by itself after SECONDS")
@@ -136,6 +140,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 def run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     try:
+        if args.verb == "cache":
+            return cmd_cache(args, parser)
         if args.verb == "formats":
             from .formats_cmd import cmd_formats
             return cmd_formats(args, parser)
@@ -173,7 +179,36 @@ def run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         return 0
 
 
-BATCH_VERBS = ("summary", "events", "tflops", "formats")
+BATCH_VERBS = ("summary", "events", "tflops", "formats", "cache")
+
+
+def cmd_cache(args, parser) -> int:
+    from .engine.cache import ParseCache
+
+    cache = ParseCache(on_warning=_warn)
+    if args.cache_verb == "info":
+        info = cache.info()
+        print(f"parse cache: {sanitize(info['path'])}")
+        print(f"  files: {info['files']:,} ({info['log_bytes'] / 1e6:,.1f} MB of logs)")
+        print(f"  saved events and states: {info['stored_bytes'] / 1e6:,.1f} MB; "
+              f"database {info['database_bytes'] / 1e6:,.1f} MB")
+        return 0
+    if args.cache_verb == "clear":
+        print(f"parse cache cleared: {cache.clear():,} files forgotten ({sanitize(str(cache.path))})")
+        return 0
+    return _sub_help(parser, "cache")
+
+
+def _sub_help(parser, verb: str) -> int:
+    """A verb given without its action: its help on stderr, exit status 2."""
+    stdout, sys.stdout = sys.stdout, sys.stderr
+    try:
+        parser.parse_args([verb, "--help"])
+    except SystemExit:
+        pass
+    finally:
+        sys.stdout = stdout
+    return EXIT_USAGE
 
 
 def _use_formats(extra: list[str]) -> None:
@@ -247,12 +282,22 @@ def _report(stats: ParseStats, files: int, seconds: float) -> None:
     print(line, file=sys.stderr)
 
 
-def _parse_into(store: JobStore, files: list[Path], jobs: Optional[int] = None) -> ParseStats:
+def _cache(args):
+    """The parse cache for this command, or None with --no-cache."""
+    if getattr(args, "no_cache", False):
+        return None
+    from .engine import catalog
+    from .engine.cache import ParseCache
+
+    return ParseCache(key=catalog.current().key, on_warning=_warn)
+
+
+def _parse_into(store: JobStore, files: list[Path], jobs: Optional[int] = None, cache=None) -> ParseStats:
     from .engine.pool import parse_files
 
     for path in files:
         store.add_file(str(path))
-    return parse_files(files, store.add, jobs=jobs,
+    return parse_files(files, store.add, jobs=jobs, cache=cache,
                        on_error=lambda path, exc: _err(f"cannot read {path}: {exc.strerror or exc}"))
 
 
@@ -262,7 +307,7 @@ def cmd_summary(args) -> int:
     keep_freed_memory()
     t0 = time.perf_counter()
     store = JobStore()
-    stats = _parse_into(store, files, args.jobs)
+    stats = _parse_into(store, files, args.jobs, _cache(args))
     if remote and not _read_remote(args, remote, store.add):
         return EXIT_USAGE
     now = time.time()
@@ -296,10 +341,10 @@ def cmd_events(args) -> int:
     out = sys.stdout
     total = ParseStats()
     emit = _json_lines(out)
-
+    cache = _cache(args)
     for path in files:
         try:
-            _, stats = parse_file(path, str(path), sink=emit)
+            _, stats = parse_file(path, str(path), sink=emit, cache=cache)
         except BrokenPipeError:  # writing: the reader went away (`| head`), no file is unreadable
             raise
         except OSError as exc:

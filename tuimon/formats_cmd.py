@@ -19,8 +19,8 @@ def cmd_formats(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
         return _list()
     if args.formats_verb == "check":
         return _check(args.files)
-    parser.parse_args(["formats", "--help"])
-    return EXIT_USAGE
+    from .cli import _sub_help
+    return _sub_help(parser, "formats")
 
 
 def _list() -> int:

@@ -1,14 +1,16 @@
 """One file's pipeline: bytes -> framing -> parsers -> events."""
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator, Optional
+from typing import Callable, Optional
 
 from parsers.events import Event
 
 from .engine import catalog as catalog_mod
 from .engine.blocks import BlockEngine
+from .engine.cache import CacheMiss, ParseCache
 from .engine.catalog import Catalog
 from .sources.framing import Block, Framer
 
@@ -72,32 +74,90 @@ class FileParser:
                           invalid_utf8=f.invalid_utf8, failed=self.engine.failed)
 
 
-def read_chunks(path: Path, size: int = READ_SIZE) -> Iterator[bytes]:
-    from .sources.files import open_regular  # a name swapped for a FIFO after discovery must not block
-
-    fd, _ = open_regular(str(path))
-    with open(fd, "rb", closefd=True) as fh:
-        while True:
-            chunk = fh.read(size)
-            if not chunk:
-                return
-            yield chunk
-
-
 def parse_file(path: Path, label: Optional[str] = None,
                sink: Optional[Callable[[list[Event]], None]] = None,
-               read_size: int = READ_SIZE, catalog: Optional[Catalog] = None) -> tuple[list[Event], ParseStats]:
-    """Parse a whole file.  With ``sink``, events (batches included) are handed
-    over per chunk and the returned list stays empty (bounded memory on huge
-    files); without, the list holds every record, in line order."""
-    fp = FileParser(label or str(path), catalog)
+               read_size: int = READ_SIZE, catalog: Optional[Catalog] = None,
+               cache: Optional[ParseCache] = None) -> tuple[list[Event], ParseStats]:
+    """Parse a whole file.  With ``sink``, events are handed over per block and the
+    returned list stays empty (bounded memory on huge files); without, the list holds
+    every record, in line order.  With ``cache``, a file read before is not parsed
+    again (see :mod:`tuimon.engine.cache`): its saved events come first, then those
+    of what it gained since."""
+    from .sources.files import open_regular  # a name swapped for a FIFO after discovery must not block
+
+    label = label or str(path)
     collected: list[Event] = []
     out = sink or collected.extend
-    for chunk in read_chunks(path, read_size):
-        events = fp.feed(chunk)
+    fd, _ = open_regular(str(path))
+    with open(fd, "rb", closefd=True) as fh:
+        fp, writer, offset = _from_cache(cache, label, fh.fileno(), out, catalog)
+        if isinstance(writer, _Skip):
+            out = _skipping(out, writer.n)
+            writer = None
+        if fp is None:
+            fp = FileParser(label, catalog)
+            writer = cache.writer(_cache_key(label), None) if cache is not None else None
+        fh.seek(offset)
+        while True:
+            chunk = fh.read(read_size)
+            if not chunk:
+                break
+            offset += len(chunk)
+            events = fp.feed(chunk)
+            if events:
+                out(events)
+                if writer is not None:
+                    writer.add(events)
+        if writer is not None:
+            writer.commit(fh.fileno(), offset, fp)  # the state before the end-of-input flush
+        tail = fp.finish()
+        if tail:
+            out(tail)
+    return collected, fp.stats
+
+
+def _skipping(out: Callable[[list[Event]], None], n: int) -> Callable[[list[Event]], None]:
+    left = [n]
+
+    def sink(events: list[Event]) -> None:
+        if left[0]:
+            drop = min(left[0], len(events))
+            left[0] -= drop
+            events = events[drop:]
         if events:
             out(events)
-    tail = fp.finish()
-    if tail:
-        out(tail)
-    return collected, fp.stats
+    return sink
+
+
+class _Skip:
+    """A sink-side stand-in for a cache writer: drops the first ``n`` events of a parse."""
+
+    def __init__(self, out: Callable[[list[Event]], None], n: int) -> None:
+        self.out, self.n = out, n
+
+
+def _cache_key(label: str) -> str:
+    return os.path.abspath(label)
+
+
+def _from_cache(cache: Optional[ParseCache], label: str, fd: int, out: Callable[[list[Event]], None],
+                catalog: Optional[Catalog]):
+    """(parser, writer, offset) restored from the cache, or (None, None, 0)."""
+    if cache is None:
+        return None, None, 0
+    key = _cache_key(label)
+    entry = cache.load(key, fd)
+    if entry is None or getattr(entry.parser, "label", None) != label:
+        return None, None, 0
+    handed = 0
+    try:
+        for events in cache.events(key, entry):
+            out(events)
+            handed += len(events)
+    except CacheMiss:  # parsed again; the same bytes give the same events: those already out are skipped
+        return None, _Skip(out, handed), 0
+    cat = catalog or catalog_mod.current()
+    fp = entry.parser
+    fp.engine.attach(cat.user, cat.builtin)
+    size = os.fstat(fd).st_size
+    return fp, (cache.writer(key, entry) if size > entry.offset else None), entry.offset

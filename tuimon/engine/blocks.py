@@ -62,9 +62,24 @@ class BlockEngine:
         self.lines_fed = 0
         self.failed = 0  # lines a hook raised on
         self._drop_fallbacks()
-        self._data = [DataRule(f, e, True, k) for k, f in enumerate(self.formats) for e in f.lines]
-        self._data += [DataRule(f, e, False, len(self.formats) + k)
-                       for k, f in enumerate(self.builtin_formats) for e in f.lines]
+        self._rebuild()
+
+    # -- saved state (the parse cache) ---------------------------------------------------
+    def __getstate__(self) -> dict:
+        """What decides what the next lines give, without compiled rules or bound handlers."""
+        state = dict(self.__dict__)
+        for name in ("formats", "builtin_formats", "_data", "_hooks"):
+            state.pop(name, None)
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self.formats, self.builtin_formats = (), ()
+        self._rebuild()
+
+    def attach(self, formats: Sequence[Format], builtin_formats: Sequence[Format]) -> None:
+        """The formats of a restored engine (the cache keys entries by the format set)."""
+        self.formats, self.builtin_formats = tuple(formats), tuple(builtin_formats)
         self._rebuild()
 
     # -- parser activation --------------------------------------------------------------
@@ -74,6 +89,9 @@ class BlockEngine:
             self.active = [p for p in self.active if not p.FALLBACK]
 
     def _rebuild(self) -> None:
+        self._data = [DataRule(f, e, True, k) for k, f in enumerate(self.formats) for e in f.lines]
+        self._data += [DataRule(f, e, False, len(self.formats) + k)
+                       for k, f in enumerate(self.builtin_formats) for e in f.lines]
         self._hooks: list[HookRule] = []
         for k, parser in enumerate(self.active):
             for j, (trigger, handler) in enumerate(_routes(parser)):

@@ -21,6 +21,7 @@ from parsers.events import Event
 from ..alloc import keep_freed_memory
 from ..ingest import ParseStats, parse_file
 from . import catalog
+from .cache import ParseCache
 
 #: files up to this size go to workers; a bigger one is parsed here, streamed to the
 #: sink a block at a time (its events never wait in memory)
@@ -38,11 +39,16 @@ def process_context():
     return multiprocessing.get_context("fork" if fork else "spawn")
 
 
-def _parse_whole(path: str, spec: Sequence[tuple[str, str]]) -> bytes:
+def _parse_whole(path: str, spec: Sequence[tuple[str, str]], cache_path: Optional[str]) -> bytes:
     keep_freed_memory()
     cat = catalog.from_spec(spec)
     events: list[Event] = []
-    fp_events, stats = parse_file(Path(path), path, sink=events.extend, catalog=cat)
+    cache = ParseCache(Path(cache_path), key=cat.key) if cache_path else None
+    try:
+        _, stats = parse_file(Path(path), path, sink=events.extend, catalog=cat, cache=cache)
+    finally:
+        if cache is not None:
+            cache.close()
     return pickle.dumps((events, stats), protocol=pickle.HIGHEST_PROTOCOL)
 
 
@@ -55,8 +61,10 @@ def _result(future: Future) -> Optional[tuple]:
 
 
 def parse_files(files: list[Path], sink: Callable[[list[Event]], None], *, jobs: Optional[int] = None,
-                on_error: Callable[[Path, OSError], None]) -> ParseStats:
+                on_error: Callable[[Path, OSError], None], cache: Optional[ParseCache] = None) -> ParseStats:
+    """With ``cache``, files read before are not parsed again (each worker opens the database itself)."""
     jobs = jobs or cores()
+    cache_path = str(cache.path) if cache is not None and cache.usable() else None
     sizes: dict[Path, int] = {}
     for path in files:
         try:
@@ -71,7 +79,7 @@ def parse_files(files: list[Path], sink: Callable[[list[Event]], None], *, jobs:
         pool = ProcessPoolExecutor(min(jobs, len(small)), mp_context=process_context())
         spec = catalog.current().spec
         # a big file is read here while the workers get on with the small ones
-        futures = {p: pool.submit(_parse_whole, str(p), spec) for p in small}
+        futures = {p: pool.submit(_parse_whole, str(p), spec, cache_path) for p in small}
     try:
         for path in files:
             try:
@@ -80,7 +88,7 @@ def parse_files(files: list[Path], sink: Callable[[list[Event]], None], *, jobs:
                     events, stats = whole
                     sink(events)
                 else:
-                    _, stats = parse_file(path, str(path), sink=sink)
+                    _, stats = parse_file(path, str(path), sink=sink, cache=cache)
             except OSError as exc:
                 on_error(path, exc)
                 continue

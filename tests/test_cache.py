@@ -1,0 +1,204 @@
+"""The parse cache: an unchanged file is not parsed again, one that grew is parsed
+from where it was left, anything else from the start, always with the events a
+fresh parse gives; the database survives concurrency and corruption."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import FIXTURES
+from tuimon.engine import catalog
+from tuimon.engine.cache import ParseCache
+from tuimon.ingest import FileParser, parse_file
+
+ROOT = Path(__file__).resolve().parent.parent
+MEGATRON = (" iteration {i:8d}/    1000 | consumed samples: {s:12d} | elapsed time per iteration (ms): 2500.{d} | "
+            "learning rate: 3.000E-04 | global batch size:    64 | lm loss: 2.{d}00000E+00 | loss scale: 4096.0 |\n")
+
+
+def _lines(start: int, stop: int) -> str:
+    return "".join(MEGATRON.format(i=i, s=i * 64, d=i % 10) for i in range(start, stop))
+
+
+def _dicts(events) -> list[dict]:
+    return [e.to_dict() for e in events]
+
+
+@pytest.fixture
+def counted(monkeypatch):
+    """Bytes handed to FileParser.feed (what was parsed) in this process."""
+    fed = [0]
+    original = FileParser.feed
+
+    def feed(self, data):
+        fed[0] += len(data)
+        return original(self, data)
+
+    monkeypatch.setattr(FileParser, "feed", feed)
+    return fed
+
+
+def _cache(tmp_path, key="k") -> ParseCache:
+    return ParseCache(tmp_path / "cache" / "parse-cache.sqlite3", key=key)
+
+
+def _parse(path: Path, cache):
+    events, _ = parse_file(path, str(path), cache=cache)
+    return _dicts(events)
+
+
+def test_unchanged_file_is_not_parsed_again(tmp_path, counted):
+    log = tmp_path / "run.log"
+    log.write_bytes((FIXTURES / "stronghold-run.log").read_bytes())
+    fresh = _parse(log, None)
+    first = _parse(log, _cache(tmp_path))
+    assert first == fresh and counted[0] == 2 * log.stat().st_size
+    counted[0] = 0
+    cache = _cache(tmp_path)
+    assert _parse(log, cache) == fresh
+    assert counted[0] == 0 and cache.hits == 1 and cache.misses == 0
+
+
+def test_grown_file_is_parsed_from_the_saved_offset(tmp_path, counted):
+    log = tmp_path / "run.log"
+    log.write_text(_lines(1, 200) + " iteration      200/    1000 | consumed sam")  # a partial last line
+    _parse(log, _cache(tmp_path))
+    before = log.stat().st_size
+    with open(log, "a") as fh:
+        fh.write("ples:        12800 | elapsed time per iteration (ms): 2500.0 | lm loss: 2.0 |\n" + _lines(201, 300))
+    counted[0] = 0
+    cache = _cache(tmp_path)
+    got = _parse(log, cache)
+    assert cache.grown == 1 and counted[0] == log.stat().st_size - before
+    assert got == _parse(log, None)
+    assert [e["iteration"] for e in got if e["type"] == "iteration"] == list(range(1, 300))
+    counted[0] = 0
+    assert _parse(log, _cache(tmp_path)) == got and counted[0] == 0
+
+
+@pytest.mark.parametrize("change", ["truncated", "rewritten", "rotated", "same-size-edit"])
+def test_truncated_rotated_or_replaced_files_are_parsed_from_the_start(tmp_path, change, counted):
+    log = tmp_path / "run.log"
+    log.write_text(_lines(1, 100))
+    _parse(log, _cache(tmp_path))
+    if change == "truncated":
+        log.write_text(_lines(500, 520))
+    elif change == "rewritten":
+        log.write_text(_lines(1, 50) + _lines(700, 800))
+    elif change == "rotated":
+        os.rename(log, tmp_path / "run.log.1")
+        log.write_text(_lines(1, 100).replace("lm loss: 2.", "lm loss: 3."))
+    else:
+        text = log.read_text()
+        log.write_text(text[:100] + ("X" if text[100] != "X" else "Y") + text[101:])
+    counted[0] = 0
+    cache = _cache(tmp_path)
+    assert _parse(log, cache) == _parse(log, None)
+    assert cache.hits == 0 and cache.grown == 0
+    assert counted[0] == 2 * log.stat().st_size  # parsed whole, by the cache run and by the fresh one
+
+
+def test_a_new_format_set_invalidates(tmp_path, counted):
+    log = tmp_path / "run.log"
+    log.write_text(_lines(1, 50))
+    _parse(log, _cache(tmp_path, key="one"))
+    counted[0] = 0
+    cache = _cache(tmp_path, key="two")
+    _parse(log, cache)
+    assert cache.misses == 1 and counted[0] == log.stat().st_size
+    assert catalog.load([]).key != catalog.from_spec([("x.toml", 'name = "x"')]).key
+
+
+def _run(*args, cache_home, env=None, check=True):
+    full = dict(os.environ, PYTHONPATH=str(ROOT), XDG_CACHE_HOME=str(cache_home),
+                XDG_CONFIG_HOME=str(cache_home / "no-config"), **(env or {}))
+    r = subprocess.run([sys.executable, "-m", "tuimon", *args], capture_output=True, text=True, env=full, timeout=120)
+    if check:
+        assert r.returncode == 0, r.stderr
+    return r
+
+
+def _logs(tmp_path, n=6) -> Path:
+    d = tmp_path / "runs"
+    d.mkdir()
+    for k, src in enumerate(sorted(FIXTURES.iterdir())):
+        shutil.copy(src, d / src.name)
+    for k in range(n):
+        (d / f"gen-{k}.log").write_text(_lines(1, 300 + k))
+    return d
+
+
+def test_summary_and_events_use_it_and_no_cache_bypasses_it(tmp_path):
+    d = _logs(tmp_path)
+    home = tmp_path / "home"
+    plain = _run("summary", "--format", "json", "--no-cache", str(d), cache_home=home)
+    assert not (home / "tuimon").exists(), "--no-cache leaves the cache alone"
+    first = _run("summary", "--format", "json", str(d), cache_home=home)
+    db = home / "tuimon" / "parse-cache.sqlite3"
+    assert stat.S_IMODE(db.stat().st_mode) == 0o600
+    assert stat.S_IMODE(db.parent.stat().st_mode) == 0o700
+    again = _run("summary", "--format", "json", str(d), cache_home=home)
+    assert json.loads(plain.stdout) == json.loads(first.stdout) == json.loads(again.stdout)
+    ev_plain = _run("events", "--no-cache", str(d), cache_home=home).stdout
+    assert _run("events", str(d), cache_home=home).stdout == ev_plain
+    assert _run("events", str(d), cache_home=home).stdout == ev_plain
+    info = _run("cache", "info", cache_home=home).stdout
+    assert f"files: {len(list(d.iterdir()))}" in info
+    assert "forgotten" in _run("cache", "clear", cache_home=home).stdout
+    assert "files: 0 " in _run("cache", "info", cache_home=home).stdout
+
+
+def test_two_processes_at_once(tmp_path):
+    d = _logs(tmp_path, n=12)
+    home = tmp_path / "home"
+    want = json.loads(_run("summary", "--format", "json", "--no-cache", str(d), cache_home=home).stdout)
+    env = dict(os.environ, PYTHONPATH=str(ROOT), XDG_CACHE_HOME=str(home), XDG_CONFIG_HOME=str(home / "nc"))
+    for _ in range(3):
+        procs = [subprocess.Popen([sys.executable, "-m", "tuimon", "summary", "--format", "json", *jobs, str(d)],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+                 for jobs in ([], ["--jobs", "1"], [])]
+        for p in procs:
+            out, err = p.communicate(timeout=120)
+            assert p.returncode == 0 and "warning" not in err, err
+            assert json.loads(out) == want
+        with open(d / "gen-0.log", "a") as fh:
+            fh.write(_lines(1000, 1010))
+        want = json.loads(_run("summary", "--format", "json", "--no-cache", str(d), cache_home=home).stdout)
+
+
+@pytest.mark.parametrize("damage", ["garbage", "half-written"])
+def test_a_corrupt_database_is_moved_aside_with_one_warning(tmp_path, damage):
+    d = _logs(tmp_path, n=2)
+    home = tmp_path / "home"
+    want = _run("summary", "--format", "json", str(d), cache_home=home).stdout
+    db = home / "tuimon" / "parse-cache.sqlite3"
+    subprocess.run([sys.executable, "-c", f"import sqlite3; sqlite3.connect({str(db)!r}).execute("
+                    "'PRAGMA wal_checkpoint(TRUNCATE)')"], check=True)
+    data = db.read_bytes()
+    if damage == "garbage":
+        db.write_bytes(os.urandom(len(data)))
+    else:
+        db.write_bytes(data[: len(data) // 2])
+    r = _run("summary", "--format", "json", str(d), cache_home=home)
+    assert json.loads(r.stdout) == json.loads(want)
+    warnings = [line for line in r.stderr.splitlines() if "warning" in line]
+    assert len(warnings) == 1 and "moved to" in warnings[0], r.stderr
+    assert list(db.parent.glob("parse-cache.sqlite3.corrupt-*"))
+    r = _run("summary", "--format", "json", str(d), cache_home=home)
+    assert json.loads(r.stdout) == json.loads(want) and "warning" not in r.stderr
+
+
+def test_an_unusable_cache_directory_costs_a_warning_not_the_run(tmp_path):
+    d = _logs(tmp_path, n=1)
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "tuimon").write_text("a file where the directory should be")
+    r = _run("summary", "--format", "json", str(d), cache_home=home)
+    assert json.loads(r.stdout) and r.stderr.count("parse cache off") == 1

@@ -1,0 +1,296 @@
+"""The parse cache: a log read before is not parsed again.
+
+Per file it keeps the events parsed so far and the parser's state at the end of
+the bytes they came from (framing and engine), in an SQLite database under
+``$XDG_CACHE_HOME/tuimon/`` (mode 0600, WAL, a busy timeout: several tuimon
+processes may use it at once).
+
+A file is the one cached when its device and inode, a hash of its first bytes and
+a hash of the bytes just before the saved offset all match (as the followers tell
+files apart).  Then an unchanged file is not parsed at all, and one that grew is
+parsed from the saved offset with the saved state.  A truncated, rotated or
+replaced file, or a different format set (:attr:`Catalog.key`), is parsed again
+from the start.  A database that cannot be read is moved aside and rebuilt, with
+one warning.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import pickle
+import sqlite3
+import time
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterator, Optional
+
+SCHEMA = 1
+HEAD_BYTES = 4096  # hashed from the start of the file
+TAIL_BYTES = 4096  # hashed just before the saved offset
+
+
+def cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "tuimon"
+
+
+def db_path() -> Path:
+    return cache_dir() / "parse-cache.sqlite3"
+
+
+@dataclass
+class Entry:
+    offset: int  # bytes of the file the saved events and state cover
+    parser: Any  # the FileParser state at ``offset``
+    gen: int  # the generation whose chunks hold the events
+    chunks: int
+
+
+def _digest(data: bytes) -> bytes:
+    return hashlib.blake2b(data, digest_size=16).digest()
+
+
+def _read_at(fd: int, offset: int, size: int) -> bytes:
+    return os.pread(fd, size, offset) if size > 0 else b""
+
+
+class ParseCache:
+    """One connection; use from one thread.  Every failure of the database turns
+    into a miss (and one warning), never into an error of the command."""
+
+    def __init__(self, path: Optional[Path] = None, key: str = "", host: str = "local",
+                 on_warning: Callable[[str], None] = lambda message: None) -> None:
+        self.path = path or db_path()
+        self.key = key  # the format set and tuimon version
+        self.host = host
+        self.warn = on_warning
+        self.hits = self.misses = self.grown = 0
+        self._db: Optional[sqlite3.Connection] = None
+        self._broken = False
+
+    # -- the database -----------------------------------------------------------------
+    def _connect(self) -> Optional[sqlite3.Connection]:
+        if self._db is not None or self._broken:
+            return self._db
+        try:
+            self._db = self._open()
+        except (sqlite3.DatabaseError, OSError) as exc:
+            if isinstance(exc, sqlite3.DatabaseError) and self._move_aside(exc):
+                try:
+                    self._db = self._open()
+                    return self._db
+                except (sqlite3.DatabaseError, OSError) as again:
+                    exc = again
+            self.warn(f"parse cache off: {self.path}: {exc}")
+            self._broken = True
+        return self._db
+
+    def _open(self) -> sqlite3.Connection:
+        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)  # created private, before SQLite opens it
+        os.close(fd)
+        db = sqlite3.connect(self.path, timeout=10.0, isolation_level=None)
+        try:
+            db.execute("PRAGMA busy_timeout = 10000")
+            if db.execute("PRAGMA journal_mode = WAL").fetchone()[0].lower() != "wal":
+                raise sqlite3.DatabaseError("cannot use write-ahead logging")
+            version = db.execute("PRAGMA user_version").fetchone()[0]
+            if version not in (0, SCHEMA):
+                db.execute("DROP TABLE IF EXISTS files")
+            db.execute("CREATE TABLE IF NOT EXISTS files (host TEXT, path TEXT, dev INTEGER, ino INTEGER, "
+                       "head_len INTEGER, head BLOB, offset INTEGER, tail BLOB, formats TEXT, gen INTEGER, "
+                       "chunks INTEGER, state BLOB, saved REAL, PRIMARY KEY (host, path))")
+            # events a chunk at a time, written as they are parsed: memory stays bounded
+            db.execute("CREATE TABLE IF NOT EXISTS chunks (host TEXT, path TEXT, gen INTEGER, seq INTEGER, "
+                       "events BLOB, PRIMARY KEY (host, path, gen, seq))")
+            db.execute(f"PRAGMA user_version = {SCHEMA}")
+            db.execute("SELECT count(*) FROM files").fetchone()  # reads the pages: a corrupt file fails here
+        except BaseException:
+            db.close()
+            raise
+        for suffix in ("", "-wal", "-shm"):
+            try:
+                os.chmod(f"{self.path}{suffix}", 0o600)
+            except OSError:
+                pass
+        return db
+
+    def _move_aside(self, exc: BaseException) -> bool:
+        """A database SQLite cannot read is renamed (kept for a look) and rebuilt."""
+        if not self.path.exists():
+            return False
+        aside = self.path.with_name(f"{self.path.name}.corrupt-{int(time.time())}")
+        try:
+            os.replace(self.path, aside)
+            for suffix in ("-wal", "-shm"):
+                try:
+                    os.unlink(f"{self.path}{suffix}")
+                except FileNotFoundError:
+                    pass
+        except OSError:
+            return False
+        self.warn(f"parse cache {self.path} could not be read ({exc}); moved to {aside.name}, rebuilding")
+        return True
+
+    def usable(self) -> bool:
+        """Opens the database now (moving a corrupt one aside, with its warning, here
+        rather than in a worker process); False when it cannot be used."""
+        return self._connect() is not None
+
+    def _query(self, sql: str, args: tuple) -> Optional[list]:
+        db = self._connect()
+        if db is None:
+            return None
+        try:
+            return db.execute(sql, args).fetchall()
+        except sqlite3.DatabaseError as exc:
+            self.close()
+            if self._move_aside(exc):
+                return None  # rebuilt on the next use
+            self.warn(f"parse cache off: {exc}")
+            self._broken = True
+            return None
+
+    def close(self) -> None:
+        if self._db is not None:
+            try:
+                self._db.close()
+            except sqlite3.Error:
+                pass
+            self._db = None
+
+    # -- entries ----------------------------------------------------------------------
+    def load(self, path: str, fd: int) -> Optional[Entry]:
+        """The saved entry of the open file ``fd`` at ``path`` if it is still that file."""
+        rows = self._query("SELECT dev, ino, head_len, head, offset, tail, formats, gen, chunks, state FROM files "
+                           "WHERE host = ? AND path = ?", (self.host, path))
+        if not rows:
+            self.misses += 1
+            return None
+        dev, ino, head_len, head, offset, tail, formats, gen, chunks, state = rows[0]
+        st = os.fstat(fd)
+        if (dev, ino) != (st.st_dev, st.st_ino) or formats != self.key or st.st_size < offset or \
+                _digest(_read_at(fd, 0, head_len)) != head or \
+                _digest(_read_at(fd, max(0, offset - TAIL_BYTES), min(offset, TAIL_BYTES))) != tail:
+            self.misses += 1
+            return None
+        try:
+            parser = pickle.loads(zlib.decompress(state))
+        except Exception:  # an entry of another build: parse again
+            self.misses += 1
+            return None
+        if st.st_size > offset:
+            self.grown += 1
+        else:
+            self.hits += 1
+        return Entry(offset, parser, gen, chunks)
+
+    def events(self, path: str, entry: Entry) -> Iterator[list]:
+        """The saved events of ``entry``, a chunk at a time; an unreadable chunk raises
+        :class:`CacheMiss` (the caller parses the file again)."""
+        for seq in range(entry.chunks):
+            rows = self._query("SELECT events FROM chunks WHERE host = ? AND path = ? AND gen = ? AND seq = ?",
+                               (self.host, path, entry.gen, seq))
+            if not rows:
+                raise CacheMiss(path)
+            try:
+                yield pickle.loads(zlib.decompress(rows[0][0]))
+            except Exception:
+                raise CacheMiss(path) from None
+
+    def writer(self, path: str, base: Optional[Entry]) -> "EntryWriter":
+        return EntryWriter(self, path, base)
+
+    def info(self) -> dict:
+        rows = self._query("SELECT count(*), coalesce(sum(length(state)), 0), coalesce(sum(offset), 0) FROM files", ())
+        files, stored, covered = rows[0] if rows else (0, 0, 0)
+        chunks = self._query("SELECT coalesce(sum(length(events)), 0) FROM chunks", ())
+        stored += chunks[0][0] if chunks else 0
+        size = sum(os.path.getsize(f"{self.path}{s}") for s in ("", "-wal") if os.path.exists(f"{self.path}{s}"))
+        return {"path": str(self.path), "files": files, "stored_bytes": stored, "log_bytes": covered,
+                "database_bytes": size}
+
+    def clear(self) -> int:
+        rows = self._query("SELECT count(*) FROM files", ())
+        self._query("DELETE FROM files", ())
+        self._query("DELETE FROM chunks", ())
+        db = self._connect()
+        if db is not None:
+            try:
+                db.execute("VACUUM")
+                db.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # VACUUM writes through the log
+            except sqlite3.Error:
+                pass
+        return rows[0][0] if rows else 0
+
+
+class CacheMiss(Exception):
+    """Saved events could not be read back."""
+
+
+CHUNK_EVENTS = 20_000
+
+
+class EntryWriter:
+    """Events of one file written as they come, under a new generation: readers keep
+    seeing the old entry until :meth:`commit` swaps it in (two processes parsing one
+    file never mix their chunks).  A file that grew starts from a copy of its chunks."""
+
+    def __init__(self, cache: ParseCache, path: str, base: Optional[Entry]) -> None:
+        self.cache, self.path = cache, path
+        self.gen = int.from_bytes(os.urandom(7), "big")
+        self.seq = 0
+        self.buffer: list = []
+        self.ok = True
+        if base is not None and base.chunks:
+            done = cache._query("INSERT INTO chunks SELECT host, path, ?, seq, events FROM chunks "
+                                "WHERE host = ? AND path = ? AND gen = ?", (self.gen, cache.host, path, base.gen))
+            self.ok = done is not None
+            self.seq = base.chunks
+
+    def add(self, events: list) -> None:
+        if self.ok and events:
+            self.buffer.extend(events)
+            if len(self.buffer) >= CHUNK_EVENTS:
+                self._flush()
+
+    def _flush(self) -> None:
+        if not self.buffer or not self.ok:
+            return
+        try:
+            blob = zlib.compress(pickle.dumps(self.buffer, protocol=pickle.HIGHEST_PROTOCOL), 1)
+        except Exception:
+            self.ok = False
+            return
+        self.buffer = []
+        done = self.cache._query("INSERT INTO chunks VALUES (?, ?, ?, ?, ?)",
+                                 (self.cache.host, self.path, self.gen, self.seq, blob))
+        self.ok = done is not None
+        self.seq += 1
+
+    def commit(self, fd: int, offset: int, parser: Any) -> None:
+        self._flush()
+        if not self.ok:
+            self.abandon()
+            return
+        try:
+            state = zlib.compress(pickle.dumps(parser, protocol=pickle.HIGHEST_PROTOCOL), 1)
+        except Exception:
+            self.abandon()
+            return
+        st = os.fstat(fd)
+        head_len = min(offset, HEAD_BYTES)
+        head = _digest(_read_at(fd, 0, head_len))
+        tail = _digest(_read_at(fd, max(0, offset - TAIL_BYTES), min(offset, TAIL_BYTES)))
+        c = self.cache
+        c._query("BEGIN IMMEDIATE", ())
+        c._query("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                 (c.host, self.path, st.st_dev, st.st_ino, head_len, head, offset, tail, c.key, self.gen, self.seq,
+                  state, time.time()))
+        c._query("DELETE FROM chunks WHERE host = ? AND path = ? AND gen != ?", (c.host, self.path, self.gen))
+        c._query("COMMIT", ())
+
+    def abandon(self) -> None:
+        self.cache._query("DELETE FROM chunks WHERE host = ? AND path = ? AND gen = ?",
+                          (self.cache.host, self.path, self.gen))
