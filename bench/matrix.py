@@ -31,7 +31,8 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from summary_throughput import PERL, block as sparse_block  # noqa: E402
+from summary_throughput import PERL  # noqa: E402
+from summary_throughput import block as sparse_block  # noqa: E402
 
 SHARED = HERE.parent.parent / "shared" / "corpus"
 

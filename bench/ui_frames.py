@@ -25,7 +25,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from summary_throughput import block  # noqa: E402
 
-from tuimon.live import LiveSession  # noqa: E402
+from tuimon.live.session import LiveSession  # noqa: E402
 from tuimon.ui.app import TuimonApp  # noqa: E402
 
 IDLE_FILES = 0

@@ -115,10 +115,10 @@ class DeepSpeedParser(LineParser):
                                          samples_per_sec=to_float(m.group(3)))]
         mem = _SAMPLES_MEM.search(body, m.end())
         if mem:
-            gb = [to_float(g) for g in mem.groups()]
-            if None not in gb:
-                events.append(self.make(Memory, ctx, label="throughput timer", gpu_allocated_mb=gb[0] * 1024.0,
-                                        gpu_max_allocated_mb=gb[1] * 1024.0))
+            allocated, peak = (to_float(g) for g in mem.groups()[:2])
+            if allocated is not None and peak is not None:
+                events.append(self.make(Memory, ctx, label="throughput timer", gpu_allocated_mb=allocated * 1024.0,
+                                        gpu_max_allocated_mb=peak * 1024.0))
         return self.announce(events, ctx)
 
     def _on_pipe(self, body: str, ctx: LineContext) -> list[Event]:

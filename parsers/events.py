@@ -44,7 +44,7 @@ def frozen_map(values: Optional[Mapping[str, Any]]) -> Mapping[str, Any]:
     return FrozenDict(values)
 
 
-def _to_dict(self) -> dict[str, Any]:
+def _to_dict(self: Any) -> dict[str, Any]:
     """Flat JSON-ready dict: ``type``, ``file``, ``line`` and the fields at top level."""
     out: dict[str, Any] = {"type": self.type}
     for name, value in zip(self._fields, self):
@@ -70,8 +70,12 @@ def _jsonable(value: Any) -> Any:
 class RunConfig(NamedTuple):
     """Partial run configuration: None means this line did not say."""
 
-    type = "run_config"
-    to_dict = _to_dict
+    @property
+    def type(self) -> str:
+        return "run_config"
+
+    def to_dict(self) -> dict[str, Any]:
+        return _to_dict(self)
 
     file: str = ""
     line: int = 0
@@ -97,8 +101,12 @@ class RunConfig(NamedTuple):
 
 
 class Iteration(NamedTuple):
-    type = "iteration"
-    to_dict = _to_dict
+    @property
+    def type(self) -> str:
+        return "iteration"
+
+    def to_dict(self) -> dict[str, Any]:
+        return _to_dict(self)
 
     file: str = ""
     line: int = 0
@@ -127,8 +135,12 @@ class Step(NamedTuple):
     """An optimizer/engine step report that is not a Megatron iteration line
     (DeepSpeed ``step=N, skipped=K``, pipeline-engine ``steps: N loss: ...``)."""
 
-    type = "step"
-    to_dict = _to_dict
+    @property
+    def type(self) -> str:
+        return "step"
+
+    def to_dict(self) -> dict[str, Any]:
+        return _to_dict(self)
 
     file: str = ""
     line: int = 0
@@ -146,8 +158,12 @@ class Step(NamedTuple):
 class Throughput(NamedTuple):
     """Throughput reported on its own line, attached to the latest iteration."""
 
-    type = "throughput"
-    to_dict = _to_dict
+    @property
+    def type(self) -> str:
+        return "throughput"
+
+    def to_dict(self) -> dict[str, Any]:
+        return _to_dict(self)
 
     file: str = ""
     line: int = 0
@@ -164,11 +180,12 @@ class Throughput(NamedTuple):
 
 
 class Timers(NamedTuple):
-    type = "timers"
-    to_dict = _to_dict
-    #: each timer is a series of its own: only the lines of one timer are ordered among
-    #: themselves (parsers.dispatch orders batches of a kind that declares this by key)
-    KEYED_BY = "timers"
+    @property
+    def type(self) -> str:
+        return "timers"
+
+    def to_dict(self) -> dict[str, Any]:
+        return _to_dict(self)
 
     file: str = ""
     line: int = 0
@@ -181,8 +198,12 @@ class Timers(NamedTuple):
 
 
 class Memory(NamedTuple):
-    type = "memory"
-    to_dict = _to_dict
+    @property
+    def type(self) -> str:
+        return "memory"
+
+    def to_dict(self) -> dict[str, Any]:
+        return _to_dict(self)
 
     file: str = ""
     line: int = 0
@@ -202,8 +223,12 @@ class Milestone(NamedTuple):
     """A startup milestone.  ``duration_s`` is set when the line reports how long
     the phase took (e.g. kernel compilation time) rather than when it happened."""
 
-    type = "milestone"
-    to_dict = _to_dict
+    @property
+    def type(self) -> str:
+        return "milestone"
+
+    def to_dict(self) -> dict[str, Any]:
+        return _to_dict(self)
 
     file: str = ""
     line: int = 0
@@ -216,8 +241,12 @@ class Milestone(NamedTuple):
 
 
 class Checkpoint(NamedTuple):
-    type = "checkpoint"
-    to_dict = _to_dict
+    @property
+    def type(self) -> str:
+        return "checkpoint"
+
+    def to_dict(self) -> dict[str, Any]:
+        return _to_dict(self)
 
     file: str = ""
     line: int = 0
@@ -233,8 +262,12 @@ FAILURE_KINDS = ("oom", "nccl", "traceback", "cancelled", "killed", "nan", "no-i
 
 
 class Failure(NamedTuple):
-    type = "failure"
-    to_dict = _to_dict
+    @property
+    def type(self) -> str:
+        return "failure"
+
+    def to_dict(self) -> dict[str, Any]:
+        return _to_dict(self)
 
     file: str = ""
     line: int = 0
@@ -246,8 +279,12 @@ class Failure(NamedTuple):
 
 
 class Exit(NamedTuple):
-    type = "exit"
-    to_dict = _to_dict
+    @property
+    def type(self) -> str:
+        return "exit"
+
+    def to_dict(self) -> dict[str, Any]:
+        return _to_dict(self)
 
     file: str = ""
     line: int = 0
@@ -261,8 +298,12 @@ class Exit(NamedTuple):
 class Truncated(NamedTuple):
     """The followed file shrank or was replaced; reading restarted at 0."""
 
-    type = "truncated"
-    to_dict = _to_dict
+    @property
+    def type(self) -> str:
+        return "truncated"
+
+    def to_dict(self) -> dict[str, Any]:
+        return _to_dict(self)
 
     file: str = ""
     line: int = 0
@@ -276,7 +317,7 @@ Event = Union["RunConfig", "Iteration", "Step", "Throughput", "Timers", "Memory"
               "Failure", "Exit", "Truncated"]
 
 EVENT_TYPES: dict[str, type] = {
-    cls.type: cls
+    cls(file="", line=0).type: cls
     for cls in (RunConfig, Iteration, Step, Throughput, Timers, Memory, Milestone,
                 Checkpoint, Failure, Exit, Truncated)
 }

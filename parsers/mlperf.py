@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import replace
-from typing import Optional
+from typing import Any, Optional
 
 from .base import LineContext, LineParser, Sample, compile_sniff
 from .events import Event, Exit, Milestone, RunConfig, Step
@@ -86,7 +86,9 @@ class MLPerfParser(LineParser):
         if not isinstance(record, dict):
             return []
         key = record.get("key")
-        meta = record.get("metadata") if isinstance(record.get("metadata"), dict) else {}
+        meta: Any = record.get("metadata")
+        if not isinstance(meta, dict):
+            meta = {}
         stamp = _number(record.get("time_ms"))
         if stamp is not None:  # the record's own stamp, not the line's
             ctx = replace(ctx, wall_time=stamp / 1000.0)

@@ -156,7 +156,7 @@ class ProgressParser(LineParser):
         if step is None:
             return self._on_metric(body, ctx)
         loss = _train_loss(body, eval_ok=step_key == "epoch")
-        if loss is None:
+        if loss is None or step_key is None:
             return []
         return self._step(ctx, step_key, step, total, loss, body)
 
@@ -200,11 +200,11 @@ def _step_of(body: str) -> tuple[Optional[str], Optional[int], Optional[int]]:
         if best is None or rank < best[0]:
             best = (rank, key, int(m.group(2)), int(m.group(3)) if m.group(3) else None)
     if best is None:
-        m = _EPOCH_BATCH.search(body)
-        if m is None:
+        batch = _EPOCH_BATCH.search(body)
+        if batch is None:
             return None, None, None
         # timm: "Train: 3 [ 100/1251 (  8%)]", a batch of an epoch of 1251 + 1: counted on across epochs
-        return "batch", int(m.group(1)) * (int(m.group(3)) + 1) + int(m.group(2)), None
+        return "batch", int(batch.group(1)) * (int(batch.group(3)) + 1) + int(batch.group(2)), None
     return best[1], best[2], best[3]
 
 
@@ -241,9 +241,9 @@ def _step_ms(body: str) -> Optional[float]:
             return value
         if unit in ("s", "sec"):
             return value * 1000.0
-    m = _PER_STEP.search(body)
-    if m:
-        value = to_float(m.group(1))
-        return None if value is None else value if m.group(2) == "ms" else value * 1000.0
-    m = _BARE_MS.search(body)
-    return to_float(m.group(1)) if m else None
+    per = _PER_STEP.search(body)
+    if per:
+        value = to_float(per.group(1))
+        return None if value is None else value if per.group(2) == "ms" else value * 1000.0
+    bare = _BARE_MS.search(body)
+    return to_float(bare.group(1)) if bare else None

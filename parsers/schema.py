@@ -107,7 +107,7 @@ class LineFormat:
     pairs: Optional[str] = None
     set: Mapping[str, Any] = field(default_factory=dict)
     samples: tuple[LineSample, ...] = ()
-    pattern: re.Pattern[str] = field(default=None, compare=False, repr=False)  # type: ignore[assignment]
+    pattern: re.Pattern[str] = field(default=re.compile(""), compare=False, repr=False)
     pairs_pattern: Optional[re.Pattern[str]] = field(default=None, compare=False, repr=False)
     #: (group, field, map key or None, converter) for each named group
     plan: tuple[tuple[str, str, Optional[str], Callable[[str], Any]], ...] = field(default=(), compare=False,
@@ -169,10 +169,10 @@ def compile_line(data: Mapping[str, Any], origin: str = "built-in", entry: str =
     known = {"event", "regex", "types", "anchor", "anchors", "pairs", "set", "samples"}
     unknown = sorted(set(data) - known)
     _need(not unknown, origin, entry, f"unknown key {unknown[0] if unknown else ''!r}")
-    event = data.get("event")
+    event: Any = data.get("event")
     _need(isinstance(event, str) and event in EVENTS, origin, entry,
           f"unknown event {event!r} (one of {', '.join(EVENTS)})")
-    regex = data.get("regex")
+    regex: Any = data.get("regex")
     _need(isinstance(regex, str) and bool(regex), origin, entry, "regex missing")
     try:
         pattern = re.compile(regex, re.MULTILINE)
@@ -273,10 +273,10 @@ def format_from_dict(data: Mapping[str, Any], origin: str = "built-in") -> Forma
     known = {"name", "description", "lines"}
     unknown = sorted(set(data) - known)
     _need(not unknown, origin, "", f"unknown key {unknown[0] if unknown else ''!r}")
-    name = data.get("name")
+    name: Any = data.get("name")
     _need(isinstance(name, str) and bool(re.fullmatch(r"[\w.-]+", name or "")), origin, "",
           "name must be a word (letters, digits, _ . -)")
-    lines = data.get("lines")
+    lines: Any = data.get("lines")
     _need(isinstance(lines, list) and bool(lines), origin, "", "no [[lines]] entries")
     compiled = tuple(compile_line(entry, origin, f"lines[{k}]") if isinstance(entry, Mapping)
                      else _bad_entry(origin, k) for k, entry in enumerate(lines))  # type: ignore[union-attr]

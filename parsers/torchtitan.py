@@ -11,6 +11,7 @@ are passed over.
 from __future__ import annotations
 
 import re
+from typing import Optional
 
 from .base import LineContext, LineParser, Sample, compile_sniff
 from .events import Event, Exit, Memory, RunConfig, Step, Throughput
@@ -56,7 +57,7 @@ class TorchTitanParser(LineParser):
     def __init__(self, file: str = "") -> None:
         super().__init__(file)
         self._announced = False
-        self._last_step = None
+        self._last_step: Optional[int] = None
 
     def _on_metrics(self, body: str, ctx: LineContext) -> list[Event]:
         text = _ANSI.sub("", body) if "\x1b" in body else body

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,13 @@ FORMATS = Path(__file__).parent / "formats"  # one more run a format, for the go
 GOLDEN = Path(__file__).parent / "golden"
 #: every fixture log, each with its golden summary
 FIXTURE_LOGS = sorted(FIXTURES.iterdir()) + sorted(FORMATS.iterdir())
+
+# The suite (and every tuimon it starts) keeps its parse cache and reads user formats in
+# places of its own: never the user's ~/.cache/tuimon or ~/.config/tuimon/formats.
+_HOME = tempfile.mkdtemp(prefix="tuimon-tests-")
+os.environ["XDG_CACHE_HOME"] = os.path.join(_HOME, "cache")
+os.environ["XDG_CONFIG_HOME"] = os.path.join(_HOME, "config")
+os.environ.pop("TUIMON_FORMATS", None)
 
 
 def shared_or_skip(sub: str) -> Path:
@@ -26,7 +34,7 @@ def shared_or_skip(sub: str) -> Path:
 @pytest.fixture
 def run_cli(capsys):
     """Run ``tuimon`` in-process; returns (exit code, stdout, stderr)."""
-    from tuimon.cli import main
+    from tuimon.commands.cli import main
 
     def run(*argv: str):
         code = main(list(argv))

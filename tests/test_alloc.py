@@ -1,5 +1,5 @@
 """The batch commands' allocator tuning: freed 1 MB blocks are reused instead of
-faulted in again page by page (see tuimon.alloc)."""
+faulted in again page by page (see tuimon.engine.alloc)."""
 from __future__ import annotations
 
 import subprocess
@@ -9,7 +9,7 @@ import pytest
 
 PATTERN = r"""
 import resource, sys
-from tuimon.alloc import keep_freed_memory
+from tuimon.engine.alloc import keep_freed_memory
 if sys.argv[1] == "tuned" and not keep_freed_memory():
     print("unsupported"); raise SystemExit
 def block():  # what a parse does each block: several 1 MB objects, then all freed

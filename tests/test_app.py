@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import FIXTURES
-from tuimon.live import LiveSession
+from tuimon.live.session import LiveSession
 from tuimon.ui.app import TuimonApp
 from tuimon.ui.job import JobScreen
 from tuimon.ui.jobs import JobsScreen

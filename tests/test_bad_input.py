@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from tests.conftest import ROOT
-from tuimon.ingest import parse_file
+from tuimon.engine.ingest import parse_file
 from tuimon.sources.framing import TOO_LONG_MARKER, Framer
 
 GOOD = (" iteration {i:8d}/     100 | elapsed time per iteration (ms): 1000.0 | lm loss: 2.5E+00 | "

@@ -16,7 +16,7 @@ import pytest
 from tests.conftest import FIXTURES
 from tuimon.engine import catalog
 from tuimon.engine.cache import ParseCache
-from tuimon.ingest import FileParser, parse_file
+from tuimon.engine.ingest import FileParser, parse_file
 
 ROOT = Path(__file__).resolve().parent.parent
 MEGATRON = (" iteration {i:8d}/    1000 | consumed samples: {s:12d} | elapsed time per iteration (ms): 2500.{d} | "

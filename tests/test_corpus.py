@@ -9,7 +9,7 @@ import subprocess
 import pytest
 
 from tests.conftest import SHARED, shared_or_skip
-from tuimon.ingest import parse_file
+from tuimon.engine.ingest import parse_file
 
 GREP = r"iteration[ =]+[0-9]+/ *[0-9]+ *\|"
 CORPUS = sorted((SHARED / "corpus").rglob("*.log")) if (SHARED / "corpus").exists() else []

@@ -35,15 +35,15 @@ def test_core_modules_do_not_import_textual():
 
 
 def test_store_and_summary_load_without_textual():
-    code = ("import sys, tuimon.store, tuimon.summary, tuimon.ingest, parsers; "
+    code = ("import sys, tuimon.store.job_store, tuimon.figures.summary, tuimon.engine.ingest, parsers; "
             "bad=[m for m in sys.modules if m.split('.')[0] in ('textual','rich')]; print(bad); assert not bad")
     r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
     assert r.returncode == 0, r.stdout + r.stderr
 
 
 def test_store_point_is_4_bytes_a_registry_field():
-    from tuimon.fields import FIELDS
-    from tuimon.series import POINT_DTYPE, Series
+    from tuimon.store.fields import FIELDS
+    from tuimon.store.series import POINT_DTYPE, Series
 
     s = Series()
     for i in range(100_000):
@@ -67,7 +67,7 @@ def test_only_the_cli_imports_the_ui():
 
 
 def test_importing_the_package_has_no_side_effects():
-    code = ("import sys, tuimon, tuimon.cli, parsers, themes; "
+    code = ("import sys, tuimon, tuimon.commands.cli, parsers, themes; "
             "bad=[m for m in sys.modules if m.split('.')[0] in ('textual','watchdog','asyncssh')]; "
             "print(bad); assert not bad")
     r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)

@@ -10,7 +10,14 @@ from hypothesis import strategies as st
 
 from parsers.timestamps import parse_compact, parse_iso
 from tests.conftest import shared_or_skip
-from tuimon.metrics import model_size_billion, percentiles, startup_timeline, steady_stats, tflops_per_gpu, warmup_count
+from tuimon.figures.metrics import (
+    model_size_billion,
+    percentiles,
+    startup_timeline,
+    steady_stats,
+    tflops_per_gpu,
+    warmup_count,
+)
 
 
 def test_model_size_matches_seed_004_reports():

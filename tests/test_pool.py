@@ -11,8 +11,8 @@ import pytest
 from tests.conftest import FIXTURES
 from tuimon.engine import pool
 from tuimon.engine.pool import parse_files
-from tuimon.store import JobStore
-from tuimon.summary import summarize
+from tuimon.figures.summary import summarize
+from tuimon.store.job_store import JobStore
 
 
 def _copies(tmp_path, times=2):

@@ -9,7 +9,7 @@ from parsers.events import Step
 from tests.conftest import FORMATS
 from tests.test_summary import summary_of
 from tuimon.engine.blocks import BlockEngine
-from tuimon.summary import progress_text
+from tuimon.figures.summary import progress_text
 
 MEGATRON = (" iteration      {i}/    1000 | consumed samples:          {s} | elapsed time per iteration (ms): 2500.0 |"
             " learning rate: 3.000E-04 | global batch size:    64 | lm loss: 2.000000E+00 | loss scale: 4096.0 |"

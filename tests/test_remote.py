@@ -164,7 +164,7 @@ def test_follow_survives_connections_killed_twice(server, tmp_path):
 
 
 async def test_dashboard_on_remote_and_local_mixed(server, tmp_path):
-    from tuimon.live import LiveSession
+    from tuimon.live.session import LiveSession
     from tuimon.ui.app import TuimonApp
 
     remote_dir = copy_fixtures(tmp_path / "remote")

@@ -8,9 +8,9 @@ import shutil
 import pytest
 
 from tests.conftest import FIXTURE_LOGS, FIXTURES, FORMATS, GOLDEN
-from tuimon.ingest import parse_file
-from tuimon.store import JobStore
-from tuimon.summary import summarize
+from tuimon.engine.ingest import parse_file
+from tuimon.figures.summary import summarize
+from tuimon.store.job_store import JobStore
 
 FIXTURE_FILES = sorted(FIXTURES.iterdir())
 
@@ -158,7 +158,7 @@ def test_per_rank_files_are_one_job(tmp_path):
 @pytest.mark.parametrize("verb", ["summary", "events"])
 def test_command_output_complete_through_a_file(run_cli, tmp_path, verb):
     """The ``tuimon`` command leaves a batch verb without the interpreter's teardown
-    (tuimon.cli.entry): what it wrote to a file, block-buffered, is all there."""
+    (tuimon.commands.cli.entry): what it wrote to a file, block-buffered, is all there."""
     import subprocess
     import sys
 

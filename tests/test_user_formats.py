@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from parsers.schema import FormatError, format_from_toml, sample_errors
 from parsers import ALL_PARSERS
+from parsers.schema import format_from_toml, sample_errors
 from tuimon.engine.blocks import BlockEngine
 
 ROOT = Path(__file__).resolve().parent.parent

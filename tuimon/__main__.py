@@ -7,7 +7,7 @@ def main() -> None:
     # between tasks; tuimon does no linear algebra, and on a 300 MB summary the
     # spinning took 0.05-0.25 s of CPU from the cores the parse runs on
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-    from .cli import entry
+    from .commands.cli import entry
     entry()
 
 

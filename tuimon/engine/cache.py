@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator, Optional
 
-SCHEMA = 1
+SCHEMA = 2
 HEAD_BYTES = 4096  # hashed from the start of the file
 TAIL_BYTES = 4096  # hashed just before the saved offset
 
@@ -45,6 +45,11 @@ class Entry:
     parser: Any  # the FileParser state at ``offset``
     gen: int  # the generation whose chunks hold the events
     chunks: int
+
+
+def _key(path: str) -> bytes:
+    """A path as the bytes the OS has (a name that is not UTF-8 keeps its bytes)."""
+    return os.fsencode(path)
 
 
 def _digest(data: bytes) -> bytes:
@@ -96,13 +101,14 @@ class ParseCache:
             if db.execute("PRAGMA journal_mode = WAL").fetchone()[0].lower() != "wal":
                 raise sqlite3.DatabaseError("cannot use write-ahead logging")
             version = db.execute("PRAGMA user_version").fetchone()[0]
-            if version not in (0, SCHEMA):
+            if version not in (0, SCHEMA):  # another layout: its entries are of no use
                 db.execute("DROP TABLE IF EXISTS files")
-            db.execute("CREATE TABLE IF NOT EXISTS files (host TEXT, path TEXT, dev INTEGER, ino INTEGER, "
+                db.execute("DROP TABLE IF EXISTS chunks")
+            db.execute("CREATE TABLE IF NOT EXISTS files (host TEXT, path BLOB, dev INTEGER, ino INTEGER, "
                        "head_len INTEGER, head BLOB, offset INTEGER, tail BLOB, formats TEXT, gen INTEGER, "
                        "chunks INTEGER, state BLOB, saved REAL, PRIMARY KEY (host, path))")
             # events a chunk at a time, written as they are parsed: memory stays bounded
-            db.execute("CREATE TABLE IF NOT EXISTS chunks (host TEXT, path TEXT, gen INTEGER, seq INTEGER, "
+            db.execute("CREATE TABLE IF NOT EXISTS chunks (host TEXT, path BLOB, gen INTEGER, seq INTEGER, "
                        "events BLOB, PRIMARY KEY (host, path, gen, seq))")
             db.execute(f"PRAGMA user_version = {SCHEMA}")
             db.execute("SELECT count(*) FROM files").fetchone()  # reads the pages: a corrupt file fails here
@@ -164,7 +170,7 @@ class ParseCache:
     def load(self, path: str, fd: int) -> Optional[Entry]:
         """The saved entry of the open file ``fd`` at ``path`` if it is still that file."""
         rows = self._query("SELECT dev, ino, head_len, head, offset, tail, formats, gen, chunks, state FROM files "
-                           "WHERE host = ? AND path = ?", (self.host, path))
+                           "WHERE host = ? AND path = ?", (self.host, _key(path)))
         if not rows:
             self.misses += 1
             return None
@@ -191,7 +197,7 @@ class ParseCache:
         :class:`CacheMiss` (the caller parses the file again)."""
         for seq in range(entry.chunks):
             rows = self._query("SELECT events FROM chunks WHERE host = ? AND path = ? AND gen = ? AND seq = ?",
-                               (self.host, path, entry.gen, seq))
+                               (self.host, _key(path), entry.gen, seq))
             if not rows:
                 raise CacheMiss(path)
             try:
@@ -238,14 +244,14 @@ class EntryWriter:
     file never mix their chunks).  A file that grew starts from a copy of its chunks."""
 
     def __init__(self, cache: ParseCache, path: str, base: Optional[Entry]) -> None:
-        self.cache, self.path = cache, path
+        self.cache, self.path = cache, _key(path)
         self.gen = int.from_bytes(os.urandom(7), "big")
         self.seq = 0
         self.buffer: list = []
         self.ok = True
         if base is not None and base.chunks:
             done = cache._query("INSERT INTO chunks SELECT host, path, ?, seq, events FROM chunks "
-                                "WHERE host = ? AND path = ? AND gen = ?", (self.gen, cache.host, path, base.gen))
+                                "WHERE host = ? AND path = ? AND gen = ?", (self.gen, cache.host, self.path, base.gen))
             self.ok = done is not None
             self.seq = base.chunks
 

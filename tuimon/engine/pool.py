@@ -18,10 +18,10 @@ from typing import Callable, Optional, Sequence
 
 from parsers.events import Event
 
-from ..alloc import keep_freed_memory
-from ..ingest import ParseStats, parse_file
 from . import catalog
+from .alloc import keep_freed_memory
 from .cache import ParseCache
+from .ingest import ParseStats, parse_file
 
 #: files up to this size go to workers; a bigger one is parsed here, streamed to the
 #: sink a block at a time (its events never wait in memory)

@@ -30,9 +30,9 @@ from typing import Any, Callable, Optional, Sequence
 
 from parsers.events import Event, Truncated
 
-from ..discover import DEFAULT_EXCLUDE, DEFAULT_INCLUDE, PathError, matches
-from ..ingest import FileParser
+from ..engine.ingest import FileParser
 from . import state as saved
+from .discover import DEFAULT_EXCLUDE, DEFAULT_INCLUDE, PathError, matches
 from .files import Directories, NotRegular, Sibling, continues, display, fd_budget, kind_of, next_data, open_regular
 from .mounts import needs_polling
 from .walk import DirectoryWalker

@@ -35,8 +35,8 @@ from typing import Callable, Optional
 
 from parsers.events import Event, Truncated
 
-from ..discover import DEFAULT_EXCLUDE, DEFAULT_INCLUDE, matches
-from ..ingest import FileParser
+from ..engine.ingest import FileParser
+from .discover import DEFAULT_EXCLUDE, DEFAULT_INCLUDE, matches
 from .specs import RemoteSpec, parse_spec, split_paths  # noqa: F401  (re-exported)
 
 HEAD_BYTES = 1024

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Optional
 from urllib.parse import unquote, urlsplit
 
-from ..discover import PathError
+from .discover import PathError
 
 _SPEC = re.compile(r"^(?:(?P<user>[^@/:\s]+)@)?(?P<host>\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+)"
                    r"(?::(?P<port>\d{1,5}))?:(?P<path>.*)$", re.S)
@@ -34,7 +34,7 @@ class RemoteSpec:
 
 def parse_spec(text: str) -> Optional[RemoteSpec]:
     """The remote spec in ``text``, or None when it names a local path.  Raises
-    :class:`~tuimon.discover.PathError` for a spec that cannot be right (a port out
+    :class:`~tuimon.sources.discover.PathError` for a spec that cannot be right (a port out
     of range, a broken IPv6 address)."""
     if text.startswith("ssh://"):
         try:

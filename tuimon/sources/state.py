@@ -22,7 +22,7 @@ import tempfile
 from dataclasses import asdict, dataclass, field, fields
 from typing import Optional
 
-from ..discover import PathError
+from .discover import PathError
 
 VERSION = 1
 

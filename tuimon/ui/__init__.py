@@ -1,1 +1,1 @@
-"""The Textual app.  Only :mod:`tuimon.cli` imports this package."""
+"""The Textual app.  Only :mod:`tuimon.commands.cli` imports this package."""

@@ -14,7 +14,7 @@ from textual.screen import Screen
 
 from themes import STYLESHEET, THEME_ALIASES, textual_themes
 
-from ..live import LiveSession
+from ..live.session import LiveSession
 from ..text import sanitize
 from .help import HelpScreen
 from .job import JobScreen
@@ -97,7 +97,7 @@ class TuimonApp(App[int]):
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen())
 
-    def action_quit(self) -> None:
+    async def action_quit(self) -> None:
         self.exit(0)
 
     def on_unmount(self) -> None:

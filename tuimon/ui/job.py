@@ -11,7 +11,7 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Log, Sparkline, Static
 
-from ..live import JobDetail
+from ..live.session import JobDetail
 from .render import Fitted, bars, num, plain, status_text, timeline
 
 TAIL_SHOWN = 500

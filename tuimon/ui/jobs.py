@@ -9,8 +9,8 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Static
 
-from ..live import JobRow, Snapshot
-from ..summary import progress_text
+from ..figures.summary import progress_text
+from ..live.session import JobRow, Snapshot
 from .render import duration, num, plain, spark, status_text
 
 COLUMNS = ("Job", "Framework", "Status", "Iter", "ETA", "Iter time", "Spread", "Samples/s", "TFLOPs rep",
@@ -124,7 +124,7 @@ class JobsScreen(Screen):
                         table.add_row(*c, key=r.key)
                         self._shown[r.key] = c
                 table.sort("Job", key=lambda cell: cell.plain)
-                self._order = [row.key.value for row in table.ordered_rows]
+                self._order = [str(row.key.value) for row in table.ordered_rows]
             else:
                 selected = self.selected_key()
                 table.clear()

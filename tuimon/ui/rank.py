@@ -9,7 +9,7 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import Footer, Log, Sparkline, Static
 
-from ..live import JobDetail
+from ..live.session import JobDetail
 from ..text import sanitize
 from .render import num, plain
 

@@ -14,16 +14,16 @@ import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Callable, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
 from parsers.events import Event
 
-from .sources.local import LocalFollower, supervise
-from .sources.remote import RemoteThread, split_paths
-from .store import Job, JobStore
-from .summary import global_batch, last_progress, params_billion, summarize, world_size
+from ..figures.summary import global_batch, last_progress, params_billion, summarize, world_size
+from ..sources.local import LocalFollower, supervise
+from ..sources.remote import RemoteThread, split_paths
+from ..store.job_store import Job, JobStore
 
 TAIL_LINES = 2000
 SINK_SLICE = 500
@@ -109,15 +109,15 @@ class LiveSession:
         self._statuses: dict[str, str] = {}
         self._stop = threading.Event()
         self._thread: Optional[threading.Thread] = None
-        self._proc = None
-        self._queue = None
+        self._proc: Optional[Any] = None
+        self._queue: Optional[Any] = None
         self._proc_stop = None
         self.error: Optional[str] = None
 
     # -- background side --------------------------------------------------------------------
     def start(self) -> None:
         if self.process:
-            from .engine.pool import process_context
+            from ..engine.pool import process_context
 
             ctx = process_context()
             self._queue = ctx.Queue(maxsize=256)  # bounded: a slow UI slows the reader, never the reverse

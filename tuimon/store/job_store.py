@@ -1,13 +1,13 @@
 """The job store: events in, per-job and per-rank state out.  No Textual here.
 
-Each job keeps its iteration points per rank in :class:`~tuimon.series.Series`
+Each job keeps its iteration points per rank in :class:`~tuimon.store.series.Series`
 (numpy), running aggregates for timers and memory, and the few discrete facts
 (config, milestones, checkpoints, failures) needed to derive every summary figure.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterable, Optional, Union
+from typing import Any, Callable, Iterable, Optional, Union
 
 from parsers.events import (
     Checkpoint,
@@ -25,7 +25,7 @@ from parsers.events import (
 )
 
 from .fields import getters_for
-from .jobs import identify
+from .identity import identify
 from .series import Series
 
 RankKey = Union[int, str]
@@ -139,7 +139,7 @@ class Job:
 
 
 class JobStore:
-    """Routes events to jobs by their file (see :mod:`tuimon.jobs`)."""
+    """Routes events to jobs by their file (see :mod:`tuimon.store.identity`)."""
 
     def __init__(self) -> None:
         self.jobs: dict[str, Job] = {}
@@ -288,7 +288,7 @@ def _on_truncated(job: Job, ev: Truncated, _: Optional[int]) -> None:
 
 
 
-_HANDLERS = {
+_HANDLERS: dict[type, Callable[[Job, Any, Optional[int]], None]] = {
     RunConfig: _on_config, Iteration: _on_iteration, Step: _on_step, Throughput: _on_throughput,
     Timers: _on_timers, Memory: _on_memory, Milestone: _on_milestone, Checkpoint: _on_checkpoint,
     Failure: _on_failure, Exit: _on_exit, Truncated: _on_truncated,

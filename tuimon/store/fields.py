@@ -2,8 +2,8 @@
 
 A row says where a metric comes from (an event type and how to read it), how a
 point keeps it (series column and dtype), how a job's summary aggregates it, its
-unit, and its labels in summaries, CSV and the app.  :class:`~tuimon.series.Series`
-is laid out from it, :class:`~tuimon.store.JobStore` fills series from it, and
+unit, and its labels in summaries, CSV and the app.  :class:`~tuimon.store.series.Series`
+is laid out from it, :class:`~tuimon.store.job_store.JobStore` fills series from it, and
 ``summarize`` and the table columns read it.  A new metric is one row here (and
 the format line that reads it).
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Optional
 
-Getter = Callable[[Any], Optional[float]]
+Getter = Callable[[Any], Any]
 
 
 def _attr(name: str, scale: float = 1.0) -> Getter:

@@ -1,7 +1,7 @@
 """Per-job summary figures derived from the store, and their table renderings.
 
 Rates (iteration time, samples/s, TFLOPs) are steady-state medians: warm-up
-points are left out (see :func:`tuimon.metrics.warmup_count`).
+points are left out (see :func:`tuimon.figures.metrics.warmup_count`).
 """
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ from typing import Any, Optional
 
 import numpy as np
 
-from .fields import FIELDS, primary_loss
+from ..store.fields import FIELDS, primary_loss
+from ..store.job_store import Job
 from .metrics import mfu, model_size_billion, startup_timeline, steady_median, steady_stats, tflops_per_gpu
-from .store import Job
 
 #: A job with no iteration whose files were written less than this long ago is still starting.
 LIVE_WINDOW_S = 600.0

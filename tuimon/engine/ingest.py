@@ -8,11 +8,11 @@ from typing import Callable, Optional
 
 from parsers.events import Event
 
-from .engine import catalog as catalog_mod
-from .engine.blocks import BlockEngine
-from .engine.cache import CacheMiss, ParseCache
-from .engine.catalog import Catalog
-from .sources.framing import Block, Framer
+from ..sources.framing import Block, Framer
+from . import catalog as catalog_mod
+from .blocks import BlockEngine
+from .cache import CacheMiss, ParseCache
+from .catalog import Catalog
 
 READ_SIZE = 1 << 20  # the block size; the local follower reads as much at a time
 
@@ -83,7 +83,7 @@ def parse_file(path: Path, label: Optional[str] = None,
     every record, in line order.  With ``cache``, a file read before is not parsed
     again (see :mod:`tuimon.engine.cache`): its saved events come first, then those
     of what it gained since."""
-    from .sources.files import open_regular  # a name swapped for a FIFO after discovery must not block
+    from ..sources.files import open_regular  # a name swapped for a FIFO after discovery must not block
 
     label = label or str(path)
     collected: list[Event] = []

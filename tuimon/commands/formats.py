@@ -7,9 +7,9 @@ from pathlib import Path
 
 from parsers import ALL_PARSERS
 
-from .discover import PathError
-from .engine import catalog
-from .text import sanitize
+from ..engine import catalog
+from ..sources.discover import PathError
+from ..text import sanitize
 
 EXIT_USAGE = 2
 

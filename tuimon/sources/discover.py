@@ -59,7 +59,7 @@ def _add(found: list[Path], seen: set[str], path: Path, on_skip: Callable[[str],
         on_skip(f"{path}: {exc.strerror}: skipped")
         return
     if not stat.S_ISREG(mode):
-        from .sources.files import kind_of
+        from .files import kind_of
 
         on_skip(f"{path} is {kind_of(mode)}: skipped (only regular files are read)")
         return

@@ -12,7 +12,7 @@ import numpy as np
 
 from .fields import FIELDS, Getter
 
-#: one column a registry field (tuimon.fields), and the wall time
+#: one column a registry field (tuimon.store.fields), and the wall time
 POINT_DTYPE = np.dtype([(f.key, f.dtype) for f in FIELDS] + [("wall", "<f4")])
 _FLOAT_KEYS = tuple(f.key for f in FIELDS if f.key != "iteration")
 _NAN = float("nan")
@@ -58,7 +58,7 @@ class Series:
         self.n += 1
 
     def append_event(self, ev, getters: tuple[tuple[str, Getter], ...]) -> None:
-        """A point of the registry fields ``ev`` gives (:func:`tuimon.fields.getters_for`)."""
+        """A point of the registry fields ``ev`` gives (:func:`tuimon.store.fields.getters_for`)."""
         values = {key: get(ev) for key, get in getters}
         self.append(values.pop("iteration", None), ev.wall_time, **values)
 

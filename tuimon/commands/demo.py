@@ -25,9 +25,9 @@ from parsers.launcher import LauncherParser
 from parsers.megatron import MegatronParser
 from parsers.timers import TimerParser
 
-from .ingest import parse_file
-from .store import JobStore
-from .summary import render_table, summarize
+from ..engine.ingest import parse_file
+from ..figures.summary import render_table, summarize
+from ..store.job_store import JobStore
 
 NEW_STYLE_ITERATION = MegatronParser.SAMPLES[5].line  # stamped, with TFLOP/s/GPU
 OLD_STYLE_ITERATION = MegatronParser.SAMPLES[0].line  # Megatron 2.x (STRONGHOLD)
@@ -140,7 +140,11 @@ def simulate(directory: Path, seed: int = 0) -> Callable[[], None]:
                 handles[name].write("".join(line + "\n" for line in lines))
                 handles[name].flush()
 
-    tick.close = lambda: [h.close() for h in handles.values()]  # type: ignore[attr-defined]
+    def close() -> None:
+        for h in handles.values():
+            h.close()
+
+    tick.close = close  # type: ignore[attr-defined]
     return tick
 
 

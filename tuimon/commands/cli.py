@@ -10,16 +10,16 @@ import time
 from pathlib import Path
 from typing import Optional, Sequence
 
-from . import __version__
-from .alloc import keep_freed_memory
-from .discover import DEFAULT_INCLUDE, PathError, discover
-from .gpus import GPU_PEAK_TFLOPS, peak_for
-from .ingest import ParseStats, parse_file
-from .metrics import parse_size, tflops_per_gpu
-from .sources.specs import split_paths
-from .store import JobStore
-from .summary import RENDERERS, summarize
-from .text import sanitize
+from .. import __version__
+from ..engine.alloc import keep_freed_memory
+from ..engine.ingest import ParseStats, parse_file
+from ..figures.gpus import GPU_PEAK_TFLOPS, peak_for
+from ..figures.metrics import parse_size, tflops_per_gpu
+from ..figures.summary import RENDERERS, summarize
+from ..sources.discover import DEFAULT_INCLUDE, PathError, discover
+from ..sources.specs import split_paths
+from ..store.job_store import JobStore
+from ..text import sanitize
 
 EXIT_USAGE = 2
 
@@ -143,7 +143,7 @@ def run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         if args.verb == "cache":
             return cmd_cache(args, parser)
         if args.verb == "formats":
-            from .formats_cmd import cmd_formats
+            from .formats import cmd_formats
             return cmd_formats(args, parser)
         if hasattr(args, "formats"):
             _use_formats(args.formats)
@@ -183,7 +183,7 @@ BATCH_VERBS = ("summary", "events", "tflops", "formats", "cache")
 
 
 def cmd_cache(args, parser) -> int:
-    from .engine.cache import ParseCache
+    from ..engine.cache import ParseCache
 
     cache = ParseCache(on_warning=_warn)
     if args.cache_verb == "info":
@@ -213,7 +213,7 @@ def _sub_help(parser, verb: str) -> int:
 
 def _use_formats(extra: list[str]) -> None:
     """The user's formats for this run: one warning per file that cannot be used."""
-    from .engine import catalog
+    from ..engine import catalog
 
     for raw in extra:
         if not os.path.exists(os.path.expanduser(raw)):
@@ -261,7 +261,7 @@ def _read_remote(args, specs, sink) -> bool:
     """Read every remote spec once into ``sink``; False (after one line each) on errors."""
     import asyncio
 
-    from .sources.remote import read_remote
+    from ..sources.remote import read_remote
 
     errors: list[str] = []
     asyncio.run(read_remote(specs, sink, ssh_config=args.ssh_config, on_error=errors.append,
@@ -286,14 +286,14 @@ def _cache(args):
     """The parse cache for this command, or None with --no-cache."""
     if getattr(args, "no_cache", False):
         return None
-    from .engine import catalog
-    from .engine.cache import ParseCache
+    from ..engine import catalog
+    from ..engine.cache import ParseCache
 
     return ParseCache(key=catalog.current().key, on_warning=_warn)
 
 
 def _parse_into(store: JobStore, files: list[Path], jobs: Optional[int] = None, cache=None) -> ParseStats:
-    from .engine.pool import parse_files
+    from ..engine.pool import parse_files
 
     for path in files:
         store.add_file(str(path))
@@ -368,7 +368,7 @@ def _check_follow_args(args) -> bool:
     if remote:
         import asyncio
 
-        from .sources.remote import check_remote
+        from ..sources.remote import check_remote
 
         errors, passing = asyncio.run(check_remote(remote, getattr(args, "ssh_config", None)))
         for message in passing:
@@ -391,8 +391,8 @@ def _json_lines(out, flush: bool = False):
 def cmd_follow(args) -> int:
     import threading
 
-    from .discover import DEFAULT_EXCLUDE
-    from .sources.local import LocalFollower, supervise
+    from ..sources.discover import DEFAULT_EXCLUDE
+    from ..sources.local import LocalFollower, supervise
 
     if not _check_follow_args(args):
         return EXIT_USAGE
@@ -439,7 +439,7 @@ def _follow_remote(args, specs, emit) -> bool:
     False (after one line each) when a host refused us for good."""
     import asyncio
 
-    from .sources.remote import read_remote
+    from ..sources.remote import read_remote
 
     errors: list[str] = []
 
@@ -470,8 +470,8 @@ def run_app(paths: list[str], args, *, poll: Optional[float] = None, quit_after:
             on_quit=None, after_start=None) -> int:
     """``after_start`` runs once the ingest process exists (it is forked while this
     process still has a single thread, which is fast and safe)."""
-    from .live import LiveSession
-    from .ui.app import TuimonApp
+    from ..live.session import LiveSession
+    from ..ui.app import TuimonApp
 
     session = LiveSession(paths, poll=poll, gpu_peak=args.gpu_peak or peak_for(args.gpu), process=True,
                           ssh_config=getattr(args, "ssh_config", None))

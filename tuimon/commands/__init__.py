@@ -1,0 +1,1 @@
+"""The commands: argument parsing, the batch verbs, the demo.  Only this package imports the UI."""

@@ -1,0 +1,1 @@
+"""The live session: followers feeding a store, snapshots for the UI on a timer."""
