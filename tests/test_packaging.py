@@ -25,7 +25,8 @@ def wheel(tmp_path_factory):
 
 def test_wheel_contents(wheel):
     names = zipfile.ZipFile(wheel).namelist()
-    assert "parsers/__init__.py" in names and "tuimon/cli.py" in names
+    assert "parsers/__init__.py" in names and "tuimon/commands/cli.py" in names
+    assert "parsers/formats/__init__.py" in names and "tuimon/engine/blocks.py" in names
     assert any(n.startswith("themes/") and n.endswith(".tcss") for n in names)
     assert not any(n.startswith("tests/") for n in names)
 

@@ -279,6 +279,10 @@ def _report(stats: ParseStats, files: int, seconds: float) -> None:
         line += f" ({stats.too_long:,} too long)"
     if stats.invalid_utf8:
         line += f"; {stats.invalid_utf8:,} lines had invalid UTF-8 (replaced)"
+    if stats.failed:
+        line += f"; {stats.failed:,} lines failed to parse (a parser bug: please report it with the lines)"
+    if stats.cached:
+        line += f"; {stats.cached / 1e6:.1f} MB read from the parse cache"
     print(line, file=sys.stderr)
 
 

@@ -24,6 +24,7 @@ class ParseStats:
     too_long: int = 0
     invalid_utf8: int = 0
     failed: int = 0  # lines a parser hook raised on
+    cached: int = 0  # bytes whose events came from the parse cache
 
     @property
     def skipped(self) -> int:
@@ -36,6 +37,7 @@ class ParseStats:
         self.too_long += other.too_long
         self.invalid_utf8 += other.invalid_utf8
         self.failed += other.failed
+        self.cached += other.cached
 
 
 class FileParser:
@@ -48,6 +50,7 @@ class FileParser:
         cat = catalog or catalog_mod.current()
         self.engine = BlockEngine(label, cat.parsers, cat.user, cat.builtin)
         self.on_block = on_block  # (label, text of complete lines, first line number)
+        self.cached = 0  # bytes restored from the parse cache
 
     def feed(self, data: bytes) -> list[Event]:
         block = self.framer.feed(data)
@@ -71,7 +74,7 @@ class FileParser:
     def stats(self) -> ParseStats:
         f = self.framer
         return ParseStats(bytes=f.bytes_in, lines=f.next_line - 1, too_long=f.too_long,
-                          invalid_utf8=f.invalid_utf8, failed=self.engine.failed)
+                          invalid_utf8=f.invalid_utf8, failed=self.engine.failed, cached=self.cached)
 
 
 def parse_file(path: Path, label: Optional[str] = None,
@@ -159,5 +162,6 @@ def _from_cache(cache: Optional[ParseCache], label: str, fd: int, out: Callable[
     cat = catalog or catalog_mod.current()
     fp = entry.parser
     fp.engine.attach(cat.user, cat.builtin)
+    fp.cached = entry.offset
     size = os.fstat(fd).st_size
     return fp, (cache.writer(key, entry) if size > entry.offset else None), entry.offset

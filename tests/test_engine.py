@@ -1,0 +1,57 @@
+"""The block engine: where blocks end never changes what a file gives; a hook that
+raises is counted and reported, never silently dropped; rules are skipped on blocks
+without their anchors but never miss a line."""
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from parsers.megatron import MegatronParser
+from tests.conftest import FIXTURE_LOGS, SHARED
+from tuimon.commands.cli import _report
+from tuimon.engine.ingest import FileParser, ParseStats, parse_file
+
+CORPUS = sorted((SHARED / "corpus").rglob("*.log"))[::7] if (SHARED / "corpus").exists() else []
+
+
+def _chunked(path, seed: int) -> list[dict]:
+    """Events of ``path`` fed in random pieces (1 byte to 1 MB; seed 0: one piece),
+    with every parser its text switches on woken first: when a parser wakes depends
+    on the block its SNIFF shows up in (it then reads that whole block), and this
+    test is about the rest."""
+    rng = random.Random(seed)
+    data = path.read_bytes()
+    fp = FileParser(str(path))
+    fp.engine.sniff(data.decode("utf-8", "replace"))
+    events, at = [], 0
+    while at < len(data):
+        step = rng.choice((1, 7, 100, 4096, 65536, 1 << 20)) if seed else len(data)
+        events += fp.feed(data[at:at + step])
+        at += step
+    return [e.to_dict() for e in events + fp.finish()]
+
+
+@pytest.mark.parametrize("path", FIXTURE_LOGS + CORPUS, ids=lambda p: p.name)
+def test_block_boundaries_do_not_matter(path):
+    whole = _chunked(path, 0)
+    assert whole, "every one of these files gives events"
+    for seed in (1, 2):
+        assert _chunked(path, seed) == whole
+
+
+def test_a_hook_that_raises_is_counted_and_reported(tmp_path, monkeypatch, capsys):
+    def broken(self, body, ctx):
+        raise ValueError("a parser bug")
+
+    monkeypatch.setattr(MegatronParser, "_on_effective", broken)
+    log = tmp_path / "run.log"
+    log.write_text(" iteration 1/ 10 | elapsed time per iteration (ms): 5.0 | lm loss: 1.0 |\n"
+                   "Effective Tera Flops per GPU: 41.9 and total parameters 52.0 B\n" * 3)
+    events, stats = parse_file(log)
+    assert stats.failed == 3
+    assert [e.iteration for e in events if e.type == "iteration"] == [1, 1, 1], "the other lines still count"
+    _report(stats, 1, 0.1)
+    assert "3 lines failed to parse" in capsys.readouterr().err
+    _report(ParseStats(lines=5), 1, 0.1)
+    assert "failed" not in capsys.readouterr().err
