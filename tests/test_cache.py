@@ -202,3 +202,52 @@ def test_an_unusable_cache_directory_costs_a_warning_not_the_run(tmp_path):
     (home / "tuimon").write_text("a file where the directory should be")
     r = _run("summary", "--format", "json", str(d), cache_home=home)
     assert json.loads(r.stdout) and r.stderr.count("parse cache off") == 1
+
+
+def _follow_once(root: Path, seconds: float = 0.6, **kw) -> list:
+    import threading
+
+    from tuimon.sources.local import LocalFollower
+
+    got: list = []
+    follower = LocalFollower([str(root)], got.extend, poll=0.05, **kw)
+    stop = threading.Event()
+    thread = threading.Thread(target=follower.run, args=(stop,))
+    thread.start()
+    import time
+    time.sleep(seconds)
+    stop.set()
+    thread.join()
+    follower.close()
+    return got
+
+
+def test_following_starts_from_the_cache_and_saves_to_it(tmp_path, counted):
+    root = tmp_path / "runs"
+    root.mkdir()
+    log = root / "a.log"
+    log.write_text(_lines(1, 3000))
+    first = _follow_once(root, cache=True)
+    assert counted[0] == log.stat().st_size
+    with open(log, "a") as fh:
+        fh.write(_lines(3000, 3100))
+    counted[0] = 0
+    again = _follow_once(root, cache=True)
+    assert counted[0] == len(_lines(3000, 3100)), "only the appended lines are parsed"
+    fresh = _follow_once(root)
+    assert _dicts(again) == _dicts(fresh) and _dicts(first) == _dicts(fresh)[:len(first)]
+    its = [e.iteration for e in again if e.type == "iteration"]
+    assert its == list(range(1, 3100))
+    summary = _run("summary", "--format", "json", str(root), cache_home=Path(os.environ["XDG_CACHE_HOME"]))
+    assert "parse cache" in summary.stderr and json.loads(summary.stdout)[0]["last_iteration"] == 3099
+
+
+def test_a_truncated_followed_file_restarts_its_entry(tmp_path):
+    root = tmp_path / "runs"
+    root.mkdir()
+    log = root / "a.log"
+    log.write_text(_lines(1, 500))
+    _follow_once(root, cache=True)
+    log.write_text(_lines(1, 20))
+    assert [e.iteration for e in _follow_once(root, cache=True) if e.type == "iteration"] == list(range(1, 20))
+    assert [e.iteration for e in _follow_once(root, cache=True) if e.type == "iteration"] == list(range(1, 20))

@@ -410,7 +410,7 @@ def cmd_follow(args) -> int:
     local, remote = split_paths(args.paths)
     follower = LocalFollower(local, emit, include=_include(args),
                              exclude=tuple(args.exclude) if args.exclude else DEFAULT_EXCLUDE, poll=args.poll,
-                             state_path=args.state, on_warning=_warn)
+                             state_path=args.state, on_warning=_warn, cache=not args.no_cache and not args.state)
     stop = threading.Event()
     thread = threading.Thread(target=supervise, args=(follower, stop, _warn), daemon=True) if local else None
     failed = False
@@ -474,11 +474,14 @@ def run_app(paths: list[str], args, *, poll: Optional[float] = None, quit_after:
             on_quit=None, after_start=None) -> int:
     """``after_start`` runs once the ingest process exists (it is forked while this
     process still has a single thread, which is fast and safe)."""
+    from ..engine import catalog
     from ..live.session import LiveSession
     from ..ui.app import TuimonApp
 
     session = LiveSession(paths, poll=poll, gpu_peak=args.gpu_peak or peak_for(args.gpu), process=True,
-                          ssh_config=getattr(args, "ssh_config", None))
+                          ssh_config=getattr(args, "ssh_config", None),
+                          cache=hasattr(args, "no_cache") and not args.no_cache,  # the demo's logs: not worth it
+                          catalog_spec=catalog.current().spec)
     session.start()
     if after_start is not None:
         after_start()

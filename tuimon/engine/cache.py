@@ -95,7 +95,8 @@ class ParseCache:
         self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)  # created private, before SQLite opens it
         os.close(fd)
-        db = sqlite3.connect(self.path, timeout=10.0, isolation_level=None)
+        # one thread at a time (a follower closes it after its polling thread ended)
+        db = sqlite3.connect(self.path, timeout=10.0, isolation_level=None, check_same_thread=False)
         try:
             db.execute("PRAGMA busy_timeout = 10000")
             if db.execute("PRAGMA journal_mode = WAL").fetchone()[0].lower() != "wal":
@@ -150,9 +151,9 @@ class ParseCache:
             return None
         try:
             return db.execute(sql, args).fetchall()
-        except sqlite3.DatabaseError as exc:
+        except sqlite3.Error as exc:
             self.close()
-            if self._move_aside(exc):
+            if isinstance(exc, sqlite3.DatabaseError) and self._move_aside(exc):
                 return None  # rebuilt on the next use
             self.warn(f"parse cache off: {exc}")
             self._broken = True
@@ -249,6 +250,7 @@ class EntryWriter:
         self.seq = 0
         self.buffer: list = []
         self.ok = True
+        self.dirty = False  # events added since the last commit
         if base is not None and base.chunks:
             done = cache._query("INSERT INTO chunks SELECT host, path, ?, seq, events FROM chunks "
                                 "WHERE host = ? AND path = ? AND gen = ?", (self.gen, cache.host, self.path, base.gen))
@@ -257,6 +259,7 @@ class EntryWriter:
 
     def add(self, events: list) -> None:
         if self.ok and events:
+            self.dirty = True
             self.buffer.extend(events)
             if len(self.buffer) >= CHUNK_EVENTS:
                 self._flush()
@@ -296,6 +299,11 @@ class EntryWriter:
                   state, time.time()))
         c._query("DELETE FROM chunks WHERE host = ? AND path = ? AND gen != ?", (c.host, self.path, self.gen))
         c._query("COMMIT", ())
+        self.dirty = False  # events added later go on in this generation, the next commit covers them
+
+    def restart(self) -> "EntryWriter":
+        """A writer for the same path from nothing (the file was truncated or replaced)."""
+        return EntryWriter(self.cache, os.fsdecode(self.path), None)
 
     def abandon(self) -> None:
         self.cache._query("DELETE FROM chunks WHERE host = ? AND path = ? AND gen = ?",

@@ -52,6 +52,12 @@ class FileParser:
         self.on_block = on_block  # (label, text of complete lines, first line number)
         self.cached = 0  # bytes restored from the parse cache
 
+    def __getstate__(self) -> dict:
+        """Saved without ``on_block`` (the follower's callback): the parse cache keeps the rest."""
+        state = dict(self.__dict__)
+        state["on_block"] = None
+        return state
+
     def feed(self, data: bytes) -> list[Event]:
         block = self.framer.feed(data)
         return self.engine.feed_block(block.text, block.first_line) if self._shown(block) else []

@@ -83,7 +83,11 @@ class LiveSession:
 
     def __init__(self, paths: Sequence[str], *, poll: Optional[float] = None, head_tail: Optional[int] = 64 << 20,
                  gpu_peak: Optional[float] = None, clock: Callable[[], float] = time.time, process: bool = False,
-                 ssh_config: Optional[str] = None, **follower_kw) -> None:
+                 ssh_config: Optional[str] = None, catalog_spec: Sequence[tuple[str, str]] = (),
+                 **follower_kw) -> None:
+        """``follower_kw`` go to the LocalFollower (``cache=True``: start from, and
+        save to, the parse cache); ``catalog_spec``: the user formats, for the
+        ingest process (a spawned one does not inherit them)."""
         self.store = JobStore()
         self.lock = threading.Lock()
         self.clock = clock
@@ -95,6 +99,7 @@ class LiveSession:
         self._paths = list(paths)
         self._options = dict(poll=poll, head_tail=head_tail, **follower_kw)
         self._remote_options = dict(ssh_config=ssh_config, poll=poll or 1.0)
+        self._catalog_spec = tuple(catalog_spec)
         self.process = process
         self.warnings: deque[str] = deque(maxlen=50)  # for the UI to show once each, then drop
         self.follower: Optional[LocalFollower] = None
@@ -123,7 +128,8 @@ class LiveSession:
             self._queue = ctx.Queue(maxsize=256)  # bounded: a slow UI slows the reader, never the reverse
             self._proc_stop = ctx.Event()
             self._proc = ctx.Process(target=ingest_main, args=(self._paths, self._options, self._queue,
-                                                               self._proc_stop, self._remote_options),
+                                                               self._proc_stop, self._remote_options,
+                                                               self._catalog_spec),
                                      name="tuimon-ingest", daemon=True)
             self._proc.start()
             target = self._receive
@@ -315,9 +321,14 @@ def _last_lines(text: str, n: int = 200) -> list[str]:
     return text.split("\n")[:-1]
 
 
-def ingest_main(paths: list[str], options: dict, out, stop, remote_options: Optional[dict] = None) -> None:
+def ingest_main(paths: list[str], options: dict, out, stop, remote_options: Optional[dict] = None,
+                catalog_spec: Sequence[tuple[str, str]] = ()) -> None:
     """Entry point of the ingest process: follow and parse local files and remote
     hosts, and send events, log tails and states to the UI process."""
+    from ..engine import catalog
+
+    if catalog_spec:
+        catalog.use(catalog.from_spec(catalog_spec))
     events: list[Event] = []
     tails: dict[str, list[str]] = {}
     lock = threading.Lock()

@@ -30,6 +30,8 @@ from typing import Any, Callable, Optional, Sequence
 
 from parsers.events import Event, Truncated
 
+from ..engine import catalog
+from ..engine.cache import CacheMiss, EntryWriter, ParseCache
 from ..engine.ingest import FileParser
 from . import state as saved
 from .discover import DEFAULT_EXCLUDE, DEFAULT_INCLUDE, PathError, matches
@@ -43,6 +45,7 @@ MAX_READ_PER_POLL = 16 << 20  # keeps one busy file from starving the others
 HOLE_MIN = 1 << 20  # sparse holes at least this large are skipped, not read as NULs
 SAVE_EVERY_LINES = 10_000  # with a state file: lines output between two saves, at most
 MAX_PARKED = 4096
+CACHE_EVERY = 30.0  # seconds between two commits of the parse cache entries being written
 ERROR_RETRY = 1.0
 
 
@@ -64,6 +67,9 @@ class Stream:
     mtime_ns: int = 0
     history: Optional["History"] = None
     detached_at: Optional[float] = None
+    #: the parse cache entry being written for this file (only while it is read whole, in order)
+    writer: Optional[EntryWriter] = None
+    skip_events: int = 0  # events the parser is yet to give again (a cache entry cut short)
 
 
 @dataclass(eq=False)
@@ -144,7 +150,11 @@ class LocalFollower:
                  on_block: Optional[Callable[[str, str, int], None]] = None,
                  on_warning: Optional[Callable[[str], None]] = None,
                  max_open: Optional[int] = None,
+                 cache: bool = False,
                  clock: Callable[[], float] = time.monotonic) -> None:
+        """With ``cache``, a file read before starts from its parse cache entry
+        (events and parser state), and what is read is saved there every
+        :data:`CACHE_EVERY` seconds and on :meth:`close`."""
         self.sink = sink
         self.include, self.exclude = tuple(include), tuple(exclude)
         self.forced_poll = poll is not None
@@ -195,6 +205,9 @@ class LocalFollower:
         self._dirs = Directories()
         self._walker = DirectoryWalker(self._wants, self._warn, clock)
         self.restarts = 0
+        self.use_cache = cache
+        self._cache: Optional[ParseCache] = None  # opened in the thread that polls (SQLite's rule)
+        self._cache_saved = clock()
 
     def _wants(self, name: str) -> bool:
         return matches(name, self.include) and not matches(name, self.exclude)
@@ -329,6 +342,8 @@ class LocalFollower:
         if events:
             self._dirty_state = True
             self.sink(events)
+        if self.use_cache and self.clock() - self._cache_saved >= CACHE_EVERY:
+            self.save_cache()
         return events
 
     def _guarded(self, f: Followed, events: list[Event]) -> bool:
@@ -421,6 +436,11 @@ class LocalFollower:
             self._warn(f"cannot save state to {display(self.state_path or '')}: {_describe(exc)}")
 
     def close(self) -> None:
+        if self.use_cache:
+            self.save_cache()
+            if self._cache is not None:
+                self._cache.close()
+                self._cache = None
         if self._observer is not None:
             try:
                 self._observer.stop()
@@ -614,11 +634,63 @@ class LocalFollower:
             self._positions.pop(f.path, None)
         else:
             self._resume(s, f.path)
+            if s.offset == 0 and self.use_cache:
+                self._from_cache(s, fd, st.st_size)
         self.streams[real_key] = s
         self.progress.bytes_total += max(0, st.st_size - s.offset)
         if self.head_tail and s.offset == 0 and st.st_size > self.head_tail:
             self._head_and_tail(s, st.st_size)
         return s
+
+    # -- the parse cache ------------------------------------------------------------------------
+    def _parse_cache(self) -> Optional[ParseCache]:
+        if self._cache is None:
+            self._cache = ParseCache(key=catalog.current().key, on_warning=self._warn)
+        return self._cache if self._cache.usable() else None
+
+    def _from_cache(self, s: Stream, fd: int, size: int) -> None:
+        """Start ``s`` (at 0) from its cache entry if the file is the one saved; then
+        (or when it is to be read from 0 in order) save what is read of it."""
+        cache = self._parse_cache()
+        if cache is None:
+            return
+        key = os.path.abspath(s.label)
+        entry = cache.load(key, fd)
+        if entry is not None and getattr(entry.parser, "label", None) == s.label:
+            handed = 0
+            try:
+                for events in cache.events(key, entry):
+                    self.sink(events)
+                    handed += len(events)
+            except CacheMiss:  # read again from 0; the same bytes give the same events: those out are skipped
+                entry = None
+                s.skip_events = handed
+            else:
+                parser = entry.parser
+                cat = catalog.current()
+                parser.engine.attach(cat.user, cat.builtin)
+                parser.on_block = self.on_block
+                s.parser = parser
+                s.offset = entry.offset
+                s.head = os.pread(fd, min(saved.HEAD_BYTES, entry.offset), 0)
+                s.last = os.pread(fd, saved.MARKER_BYTES, max(0, entry.offset - saved.MARKER_BYTES)) \
+                    if entry.offset >= saved.MARKER_BYTES else os.pread(fd, entry.offset, 0)
+                self._dirty_state = True
+        if s.offset == 0 and self.head_tail and size > self.head_tail:
+            return  # read head, tail, then middle: not in order, not for the cache
+        s.writer = cache.writer(key, entry)
+
+    def save_cache(self) -> None:
+        """Commit every stream's cache entry that took events since the last commit."""
+        self._cache_saved = self.clock()
+        for s in list(self.streams.values()):
+            w = s.writer
+            if w is None or not w.dirty:
+                continue
+            try:
+                w.commit(self._fd(s), s.offset, s.parser)
+            except OSError:
+                s.writer = None
 
     @staticmethod
     def _resume_parked(s: Stream, parked: Parked, fd: int) -> None:
@@ -813,7 +885,14 @@ class LocalFollower:
             data = stripped
         if data:
             before = s.parser.framer.next_line
-            events.extend(s.parser.feed(data))
+            new = s.parser.feed(data)
+            if s.writer is not None:
+                s.writer.add(new)
+            if s.skip_events:
+                drop = min(s.skip_events, len(new))
+                s.skip_events -= drop
+                new = new[drop:]
+            events.extend(new)
             self._lines_unsaved += s.parser.framer.next_line - before
 
     def _remember(self, s: Stream) -> None:
@@ -834,6 +913,9 @@ class LocalFollower:
             # the file are only in their copies, which are older than its last write
             self._read_rotated_siblings(f, s.key, events, not_after=s.mtime_ns or None)
         events.append(Truncated(file=s.label, line=s.parser.framer.next_line, reason=reason))
+        if s.writer is not None:  # the entry was of the old content: the new one starts at 0
+            s.writer.abandon()
+            s.writer = s.writer.restart()
         s.parser = self._parser(s.label)
         s.offset = 0
         s.head = b""
