@@ -184,12 +184,20 @@ def timed(cmd: list[str], cwd: str | None = None, env: dict | None = None) -> tu
     return elapsed, peak[0], out
 
 
+def _no_cache(repo: str) -> list[str]:
+    """``--no-cache`` where the checkout knows it (a baseline may predate the cache)."""
+    out = subprocess.run([sys.executable, "-m", "tuimon", "summary", "--help"], capture_output=True, text=True,
+                         cwd=repo).stdout
+    return ["--no-cache"] if "--no-cache" in out else []
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--mb", type=float, default=100)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--shapes", default=",".join(SHAPES))
     ap.add_argument("--repo", default=str(HERE.parent), help="checkout whose tuimon to time (cwd for python -m)")
+    ap.add_argument("--baseline", help="another checkout to time beside --repo, alternating (its default only)")
     ap.add_argument("--reopen", action="store_true", help="also time reopening an unchanged directory")
     ap.add_argument("--reopen-mb", type=float, default=1000)
     args = ap.parse_args()
@@ -206,12 +214,15 @@ def main() -> None:
                 print(f"{shape:20s} SKIPPED: ../shared/corpus not found")
                 continue
             mb = log.stat().st_size / 1e6
-            best = {"perl": float("inf"), "default": float("inf"), "jobs1": float("inf")}
-            rss = {"default": 0, "jobs1": 0}
+            best = {"perl": float("inf"), "default": float("inf"), "jobs1": float("inf"), "base": float("inf")}
+            rss = {"default": 0, "jobs1": 0, "base": 0}
+            runs = [("default", [], args.repo), ("jobs1", ["--jobs", "1"], args.repo)]
+            if args.baseline:
+                runs.append(("base", [], args.baseline))
             for _ in range(args.runs):  # alternating, best of each
                 best["perl"] = min(best["perl"], timed(["perl", "-lne", PERL, str(log)])[0])
-                for name, extra in (("default", []), ("jobs1", ["--jobs", "1"])):
-                    t, peak, _ = timed(tui + extra + ["--no-cache", str(log)], cwd=args.repo, env=env)
+                for name, extra, repo in runs:
+                    t, peak, _ = timed(tui + extra + _no_cache(repo) + [str(log)], cwd=repo, env=env)
                     best[name] = min(best[name], t)
                     rss[name] = max(rss[name], peak)
             row = (shape, mb, mb / best["perl"], mb / best["default"], mb / best["jobs1"],
@@ -220,6 +231,10 @@ def main() -> None:
             rows.append(row)
             print("{:20s} {:7.1f} MB  perl {:7.1f} MB/s  default {:6.1f} MB/s  jobs1 {:6.1f} MB/s  "
                   "ratio {:.3f} / {:.3f}  RSS {:5.0f} / {:5.0f} MB".format(*row), flush=True)
+            if args.baseline:
+                print(f"{'':20s} baseline default {mb / best['base']:6.1f} MB/s (ratio {best['perl'] / best['base']:.3f}, "
+                      f"RSS {rss['base'] / 1024:.0f} MB); this checkout / baseline: {best['base'] / best['default']:.2f}x",
+                      flush=True)
             log.unlink()
         if rows:
             print("\n| shape | MB | perl MB/s | default MB/s | --jobs 1 MB/s | ratio default | ratio --jobs 1 "
