@@ -34,7 +34,7 @@ sys.path.insert(0, str(HERE))
 from summary_throughput import PERL  # noqa: E402
 from summary_throughput import block as sparse_block  # noqa: E402
 
-SHARED = HERE.parent.parent / "shared" / "corpus"
+SHARED = Path(os.environ.get("TUIMON_SHARED", HERE.parent.parent / "shared")) / "corpus"
 
 
 def _dense(i: int) -> str:
