@@ -31,7 +31,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from summary_throughput import PERL  # noqa: E402
+from summary_throughput import PERL, generate  # noqa: E402
 from summary_throughput import block as sparse_block  # noqa: E402
 
 SHARED = Path(os.environ.get("TUIMON_SHARED", HERE.parent.parent / "shared")) / "corpus"
@@ -89,14 +89,7 @@ def _titan_hf(i: int) -> str:
 
 
 def _generated(path: Path, megabytes: float, make) -> None:
-    target = int(megabytes * 1_000_000)
-    written, i = 0, 1
-    with open(path, "w") as fh:
-        while written < target:
-            chunk = "".join(make(j) for j in range(i, i + 200))
-            fh.write(chunk)
-            written += len(chunk.encode())
-            i += 200
+    generate(path, megabytes, make)
 
 
 def _replicated(path: Path, megabytes: float, sources: list[Path]) -> bool:

@@ -45,13 +45,14 @@ def block(i: int) -> str:
     )
 
 
-def generate(path: Path, megabytes: int) -> int:
-    target = megabytes * 1_000_000
+def generate(path: Path, megabytes: float, make=block) -> int:
+    """A log of about ``megabytes`` MB made of ``make(i)`` for i = 1, 2, ..."""
+    target = int(megabytes * 1_000_000)
     written = 0
     i = 1
     with open(path, "w") as fh:
         while written < target:
-            chunk = "".join(block(j) for j in range(i, i + 500))
+            chunk = "".join(make(j) for j in range(i, i + 500))
             fh.write(chunk)
             written += len(chunk.encode())
             i += 500

@@ -387,3 +387,40 @@ async def test_a_cut_in_the_middle_of_a_round_loses_nothing(server, tmp_path, mo
         await asyncio.wait_for(task, 10)
     assert opens["n"] > 60, "the cut never happened"
     assert sorted(got) == list(range(1, 51)) + list(range(100, 150))
+
+
+def test_remote_files_use_the_parse_cache_keyed_by_host(server, tmp_path):
+    """A remote file read before comes from the cache (keyed by host: no inode over
+    SFTP, its first bytes and those before the saved offset tell it is the same);
+    one that grew is read from the saved offset, one replaced from the start."""
+    logs = copy_fixtures(tmp_path / "logs")
+    spec = f"tuimon-test:{logs}"
+    args = ("summary", spec, "--format", "json", "--ssh-config", str(server.config))
+    home = tmp_path / "cache-home"
+
+    def cli(*argv):  # this test's own cache: its counts are of its entries alone
+        env = dict(os.environ, PYTHONPATH=str(ROOT), XDG_CACHE_HOME=str(home))
+        return subprocess.run([sys.executable, "-m", "tuimon", *argv], capture_output=True, text=True, env=env,
+                              timeout=120)
+
+    plain = json.loads(cli(*args, "--no-cache").stdout)
+    first = cli(*args)
+    assert first.returncode == 0 and json.loads(first.stdout) == plain, first.stderr
+    n = len(list(logs.iterdir()))
+    assert f"files: {n} " in cli("cache", "info").stdout
+    again = cli(*args)
+    assert json.loads(again.stdout) == plain
+    events_plain = cli("events", spec, "--ssh-config", str(server.config), "--no-cache").stdout
+    assert cli("events", spec, "--ssh-config", str(server.config)).stdout == events_plain
+    # rows are keyed by host: the same paths read locally are entries of their own
+    assert json.loads(cli("summary", str(logs), "--format", "json").stdout)
+    assert f"files: {2 * n} " in cli("cache", "info").stdout
+    target = logs / "stronghold-run.log"
+    with open(target, "a") as fh:
+        fh.write(" iteration       51/      50 | elapsed time per iteration (ms): 7777.0 | lm loss: 9.9E+00 |\n")
+    grown = cli("events", spec, "--ssh-config", str(server.config)).stdout
+    assert grown == cli("events", spec, "--ssh-config", str(server.config), "--no-cache").stdout
+    assert '"iteration": 51' in grown
+    target.write_text(target.read_text().replace("lm loss", "lm  loss"))  # same file name, other content
+    replaced = cli("events", spec, "--ssh-config", str(server.config)).stdout
+    assert replaced == cli("events", spec, "--ssh-config", str(server.config), "--no-cache").stdout

@@ -265,7 +265,7 @@ def _read_remote(args, specs, sink) -> bool:
 
     errors: list[str] = []
     asyncio.run(read_remote(specs, sink, ssh_config=args.ssh_config, on_error=errors.append,
-                            on_warning=_warn, include=_include(args)))
+                            on_warning=_warn, include=_include(args), cache=not args.no_cache))
     for message in errors:
         _err(message)
     return not errors
@@ -297,12 +297,12 @@ def _cache(args):
 
 
 def _parse_into(store: JobStore, files: list[Path], jobs: Optional[int] = None, cache=None) -> ParseStats:
-    from ..engine.pool import parse_files
+    from ..engine.pool import parse_files_into
 
     for path in files:
         store.add_file(str(path))
-    return parse_files(files, store.add, jobs=jobs, cache=cache,
-                       on_error=lambda path, exc: _err(f"cannot read {path}: {exc.strerror or exc}"))
+    return parse_files_into(store, files, jobs=jobs, cache=cache,
+                            on_error=lambda path, exc: _err(f"cannot read {path}: {exc.strerror or exc}"))
 
 
 def cmd_summary(args) -> int:
@@ -455,7 +455,7 @@ def _follow_remote(args, specs, emit) -> bool:
         hosts: list = []
         task = asyncio.ensure_future(read_remote(specs, emit, ssh_config=args.ssh_config, follow=True,
                                                  on_error=fatal, on_warning=_warn, poll=args.poll or 1.0,
-                                                 hosts_out=hosts))
+                                                 hosts_out=hosts, cache=not args.no_cache and not args.state))
         shown: dict[str, str] = {}
         while not task.done():
             for h in hosts:

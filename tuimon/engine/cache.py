@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator, Optional
 
-SCHEMA = 2
+SCHEMA = 4
 HEAD_BYTES = 4096  # hashed from the start of the file
 TAIL_BYTES = 4096  # hashed just before the saved offset
 
@@ -44,7 +44,29 @@ class Entry:
     offset: int  # bytes of the file the saved events and state cover
     parser: Any  # the FileParser state at ``offset``
     gen: int  # the generation whose chunks hold the events
-    chunks: int
+    chunks: Optional[int]  # None: the events were not saved (a summary saves only the store)
+    partial: Optional[bytes]  # the pickled store of the file's events alone (see JobStore.merge_file)
+
+    def store(self) -> Any:
+        """The saved store of the file's events (None if there is none or it cannot be read)."""
+        if self.partial is None:
+            return None
+        try:
+            return pickle.loads(zlib.decompress(self.partial))
+        except Exception:
+            return None
+
+
+def _corrupt(exc: BaseException) -> bool:
+    """Whether SQLite says the file is not a (sound) database: only then is it moved
+    aside.  A busy or locked database, a full disk, are not reasons to drop the cache."""
+    if not isinstance(exc, sqlite3.DatabaseError):
+        return False
+    name = getattr(exc, "sqlite_errorname", "")
+    if name:
+        return name in ("SQLITE_CORRUPT", "SQLITE_NOTADB") or name.startswith(("SQLITE_CORRUPT_", "SQLITE_IOERR_SHORT"))
+    text = str(exc).lower()
+    return "malformed" in text or "not a database" in text
 
 
 def _key(path: str) -> bytes:
@@ -81,7 +103,7 @@ class ParseCache:
         try:
             self._db = self._open()
         except (sqlite3.DatabaseError, OSError) as exc:
-            if isinstance(exc, sqlite3.DatabaseError) and self._move_aside(exc):
+            if _corrupt(exc) and self._move_aside(exc):
                 try:
                     self._db = self._open()
                     return self._db
@@ -106,8 +128,9 @@ class ParseCache:
                 db.execute("DROP TABLE IF EXISTS files")
                 db.execute("DROP TABLE IF EXISTS chunks")
             db.execute("CREATE TABLE IF NOT EXISTS files (host TEXT, path BLOB, dev INTEGER, ino INTEGER, "
-                       "head_len INTEGER, head BLOB, offset INTEGER, tail BLOB, formats TEXT, gen INTEGER, "
-                       "chunks INTEGER, state BLOB, saved REAL, PRIMARY KEY (host, path))")
+                       "head_len INTEGER, head BLOB, offset INTEGER, tail_len INTEGER, tail BLOB, formats TEXT, "
+                       "gen INTEGER, "
+                       "chunks INTEGER, state BLOB, partial BLOB, saved REAL, PRIMARY KEY (host, path))")
             # events a chunk at a time, written as they are parsed: memory stays bounded
             db.execute("CREATE TABLE IF NOT EXISTS chunks (host TEXT, path BLOB, gen INTEGER, seq INTEGER, "
                        "events BLOB, PRIMARY KEY (host, path, gen, seq))")
@@ -153,7 +176,7 @@ class ParseCache:
             return db.execute(sql, args).fetchall()
         except sqlite3.Error as exc:
             self.close()
-            if isinstance(exc, sqlite3.DatabaseError) and self._move_aside(exc):
+            if _corrupt(exc) and self._move_aside(exc):
                 return None  # rebuilt on the next use
             self.warn(f"parse cache off: {exc}")
             self._broken = True
@@ -170,16 +193,28 @@ class ParseCache:
     # -- entries ----------------------------------------------------------------------
     def load(self, path: str, fd: int) -> Optional[Entry]:
         """The saved entry of the open file ``fd`` at ``path`` if it is still that file."""
-        rows = self._query("SELECT dev, ino, head_len, head, offset, tail, formats, gen, chunks, state FROM files "
-                           "WHERE host = ? AND path = ?", (self.host, _key(path)))
-        if not rows:
+        row = self.saved(path)
+        if row is None:
             self.misses += 1
             return None
-        dev, ino, head_len, head, offset, tail, formats, gen, chunks, state = rows[0]
         st = os.fstat(fd)
-        if (dev, ino) != (st.st_dev, st.st_ino) or formats != self.key or st.st_size < offset or \
-                _digest(_read_at(fd, 0, head_len)) != head or \
-                _digest(_read_at(fd, max(0, offset - TAIL_BYTES), min(offset, TAIL_BYTES))) != tail:
+        head = _read_at(fd, 0, row.head_len)
+        tail = _read_at(fd, row.offset - row.tail_len, row.tail_len) if row.offset >= row.tail_len else b""
+        return self.check(row, Ident(st.st_dev, st.st_ino, head, tail), st.st_size)
+
+    def saved(self, path: str) -> Optional["Row"]:
+        """The row saved for ``path``, unchecked: which bytes to read to check it."""
+        rows = self._query("SELECT dev, ino, head_len, head, offset, tail_len, tail, formats, gen, chunks, state, "
+                           "partial FROM files WHERE host = ? AND path = ?", (self.host, _key(path)))
+        return Row(*rows[0]) if rows else None
+
+    def check(self, row: "Row", ident: "Ident", size: int) -> Optional[Entry]:
+        """``row``'s entry if the file is still the one saved: ``ident`` holds its
+        ``row.head_len`` first bytes and the ``row.tail_len`` bytes before ``row.offset``."""
+        offset, state = row.offset, row.state
+        if (row.dev, row.ino) != (ident.dev, ident.ino) or row.formats != self.key or size < offset or \
+                len(ident.head) != row.head_len or _digest(ident.head) != row.head or \
+                len(ident.tail) != row.tail_len or _digest(ident.tail) != row.tail:
             self.misses += 1
             return None
         try:
@@ -187,16 +222,16 @@ class ParseCache:
         except Exception:  # an entry of another build: parse again
             self.misses += 1
             return None
-        if st.st_size > offset:
+        if size > offset:
             self.grown += 1
         else:
             self.hits += 1
-        return Entry(offset, parser, gen, chunks)
+        return Entry(offset, parser, row.gen, row.chunks, row.partial)
 
     def events(self, path: str, entry: Entry) -> Iterator[list]:
         """The saved events of ``entry``, a chunk at a time; an unreadable chunk raises
         :class:`CacheMiss` (the caller parses the file again)."""
-        for seq in range(entry.chunks):
+        for seq in range(entry.chunks or 0):
             rows = self._query("SELECT events FROM chunks WHERE host = ? AND path = ? AND gen = ? AND seq = ?",
                                (self.host, _key(path), entry.gen, seq))
             if not rows:
@@ -208,6 +243,16 @@ class ParseCache:
 
     def writer(self, path: str, base: Optional[Entry]) -> "EntryWriter":
         return EntryWriter(self, path, base)
+
+    def save_store(self, path: str, fd: int, offset: int, parser: Any, store: Any) -> None:
+        """An entry of the parser state and the store of the file's events, without the
+        events themselves (what ``summary`` needs to take a file in again at once)."""
+        try:
+            state = zlib.compress(pickle.dumps(parser, protocol=pickle.HIGHEST_PROTOCOL), 1)
+            partial = zlib.compress(pickle.dumps(store, protocol=pickle.HIGHEST_PROTOCOL), 1)
+        except Exception:
+            return
+        _commit_row(self, _key(path), Ident.of(fd, offset), offset, 0, None, state, partial)
 
     def info(self) -> dict:
         rows = self._query("SELECT count(*), coalesce(sum(length(state)), 0), coalesce(sum(offset), 0) FROM files", ())
@@ -232,6 +277,51 @@ class ParseCache:
         return rows[0][0] if rows else 0
 
 
+@dataclass
+class Row:
+    dev: int
+    ino: int
+    head_len: int
+    head: bytes
+    offset: int
+    tail_len: int
+    tail: bytes
+    formats: str
+    gen: int
+    chunks: Optional[int]
+    state: bytes
+    partial: Optional[bytes]
+
+
+@dataclass
+class Ident:
+    """What tells a file apart: device and inode (0 and 0 where there are none, as
+    over SFTP), its first bytes and the bytes just before the saved offset."""
+
+    dev: int
+    ino: int
+    head: bytes
+    tail: bytes
+
+    @classmethod
+    def of(cls, fd: int, offset: int) -> "Ident":
+        st = os.fstat(fd)
+        tail_len = min(offset, TAIL_BYTES)
+        return cls(st.st_dev, st.st_ino, _read_at(fd, 0, min(offset, HEAD_BYTES)),
+                   _read_at(fd, offset - tail_len, tail_len))
+
+
+def _commit_row(c: ParseCache, path: bytes, ident: Ident, offset: int, gen: int, chunks: Optional[int],
+                state: bytes, partial: Optional[bytes]) -> None:
+    """The file's row; chunks of other generations go."""
+    c._query("BEGIN IMMEDIATE", ())
+    c._query("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+             (c.host, path, ident.dev, ident.ino, len(ident.head), _digest(ident.head), offset, len(ident.tail),
+              _digest(ident.tail), c.key, gen, chunks, state, partial, time.time()))
+    c._query("DELETE FROM chunks WHERE host = ? AND path = ? AND gen != ?", (c.host, path, gen))
+    c._query("COMMIT", ())
+
+
 class CacheMiss(Exception):
     """Saved events could not be read back."""
 
@@ -251,16 +341,22 @@ class EntryWriter:
         self.buffer: list = []
         self.ok = True
         self.dirty = False  # events added since the last commit
+        from ..store.job_store import JobStore  # the store of the file's events alone, saved beside them
+
+        self.store = (base.store() if base is not None else None) or JobStore()
+        if base is not None and base.partial is None:
+            self.ok = False  # an entry without its store cannot be extended: written anew next time
         if base is not None and base.chunks:
             done = cache._query("INSERT INTO chunks SELECT host, path, ?, seq, events FROM chunks "
                                 "WHERE host = ? AND path = ? AND gen = ?", (self.gen, cache.host, self.path, base.gen))
-            self.ok = done is not None
+            self.ok = self.ok and done is not None
             self.seq = base.chunks
 
     def add(self, events: list) -> None:
         if self.ok and events:
             self.dirty = True
             self.buffer.extend(events)
+            self.store.add(events)
             if len(self.buffer) >= CHUNK_EVENTS:
                 self._flush()
 
@@ -279,6 +375,10 @@ class EntryWriter:
         self.seq += 1
 
     def commit(self, fd: int, offset: int, parser: Any) -> None:
+        self.commit_as(Ident.of(fd, offset), offset, parser)
+
+    def commit_as(self, ident: Ident, offset: int, parser: Any) -> None:
+        """:meth:`commit` for a file known by ``ident`` (a remote one)."""
         self._flush()
         if not self.ok:
             self.abandon()
@@ -288,17 +388,11 @@ class EntryWriter:
         except Exception:
             self.abandon()
             return
-        st = os.fstat(fd)
-        head_len = min(offset, HEAD_BYTES)
-        head = _digest(_read_at(fd, 0, head_len))
-        tail = _digest(_read_at(fd, max(0, offset - TAIL_BYTES), min(offset, TAIL_BYTES)))
-        c = self.cache
-        c._query("BEGIN IMMEDIATE", ())
-        c._query("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                 (c.host, self.path, st.st_dev, st.st_ino, head_len, head, offset, tail, c.key, self.gen, self.seq,
-                  state, time.time()))
-        c._query("DELETE FROM chunks WHERE host = ? AND path = ? AND gen != ?", (c.host, self.path, self.gen))
-        c._query("COMMIT", ())
+        try:
+            partial = zlib.compress(pickle.dumps(self.store, protocol=pickle.HIGHEST_PROTOCOL), 1)
+        except Exception:
+            partial = None
+        _commit_row(self.cache, self.path, ident, offset, self.gen, self.seq, state, partial)
         self.dirty = False  # events added later go on in this generation, the next commit covers them
 
     def restart(self) -> "EntryWriter":

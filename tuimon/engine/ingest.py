@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Any, Callable, Optional
 
 from parsers.events import Event
 
@@ -106,17 +106,12 @@ def parse_file(path: Path, label: Optional[str] = None,
         if fp is None:
             fp = FileParser(label, catalog)
             writer = cache.writer(_cache_key(label), None) if cache is not None else None
-        fh.seek(offset)
-        while True:
-            chunk = fh.read(read_size)
-            if not chunk:
-                break
-            offset += len(chunk)
-            events = fp.feed(chunk)
-            if events:
-                out(events)
-                if writer is not None:
-                    writer.add(events)
+        def taken(events: list[Event]) -> None:
+            out(events)
+            if writer is not None:
+                writer.add(events)
+
+        offset = _read_on(fh, fp, offset, read_size, taken)
         if writer is not None:
             writer.commit(fh.fileno(), offset, fp)  # the state before the end-of-input flush
         tail = fp.finish()
@@ -156,7 +151,7 @@ def _from_cache(cache: Optional[ParseCache], label: str, fd: int, out: Callable[
         return None, None, 0
     key = _cache_key(label)
     entry = cache.load(key, fd)
-    if entry is None or getattr(entry.parser, "label", None) != label:
+    if entry is None or entry.chunks is None or getattr(entry.parser, "label", None) != label:
         return None, None, 0
     handed = 0
     try:
@@ -171,3 +166,48 @@ def _from_cache(cache: Optional[ParseCache], label: str, fd: int, out: Callable[
     fp.cached = entry.offset
     size = os.fstat(fd).st_size
     return fp, (cache.writer(key, entry) if size > entry.offset else None), entry.offset
+
+
+def parse_file_store(path: Path, label: Optional[str] = None, read_size: int = READ_SIZE,
+                     catalog: Optional[Catalog] = None, cache: Optional[ParseCache] = None) -> tuple[Any, ParseStats]:
+    """A store of the file's events alone (merge it with :meth:`JobStore.merge_file`),
+    and the stats.  With ``cache``, a file read before is taken in from its saved
+    store at once, and only what it gained since is parsed."""
+    from ..sources.files import open_regular
+    from ..store.job_store import JobStore
+
+    label = label or str(path)
+    fd, _ = open_regular(str(path))
+    with open(fd, "rb", closefd=True) as fh:
+        store, fp, offset = None, None, 0
+        key = _cache_key(label)
+        if cache is not None:
+            entry = cache.load(key, fh.fileno())
+            if entry is not None and getattr(entry.parser, "label", None) == label:
+                store = entry.store()
+                if store is not None:
+                    cat = catalog or catalog_mod.current()
+                    fp = entry.parser
+                    fp.engine.attach(cat.user, cat.builtin)
+                    fp.cached = offset = entry.offset
+        if fp is None or store is None:
+            store, fp, offset = JobStore(), FileParser(label, catalog), 0
+        start = offset
+        offset = _read_on(fh, fp, offset, read_size, store.add)
+        if cache is not None and (offset > start or not fp.cached):
+            cache.save_store(key, fh.fileno(), offset, fp, store)  # before the end-of-input flush
+        store.add(fp.finish())
+    return store, fp.stats
+
+
+def _read_on(fh: Any, fp: FileParser, offset: int, read_size: int, out: Callable[[list[Event]], None]) -> int:
+    """Feed ``fp`` the file from ``offset`` to its end; returns the offset reached."""
+    fh.seek(offset)
+    while True:
+        chunk = fh.read(read_size)
+        if not chunk:
+            return offset
+        offset += len(chunk)
+        events = fp.feed(chunk)
+        if events:
+            out(events)

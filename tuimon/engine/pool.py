@@ -1,10 +1,11 @@
 """Many files on several cores: each file parsed whole, by one process.
 
 A file's lines are read in order by one engine (parser state runs from line to
-line), so the unit of parallel work is the file.  Workers take the small files
-(their events pickled back are cheap beside their parse); the big ones are read
-here meanwhile, so one big file costs what ``--jobs 1`` costs.  Events reach the
-sink file by file, in the order of ``files``, as in one pass.
+line), so the unit of parallel work is the file.  Each file is parsed into a job
+store of its own, merged into the caller's in the order of the files (what adding
+their events in turn gives).  Workers take the small files (a store pickled back
+is a few numpy arrays); the big ones are read here meanwhile, so one big file
+costs what ``--jobs 1`` costs.
 """
 from __future__ import annotations
 
@@ -16,12 +17,11 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from pathlib import Path
 from typing import Callable, Optional, Sequence
 
-from parsers.events import Event
-
+from ..store.job_store import JobStore
 from . import catalog
 from .alloc import keep_freed_memory
 from .cache import ParseCache
-from .ingest import ParseStats, parse_file
+from .ingest import ParseStats, parse_file_store
 
 #: files up to this size go to workers; a bigger one is parsed here, streamed to the
 #: sink a block at a time (its events never wait in memory)
@@ -42,27 +42,28 @@ def process_context():
 def _parse_whole(path: str, spec: Sequence[tuple[str, str]], cache_path: Optional[str]) -> bytes:
     keep_freed_memory()
     cat = catalog.from_spec(spec)
-    events: list[Event] = []
     cache = ParseCache(Path(cache_path), key=cat.key) if cache_path else None
     try:
-        _, stats = parse_file(Path(path), path, sink=events.extend, catalog=cat, cache=cache)
+        result = parse_file_store(Path(path), path, catalog=cat, cache=cache)
     finally:
         if cache is not None:
             cache.close()
-    return pickle.dumps((events, stats), protocol=pickle.HIGHEST_PROTOCOL)
+    return pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL)
 
 
 def _result(future: Future) -> Optional[tuple]:
-    """A worker's events and stats; None if it died or failed (the file is then read here)."""
+    """A worker's store and stats; None if it died or failed (the file is then read here)."""
     try:
         return pickle.loads(future.result())
     except Exception:
         return None
 
 
-def parse_files(files: list[Path], sink: Callable[[list[Event]], None], *, jobs: Optional[int] = None,
-                on_error: Callable[[Path, OSError], None], cache: Optional[ParseCache] = None) -> ParseStats:
-    """With ``cache``, files read before are not parsed again (each worker opens the database itself)."""
+def parse_files_into(store: JobStore, files: list[Path], *, jobs: Optional[int] = None,
+                     on_error: Callable[[Path, OSError], None], cache: Optional[ParseCache] = None) -> ParseStats:
+    """Each file parsed into a store of its own (by a worker, or here), merged into
+    ``store`` in the order of ``files``: what adding their events in turn would give.
+    With ``cache``, files read before are taken in from their saved stores."""
     jobs = jobs or cores()
     cache_path = str(cache.path) if cache is not None and cache.usable() else None
     sizes: dict[Path, int] = {}
@@ -84,14 +85,11 @@ def parse_files(files: list[Path], sink: Callable[[list[Event]], None], *, jobs:
         for path in files:
             try:
                 whole = _result(futures[path]) if path in futures else None
-                if whole is not None:
-                    events, stats = whole
-                    sink(events)
-                else:
-                    _, stats = parse_file(path, str(path), sink=sink, cache=cache)
+                part, stats = whole if whole is not None else parse_file_store(path, str(path), cache=cache)
             except OSError as exc:
                 on_error(path, exc)
                 continue
+            store.merge_file(str(path), part)
             total.add(stats)
     finally:
         if pool is not None:

@@ -98,7 +98,7 @@ class LiveSession:
         self._job_versions: dict[str, int] = {}
         self._paths = list(paths)
         self._options = dict(poll=poll, head_tail=head_tail, **follower_kw)
-        self._remote_options = dict(ssh_config=ssh_config, poll=poll or 1.0)
+        self._remote_options = dict(ssh_config=ssh_config, poll=poll or 1.0, cache=bool(follower_kw.get("cache")))
         self._catalog_spec = tuple(catalog_spec)
         self.process = process
         self.warnings: deque[str] = deque(maxlen=50)  # for the UI to show once each, then drop

@@ -656,6 +656,8 @@ class LocalFollower:
             return
         key = os.path.abspath(s.label)
         entry = cache.load(key, fd)
+        if entry is not None and entry.chunks is None:
+            entry = None  # saved without its events (by a summary): read from 0
         if entry is not None and getattr(entry.parser, "label", None) == s.label:
             handed = 0
             try:

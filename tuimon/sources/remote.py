@@ -35,12 +35,15 @@ from typing import Callable, Optional
 
 from parsers.events import Event, Truncated
 
+from ..engine import catalog
+from ..engine.cache import CacheMiss, EntryWriter, Ident, ParseCache
 from ..engine.ingest import FileParser
 from .discover import DEFAULT_EXCLUDE, DEFAULT_INCLUDE, matches
 from .specs import RemoteSpec, parse_spec, split_paths  # noqa: F401  (re-exported)
 
 HEAD_BYTES = 1024
 MARKER_BYTES = 32
+CACHE_EVERY = 30.0  # seconds between two commits of the parse cache entries being written
 READ_SIZE = 1 << 20
 MAX_DEPTH = 6
 
@@ -131,6 +134,9 @@ class RemoteFile:
     mtime_seen: Optional[int] = None
     interval: float = 0.0  # adaptive: short after a change, doubling while idle
     due: float = 0.0
+    writer: Optional[EntryWriter] = None  # its parse cache entry, while it is read whole, in order
+    cache_checked: bool = False
+    skip_events: int = 0  # events the parser is yet to give again (a cache entry cut short)
 
 
 @dataclass(eq=False)
@@ -187,12 +193,70 @@ class RemoteHost:
     hot: set = field(default_factory=set)  # files that changed lately: polled by stat until quiet
     roots_seen: bool = False  # every root existed once: a missing one later is a state, not an error
     warned: set = field(default_factory=set)
+    cache: bool = False  # start files from the parse cache (keyed by this host) and save to it
+    _cache: Optional[ParseCache] = None
+    _cache_saved: float = 0.0
 
     @property
     def host(self) -> str:
         return self.endpoint[0]
 
+    # -- the parse cache ------------------------------------------------------------------------
+    def _parse_cache(self) -> Optional[ParseCache]:
+        if self._cache is None:
+            host, user, port = self.endpoint
+            self._cache = ParseCache(key=catalog.current().key, host=f"ssh:{user or ''}@{host}:{port or ''}",
+                                     on_warning=self.on_warning)
+        return self._cache if self._cache.usable() else None
+
+    async def _from_cache(self, fh, rf: RemoteFile, size: int, events: list[Event]) -> None:
+        """A file read from 0: start from its cache entry if it is still the file saved
+        (no inode over SFTP: its first bytes and those before the saved offset tell)."""
+        rf.cache_checked = True
+        cache = self._parse_cache()
+        if cache is None:
+            return
+        row = cache.saved(rf.path)
+        entry = None
+        if row is not None and row.offset <= size:
+            head = await fh.read(row.head_len, 0) if row.head_len else b""
+            tail = await fh.read(row.tail_len, row.offset - row.tail_len) if row.tail_len else b""
+            entry = cache.check(row, Ident(0, 0, head, tail), size)
+        if entry is not None and (entry.chunks is None or getattr(entry.parser, "label", None) != rf.label):
+            entry = None
+        if entry is not None:
+            handed = 0
+            try:
+                for chunk in cache.events(rf.path, entry):
+                    events.extend(chunk)
+                    handed += len(chunk)
+            except CacheMiss:  # read from 0; the same bytes give the same events: those out are skipped
+                rf.skip_events, entry = handed, None
+            else:
+                cat = catalog.current()
+                entry.parser.engine.attach(cat.user, cat.builtin)
+                rf.parser, rf.offset = entry.parser, entry.offset
+                rf.head = await fh.read(min(HEAD_BYTES, rf.offset), 0)
+                rf.last = await fh.read(min(MARKER_BYTES, rf.offset), rf.offset - min(MARKER_BYTES, rf.offset))
+        rf.writer = cache.writer(rf.path, entry)
+
+    def _save_cache(self) -> None:
+        self._cache_saved = time.monotonic()
+        for rf in self.files.values():
+            if rf.writer is not None and rf.writer.dirty:
+                tail = rf.last[-min(len(rf.last), rf.offset):] if rf.offset else b""
+                rf.writer.commit_as(Ident(0, 0, rf.head[:min(HEAD_BYTES, rf.offset)], tail), rf.offset, rf.parser)
+
     async def run(self, stop: asyncio.Event) -> None:
+        try:
+            await self._run(stop)
+        finally:
+            if self._cache is not None:
+                if not self.once:
+                    self._save_cache()
+                self._cache.close()
+
+    async def _run(self, stop: asyncio.Event) -> None:
         delay = 1.0
         while not stop.is_set():
             try:
@@ -295,6 +359,8 @@ class RemoteHost:
                 if rf.interval >= self.max_idle and path not in self.explicit:
                     self.hot.discard(path)  # quiet: the listings watch it from now on
             self.state.files = len(self.files)
+            if self.cache and (self.once or time.monotonic() - self._cache_saved >= CACHE_EVERY):
+                self._save_cache()  # before the end-of-input flush of a one-off read
             if self.once:
                 events: list[Event] = []
                 for rf in self.files.values():
@@ -459,6 +525,8 @@ class RemoteHost:
         events: list[Event] = []
         try:
             async with sftp.open(rf.path, "rb") as fh:
+                if self.cache and not rf.cache_checked and rf.offset == 0:
+                    await self._from_cache(fh, rf, size, events)
                 if rf.offset and await self._replaced(fh, rf, size):
                     await self._drain_rotated(sftp, rf, events)
                     self._restart(rf, events, "a different file is now at this path")
@@ -516,6 +584,9 @@ class RemoteHost:
         events.append(Truncated(file=rf.label, line=rf.parser.framer.next_line, reason=reason))
         rf.parser = FileParser(rf.label)
         rf.offset, rf.head, rf.last = 0, b"", b""
+        if rf.writer is not None:  # the entry was of the old content: the new one starts at 0
+            rf.writer.abandon()
+            rf.writer = rf.writer.restart()
 
     def _consume(self, rf: RemoteFile, data: bytes, events: list[Event]) -> None:
         if len(rf.head) < HEAD_BYTES:
@@ -523,7 +594,14 @@ class RemoteHost:
         rf.offset += len(data)
         rf.last = (rf.last + data)[-MARKER_BYTES:]
         self.state.bytes_read += len(data)
-        events.extend(rf.parser.feed(data))
+        new = rf.parser.feed(data)
+        if rf.writer is not None:
+            rf.writer.add(new)
+        if rf.skip_events:
+            drop = min(rf.skip_events, len(new))
+            rf.skip_events -= drop
+            new = new[drop:]
+        events.extend(new)
 
 
 def group_by_host(specs: list[RemoteSpec]) -> dict[tuple, list[str]]:

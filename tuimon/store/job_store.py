@@ -33,6 +33,9 @@ _CONFIG_FIELDS = ("num_layers", "hidden_size", "num_heads", "seq_length", "vocab
                   "micro_batch", "global_batch", "tp", "pp", "dp", "world_size", "activation_checkpointing",
                   "train_iters", "total_params_b")
 _FATAL = ("oom", "nccl", "cancelled", "killed")
+MAX_TIMERS = 512  # names a job keeps: a log printing a new name each line must not grow the store
+MAX_MILESTONES = 1024
+MAX_FAILURES = 256
 
 
 @dataclass
@@ -75,6 +78,58 @@ class Job:
     last_wall: Optional[float] = None
     first_step_wall: Optional[float] = None
     events: int = 0
+
+    # -- one file's job, merged in -------------------------------------------------------
+    def merge(self, other: "Job") -> None:
+        """Take in ``other`` (the same job, built from the events of files read after
+        this one's): the state the events would have left, added here one by one."""
+        for name, value in other.config.items():
+            self.config[name] = value
+        for fw in other.frameworks:
+            if fw not in self.frameworks:
+                self.frameworks.append(fw)
+        for key, series in other.ranks.items():
+            mine = self.ranks.get(key)
+            if mine is None:
+                mine = self.ranks[key] = Series()
+            mine.extend_from(series)
+        self.steps.extend_from(other.steps)
+        self.reported.extend_from(other.reported)
+        for name, stat in other.timers.items():
+            have = self.timers.get(name)
+            if have is None:
+                if len(self.timers) >= MAX_TIMERS:
+                    continue
+                have = self.timers[name] = TimerStat(stat.group)
+            have.total_ms += stat.total_ms
+            have.count += stat.count
+            if stat.count:
+                have.last_ms = stat.last_ms
+        for name, value in other.memory.items():
+            if value > self.memory.get(name, float("-inf")):
+                self.memory[name] = value
+        self.milestones.extend(other.milestones[:max(0, MAX_MILESTONES - len(self.milestones))])
+        for key, entry in other.checkpoints.items():
+            mine_entry = self.checkpoints.setdefault(key, {"iteration": key, "save_ms": None})
+            if entry["save_ms"] is not None:
+                mine_entry["save_ms"] = entry["save_ms"]
+        self.failures.extend(other.failures[:max(0, MAX_FAILURES - len(self.failures))])
+        self.exits.extend(other.exits)
+        self.truncations += other.truncations
+        if other.last_iteration is not None and (self.last_iteration is None
+                                                 or other.last_iteration >= self.last_iteration):
+            self.last_iteration = other.last_iteration
+        for name in ("last_progress", "last_iteration_lr", "last_step_lr", "last_step_loss", "last_loss_scale"):
+            value = getattr(other, name)
+            if value is not None:
+                setattr(self, name, value)
+        if other.last_losses:
+            self.last_losses = dict(other.last_losses)
+        self.first_wall = _low(self.first_wall, other.first_wall)
+        self.first_step_wall = _low(self.first_step_wall, other.first_step_wall)
+        if other.last_wall is not None and (self.last_wall is None or other.last_wall > self.last_wall):
+            self.last_wall = other.last_wall
+        self.events += other.events
 
     # -- derived facts ------------------------------------------------------------------
     @property
@@ -159,6 +214,12 @@ class JobStore:
     def add_file(self, file: str) -> Job:
         return self.job_for(file)[0]
 
+    def merge_file(self, file: str, part: "JobStore") -> None:
+        """Take in ``part``, a store of ``file``'s events alone, as if they were added here."""
+        job = self.job_for(file)[0]
+        for other in part.jobs.values():
+            job.merge(other)
+
     def add(self, events: Iterable[Event]) -> None:
         for ev in events:
             job, file_rank = self.job_for(ev.file)
@@ -171,6 +232,10 @@ class JobStore:
             handler = _HANDLERS.get(type(ev))
             if handler is not None:
                 handler(job, ev, file_rank)
+
+
+def _low(a: Optional[float], b: Optional[float]) -> Optional[float]:
+    return b if a is None or (b is not None and b < a) else a
 
 
 def _rank_key(ev: Event, file_rank: Optional[int]) -> RankKey:
@@ -245,7 +310,7 @@ def _on_timers(job: Job, ev: Timers, _: Optional[int]) -> None:
     for name, ms in ev.timers.items():
         stat = job.timers.get(name)
         if stat is None:
-            if len(job.timers) >= 512:
+            if len(job.timers) >= MAX_TIMERS:
                 continue
             stat = job.timers[name] = TimerStat(ev.groups.get(name, "other"))
         if ms == ms and ms not in (float("inf"), float("-inf")):
@@ -263,7 +328,7 @@ def _on_memory(job: Job, ev: Memory, _: Optional[int]) -> None:
 
 
 def _on_milestone(job: Job, ev: Milestone, _: Optional[int]) -> None:
-    if len(job.milestones) < 1024:
+    if len(job.milestones) < MAX_MILESTONES:
         job.milestones.append(ev)
 
 
@@ -275,7 +340,7 @@ def _on_checkpoint(job: Job, ev: Checkpoint, _: Optional[int]) -> None:
 
 
 def _on_failure(job: Job, ev: Failure, _: Optional[int]) -> None:
-    if len(job.failures) < 256:
+    if len(job.failures) < MAX_FAILURES:
         job.failures.append(ev)
 
 

@@ -57,6 +57,24 @@ class Series:
         self._data[self.n] = (it, *(_f(get(k)) for k in _FLOAT_KEYS), _f(rel))
         self.n += 1
 
+    def extend_from(self, other: "Series") -> None:
+        """``other``'s points after this series' own, as if appended one by one (wall
+        times moved onto this series' base)."""
+        k = other.n
+        if not k:
+            return
+        if self.n + k > len(self._data):
+            self._grow(max(self.n + k, len(self._data) + max(64, len(self._data) // 8)))
+        out = self._data[self.n:self.n + k]
+        out[...] = other._data[:k]
+        if other.wall_base is not None:
+            if self.wall_base is None:
+                self.wall_base = other.wall_base
+            elif other.wall_base != self.wall_base:
+                walls = other._data["wall"][:k].astype(np.float64) + (other.wall_base - self.wall_base)
+                out["wall"] = np.clip(walls, -3.4e38, 3.4e38)
+        self.n += k
+
     def append_event(self, ev, getters: tuple[tuple[str, Getter], ...]) -> None:
         """A point of the registry fields ``ev`` gives (:func:`tuimon.store.fields.getters_for`)."""
         values = {key: get(ev) for key, get in getters}
