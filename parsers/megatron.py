@@ -25,11 +25,6 @@ ITERATION = re.compile(r"iteration[ =]+(\d+)/ *(\d+) *\|")
 _ARGS_BEGIN = re.compile(r"-{3,} arguments -{3,}")
 _ARGS_END = re.compile(r"-{3,} end of arguments -{3,}")
 _ARG_LINE = re.compile(r"^\s*(\w+) \.{2,} ?(.*?)\s*$")
-_WORLD = re.compile(
-    r"using world size: (\d+)(?:, data-parallel-size: (\d+))?(?:, (?:context-parallel size: \d+, )?"
-    r"(?:hierarchical context-parallel sizes: \S+, )?tensor-model-parallel size: (\d+))?"
-    r"(?:, (?:encoder-)?(?:tensor-model-parallel size: \d+, )?pipeline-model-parallel size: (\d+))?")
-_PADDED = re.compile(r"padded vocab \(size: (\d+)\) with \d+ dummy tokens \(new size: (\d+)\)")
 _EFFECTIVE = re.compile(r"Effective Tera Flops per GPU: (\S+) and total parameters (\S+) B")
 _NUMWORKERS = re.compile(r"NumWorkers: (\d+); SamplesPerStep: (\d+); IterationTime: (\S+);\s*SamplesPerSecond: (\S+)")
 _MEMORY = re.compile(r"(?:\[Rank (\d+)\] )?\(?after (\d+) iterations\)? memory \(MB\) \| (.*)")
@@ -149,8 +144,6 @@ class MegatronParser(LineParser):
         (r"Effective Tera Flops", "_on_effective"),
         (r"NumWorkers: ", "_on_numworkers"),
         (r"memory \(MB\) \|", "_on_memory"),
-        (r"using world size: ", "_on_world"),
-        (r"padded vocab \(size", "_on_padded"),
         (r"\[exiting program", "_on_exit"),
         (r"\] datetime: ", "_on_milestone"),
         (r"> initializing torch distributed", "_on_milestone"),
@@ -232,11 +225,6 @@ class MegatronParser(LineParser):
         Sample("NumWorkers: 1; SamplesPerStep: 4; IterationTime: 6.051781535148621;  SamplesPerSecond: "
                "0.6609623921101718", "throughput", {"samples_per_sec": 0.6609623921101718,
                                                    "iteration_time_s": 6.051781535148621}),
-        Sample("using world size: 64, data-parallel-size: 1, tensor-model-parallel size: 4, "
-               "pipeline-model-parallel size: 16 ", "run_config",
-               {"world_size": 64, "dp": 1, "tp": 4, "pp": 16}),
-        Sample(" > padded vocab (size: 50257) with 47 dummy tokens (new size: 50304)", "run_config",
-               {"vocab_size": 50257, "padded_vocab_size": 50304}),
         Sample("[Rank 12] (after 1 iterations) memory (MB) | allocated: 15382.845703125 | max allocated: "
                "19070.73583984375 | reserved: 26762.0 | max reserved: 26762.0", "memory",
                {"rank": 12, "gpu_allocated_mb": 15382.845703125, "gpu_max_allocated_mb": 19070.73583984375,
@@ -328,19 +316,6 @@ class MegatronParser(LineParser):
             return []
         return [self.make(Throughput, ctx, iteration=self.last_iteration, samples_per_sec=to_float(m.group(4)),
                           iteration_time_s=to_float(m.group(3)))]
-
-    def _on_world(self, body: str, ctx: LineContext) -> list[Event]:
-        m = _WORLD.search(body)
-        if not m:
-            return []
-        world, dp, tp, pp = (to_int(g) for g in m.groups())
-        return [self.make(RunConfig, ctx, world_size=world, dp=dp, tp=tp, pp=pp)]
-
-    def _on_padded(self, body: str, ctx: LineContext) -> list[Event]:
-        m = _PADDED.search(body)
-        if not m:
-            return []
-        return [self.make(RunConfig, ctx, vocab_size=int(m.group(1)), padded_vocab_size=int(m.group(2)))]
 
     def _on_exit(self, body: str, ctx: LineContext) -> list[Event]:
         m = _EXIT.search(body)

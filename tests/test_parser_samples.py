@@ -9,6 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from parsers import ALL_PARSERS, LineContext
+from parsers.formats import BUILTIN_FORMATS
+from parsers.schema import sample_errors
 from tuimon.engine.blocks import BlockEngine
 
 CASES = [(cls, i, s) for cls in ALL_PARSERS for i, s in enumerate(cls.SAMPLES)]
@@ -22,6 +24,21 @@ def _same(want, got) -> bool:
     if isinstance(want, Mapping):
         return isinstance(got, Mapping) and set(want) == set(got) and all(_same(v, got[k]) for k, v in want.items())
     return want == got
+
+
+@pytest.mark.parametrize("fmt", BUILTIN_FORMATS, ids=lambda f: f.name)
+def test_builtin_data_formats_check_their_samples(fmt):
+    """Built-in line formats are data in the users' schema: every entry has samples,
+    each gives what it expects, read alone and through the engine."""
+    assert fmt.lines and all(entry.samples for entry in fmt.lines)
+    assert sample_errors(fmt) == []
+    for entry in fmt.lines:
+        for sample in entry.samples:
+            events = BlockEngine("sample.log", (), builtin_formats=[fmt]).feed_line(sample.line, 1)
+            got = [e for e in events if e.type == entry.event]
+            assert got, sample.line
+            for name, want in sample.expect.items():
+                assert _same(want, getattr(got[0], name)), (name, want, getattr(got[0], name))
 
 
 def test_every_parser_declares_samples():

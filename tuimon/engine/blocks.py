@@ -127,7 +127,8 @@ class BlockEngine:
             self._rebuild()
         hook_base = len(self._data) + 1
         for n, hook in enumerate(self._hooks):
-            if hook.present(text):
+            # a literal trigger's search is its own presence test: one scan of the block, not two
+            if hook.literal is not None or hook.present(text):
                 hook.lines(text, hook_base + n, hits)
         if not hits:
             return []
