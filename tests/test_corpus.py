@@ -43,6 +43,8 @@ def _all_lines_events(path):
     """Reference: every line fed to every parser that the file switches on, with no
     block regex between them (LineParser.feed tests each route on the line itself)."""
     from parsers import ALL_PARSERS, LineContext
+    from parsers.events import EVENT_TYPES
+    from parsers.formats import BUILTIN_FORMATS
     from parsers.prefix import split_prefix
     from parsers.timestamps import line_stamp
     from tuimon.engine.blocks import BlockEngine
@@ -58,6 +60,11 @@ def _all_lines_events(path):
         wall = line_stamp(pre.body)
         last = wall if wall is not None else last
         ctx = LineContext(str(path), n, pre.rank, pre.local_rank, pre.node, last)
+        for fmt in BUILTIN_FORMATS:  # data formats: their regex on the line itself
+            for entry in fmt.lines:
+                for fields in entry.parse(line):
+                    events.append(EVENT_TYPES[entry.event](file=str(path), line=n, rank=ctx.rank, node=ctx.node,
+                                                           wall_time=ctx.wall_time, **fields))
         events.extend(e for parser in engine.active for e in parser.feed(pre.body, ctx))
     return events + engine.flush()
 

@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 from typing import Callable, Iterator, Optional
 
+from parsers.base import Sample
 from parsers.deepspeed import DeepSpeedParser
 from parsers.failures import FailureParser
 from parsers.launcher import LauncherParser
@@ -29,16 +30,25 @@ from ..engine.ingest import parse_file
 from ..figures.summary import render_table, summarize
 from ..store.job_store import JobStore
 
-NEW_STYLE_ITERATION = MegatronParser.SAMPLES[5].line  # stamped, with TFLOP/s/GPU
-OLD_STYLE_ITERATION = MegatronParser.SAMPLES[0].line  # Megatron 2.x (STRONGHOLD)
-OFFLOAD_TIMERS = TimerParser.SAMPLES[0].line
-DS_STEP = DeepSpeedParser.SAMPLES[0].line
-OOM = FailureParser.SAMPLES[1].line
-JOB_STARTED = LauncherParser.SAMPLES[0].line
-ARGS = MegatronParser.SAMPLES[21].context + (MegatronParser.SAMPLES[21].line,)
-FUSED = next(s.line for s in MegatronParser.SAMPLES if "fused kernels" in s.line)
-INIT = next(s.line for s in MegatronParser.SAMPLES if "initializing torch distributed" in s.line)
-TRAINING_START = next(s.line for s in MegatronParser.SAMPLES if "before the start of training" in s.line)
+
+def _sample(cls, *texts: str) -> Sample:
+    """The first of ``cls``'s samples whose line holds every one of ``texts`` (by
+    content: samples are added and removed, their positions move)."""
+    return next(s for s in cls.SAMPLES if all(t in s.line for t in texts))
+
+
+NEW_STYLE_ITERATION = _sample(MegatronParser, "] iteration ", "TFLOP/s/GPU").line  # stamped, with TFLOP/s/GPU
+OLD_STYLE_ITERATION = _sample(MegatronParser, " iteration ", "number of nan iterations").line  # Megatron 2.x
+OFFLOAD_TIMERS = _sample(TimerParser, "offloading-fwd-overhead").line
+DS_STEP = _sample(DeepSpeedParser, "step=0, skipped=").line
+OOM = _sample(FailureParser, "CUDA out of memory").line
+JOB_STARTED = _sample(LauncherParser, "Job started at: ").line
+_ARGS_BLOCK = next(s for s in MegatronParser.SAMPLES if "end of arguments" in s.line and
+                   any("num_layers" in c for c in s.context))
+ARGS = _ARGS_BLOCK.context + (_ARGS_BLOCK.line,)
+FUSED = _sample(MegatronParser, "fused kernels").line
+INIT = _sample(MegatronParser, "initializing torch distributed").line
+TRAINING_START = _sample(MegatronParser, "before the start of training").line
 
 _STAMP = re.compile(r"\d{4}-\d{2}-\d{2}[ -]\d{2}:?\d{2}:?\d{2}(?:[.,]\d+)?")
 
