@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator, Optional
 
-SCHEMA = 4
+SCHEMA = 5
 HEAD_BYTES = 4096  # hashed from the start of the file
 TAIL_BYTES = 4096  # hashed just before the saved offset
 
@@ -52,7 +52,7 @@ class Entry:
         if self.partial is None:
             return None
         try:
-            return pickle.loads(zlib.decompress(self.partial))
+            return pickle.loads(self.partial)
         except Exception:
             return None
 
@@ -249,7 +249,8 @@ class ParseCache:
         events themselves (what ``summary`` needs to take a file in again at once)."""
         try:
             state = zlib.compress(pickle.dumps(parser, protocol=pickle.HIGHEST_PROTOCOL), 1)
-            partial = zlib.compress(pickle.dumps(store, protocol=pickle.HIGHEST_PROTOCOL), 1)
+            # kept as it is: a store is mostly numpy arrays, which compress little and load at memory speed
+            partial = pickle.dumps(store, protocol=pickle.HIGHEST_PROTOCOL)
         except Exception:
             return
         _commit_row(self, _key(path), Ident.of(fd, offset), offset, 0, None, state, partial)
@@ -389,7 +390,7 @@ class EntryWriter:
             self.abandon()
             return
         try:
-            partial = zlib.compress(pickle.dumps(self.store, protocol=pickle.HIGHEST_PROTOCOL), 1)
+            partial = pickle.dumps(self.store, protocol=pickle.HIGHEST_PROTOCOL)
         except Exception:
             partial = None
         _commit_row(self.cache, self.path, ident, offset, self.gen, self.seq, state, partial)

@@ -211,3 +211,30 @@ def _read_on(fh: Any, fp: FileParser, offset: int, read_size: int, out: Callable
         events = fp.feed(chunk)
         if events:
             out(events)
+
+
+def cached_store(path: Path, cache: ParseCache, label: Optional[str] = None) -> Optional[tuple[Any, ParseStats]]:
+    """(store, stats) of an unchanged file from its saved store, or None when it must
+    be parsed (not saved, changed, or not readable now)."""
+    from ..sources.files import NotRegular, open_regular
+
+    label = label or str(path)
+    try:
+        fd, _ = open_regular(str(path))
+    except (OSError, NotRegular):
+        return None
+    try:
+        entry = cache.load(_cache_key(label), fd)
+        if entry is None or entry.offset != os.fstat(fd).st_size or getattr(entry.parser, "label", None) != label:
+            return None
+        store = entry.store()
+        if store is None:
+            return None
+        fp = entry.parser
+        cat = catalog_mod.current()
+        fp.engine.attach(cat.user, cat.builtin)
+        fp.cached = entry.offset
+        store.add(fp.finish())
+        return store, fp.stats
+    finally:
+        os.close(fd)

@@ -21,7 +21,7 @@ from ..store.job_store import JobStore
 from . import catalog
 from .alloc import keep_freed_memory
 from .cache import ParseCache
-from .ingest import ParseStats, parse_file_store
+from .ingest import ParseStats, cached_store, parse_file_store
 
 #: files up to this size go to workers; a bigger one is parsed here, streamed to the
 #: sink a block at a time (its events never wait in memory)
@@ -72,7 +72,9 @@ def parse_files_into(store: JobStore, files: list[Path], *, jobs: Optional[int] 
             sizes[path] = path.stat().st_size
         except OSError:
             sizes[path] = 0  # reading it will say what is wrong
-    small = [p for p in files if sizes[p] <= WORKER_MAX]
+    # files whose saved store is still theirs need no worker: taken in here at once
+    ready = {p: hit for p in files if (hit := cached_store(p, cache)) is not None} if cache is not None else {}
+    small = [p for p in files if sizes[p] <= WORKER_MAX and p not in ready]
     total = ParseStats()
     pool = None
     futures: dict[Path, Future] = {}
@@ -84,7 +86,7 @@ def parse_files_into(store: JobStore, files: list[Path], *, jobs: Optional[int] 
     try:
         for path in files:
             try:
-                whole = _result(futures[path]) if path in futures else None
+                whole = ready.get(path) or (_result(futures[path]) if path in futures else None)
                 part, stats = whole if whole is not None else parse_file_store(path, str(path), cache=cache)
             except OSError as exc:
                 on_error(path, exc)
