@@ -82,7 +82,8 @@ class Job:
     # -- one file's job, merged in -------------------------------------------------------
     def merge(self, other: "Job") -> None:
         """Take in ``other`` (the same job, built from the events of files read after
-        this one's): the state the events would have left, added here one by one."""
+        this one's): the state the events would have left, added here one by one.
+        ``other`` is used up: its series may become this job's own."""
         for name, value in other.config.items():
             self.config[name] = value
         for fw in other.frameworks:
@@ -91,10 +92,15 @@ class Job:
         for key, series in other.ranks.items():
             mine = self.ranks.get(key)
             if mine is None:
-                mine = self.ranks[key] = Series()
-            mine.extend_from(series)
-        self.steps.extend_from(other.steps)
-        self.reported.extend_from(other.reported)
+                self.ranks[key] = series  # the usual case, a rank in one file: no copy
+            else:
+                mine.extend_from(series)
+        for name in ("steps", "reported"):
+            mine, theirs = getattr(self, name), getattr(other, name)
+            if len(mine):
+                mine.extend_from(theirs)
+            else:
+                setattr(self, name, theirs)
         for name, stat in other.timers.items():
             have = self.timers.get(name)
             if have is None:

@@ -45,6 +45,13 @@ class Series:
     def __len__(self) -> int:
         return self.n
 
+    def __getstate__(self) -> tuple:
+        """The points without the room kept for growth (the parse cache saves series)."""
+        return self._data[:self.n].copy(), self.n, self.wall_base
+
+    def __setstate__(self, state: tuple) -> None:
+        self._data, self.n, self.wall_base = state
+
     def append(self, iteration: Optional[int], wall: Optional[float] = None, **values: Optional[float]) -> None:
         """One point: its iteration, wall time and registry fields by key (absent: NaN)."""
         if self.n == len(self._data):
