@@ -190,8 +190,9 @@ def cmd_cache(args, parser) -> int:
         info = cache.info()
         print(f"parse cache: {sanitize(info['path'])}")
         print(f"  files: {info['files']:,} ({info['log_bytes'] / 1e6:,.1f} MB of logs)")
-        print(f"  saved events and states: {info['stored_bytes'] / 1e6:,.1f} MB; "
-              f"database {info['database_bytes'] / 1e6:,.1f} MB")
+        print(f"  saved events, stores and states: {info['stored_bytes'] / 1e6:,.1f} MB; "
+              f"database {info['database_bytes'] / 1e6:,.1f} MB (at most {info['limit_bytes'] / 1e6:,.0f} MB: "
+              "TUIMON_CACHE_MAX_MB; the least recently saved files go first)")
         return 0
     if args.cache_verb == "clear":
         print(f"parse cache cleared: {cache.clear():,} files forgotten ({sanitize(str(cache.path))})")

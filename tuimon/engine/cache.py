@@ -30,6 +30,18 @@ HEAD_BYTES = 4096  # hashed from the start of the file
 TAIL_BYTES = 4096  # hashed just before the saved offset
 
 
+DEFAULT_MAX_MB = 2048
+
+
+def max_bytes() -> int:
+    """How big the cache may grow: ``TUIMON_CACHE_MAX_MB`` (default 2048) megabytes."""
+    try:
+        mb = float(os.environ.get("TUIMON_CACHE_MAX_MB", DEFAULT_MAX_MB))
+    except ValueError:
+        mb = DEFAULT_MAX_MB
+    return int(max(mb, 1.0) * 1e6)
+
+
 def cache_dir() -> Path:
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(base) / "tuimon"
@@ -255,14 +267,40 @@ class ParseCache:
             return
         _commit_row(self, _key(path), Ident.of(fd, offset), offset, 0, None, state, partial)
 
+    def used_bytes(self) -> int:
+        """Bytes the database's live pages hold (free pages excluded)."""
+        pages = self._query("PRAGMA page_count", ())
+        free = self._query("PRAGMA freelist_count", ())
+        size = self._query("PRAGMA page_size", ())
+        if not pages or not free or not size:
+            return 0
+        return int((pages[0][0] - free[0][0]) * size[0][0])
+
+    def evict(self) -> int:
+        """Forget the least recently saved files while the database holds more than
+        :func:`max_bytes` (a home directory on a cluster has a quota); returns how many."""
+        limit = max_bytes()
+        gone = 0
+        while self.used_bytes() > limit:
+            rows = self._query("SELECT host, path FROM files ORDER BY saved LIMIT max(1, (SELECT count(*) FROM files) / 4)",
+                               ())
+            if not rows:
+                break
+            for host, path in rows:
+                self._query("DELETE FROM files WHERE host = ? AND path = ?", (host, path))
+                self._query("DELETE FROM chunks WHERE host = ? AND path = ?", (host, path))
+            gone += len(rows)
+        return gone
+
     def info(self) -> dict:
-        rows = self._query("SELECT count(*), coalesce(sum(length(state)), 0), coalesce(sum(offset), 0) FROM files", ())
+        rows = self._query("SELECT count(*), coalesce(sum(length(state) + coalesce(length(partial), 0)), 0), "
+                           "coalesce(sum(offset), 0) FROM files", ())
         files, stored, covered = rows[0] if rows else (0, 0, 0)
         chunks = self._query("SELECT coalesce(sum(length(events)), 0) FROM chunks", ())
         stored += chunks[0][0] if chunks else 0
         size = sum(os.path.getsize(f"{self.path}{s}") for s in ("", "-wal") if os.path.exists(f"{self.path}{s}"))
         return {"path": str(self.path), "files": files, "stored_bytes": stored, "log_bytes": covered,
-                "database_bytes": size}
+                "database_bytes": size, "limit_bytes": max_bytes()}
 
     def clear(self) -> int:
         rows = self._query("SELECT count(*) FROM files", ())
@@ -321,6 +359,7 @@ def _commit_row(c: ParseCache, path: bytes, ident: Ident, offset: int, gen: int,
               _digest(ident.tail), c.key, gen, chunks, state, partial, time.time()))
     c._query("DELETE FROM chunks WHERE host = ? AND path = ? AND gen != ?", (c.host, path, gen))
     c._query("COMMIT", ())
+    c.evict()
 
 
 class CacheMiss(Exception):
