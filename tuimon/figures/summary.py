@@ -13,7 +13,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from ..store.fields import FIELDS, primary_loss
+from ..store.fields import EXTRA, FIELDS, SHOWN, primary_loss
 from ..store.job_store import Job
 from .metrics import mfu, model_size_billion, startup_timeline, steady_median, steady_stats, tflops_per_gpu
 
@@ -213,7 +213,7 @@ TABLE_COLUMNS = (
     ("Iter time (s)", lambda r: _fmt(r["iter_time_ms"]["median"] / 1000.0, 3) if r["iter_time_ms"] else "-"),
     ("p10-p90 (s)", lambda r: (f"{r['iter_time_ms']['p10'] / 1000.0:.3f}-{r['iter_time_ms']['p90'] / 1000.0:.3f}"
                                if r["iter_time_ms"] else "-")),
-    ("Samples/s", lambda r: _fmt(r["samples_per_sec"], 3)),
+    *((f.label, lambda r, k=f.key, d=f.digits: _fmt(r[k], d)) for f in SHOWN),  # the registry's
     ("TFLOPs rep", lambda r: _fmt(r["tflops_per_gpu"]["reported"], 1)),
     ("TFLOPs calc", lambda r: _fmt(r["tflops_per_gpu"]["computed"], 1)),
     ("Size (B)", lambda r: _fmt(r["params_billion"], 3)),
@@ -246,9 +246,13 @@ def _fmt(value: Any, digits: int) -> str:
     return f"{value:.{digits}f}"
 
 
-def _rows(summaries: list[dict]) -> tuple[list[str], list[list[str]]]:
-    head = [name for name, _ in TABLE_COLUMNS]
-    return head, [[_safe_cell(fn(s)) for _, fn in TABLE_COLUMNS] for s in summaries]
+#: CSV holds every registry figure: the table's columns, then the rest (machines read it, not people)
+CSV_COLUMNS = TABLE_COLUMNS + tuple((f.label, lambda r, k=f.key, d=f.digits: _fmt(r[k], d)) for f in EXTRA)
+
+
+def _rows(summaries: list[dict], columns: tuple = TABLE_COLUMNS) -> tuple[list[str], list[list[str]]]:
+    head = [name for name, _ in columns]
+    return head, [[_safe_cell(fn(s)) for _, fn in columns] for s in summaries]
 
 
 def _safe_cell(text: str) -> str:
@@ -279,7 +283,7 @@ def render_markdown(summaries: list[dict]) -> str:
 
 def render_csv(summaries: list[dict]) -> str:
     buf = io.StringIO()
-    head, rows = _rows(summaries)
+    head, rows = _rows(summaries, CSV_COLUMNS)
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow(head)
     writer.writerows(rows)

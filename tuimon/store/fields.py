@@ -45,7 +45,8 @@ class Field:
     unit: str
     label: str  # column header in tables, CSV and the app
     digits: int = 2  # decimals shown in tables
-    summary: bool = True  # a key of its own in the summary JSON
+    summary: bool = True  # a key of its own in the summary JSON (and a CSV column)
+    shown: bool = False  # a column of the default table and of the app's jobs screen
 
 
 FIELDS: tuple[Field, ...] = (
@@ -60,7 +61,8 @@ FIELDS: tuple[Field, ...] = (
     Field("tflops", "<f4", {"iteration": _attr("tflops_reported"), "throughput": _attr("tflops_reported")},
           "median", "TFLOP/s/GPU", "TFLOPs rep", 1, summary=False),
     Field("samples_per_sec", "<f4", {"iteration": _attr("samples_per_sec"), "step": _attr("samples_per_sec"),
-                                     "throughput": _attr("samples_per_sec")}, "median", "samples/s", "Samples/s", 3),
+                                     "throughput": _attr("samples_per_sec")}, "median", "samples/s", "Samples/s", 3,
+          shown=True),
     Field("tokens_per_sec", "<f4", {"iteration": _attr("tokens_per_sec"), "throughput": _attr("tokens_per_sec")},
           "median", "tokens/s", "Tokens/s", 0),
     Field("tokens_per_gpu_per_sec", "<f4", {"iteration": _attr("tokens_per_gpu_per_sec"),
@@ -70,6 +72,9 @@ FIELDS: tuple[Field, ...] = (
 )
 
 BY_KEY = {f.key: f for f in FIELDS}
+#: the registry's own summary keys, in order: shown in the table and app, then the rest (CSV)
+SHOWN = tuple(f for f in FIELDS if f.summary and f.shown)
+EXTRA = tuple(f for f in FIELDS if f.summary and not f.shown)
 
 
 def getters_for(event_type: str) -> tuple[tuple[str, Getter], ...]:

@@ -11,9 +11,10 @@ from textual.widgets import DataTable, Footer, Input, Static
 
 from ..figures.summary import progress_text
 from ..live.session import JobRow, Snapshot
+from ..store.fields import SHOWN
 from .render import duration, num, plain, spark, status_text
 
-COLUMNS = ("Job", "Framework", "Status", "Iter", "ETA", "Iter time", "Spread", "Samples/s", "TFLOPs rep",
+COLUMNS = ("Job", "Framework", "Status", "Iter", "ETA", "Iter time", "Spread", *(f.label for f in SHOWN), "TFLOPs rep",
            "TFLOPs calc", "MFU", "Loss", "Startup", "Updated", "TFLOPs trend")
 SORTS = ("job", "status", "tflops", "iter time", "updated")
 MAX_ROWS = 300
@@ -56,7 +57,7 @@ def cells(row: JobRow) -> tuple:
         Text(duration(row.eta_s), justify="right"),
         Text(num(it["median"] / 1000.0, 2, "s") if it else "-", justify="right"),
         Text(spread, justify="right"),
-        Text(num(s["samples_per_sec"], 2), justify="right"),
+        *(Text(num(s[f.key], min(f.digits, 2)), justify="right") for f in SHOWN),
         Text(num(s["tflops_per_gpu"]["reported"]), justify="right"),
         Text(num(s["tflops_per_gpu"]["computed"]), justify="right"),
         Text(num(s["mfu"] * 100 if s["mfu"] is not None else None, 0, "%"), justify="right"),
