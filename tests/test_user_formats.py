@@ -235,3 +235,35 @@ regex = 'it (?P<iteration>\S+) loss (?P<loss>\S+) tf (?P<tflops_reported>\S+)'
     events = [e for e in engine.feed_block(text, 1) if e.type == "iteration"]
     assert events[-1].iteration == 3 and events[-1].losses == {"loss": 1.5}
     assert events[0].iteration is None and events[0].losses["loss"] != events[0].losses["loss"]
+
+
+def test_a_watch_ingest_process_reads_user_formats_even_when_spawned(tmp_path, monkeypatch):
+    """``tuimon watch`` parses in a process of its own; a spawned one starts from
+    nothing, so the user's formats are handed to it (as the command line found them)."""
+    import multiprocessing
+
+    from tuimon.engine import catalog, pool
+    from tuimon.live.session import LiveSession
+
+    fmt = tmp_path / "nanotron.toml"
+    fmt.write_text(NANOTRON)
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    _log(logs / "nano-run.log", 12)
+    monkeypatch.setattr(pool, "process_context", lambda: multiprocessing.get_context("spawn"))
+    cat = catalog.load([fmt], defaults=False)
+    session = LiveSession([str(logs)], poll=0.1, process=True, catalog_spec=cat.spec, cache=True)
+    session.start()
+    try:
+        deadline = time.monotonic() + 30
+        row = None
+        while time.monotonic() < deadline:
+            rows = session.snapshot().rows
+            row = next((r.summary for r in rows if r.summary["job"] == "nano-run"), None)
+            if row and row["last_iteration"] == 12:
+                break
+            time.sleep(0.2)
+        assert row is not None and row["framework"] == "nanotron" and row["last_iteration"] == 12, row
+        assert row["tokens_per_gpu_per_sec"] == 13300.0
+    finally:
+        session.stop()
