@@ -24,9 +24,8 @@ from parsers.events import (
     Truncated,
 )
 
-from .fields import getters_for
 from .identity import identify
-from .series import Series
+from .series import Series, point_plan
 
 RankKey = Union[int, str]
 _CONFIG_FIELDS = ("num_layers", "hidden_size", "num_heads", "seq_length", "vocab_size", "padded_vocab_size",
@@ -266,9 +265,9 @@ def _on_config(job: Job, ev: RunConfig, _: Optional[int]) -> None:
             job.config[name] = value
 
 
-_ITERATION_FIELDS = getters_for("iteration")
-_STEP_FIELDS = getters_for("step")
-_THROUGHPUT_FIELDS = getters_for("throughput")
+_ITERATION_FIELDS = point_plan("iteration")
+_STEP_FIELDS = point_plan("step")
+_THROUGHPUT_FIELDS = point_plan("throughput")
 
 
 def _on_iteration(job: Job, ev: Iteration, file_rank: Optional[int]) -> None:

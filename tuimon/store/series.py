@@ -10,7 +10,7 @@ from typing import Optional
 
 import numpy as np
 
-from .fields import FIELDS, Getter
+from .fields import FIELDS, Getter, getters_for
 
 #: one column a registry field (tuimon.store.fields), and the wall time
 POINT_DTYPE = np.dtype([(f.key, f.dtype) for f in FIELDS] + [("wall", "<f4")])
@@ -32,6 +32,16 @@ def _f(value: Optional[float]) -> float:
     if v < -3.4e38:
         return float("-inf")
     return v
+
+
+#: (iteration getter or None, a getter or None per float column in order): how one event type fills a point
+PointPlan = tuple[Optional[Getter], tuple[Optional[Getter], ...]]
+
+
+def point_plan(event_type: str) -> PointPlan:
+    """How an event of ``event_type`` fills a point (from the field registry)."""
+    getters = dict(getters_for(event_type))
+    return getters.get("iteration"), tuple(getters.get(k) for k in _FLOAT_KEYS)
 
 
 class Series:
@@ -82,10 +92,19 @@ class Series:
                 out["wall"] = np.clip(walls, -3.4e38, 3.4e38)
         self.n += k
 
-    def append_event(self, ev, getters: tuple[tuple[str, Getter], ...]) -> None:
-        """A point of the registry fields ``ev`` gives (:func:`tuimon.store.fields.getters_for`)."""
-        values = {key: get(ev) for key, get in getters}
-        self.append(values.pop("iteration", None), ev.wall_time, **values)
+    def append_event(self, ev, plan: "PointPlan") -> None:
+        """A point of the registry fields ``ev`` gives (:func:`point_plan` of its type):
+        :meth:`append`'s point, built without naming its fields (the hot path of a parse)."""
+        if self.n == len(self._data):
+            self._grow(len(self._data) + max(64, len(self._data) // 8))
+        wall = ev.wall_time
+        if wall is not None and self.wall_base is None:
+            self.wall_base = wall
+        iteration = plan[0](ev) if plan[0] is not None else None
+        it = iteration if iteration is not None and 0 <= iteration <= _I32_MAX else -1
+        rel = (wall - self.wall_base) if wall is not None and self.wall_base is not None else None
+        self._data[self.n] = (it, *[_NAN if get is None else _f(get(ev)) for get in plan[1]], _f(rel))
+        self.n += 1
 
     def _grow(self, capacity: int) -> None:
         # np.resize would fill the new room with copies of the data: only the points are copied
