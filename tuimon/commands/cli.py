@@ -312,7 +312,12 @@ def cmd_summary(args) -> int:
     keep_freed_memory()
     t0 = time.perf_counter()
     store = JobStore()
-    stats = _parse_into(store, files, args.jobs, _cache(args))
+    cache = _cache(args)
+    try:
+        stats = _parse_into(store, files, args.jobs, cache)
+    finally:
+        if cache is not None:
+            cache.close()
     if remote and not _read_remote(args, remote, store.add):
         return EXIT_USAGE
     now = time.time()
@@ -351,11 +356,15 @@ def cmd_events(args) -> int:
         try:
             _, stats = parse_file(path, str(path), sink=emit, cache=cache)
         except BrokenPipeError:  # writing: the reader went away (`| head`), no file is unreadable
+            if cache is not None:
+                cache.close()
             raise
         except OSError as exc:
             _err(f"cannot read {path}: {exc.strerror or exc}")
             continue
         total.add(stats)
+    if cache is not None:
+        cache.close()
     if remote and not _read_remote(args, remote, emit):
         return EXIT_USAGE
     out.flush()

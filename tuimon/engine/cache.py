@@ -195,7 +195,13 @@ class ParseCache:
             return None
 
     def close(self) -> None:
+        """Close, folding the write-ahead log into the database: a log left behind (the
+        batch commands end with os._exit) makes every later reader read through it."""
         if self._db is not None:
+            try:
+                self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            except sqlite3.Error:
+                pass  # busy with another process: it folds it in when it closes
             try:
                 self._db.close()
             except sqlite3.Error:
