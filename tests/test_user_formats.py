@@ -45,6 +45,11 @@ def _run(*args, env=None, cwd=None, timeout=60):
                           timeout=timeout, cwd=cwd)
 
 
+def _engine(toml: str, parsers=ALL_PARSERS) -> BlockEngine:
+    """An engine of one file with the built-in parsers and the user format ``toml``."""
+    return BlockEngine("f.log", parsers, [format_from_toml(toml, "user.toml")])
+
+
 def _log(path: Path, n: int = 30) -> Path:
     path.write_text("".join(LINE.format(s=i % 60, i=i, ms=200 + i, loss=f"9.{i:02d}") + "\n" for i in range(1, n + 1)))
     return path
@@ -168,13 +173,12 @@ MEGATRON = (" iteration       30/      50 | elapsed time per iteration (ms): 605
 
 
 def test_a_user_format_overrides_built_ins_for_its_event_type_only():
-    fmt = format_from_toml(r"""
+    engine = _engine(r"""
 name = "mine"
 [[lines]]
 event = "iteration"
 regex = 'iteration +(?P<iteration>\d+)/ *(?P<train_iters>\d+) \| elapsed time per iteration \(ms\): (?P<elapsed_ms>\S+)'
-""", "mine.toml")
-    engine = BlockEngine("f.log", ALL_PARSERS, [fmt])
+""")
     events = engine.feed_block(MEGATRON + "\n" + "Effective Tera Flops per GPU: 41.9 and total parameters 52.0 B\n", 1)
     its = [e for e in events if e.type == "iteration"]
     assert len(its) == 1 and its[0].elapsed_ms == 6051.8 and its[0].losses == {}, "the user's, not Megatron's"
@@ -223,13 +227,12 @@ regex = 'step (?P<step>\d+)\s+loss (?P<loss>\S+)'
 
 
 def test_hostile_input_through_a_user_format():
-    fmt = format_from_toml(r"""
+    engine = _engine(r"""
 name = "h"
 [[lines]]
 event = "iteration"
 regex = 'it (?P<iteration>\S+) loss (?P<loss>\S+) tf (?P<tflops_reported>\S+)'
-""", "h.toml")
-    engine = BlockEngine("f", ALL_PARSERS, [fmt])
+""")
     text = ("it 99999999999999999999999 loss nan tf inf\n" + "it \ufffd loss 1e999 tf -\n" + "x" * 10_000_000 + "\n"
             + "it 3 loss 1.5 tf 12\n")
     events = [e for e in engine.feed_block(text, 1) if e.type == "iteration"]

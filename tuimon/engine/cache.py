@@ -368,6 +368,17 @@ def _commit_row(c: ParseCache, path: bytes, ident: Ident, offset: int, gen: int,
     c.evict()
 
 
+def recorded(new: list, writer: Optional["EntryWriter"], skip: int) -> tuple[list, int]:
+    """A follower's parse also written to its cache entry: the events to hand on, and
+    how many are still to be skipped (given already from an entry cut short)."""
+    if writer is not None:
+        writer.add(new)
+    if skip:
+        drop = min(skip, len(new))
+        return new[drop:], skip - drop
+    return new, 0
+
+
 class CacheMiss(Exception):
     """Saved events could not be read back."""
 

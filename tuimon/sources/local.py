@@ -31,7 +31,7 @@ from typing import Any, Callable, Optional, Sequence
 from parsers.events import Event, Truncated
 
 from ..engine import catalog
-from ..engine.cache import CacheMiss, EntryWriter, ParseCache
+from ..engine.cache import CacheMiss, EntryWriter, ParseCache, recorded
 from ..engine.ingest import FileParser
 from . import state as saved
 from .discover import DEFAULT_EXCLUDE, DEFAULT_INCLUDE, PathError, matches
@@ -887,13 +887,7 @@ class LocalFollower:
             data = stripped
         if data:
             before = s.parser.framer.next_line
-            new = s.parser.feed(data)
-            if s.writer is not None:
-                s.writer.add(new)
-            if s.skip_events:
-                drop = min(s.skip_events, len(new))
-                s.skip_events -= drop
-                new = new[drop:]
+            new, s.skip_events = recorded(s.parser.feed(data), s.writer, s.skip_events)
             events.extend(new)
             self._lines_unsaved += s.parser.framer.next_line - before
 

@@ -36,7 +36,7 @@ from typing import Callable, Optional
 from parsers.events import Event, Truncated
 
 from ..engine import catalog
-from ..engine.cache import CacheMiss, EntryWriter, Ident, ParseCache
+from ..engine.cache import CacheMiss, EntryWriter, Ident, ParseCache, recorded
 from ..engine.ingest import FileParser
 from .discover import DEFAULT_EXCLUDE, DEFAULT_INCLUDE, matches
 from .specs import RemoteSpec, parse_spec, split_paths  # noqa: F401  (re-exported)
@@ -594,13 +594,7 @@ class RemoteHost:
         rf.offset += len(data)
         rf.last = (rf.last + data)[-MARKER_BYTES:]
         self.state.bytes_read += len(data)
-        new = rf.parser.feed(data)
-        if rf.writer is not None:
-            rf.writer.add(new)
-        if rf.skip_events:
-            drop = min(rf.skip_events, len(new))
-            rf.skip_events -= drop
-            new = new[drop:]
+        new, rf.skip_events = recorded(rf.parser.feed(data), rf.writer, rf.skip_events)
         events.extend(new)
 
 
