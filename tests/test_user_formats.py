@@ -270,3 +270,19 @@ def test_a_watch_ingest_process_reads_user_formats_even_when_spawned(tmp_path, m
         assert row["tokens_per_gpu_per_sec"] == 13300.0
     finally:
         session.stop()
+
+
+def test_a_regex_that_backtracks_without_end_is_refused_by_check(tmp_path):
+    """No nested repeat (the static test passes it), yet exponential: check runs it
+    on long probe lines in a child it can kill, and refuses it in bounded time."""
+    fmt = tmp_path / "slow.toml"
+    fmt.write_text('name = "slow"\n[[lines]]\nevent = "step"\nregex = \'\'\'^(?:a|aa)+$(?P<step>\\d)\'\'\'\n')
+    from parsers.schema import format_from_toml
+    assert format_from_toml(fmt.read_text(), "slow.toml"), "the static test lets it through"
+    t0 = time.monotonic()
+    r = _run("formats", "check", str(fmt))
+    assert r.returncode == 2 and "took over 2 s" in r.stderr and str(fmt) in r.stderr, r.stderr
+    assert time.monotonic() - t0 < 20
+    good = tmp_path / "nanotron.toml"
+    good.write_text(NANOTRON)
+    assert _run("formats", "check", str(good)).returncode == 0
