@@ -8,9 +8,7 @@ from .base import LineContext, LineParser, Sample
 from .common import config_from_args, flags_from_command
 from .events import Event, Milestone, RunConfig, Step
 from .numbers import to_float, to_int
-from .timestamps import parse_compact
 
-_JOB_STARTED = re.compile(r"Job started at: (\d{4}-\d{2}-\d{2}-\d{6}) on (\S+)")
 _EZPZ_RANK = re.compile(r"\] - RANK: (\d+) / (\d+)")
 # ezpz's history lines: "[2025-05-06 09:06:59][I][examples/minimal:61:__main__] iter=0 loss=2701.3 dt=0.62 ..."
 _EZPZ_ITER = re.compile(r"\]\s*iter=(\d{1,18}) ")
@@ -20,17 +18,14 @@ _EZPZ_PAIR = re.compile(r"(?:^|\s)([A-Za-z_][\w/]*)=([-+]?(?:\d[\d.]*(?:[eE][-+]
 class LauncherParser(LineParser):
     name = "launcher"
     SNIFF = None  # always on: these lines appear in logs of every framework
-    ROUTES = ((r"Job started at: ", "_on_job_started"), (r"\] - RANK: \d", "_on_ezpz_rank"),
+    ROUTES = ((r"\] - RANK: \d", "_on_ezpz_rank"),
               (r"\]\s*iter=\d", "_on_ezpz_iter"),
-              # few and short anchors: the trigger scanner is fastest with at most 64 (see tuimon.scan)
               (r"--(?:num|hidden)[-_](?:layers|size)[ =]\d", "_on_flags"),
               (r"Initializing torch distributed", "_on_dist_init"), (r"init_process_group", "_on_dist_init"),
               (r"store[-_]based[ _]barrier", "_on_dist_init"),
               (r"torch\.distributed initialized", "_on_dist_init"))
 
     SAMPLES = (
-        Sample("Job started at: 2023-11-02-183323 on x3004c0s13b0n0", "milestone",
-               {"name": "job-start", "wall_time": 1698950003.0, "node": "x3004c0s13b0n0"}),
         Sample("[2023-12-19 13:33:35][INFO][dist.py:307] - RANK: 0 / 47", "run_config", {"world_size": 48}),
         Sample("[2023-12-19 13:33:35][INFO][dist.py:307] - RANK: 0 / 47", "milestone",
                {"name": "ranks-up", "wall_time": 1702992815.0}),
@@ -60,14 +55,6 @@ class LauncherParser(LineParser):
         self._ranks_seen = False
         self._dist_seen = False
         self._ezpz_announced = False
-
-    def _on_job_started(self, body: str, ctx: LineContext) -> list[Event]:
-        m = _JOB_STARTED.search(body)
-        if not m:
-            return []
-        wall = parse_compact(m.group(1))
-        return [Milestone(file=self.file, line=ctx.line, rank=ctx.rank, node=m.group(2),
-                          wall_time=wall if wall is not None else ctx.wall_time, name="job-start")]
 
     def _on_ezpz_rank(self, body: str, ctx: LineContext) -> list[Event]:
         m = _EZPZ_RANK.search(body)

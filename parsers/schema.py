@@ -21,11 +21,13 @@ from typing import Any, Callable, Mapping, Optional
 from .events import EVENT_TYPES
 from .numbers import to_float, to_int
 from .regex_safety import unbounded_nesting
+from .timestamps import parse_compact, parse_iso
 
-#: the number types a group may be read as; ``si`` reads nanotron's ``human_format``
-#: (``1.23K`` is 1230), ``percent`` a number with an optional ``%`` (``15.38%`` is 15.38)
-TYPES = ("int", "float", "si", "percent", "str")
-_COMMON = ("file", "line", "node", "wall_time")  # given by the engine, never by a group
+#: the types a group may be read as; ``si`` reads nanotron's ``human_format`` (``1.23K`` is
+#: 1230), ``percent`` a number with an optional ``%`` (``15.38%`` is 15.38), ``time`` a date
+#: and time (``2023-11-02 18:33:23``, ``2023-11-02-183323``) as POSIX seconds, read as UTC
+TYPES = ("int", "float", "si", "percent", "str", "time")
+_COMMON = ("file", "line")  # given by the engine, never by a group
 _SI = {"": 1.0, "K": 1e3, "M": 1e6, "B": 1e9, "G": 1e9, "T": 1e12, "P": 1e15}
 _SI_NUMBER = re.compile(r"\s*([-+]?(?:\d[\d,]*\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*([KMBGTP]?)")
 #: map fields a ``pairs`` regex fills, per event, and how group names fold into them
@@ -53,8 +55,13 @@ def _str(text: str) -> Optional[str]:
     return text
 
 
+def _time(text: str) -> Optional[float]:
+    stamp = parse_iso(text)
+    return stamp if stamp is not None else parse_compact(text)
+
+
 CONVERTERS: dict[str, Callable[[str], Any]] = {
-    "int": to_int, "float": to_float, "si": _si, "percent": _percent, "str": _str,
+    "int": to_int, "float": to_float, "si": _si, "percent": _percent, "str": _str, "time": _time,
 }
 
 
@@ -66,7 +73,9 @@ def field_kinds(event: str) -> dict[str, str]:
         if name in _COMMON:
             continue
         text = str(note)
-        if "Mapping" in text:
+        if name == "wall_time":  # the line's own time, where the log writes it in its own way
+            out[name] = "time"
+        elif "Mapping" in text:
             out[name] = "map"
         elif "int" in text:
             out[name] = "int"
@@ -233,10 +242,14 @@ def compile_line(data: Mapping[str, Any], origin: str = "built-in", entry: str =
 
 
 def _default_type(kind: str) -> str:
-    return {"int": "int", "str": "str"}.get(kind, "float")
+    return {"int": "int", "str": "str", "time": "time"}.get(kind, "float")
 
 
 def _compatible(kind: str, target: str) -> bool:
+    if target == "time":
+        return kind in ("time", "float", "int")  # a date, or POSIX seconds as the log writes them
+    if kind == "time":
+        return False
     if target == "str":
         return kind == "str"
     if target == "bool":

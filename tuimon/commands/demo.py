@@ -22,7 +22,7 @@ from typing import Callable, Iterator, Optional
 from parsers.base import Sample
 from parsers.deepspeed import DeepSpeedParser
 from parsers.failures import FailureParser
-from parsers.launcher import LauncherParser
+from parsers.formats import BUILTIN_FORMATS
 from parsers.megatron import MegatronParser
 from parsers.timers import TimerParser
 
@@ -42,7 +42,7 @@ OLD_STYLE_ITERATION = _sample(MegatronParser, " iteration ", "number of nan iter
 OFFLOAD_TIMERS = _sample(TimerParser, "offloading-fwd-overhead").line
 DS_STEP = _sample(DeepSpeedParser, "step=0, skipped=").line
 OOM = _sample(FailureParser, "CUDA out of memory").line
-JOB_STARTED = _sample(LauncherParser, "Job started at: ").line
+JOB_STARTED = next(s.line for f in BUILTIN_FORMATS for e in f.lines for s in e.samples if "Job started at: " in s.line)
 _ARGS_BLOCK = next(s for s in MegatronParser.SAMPLES if "end of arguments" in s.line and
                    any("num_layers" in c for c in s.context))
 ARGS = _ARGS_BLOCK.context + (_ARGS_BLOCK.line,)

@@ -200,8 +200,11 @@ class BlockEngine:
         if rule.cls is Timers and "timers" in fields:
             fields["groups"] = frozen_map({k: timer_group(k) for k in fields["timers"]})
         rank = fields.pop("rank", None)
-        return rule.cls(file=self.file, line=ctx.line, rank=ctx.rank if rank is None else rank, node=ctx.node,
-                        wall_time=ctx.wall_time, **fields)
+        node = fields.pop("node", None)
+        wall = fields.pop("wall_time", None)  # the line's own, in the format's words
+        return rule.cls(file=self.file, line=ctx.line, rank=ctx.rank if rank is None else rank,
+                        node=ctx.node if node is None else node,
+                        wall_time=ctx.wall_time if wall is None else wall, **fields)
 
     def _announce(self, rule: DataRule, ev: Event, ctx: LineContext) -> list[Event]:
         """A format's first event in a file is led by its framework (its name), as a
