@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from parsers import ALL_PARSERS
-from parsers.schema import format_from_toml, sample_errors
+from parsers.schema import FormatError, format_from_toml, sample_errors
 from tuimon.engine.blocks import BlockEngine
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -286,3 +286,21 @@ def test_a_regex_that_backtracks_without_end_is_refused_by_check(tmp_path):
     good = tmp_path / "nanotron.toml"
     good.write_text(NANOTRON)
     assert _run("formats", "check", str(good)).returncode == 0
+
+
+def test_a_line_s_own_time_and_host_in_the_log_s_words():
+    engine = _engine(r"""
+name = "stamped"
+[[lines]]
+event = "step"
+regex = '^(?P<wall_time>\S+ \S+) @(?P<node>\w+) step (?P<step>\d+)'
+types = { wall_time = "time" }
+""")
+    (ev,) = [e for e in engine.feed_block("2024-05-01 10:00:00 @gpu7 step 3\n", 1) if e.type == "step"]
+    assert ev.step == 3 and ev.node == "gpu7" and ev.wall_time == 1714557600.0
+    (ev,) = [e for e in engine.feed_block("garbage time @gpu8 step 4\n", 2) if e.type == "step"]
+    assert ev.step == 4 and ev.node == "gpu8" and ev.wall_time == 1714557600.0, \
+        "an unreadable time leaves the line the stamp of the line before"
+    with pytest.raises(FormatError, match="cannot fill 'wall_time'"):
+        format_from_toml('name = "x"\n[[lines]]\nevent = "step"\nregex = \'\'\'(?P<wall_time>\\S+)\'\'\'\n'
+                         'types = { wall_time = "str" }\n', "x.toml")
