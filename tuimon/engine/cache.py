@@ -209,42 +209,47 @@ class ParseCache:
             self._db = None
 
     # -- entries ----------------------------------------------------------------------
-    def load(self, path: str, fd: int) -> Optional[Entry]:
-        """The saved entry of the open file ``fd`` at ``path`` if it is still that file."""
+    def load(self, path: str, fd: int, unchanged: bool = False) -> Optional[Entry]:
+        """The saved entry of the open file ``fd`` at ``path`` if it is still that file
+        (with ``unchanged``, only if it has not grown either: nothing else is read then)."""
         row = self.saved(path)
-        if row is None:
+        st = os.fstat(fd)
+        if row is None or (unchanged and row.offset != st.st_size):
             self.misses += 1
             return None
-        st = os.fstat(fd)
         head = _read_at(fd, 0, row.head_len)
         tail = _read_at(fd, row.offset - row.tail_len, row.tail_len) if row.offset >= row.tail_len else b""
         return self.check(row, Ident(st.st_dev, st.st_ino, head, tail), st.st_size)
 
     def saved(self, path: str) -> Optional["Row"]:
-        """The row saved for ``path``, unchecked: which bytes to read to check it."""
-        rows = self._query("SELECT dev, ino, head_len, head, offset, tail_len, tail, formats, gen, chunks, state, "
-                           "partial FROM files WHERE host = ? AND path = ?", (self.host, _key(path)))
-        return Row(*rows[0]) if rows else None
+        """The row saved for ``path``, unchecked: which bytes to read to check it (its
+        state and store, the big part, are read once it checks out)."""
+        rows = self._query("SELECT dev, ino, head_len, head, offset, tail_len, tail, formats, gen, chunks "
+                           "FROM files WHERE host = ? AND path = ?", (self.host, _key(path)))
+        return Row(path, *rows[0]) if rows else None
 
     def check(self, row: "Row", ident: "Ident", size: int) -> Optional[Entry]:
         """``row``'s entry if the file is still the one saved: ``ident`` holds its
         ``row.head_len`` first bytes and the ``row.tail_len`` bytes before ``row.offset``."""
-        offset, state = row.offset, row.state
+        offset = row.offset
         if (row.dev, row.ino) != (ident.dev, ident.ino) or row.formats != self.key or size < offset or \
                 len(ident.head) != row.head_len or _digest(ident.head) != row.head or \
                 len(ident.tail) != row.tail_len or _digest(ident.tail) != row.tail:
             self.misses += 1
             return None
+        blobs = self._query("SELECT state, partial FROM files WHERE host = ? AND path = ? AND gen = ?",
+                            (self.host, _key(row.path), row.gen))
         try:
+            state, partial = blobs[0]  # type: ignore[index]
             parser = pickle.loads(zlib.decompress(state))
-        except Exception:  # an entry of another build: parse again
+        except Exception:  # gone meanwhile, or an entry of another build: parse again
             self.misses += 1
             return None
         if size > offset:
             self.grown += 1
         else:
             self.hits += 1
-        return Entry(offset, parser, row.gen, row.chunks, row.partial)
+        return Entry(offset, parser, row.gen, row.chunks, partial)
 
     def events(self, path: str, entry: Entry) -> Iterator[list]:
         """The saved events of ``entry``, a chunk at a time; an unreadable chunk raises
@@ -258,6 +263,19 @@ class ParseCache:
                 yield pickle.loads(zlib.decompress(rows[0][0]))
             except Exception:
                 raise CacheMiss(path) from None
+
+    def replay(self, path: str, entry: Entry, out: Callable[[list], None]) -> Optional[int]:
+        """Hand ``entry``'s saved events to ``out``.  None when all went; else how many
+        went before a chunk could not be read (the caller parses the file again from 0
+        and skips that many: the same bytes give the same events)."""
+        handed = 0
+        try:
+            for events in self.events(path, entry):
+                out(events)
+                handed += len(events)
+        except CacheMiss:
+            return handed
+        return None
 
     def writer(self, path: str, base: Optional[Entry]) -> "EntryWriter":
         return EntryWriter(self, path, base)
@@ -324,6 +342,7 @@ class ParseCache:
 
 @dataclass
 class Row:
+    path: str
     dev: int
     ino: int
     head_len: int
@@ -334,8 +353,6 @@ class Row:
     formats: str
     gen: int
     chunks: Optional[int]
-    state: bytes
-    partial: Optional[bytes]
 
 
 @dataclass

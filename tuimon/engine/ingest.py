@@ -11,7 +11,7 @@ from parsers.events import Event
 from ..sources.framing import Block, Framer
 from . import catalog as catalog_mod
 from .blocks import BlockEngine
-from .cache import CacheMiss, ParseCache
+from .cache import Entry, EntryWriter, ParseCache
 from .catalog import Catalog
 
 READ_SIZE = 1 << 20  # the block size; the local follower reads as much at a time
@@ -99,17 +99,20 @@ def parse_file(path: Path, label: Optional[str] = None,
     out = sink or collected.extend
     fd, _ = open_regular(str(path))
     with open(fd, "rb", closefd=True) as fh:
-        fp, writer, offset = _from_cache(cache, label, fh.fileno(), out, catalog)
-        if isinstance(writer, _Skip):
-            out = _skipping(out, writer.n)
-            writer = None
+        fp, writer, offset, skip = _from_cache(cache, label, fh.fileno(), out, catalog)
         if fp is None:
             fp = FileParser(label, catalog)
-            writer = cache.writer(_cache_key(label), None) if cache is not None else None
+        skip_left = [skip]
+
         def taken(events: list[Event]) -> None:
-            out(events)
             if writer is not None:
                 writer.add(events)
+            if skip_left[0]:  # given already, from an entry cut short
+                drop = min(skip_left[0], len(events))
+                skip_left[0] -= drop
+                events = events[drop:]
+            if events:
+                out(events)
 
         offset = _read_on(fh, fp, offset, read_size, taken)
         if writer is not None:
@@ -120,52 +123,38 @@ def parse_file(path: Path, label: Optional[str] = None,
     return collected, fp.stats
 
 
-def _skipping(out: Callable[[list[Event]], None], n: int) -> Callable[[list[Event]], None]:
-    left = [n]
-
-    def sink(events: list[Event]) -> None:
-        if left[0]:
-            drop = min(left[0], len(events))
-            left[0] -= drop
-            events = events[drop:]
-        if events:
-            out(events)
-    return sink
-
-
-class _Skip:
-    """A sink-side stand-in for a cache writer: drops the first ``n`` events of a parse."""
-
-    def __init__(self, out: Callable[[list[Event]], None], n: int) -> None:
-        self.out, self.n = out, n
-
-
 def _cache_key(label: str) -> str:
     return os.path.abspath(label)
 
 
-def _from_cache(cache: Optional[ParseCache], label: str, fd: int, out: Callable[[list[Event]], None],
-                catalog: Optional[Catalog]):
-    """(parser, writer, offset) restored from the cache, or (None, None, 0)."""
-    if cache is None:
-        return None, None, 0
-    key = _cache_key(label)
-    entry = cache.load(key, fd)
-    if entry is None or entry.chunks is None or getattr(entry.parser, "label", None) != label:
-        return None, None, 0
-    handed = 0
-    try:
-        for events in cache.events(key, entry):
-            out(events)
-            handed += len(events)
-    except CacheMiss:  # parsed again; the same bytes give the same events: those already out are skipped
-        return None, _Skip(out, handed), 0
+def restored(entry: Optional[Entry], label: str, catalog: Optional[Catalog] = None) -> Optional[FileParser]:
+    """The parser saved in a cache entry, ready to read on (with this run's formats),
+    if the entry is of a file read under ``label``; else None."""
+    if entry is None or getattr(entry.parser, "label", None) != label:
+        return None
     cat = catalog or catalog_mod.current()
     fp = entry.parser
     fp.engine.attach(cat.user, cat.builtin)
     fp.cached = entry.offset
-    size = os.fstat(fd).st_size
-    return fp, (cache.writer(key, entry) if size > entry.offset else None), entry.offset
+    return fp
+
+
+def _from_cache(cache: Optional[ParseCache], label: str, fd: int, out: Callable[[list[Event]], None],
+                catalog: Optional[Catalog]) -> tuple[Optional[FileParser], Optional[EntryWriter], int, int]:
+    """(parser or None, cache writer or None, offset, events to skip): the file's saved
+    events handed to ``out`` and its parser restored, or what to read from 0 with."""
+    if cache is None:
+        return None, None, 0, 0
+    key = _cache_key(label)
+    entry = cache.load(key, fd)
+    fp = restored(entry if entry is not None and entry.chunks is not None else None, label, catalog)
+    if fp is None or entry is None:
+        return None, cache.writer(key, None), 0, 0
+    cut_short = cache.replay(key, entry, out)
+    if cut_short is not None:
+        return None, cache.writer(key, None), 0, cut_short
+    grown = os.fstat(fd).st_size > entry.offset
+    return fp, (cache.writer(key, entry) if grown else None), entry.offset, 0
 
 
 def parse_file_store(path: Path, label: Optional[str] = None, read_size: int = READ_SIZE,
@@ -183,13 +172,9 @@ def parse_file_store(path: Path, label: Optional[str] = None, read_size: int = R
         key = _cache_key(label)
         if cache is not None:
             entry = cache.load(key, fh.fileno())
-            if entry is not None and getattr(entry.parser, "label", None) == label:
-                store = entry.store()
-                if store is not None:
-                    cat = catalog or catalog_mod.current()
-                    fp = entry.parser
-                    fp.engine.attach(cat.user, cat.builtin)
-                    fp.cached = offset = entry.offset
+            store = entry.store() if entry is not None else None
+            fp = restored(entry, label, catalog) if store is not None else None
+            offset = fp.cached if fp is not None else 0
         if fp is None or store is None:
             store, fp, offset = JobStore(), FileParser(label, catalog), 0
         start = offset
@@ -224,16 +209,11 @@ def cached_store(path: Path, cache: ParseCache, label: Optional[str] = None) -> 
     except (OSError, NotRegular):
         return None
     try:
-        entry = cache.load(_cache_key(label), fd)
-        if entry is None or entry.offset != os.fstat(fd).st_size or getattr(entry.parser, "label", None) != label:
+        entry = cache.load(_cache_key(label), fd, unchanged=True)
+        store = entry.store() if entry is not None else None
+        fp = restored(entry, label) if store is not None else None
+        if fp is None or store is None:
             return None
-        store = entry.store()
-        if store is None:
-            return None
-        fp = entry.parser
-        cat = catalog_mod.current()
-        fp.engine.attach(cat.user, cat.builtin)
-        fp.cached = entry.offset
         store.add(fp.finish())
         return store, fp.stats
     finally:

@@ -31,8 +31,8 @@ from typing import Any, Callable, Optional, Sequence
 from parsers.events import Event, Truncated
 
 from ..engine import catalog
-from ..engine.cache import CacheMiss, EntryWriter, ParseCache, recorded
-from ..engine.ingest import FileParser
+from ..engine.cache import EntryWriter, ParseCache, recorded
+from ..engine.ingest import FileParser, restored
 from . import state as saved
 from .discover import DEFAULT_EXCLUDE, DEFAULT_INCLUDE, PathError, matches
 from .files import Directories, NotRegular, Sibling, continues, display, fd_budget, kind_of, next_data, open_regular
@@ -656,21 +656,14 @@ class LocalFollower:
             return
         key = os.path.abspath(s.label)
         entry = cache.load(key, fd)
-        if entry is not None and entry.chunks is None:
-            entry = None  # saved without its events (by a summary): read from 0
-        if entry is not None and getattr(entry.parser, "label", None) == s.label:
-            handed = 0
-            try:
-                for events in cache.events(key, entry):
-                    self.sink(events)
-                    handed += len(events)
-            except CacheMiss:  # read again from 0; the same bytes give the same events: those out are skipped
-                entry = None
-                s.skip_events = handed
+        parser = restored(entry, s.label) if entry is not None and entry.chunks is not None else None  # events kept
+        if parser is None or entry is None:
+            entry = None
+        else:
+            cut_short = cache.replay(key, entry, self.sink)
+            if cut_short is not None:  # read again from 0, skipping the events already out
+                entry, s.skip_events = None, cut_short
             else:
-                parser = entry.parser
-                cat = catalog.current()
-                parser.engine.attach(cat.user, cat.builtin)
                 parser.on_block = self.on_block
                 s.parser = parser
                 s.offset = entry.offset

@@ -36,8 +36,8 @@ from typing import Callable, Optional
 from parsers.events import Event, Truncated
 
 from ..engine import catalog
-from ..engine.cache import CacheMiss, EntryWriter, Ident, ParseCache, recorded
-from ..engine.ingest import FileParser
+from ..engine.cache import EntryWriter, Ident, ParseCache, recorded
+from ..engine.ingest import FileParser, restored
 from .discover import DEFAULT_EXCLUDE, DEFAULT_INCLUDE, matches
 from .specs import RemoteSpec, parse_spec, split_paths  # noqa: F401  (re-exported)
 
@@ -222,20 +222,15 @@ class RemoteHost:
             head = await fh.read(row.head_len, 0) if row.head_len else b""
             tail = await fh.read(row.tail_len, row.offset - row.tail_len) if row.tail_len else b""
             entry = cache.check(row, Ident(0, 0, head, tail), size)
-        if entry is not None and (entry.chunks is None or getattr(entry.parser, "label", None) != rf.label):
+        parser = restored(entry, rf.label) if entry is not None and entry.chunks is not None else None  # events kept
+        if parser is None or entry is None:
             entry = None
-        if entry is not None:
-            handed = 0
-            try:
-                for chunk in cache.events(rf.path, entry):
-                    events.extend(chunk)
-                    handed += len(chunk)
-            except CacheMiss:  # read from 0; the same bytes give the same events: those out are skipped
-                rf.skip_events, entry = handed, None
+        else:
+            cut_short = cache.replay(rf.path, entry, events.extend)
+            if cut_short is not None:  # read from 0, skipping the events already out
+                rf.skip_events, entry = cut_short, None
             else:
-                cat = catalog.current()
-                entry.parser.engine.attach(cat.user, cat.builtin)
-                rf.parser, rf.offset = entry.parser, entry.offset
+                rf.parser, rf.offset = parser, entry.offset
                 rf.head = await fh.read(min(HEAD_BYTES, rf.offset), 0)
                 rf.last = await fh.read(min(MARKER_BYTES, rf.offset), rf.offset - min(MARKER_BYTES, rf.offset))
         rf.writer = cache.writer(rf.path, entry)
