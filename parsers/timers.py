@@ -183,3 +183,64 @@ def _pairs(text: str) -> dict[str, float]:
         if v is not None and name and len(out) < 256:
             out[name] = v
     return out
+
+
+# -- how frameworks nest their timers (read off their timer code) ----------------------------
+#: timers that time the whole iteration: the root of the breakdown when a log prints one
+WHOLE_TIMERS = ("e2e-time", "iteration-time", "interval-time")
+
+#: timer -> the timers that hold it, most specific first; the first one a job logs is its parent.
+#: A timer that none holds sits under the whole iteration.
+TIMER_PARENTS: dict[str, tuple[str, ...]] = {
+    # Megatron: the pipeline schedule's forward-backward holds the per-micro-batch compute and
+    # p2p communication; pretrain_gpt's forward_step reads its batch inside forward-compute
+    **{name: ("forward-backward",) for name in (
+        "forward-compute", "backward-compute", "forward-recv", "forward-send", "backward-recv",
+        "backward-send", "forward-send-backward-recv", "backward-send-forward-recv",
+        "forward-backward-send-forward-backward-recv")},
+    "batch-generator": ("forward-compute", "forward"),
+    # Megatron's optimizer step and its parts
+    **{name: ("optimizer",) for name in (
+        "optimizer-copy-to-main-grad", "optimizer-unscale-and-check-inf", "optimizer-clip-main-grad",
+        "optimizer-count-zeros", "optimizer-inner-step", "optimizer-copy-main-to-model-params")},
+    # Megatron 1.x and GPT-NeoX: forward/backward around the engine's own
+    "batch generator": ("forward",),
+    "backward-backward": ("backward",),
+    "backward-allreduce": ("backward",),
+    # STRONGHOLD: offloading happens inside the forward and backward compute it overlaps
+    "offloading-fwd-overhead": ("forward-compute", "forward"),
+    "offloading-bwd-overhead": ("backward-compute", "backward"),
+    "offloading-func-call-overhead": ("forward-compute", "forward"),
+    "offloading-fwd-2gpu-overhead": ("offloading-fwd-overhead",),
+    "offloading-fwd-2cpu-overhead": ("offloading-fwd-overhead",),
+    "offloading-bwd-2gpu-overhead": ("offloading-bwd-overhead",),
+    "offloading-bwd-2cpu-overhead": ("offloading-bwd-overhead",),
+    # DeepSpeed's engine timers (names before and after v0.9): a global timer sums its
+    # micro-steps over an optimizer step; backward is the inner backward plus the gradient
+    # all-reduce; the ZeRO optimizer's parts run inside step
+    "forward_microstep": ("forward",),
+    "backward_microstep": ("backward",),
+    "step_microstep": ("step",),
+    "backward_inner": ("backward",),
+    "backward_allreduce": ("backward",),
+    "backward_inner_microstep": ("backward_inner", "backward_microstep"),
+    "backward_allreduce_microstep": ("backward_allreduce", "backward_microstep"),
+    "fwd_microstep": ("fwd",),
+    "bwd_microstep": ("bwd",),
+    "bwd_inner": ("bwd",),
+    "bwd_allreduce": ("bwd",),
+    "bwd_inner_microstep": ("bwd_inner", "bwd_microstep"),
+    "bwd_allreduce_microstep": ("bwd_allreduce", "bwd_microstep"),
+    # Megatron-DeepSpeed: its forward-backward and optimizer timers wrap the DeepSpeed engine's
+    **{name: ("forward-backward",) for name in ("fwd", "bwd", "forward", "backward")},
+    "step": ("optimizer",),
+    "optimizer_allgather": ("step",),
+    "optimizer_gradients": ("step",),
+    "optimizer_step": ("step",),
+}
+
+
+def one_off_timer(name: str) -> bool:
+    """A timer of setup, checkpointing or evaluation: timed now and then, no part of a
+    training iteration."""
+    return name.startswith(("startup", "eval")) or timer_group(name) in ("setup", "checkpoint")

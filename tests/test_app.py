@@ -292,14 +292,16 @@ async def test_tflops_of_a_run_that_logs_steps(tmp_path):
 def test_bars_and_timeline_fit_their_panel(line_width):
     """The job screen's bars shrink to the panel's width: a figure never wraps onto
     a line of its own (the startup panel did at 160 columns)."""
-    from tuimon.ui.render import bars, timeline
+    from tuimon.figures.breakdown import build
+    from tuimon.ui.render import timeline, tree_bars
     phases = [{"name": "job-start", "offset_s": 0.0}, {"name": "deepspeed-init", "offset_s": 12.0},
               {"name": "first-step", "offset_s": 31.9}]
-    items = [("offloading-fwd-2cpu-overhead-with-a-long-name", 402.66), ("forward-compute", 852.5)]
-    for text in (timeline(phases, line_width=line_width), bars(items, 6051.73, line_width=line_width)):
+    parts = build({"offloading-fwd-2cpu-overhead-with-a-long-name": 402.66, "forward-compute": 852.5,
+                   "offloading-fwd-overhead": 751.53, "offloading-fwd-2cpu-overhead": 402.66}, 6051.73).as_list()
+    for text in (timeline(phases, line_width=line_width), tree_bars(parts, line_width=line_width)):
         lines = text.plain.split("\n")
         assert all(len(line) <= line_width for line in lines), (line_width, lines)
-        assert all(line.rstrip().endswith(("s", "%")) for line in lines[:-1])  # the figures stay on their line
+        assert all(line.rstrip().endswith(("s", "%")) for line in lines)  # the figures stay on their line
 
 
 def test_chart_label_keeps_to_one_line():

@@ -53,6 +53,17 @@ TRAINING_START = _sample(MegatronParser, "before the start of training").line
 _STAMP = re.compile(r"\d{4}-\d{2}-\d{2}[ -]\d{2}:?\d{2}:?\d{2}(?:[.,]\d+)?")
 
 
+#: a STRONGHOLD iteration whose backward waits on its CPU offload: shares of e2e-time, each
+#: part inside what holds it (parsers.timers.TIMER_PARENTS)
+OFFLOAD_SHARES = {
+    "e2e-time": 1.0, "forward-compute": 0.14, "backward-compute": 0.80, "optimizer": 0.05,
+    "batch-generator": 0.0002, "backward-embedding-all-reduce": 0.00001,
+    "offloading-func-call-overhead": 0.002, "offloading-fwd-overhead": 0.12, "offloading-fwd-2gpu-overhead": 0.055,
+    "offloading-fwd-2cpu-overhead": 0.065, "offloading-bwd-overhead": 0.55, "offloading-bwd-2gpu-overhead": 0.03,
+    "offloading-bwd-2cpu-overhead": 0.52,
+}
+
+
 def fill(sample: str, values: dict[str, str], iteration: Optional[tuple[int, int]] = None) -> str:
     """A sample line with the values of some ``key: value`` fields replaced."""
     out = sample
@@ -109,8 +120,7 @@ def megatron_job(rng: random.Random, *, layers: int, gbs: int, world: int, base_
         if deepspeed:
             out.insert(0, stamp(fill(DS_STEP, {}).replace("step=0,", f"step={i},")))
         if offload:
-            out.append(fill(OFFLOAD_TIMERS, {"e2e-time": f"{base_ms:.2f}",
-                                             "offloading-bwd-overhead": f"{base_ms * 0.55:.2f}"}))
+            out.append(fill(OFFLOAD_TIMERS, {name: f"{base_ms * share:.2f}" for name, share in OFFLOAD_SHARES.items()}))
         if oom_at is not None and i == oom_at:
             out += ["Traceback (most recent call last):", '  File "pretrain_gpt.py", line 150, in <module>', OOM]
             yield out

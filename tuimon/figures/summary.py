@@ -15,6 +15,7 @@ import numpy as np
 
 from ..store.fields import EXTRA, FIELDS, SHOWN, primary_loss
 from ..store.job_store import Job
+from . import breakdown as breakdown_mod
 from .metrics import mfu, model_size_billion, startup_timeline, steady_median, steady_stats, tflops_per_gpu
 
 #: A job with no iteration whose files were written less than this long ago is still starting.
@@ -168,6 +169,9 @@ def summarize(job: Job, *, now: Optional[float] = None, last_write: Optional[flo
     offload = {name: round(stat.mean_ms, 3) for name, stat in job.timers.items() if stat.group == "offload"}
     timers = {name: {"group": stat.group, "mean_ms": round(stat.mean_ms, 3), "count": stat.count}
               for name, stat in job.timers.items()}
+    timer_means = {name: stat.mean_ms for name, stat in job.timers.items() if stat.count}
+    finite_elapsed = _finite(elapsed)
+    tree = breakdown_mod.build(timer_means, float(finite_elapsed.mean()) if finite_elapsed.size else None)
     mem = job.memory
     return {
         "job": job.name,
@@ -194,6 +198,10 @@ def summarize(job: Job, *, now: Optional[float] = None, last_write: Optional[flo
         "startup": phases,
         "offload_ms": offload,
         "timers_ms": timers,
+        "breakdown": tree.as_list(),
+        "breakdown_whole_ms": _clean(tree.whole_ms, 3) if tree.parts else None,
+        "breakdown_whole": tree.whole_source if tree.parts else None,
+        "startup_timers": breakdown_mod.one_off(timer_means),
         "memory": {"gpu_max_allocated_mb": _clean(mem.get("gpu_max_allocated_mb"), 1),
                    "gpu_max_reserved_mb": _clean(mem.get("gpu_max_reserved_mb"), 1),
                    "cpu_used_gb": _clean(mem.get("cpu_used_gb"), 2)},

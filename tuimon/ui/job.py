@@ -12,7 +12,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Log, Sparkline, Static
 
 from ..live.session import JobDetail
-from .render import Fitted, bars, num, plain, status_text, timeline
+from .render import Fitted, num, plain, status_text, timeline, tree_bars
 
 TAIL_SHOWN = 500
 
@@ -108,9 +108,7 @@ class JobScreen(Screen):
             [v / 1000.0 for v in _finite(d.iter_ms)], ".2f")
         self.query_one("#chart-loss", Sparkline).parent.show(_finite(d.loss), ".3f")  # type: ignore[union-attr]
         self._breakdown(d)
-        phases = s["startup"]
-        self.query_one("#startup", Static).update(Fitted(lambda line_width: Text.assemble(
-            Text("Startup timeline\n", style="bold"), timeline(phases, line_width=line_width))))
+        self._startup(d)
         self._config(d)
         self._failures(d)
         self._ranks(d)
@@ -118,19 +116,30 @@ class JobScreen(Screen):
 
     def _breakdown(self, d: JobDetail) -> None:
         s = d.row.summary
-        it = s["iter_time_ms"]["median"] if s["iter_time_ms"] else None
-        offload = [(n, v) for n, g, v in d.timers if g == "offload"]
-        others = [(n, v) for n, g, v in d.timers if g not in ("offload", "setup", "checkpoint")][:10]
+        parts, whole = s["breakdown"], s["breakdown_whole_ms"]
+        title = f"Timers per iteration ({whole:.1f} ms = 100%)\n" if whole else "Timers per iteration\n"
 
         def build(line_width: int) -> Text:
-            text = Text("Timers per iteration (mean)\n", style="bold")
-            text.append_text(bars(others, it, line_width=line_width))
-            if offload:
-                text.append("\nOffload overhead\n", style="bold")
-                text.append_text(bars(offload, it, line_width=line_width))
+            text = Text(title, style="bold")
+            text.append_text(tree_bars(parts, line_width=line_width, limit=14))
             return text
 
         self.query_one("#breakdown", Static).update(Fitted(build))
+
+    def _startup(self, d: JobDetail) -> None:
+        s = d.row.summary
+        phases, one_off = s["startup"], s["startup_timers"]
+
+        def build(line_width: int) -> Text:
+            text = Text.assemble(Text("Startup timeline\n", style="bold"), timeline(phases, line_width=line_width))
+            if one_off:
+                text.append("\nSetup and checkpoint timers", style="bold")
+                for t in one_off[:6]:
+                    text.append("\n")
+                    text.append_text(plain(f"{t['name'][:40]:40s} {t['ms']:10.1f} ms"))
+            return text
+
+        self.query_one("#startup", Static).update(Fitted(build))
 
     def _config(self, d: JobDetail) -> None:
         s, c = d.row.summary, d.config

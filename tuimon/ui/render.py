@@ -73,29 +73,37 @@ class Fitted:
         yield self.build(options.max_width)
 
 
-def bars(items: Sequence[tuple[str, float]], total: Optional[float], width: int = 30,
-         unit: str = "ms", line_width: Optional[int] = None) -> Text:
-    """One line per item: name, a bar scaled to the largest, value and share of
-    ``total``; within ``line_width`` columns when given (the bars shrink first)."""
-    out = Text()
-    if not items:
+def tree_bars(parts: Sequence[dict], width: int = 30, line_width: Optional[int] = None,
+              limit: Optional[int] = None) -> Text:
+    """A timer breakdown (``summary["breakdown"]``): one line per part, indented under
+    its parent, its bar the part's share of the iteration (full width: the whole
+    iteration), then its mean and its share; within ``line_width`` columns when given
+    (the bars shrink first).  ``limit``: at most so many lines (the deepest parts go first)."""
+    if not parts:
         return Text("(nothing logged yet)", style="dim")
-    biggest = max((v for _, v in items if math.isfinite(v)), default=0.0) or 1.0
-    name_w = min(34, max(len(sanitize(n)) for n, _ in items))
+    shown = list(parts)
+    if limit is not None and len(shown) > limit:
+        for depth in sorted({p["depth"] for p in shown}, reverse=True):
+            if len(shown) <= limit:
+                break
+            shown = [p for p in shown if p["depth"] < depth]
+        shown = shown[:limit]
+    labels = ["  " * p["depth"] + sanitize(p["name"]) for p in shown]
+    name_w = min(34, max(len(label) for label in labels))
+    figures = 1 + 10 + 3 + 7
     if line_width is not None:
-        figures = 1 + 1 + 10 + 1 + len(unit) + (7 if total else 0)
-        name_w = max(1, min(name_w, line_width - figures - _MIN_BAR))
-        width = max(_MIN_BAR, min(width, line_width - figures - name_w))
-    for i, (name, value) in enumerate(items):
+        name_w = max(1, min(name_w, line_width - figures - 1 - _MIN_BAR))
+        width = max(_MIN_BAR, min(width, line_width - figures - 1 - name_w))
+    out = Text()
+    for i, (p, label) in enumerate(zip(shown, labels)):
         if i:
             out.append("\n")
-        n = sanitize(name)
-        out.append(n[:name_w].ljust(name_w) + " ")
-        filled = int(round(width * (value / biggest))) if math.isfinite(value) and value > 0 else 0
-        out.append("█" * filled, style="cyan")
+        out.append(label[:name_w].ljust(name_w) + " ", style="dim" if p["name"] == "other" else "")
+        share = p["share"] if math.isfinite(p["share"]) else 0.0
+        filled = min(width, int(round(width * share)))
+        out.append("█" * filled, style="dim" if p["name"] == "other" else "cyan")
         out.append("·" * (width - filled), style="dim")
-        share = f" {100.0 * value / total:5.1f}%" if total and math.isfinite(value) else ""
-        out.append(f" {value:10.1f} {unit}{share}")
+        out.append(f" {p['mean_ms']:10.1f} ms {100.0 * share:5.1f}%")
     return out
 
 
