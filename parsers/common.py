@@ -72,7 +72,36 @@ def config_from_args(pairs: dict[str, str]) -> dict:
     ckpt = _activation_checkpointing(pairs)
     if ckpt is not None:
         out["activation_checkpointing"] = ckpt
+    precision = _precision(pairs)
+    if precision is not None:
+        out["precision"] = precision
     return out
+
+
+def _precision(pairs: dict[str, str]) -> Optional[str]:
+    """bf16 / fp16 from Megatron's flags (or its params_dtype); fp32 when it lists both off."""
+    def on(name: str) -> Optional[bool]:
+        value = pairs.get(name)
+        return None if value is None else value.strip().lower() in ("true", "1", "")
+    named = pairs.get("precision", "").strip().lower()  # GPT-NeoX: fp16, bfloat16 or fp32
+    if named in ("fp16", "float16", "half"):
+        return "fp16"
+    if named in ("bf16", "bfloat16"):
+        return "bf16"
+    if named in ("fp32", "float32"):
+        return "fp32"
+    if on("bf16"):
+        return "bf16"
+    if on("fp16"):
+        return "fp16"
+    dtype = pairs.get("params_dtype", "").lower()
+    if "bfloat16" in dtype:
+        return "bf16"
+    if "float16" in dtype or "half" in dtype:
+        return "fp16"
+    if on("bf16") is False and on("fp16") is False:
+        return "fp32"
+    return None
 
 
 def _activation_checkpointing(pairs: dict[str, str]) -> Optional[bool]:

@@ -13,7 +13,7 @@ from typing import Optional, Sequence
 from .. import __version__
 from ..engine.alloc import keep_freed_memory
 from ..engine.ingest import ParseStats, parse_file
-from ..figures.gpus import GPU_PEAK_TFLOPS, peak_for
+from ..figures.gpus import GPU_PEAK_TFLOPS
 from ..figures.metrics import parse_size, tflops_per_gpu
 from ..figures.summary import RENDERERS, summarize
 from ..sources.discover import DEFAULT_INCLUDE, PathError, discover
@@ -74,8 +74,10 @@ def _add_app_options(p: argparse.ArgumentParser) -> None:
 
 
 def _add_rate_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--gpu", choices=sorted(GPU_PEAK_TFLOPS), help="GPU model, for MFU")
-    p.add_argument("--gpu-peak", type=_positive_float, metavar="TFLOPS", help="peak TFLOPs per GPU, for MFU")
+    p.add_argument("--gpu", choices=sorted(GPU_PEAK_TFLOPS),
+                   help="GPU model, for MFU (default: the GPU the logs name; its peak at the run's precision)")
+    p.add_argument("--gpu-peak", type=_positive_float, metavar="TFLOPS",
+                   help="peak TFLOPs per GPU, for MFU (overrides --gpu and the logs)")
     p.add_argument("--jobs", "-j", type=_positive_int, metavar="N",
                    help="processes to parse with (default: one per core)")
 
@@ -321,12 +323,11 @@ def cmd_summary(args) -> int:
     if remote and not _read_remote(args, remote, store.add):
         return EXIT_USAGE
     now = time.time()
-    peak = args.gpu_peak or peak_for(args.gpu)
     rows = []
     for job in store.jobs.values():
         mtimes = [_mtime(f) for f in job.files]
         last_write = max((m for m in mtimes if m is not None), default=None)
-        rows.append(summarize(job, now=now, last_write=last_write, gpu_peak=peak))
+        rows.append(summarize(job, now=now, last_write=last_write, gpu_peak=args.gpu_peak, gpu=args.gpu))
     rows.sort(key=lambda r: r["job"])
     sys.stdout.write(RENDERERS[args.format](rows))
     sys.stdout.flush()
@@ -488,7 +489,7 @@ def run_app(paths: list[str], args, *, poll: Optional[float] = None, quit_after:
     from ..live.session import LiveSession
     from ..ui.app import TuimonApp
 
-    session = LiveSession(paths, poll=poll, gpu_peak=args.gpu_peak or peak_for(args.gpu), process=True,
+    session = LiveSession(paths, poll=poll, gpu_peak=args.gpu_peak, gpu=args.gpu, process=True,
                           ssh_config=getattr(args, "ssh_config", None),
                           cache=hasattr(args, "no_cache") and not args.no_cache,  # the demo's logs: not worth it
                           catalog_spec=catalog.current().spec)

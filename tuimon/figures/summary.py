@@ -16,6 +16,7 @@ import numpy as np
 from ..store.fields import EXTRA, FIELDS, SHOWN, primary_loss
 from ..store.job_store import Job
 from . import breakdown as breakdown_mod
+from .gpus import Peak, choose_peak
 from .metrics import mfu, model_size_billion, startup_timeline, steady_median, steady_stats, tflops_per_gpu
 
 #: A job with no iteration whose files were written less than this long ago is still starting.
@@ -130,8 +131,28 @@ def startup(job: Job) -> tuple[Optional[float], list[dict]]:
     return _clean(total, 1), [{"name": p.name, "offset_s": round(p.offset_s, 3)} for p in phases]
 
 
+#: reported and computed TFLOPs further apart than this are flagged
+TFLOPS_DISAGREE = 0.25
+
+
+def checks(tflops_reported: Optional[float], computed: Optional[float], mfu_value: Optional[float],
+           peak: Optional[Peak]) -> list[str]:
+    """What makes a job's figures doubtful, each with both figures and what to check."""
+    out = []
+    if mfu_value is not None and peak is not None and mfu_value > 1.0:
+        against = f"{peak.gpu or 'the given'} {peak.precision or ''} peak".replace("  ", " ")
+        out.append(f"MFU {100 * mfu_value:.0f}% is above 100% of the {against} ({peak.tflops:g} TFLOPs, from "
+                   f"{peak.source}): check the GPU model and precision, the model size and the GPU count")
+    if tflops_reported and computed and abs(tflops_reported / computed - 1.0) > TFLOPS_DISAGREE:
+        out.append(f"reported {tflops_reported:.1f} and computed {computed:.1f} TFLOPs/GPU differ by "
+                   f"{100 * abs(tflops_reported / computed - 1.0):.0f}%: check the GPU count (world size), the "
+                   f"sequence length and activation recomputation, which the log's own formula may count otherwise")
+    return out
+
+
 def summarize(job: Job, *, now: Optional[float] = None, last_write: Optional[float] = None,
-              gpu_peak: Optional[float] = None) -> dict[str, Any]:
+              gpu_peak: Optional[float] = None, gpu: Optional[str] = None) -> dict[str, Any]:
+    """``gpu_peak`` (TFLOPs) or ``gpu`` (a table GPU) override the GPU the logs name, for MFU."""
     cfg = job.config
     primary = job.primary
     elapsed = _column(primary, "elapsed_ms")
@@ -161,6 +182,10 @@ def summarize(job: Job, *, now: Optional[float] = None, last_write: Optional[flo
         computed = tflops_per_gpu(params, cfg["seq_length"], gbs, it_stats.median / 1000.0, gpus,
                                   activation_checkpointing=True if ckpt is None else ckpt)
 
+    peak = choose_peak(gpu_peak, gpu, cfg.get("gpu"), cfg.get("precision"))
+    achieved = computed if computed is not None else tflops_reported
+    mfu_value = mfu(achieved, peak.tflops) if peak is not None else None
+
     top_step = last_step(job)
     status, failure = status_of(job, now, last_write, top_step)
     startup_s, phases = startup(job)
@@ -188,7 +213,13 @@ def summarize(job: Job, *, now: Optional[float] = None, last_write: Optional[flo
         **{key: _clean(value, 4) for key, value in rates.items()},
         "samples_per_sec": _clean(samples_per_sec, 4),
         "tflops_per_gpu": {"reported": _clean(tflops_reported, 2), "computed": _clean(computed, 2)},
-        "mfu": _clean(mfu(computed if computed is not None else tflops_reported, gpu_peak), 4),
+        "mfu": _clean(mfu_value, 4),
+        "gpu": cfg.get("gpu"),
+        "precision": cfg.get("precision"),
+        "gpu_peak_tflops": peak.tflops if peak is not None else None,
+        "gpu_peak_source": (f"{peak.source}: {peak.gpu or ''} {peak.precision or ''}".strip()
+                            if peak is not None else None),
+        "checks": checks(tflops_reported, computed, mfu_value, peak),
         "params_billion": _clean(params, 3),
         "world_size": gpus,
         "global_batch": gbs,
@@ -224,11 +255,19 @@ TABLE_COLUMNS = (
     *((f.label, lambda r, k=f.key, d=f.digits: _fmt(r[k], d)) for f in SHOWN),  # the registry's
     ("TFLOPs rep", lambda r: _fmt(r["tflops_per_gpu"]["reported"], 1)),
     ("TFLOPs calc", lambda r: _fmt(r["tflops_per_gpu"]["computed"], 1)),
+    ("MFU", lambda r: mfu_text(r)),
     ("Size (B)", lambda r: _fmt(r["params_billion"], 3)),
     ("GPUs", lambda r: _fmt(r["world_size"], 0)),
     ("Startup (s)", lambda r: _fmt(r["startup_s"], 0)),
     ("Loss", lambda r: _fmt(r["loss_last"], 4)),
 )
+
+
+def mfu_text(r: dict) -> str:
+    """``41.2%``; ``!`` marks a job whose figures are doubtful (see its ``checks``)."""
+    if r["mfu"] is None:
+        return "-" + ("!" if r["checks"] else "")
+    return f"{100.0 * r['mfu']:.1f}%" + ("!" if r["checks"] else "")
 
 
 def last_progress(r: dict) -> Optional[int]:
@@ -255,7 +294,9 @@ def _fmt(value: Any, digits: int) -> str:
 
 
 #: CSV holds every registry figure: the table's columns, then the rest (machines read it, not people)
-CSV_COLUMNS = TABLE_COLUMNS + tuple((f.label, lambda r, k=f.key, d=f.digits: _fmt(r[k], d)) for f in EXTRA)
+CSV_COLUMNS = TABLE_COLUMNS + tuple((f.label, lambda r, k=f.key, d=f.digits: _fmt(r[k], d)) for f in EXTRA) + (
+    ("GPU", lambda r: r["gpu"] or "-"), ("Precision", lambda r: r["precision"] or "-"),
+    ("Checks", lambda r: "; ".join(r["checks"])))
 
 
 def _rows(summaries: list[dict], columns: tuple = TABLE_COLUMNS) -> tuple[list[str], list[list[str]]]:
@@ -278,7 +319,14 @@ def render_table(summaries: list[dict]) -> str:
         return "  ".join(c.rjust(w) if numeric[i] else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths)))
     out = [line(head), line(["-" * w for w in widths])]
     out.extend(line(r) for r in rows)
+    out.extend(_notes(summaries))
     return "\n".join(out) + "\n"
+
+
+def _notes(summaries: list[dict], bullet: str = "!") -> list[str]:
+    """One line per doubtful figure, below the table (the ``!`` of a row's MFU)."""
+    notes = [f"{bullet} {_safe_cell(s['job'])}: {check}" for s in summaries for check in s["checks"]]
+    return [""] + notes if notes else []
 
 
 def render_markdown(summaries: list[dict]) -> str:
@@ -286,6 +334,7 @@ def render_markdown(summaries: list[dict]) -> str:
     align = ["---" if i < 3 else "--:" for i in range(len(head))]
     out = ["| " + " | ".join(head) + " |", "| " + " | ".join(align) + " |"]
     out.extend("| " + " | ".join(r) + " |" for r in rows)
+    out.extend(_notes(summaries, "-"))
     return "\n".join(out) + "\n"
 
 

@@ -82,7 +82,8 @@ class LiveSession:
     with parsing for the GIL.  With ``process=False`` a thread does it (tests)."""
 
     def __init__(self, paths: Sequence[str], *, poll: Optional[float] = None, head_tail: Optional[int] = 64 << 20,
-                 gpu_peak: Optional[float] = None, clock: Callable[[], float] = time.time, process: bool = False,
+                 gpu_peak: Optional[float] = None, gpu: Optional[str] = None,
+                 clock: Callable[[], float] = time.time, process: bool = False,
                  ssh_config: Optional[str] = None, catalog_spec: Sequence[tuple[str, str]] = (),
                  **follower_kw) -> None:
         """``follower_kw`` go to the LocalFollower (``cache=True``: start from, and
@@ -92,6 +93,7 @@ class LiveSession:
         self.lock = threading.Lock()
         self.clock = clock
         self.gpu_peak = gpu_peak
+        self.gpu = gpu
         self.tails: dict[str, deque[str]] = {}
         self.last_update: dict[str, float] = {}  # job key -> when its files were last written
         self._cache: dict[str, tuple[int, JobRow]] = {}
@@ -261,7 +263,7 @@ class LiveSession:
         version = self._job_versions.get(job.key, 0)
         cached = self._cache.get(job.key)
         if cached is None or cached[0] != version:
-            summary = summarize(job, now=now, last_write=self.last_update.get(job.key), gpu_peak=self.gpu_peak)
+            summary = summarize(job, now=now, last_write=self.last_update.get(job.key), gpu_peak=self.gpu_peak, gpu=self.gpu)
             row = JobRow(job.key, version, summary, None, None, False, _tflops_series(job, summary))
             self._cache[job.key] = (version, row)
         else:

@@ -30,7 +30,7 @@ from .series import Series, point_plan
 RankKey = Union[int, str]
 _CONFIG_FIELDS = ("num_layers", "hidden_size", "num_heads", "seq_length", "vocab_size", "padded_vocab_size",
                   "micro_batch", "global_batch", "tp", "pp", "dp", "world_size", "activation_checkpointing",
-                  "train_iters", "total_params_b")
+                  "train_iters", "total_params_b", "gpu", "precision")
 _FATAL = ("oom", "nccl", "cancelled", "killed")
 MAX_TIMERS = 512  # names a job keeps: a log printing a new name each line must not grow the store
 MAX_MILESTONES = 1024

@@ -9,7 +9,7 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Static
 
-from ..figures.summary import progress_text
+from ..figures.summary import mfu_text, progress_text
 from ..live.session import JobRow, Snapshot
 from ..store.fields import SHOWN
 from .render import duration, num, plain, spark, status_text
@@ -60,7 +60,7 @@ def cells(row: JobRow) -> tuple:
         *(Text(num(s[f.key], min(f.digits, 2)), justify="right") for f in SHOWN),
         Text(num(s["tflops_per_gpu"]["reported"]), justify="right"),
         Text(num(s["tflops_per_gpu"]["computed"]), justify="right"),
-        Text(num(s["mfu"] * 100 if s["mfu"] is not None else None, 0, "%"), justify="right"),
+        Text(mfu_text(s), justify="right", style="bold red" if s["checks"] else ""),
         Text(loss if isinstance(loss, str) else num(loss, 4), justify="right"),
         Text(duration(s["startup_s"]), justify="right"),
         age_text(row),
