@@ -89,6 +89,10 @@ def status_of(job: Job, now: Optional[float], last_write: Optional[float],
     if failure is not None:
         return "failed", {"kind": failure.kind, "message": failure.message, "line": failure.line,
                           "file": failure.file}
+    if job.nan_at is not None:
+        step, file, line = job.nan_at
+        return "nan", {"kind": "nan", "message": f"loss or grad norm not finite at iteration {step}",
+                       "line": line, "file": file}
     train_iters = job.config.get("train_iters")
     last = job.last_iteration if job.last_iteration is not None else (
         top_step if top_step is not None else last_step(job))

@@ -29,7 +29,8 @@ TAIL_LINES = 2000
 SINK_SLICE = 500
 NEW_ROWS_PER_SNAPSHOT = 96
 MESSAGE_EVENTS = 1000
-STALL_FACTOR = 5.0  # no iteration for this many typical iteration times: stalled
+STALL_FACTOR = 5.0  # no iteration for this many typical iteration times (and STALL_MIN_S): stalled
+STALL_MIN_S = 60.0
 
 
 @dataclass
@@ -263,7 +264,8 @@ class LiveSession:
         version = self._job_versions.get(job.key, 0)
         cached = self._cache.get(job.key)
         if cached is None or cached[0] != version:
-            summary = summarize(job, now=now, last_write=self.last_update.get(job.key), gpu_peak=self.gpu_peak, gpu=self.gpu)
+            summary = summarize(job, now=now, last_write=self.last_update.get(job.key), gpu_peak=self.gpu_peak,
+                                gpu=self.gpu)
             row = JobRow(job.key, version, summary, None, None, False, _tflops_series(job, summary))
             self._cache[job.key] = (version, row)
         else:
@@ -276,9 +278,10 @@ class LiveSession:
         row.stalled = False
         last = last_progress(s)
         if it and s["train_iters"] and last is not None and s["status"] == "training":
-            row.eta_s = max(0, s["train_iters"] - last) * it["median"] / 1000.0
-            if row.age_s is not None and row.age_s > STALL_FACTOR * max(it["median"] / 1000.0, 1.0):
-                row.stalled = True
+            if row.age_s is not None and row.age_s > max(STALL_FACTOR * it["median"] / 1000.0, STALL_MIN_S):
+                row.stalled = True  # a stalled job has no ETA: the rate it would be read from is gone
+            else:
+                row.eta_s = max(0, s["train_iters"] - last) * it["median"] / 1000.0
         if s["status"] == "starting":  # the live window is measured here, not when the summary was cached
             row.summary = dict(s, status="starting" if row.age_s is None or row.age_s < 600 else "no-iterations")
         return row

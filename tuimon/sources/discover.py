@@ -7,7 +7,8 @@ import stat
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
-DEFAULT_INCLUDE = ("*.log", "*.out", "*.err", "*.txt")
+#: PBS names a job's streams ``NAME.o<job id>`` and ``NAME.e<job id>`` (Aurora, Polaris)
+DEFAULT_INCLUDE = ("*.log", "*.out", "*.err", "*.txt", "*.o[0-9]*", "*.e[0-9]*")
 DEFAULT_EXCLUDE = ("*.swp", "*~", ".*")
 
 

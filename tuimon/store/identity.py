@@ -1,6 +1,7 @@
 """Which files make one job.
 
-* A Slurm/PBS job id in the file name groups ``x-1999618.out`` with ``x-1999618.err``.
+* A Slurm/PBS job id in the file name groups ``x-1999618.out`` with ``x-1999618.err``,
+  and PBS's ``x.o1999618`` with ``x.e1999618``.
 * Per-rank files of one run (``...rank3...``, ``...rank_3...``, ``log.rank0``) are one job,
   and the number gives the rank.
 * Otherwise each file is its own job.
@@ -16,6 +17,7 @@ from typing import Optional
 _RANK_IN_NAME = re.compile(r"(?i)([-_.]?)(?:rank|worker|proc)[-_]?(\d{1,6})(?=[-_.]|$)")
 _JOB_ID = re.compile(r"(?:^|[-_.])(?:slurm-|job[-_]?)?(\d{5,10})(?=[-_.]|$)")
 _LOG_SUFFIXES = (".log", ".out", ".err", ".txt")
+_PBS_STREAM = re.compile(r"^(.+)\.[oe](\d{3,10})(?:\.\d+)?$")  # NAME.o<id>, NAME.e<id> (array jobs: .o<id>.<n>)
 
 
 @dataclass(frozen=True)
@@ -40,6 +42,10 @@ def identify(path: str) -> FileIdentity:
     p = PurePath(path)
     parent = str(p.parent)
     stem = _stem(p.name)
+    pbs = _PBS_STREAM.match(stem)
+    if pbs:
+        name = f"{pbs.group(1)}-{pbs.group(2)}"
+        return FileIdentity(f"{parent}/{name}", name, None)
     rank = None
     m = _RANK_IN_NAME.search(stem)
     if m:

@@ -6,6 +6,7 @@ Each job keeps its iteration points per rank in :class:`~tuimon.store.series.Ser
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Optional, Union
 
@@ -24,6 +25,7 @@ from parsers.events import (
     Truncated,
 )
 
+from .fields import primary_loss
 from .identity import identify
 from .series import Series, point_plan
 
@@ -73,6 +75,9 @@ class Job:
     last_step_lr: Optional[float] = None
     last_step_loss: Optional[float] = None  # the latest step line that gives one (nan included: a diverged run)
     last_loss_scale: Optional[float] = None
+    #: the iteration of the latest step whose loss or grad norm was not finite (a fp16 loss-scale
+    #: skip aside), None once a finite one followed: a run that diverged reads NAN, not training
+    nan_at: Optional[tuple[Optional[int], str, int]] = None  # (iteration, file, line)
     first_wall: Optional[float] = None
     last_wall: Optional[float] = None
     first_step_wall: Optional[float] = None
@@ -124,6 +129,8 @@ class Job:
         if other.last_iteration is not None and (self.last_iteration is None
                                                  or other.last_iteration >= self.last_iteration):
             self.last_iteration = other.last_iteration
+        if other.last_progress is not None:
+            self.nan_at = other.nan_at
         for name in ("last_progress", "last_iteration_lr", "last_step_lr", "last_step_loss", "last_loss_scale"):
             value = getattr(other, name)
             if value is not None:
@@ -281,6 +288,10 @@ def _on_iteration(job: Job, ev: Iteration, file_rank: Optional[int]) -> None:
     job.last_progress = (ev.file, ev.line)
     if ev.losses:
         job.last_losses = dict(ev.losses)
+    loss = primary_loss(ev.losses) if ev.losses else None
+    if ev.nan_count:  # Megatron counts the iterations of the interval whose loss was NaN
+        loss = math.nan
+    _nan_check(job, ev.iteration, ev, loss, ev.grad_norm, bool(ev.skipped))
     if ev.lr is not None:
         job.last_iteration_lr = ev.lr
     if ev.loss_scale is not None:
@@ -290,6 +301,19 @@ def _on_iteration(job: Job, ev: Iteration, file_rank: Optional[int]) -> None:
     if ev.global_batch is not None:
         job.config["global_batch"] = ev.global_batch
     _first_step(job, ev.wall_time)
+
+
+def _nan_check(job: Job, step: Optional[int], ev: Event, loss: Optional[float], grad_norm: Optional[float],
+               skipped: bool) -> None:
+    """A non-finite loss is a divergence.  A non-finite grad norm is one too, unless the
+    step was skipped: fp16's loss scaler skips a step whose gradients overflowed, and
+    lowers its scale; that is normal.  A finite step after it clears it."""
+    bad_loss = loss is not None and not math.isfinite(loss)
+    bad_grad = grad_norm is not None and not math.isfinite(grad_norm) and not skipped
+    if bad_loss or bad_grad:
+        job.nan_at = (step, ev.file, ev.line)
+    elif loss is not None:
+        job.nan_at = None
 
 
 def _first_step(job: Job, wall: Optional[float]) -> None:
@@ -302,6 +326,7 @@ def _on_step(job: Job, ev: Step, _: Optional[int]) -> None:
     job.last_progress = (ev.file, ev.line)
     if ev.loss is not None:
         job.last_step_loss = ev.loss
+    _nan_check(job, ev.step, ev, ev.loss, None, bool(ev.skipped))
     if ev.lr is not None:
         job.last_step_lr = ev.lr
     _first_step(job, ev.wall_time)

@@ -12,7 +12,7 @@ from textual.widgets import DataTable, Footer, Input, Static
 from ..figures.summary import mfu_text, progress_text
 from ..live.session import JobRow, Snapshot
 from ..store.fields import SHOWN
-from .render import duration, num, plain, spark, status_text
+from .render import duration, iter_time, num, plain, spark, status_text
 
 COLUMNS = ("Job", "Framework", "Status", "Iter", "ETA", "Iter time", "Spread", *(f.label for f in SHOWN), "TFLOPs rep",
            "TFLOPs calc", "MFU", "Loss", "Startup", "Updated", "TFLOPs trend")
@@ -47,7 +47,10 @@ def cells(row: JobRow) -> tuple:
     s = row.summary
     it = s["iter_time_ms"]
     iters = progress_text(s)
-    spread = f"{it['p10'] / 1000:.2f}-{it['p90'] / 1000:.2f}s" if it else "-"
+    spread = "-"
+    if it:
+        spread = (f"{it['p10']:.2f}-{it['p90']:.2f}ms" if it["p90"] < 10.0
+                  else f"{it['p10'] / 1000:.2f}-{it['p90'] / 1000:.2f}s")
     loss = s["loss_last"]
     return (
         plain(s["job"]),
@@ -55,7 +58,7 @@ def cells(row: JobRow) -> tuple:
         status_text(s, row.stalled),
         Text(iters, justify="right"),
         Text(duration(row.eta_s), justify="right"),
-        Text(num(it["median"] / 1000.0, 2, "s") if it else "-", justify="right"),
+        Text(iter_time(it["median"]) if it else "-", justify="right"),
         Text(spread, justify="right"),
         *(Text(num(s[f.key], min(f.digits, 2)), justify="right") for f in SHOWN),
         Text(num(s["tflops_per_gpu"]["reported"]), justify="right"),

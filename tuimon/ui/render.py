@@ -13,7 +13,7 @@ from ..text import sanitize
 BLOCKS = "▁▂▃▄▅▆▇█"
 _MIN_BAR = 4
 STATUS_STYLE = {"failed": "bold red", "finished": "green", "training": "cyan", "starting": "yellow",
-                "no-iterations": "magenta", "stalled": "bold yellow"}
+                "no-iterations": "magenta", "stalled": "bold yellow", "nan": "bold red"}
 
 
 def plain(text: object, style: str = "") -> Text:
@@ -37,6 +37,8 @@ def status_text(summary: dict, stalled: bool) -> Text:
         label = f"FAILED {summary['failure']['kind']}"
     elif status == "no-iterations":
         label = "NO ITERATIONS"
+    elif status == "nan":
+        label = "NAN"
     if stalled:
         label = f"STALLED ({status})"
         status = "stalled"
@@ -47,6 +49,13 @@ def num(value: Optional[float], digits: int = 1, suffix: str = "") -> str:
     if value is None or (isinstance(value, float) and not math.isfinite(value)):
         return "-"
     return f"{value:.{digits}f}{suffix}"
+
+
+def iter_time(ms: Optional[float]) -> str:
+    """An iteration time: seconds, or milliseconds under 10 ms (``0.00s`` says nothing)."""
+    if ms is None or not math.isfinite(ms):
+        return "-"
+    return f"{ms:.2f}ms" if ms < 10.0 else f"{ms / 1000.0:.2f}s"
 
 
 def duration(seconds: Optional[float]) -> str:
