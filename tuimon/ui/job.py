@@ -162,8 +162,12 @@ class JobScreen(Screen):
         self.query_one("#config", Static).update(text)
 
     def _failures(self, d: JobDetail) -> None:
-        text = Text("Failures\n", style="bold")
-        if not d.failures:
+        text = Text("Failures and checks\n", style="bold")
+        for check in d.row.summary["checks"]:  # doubtful figures: both numbers and what to check
+            text.append("! ", style="bold red")
+            text.append_text(plain(check))
+            text.append("\n")
+        if not d.failures and not d.row.summary["checks"]:
             text.append("none", style="dim")
         for f in d.failures[-5:]:
             text.append(f"{f['kind']:9s} line {f['line']}: ", style="red")
