@@ -221,8 +221,9 @@ TIMER_PARENTS: dict[str, tuple[str, ...]] = {
     "forward_microstep": ("forward",),
     "backward_microstep": ("backward",),
     "step_microstep": ("step",),
-    "backward_inner": ("backward",),
-    "backward_allreduce": ("backward",),
+    # (inside Megatron 1.x's backward-backward, which calls the engine's backward, where both are)
+    "backward_inner": ("backward-backward", "backward"),
+    "backward_allreduce": ("backward-backward", "backward"),
     "backward_inner_microstep": ("backward_inner", "backward_microstep"),
     "backward_allreduce_microstep": ("backward_allreduce", "backward_microstep"),
     "fwd_microstep": ("fwd",),

@@ -119,3 +119,13 @@ def test_corpus_breakdowns_stay_within_100_percent(sub):
         for parent, parts in levels.items():
             cap = 1.0 if parent is None else shares[parent]
             assert sum(parts) <= cap + 2e-4, (r["job"], parent, parts)  # shares are rounded to 4 places
+
+
+def test_megatron_1x_backward_holds_the_engine_backward():
+    """sc22's ZeRO-Offload/Infinity runs: Megatron 1.x's backward-backward calls the DeepSpeed
+    engine's backward, which times backward_inner and backward_allreduce."""
+    timers = {"forward": 1797.4, "backward": 12730.0, "backward-backward": 6370.5, "backward-allreduce": 0.0,
+              "backward_inner": 6331.8, "backward_allreduce": 38.5, "optimizer": 8020.0}
+    parts = _by_name(build(timers, iteration_ms=22560.9))
+    assert ("backward_inner", "backward-backward") in parts and ("backward_allreduce", "backward-backward") in parts
+    _levels_hold(build(timers, iteration_ms=22560.9))
