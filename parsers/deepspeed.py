@@ -28,6 +28,11 @@ _SAMPLES_MEM = re.compile(r"MemAllocated=([^,\s]+?)GB, MaxMemAllocated=([^,\s]+?
 _ZERO_STAGE = re.compile(r"zero_config \.+ stage=(\d)")
 _ZERO_CPU_OFFLOAD = re.compile(r"\[stage(?:2|_1_and_2)\.py:\d+:__init__\] CPU Offload: True\s*$")
 _ZERO_OFFLOAD = re.compile(r"offload_(param|optimizer)=\w+\(device='(?:cpu|nvme)'|(cpu_offload)=True")
+# the same configuration as multi-line JSON ("zero_config .... {" / "json = {" then one key a line,
+# the closing brace at the start of a line): its keys come one a line, so they are read one a line
+_JSON_OPEN = re.compile(r"(?:zero_config \.+ |json = )\{\s*$")
+_JSON_KEY = re.compile(r'^\s*"(stage|offload_param|offload_optimizer|device|cpu_offload)": ("?[\w{]+"?)')
+_JSON_CLOSE = re.compile(r"^\}\s*$")
 _PIPE = re.compile(r"steps: (\d+) loss: (\S+) iter time \(s\): (\S+) samples/sec: (\S+)")
 _MA = re.compile(r"MA (\S+) GB\s+Max_MA (\S+) GB\s+CA (\S+) GB\s+Max_CA (\S+) GB")
 _CPU = re.compile(r"CPU Virtual Memory:\s+used = (\S+) GB, percent = (\S+)%")
@@ -43,7 +48,10 @@ class DeepSpeedParser(LineParser):
     ROUTES = ((r"step=\d+, skipped=", "_on_step"), (r"SamplesPerSec=", "_on_samples"),
               (r"see_memory_usage", "_on_memory"), (r"steps: \d+ loss", "_on_pipe"),
               (r"Initializing TorchBackend", "_on_init"), (r"DeepSpeed info: ", "_on_init"),
-              (r" \.\.\.\.", "_on_config_print"), (r"CPU Offload: ", "_on_cpu_offload"))
+              (r" \.\.\.\.", "_on_config_print"), (r"CPU Offload: ", "_on_cpu_offload"),
+              (r"(?:zero_config \.+ |json = )\{\s*$", "_on_json_open"),
+              (r'^\s*"(?:stage|offload_param|offload_optimizer|device|cpu_offload)": ', "_on_json_key"),
+              (r"^\}\s*$", "_on_json_close"))
     ONCE_FLAGS = ("_announced",)
 
     SAMPLES = (
@@ -65,6 +73,19 @@ class DeepSpeedParser(LineParser):
                "contiguous_gradients=True offload_param=DeepSpeedZeroOffloadParamConfig(device='nvme', "
                "nvme_path=PosixPath('/raid/scratch'), buffer_count=5) offload_optimizer=DeepSpeedZeroOffloadOptimizerConfig"
                "(device='cpu', nvme_path=None) sub_group_size=50000000", "run_config", {"framework": "zero-infinity"}),
+        Sample("}", "run_config", {"framework": "zero-infinity"},
+               context=("[2022-07-02 05:10:27,356] [INFO] [config.py:1048:print]   zero_config .................. {",
+                        '    "stage": 3, ', '    "overlap_comm": true, ', '    "offload_param": {',
+                        '        "device": "cpu", ', '        "nvme_path": null, ', "    }, ",
+                        '    "offload_optimizer": {', '        "device": "cpu", ', "    }, ",
+                        '    "legacy_stage1": false')),
+        Sample("}", "run_config", {"framework": "zero-offload"},
+               context=("[2022-07-02 05:00:42,822] [INFO] [config.py:1050:print]   json = {",
+                        '    "zero_optimization": {', '        "stage": 2, ', '        "cpu_offload": true, ',
+                        "    }, ", '    "steps_per_print": 10')),
+        Sample("}", None, context=("[2022-07-02 05:00:42,822] [INFO] [config.py:1048:print]   zero_config .... {",
+                                   '    "stage": 3, ', '    "offload_param": null, ',
+                                   '    "offload_optimizer": {', '        "device": "none", ', "    }")),
         Sample("[2024-01-01 10:00:00,000] [INFO] [config.py:984:print]   zero_config .................. stage=1 "
                "offload_param=None offload_optimizer=DeepSpeedZeroOffloadOptimizerConfig(device='cpu', nvme_path=None)",
                "run_config", {"framework": "zero-offload"}),
@@ -94,6 +115,9 @@ class DeepSpeedParser(LineParser):
         super().__init__(file)
         self._mem_label: Optional[str] = None
         self._announced = False
+        # a multi-line JSON configuration being read: its ZeRO stage, the offload section
+        # its "device" keys belong to, and what is offloaded
+        self._json: Optional[dict] = None
 
     def _on_step(self, body: str, ctx: LineContext) -> list[Event]:
         m = _STEP.search(body)
@@ -140,6 +164,33 @@ class DeepSpeedParser(LineParser):
         if not where:
             return []
         method = "zero-infinity" if stage.group(1) == "3" and "param" in where else "zero-offload"
+        return [self.make(RunConfig, ctx, framework=method)]
+
+    def _on_json_open(self, body: str, ctx: LineContext) -> list[Event]:
+        if _JSON_OPEN.search(body):
+            self._json = {"stage": None, "section": None, "where": set()}
+        return []
+
+    def _on_json_key(self, body: str, ctx: LineContext) -> list[Event]:
+        m = _JSON_KEY.match(body)
+        if m is None or self._json is None:
+            return []
+        key, value = m.group(1), m.group(2).strip('"')
+        if key == "stage":
+            self._json["stage"] = to_int(value) if self._json["stage"] is None else self._json["stage"]
+        elif key.startswith("offload_"):
+            self._json["section"] = key[len("offload_"):] if value == "{" else None
+        elif key == "device" and value in ("cpu", "nvme") and self._json["section"]:
+            self._json["where"].add(self._json["section"])
+        elif key == "cpu_offload" and value == "true":
+            self._json["where"].add("optimizer")
+        return []
+
+    def _on_json_close(self, body: str, ctx: LineContext) -> list[Event]:
+        state, self._json = self._json, None
+        if not state or not state["where"]:
+            return []
+        method = "zero-infinity" if state["stage"] == 3 and "param" in state["where"] else "zero-offload"
         return [self.make(RunConfig, ctx, framework=method)]
 
     def _on_cpu_offload(self, body: str, ctx: LineContext) -> list[Event]:

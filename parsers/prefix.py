@@ -13,7 +13,7 @@ from typing import Optional
 
 _PREFIX = re.compile(
     r"""^(?:
-        (?P<label>\d{1,6}):\ +                                  # srun --label
+        \ {0,6}(?P<label>\d{1,6}):\ +                           # srun --label (padded: " 0: " beside "10: ")
       | (?P<host>(?:\d{1,3}(?:\.\d{1,3}){3}|[a-z][a-z0-9-]*\d[a-z0-9-]*(?:\.[a-z0-9-]+)*|localhost)):\ +  # pdsh host
     )?
     (?:\[default(?P<local>\d{1,5})\]:\ ?)?
@@ -38,6 +38,9 @@ _BRACKET_PREFIXES = ("[default", "[rank")  # ... besides these
 def may_have_prefix(line: str) -> bool:
     """False for most lines: no launcher prefix can start there.  A label or host
     prefix ends in a colon that comes before any space."""
+    if line[:1] == " ":  # srun pads its labels to the widest: " 0: " when there are ten tasks or more
+        stripped = line.lstrip(" ")
+        return len(line) - len(stripped) <= 6 and stripped[:1].isdigit() and may_have_prefix(stripped)
     if line[:1] in _PREFIX_START:
         space = line.find(" ")
         return line.find(":", 1, space if space >= 0 else len(line)) > 0

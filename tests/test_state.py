@@ -77,3 +77,68 @@ def test_a_nan_loss_or_grad_norm_reads_nan_but_a_loss_scale_skip_does_not(tmp_pa
     assert _status(tmp_path, good + _iteration(5, "2.4E+00", grad="inf", skipped=1))["status"] == "training"
     # a finite step after the NaN: the run recovered
     assert _status(tmp_path, good + _iteration(5, "nan") + _iteration(6, "2.3E+00"))["status"] == "training"
+
+
+STARTUP = ("Job started at: 2023-11-02-183000 on nid001234\n"
+           "> initializing torch distributed ...\n"
+           "[2023-11-02 18:30:40,000] [INFO] [logging.py:96:log_dist] [Rank 0] DeepSpeed info: version=0.14.0, "
+           "git-hash=unknown, git-branch=unknown\n"
+           "NCCL INFO Bootstrap : Using ib0:10.0.0.1<0>\n")
+
+
+def _summary_json(path, *extra: str) -> dict:
+    import json
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+    out = subprocess.run([sys.executable, "-m", "tuimon", "summary", "--format", "json", "--no-cache", *extra, str(path)],
+                         cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    (row,) = json.loads(out.stdout)
+    return row
+
+
+def test_a_job_with_no_first_step_after_the_timeout_is_stuck_in_startup(tmp_path):
+    import subprocess
+    import sys
+    import time
+
+    from tests.conftest import ROOT
+    log = tmp_path / "gpt-startup-5005.out"
+    log.write_text(STARTUP)
+    now = time.time()
+    os.utime(log, (now - 30, now - 30))  # written 30 s ago; its stamps span 40 s
+    assert _summary_json(log)["status"] == "starting"
+    row = _summary_json(log, "--startup-timeout", "60")
+    assert row["status"] == "stuck-in-startup"
+    assert row["failure"]["last_line"] == "NCCL INFO Bootstrap : Using ib0:10.0.0.1<0>"
+    assert "no first step 70 s after the job started" in row["failure"]["message"]
+    os.utime(log, (now - 3600, now - 3600))
+    assert _summary_json(log)["status"] == "stuck-in-startup"  # the default: 10 minutes
+    table = subprocess.run([sys.executable, "-m", "tuimon", "summary", "--no-cache", str(log)], cwd=ROOT,
+                           capture_output=True, text=True, timeout=120).stdout
+    assert "stuck-in-startup" in table and "last line: NCCL INFO Bootstrap" in table
+    # no launcher or init line: a log with no iterations, not a job stuck starting
+    other = tmp_path / "preprocess.log"
+    other.write_text("tokenizing shard 1\ntokenizing shard 2\n")
+    os.utime(other, (now - 3600, now - 3600))
+    assert _summary_json(other)["status"] == "no-iterations"
+
+
+def test_the_live_view_turns_starting_into_stuck_as_time_passes(tmp_path):
+    from tuimon.live.session import LiveSession
+
+    log = tmp_path / "gpt-startup-5006.out"
+    log.write_text(STARTUP)
+    os.utime(log, (FIXED_NOW - 10, FIXED_NOW - 10))
+    clock = [FIXED_NOW]
+    session = LiveSession([str(tmp_path)], clock=lambda: clock[0], poll=0.1, startup_timeout=120.0)
+    for _ in range(3):
+        session.follower.poll()
+    (row,) = session.snapshot().rows
+    assert row.summary["status"] == "starting"
+    clock[0] += 300  # five minutes and not a step
+    (row,) = session.snapshot().rows
+    assert row.summary["status"] == "stuck-in-startup"
+    assert row.summary["failure"]["last_line"].startswith("NCCL INFO Bootstrap")

@@ -15,8 +15,9 @@ from ..engine.alloc import keep_freed_memory
 from ..engine.ingest import ParseStats, parse_file
 from ..figures.gpus import GPU_PEAK_TFLOPS
 from ..figures.metrics import parse_size, tflops_per_gpu
-from ..figures.summary import RENDERERS, summarize
+from ..figures.summary import RENDERERS, STARTUP_TIMEOUT_S, summarize
 from ..sources.discover import DEFAULT_INCLUDE, PathError, discover
+from ..sources.files import last_line
 from ..sources.specs import split_paths
 from ..store.job_store import JobStore
 from ..text import sanitize
@@ -80,6 +81,9 @@ def _add_rate_options(p: argparse.ArgumentParser) -> None:
                    help="peak TFLOPs per GPU, for MFU (overrides --gpu and the logs)")
     p.add_argument("--jobs", "-j", type=_positive_int, metavar="N",
                    help="processes to parse with (default: one per core)")
+    p.add_argument("--startup-timeout", type=_positive_float, metavar="SECONDS", default=STARTUP_TIMEOUT_S,
+                   help="a job that started but logged no step this long after is STUCK IN STARTUP "
+                        f"(default {STARTUP_TIMEOUT_S:.0f})")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -327,7 +331,13 @@ def cmd_summary(args) -> int:
     for job in store.jobs.values():
         mtimes = [_mtime(f) for f in job.files]
         last_write = max((m for m in mtimes if m is not None), default=None)
-        rows.append(summarize(job, now=now, last_write=last_write, gpu_peak=args.gpu_peak, gpu=args.gpu))
+        row = summarize(job, now=now, last_write=last_write, gpu_peak=args.gpu_peak, gpu=args.gpu,
+                        startup_timeout=args.startup_timeout)
+        if row["status"] == "stuck-in-startup" and row["failure"]:
+            latest = max(job.files, key=lambda f: _mtime(f) or 0.0)
+            row["failure"]["file"] = latest
+            row["failure"]["last_line"] = last_line(latest)
+        rows.append(row)
     rows.sort(key=lambda r: r["job"])
     sys.stdout.write(RENDERERS[args.format](rows))
     sys.stdout.flush()
@@ -489,7 +499,8 @@ def run_app(paths: list[str], args, *, poll: Optional[float] = None, quit_after:
     from ..live.session import LiveSession
     from ..ui.app import TuimonApp
 
-    session = LiveSession(paths, poll=poll, gpu_peak=args.gpu_peak, gpu=args.gpu, process=True,
+    session = LiveSession(paths, poll=poll, gpu_peak=args.gpu_peak, gpu=args.gpu,
+                          startup_timeout=getattr(args, "startup_timeout", STARTUP_TIMEOUT_S), process=True,
                           ssh_config=getattr(args, "ssh_config", None),
                           cache=hasattr(args, "no_cache") and not args.no_cache,  # the demo's logs: not worth it
                           catalog_spec=catalog.current().spec)

@@ -21,6 +21,8 @@ from .metrics import mfu, model_size_billion, startup_timeline, steady_median, s
 
 #: A job with no iteration whose files were written less than this long ago is still starting.
 LIVE_WINDOW_S = 600.0
+#: a job that started but logged no first step this long after: stuck in startup (``--startup-timeout``)
+STARTUP_TIMEOUT_S = 600.0
 
 
 def _clean(value: Optional[float], digits: int = 3) -> Optional[float]:
@@ -83,7 +85,7 @@ def global_batch(config: dict) -> Optional[int]:
 
 
 def status_of(job: Job, now: Optional[float], last_write: Optional[float],
-              top_step: Optional[int] = None) -> tuple[str, Optional[dict]]:
+              top_step: Optional[int] = None, startup_timeout: float = STARTUP_TIMEOUT_S) -> tuple[str, Optional[dict]]:
     """``top_step``: :func:`last_step` of the job, when the caller has it."""
     failure = job.fatal_failure
     if failure is not None:
@@ -100,11 +102,28 @@ def status_of(job: Job, now: Optional[float], last_write: Optional[float],
         return "finished", None
     if job.iterations_seen or len(job.steps):
         return "training", None
-    live = now is not None and last_write is not None and now - last_write < LIVE_WINDOW_S
-    if live:
+    started = bool(job.milestones or job.frameworks)
+    span = (job.last_wall - job.first_wall) if job.first_wall is not None and job.last_wall is not None else None
+    return startup_status(started, span, now, last_write, startup_timeout, job.files[0] if job.files else None)
+
+
+def startup_status(started: bool, span_s: Optional[float], now: Optional[float], last_write: Optional[float],
+                   timeout_s: float, file: Optional[str]) -> tuple[str, Optional[dict]]:
+    """The status of a job with no step yet: ``starting``, ``stuck-in-startup`` or
+    ``no-iterations``.  How long it has been starting is the span of its own stamps plus
+    the time since its files were last written: two differences on one clock each, so a
+    log stamped in another time zone is no older for it."""
+    quiet = now - last_write if now is not None and last_write is not None else None
+    if started:
+        elapsed = (span_s or 0.0) + (quiet or 0.0)
+        if elapsed > timeout_s:
+            return "stuck-in-startup", {"kind": "stuck-in-startup", "line": None, "file": file,
+                                        "message": f"no first step {elapsed:.0f} s after the job started"}
+        return "starting", None
+    if quiet is not None and quiet < LIVE_WINDOW_S:
         return "starting", None
     return "no-iterations", {"kind": "no-iterations", "message": "no training iteration was logged",
-                             "line": None, "file": job.files[0] if job.files else None}
+                             "line": None, "file": file}
 
 
 def last_step(job: Job) -> Optional[int]:
@@ -155,7 +174,8 @@ def checks(tflops_reported: Optional[float], computed: Optional[float], mfu_valu
 
 
 def summarize(job: Job, *, now: Optional[float] = None, last_write: Optional[float] = None,
-              gpu_peak: Optional[float] = None, gpu: Optional[str] = None) -> dict[str, Any]:
+              gpu_peak: Optional[float] = None, gpu: Optional[str] = None,
+              startup_timeout: float = STARTUP_TIMEOUT_S) -> dict[str, Any]:
     """``gpu_peak`` (TFLOPs) or ``gpu`` (a table GPU) override the GPU the logs name, for MFU."""
     cfg = job.config
     primary = job.primary
@@ -191,7 +211,7 @@ def summarize(job: Job, *, now: Optional[float] = None, last_write: Optional[flo
     mfu_value = mfu(achieved, peak.tflops) if peak is not None else None
 
     top_step = last_step(job)
-    status, failure = status_of(job, now, last_write, top_step)
+    status, failure = status_of(job, now, last_write, top_step, startup_timeout)
     startup_s, phases = startup(job)
     loss_last = primary_loss(job.last_losses) if job.last_losses else job.last_step_loss
 
@@ -243,6 +263,10 @@ def summarize(job: Job, *, now: Optional[float] = None, last_write: Optional[flo
         "checkpoints": [job.checkpoints[k] for k in sorted(job.checkpoints)],
         "loss_last": _loss_value(loss_last),
         "failure": failure,
+        # what a live view needs to tell starting from stuck as time passes (startup_status)
+        "started": bool(job.milestones or job.frameworks),
+        "wall_span_s": _clean(job.last_wall - job.first_wall, 3)
+        if job.first_wall is not None and job.last_wall is not None else None,
     }
 
 
@@ -328,8 +352,12 @@ def render_table(summaries: list[dict]) -> str:
 
 
 def _notes(summaries: list[dict], bullet: str = "!") -> list[str]:
-    """One line per doubtful figure, below the table (the ``!`` of a row's MFU)."""
+    """One line per doubtful figure (the ``!`` of a row's MFU) and per job stuck in
+    startup (with the last line it printed), below the table."""
     notes = [f"{bullet} {_safe_cell(s['job'])}: {check}" for s in summaries for check in s["checks"]]
+    notes += [f"{bullet} {_safe_cell(s['job'])}: stuck in startup: {s['failure']['message']}; last line: "
+              f"{_safe_cell(s['failure'].get('last_line') or '-')[:200]}"
+              for s in summaries if s["status"] == "stuck-in-startup" and s["failure"]]
     return [""] + notes if notes else []
 
 

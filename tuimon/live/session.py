@@ -20,7 +20,15 @@ import numpy as np
 
 from parsers.events import Event
 
-from ..figures.summary import global_batch, last_progress, params_billion, summarize, world_size
+from ..figures.summary import (
+    STARTUP_TIMEOUT_S,
+    global_batch,
+    last_progress,
+    params_billion,
+    startup_status,
+    summarize,
+    world_size,
+)
 from ..sources.local import LocalFollower, supervise
 from ..sources.remote import RemoteThread, split_paths
 from ..store.job_store import Job, JobStore
@@ -31,6 +39,7 @@ NEW_ROWS_PER_SNAPSHOT = 96
 MESSAGE_EVENTS = 1000
 STALL_FACTOR = 5.0  # no iteration for this many typical iteration times (and STALL_MIN_S): stalled
 STALL_MIN_S = 60.0
+_STARTUP_STATES = ("starting", "stuck-in-startup", "no-iterations")
 
 
 @dataclass
@@ -84,7 +93,7 @@ class LiveSession:
 
     def __init__(self, paths: Sequence[str], *, poll: Optional[float] = None, head_tail: Optional[int] = 64 << 20,
                  gpu_peak: Optional[float] = None, gpu: Optional[str] = None,
-                 clock: Callable[[], float] = time.time, process: bool = False,
+                 startup_timeout: float = STARTUP_TIMEOUT_S, clock: Callable[[], float] = time.time, process: bool = False,
                  ssh_config: Optional[str] = None, catalog_spec: Sequence[tuple[str, str]] = (),
                  **follower_kw) -> None:
         """``follower_kw`` go to the LocalFollower (``cache=True``: start from, and
@@ -95,6 +104,7 @@ class LiveSession:
         self.clock = clock
         self.gpu_peak = gpu_peak
         self.gpu = gpu
+        self.startup_timeout = startup_timeout
         self.tails: dict[str, deque[str]] = {}
         self.last_update: dict[str, float] = {}  # job key -> when its files were last written
         self._cache: dict[str, tuple[int, JobRow]] = {}
@@ -265,13 +275,13 @@ class LiveSession:
         cached = self._cache.get(job.key)
         if cached is None or cached[0] != version:
             summary = summarize(job, now=now, last_write=self.last_update.get(job.key), gpu_peak=self.gpu_peak,
-                                gpu=self.gpu)
+                                gpu=self.gpu, startup_timeout=self.startup_timeout)
             row = JobRow(job.key, version, summary, None, None, False, _tflops_series(job, summary))
             self._cache[job.key] = (version, row)
         else:
             row = cached[1]
-        last = self.last_update.get(job.key)
-        row.age_s = now - last if last is not None else None
+        written = self.last_update.get(job.key)
+        row.age_s = now - written if written is not None else None
         s = row.summary
         it = s["iter_time_ms"]
         row.eta_s = None
@@ -282,9 +292,21 @@ class LiveSession:
                 row.stalled = True  # a stalled job has no ETA: the rate it would be read from is gone
             else:
                 row.eta_s = max(0, s["train_iters"] - last) * it["median"] / 1000.0
-        if s["status"] == "starting":  # the live window is measured here, not when the summary was cached
-            row.summary = dict(s, status="starting" if row.age_s is None or row.age_s < 600 else "no-iterations")
+        if s["status"] in _STARTUP_STATES:  # time passes: measured now, not when the summary was cached
+            status, failure = startup_status(s["started"], s["wall_span_s"], now, written, self.startup_timeout,
+                                             s["files"][-1] if s["files"] else None)
+            if status == "stuck-in-startup" and failure is not None:
+                failure["last_line"] = self._last_line(job)
+            row.summary = dict(s, status=status, failure=failure)
         return row
+
+    def _last_line(self, job: Job) -> Optional[str]:
+        """The last line a job's files showed (the tails this session keeps)."""
+        for label in reversed(job.files):
+            tail = self.tails.get(label)
+            if tail:
+                return tail[-1]
+        return None
 
     def job_detail(self, key: str) -> Optional[JobDetail]:
         now = self.clock()

@@ -157,3 +157,23 @@ def next_data(fd: int, offset: int, size: int) -> Optional[int]:
         if exc.errno == 6:  # ENXIO: no data past offset, the rest is a hole
             return size
         return None
+
+
+def last_line(path: str, window: int = 8192) -> Optional[str]:
+    """The last non-empty line of a file (what a job printed last), from its final
+    ``window`` bytes, undecodable bytes replaced; None if it cannot be read."""
+    try:
+        fd, st = open_regular(path)
+    except OSError:
+        return None
+    try:
+        size = st.st_size
+        data = os.pread(fd, min(window, size), max(0, size - window))
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    for raw in reversed(data.replace(b"\r", b"\n").split(b"\n")):
+        if raw.strip():
+            return raw.decode("utf-8", "replace").strip()
+    return None

@@ -19,7 +19,10 @@ HELP = """tuimon keys
   q             quit
 
 Status words: training, finished, starting, FAILED <kind>, NO ITERATIONS,
-STALLED (no iteration for 5x the usual iteration time).  TFLOPs rep is what the
+NAN (the latest loss or grad norm is not finite), STUCK IN STARTUP (started, no
+step after --startup-timeout), STALLED (no iteration for 5x the usual iteration
+time, and at least 60 s).  MFU ends in ! when a figure is doubtful: the job screen
+says why.  TFLOPs rep is what the
 log reports; TFLOPs calc uses size * k * 2 * seq * batch / (time * gpus), k = 4
 with activation checkpointing, 3 without.
 

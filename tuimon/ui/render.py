@@ -13,7 +13,8 @@ from ..text import sanitize
 BLOCKS = "▁▂▃▄▅▆▇█"
 _MIN_BAR = 4
 STATUS_STYLE = {"failed": "bold red", "finished": "green", "training": "cyan", "starting": "yellow",
-                "no-iterations": "magenta", "stalled": "bold yellow", "nan": "bold red"}
+                "no-iterations": "magenta", "stalled": "bold yellow", "nan": "bold red",
+                "stuck-in-startup": "bold magenta"}
 
 
 def plain(text: object, style: str = "") -> Text:
@@ -39,6 +40,8 @@ def status_text(summary: dict, stalled: bool) -> Text:
         label = "NO ITERATIONS"
     elif status == "nan":
         label = "NAN"
+    elif status == "stuck-in-startup":
+        label = "STUCK IN STARTUP"
     if stalled:
         label = f"STALLED ({status})"
         status = "stalled"
