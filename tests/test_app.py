@@ -65,7 +65,7 @@ async def test_jobs_screen_shows_every_fixture_job(tmp_path):
                           "cancelled-777001", "no-iterations-888001"}
         assert r["oom-run"][2] == "FAILED oom" and r["stronghold-run"][2] == "finished"
         assert r["megatron-deepspeed-8gpu-1234567"][3] == "20/100"
-        assert r["no-iterations-888001"][2] == "NO ITERATIONS"
+        assert r["no-iterations-888001"][2] == "STUCK IN STARTUP"  # launcher and init lines, then an hour of nothing
         assert r["stronghold-run"][9] == "7.2"
 
 

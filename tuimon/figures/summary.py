@@ -118,8 +118,9 @@ def startup_status(started: bool, span_s: Optional[float], now: Optional[float],
         elapsed = (span_s or 0.0) + (quiet or 0.0)
         if elapsed > timeout_s:
             return "stuck-in-startup", {"kind": "stuck-in-startup", "line": None, "file": file,
-                                        "message": f"no first step {elapsed:.0f} s after the job started"}
-        return "starting", None
+                                        "message": f"no first step {timeout_s:.0f} s after the job started"}
+        if quiet is not None:  # without a clock, a job is not said to be starting
+            return "starting", None
     if quiet is not None and quiet < LIVE_WINDOW_S:
         return "starting", None
     return "no-iterations", {"kind": "no-iterations", "message": "no training iteration was logged",
