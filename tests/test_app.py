@@ -63,9 +63,9 @@ async def test_jobs_screen_shows_every_fixture_job(tmp_path):
         r = rows(app)
         assert set(r) == {"stronghold-run", "megatron-deepspeed-8gpu-1234567", "oom-run", "nccl-timeout-555001",
                           "cancelled-777001", "no-iterations-888001"}
-        assert r["oom-run"][2] == "FAILED oom" and r["stronghold-run"][2] == "finished"
+        assert r["oom-run"][2] == "FAILED oom !1" and r["stronghold-run"][2] == "finished"  # !1: its alert
         assert r["megatron-deepspeed-8gpu-1234567"][3] == "20/100"
-        assert r["no-iterations-888001"][2] == "STUCK IN STARTUP"  # launcher and init lines, then an hour of nothing
+        assert r["no-iterations-888001"][2] == "STUCK IN STARTUP !1"  # launcher and init lines, then an hour of nothing
         assert r["stronghold-run"][9] == "7.2"
 
 
@@ -228,7 +228,7 @@ async def test_themes_and_palette_commands(tmp_path):
         await pilot.pause(0.1)
         assert app.theme == "tuimon-light"
         # status words stay readable without colour
-        assert "FAILED oom" in rows(app)["oom-run"]
+        assert "FAILED oom !1" in rows(app)["oom-run"]
 
 
 async def test_mouse_opens_a_job(tmp_path):
@@ -324,3 +324,26 @@ def test_chart_label_keeps_to_one_line():
         console = Console(width=width, record=True)
         console.print(shown["r"])
         assert console.export_text().rstrip("\n") == want
+
+
+async def test_alerts_reach_the_header_the_rows_a_toast_and_the_alerts_screen(tmp_path):
+    from tuimon.ui.alerts import AlertsScreen
+
+    app = TuimonApp(loaded_session([fixture_dir(tmp_path)]))
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: len(rows(app)) == 6)
+        await until(pilot, lambda: "alerts (a to list)" in str(app.screen.query_one("#progress").render()))
+        header = str(app.screen.query_one("#progress").render())
+        assert "5 alerts" in header, header
+        r = rows(app)
+        assert r["oom-run"][2] == "FAILED oom !1" and r["stronghold-run"][2] == "finished"
+        assert any("alert: failed" in (n.title or "") for n in app._notifications)
+        await pilot.press("a")
+        await until(pilot, lambda: isinstance(app.screen, AlertsScreen))
+        table = app.screen.query_one("#alerts")
+        kinds = sorted(str(table.get_row_at(i)[2]) for i in range(table.row_count))
+        assert kinds == ["failed", "failed", "failed", "stalled", "startup-hang"]
+        # the log line of the alert under the cursor, read off the UI thread
+        await until(pilot, lambda: "\n" in str(app.screen.query_one("#alert-line").render()))
+        await pilot.press("escape")
+        await until(pilot, lambda: not isinstance(app.screen, AlertsScreen))

@@ -41,14 +41,15 @@ def test_store_and_summary_load_without_textual():
     assert r.returncode == 0, r.stdout + r.stderr
 
 
-def test_store_point_is_4_bytes_a_registry_field():
+def test_store_point_is_4_bytes_a_registry_field_and_6_for_where():
     from tuimon.store.fields import FIELDS
     from tuimon.store.series import POINT_DTYPE, Series
 
     s = Series()
     for i in range(100_000):
         s.append(i, 1e9 + i, elapsed_ms=1.0, loss=2.0, tflops=4.0)
-    assert POINT_DTYPE.itemsize == 4 * (len(FIELDS) + 1)  # the fields and the wall time
+    # the fields, the wall time, and where the point was logged (file index u2, line u4: an alert's line)
+    assert POINT_DTYPE.itemsize == 4 * (len(FIELDS) + 1) + 6
     assert s.bytes_allocated / len(s) <= POINT_DTYPE.itemsize * 1.13, s.bytes_allocated / len(s)
     assert s.last("loss") == 2.0 and s.last("tokens_per_sec") != s.last("tokens_per_sec")  # absent: NaN
 

@@ -21,6 +21,7 @@ from ..sources.files import last_line
 from ..sources.specs import split_paths
 from ..store.job_store import JobStore
 from ..text import sanitize
+from .alerts import AlertOptionError, StoreTicker, add_alert_options, cmd_alerts, feed_from, last_writes
 
 EXIT_USAGE = 2
 
@@ -104,6 +105,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--state", metavar="FILE",
                    help="save read positions here and resume from them (one follower per file)")
     p.add_argument("--exclude", action="append", metavar="GLOB", help="file name pattern to skip")
+    add_alert_options(p, hooks=False)
+    p.add_argument("--startup-timeout", type=_positive_float, metavar="SECONDS", default=STARTUP_TIMEOUT_S,
+                   help=f"a job with no step this long after it started alerts startup-hang (default "
+                        f"{STARTUP_TIMEOUT_S:.0f})")
+
+    p = verbs.add_parser("alerts", help="jobs that failed, hang, stall, diverge or slow down (for scripts and cron)")
+    _add_paths(p)
+    p.add_argument("--format", choices=("table", "json"), default="table")
+    p.add_argument("--follow", "-f", action="store_true",
+                   help="keep following local files and print new alerts as they come (until Ctrl-C)")
+    p.add_argument("--poll", type=_positive_float, metavar="SECONDS",
+                   help="poll every SECONDS instead of using inotify")
+    p.add_argument("--state", metavar="FILE",
+                   help="with --follow: save read positions (and the alerts delivered) here and resume from them")
+    _add_rate_options(p)
+    add_alert_options(p)
 
     p = verbs.add_parser("tflops", help="TFLOPs per GPU from model size and iteration time (seed formula)")
     p.add_argument("--params", required=True, help="model size, e.g. 52B or 350M")
@@ -117,11 +134,13 @@ def build_parser() -> argparse.ArgumentParser:
     p = verbs.add_parser("watch", help="live dashboard of every job under the paths")
     _add_paths(p)
     _add_app_options(p)
+    add_alert_options(p, app=True)
     p.add_argument("--poll", type=_positive_float, metavar="SECONDS",
                    help="poll every SECONDS instead of using inotify")
     p = verbs.add_parser("ssh", help="live dashboard of logs on remote hosts ([user@]host[:port]:path)")
     _add_paths(p)
     _add_app_options(p)
+    add_alert_options(p, app=True)
     p.add_argument("--poll", type=_positive_float, metavar="SECONDS", help="seconds between remote polls (default 1)")
     p = verbs.add_parser("formats", help="list the log formats, or check user format files")
     formats = p.add_subparsers(dest="formats_verb", metavar="ACTION")
@@ -157,6 +176,8 @@ def run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
             return cmd_summary(args)
         if args.verb == "events":
             return cmd_events(args)
+        if args.verb == "alerts":
+            return _cmd_alerts(args)
         if args.verb == "tflops":
             return cmd_tflops(args)
         if args.verb == "demo":
@@ -171,7 +192,7 @@ def run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
             return cmd_watch(args)
         parser.print_help()
         return EXIT_USAGE
-    except PathError as exc:
+    except (PathError, AlertOptionError) as exc:
         _err(str(exc))
         return EXIT_USAGE
     except KeyboardInterrupt:
@@ -185,7 +206,7 @@ def run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         return 0
 
 
-BATCH_VERBS = ("summary", "events", "tflops", "formats", "cache")
+BATCH_VERBS = ("summary", "events", "alerts", "tflops", "formats", "cache")
 
 
 def cmd_cache(args, parser) -> int:
@@ -312,6 +333,28 @@ def _parse_into(store: JobStore, files: list[Path], jobs: Optional[int] = None, 
                             on_error=lambda path, exc: _err(f"cannot read {path}: {exc.strerror or exc}"))
 
 
+def _cmd_alerts(args) -> int:
+    local, remote = split_paths(args.paths)
+    if args.follow and remote:
+        raise PathError(f"alerts --follow reads local files: {remote[0]} is remote (watch it with tuimon ssh)")
+    if args.state and not args.follow:
+        raise PathError("--state goes with --follow")
+    if args.follow and not _check_follow_args(args):
+        return EXIT_USAGE
+
+    def parse_into(store: JobStore, files: list[Path]) -> None:
+        cache = _cache(args)
+        try:
+            _parse_into(store, files, args.jobs, cache)
+        finally:
+            if cache is not None:
+                cache.close()
+        if remote:
+            _read_remote(args, remote, store.add)
+
+    return cmd_alerts(args, parse_into=parse_into, files_of=lambda a: _files(a, local), warn=_warn)
+
+
 def cmd_summary(args) -> int:
     local, remote = split_paths(args.paths)
     files = _files(args, local)
@@ -361,7 +404,13 @@ def cmd_events(args) -> int:
     t0 = time.perf_counter()
     out = sys.stdout
     total = ParseStats()
-    emit = _json_lines(out)
+    store = JobStore()  # alerts are judged on whole jobs: they follow the events
+    write = _json_lines(out)
+
+    def emit(events) -> None:
+        store.add(events)
+        write(events)
+
     cache = _cache(args)
     for path in files:
         try:
@@ -378,6 +427,9 @@ def cmd_events(args) -> int:
         cache.close()
     if remote and not _read_remote(args, remote, emit):
         return EXIT_USAGE
+    feed = feed_from(args, on_warning=_warn)
+    out.write("".join(json.dumps(a.to_dict(), allow_nan=False) + "\n"
+                      for a in feed.update(list(store.jobs.values()), last_writes(store))))
     out.flush()
     _report(total, len(files), time.perf_counter() - t0)
     return 0
@@ -421,10 +473,20 @@ def cmd_follow(args) -> int:
 
     if not _check_follow_args(args):
         return EXIT_USAGE
+    from ..live.alerting import seen_path_for
+
     lock = threading.Lock()
     write = _json_lines(sys.stdout, flush=True)
 
+    def alerts_out(alerts) -> None:
+        with lock:
+            sys.stdout.write("".join(json.dumps(a.to_dict(), allow_nan=False) + "\n" for a in alerts))
+            sys.stdout.flush()
+
+    ticker = StoreTicker(feed_from(args, seen_path=seen_path_for(args.state), on_warning=_warn), alerts_out)
+
     def emit(events) -> None:  # local and remote events come from two threads
+        ticker.add(events)
         with lock:
             write(events)
 
@@ -436,6 +498,7 @@ def cmd_follow(args) -> int:
     thread = threading.Thread(target=supervise, args=(follower, stop, _warn), daemon=True) if local else None
     failed = False
     try:
+        ticker.start()
         if thread is not None:
             thread.start()
         if remote:
@@ -450,6 +513,7 @@ def cmd_follow(args) -> int:
         follower.wake()
         if thread is not None:
             thread.join(timeout=5)
+        ticker.close()
         if args.state:
             try:
                 follower.save_state()
@@ -499,15 +563,18 @@ def run_app(paths: list[str], args, *, poll: Optional[float] = None, quit_after:
     from ..live.session import LiveSession
     from ..ui.app import TuimonApp
 
-    session = LiveSession(paths, poll=poll, gpu_peak=args.gpu_peak, gpu=args.gpu,
+    feed = feed_from(args)  # a bad --alert or --on-alert: one line, before the screen opens
+    session = LiveSession(paths, poll=poll, gpu_peak=args.gpu_peak, gpu=args.gpu, alerts=feed,
                           startup_timeout=getattr(args, "startup_timeout", STARTUP_TIMEOUT_S), process=True,
                           ssh_config=getattr(args, "ssh_config", None),
                           cache=hasattr(args, "no_cache") and not args.no_cache,  # the demo's logs: not worth it
                           catalog_spec=catalog.current().spec)
+    feed.on_warning = session.warnings.append  # the app shows them; stderr is under the screen
     session.start()
     if after_start is not None:
         after_start()
-    app = TuimonApp(session, theme=args.theme, quit_after=quit_after, on_quit=on_quit)
+    app = TuimonApp(session, theme=args.theme, quit_after=quit_after, on_quit=on_quit,
+                    bell=not getattr(args, "no_bell", False))
     try:
         code = app.run()
     finally:

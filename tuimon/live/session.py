@@ -20,6 +20,7 @@ import numpy as np
 
 from parsers.events import Event
 
+from ..figures.alerts import Alert, Rules
 from ..figures.summary import (
     STARTUP_TIMEOUT_S,
     global_batch,
@@ -32,6 +33,7 @@ from ..figures.summary import (
 from ..sources.local import LocalFollower, supervise
 from ..sources.remote import RemoteThread, split_paths
 from ..store.job_store import Job, JobStore
+from .alerting import AlertFeed
 
 TAIL_LINES = 2000
 SINK_SLICE = 500
@@ -39,6 +41,7 @@ NEW_ROWS_PER_SNAPSHOT = 96
 MESSAGE_EVENTS = 1000
 STALL_FACTOR = 5.0  # no iteration for this many typical iteration times (and STALL_MIN_S): stalled
 STALL_MIN_S = 60.0
+ALERT_EVERY_S = 1.0
 _STARTUP_STATES = ("starting", "stuck-in-startup", "no-iterations")
 
 
@@ -51,6 +54,7 @@ class JobRow:
     eta_s: Optional[float]
     stalled: bool
     tflops_series: list[float]
+    alerts: int = 0  # alerts the job has raised so far
 
 
 @dataclass
@@ -61,6 +65,7 @@ class Snapshot:
     files: int
     statuses: dict[str, str] = field(default_factory=dict)
     taken_at: float = 0.0
+    alerts: int = 0
 
 
 @dataclass
@@ -95,7 +100,7 @@ class LiveSession:
                  gpu_peak: Optional[float] = None, gpu: Optional[str] = None,
                  startup_timeout: float = STARTUP_TIMEOUT_S, clock: Callable[[], float] = time.time, process: bool = False,
                  ssh_config: Optional[str] = None, catalog_spec: Sequence[tuple[str, str]] = (),
-                 **follower_kw) -> None:
+                 alerts: Optional[AlertFeed] = None, **follower_kw) -> None:
         """``follower_kw`` go to the LocalFollower (``cache=True``: start from, and
         save to, the parse cache); ``catalog_spec``: the user formats, for the
         ingest process (a spawned one does not inherit them)."""
@@ -115,6 +120,11 @@ class LiveSession:
         self._catalog_spec = tuple(catalog_spec)
         self.process = process
         self.warnings: deque[str] = deque(maxlen=50)  # for the UI to show once each, then drop
+        # alerts: judged at most every ALERT_EVERY_S; new ones wait in new_alerts for the UI
+        self.alert_feed = alerts if alerts is not None else AlertFeed(Rules.default(), startup_timeout=startup_timeout)
+        self.new_alerts: deque[Alert] = deque(maxlen=200)
+        self._alerts_at = float("-inf")
+        self._alert_counts: dict[str, int] = {}
         self.follower: Optional[LocalFollower] = None
         self.remote: Optional[RemoteThread] = None
         if not process:
@@ -254,6 +264,7 @@ class LiveSession:
     def snapshot(self) -> Snapshot:
         now = self.clock()
         with self.lock:
+            self._judge_alerts(now)
             rows = []
             budget = NEW_ROWS_PER_SNAPSHOT  # thousands of new jobs appear over a few frames, not in one
             for job in self.store.jobs.values():
@@ -267,8 +278,23 @@ class LiveSession:
                 rows.append(self._row(job, now))
         done, total, files = self.progress()
         snap = Snapshot(rows=rows, bytes_done=done, bytes_total=total, files=files, statuses=self.statuses(),
-                        taken_at=now)
+                        taken_at=now, alerts=len(self.alert_feed.delivered))
         return snap
+
+    def _judge_alerts(self, now: float) -> None:
+        """New alerts of every job (under the lock), at most every ALERT_EVERY_S."""
+        if now - self._alerts_at < ALERT_EVERY_S:
+            return
+        self._alerts_at = now
+        for alert in self.alert_feed.update(list(self.store.jobs.values()), self.last_update, now=now,
+                                            versions=self._job_versions):
+            self.new_alerts.append(alert)
+            key = next((k for k, job in self.store.jobs.items() if job.name == alert.job), alert.job)
+            self._alert_counts[key] = self._alert_counts.get(key, 0) + 1
+
+    def alerts(self) -> list[Alert]:
+        with self.lock:
+            return list(self.alert_feed.delivered)
 
     def _row(self, job: Job, now: float) -> JobRow:
         version = self._job_versions.get(job.key, 0)
@@ -282,6 +308,7 @@ class LiveSession:
             row = cached[1]
         written = self.last_update.get(job.key)
         row.age_s = now - written if written is not None else None
+        row.alerts = self._alert_counts.get(job.key, 0)
         s = row.summary
         it = s["iter_time_ms"]
         row.eta_s = None

@@ -177,3 +177,34 @@ def last_line(path: str, window: int = 8192) -> Optional[str]:
         if raw.strip():
             return raw.decode("utf-8", "replace").strip()
     return None
+
+
+def line_at(path: str, number: int, limit: int = 1 << 30, chunk: int = 1 << 20) -> Optional[str]:
+    """Line ``number`` (1-based) of a file, decoded with replacement; None when it is not
+    within the first ``limit`` bytes or the file cannot be read (an alert's log line)."""
+    if number < 1:
+        return None
+    try:
+        fd, _ = open_regular(path)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as fh:
+        seen, offset, carry = 1, 0, b""
+        while offset < limit:
+            data = fh.read(chunk)
+            if not data:
+                break
+            offset += len(data)
+            data = carry + data
+            count = data.count(b"\n")
+            if seen + count < number:
+                seen += count
+                carry = data[data.rfind(b"\n") + 1:] if count else data
+                if len(carry) > 1 << 20:  # one line over a megabyte: its end is enough to skip it
+                    carry = b""
+                continue
+            lines = data.split(b"\n")
+            return lines[number - seen].decode("utf-8", "replace")[:4000]
+        if carry and seen == number:
+            return carry.decode("utf-8", "replace")[:4000]
+    return None

@@ -10,6 +10,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Optional, Union
 
+import numpy as np
+
 from parsers.events import (
     Checkpoint,
     Event,
@@ -56,6 +58,7 @@ class Job:
     key: str
     name: str
     files: list[str] = field(default_factory=list)
+    file_index: dict[str, int] = field(default_factory=dict)  # file -> its place in files (points keep it)
     config: dict = field(default_factory=dict)
     frameworks: list[str] = field(default_factory=list)
     ranks: dict[RankKey, Series] = field(default_factory=dict)
@@ -78,10 +81,19 @@ class Job:
     #: the iteration of the latest step whose loss or grad norm was not finite (a fp16 loss-scale
     #: skip aside), None once a finite one followed: a run that diverged reads NAN, not training
     nan_at: Optional[tuple[Optional[int], str, int]] = None  # (iteration, file, line)
+    #: each time the run went non-finite after finite steps: (iteration, rank, file, line, wall time)
+    nan_events: list[tuple] = field(default_factory=list)
     first_wall: Optional[float] = None
     last_wall: Optional[float] = None
     first_step_wall: Optional[float] = None
     events: int = 0
+
+    def add_file(self, file: str) -> int:
+        at = self.file_index.get(file)
+        if at is None:
+            at = self.file_index[file] = len(self.files)
+            self.files.append(file)
+        return at
 
     # -- one file's job, merged in -------------------------------------------------------
     def merge(self, other: "Job") -> None:
@@ -93,17 +105,24 @@ class Job:
         for fw in other.frameworks:
             if fw not in self.frameworks:
                 self.frameworks.append(fw)
+        mapping = np.array([self.add_file(f) for f in other.files] or [0], dtype=np.uint16)
         for key, series in other.ranks.items():
             mine = self.ranks.get(key)
             if mine is None:
                 self.ranks[key] = series  # the usual case, a rank in one file: no copy
+                series.remap_files(mapping)
             else:
+                start = len(mine)
                 mine.extend_from(series)
+                mine.remap_files(mapping, start)
         for name in ("steps", "reported"):
             mine, theirs = getattr(self, name), getattr(other, name)
             if len(mine):
+                start = len(mine)
                 mine.extend_from(theirs)
+                mine.remap_files(mapping, start)
             else:
+                theirs.remap_files(mapping)
                 setattr(self, name, theirs)
         for name, stat in other.timers.items():
             have = self.timers.get(name)
@@ -131,6 +150,7 @@ class Job:
             self.last_iteration = other.last_iteration
         if other.last_progress is not None:
             self.nan_at = other.nan_at
+        self.nan_events.extend(other.nan_events[:max(0, MAX_FAILURES - len(self.nan_events))])
         for name in ("last_progress", "last_iteration_lr", "last_step_lr", "last_step_loss", "last_loss_scale"):
             value = getattr(other, name)
             if value is not None:
@@ -219,7 +239,7 @@ class JobStore:
             job = self.jobs.get(ident.job_key)
             if job is None:
                 job = self.jobs[ident.job_key] = Job(ident.job_key, ident.job_name)
-            job.files.append(file)
+            job.add_file(file)
             hit = self._file_job[file] = (job, ident.rank)
         return hit
 
@@ -282,7 +302,7 @@ def _on_iteration(job: Job, ev: Iteration, file_rank: Optional[int]) -> None:
     series = job.ranks.get(key)
     if series is None:
         series = job.ranks[key] = Series()
-    series.append_event(ev, _ITERATION_FIELDS)
+    series.append_event(ev, _ITERATION_FIELDS, job.file_index.get(ev.file, 0))
     if ev.iteration is not None and (job.last_iteration is None or ev.iteration >= job.last_iteration):
         job.last_iteration = ev.iteration
     job.last_progress = (ev.file, ev.line)
@@ -311,6 +331,9 @@ def _nan_check(job: Job, step: Optional[int], ev: Event, loss: Optional[float], 
     bad_loss = loss is not None and not math.isfinite(loss)
     bad_grad = grad_norm is not None and not math.isfinite(grad_norm) and not skipped
     if bad_loss or bad_grad:
+        if job.nan_at is None and len(job.nan_events) < MAX_FAILURES:
+            rank = ev.rank if ev.rank is not None else None
+            job.nan_events.append((step, None if rank is None else str(rank), ev.file, ev.line, ev.wall_time))
         job.nan_at = (step, ev.file, ev.line)
     elif loss is not None:
         job.nan_at = None
@@ -322,7 +345,7 @@ def _first_step(job: Job, wall: Optional[float]) -> None:
 
 
 def _on_step(job: Job, ev: Step, _: Optional[int]) -> None:
-    job.steps.append_event(ev, _STEP_FIELDS)
+    job.steps.append_event(ev, _STEP_FIELDS, job.file_index.get(ev.file, 0))
     job.last_progress = (ev.file, ev.line)
     if ev.loss is not None:
         job.last_step_loss = ev.loss
@@ -333,7 +356,7 @@ def _on_step(job: Job, ev: Step, _: Optional[int]) -> None:
 
 
 def _on_throughput(job: Job, ev: Throughput, file_rank: Optional[int]) -> None:
-    job.reported.append_event(ev, _THROUGHPUT_FIELDS)
+    job.reported.append_event(ev, _THROUGHPUT_FIELDS, job.file_index.get(ev.file, 0))
 
 
 def _on_timers(job: Job, ev: Timers, _: Optional[int]) -> None:

@@ -1,4 +1,5 @@
-"""Growable numpy series of iteration points, one column a registry field (4 bytes each).
+"""Growable numpy series of iteration points, one column a registry field (4 bytes each),
+and where each point was logged (an index into its job's files, and a line number).
 
 Wall time is stored as float32 seconds after the series' first stamp (about 0.25 s
 resolution after a month), which is what keeps a point under 32 bytes; growth by
@@ -13,7 +14,8 @@ import numpy as np
 from .fields import FIELDS, Getter, getters_for
 
 #: one column a registry field (tuimon.store.fields), and the wall time
-POINT_DTYPE = np.dtype([(f.key, f.dtype) for f in FIELDS] + [("wall", "<f4")])
+POINT_DTYPE = np.dtype([(f.key, f.dtype) for f in FIELDS] + [("wall", "<f4"), ("file", "<u2"), ("line", "<u4")])
+_U32_MAX = np.iinfo(np.uint32).max
 _FLOAT_KEYS = tuple(f.key for f in FIELDS if f.key != "iteration")
 _NAN = float("nan")
 _I32_MAX = np.iinfo(np.int32).max
@@ -62,7 +64,8 @@ class Series:
     def __setstate__(self, state: tuple) -> None:
         self._data, self.n, self.wall_base = state
 
-    def append(self, iteration: Optional[int], wall: Optional[float] = None, **values: Optional[float]) -> None:
+    def append(self, iteration: Optional[int], wall: Optional[float] = None, *, file_id: int = 0, line: int = 0,
+               **values: Optional[float]) -> None:
         """One point: its iteration, wall time and registry fields by key (absent: NaN)."""
         if self.n == len(self._data):
             self._grow(len(self._data) + max(64, len(self._data) // 8))
@@ -71,7 +74,7 @@ class Series:
         it = iteration if iteration is not None and 0 <= iteration <= _I32_MAX else -1
         rel = (wall - self.wall_base) if wall is not None and self.wall_base is not None else None
         get = values.get
-        self._data[self.n] = (it, *(_f(get(k)) for k in _FLOAT_KEYS), _f(rel))
+        self._data[self.n] = (it, *(_f(get(k)) for k in _FLOAT_KEYS), _f(rel), file_id, min(line, _U32_MAX))
         self.n += 1
 
     def extend_from(self, other: "Series") -> None:
@@ -92,7 +95,7 @@ class Series:
                 out["wall"] = np.clip(walls, -3.4e38, 3.4e38)
         self.n += k
 
-    def append_event(self, ev, plan: "PointPlan") -> None:
+    def append_event(self, ev, plan: "PointPlan", file_id: int = 0) -> None:
         """A point of the registry fields ``ev`` gives (:func:`point_plan` of its type):
         :meth:`append`'s point, built without naming its fields (the hot path of a parse)."""
         if self.n == len(self._data):
@@ -103,8 +106,16 @@ class Series:
         iteration = plan[0](ev) if plan[0] is not None else None
         it = iteration if iteration is not None and 0 <= iteration <= _I32_MAX else -1
         rel = (wall - self.wall_base) if wall is not None and self.wall_base is not None else None
-        self._data[self.n] = (it, *[_NAN if get is None else _f(get(ev)) for get in plan[1]], _f(rel))
+        self._data[self.n] = (it, *[_NAN if get is None else _f(get(ev)) for get in plan[1]], _f(rel), file_id,
+                              min(ev.line, _U32_MAX))
         self.n += 1
+
+    def remap_files(self, mapping: np.ndarray, start: int = 0) -> None:
+        """Points from ``start`` on came from another job's store: their file indexes,
+        through ``mapping`` (other index -> this job's), become this job's."""
+        if start < self.n:
+            column = self._data["file"][start:self.n]
+            column[...] = mapping[column]
 
     def _grow(self, capacity: int) -> None:
         # np.resize would fill the new room with copies of the data: only the points are copied

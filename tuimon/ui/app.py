@@ -16,6 +16,7 @@ from themes import STYLESHEET, THEME_ALIASES, textual_themes
 
 from ..live.session import LiveSession
 from ..text import sanitize
+from .alerts import AlertsScreen
 from .help import HelpScreen
 from .job import JobScreen
 from .jobs import SORTS, JobsScreen
@@ -31,11 +32,15 @@ class TuimonApp(App[int]):
     BINDINGS = [
         Binding("q", "quit", "Quit", id="quit"),
         Binding("question_mark", "help", "Help", id="help"),
+        Binding("a", "alerts", "Alerts", id="alerts"),
     ]
+    TOASTS_PER_TICK = 3  # a burst of alerts shows as a few toasts and a count, not a wall of them
 
     def __init__(self, session: LiveSession, *, theme: str = "tuimon-dark", refresh_hz: float = 4.0,
-                 quit_after: Optional[float] = None, on_quit: Optional[Callable[[], None]] = None) -> None:
+                 quit_after: Optional[float] = None, on_quit: Optional[Callable[[], None]] = None,
+                 bell: bool = True) -> None:
         super().__init__()
+        self.ring_bell = bell
         self.session = session
         self._theme_name = THEME_ALIASES.get(theme, theme)
         self.refresh_interval = 1.0 / min(refresh_hz, MAX_HZ)
@@ -73,9 +78,29 @@ class TuimonApp(App[int]):
             self.session.error = None
         while self.session.warnings:
             self.notify(sanitize(self.session.warnings.popleft()), severity="warning", timeout=8, markup=False)
+        self._toast_alerts()
+
+    def _toast_alerts(self) -> None:
+        """New alerts: a toast each (a few, then how many more), and the bell once."""
+        fresh = []
+        while self.session.new_alerts:
+            fresh.append(self.session.new_alerts.popleft())
+        if not fresh:
+            return
+        for alert in fresh[:self.TOASTS_PER_TICK]:
+            self.notify(sanitize(f"{alert.job}: {alert.message}")[:300], title=f"alert: {alert.kind}",
+                        severity="error", timeout=10, markup=False)
+        if len(fresh) > self.TOASTS_PER_TICK:
+            self.notify(f"and {len(fresh) - self.TOASTS_PER_TICK} more alerts: press a to list them",
+                        severity="error", timeout=10, markup=False)
+        if self.ring_bell:
+            self.bell()
 
     def _show(self, screen: Screen) -> None:
-        if isinstance(screen, JobsScreen):
+        if isinstance(screen, AlertsScreen):
+            self.session.snapshot()  # judges alerts as the jobs screen would
+            screen.show(self.session.alerts())
+        elif isinstance(screen, JobsScreen):
             screen.update_snapshot(self.session.snapshot())
         elif isinstance(screen, JobScreen):
             detail = self.session.job_detail(screen.key)
@@ -93,6 +118,10 @@ class TuimonApp(App[int]):
     def open_rank(self, key: str, rank: str) -> None:
         self.push_screen(RankScreen(key, rank))
 
+    def action_alerts(self) -> None:
+        if not isinstance(self.screen, AlertsScreen):
+            self.push_screen(AlertsScreen())
+
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen())
@@ -108,6 +137,7 @@ class TuimonApp(App[int]):
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
         yield SystemCommand("Help", "Keys and what the columns mean", self.action_help)
+        yield SystemCommand("Alerts", "Every alert so far, with its log line", self.action_alerts)
         jobs = self._jobs_screen()
         if jobs is not None:
             for name in SORTS:

@@ -14,6 +14,7 @@ HELP = """tuimon keys
   Esc  ⌫        back
   /             filter jobs (jobs screen), search the log tail (job screen)
   s             cycle the sort: job, status, TFLOPs, iteration time, last update
+  a             alerts: every alert so far, with the log line it points at
   ctrl+p        command palette: sort, filter, theme, help, quit
   ?             this help
   q             quit

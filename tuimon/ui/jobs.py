@@ -55,7 +55,7 @@ def cells(row: JobRow) -> tuple:
     return (
         plain(s["job"]),
         plain(s["framework"]),
-        status_text(s, row.stalled),
+        status_text(s, row.stalled, row.alerts),
         Text(iters, justify="right"),
         Text(duration(row.eta_s), justify="right"),
         Text(iter_time(it["median"]) if it else "-", justify="right"),
@@ -154,7 +154,7 @@ class JobsScreen(Screen):
     def _cells(self, row: JobRow) -> tuple:
         """Cells of a row, rebuilt only when the job changed; the age cell when its text does."""
         cached = self._cell_cache.get(row.key)
-        state = (row.version, row.stalled, row.summary["status"])
+        state = (row.version, row.stalled, row.summary["status"], row.alerts)
         age = duration(row.age_s) + " ago" if row.age_s is not None else "-"
         if cached is not None and cached[0] == state:
             if cached[1] == age:
@@ -176,6 +176,8 @@ class JobsScreen(Screen):
             parts.append(f"{failed} failed")
         if stalled:
             parts.append(f"{stalled} stalled")
+        if snap.alerts:
+            parts.append(f"{snap.alerts} alert{'s' if snap.alerts != 1 else ''} (a to list)")
         if snap.bytes_total and snap.bytes_done < snap.bytes_total:
             pct = 100.0 * snap.bytes_done / snap.bytes_total
             parts.append(f"reading history {pct:.0f}% ({snap.bytes_done / 1e6:.0f}/{snap.bytes_total / 1e6:.0f} MB)")

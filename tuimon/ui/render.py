@@ -31,7 +31,7 @@ def spark(values: Sequence[float], width: int = 16) -> Text:
     return Text("".join(BLOCKS[min(7, int((v - lo) / span * 7.999))] for v in finite), style="cyan")
 
 
-def status_text(summary: dict, stalled: bool) -> Text:
+def status_text(summary: dict, stalled: bool, alerts: int = 0) -> Text:
     status = summary["status"]
     label = status
     if status == "failed" and summary.get("failure"):
@@ -45,7 +45,10 @@ def status_text(summary: dict, stalled: bool) -> Text:
     if stalled:
         label = f"STALLED ({status})"
         status = "stalled"
-    return Text(label, style=STATUS_STYLE.get(status, ""))
+    text = Text(label, style=STATUS_STYLE.get(status, ""))
+    if alerts:  # the badge: how many alerts the job raised (the Alerts screen lists them)
+        text.append(f" !{alerts}", style="bold red")
+    return text
 
 
 def num(value: Optional[float], digits: int = 1, suffix: str = "") -> str:

@@ -1,0 +1,228 @@
+"""Alerts: each fixture log gives exactly its alerts, at the right iteration; the corpus
+gives none but the ones its logs really show; delivery by events, `tuimon alerts`,
+--on-alert (rate-limited, no shell) and a follower's --state (no duplicates)."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT, shared_or_skip
+from tuimon.engine.ingest import parse_file
+from tuimon.figures.alerts import RuleError, Rules, evaluate
+from tuimon.figures.summary import summarize
+from tuimon.store.job_store import JobStore
+
+
+def megatron_line(i: int, *, loss: float = 2.5, ms: float = 1000.0, grad: str = "1.000", skipped: int = 0,
+                  scale: float = 65536.0, total: int = 1000, prefix: str = "") -> str:
+    loss_text = "nan" if loss != loss else f"{loss:.6E}"
+    return (f"{prefix} iteration {i:8d}/{total:8d} | consumed samples: {i * 8:10d} | elapsed time per iteration (ms): "
+            f"{ms:.1f} | learning rate: 1.000E-04 | global batch size:     8 | lm loss: {loss_text} | loss scale: "
+            f"{scale:.1f} | grad norm: {grad} | number of skipped iterations: {skipped:3d} | number of nan "
+            f"iterations:   0 |\n")
+
+
+def noisy(i: int) -> float:
+    """A loss that falls slowly with a little deterministic noise."""
+    return 3.0 - 0.002 * i + 0.01 * ((i * 7919) % 13 - 6) / 6
+
+
+def log_of(lines) -> str:
+    return "".join(lines)
+
+
+def alerts_of(path: Path, **kw):
+    store = JobStore()
+    parse_file(path, str(path), sink=store.add)
+    (job,) = store.jobs.values()
+    return evaluate(job, summarize(job, **kw), Rules.default(), **kw)
+
+
+def kinds_at(alerts) -> list[tuple[str, object]]:
+    return [(a.kind, a.iteration) for a in alerts]
+
+
+def write(tmp_path: Path, name: str, text: str) -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def test_a_nan_at_a_known_iteration(tmp_path):
+    lines = [megatron_line(i, loss=noisy(i)) for i in range(1, 80)]
+    lines += [megatron_line(80, loss=float("nan"), grad="nan")]
+    lines += [megatron_line(i, loss=noisy(i)) for i in range(81, 90)]  # it recovered: one alert, at 80
+    alerts = alerts_of(write(tmp_path, "nan-run.log", log_of(lines)))
+    assert kinds_at(alerts) == [("nan", 80)]
+    assert alerts[0].line == 80 and alerts[0].file.endswith("nan-run.log")
+
+
+def test_a_loss_spike(tmp_path):
+    lines = [megatron_line(i, loss=noisy(i) + (1.2 if i == 120 else 0.0)) for i in range(1, 200)]
+    assert kinds_at(alerts_of(write(tmp_path, "spike-run.log", log_of(lines)))) == [("loss-spike", 120)]
+
+
+def test_a_slowdown(tmp_path):
+    # steady at 1 s, then from iteration 150 every iteration takes 1.6 s
+    lines = [megatron_line(i, loss=noisy(i), ms=(1600.0 if i >= 150 else 1000.0) + (i % 5))
+             for i in range(1, 260)]
+    alerts = alerts_of(write(tmp_path, "slow-run.log", log_of(lines)))
+    assert [a.kind for a in alerts] == ["slowdown"]
+    # the median of the last 20 turns slow once 11 of them are: iteration 160
+    assert alerts[0].iteration == 160
+
+
+def test_a_hang_in_startup(tmp_path):
+    text = ("Job started at: 2023-11-02-183000 on nid001234\n> initializing torch distributed ...\n"
+            "[2023-11-02 18:30:40,000] [INFO] [logging.py:96:log_dist] [Rank 0] DeepSpeed info: version=0.14.0\n")
+    path = write(tmp_path, "hang-7001.out", text)
+    now = time.time()
+    os.utime(path, (now - 3600, now - 3600))
+    alerts = alerts_of(path, now=now, last_write=now - 3600)
+    assert kinds_at(alerts) == [("startup-hang", None)]
+    assert "last line" not in alerts[0].message or "DeepSpeed info" in alerts[0].message
+
+
+def test_a_straggler_rank(tmp_path):
+    lines = []
+    for i in range(1, 40):
+        for rank in range(4):
+            ms = 1000.0 * (1.3 if rank == 2 else 1.0) + rank
+            lines.append(megatron_line(i, loss=noisy(i), ms=ms, prefix=f"{rank}:"))
+    alerts = alerts_of(write(tmp_path, "ranks-8001.out", log_of(lines)))
+    assert [(a.kind, a.rank) for a in alerts] == [("straggler", "2")]
+
+
+def test_fp16_loss_scale_skips_are_no_alert(tmp_path):
+    lines = []
+    scale = 65536.0
+    for i in range(1, 150):
+        skip = i % 25 == 0  # an overflow every 25 steps: the scaler halves and skips
+        if skip:
+            scale /= 2
+        lines.append(megatron_line(i, loss=noisy(i), grad="inf" if skip else "1.000", skipped=int(skip), scale=scale))
+    assert alerts_of(write(tmp_path, "fp16-run.log", log_of(lines))) == []
+
+
+def test_rules_are_settable_and_refuse_nonsense():
+    rules = Rules.parse(["loss-spike.k=8", "grad-norm-spike=off"])
+    assert rules.settings["loss-spike"]["k"] == 8.0 and "grad-norm-spike" not in rules.settings
+    for bad in ("nosuch=1", "loss-spike.q=1", "loss-spike.k=abc", "loss-spike.k=-1", "failed=maybe", "loss-spike"):
+        with pytest.raises(RuleError):
+            Rules.parse([bad])
+
+
+def test_alerts_are_deterministic_and_reach_events_and_the_alerts_verb(tmp_path):
+    lines = [megatron_line(i, loss=noisy(i) + (1.2 if i == 120 else 0.0)) for i in range(1, 200)]
+    lines += [megatron_line(200, loss=float("nan"), grad="nan")]
+    write(tmp_path, "two-9001.log", log_of(lines))
+
+    def cli(*argv):
+        out = subprocess.run([sys.executable, "-m", "tuimon", *argv], cwd=ROOT, capture_output=True, text=True,
+                             timeout=120)
+        assert out.returncode == 0, out.stderr
+        return out.stdout
+
+    first = json.loads(cli("alerts", "--format", "json", "--no-cache", str(tmp_path)))
+    again = json.loads(cli("alerts", "--format", "json", str(tmp_path)))
+    assert [(a["kind"], a["iteration"]) for a in first] == [("nan", 200), ("loss-spike", 120)]
+    assert first == again
+    events = [json.loads(line) for line in cli("events", "--no-cache", str(tmp_path)).splitlines()]
+    alerts = [e for e in events if e["type"] == "alert"]
+    assert [(a["kind"], a["iteration"]) for a in alerts] == [("nan", 200), ("loss-spike", 120)]
+    assert set(alerts[0]) == {"type", "job", "rank", "kind", "iteration", "wall_time", "message", "file", "line"}
+    table = cli("alerts", str(tmp_path))
+    assert "loss-spike" in table and "two-9001.log:120" in table
+    assert json.loads(cli("alerts", "--format", "json", "--alert", "loss-spike=off", "--alert", "nan=off",
+                          str(tmp_path))) == []
+
+
+def test_bad_alert_options_are_one_line_and_exit_2(tmp_path):
+    write(tmp_path, "x.log", megatron_line(1))
+    for argv in (["--alert", "loss-spike.k=zero"], ["--on-alert", "notify 'unclosed"], ["--alert", "bogus=on"]):
+        out = subprocess.run([sys.executable, "-m", "tuimon", "alerts", *argv, str(tmp_path)], cwd=ROOT,
+                             capture_output=True, text=True, timeout=60)
+        assert out.returncode == 2 and out.stderr.count("\n") == 1 and "Traceback" not in out.stderr, out.stderr
+
+
+def test_on_alert_runs_without_a_shell_with_json_on_stdin_once_per_job_and_kind(tmp_path):
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    # two loss spikes in one job (one run of the hook: same job and kind), a NaN in another
+    spikes = [megatron_line(i, loss=noisy(i) + (1.2 if i in (120, 170) else 0.0)) for i in range(1, 200)]
+    write(logs, "spiky-1.log", log_of(spikes))
+    write(logs, "nan-2.log", log_of([megatron_line(i, loss=noisy(i)) for i in range(1, 30)]
+                                    + [megatron_line(30, loss=float("nan"), grad="nan")]))
+    hook = tmp_path / "hook.py"
+    out_dir = tmp_path / "out"
+    out_dir.mkdir()
+    hook.write_text("import sys, json, uuid, pathlib\n"
+                    "data = json.load(sys.stdin)\n"
+                    f"pathlib.Path({str(out_dir)!r}, uuid.uuid4().hex + '.json').write_text(json.dumps(data))\n")
+    # a word with a shell metacharacter stays one argument: no shell runs it
+    command = f"{sys.executable} {hook} ';touch {tmp_path}/pwned'"
+    out = subprocess.run([sys.executable, "-m", "tuimon", "alerts", "--on-alert", command, str(logs)], cwd=ROOT,
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    runs = [json.loads(p.read_text()) for p in out_dir.iterdir()]
+    assert sorted((r["job"], r["kind"]) for r in runs) == [("nan-2", "nan"), ("spiky-1", "loss-spike")]
+    assert not (tmp_path / "pwned").exists()
+
+
+def test_following_with_state_across_a_restart_gives_no_duplicates(tmp_path):
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    log = logs / "live-3001.log"
+    log.write_text(log_of(megatron_line(i, loss=noisy(i) + (1.2 if i == 120 else 0.0)) for i in range(1, 150)))
+    state = tmp_path / "state.json"
+
+    def follow_once(extra_lines: str = "") -> list[dict]:
+        proc = subprocess.Popen([sys.executable, "-m", "tuimon", "alerts", "--follow", "--format", "json",
+                                 "--poll", "0.2", "--state", str(state), str(logs)], cwd=ROOT,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(3)
+        if extra_lines:
+            with open(log, "a") as fh:
+                fh.write(extra_lines)
+            time.sleep(3)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+        return [json.loads(line) for line in out.splitlines() if line.strip()]
+
+    first = follow_once()
+    assert [(a["kind"], a["iteration"]) for a in first] == [("loss-spike", 120)]
+    second = follow_once(megatron_line(150, loss=float("nan"), grad="nan"))
+    assert [(a["kind"], a["iteration"]) for a in second] == [("nan", 150)]  # the spike is not delivered again
+    assert follow_once() == []
+
+
+#: what the corpus really shows (checked by eye in each log at the line given): job, kind, iteration
+CORPUS_ALERTS = {
+    ("sc22-stronghold_l-16_hs-2048_bs-4_ws-15_2022-07-02.1656742529", "nan", 10),
+    ("sc22-stronghold_l-16_hs-2048_bs-4_ws-15_2022-07-02.1656742529", "nan", 30),
+    ("evo2-bionemo-nemo2-finetune-2025-06", "loss-spike", 67),
+    ("evo2-bionemo-nemo2-finetune-2025-06", "slowdown", 59),
+    ("mlprof-polaris-deepspeed-comm-logging", "slowdown", 355),
+    ("neox-scaling01-70M-512step", "slowdown", 310),
+    ("neox-scaling02-70M-0", "slowdown", 597),
+    *(("qiu-llama3-175m-baseline", "loss-spike", it) for it in (
+        2910, 3410, 4250, 5760, 5870, 6010, 6770, 7070, 8490, 13890, 15540, 17390, 18920, 19100, 19450)),
+    *(("qiu-llama3-175m-crashed", "loss-spike", it) for it in (2910, 3410, 4870, 5760, 6010, 6770, 7070, 8490)),
+}
+
+
+def test_the_corpus_gives_only_the_alerts_its_logs_show():
+    corpus = shared_or_skip("corpus")
+    out = subprocess.run([sys.executable, "-m", "tuimon", "alerts", "--format", "json", "--no-cache", str(corpus)],
+                         cwd=ROOT, capture_output=True, text=True, timeout=900)
+    assert out.returncode == 0, out.stderr
+    found = {(a["job"], a["kind"], a["iteration"]) for a in json.loads(out.stdout)
+             if a["kind"] in ("nan", "loss-spike", "slowdown")}
+    assert found == CORPUS_ALERTS

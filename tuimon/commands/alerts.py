@@ -1,0 +1,176 @@
+"""``tuimon alerts`` and the alert options every reading verb shares."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import threading
+import time
+from typing import Any, Callable, Optional
+
+from ..figures.alerts import KINDS, Alert, RuleError, Rules
+from ..live.alerting import AlertFeed, HookError, seen_path_for, split_command
+from ..store.job_store import JobStore
+from ..text import sanitize
+
+TICK_S = 1.0  # how often a follower looks for new alerts (stalls need time to pass, not lines)
+
+
+class AlertOptionError(ValueError):
+    """A bad --alert or --on-alert (one line for the user, exit status 2)."""
+
+
+def add_alert_options(p: argparse.ArgumentParser, *, hooks: bool = True, app: bool = False) -> None:
+    p.add_argument("--alert", action="append", default=[], metavar="RULE",
+                   help=f"KIND=off, KIND=on or KIND.PARAM=NUMBER (e.g. loss-spike.k=8); kinds: {', '.join(KINDS)}")
+    if hooks:
+        p.add_argument("--on-alert", metavar="CMD",
+                       help="run CMD (split like a shell would, run without one) with each alert as JSON on stdin, "
+                            "at most once per job and kind every 10 minutes")
+        p.add_argument("--notify", action="store_true", help="also show alerts as desktop notifications (notify-send)")
+    if app:
+        p.add_argument("--no-bell", action="store_true", help="do not ring the terminal bell on a new alert")
+
+
+def feed_from(args: Any, *, seen_path: Optional[str] = None, on_warning: Callable[[str], None] = lambda m: None,
+              clock: Callable[[], float] = time.time) -> AlertFeed:
+    """The alert feed the options ask for; raises :class:`AlertOptionError`."""
+    from ..figures.summary import STARTUP_TIMEOUT_S
+
+    try:
+        rules = Rules.parse(getattr(args, "alert", None) or [])
+        command = split_command(args.on_alert) if getattr(args, "on_alert", None) else None
+    except (RuleError, HookError) as exc:
+        raise AlertOptionError(str(exc)) from None
+    return AlertFeed(rules, command=command, notify=getattr(args, "notify", False), seen_path=seen_path,
+                     startup_timeout=getattr(args, "startup_timeout", STARTUP_TIMEOUT_S), on_warning=on_warning,
+                     clock=clock)
+
+
+def last_writes(store: JobStore) -> dict[str, float]:
+    """The latest mtime of each job's files: how long ago it last said something."""
+    out: dict[str, float] = {}
+    for key, job in store.jobs.items():
+        times = []
+        for f in job.files:
+            try:
+                times.append(os.stat(f).st_mtime)
+            except OSError:
+                pass
+        if times:
+            out[key] = max(times)
+    return out
+
+
+def render_alerts(alerts: list[Alert], fmt: str) -> str:
+    if fmt == "json":
+        return json.dumps([a.to_dict() for a in alerts], indent=2, allow_nan=False) + "\n"
+    head = ("Job", "Kind", "Rank", "Iter", "Where", "Message")
+    rows: list[tuple[str, ...]] = [(a.job, a.kind, a.rank or "-", "-" if a.iteration is None else str(a.iteration),
+             f"{os.path.basename(a.file)}:{a.line}" if a.file and a.line else (os.path.basename(a.file or "") or "-"),
+             a.message) for a in alerts]
+    rows = [tuple(sanitize(c).replace("\n", " ") for c in r) for r in rows]
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(head)]
+    widths[-1] = len(head[-1])
+
+    def line(cells) -> str:
+        return "  ".join(c.ljust(w) for c, w in zip(cells[:-1], widths[:-1])) + "  " + cells[-1]
+    out = [line(head), line(["-" * w for w in widths])] + [line(r) for r in rows]
+    if not rows:
+        out.append("(no alerts)")
+    return "\n".join(out) + "\n"
+
+
+def cmd_alerts(args, *, parse_into, files_of, warn: Callable[[str], None]) -> int:
+    """One-shot: every alert of the logs.  ``--follow``: new ones as they come, one per
+    line (JSON lines with ``--format json``)."""
+    feed = feed_from(args, seen_path=seen_path_for(getattr(args, "state", None)), on_warning=warn)
+    if args.follow:
+        return _follow(args, feed, warn)
+    store = JobStore()
+    parse_into(store, files_of(args))
+    alerts = feed.update(list(store.jobs.values()), last_writes(store))
+    sys.stdout.write(render_alerts(alerts, args.format))
+    sys.stdout.flush()
+    feed.close()
+    return 0
+
+
+class StoreTicker:
+    """A follower's events go into a store; every ``TICK_S`` the jobs that changed (and
+    every job, for stalls) are looked at and new alerts handed to ``out``."""
+
+    def __init__(self, feed: AlertFeed, out: Callable[[list[Alert]], None]) -> None:
+        self.feed, self.out = feed, out
+        self.store = JobStore()
+        self.lock = threading.Lock()
+        self.stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True, name="tuimon-alerts")
+
+    def add(self, events) -> None:
+        with self.lock:
+            self.store.add(events)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def tick(self) -> None:
+        with self.lock:
+            jobs = list(self.store.jobs.values())
+            fresh = self.feed.update(jobs, last_writes(self.store))
+        if fresh:
+            self.out(fresh)
+
+    def _run(self) -> None:
+        while not self.stop.wait(TICK_S):
+            self.tick()
+
+    def close(self) -> None:
+        self.stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=5)
+        self.tick()
+        self.feed.close()
+
+
+def _follow(args, feed: AlertFeed, warn: Callable[[str], None]) -> int:
+    from ..sources.discover import DEFAULT_EXCLUDE, DEFAULT_INCLUDE
+    from ..sources.local import LocalFollower, supervise
+
+    write_lock = threading.Lock()
+
+    def out(alerts: list[Alert]) -> None:
+        with write_lock:
+            if args.format == "json":
+                sys.stdout.write("".join(json.dumps(a.to_dict(), allow_nan=False) + "\n" for a in alerts))
+            else:
+                body = render_alerts(alerts, "table").splitlines()[2:]
+                sys.stdout.write("".join(line + "\n" for line in body))
+            sys.stdout.flush()
+
+    ticker = StoreTicker(feed, out)
+    follower = LocalFollower(args.paths, ticker.add, include=tuple(args.include) if args.include else DEFAULT_INCLUDE,
+                             exclude=DEFAULT_EXCLUDE, poll=args.poll, state_path=args.state, on_warning=warn,
+                             cache=False)
+    stop = threading.Event()
+    thread = threading.Thread(target=supervise, args=(follower, stop, warn), daemon=True)
+    try:
+        thread.start()
+        ticker.start()
+        while not stop.wait(3600):
+            pass
+    except KeyboardInterrupt:
+        pass
+    finally:
+        stop.set()
+        follower.wake()
+        thread.join(timeout=5)
+        ticker.close()
+        if args.state:
+            try:
+                follower.save_state()
+            except OSError as exc:
+                warn(f"cannot save state to {args.state}: {exc.strerror or exc}")
+        follower.close()
+    return 0

@@ -1,0 +1,299 @@
+"""Alerts: when a run fails, hangs, stalls, diverges or slows down.
+
+Every rule reads a job's store (and its summary's status) and gives every alert the
+job has earned so far, oldest first, each keyed by what it is about (job, kind,
+rank, iteration).  A rule looks only at points before the one it judges, so reading
+a log again, or live as it grows, gives the same alerts at the same iterations;
+callers deliver each key once.
+
+Rules and their defaults (each settable, ``--alert loss-spike.k=8``, or off,
+``--alert grad-norm-spike=off``):
+
+* ``failed``: the job's status is failed (its first fatal failure);
+* ``stalled``: no line for max(``factor`` x the steady median iteration, ``min_s``);
+* ``startup-hang``: started, and no first step ``timeout_s`` after (STUCK IN STARTUP);
+* ``nan``: a loss or grad norm that is not finite (a fp16 loss-scale skip aside);
+* ``loss-spike``: a loss above the median of the ``window`` points before it by more
+  than ``k`` x their median absolute deviation (at least ``min_points`` of them);
+* ``grad-norm-spike``: the same on the grad norm;
+* ``slowdown``: the median iteration time of the last ``window`` points above ``factor``
+  x the steady median of the ``baseline`` points before them (an episode ends below half
+  way back, so a run hovering on the line does not flap);
+
+A restart (the iteration number going back) starts the windows afresh.
+* ``straggler``: a rank whose median iteration time is ``factor`` x the median rank's.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping, Optional
+
+import numpy as np
+
+from ..store.job_store import Job
+from ..store.series import Series
+from .metrics import steady_median
+
+DEFAULTS: dict[str, dict[str, float]] = {
+    "failed": {},
+    "stalled": {"factor": 5.0, "min_s": 60.0},
+    "startup-hang": {},
+    "nan": {},
+    "loss-spike": {"k": 6.0, "window": 50, "min_points": 20},
+    "grad-norm-spike": {"k": 10.0, "window": 50, "min_points": 20},
+    "slowdown": {"factor": 1.3, "window": 20, "baseline": 100},
+    "straggler": {"factor": 1.2, "min_points": 5},
+}
+KINDS = tuple(DEFAULTS)
+#: the first points of a run are warm-up (compilation, allocator, NCCL): no baseline for slowdowns
+_WARMUP = 2
+#: a MAD below this share of the median is taken as this share: a loss logged as an average over an
+#: interval is so smooth that a 2% wiggle would be six MADs
+_MAD_FLOOR = 0.01
+
+
+@dataclass(frozen=True)
+class Alert:
+    job: str
+    kind: str
+    rank: Optional[str]
+    iteration: Optional[int]
+    wall_time: Optional[float]
+    message: str
+    file: Optional[str]
+    line: Optional[int]
+
+    @property
+    def key(self) -> tuple:
+        return (self.job, self.kind, self.rank, self.iteration)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": "alert", "job": self.job, "kind": self.kind, "rank": self.rank, "iteration": self.iteration,
+                "wall_time": self.wall_time, "message": self.message, "file": self.file, "line": self.line}
+
+
+class RuleError(ValueError):
+    """A rule setting the user gave that cannot be used (one line for the user)."""
+
+
+@dataclass(frozen=True)
+class Rules:
+    """Which rules are on, and their settings."""
+
+    settings: Mapping[str, Mapping[str, float]]
+
+    @classmethod
+    def default(cls) -> "Rules":
+        return cls({k: dict(v) for k, v in DEFAULTS.items()})
+
+    @classmethod
+    def parse(cls, options: Iterable[str]) -> "Rules":
+        """``KIND=off``, ``KIND=on`` or ``KIND.PARAM=NUMBER``; raises :class:`RuleError`."""
+        settings: dict[str, Optional[dict[str, float]]] = {k: dict(v) for k, v in DEFAULTS.items()}
+        for option in options:
+            name, sep, value = option.partition("=")
+            kind, _, param = name.strip().partition(".")
+            if not sep or kind not in DEFAULTS:
+                raise RuleError(f"--alert {option!r}: expected KIND=off, KIND=on or KIND.PARAM=NUMBER, "
+                                f"KIND one of {', '.join(KINDS)}")
+            if not param:
+                if value.strip().lower() not in ("off", "on"):
+                    raise RuleError(f"--alert {option!r}: {kind} takes on or off")
+                settings[kind] = None if value.strip().lower() == "off" else dict(DEFAULTS[kind])
+                continue
+            if param not in DEFAULTS[kind]:
+                known = ", ".join(DEFAULTS[kind]) or "none"
+                raise RuleError(f"--alert {option!r}: {kind} has no setting {param!r} (settings: {known})")
+            try:
+                number = float(value)
+            except ValueError:
+                raise RuleError(f"--alert {option!r}: {value!r} is not a number") from None
+            if not math.isfinite(number) or number <= 0:
+                raise RuleError(f"--alert {option!r}: must be a positive number")
+            current = settings[kind]
+            if current is None:
+                current = settings[kind] = dict(DEFAULTS[kind])
+            current[param] = number
+        return cls({k: v for k, v in settings.items() if v is not None})
+
+
+def evaluate(job: Job, summary: Mapping[str, Any], rules: Rules, *, now: Optional[float] = None,
+             last_write: Optional[float] = None) -> list[Alert]:
+    """Every alert ``job`` has earned, by rule, oldest first within a rule."""
+    out: list[Alert] = []
+    on = rules.settings
+    name = summary["job"]
+    status, failure = summary["status"], summary.get("failure") or {}
+    last_it = summary.get("last_iteration")
+    if last_it is None:
+        last_it = summary.get("last_step")
+    if "failed" in on and status == "failed":
+        out.append(Alert(name, "failed", None, last_it, job.last_wall,
+                         f"{failure.get('kind')}: {failure.get('message', '')}"[:300], failure.get("file"),
+                         failure.get("line")))
+    if "startup-hang" in on and status == "stuck-in-startup":
+        text = failure.get("message", "")
+        if failure.get("last_line"):
+            text += f"; last line: {failure['last_line']}"
+        out.append(Alert(name, "startup-hang", None, None, job.last_wall, text[:300], failure.get("file"), None))
+    if "nan" in on:
+        for step, rank, file, line, wall in job.nan_events:
+            out.append(Alert(name, "nan", rank, step, wall, f"loss or grad norm not finite at iteration {step}",
+                             file, line))
+    if "stalled" in on and status == "training":
+        out.extend(_stalled(job, summary, on["stalled"], now, last_write))
+    primary_key, primary = _primary(job)
+    if primary is not None:
+        for kind, column in (("loss-spike", "loss"), ("grad-norm-spike", "grad_norm")):
+            if kind in on:
+                out.extend(_spikes(job, name, kind, column, primary_key, primary, on[kind]))
+        if "slowdown" in on:
+            out.extend(_slowdowns(job, name, primary_key, primary, on["slowdown"]))
+    elif "slowdown" in on and len(job.steps):
+        out.extend(_slowdowns(job, name, None, job.steps, on["slowdown"]))
+    if "loss-spike" in on and primary is None and len(job.steps):
+        out.extend(_spikes(job, name, "loss-spike", "loss", None, job.steps, on["loss-spike"]))
+    if "straggler" in on:
+        out.extend(_stragglers(job, name, on["straggler"]))
+    return out
+
+
+def _primary(job: Job) -> tuple[Optional[str], Optional[Series]]:
+    if not job.ranks:
+        return None, None
+    key = max(job.ranks, key=lambda k: len(job.ranks[k]))
+    return str(key), job.ranks[key]
+
+
+def _point(job: Job, series: Series, i: int) -> tuple[Optional[int], Optional[float], Optional[str], Optional[int]]:
+    """(iteration, wall time, file, line) of point ``i``."""
+    p = series.points[i]
+    it = int(p["iteration"]) if int(p["iteration"]) >= 0 else None
+    wall = float(p["wall"]) + series.wall_base if series.wall_base is not None and math.isfinite(p["wall"]) else None
+    fid = int(p["file"])
+    return it, wall, job.files[fid] if fid < len(job.files) else None, int(p["line"]) or None
+
+
+def _stalled(job: Job, summary: Mapping[str, Any], opts: Mapping[str, float], now: Optional[float],
+             last_write: Optional[float]) -> list[Alert]:
+    it = summary.get("iter_time_ms")
+    if not it or now is None or last_write is None:
+        return []
+    quiet = now - last_write
+    limit = max(opts["factor"] * it["median"] / 1000.0, opts["min_s"])
+    if quiet <= limit:
+        return []
+    last = summary.get("last_iteration")
+    return [Alert(summary["job"], "stalled", None, last, last_write,
+                  f"no line for {quiet:.0f} s (limit {limit:.0f} s; median iteration {it['median'] / 1000.0:.2f} s) "
+                  f"after iteration {last}", job.last_progress[0] if job.last_progress else None,
+                  job.last_progress[1] if job.last_progress else None)]
+
+
+def _segments(series: Series) -> list[tuple[int, int]]:
+    """[start, end) ranges of points between restarts (where the iteration number goes back):
+    a resumed run's points are judged against its own, not the run before."""
+    its = series.column("iteration").astype(np.int64)
+    cuts = np.flatnonzero((its[1:] <= its[:-1]) & (its[1:] >= 0)) + 1
+    bounds = [0, *cuts.tolist(), len(its)]
+    return [(a, b) for a, b in zip(bounds[:-1], bounds[1:]) if b > a]
+
+
+def _spikes(job: Job, name: str, kind: str, column: str, rank: Optional[str], series: Series,
+            opts: Mapping[str, float]) -> list[Alert]:
+    window, k, least = int(opts["window"]), opts["k"], int(opts["min_points"])
+    label = "loss" if column == "loss" else "grad norm"
+    out = []
+    all_values = series.column(column).astype(np.float64)
+    for a, b in _segments(series):
+        values = all_values[a:b]
+        finite = np.flatnonzero(np.isfinite(values)) + a
+        v = all_values[finite]
+        flagged = _spike_flags(v, window, k, least)
+        for j in np.flatnonzero(flagged & ~np.r_[False, flagged[:-1]]):  # the first point of each episode
+            step, wall, file, line = _point(job, series, int(finite[j]))
+            base = float(np.median(v[max(0, j - window):j]))
+            out.append(Alert(name, kind, rank, step, wall,
+                             f"{label} {v[j]:.4g} at iteration {step}, median of the {min(int(j), window)} before "
+                             f"{base:.4g}", file, line))
+    return out
+
+
+def _spike_flags(v: np.ndarray, window: int, k: float, least: int) -> np.ndarray:
+    """For each point: above the median of the ``window`` before it by more than ``k`` MADs."""
+    n = v.size
+    flags = np.zeros(n, dtype=bool)
+    for j in range(least, min(n, window)):  # the first points: a window still filling
+        flags[j] = _above(v[j], v[:j], k)
+    if n > window:
+        windows = np.lib.stride_tricks.sliding_window_view(v[:-1], window)  # window i: the points before i+window
+        for start in range(0, windows.shape[0], 8192):  # chunks bound the memory of the deviations
+            chunk = windows[start:start + 8192]
+            med = np.median(chunk, axis=1)
+            mad = np.median(np.abs(chunk - med[:, None]), axis=1)
+            mad = np.maximum(mad, _MAD_FLOOR * np.abs(med))
+            at = v[window + start:window + start + chunk.shape[0]]
+            flags[window + start:window + start + chunk.shape[0]] = (at > med + k * mad) & (mad > 0)
+    return flags
+
+
+def _above(x: float, before: np.ndarray, k: float) -> bool:
+    med = float(np.median(before))
+    mad = max(float(np.median(np.abs(before - med))), _MAD_FLOOR * abs(med))
+    return mad > 0 and x > med + k * mad
+
+
+def _slowdowns(job: Job, name: str, rank: Optional[str], series: Series, opts: Mapping[str, float]) -> list[Alert]:
+    window, factor, base_n = int(opts["window"]), opts["factor"], int(opts["baseline"])
+    rearm = 1.0 + (factor - 1.0) / 2.0  # an episode ends only well below the line: no flapping on it
+    out = []
+    all_ms = series.column("elapsed_ms").astype(np.float64)
+    for a, b in _segments(series):
+        ms = all_ms[a:b]
+        finite = np.flatnonzero(np.isfinite(ms) & (ms > 0)) + a
+        v = all_ms[finite][_WARMUP:]
+        finite = finite[_WARMUP:]
+        if v.size < 2 * window:
+            continue
+        rolling = np.median(np.lib.stride_tricks.sliding_window_view(v, window), axis=1)  # rolling[s]: v[s:s+window]
+        slow = False
+        for start in range(window, v.size - window + 1):
+            # the steady median of the (up to) base_n points before the window
+            base = float(np.median(v[max(0, start - base_n):start]))
+            ratio = rolling[start] / base
+            if not slow and ratio > factor:
+                end = start + window - 1
+                step, wall, file, line = _point(job, series, int(finite[end]))
+                out.append(Alert(name, "slowdown", rank, step, wall,
+                                 f"median iteration time of the last {window} points {rolling[start] / 1000.0:.3f} s,"
+                                 f" {ratio:.2f}x the steady {base / 1000.0:.3f} s before them", file, line))
+                slow = True
+            elif slow and ratio < rearm:
+                slow = False
+    return out
+
+
+def _stragglers(job: Job, name: str, opts: Mapping[str, float]) -> list[Alert]:
+    medians: dict[str, float] = {}
+    for key, series in job.ranks.items():
+        if len(series) >= opts["min_points"]:
+            med = steady_median(series.column("elapsed_ms"))
+            if med is not None and med > 0:
+                medians[str(key)] = med
+    if len(medians) < 2:
+        return []
+    middle = float(np.median(list(medians.values())))
+    out = []
+    for rank, med in sorted(medians.items()):
+        if med >= opts["factor"] * middle:
+            series = job.ranks[_rank_key(job, rank)]
+            step, wall, file, line = _point(job, series, len(series) - 1)
+            out.append(Alert(name, "straggler", rank, None, wall,
+                             f"rank {rank}: median iteration {med / 1000.0:.3f} s, {med / middle:.2f}x the median "
+                             f"rank's {middle / 1000.0:.3f} s (last seen at iteration {step})", file, line))
+    return out
+
+
+def _rank_key(job: Job, rank: str) -> Any:
+    return next(k for k in job.ranks if str(k) == rank)

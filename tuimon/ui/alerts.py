@@ -1,0 +1,97 @@
+"""The Alerts screen (``a``): every alert so far, newest first, and the log line of
+the one under the cursor (read by the session off the UI thread)."""
+from __future__ import annotations
+
+import os
+
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Static
+
+from ..figures.alerts import Alert
+from .render import plain
+
+COLUMNS = ("Time", "Job", "Kind", "Rank", "Iter", "Where", "Message")
+
+
+def _clock(wall: float | None) -> str:
+    import time
+
+    return time.strftime("%m-%d %H:%M:%S", time.localtime(wall)) if wall is not None else "-"
+
+
+class AlertsScreen(Screen):
+    BINDINGS = [
+        Binding("escape,backspace", "back", "Back", id="back"),
+        Binding("j", "cursor_down", "Down", show=False, id="down"),
+        Binding("k", "cursor_up", "Up", show=False, id="up"),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._alerts: list[Alert] = []
+
+    def compose(self) -> ComposeResult:
+        yield Static(Text("Alerts", style="bold"), id="alerts-title", classes="title")
+        yield DataTable(id="alerts", cursor_type="row")
+        yield Static(Text(""), id="alert-line", classes="panel")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        table = self.query_one("#alerts", DataTable)
+        for name in COLUMNS:
+            table.add_column(name, key=name)
+        table.focus()
+        self.show(self.app.session.alerts())  # type: ignore[attr-defined]
+
+    def show(self, alerts: list[Alert]) -> None:
+        """The alerts, newest first (new ones are added as the screen stays open)."""
+        if len(alerts) == len(self._alerts):
+            return
+        self._alerts = list(alerts)
+        table = self.query_one("#alerts", DataTable)
+        table.clear()
+        for n, a in enumerate(reversed(self._alerts)):
+            where = f"{os.path.basename(a.file)}:{a.line}" if a.file and a.line else os.path.basename(a.file or "-")
+            table.add_row(_clock(a.wall_time), plain(a.job), Text(a.kind, style="bold red"), plain(a.rank or "-"),
+                          "-" if a.iteration is None else str(a.iteration), plain(where), plain(a.message[:160]),
+                          key=str(n))
+        self.query_one("#alerts-title", Static).update(Text(f"Alerts ({len(alerts)})", style="bold"))
+        if self._alerts:
+            self._show_line(0)
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        if event.cursor_row is not None and 0 <= event.cursor_row < len(self._alerts):
+            self._show_line(event.cursor_row)
+
+    def _show_line(self, row: int) -> None:
+        alert = list(reversed(self._alerts))[row]
+        self.query_one("#alert-line", Static).update(Text(f"{alert.file or '-'}:{alert.line or '-'}", style="dim"))
+        if alert.file and alert.line:
+            self._read_line(alert)
+
+    @work(thread=True, exclusive=True)
+    def _read_line(self, alert: Alert) -> None:
+        from ..sources.files import line_at
+
+        text = line_at(alert.file or "", alert.line or 0)
+        self.app.call_from_thread(self._set_line, alert, text)
+
+    def _set_line(self, alert: Alert, text: str | None) -> None:
+        out = Text(f"{alert.file}:{alert.line}\n", style="dim")
+        out.append_text(plain(text if text is not None else "(the line cannot be read)"))
+        out.append("\n")
+        out.append_text(plain(alert.message))
+        self.query_one("#alert-line", Static).update(out)
+
+    def action_back(self) -> None:
+        self.app.pop_screen()
+
+    def action_cursor_down(self) -> None:
+        self.query_one("#alerts", DataTable).action_cursor_down()
+
+    def action_cursor_up(self) -> None:
+        self.query_one("#alerts", DataTable).action_cursor_up()
