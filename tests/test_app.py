@@ -329,7 +329,12 @@ def test_chart_label_keeps_to_one_line():
 async def test_alerts_reach_the_header_the_rows_a_toast_and_the_alerts_screen(tmp_path):
     from tuimon.ui.alerts import AlertsScreen
 
-    app = TuimonApp(loaded_session([fixture_dir(tmp_path)]))
+    logs = fixture_dir(tmp_path)
+    clock = [FIXED_NOW]
+    session = LiveSession([str(logs)], clock=lambda: clock[0], poll=0.1)
+    for _ in range(3):
+        session.follower.poll()
+    app = TuimonApp(session)
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: len(rows(app)) == 6)
         await until(pilot, lambda: "alerts (a to list)" in str(app.screen.query_one("#progress").render()))
@@ -337,12 +342,18 @@ async def test_alerts_reach_the_header_the_rows_a_toast_and_the_alerts_screen(tm
         assert "5 alerts" in header, header
         r = rows(app)
         assert r["oom-run"][2] == "FAILED oom !1" and r["stronghold-run"][2] == "finished"
-        assert any("alert: failed" in (n.title or "") for n in app._notifications)
+        # the logs' history is listed, not announced
+        assert not any("alert:" in (n.title or "") for n in app._notifications)
+        # a job that fails while the user watches: a toast
+        (logs / "late-9999.out").write_text((FIXTURES / "oom-run.log").read_text())
+        session.follower.poll()
+        clock[0] += 2
+        await until(pilot, lambda: any("alert: failed" in (n.title or "") for n in app._notifications))
         await pilot.press("a")
         await until(pilot, lambda: isinstance(app.screen, AlertsScreen))
         table = app.screen.query_one("#alerts")
         kinds = sorted(str(table.get_row_at(i)[2]) for i in range(table.row_count))
-        assert kinds == ["failed", "failed", "failed", "stalled", "startup-hang"]
+        assert kinds == ["failed", "failed", "failed", "failed", "stalled", "startup-hang"]
         # the log line of the alert under the cursor, read off the UI thread
         await until(pilot, lambda: "\n" in str(app.screen.query_one("#alert-line").render()))
         await pilot.press("escape")

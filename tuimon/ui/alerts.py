@@ -51,7 +51,8 @@ class AlertsScreen(Screen):
         """The alerts, newest first (new ones are added as the screen stays open)."""
         if len(alerts) == len(self._alerts):
             return
-        self._alerts = list(alerts)
+        # oldest first by their own time (undated ones first), so that reversed, the newest lead
+        self._alerts = sorted(alerts, key=lambda a: a.wall_time if a.wall_time is not None else float("-inf"))
         table = self.query_one("#alerts", DataTable)
         table.clear()
         for n, a in enumerate(reversed(self._alerts)):
