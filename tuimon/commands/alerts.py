@@ -48,12 +48,16 @@ def feed_from(args: Any, *, seen_path: Optional[str] = None, on_warning: Callabl
                      clock=clock)
 
 
-def last_writes(store: JobStore) -> dict[str, float]:
-    """The latest mtime of each job's files: how long ago it last said something."""
+def last_writes(store: JobStore, known: Optional[dict[str, float]] = None) -> dict[str, float]:
+    """The latest mtime of each job's files: how long ago it last said something.
+    ``known``: mtimes of files that are not local (remote labels)."""
     out: dict[str, float] = {}
     for key, job in store.jobs.items():
         times = []
         for f in job.files:
+            if known and f in known:
+                times.append(known[f])
+                continue
             try:
                 times.append(os.stat(f).st_mtime)
             except OSError:
@@ -89,8 +93,8 @@ def cmd_alerts(args, *, parse_into, files_of, warn: Callable[[str], None]) -> in
     if args.follow:
         return _follow(args, feed, warn)
     store = JobStore()
-    parse_into(store, files_of(args))
-    alerts = feed.update(list(store.jobs.values()), last_writes(store))
+    remote_mtimes = parse_into(store, files_of(args))
+    alerts = feed.update(list(store.jobs.values()), last_writes(store, remote_mtimes))
     sys.stdout.write(render_alerts(alerts, args.format))
     sys.stdout.flush()
     feed.close()

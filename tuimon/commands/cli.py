@@ -195,6 +195,8 @@ def run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     except (PathError, AlertOptionError) as exc:
         _err(str(exc))
         return EXIT_USAGE
+    except _Reported:
+        return EXIT_USAGE
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:
@@ -204,6 +206,10 @@ def run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         except OSError:
             pass
         return 0
+
+
+class _Reported(Exception):
+    """A failure whose one line the user has been given already."""
 
 
 BATCH_VERBS = ("summary", "events", "alerts", "tflops", "formats", "cache")
@@ -285,15 +291,19 @@ def _files(args, local: Optional[list[str]] = None) -> list[Path]:
     return files
 
 
-def _read_remote(args, specs, sink) -> bool:
-    """Read every remote spec once into ``sink``; False (after one line each) on errors."""
+def _read_remote(args, specs, sink, seen: Optional[dict] = None) -> bool:
+    """Read every remote spec once into ``sink``; False (after one line each) on errors.
+    ``seen`` gets each remote file's (mtime, last line), as local files give theirs."""
     import asyncio
 
-    from ..sources.remote import read_remote
+    from ..sources.remote import last_seen, read_remote
 
     errors: list[str] = []
+    hosts: list = []
     asyncio.run(read_remote(specs, sink, ssh_config=args.ssh_config, on_error=errors.append,
-                            on_warning=_warn, include=_include(args), cache=not args.no_cache))
+                            on_warning=_warn, include=_include(args), cache=not args.no_cache, hosts_out=hosts))
+    if seen is not None:
+        seen.update(last_seen(hosts))
     for message in errors:
         _err(message)
     return not errors
@@ -342,15 +352,18 @@ def _cmd_alerts(args) -> int:
     if args.follow and not _check_follow_args(args):
         return EXIT_USAGE
 
-    def parse_into(store: JobStore, files: list[Path]) -> None:
+    def parse_into(store: JobStore, files: list[Path]) -> dict[str, float]:
+        """Parse into ``store``; the remote files' mtimes."""
         cache = _cache(args)
         try:
             _parse_into(store, files, args.jobs, cache)
         finally:
             if cache is not None:
                 cache.close()
-        if remote:
-            _read_remote(args, remote, store.add)
+        seen: dict[str, tuple[Optional[float], Optional[str]]] = {}
+        if remote and not _read_remote(args, remote, store.add, seen):
+            raise _Reported()
+        return {label: mtime for label, (mtime, _) in seen.items() if mtime is not None}
 
     return cmd_alerts(args, parse_into=parse_into, files_of=lambda a: _files(a, local), warn=_warn)
 
@@ -367,19 +380,23 @@ def cmd_summary(args) -> int:
     finally:
         if cache is not None:
             cache.close()
-    if remote and not _read_remote(args, remote, store.add):
+    seen: dict[str, tuple[Optional[float], Optional[str]]] = {}  # remote label -> (mtime, last line)
+    if remote and not _read_remote(args, remote, store.add, seen):
         return EXIT_USAGE
+
+    def mtime_of(f: str) -> Optional[float]:
+        return seen[f][0] if f in seen else _mtime(f)
+
     now = time.time()
     rows = []
     for job in store.jobs.values():
-        mtimes = [_mtime(f) for f in job.files]
-        last_write = max((m for m in mtimes if m is not None), default=None)
+        last_write = max((m for m in map(mtime_of, job.files) if m is not None), default=None)
         row = summarize(job, now=now, last_write=last_write, gpu_peak=args.gpu_peak, gpu=args.gpu,
                         startup_timeout=args.startup_timeout)
         if row["status"] == "stuck-in-startup" and row["failure"]:
-            latest = max(job.files, key=lambda f: _mtime(f) or 0.0)
+            latest = max(job.files, key=lambda f: mtime_of(f) or 0.0)
             row["failure"]["file"] = latest
-            row["failure"]["last_line"] = last_line(latest)
+            row["failure"]["last_line"] = seen[latest][1] if latest in seen else last_line(latest)
         rows.append(row)
     rows.sort(key=lambda r: r["job"])
     sys.stdout.write(RENDERERS[args.format](rows))

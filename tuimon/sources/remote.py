@@ -137,6 +137,7 @@ class RemoteFile:
     writer: Optional[EntryWriter] = None  # its parse cache entry, while it is read whole, in order
     cache_checked: bool = False
     skip_events: int = 0  # events the parser is yet to give again (a cache entry cut short)
+    tail: bytes = b""  # the last bytes read (a stuck job's last line is shown from them)
 
 
 @dataclass(eq=False)
@@ -530,6 +531,8 @@ class RemoteHost:
                     if not data:
                         break
                     self._consume(rf, data, events)
+                if not rf.tail and rf.offset:  # its events came from the parse cache: its end, still
+                    rf.tail = await fh.read(min(TAIL_BYTES, rf.offset), max(0, rf.offset - TAIL_BYTES))
             rf.size_seen, rf.mtime_seen = size, mtime
         finally:
             if events:
@@ -588,9 +591,24 @@ class RemoteHost:
             rf.head += data[: HEAD_BYTES - len(rf.head)]
         rf.offset += len(data)
         rf.last = (rf.last + data)[-MARKER_BYTES:]
+        rf.tail = (rf.tail + data[-TAIL_BYTES:])[-TAIL_BYTES:]
         self.state.bytes_read += len(data)
         new, rf.skip_events = recorded(rf.parser.feed(data), rf.writer, rf.skip_events)
         events.extend(new)
+
+
+TAIL_BYTES = 4096
+
+
+def last_seen(hosts: list[RemoteHost]) -> dict[str, tuple[Optional[float], Optional[str]]]:
+    """label -> (the file's mtime when last read, its last non-empty line), of every remote file."""
+    out: dict[str, tuple[Optional[float], Optional[str]]] = {}
+    for host in hosts:
+        for rf in host.files.values():
+            lines = [ln for ln in rf.tail.replace(b"\r", b"\n").split(b"\n") if ln.strip()]
+            text = lines[-1].decode("utf-8", "replace").strip() if lines else None
+            out[rf.label] = (float(rf.mtime_seen) if rf.mtime_seen is not None else None, text)
+    return out
 
 
 def group_by_host(specs: list[RemoteSpec]) -> dict[tuple, list[str]]:
