@@ -346,14 +346,20 @@ async def test_alerts_reach_the_header_the_rows_a_toast_and_the_alerts_screen(tm
         assert not any("alert:" in (n.title or "") for n in app._notifications)
         # a job that fails while the user watches: a toast
         (logs / "late-9999.out").write_text((FIXTURES / "oom-run.log").read_text())
-        session.follower.poll()
-        clock[0] += 2
-        await until(pilot, lambda: any("alert: failed" in (n.title or "") for n in app._notifications))
+
+        def toasted() -> bool:  # the follower finds the new file on one of its polls; alerts are judged each second
+            session.follower.poll()
+            clock[0] += 2
+            return any("late-9999" in str(n.message) for n in app._notifications)
+        await until(pilot, toasted)
+        assert any("alert: failed" in (n.title or "") and "late-9999" in str(n.message) for n in app._notifications)
         await pilot.press("a")
         await until(pilot, lambda: isinstance(app.screen, AlertsScreen))
         table = app.screen.query_one("#alerts")
+        await until(pilot, lambda: table.row_count == 6)
         kinds = sorted(str(table.get_row_at(i)[2]) for i in range(table.row_count))
-        assert kinds == ["failed", "failed", "failed", "failed", "stalled", "startup-hang"]
+        rows_shown = [[str(c) for c in table.get_row_at(i)] for i in range(table.row_count)]
+        assert kinds == ["failed", "failed", "failed", "failed", "stalled", "startup-hang"], rows_shown
         # the log line of the alert under the cursor, read off the UI thread
         await until(pilot, lambda: "\n" in str(app.screen.query_one("#alert-line").render()))
         await pilot.press("escape")

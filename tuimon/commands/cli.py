@@ -8,11 +8,16 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Any, Optional, Sequence
 
 from .. import __version__
 from ..engine.alloc import keep_freed_memory
 from ..engine.ingest import ParseStats, parse_file
+from ..exports.listen import ListenError
+from ..figures.columns import DEFAULT as COLUMN_DEFAULT
+from ..figures.columns import NAMES as COLUMN_NAMES
+from ..figures.columns import ColumnError, parse_columns
+from ..figures.columns import render as render_columns
 from ..figures.gpus import GPU_PEAK_TFLOPS
 from ..figures.metrics import parse_size, tflops_per_gpu
 from ..figures.summary import RENDERERS, STARTUP_TIMEOUT_S, summarize
@@ -22,6 +27,7 @@ from ..sources.specs import split_paths
 from ..store.job_store import JobStore
 from ..text import sanitize
 from .alerts import AlertOptionError, StoreTicker, add_alert_options, cmd_alerts, feed_from, last_writes
+from .serve import add_retention_options, add_serve_options
 
 EXIT_USAGE = 2
 
@@ -87,14 +93,33 @@ def _add_rate_options(p: argparse.ArgumentParser) -> None:
                         f"(default {STARTUP_TIMEOUT_S:.0f})")
 
 
+def _complete_columns(prefix: str, **_kw: Any) -> list[str]:
+    """``--columns job,gp<TAB>``: the names, after what is typed already."""
+    done, _sep, last = prefix.rpartition(",")
+    lead = done + "," if done else ""
+    return [lead + name for name in COLUMN_NAMES if name.startswith(last)]
+
+
+def _add_metrics_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--metrics", metavar="HOST:PORT",
+                   help="also serve the figures at http://HOST:PORT/metrics for Prometheus (e.g. 127.0.0.1:9464)")
+    add_retention_options(p)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tuimon", description="Live monitor for distributed training logs.")
     parser.add_argument("--version", action="version", version=f"tuimon {__version__}")
+    parser.add_argument("--config", metavar="FILE",
+                        help="settings file (default $XDG_CONFIG_HOME/tuimon/config.toml); flags override it")
     verbs = parser.add_subparsers(dest="verb", metavar="VERB")
 
     p = verbs.add_parser("summary", help="one row per job: iteration time, TFLOPs, startup, failures")
     _add_paths(p)
     p.add_argument("--format", choices=sorted(RENDERERS), default="table")
+    columns = p.add_argument("--columns", metavar="A,B,C",
+                             help="only these columns, in this order (seed 001's table: "
+                                  f"{','.join(COLUMN_DEFAULT)}); names: {', '.join(COLUMN_NAMES)}")
+    columns.completer = _complete_columns  # type: ignore[attr-defined]
     _add_rate_options(p)
 
     p = verbs.add_parser("events", help="every parsed event as one JSON object per line")
@@ -135,18 +160,32 @@ def build_parser() -> argparse.ArgumentParser:
     _add_paths(p)
     _add_app_options(p)
     add_alert_options(p, app=True)
+    _add_metrics_option(p)
     p.add_argument("--poll", type=_positive_float, metavar="SECONDS",
                    help="poll every SECONDS instead of using inotify")
     p = verbs.add_parser("ssh", help="live dashboard of logs on remote hosts ([user@]host[:port]:path)")
     _add_paths(p)
     _add_app_options(p)
     add_alert_options(p, app=True)
+    _add_metrics_option(p)
     p.add_argument("--poll", type=_positive_float, metavar="SECONDS", help="seconds between remote polls (default 1)")
+    p = verbs.add_parser("serve", help="serve every job's figures at /metrics for Prometheus (headless)")
+    _add_paths(p)
+    add_serve_options(p)
+    _add_rate_options(p)
+    add_alert_options(p)
+    p.add_argument("--poll", type=_positive_float, metavar="SECONDS",
+                   help="poll every SECONDS instead of using inotify")
     p = verbs.add_parser("formats", help="list the log formats, or check user format files")
     formats = p.add_subparsers(dest="formats_verb", metavar="ACTION")
     formats.add_parser("list", help="built-in and user formats, and where each came from")
     q = formats.add_parser("check", help="compile format files and check their samples")
     q.add_argument("files", nargs="+", metavar="FILE")
+    p = verbs.add_parser("completion", help="print a shell completion script: eval \"$(tuimon completion bash)\"")
+    p.add_argument("shell", choices=("bash", "zsh", "fish"))
+    p = verbs.add_parser("config", help="show the settings in effect and where each came from")
+    config_verbs = p.add_subparsers(dest="config_verb", metavar="ACTION")
+    config_verbs.add_parser("show", help="every setting: its value and its origin (default or FILE:LINE)")
     p = verbs.add_parser("cache", help="show or clear the parse cache")
     cache = p.add_subparsers(dest="cache_verb", metavar="ACTION")
     cache.add_parser("info", help="where the cache is, how many files it holds and its size")
@@ -159,12 +198,43 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
+    parsed = _parse(argv)
+    if isinstance(parsed, int):
+        return parsed
+    return run(*parsed)
+
+
+def _parse(argv: Optional[Sequence[str]]):
+    """(parser, args, config) with the config file's defaults in place; or an exit status
+    when the config file cannot be used (after its one line)."""
+    from .config import ConfigError, apply, argv_config, load
+
     parser = build_parser()
-    return run(parser, parser.parse_args(argv))
-
-
-def run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    if "_ARGCOMPLETE" in os.environ:  # the shell asks for completions: answer and exit
+        import argcomplete
+        argcomplete.autocomplete(parser)
+    path, rest = argv_config(list(sys.argv[1:] if argv is None else argv))
     try:
+        config = load(path, explicit=path is not None)
+    except ConfigError as exc:
+        _err(str(exc))
+        return EXIT_USAGE
+    apply(parser, config)
+    if "cache_dir" in config.values:
+        os.environ.setdefault("TUIMON_CACHE_DIR", config.values["cache_dir"])
+    return parser, parser.parse_args(rest), config
+
+
+def run(parser: argparse.ArgumentParser, args: argparse.Namespace, config=None) -> int:
+    try:
+        if args.verb == "completion":
+            import argcomplete
+            sys.stdout.write(argcomplete.shellcode(["tuimon"], shell=args.shell))
+            return 0
+        if args.verb == "config":
+            from .config import Config, show
+            sys.stdout.write(show(parser, config or Config()))
+            return 0
         if args.verb == "cache":
             return cmd_cache(args, parser)
         if args.verb == "formats":
@@ -185,6 +255,8 @@ def run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
             return run_demo(args)
         if args.verb == "watch":
             return cmd_watch(args)
+        if args.verb == "serve":
+            return cmd_serve(args)
         if args.verb == "ssh":
             local, remote = split_paths(args.paths)
             if local:
@@ -192,7 +264,7 @@ def run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
             return cmd_watch(args)
         parser.print_help()
         return EXIT_USAGE
-    except (PathError, AlertOptionError) as exc:
+    except (PathError, AlertOptionError, ListenError, ColumnError) as exc:
         _err(str(exc))
         return EXIT_USAGE
     except _Reported:
@@ -212,7 +284,7 @@ class _Reported(Exception):
     """A failure whose one line the user has been given already."""
 
 
-BATCH_VERBS = ("summary", "events", "alerts", "tflops", "formats", "cache")
+BATCH_VERBS = ("summary", "events", "alerts", "tflops", "formats", "cache", "config", "completion")
 
 
 def cmd_cache(args, parser) -> int:
@@ -263,9 +335,11 @@ def entry(argv: Optional[Sequence[str]] = None) -> None:
     following) leaves without tearing the interpreter down object by object: after
     a big summary that took 40-55 ms of a 3 s run, to free what the OS frees at
     once.  Its output is flushed first, its workers are joined, its files closed."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    code = run(parser, args)
+    parsed = _parse(argv)
+    if isinstance(parsed, int):
+        sys.exit(parsed)
+    parser, args, config = parsed
+    code = run(parser, args, config)
     if args.verb in BATCH_VERBS and not getattr(args, "follow", False):
         for stream in (sys.stdout, sys.stderr):
             try:
@@ -399,7 +473,10 @@ def cmd_summary(args) -> int:
             row["failure"]["last_line"] = seen[latest][1] if latest in seen else last_line(latest)
         rows.append(row)
     rows.sort(key=lambda r: r["job"])
-    sys.stdout.write(RENDERERS[args.format](rows))
+    if args.columns:
+        sys.stdout.write(render_columns(rows, parse_columns(args.columns), args.format))
+    else:
+        sys.stdout.write(RENDERERS[args.format](rows))
     sys.stdout.flush()
     _report(stats, len(files), time.perf_counter() - t0)
     return 0
@@ -572,29 +649,42 @@ def _follow_remote(args, specs, emit) -> bool:
     return not errors
 
 
-def run_app(paths: list[str], args, *, poll: Optional[float] = None, quit_after: Optional[float] = None,
-            on_quit=None, after_start=None) -> int:
-    """``after_start`` runs once the ingest process exists (it is forked while this
-    process still has a single thread, which is fast and safe)."""
+def make_session(paths: list[str], args, *, poll: Optional[float] = None):
+    """The live session the app and ``serve`` show (not started)."""
     from ..engine import catalog
     from ..live.session import LiveSession
-    from ..ui.app import TuimonApp
 
-    feed = feed_from(args)  # a bad --alert or --on-alert: one line, before the screen opens
+    feed = feed_from(args)  # a bad --alert or --on-alert: one line, before anything starts
     session = LiveSession(paths, poll=poll, gpu_peak=args.gpu_peak, gpu=args.gpu, alerts=feed,
                           startup_timeout=getattr(args, "startup_timeout", STARTUP_TIMEOUT_S), process=True,
                           ssh_config=getattr(args, "ssh_config", None),
                           cache=hasattr(args, "no_cache") and not args.no_cache,  # the demo's logs: not worth it
                           catalog_spec=catalog.current().spec)
-    feed.on_warning = session.warnings.append  # the app shows them; stderr is under the screen
+    feed.on_warning = session.warnings.append  # shown by the app (stderr is under its screen) or by serve
+    return session
+
+
+def run_app(paths: list[str], args, *, poll: Optional[float] = None, quit_after: Optional[float] = None,
+            on_quit=None, after_start=None) -> int:
+    """``after_start`` runs once the ingest process exists (it is forked while this
+    process still has a single thread, which is fast and safe)."""
+    from ..ui.app import TuimonApp
+    from .serve import start_metrics
+
+    session = make_session(paths, args, poll=poll)
     session.start()
-    if after_start is not None:
-        after_start()
-    app = TuimonApp(session, theme=args.theme, quit_after=quit_after, on_quit=on_quit,
-                    bell=not getattr(args, "no_bell", False))
+    server = None
     try:
+        if getattr(args, "metrics", None):
+            server = start_metrics(session, args.metrics, args)
+        if after_start is not None:
+            after_start()
+        app = TuimonApp(session, theme=args.theme, quit_after=quit_after, on_quit=on_quit,
+                        bell=not getattr(args, "no_bell", False))
         code = app.run()
     finally:
+        if server is not None:
+            server.close()
         session.stop()
     return code or 0
 
@@ -603,6 +693,20 @@ def cmd_watch(args) -> int:
     if not _check_follow_args(args):
         return EXIT_USAGE
     return run_app(args.paths, args, poll=args.poll)
+
+
+def cmd_serve(args) -> int:
+    from .serve import cmd_serve as serve
+
+    if not _check_follow_args(args):
+        return EXIT_USAGE
+
+    def session():
+        made = make_session(args.paths, args, poll=args.poll)
+        made.start()
+        return made
+
+    return serve(args, make_session=session, warn=_warn)
 
 
 def cmd_tflops(args) -> int:

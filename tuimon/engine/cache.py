@@ -43,6 +43,10 @@ def max_bytes() -> int:
 
 
 def cache_dir() -> Path:
+    """``$TUIMON_CACHE_DIR`` (the config file's ``cache_dir``), else ``$XDG_CACHE_HOME/tuimon``."""
+    own = os.environ.get("TUIMON_CACHE_DIR")
+    if own:
+        return Path(own)
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(base) / "tuimon"
 

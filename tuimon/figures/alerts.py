@@ -26,6 +26,7 @@ A restart (the iteration number going back) starts the windows afresh.
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Optional
 
@@ -185,9 +186,11 @@ def _stalled(job: Job, summary: Mapping[str, Any], opts: Mapping[str, float], no
     if quiet <= limit:
         return []
     last = summary.get("last_iteration")
-    return [Alert(summary["job"], "stalled", None, last, last_write,
-                  f"no line for {quiet:.0f} s (limit {limit:.0f} s; median iteration {it['median'] / 1000.0:.2f} s) "
-                  f"after iteration {last}", job.last_progress[0] if job.last_progress else None,
+    since = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(last_write))
+    return [Alert(summary["job"], "stalled", None, last, last_write,  # no "N s ago": the same alert, whenever read
+                  f"no line since {since} after iteration {last} (limit {limit:.0f} s: {opts['factor']:g}x the "
+                  f"median iteration {it['median'] / 1000.0:.2f} s, at least {opts['min_s']:.0f} s)",
+                  job.last_progress[0] if job.last_progress else None,
                   job.last_progress[1] if job.last_progress else None)]
 
 

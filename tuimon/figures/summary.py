@@ -235,6 +235,7 @@ def summarize(job: Job, *, now: Optional[float] = None, last_write: Optional[flo
         "train_iters": cfg.get("train_iters"),
         "iter_time_ms": {k: (round(v, 3) if isinstance(v, float) else v) for k, v in it_stats.as_dict().items()}
         if it_stats else None,
+        "iter_time_last_ms": _clean(float(finite_elapsed[-1]), 3) if finite_elapsed.size else None,
         **{key: _clean(value, 4) for key, value in rates.items()},
         "samples_per_sec": _clean(samples_per_sec, 4),
         "tflops_per_gpu": {"reported": _clean(tflops_reported, 2), "computed": _clean(computed, 2)},
@@ -249,6 +250,7 @@ def summarize(job: Job, *, now: Optional[float] = None, last_write: Optional[flo
         "world_size": gpus,
         "global_batch": gbs,
         "seq_length": cfg.get("seq_length"),
+        "config": {k: cfg.get(k) for k in ("num_layers", "hidden_size", "num_heads", "tp", "pp", "dp", "micro_batch")},
         "activation_checkpointing": cfg.get("activation_checkpointing"),
         "startup_s": startup_s,
         "startup": phases,
@@ -330,10 +332,10 @@ CSV_COLUMNS = TABLE_COLUMNS + tuple((f.label, lambda r, k=f.key, d=f.digits: _fm
 
 def _rows(summaries: list[dict], columns: tuple = TABLE_COLUMNS) -> tuple[list[str], list[list[str]]]:
     head = [name for name, _ in columns]
-    return head, [[_safe_cell(fn(s)) for _, fn in columns] for s in summaries]
+    return head, [[safe_cell(fn(s)) for _, fn in columns] for s in summaries]
 
 
-def _safe_cell(text: str) -> str:
+def safe_cell(text: str) -> str:
     """Cells may hold log-derived text (job names): no control characters, no pipes;
     an undecodable byte of a file name reads ``\\xNN``."""
     return "".join(ch if ch.isprintable() else (f"\\x{ord(ch) - 0xDC00:02x}" if 0xDC80 <= ord(ch) <= 0xDCFF else "?")
@@ -355,9 +357,9 @@ def render_table(summaries: list[dict]) -> str:
 def _notes(summaries: list[dict], bullet: str = "!") -> list[str]:
     """One line per doubtful figure (the ``!`` of a row's MFU) and per job stuck in
     startup (with the last line it printed), below the table."""
-    notes = [f"{bullet} {_safe_cell(s['job'])}: {check}" for s in summaries for check in s["checks"]]
-    notes += [f"{bullet} {_safe_cell(s['job'])}: stuck in startup: {s['failure']['message']}; last line: "
-              f"{_safe_cell(s['failure'].get('last_line') or '-')[:200]}"
+    notes = [f"{bullet} {safe_cell(s['job'])}: {check}" for s in summaries for check in s["checks"]]
+    notes += [f"{bullet} {safe_cell(s['job'])}: stuck in startup: {s['failure']['message']}; last line: "
+              f"{safe_cell(s['failure'].get('last_line') or '-')[:200]}"
               for s in summaries if s["status"] == "stuck-in-startup" and s["failure"]]
     return [""] + notes if notes else []
 

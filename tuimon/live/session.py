@@ -124,7 +124,7 @@ class LiveSession:
         self.alert_feed = alerts if alerts is not None else AlertFeed(Rules.default(), startup_timeout=startup_timeout)
         self.new_alerts: deque[Alert] = deque(maxlen=200)
         self._alerts_at = float("-inf")
-        self._judged_once = False
+        self.started_at = clock()
         self._alert_counts: dict[str, int] = {}
         self.follower: Optional[LocalFollower] = None
         self.remote: Optional[RemoteThread] = None
@@ -287,17 +287,15 @@ class LiveSession:
         if now - self._alerts_at < ALERT_EVERY_S:
             return
         self._alerts_at = now
-        done, total, _ = self.progress()
-        # what the logs' history holds is counted and listed, not announced: toasts and the bell
-        # are for what happens while the user watches
-        history = not self._judged_once or (total > 0 and done < total)
-        self._judged_once = True
         for alert in self.alert_feed.update(list(self.store.jobs.values()), self.last_update, now=now,
                                             versions=self._job_versions):
-            if not history:
-                self.new_alerts.append(alert)
             key = next((k for k, job in self.store.jobs.items() if job.name == alert.job), alert.job)
             self._alert_counts[key] = self._alert_counts.get(key, 0) + 1
+            # a job whose logs were last written before this session began is history: its alerts
+            # are counted and listed, not announced (toasts and the bell are for what happens now)
+            written = self.last_update.get(key)
+            if written is not None and written >= self.started_at:
+                self.new_alerts.append(alert)
 
     def alerts(self) -> list[Alert]:
         with self.lock:

@@ -1,0 +1,141 @@
+"""The config file (precedence, `config show`, bad files), shell completion, and
+`summary --columns` (seed tables headless)."""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import FIXTURES, ROOT
+
+MEGATRON = FIXTURES / "megatron-deepspeed-8gpu-1234567.log"
+
+
+def cli(*argv: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "tuimon", *argv], cwd=ROOT, capture_output=True, text=True,
+                          timeout=120, env={**os.environ, **(env or {})})
+
+
+def write_config(tmp_path: Path, text: str) -> dict:
+    (tmp_path / "tuimon").mkdir(exist_ok=True)
+    (tmp_path / "tuimon" / "config.toml").write_text(text)
+    return {"XDG_CONFIG_HOME": str(tmp_path)}
+
+
+def peak_source(out: str) -> str:
+    return json.loads(out)[0]["gpu_peak_source"]
+
+
+def test_flags_override_the_file_which_overrides_the_defaults(tmp_path):
+    assert peak_source(cli("summary", "--format", "json", str(MEGATRON),
+                           env={"XDG_CONFIG_HOME": str(tmp_path)}).stdout) is None  # built-in: no GPU
+    env = write_config(tmp_path, 'gpu = "h100"\nstartup_timeout = 900\n[alerts]\nloss-spike = { k = 8 }\n')
+    assert peak_source(cli("summary", "--format", "json", str(MEGATRON), env=env).stdout) == "--gpu: h100 bf16"
+    assert peak_source(cli("summary", "--format", "json", "--gpu", "a100", str(MEGATRON), env=env).stdout) \
+        == "--gpu: a100 bf16"
+    # --config FILE, before or after the verb, instead of the default place
+    other = tmp_path / "other.toml"
+    other.write_text('gpu = "b200"\n')
+    for argv in (("--config", str(other), "summary"), ("summary", f"--config={other}")):
+        out = cli(*argv, "--format", "json", str(MEGATRON), env=env)
+        assert peak_source(out.stdout) == "--gpu: b200 bf16", out.stderr
+    shown = cli("config", "show", env=env).stdout
+    config_file = tmp_path / "tuimon" / "config.toml"
+    assert f'gpu                = "h100"' in shown and f"# {config_file}:1" in shown
+    assert "startup_timeout    = 900" in shown and f"# {config_file}:2" in shown
+    assert "theme              = \"dark\"" in shown and "# default" in shown
+    assert "loss-spike.k=8" in shown
+
+
+def test_alert_rules_and_cache_dir_from_the_file(tmp_path):
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    lines = "".join(f" iteration {i:8d}/ 1000 | elapsed time per iteration (ms): 1000.0 | lm loss: "
+                    f"{3.0 - 0.002 * i + (1.2 if i == 120 else 0):.6E} |\n" for i in range(1, 200))
+    (logs / "spike-1.log").write_text(lines)
+    base = cli("alerts", "--format", "json", str(logs), env={"XDG_CONFIG_HOME": str(tmp_path / "none")})
+    assert [a["kind"] for a in json.loads(base.stdout)] == ["loss-spike"]
+    env = write_config(tmp_path, f'cache_dir = "{tmp_path / "mycache"}"\n[alerts]\nloss-spike = "off"\n')
+    assert json.loads(cli("alerts", "--format", "json", str(logs), env=env).stdout) == []
+    assert json.loads(cli("alerts", "--format", "json", "--alert", "loss-spike=on", str(logs), env=env).stdout)
+    cli("summary", str(logs), env=env)
+    assert (tmp_path / "mycache" / "parse-cache.sqlite3").exists()
+
+
+@pytest.mark.parametrize("text,want", [
+    ('gpu = "h100\n', "bad TOML"),
+    ("colour = 1\n", ":1: unknown key 'colour'"),
+    ('gpu = "h100"\n[serve]\nmax_jobs = "many"\n', ":3: serve.max_jobs = 'many': expected a positive whole number"),
+    ('theme = "purple"\n', ":1: theme = 'purple': expected dark, light or high-contrast"),
+    ('[alerts]\nloss-spike = { q = 1 }\n', "alerts.loss-spike.q: unknown setting"),
+    ("poll = -1\n", ":1: poll = -1: expected a positive number of seconds"),
+])
+def test_a_bad_file_is_one_line_naming_file_line_and_key_and_exit_2(tmp_path, text, want):
+    env = write_config(tmp_path, text)
+    out = cli("summary", str(MEGATRON), env=env)
+    assert out.returncode == 2, out.stderr
+    assert out.stderr.count("\n") == 1 and "Traceback" not in out.stderr
+    assert str(tmp_path / "tuimon" / "config.toml") in out.stderr and want in out.stderr, out.stderr
+    missing = cli("--config", str(tmp_path / "nope.toml"), "summary", str(MEGATRON))
+    assert missing.returncode == 2 and "no such config file" in missing.stderr
+
+
+def test_completion_scripts_load_and_complete(tmp_path):
+    bash = shutil.which("bash")
+    if bash is None:
+        pytest.skip("SKIPPED: bash is not installed")
+    script = cli("completion", "bash").stdout
+    (tmp_path / "c.bash").write_text(script)
+    assert subprocess.run([bash, "-n", str(tmp_path / "c.bash")]).returncode == 0
+    for shell in ("zsh", "fish"):
+        assert "tuimon" in cli("completion", shell).stdout
+    shim = tmp_path / "bin" / "tuimon"
+    shim.parent.mkdir()
+    shim.write_text(f"#!/bin/sh\ncd {ROOT} && exec {sys.executable} -m tuimon \"$@\"\n")
+    shim.chmod(0o755)
+
+    def complete(line: str) -> set[str]:
+        words = line.split(" ")
+        program = (f'source {tmp_path / "c.bash"}; COMP_LINE="{line}"; COMP_POINT=${{#COMP_LINE}}; '
+                   f'COMP_WORDS=({" ".join(repr(w) for w in words)}); COMP_CWORD={len(words) - 1}; '
+                   '_python_argcomplete tuimon; printf "%s\\n" "${COMPREPLY[@]}"')
+        out = subprocess.run([bash, "-c", program], capture_output=True, text=True, timeout=60,
+                             env={**os.environ, "PATH": f"{shim.parent}:{os.environ['PATH']}"})
+        return {w.strip() for w in out.stdout.splitlines() if w.strip()}
+
+    assert complete("tuimon su") == {"summary"}  # a verb
+    assert "--startup-timeout" in complete("tuimon summary --st")  # a flag
+    assert complete("tuimon watch x --theme hi") == {"high-contrast"}  # a theme
+    assert complete("tuimon summary --gpu h1") == {"h100", "h100-pcie"}  # GPU names
+    assert complete("tuimon summary --columns job,tfl") == {"job,tflops", "job,tflops_reported",
+                                                            "job,tflops_computed"}
+
+
+def test_summary_columns_give_seed_tables_in_every_format():
+    names = "job,method,gpus,size,layers,hidden,heads,seq,dp,pp,mbs,gbs,gas,speed,tflops,mfu,memory,loss"
+    table = cli("summary", "--columns", names, str(FIXTURES)).stdout
+    assert table.splitlines()[0].split()[:3] == ["Job", "Method", "GPUs"]
+    rows = list(csv.DictReader(io.StringIO(cli("summary", "--columns", names, "--format", "csv",
+                                               str(FIXTURES)).stdout)))
+    assert list(rows[0]) == names.split(",")
+    for row in rows:  # numbers or empty, one value a cell
+        for name, cell in row.items():
+            assert cell != "-" and "/" not in cell or name in ("job",), (name, cell)
+            if name not in ("job", "method") and cell:
+                float(cell)
+    stronghold = next(r for r in rows if r["job"] == "stronghold-run")
+    assert stronghold["method"] == "stronghold" and stronghold["speed"] and stronghold["gpus"]
+    data = json.loads(cli("summary", "--columns", "job,speed,gas", "--format", "json", str(FIXTURES)).stdout)
+    assert all(set(r) == {"job", "speed", "gas"} for r in data)
+    md = cli("summary", "--columns", "job,speed", "--format", "markdown", str(FIXTURES)).stdout
+    assert md.splitlines()[1] == "| --- | --: |"
+    bad = cli("summary", "--columns", "job,bogus", str(FIXTURES))
+    assert bad.returncode == 2 and "unknown column 'bogus'" in bad.stderr and "columns: job, method" in bad.stderr
+    assert "tokens_per_gpu_per_sec" in cli("summary", "--help").stdout

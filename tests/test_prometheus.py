@@ -1,0 +1,237 @@
+"""`tuimon serve`: its /metrics parsed as Prometheus parses it, hostile file names, a real
+Prometheus server scraping it every second, and the contrib rules checked by promtool."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.parse
+import urllib.request
+from pathlib import Path
+
+import pytest
+from prometheus_client.openmetrics.parser import text_string_to_metric_families as openmetrics_families
+from prometheus_client.parser import text_string_to_metric_families
+
+from tests.conftest import FIXTURES, ROOT, shared_or_skip
+
+PROMETHEUS = shutil.which("prometheus")
+PROMTOOL = shutil.which("promtool")
+
+
+class Serve:
+    """A `tuimon serve` process on a free port."""
+
+    def __init__(self, *paths: str, extra: tuple[str, ...] = ()) -> None:
+        self.proc = subprocess.Popen([sys.executable, "-m", "tuimon", "serve", *paths, "--listen", "127.0.0.1:0",
+                                      "--poll", "0.2", *extra], cwd=ROOT, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True)
+        line = self.proc.stderr.readline()  # type: ignore[union-attr]
+        m = re.search(r"http://([\d.]+:\d+)/metrics", line)
+        assert m, f"no address in {line!r}"
+        self.address = m.group(1)
+
+    def get(self, path: str = "/metrics", accept: str = "") -> tuple[int, str, str]:
+        req = urllib.request.Request(f"http://{self.address}{path}", headers={"Accept": accept} if accept else {})
+        try:
+            with urllib.request.urlopen(req, timeout=30) as r:
+                return r.status, r.headers.get("Content-Type", ""), r.read().decode()
+        except urllib.error.HTTPError as e:
+            return e.code, e.headers.get("Content-Type", ""), e.read().decode()
+
+    def families(self, until=lambda fams: True, timeout: float = 60.0) -> dict:
+        deadline = time.time() + timeout
+        while True:
+            _, _, text = self.get()
+            fams = {f.name: f for f in text_string_to_metric_families(text)}
+            if until(fams) or time.time() > deadline:
+                return fams
+            time.sleep(0.3)
+
+    def close(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+
+
+def jobs_in(fams: dict, name: str = "tuimon_job_iteration") -> dict[str, float]:
+    return {s.labels["job"]: s.value for s in fams[name].samples} if name in fams else {}
+
+
+def test_metrics_of_the_fixtures_parse_and_hold_every_job(tmp_path):
+    logs = tmp_path / "logs"
+    shutil.copytree(FIXTURES, logs)
+    serve = Serve(str(logs))
+    try:
+        # five fixtures log iterations; alerts are judged every second
+        fams = serve.families(lambda f: len(jobs_in(f)) == 5 and len(f.get("tuimon_job_alerts", f).samples) == 5)
+        assert jobs_in(fams) == {"megatron-deepspeed-8gpu-1234567": 20.0, "stronghold-run": 50.0, "oom-run": 1.0,
+                                 "nccl-timeout-555001": 3.0, "cancelled-777001": 2.0}
+        tflops = {(s.labels["job"], s.labels["source"]): s.value for s in fams["tuimon_job_tflops_per_gpu"].samples}
+        assert tflops[("megatron-deepspeed-8gpu-1234567", "reported")] == 98.1
+        assert tflops[("megatron-deepspeed-8gpu-1234567", "computed")] == 45.0
+        status = {(s.labels["job"], s.labels["status"]): s.value for s in fams["tuimon_job_status"].samples}
+        assert status[("oom-run", "failed")] == 1.0 and status[("oom-run", "training")] == 0.0
+        assert status[("no-iterations-888001", "stuck-in-startup")] == 1.0
+        secs = {(s.labels["job"], s.labels["stat"]): s.value for s in fams["tuimon_job_iteration_seconds"].samples}
+        assert secs[("stronghold-run", "median")] == pytest.approx(7.7766)
+        assert all(s.labels["host"] == "local" and s.labels["path"].startswith(str(logs))
+                   for s in fams["tuimon_job_iteration"].samples)
+        alerts = {(s.labels["job"], s.labels["kind"]): s.value for s in fams["tuimon_job_alerts"].samples}
+        assert alerts[("oom-run", "failed")] == 1.0
+        assert fams["tuimon_files_followed"].samples[0].value == 6
+        # OpenMetrics on content negotiation, nothing but /metrics
+        code, ctype, text = serve.get(accept="application/openmetrics-text; version=1.0.0; charset=utf-8")
+        assert code == 200 and ctype.startswith("application/openmetrics-text") and text.endswith("# EOF\n")
+        assert "tuimon_job_iteration" in {f.name for f in openmetrics_families(text)}
+        assert serve.get("/")[0] == 404 and serve.get("/favicon.ico")[0] == 404
+    finally:
+        serve.close()
+
+
+HOSTILE = ['quote"d', "back\\slash", "new\nline", "brace}{=,", "ünï cödé"]
+
+
+def test_hostile_file_names_never_break_a_scrape(tmp_path):
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    line = " iteration {i:8d}/      10 | elapsed time per iteration (ms): 1000.0 | lm loss: 2.0E+00 |\n"
+    names = HOSTILE + [os.fsdecode(b"bad\xffbyte")]
+    for n, name in enumerate(names):
+        (logs / f"{name}-{n}.log").write_text(line.format(i=n + 1))
+    serve = Serve(str(logs))
+    try:
+        fams = serve.families(lambda f: len(jobs_in(f)) == len(names))
+        paths = {s.labels["path"] for s in fams["tuimon_job_iteration"].samples}
+        for n, name in enumerate(HOSTILE):
+            assert str(logs / f"{name}-{n}.log") in paths
+        assert str(logs / "bad\\xffbyte-5.log") in paths  # an undecodable byte, spelt out
+    finally:
+        serve.close()
+
+
+def test_retention_and_max_jobs_bound_the_series(tmp_path):
+    logs = tmp_path / "logs"
+    shutil.copytree(FIXTURES, logs)
+    for f in logs.iterdir():  # ended an hour ago
+        os.utime(f, (time.time() - 3600, time.time() - 3600))
+    serve = Serve(str(logs), extra=("--retain", "30m", "--max-jobs", "2"))
+    try:
+        fams = serve.families(lambda f: "tuimon_jobs_exported" in f)
+        time.sleep(2)
+        fams = serve.families()
+        # finished and failed jobs ended over 30 minutes ago drop off; of the rest, the 2 latest stay
+        exported = {s.labels["job"] for s in fams["tuimon_job_status"].samples}
+        assert exported <= {"megatron-deepspeed-8gpu-1234567", "no-iterations-888001"}
+        assert fams["tuimon_jobs_exported"].samples[0].value == len(exported) <= 2
+    finally:
+        serve.close()
+
+
+def test_serve_errors_are_one_line(tmp_path):
+    for argv, want in ((["--listen", "nonsense"], "expected HOST:PORT"), (["--retain", "soon"], "not a duration")):
+        r = subprocess.run([sys.executable, "-m", "tuimon", "serve", str(tmp_path), *argv], cwd=ROOT,
+                           capture_output=True, text=True, timeout=60)
+        assert r.returncode == 2 and want in r.stderr and "Traceback" not in r.stderr, r.stderr
+
+
+def test_metrics_of_the_whole_corpus_parse():
+    corpus = shared_or_skip("corpus")
+    serve = Serve(str(corpus))
+    try:
+        fams = serve.families(lambda f: f.get("tuimon_jobs_exported") is not None
+                              and f["tuimon_jobs_exported"].samples[0].value >= 100, timeout=120)
+        assert fams["tuimon_jobs_exported"].samples[0].value >= 100
+        assert len(jobs_in(fams)) >= 80
+        for fam in fams.values():
+            for s in fam.samples:
+                assert s.value == s.value or fam.name == "tuimon_job_loss", (fam.name, s)  # only a loss may be NaN
+    finally:
+        serve.close()
+
+
+@pytest.mark.skipif(PROMTOOL is None, reason="SKIPPED: promtool not installed (apt-get install prometheus)")
+def test_contrib_alerting_rules_pass_promtool():
+    r = subprocess.run([PROMTOOL, "check", "rules", str(ROOT / "contrib/prometheus/tuimon-rules.yml")],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "SUCCESS: 6 rules found" in r.stdout
+    json.loads((ROOT / "contrib/grafana/tuimon-dashboard.json").read_text())
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.skipif(PROMETHEUS is None, reason="SKIPPED: the prometheus server is not installed "
+                                               "(apt-get install prometheus); .ci/run installs it")
+def test_a_real_prometheus_scrapes_tuimon_every_second(tmp_path):
+    logs = tmp_path / "logs"
+    shutil.copytree(FIXTURES, logs)
+    hostile = logs / 'h"o\\stile\nname-31337.log'
+    hostile.write_text(" iteration        1/      10 | elapsed time per iteration (ms): 1000.0 |\n")
+    serve = Serve(str(logs))
+    port = _free_port()
+    config = tmp_path / "prometheus.yml"
+    # as contrib/prometheus/prometheus.yml: honor_labels keeps tuimon's job label (the training job) rather than
+    # renaming it exported_job under the scrape job's name
+    config.write_text("global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n"
+                      f"  - job_name: tuimon\n    honor_labels: true\n    static_configs:\n"
+                      f"      - targets: ['{serve.address}']\n")
+    prom = subprocess.Popen([PROMETHEUS, f"--config.file={config}", f"--storage.tsdb.path={tmp_path / 'tsdb'}",
+                             f"--web.listen-address=127.0.0.1:{port}"], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+
+    def query(expr: str) -> list[dict]:
+        url = f"http://127.0.0.1:{port}/api/v1/query?" + urllib.parse.urlencode({"query": expr})
+        with urllib.request.urlopen(url, timeout=10) as r:
+            return json.load(r)["data"]["result"]
+
+    def wait_for(expr: str, ok, timeout: float = 60.0) -> list[dict]:
+        deadline = time.time() + timeout
+        result: list[dict] = []
+        while time.time() < deadline:
+            try:
+                result = query(expr)
+                if ok(result):
+                    return result
+            except (OSError, KeyError, ValueError):
+                pass
+            time.sleep(0.5)
+        return result
+
+    try:
+        # each job's iteration and TFLOPs are in Prometheus
+        its = wait_for("tuimon_job_iteration", lambda r: len(r) == 6)
+        assert {r["metric"]["job"]: float(r["value"][1]) for r in its}["stronghold-run"] == 50.0
+        tflops = wait_for('tuimon_job_tflops_per_gpu{source="computed"}', lambda r: len(r) >= 2)
+        assert {r["metric"]["job"] for r in tflops} >= {"stronghold-run", "megatron-deepspeed-8gpu-1234567"}
+        names = {r["metric"]["path"] for r in its}
+        assert str(hostile) in names  # the hostile name arrived intact
+        # appending iterations raises tuimon_job_iteration within a few scrapes
+        with open(logs / "megatron-deepspeed-8gpu-1234567.log", "a") as fh:
+            for i in range(21, 26):
+                fh.write(f" iteration {i:8d}/     100 | consumed samples: {i * 64:10d} | elapsed time per iteration "
+                         f"(ms): 2500.0 | learning rate: 1.406E-06 | global batch size:    64 | lm loss: 8.5E+00 |\n")
+        risen = wait_for('tuimon_job_iteration{job="megatron-deepspeed-8gpu-1234567"}',
+                         lambda r: bool(r) and float(r[0]["value"][1]) == 25.0, timeout=30)
+        assert risen and float(risen[0]["value"][1]) == 25.0
+        # up stayed 1 through every scrape, hostile names and all
+        samples = wait_for('count_over_time(up{instance="%s"}[1m])' % serve.address,
+                           lambda r: bool(r) and float(r[0]["value"][1]) >= 5)
+        assert float(samples[0]["value"][1]) >= 5  # scraped every second
+        ups = wait_for('min_over_time(up{instance="%s"}[1m])' % serve.address, lambda r: bool(r))
+        assert ups and float(ups[0]["value"][1]) == 1.0
+    finally:
+        prom.terminate()
+        prom.wait(timeout=30)
+        serve.close()

@@ -1,0 +1,1 @@
+"""Exports: the figures in the formats fleet tools read (Prometheus/OpenMetrics)."""

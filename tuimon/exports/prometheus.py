@@ -1,0 +1,211 @@
+"""The figures of a live session as Prometheus metrics, served at ``/metrics`` only.
+
+prometheus_client writes the exposition (text 0.0.4, or OpenMetrics when the
+scraper asks for it) and escapes label values as the format requires; we hand it
+values that encode: a file name's undecodable bytes become ``\\xNN`` text, so a hostile
+name never breaks a scrape.  Jobs that ended more than ``retain_s`` ago drop off,
+and at most ``max_jobs`` (the most recently updated) are exported: the number of
+series stays bounded however many logs pile up.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Callable, Iterable, Iterator, Optional
+
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.exposition import choose_encoder
+from prometheus_client.registry import Collector, CollectorRegistry
+
+from ..figures.summary import last_progress
+from ..live.session import JobRow, LiveSession, Snapshot
+from ..sources.discover import PathError
+from ..sources.specs import split_paths
+from .listen import DEFAULT_LISTEN, ListenError, parse_listen
+
+STATUSES = ("starting", "training", "finished", "failed", "nan", "stuck-in-startup", "no-iterations", "stalled")
+ENDED = ("finished", "failed", "no-iterations")
+
+
+def label_text(value: Any) -> str:
+    """A label value that encodes as UTF-8 (escaping is prometheus_client's)."""
+    text = "" if value is None else str(value)
+    return "".join(f"\\x{ord(ch) - 0xDC00:02x}" if 0xDC80 <= ord(ch) <= 0xDCFF else ch for ch in text)
+
+
+def host_and_path(label: str) -> tuple[str, str]:
+    """('local', path) for a local file, (SSH alias, remote path) for a remote one."""
+    try:
+        local, remote = split_paths([label])
+    except (ValueError, PathError):  # not a spec after all: a local name with a colon
+        return "local", label
+    if remote:
+        spec = remote[0]
+        return spec.host, spec.path
+    return "local", label
+
+
+class SessionCollector(Collector):
+    def __init__(self, session: LiveSession, *, retain_s: float = 86400.0, max_jobs: int = 1000,
+                 clock: Callable[[], float] = time.time) -> None:
+        self.session, self.retain_s, self.max_jobs, self.clock = session, retain_s, max_jobs, clock
+        self.lock = threading.Lock()  # scrapes may overlap: one snapshot at a time
+        self._backlog_since: Optional[float] = None
+
+    def rows(self, snap: Snapshot) -> list[JobRow]:
+        """The jobs exported: not ended more than ``retain_s`` ago, the ``max_jobs`` latest."""
+        kept = [r for r in snap.rows
+                if not (r.summary["status"] in ENDED and r.age_s is not None and r.age_s > self.retain_s)]
+        kept.sort(key=lambda r: r.age_s if r.age_s is not None else float("inf"))
+        return kept[:self.max_jobs]
+
+    def collect(self) -> Iterator[Any]:
+        with self.lock:
+            snap = self.session.snapshot()
+            alerts = self.session.alerts()
+        now = self.clock()
+        rows = self.rows(snap)
+        yield from _job_metrics(rows, alerts, now)
+        yield from self._process_metrics(snap, now)
+
+    def _process_metrics(self, snap: Snapshot, now: float) -> Iterable[Any]:
+        yield GaugeMetricFamily("tuimon_files_followed", "Log files followed", value=snap.files)
+        yield CounterMetricFamily("tuimon_bytes_read", "Bytes of log read", value=snap.bytes_done)
+        # how long the oldest unread bytes have waited: 0 when every byte written has been read
+        if snap.bytes_total > snap.bytes_done:
+            if self._backlog_since is None:
+                self._backlog_since = now
+            lag = now - self._backlog_since
+        else:
+            self._backlog_since, lag = None, 0.0
+        yield GaugeMetricFamily("tuimon_parse_lag_seconds", "Time the oldest unread log bytes have waited",
+                                value=lag)
+        hosts = [state for name, state in snap.statuses.items() if name.startswith("ssh ")]
+        yield GaugeMetricFamily("tuimon_remote_hosts_connected", "Remote hosts with a live SSH connection",
+                                value=sum(1 for s in hosts if s.startswith("connected")))
+        yield GaugeMetricFamily("tuimon_jobs_exported", "Jobs in this exposition (after --retain and --max-jobs)",
+                                value=len(self.rows(snap)))
+
+
+LABELS = ["job", "framework", "host", "path"]
+
+
+def _job_metrics(rows: list[JobRow], alerts: list, now: float) -> Iterable[Any]:
+    def gauge(name: str, text: str, extra: Optional[list[str]] = None) -> GaugeMetricFamily:
+        return GaugeMetricFamily(name, text, labels=LABELS + (extra or []))
+
+    it = gauge("tuimon_job_iteration", "Last training iteration (or step) logged")
+    total = gauge("tuimon_job_train_iters", "Iterations the run is set to train")
+    secs = gauge("tuimon_job_iteration_seconds", "Iteration time: steady median, and the last", ["stat"])
+    sps = gauge("tuimon_job_samples_per_second", "Samples per second (steady median)")
+    tps = gauge("tuimon_job_tokens_per_second", "Tokens per second (steady median)")
+    tflops = gauge("tuimon_job_tflops_per_gpu", "TFLOPs per GPU as the log reports them and as computed",
+                   ["source"])
+    mfu = gauge("tuimon_job_mfu_ratio", "Model FLOPs utilisation: achieved over the GPU's peak")
+    loss = gauge("tuimon_job_loss", "Latest loss")
+    startup = gauge("tuimon_job_startup_seconds", "Job start to first training step")
+    updated = gauge("tuimon_job_last_update_timestamp_seconds", "When the job's logs were last written")
+    status = gauge("tuimon_job_status", "1 for the job's current status", ["status"])
+    world = gauge("tuimon_job_world_size", "GPUs of the run")
+    counts = CounterMetricFamily("tuimon_job_alerts", "Alerts raised, by kind", labels=LABELS + ["kind"])
+    by_job: dict[tuple[str, str], int] = {}
+    for a in alerts:
+        by_job[(a.job, a.kind)] = by_job.get((a.job, a.kind), 0) + 1
+    for row in rows:
+        s = row.summary
+        host, path = host_and_path(s["files"][0] if s["files"] else "")
+        labels = [label_text(s["job"]), label_text(s["framework"]), label_text(host), label_text(path)]
+
+        def put(family: GaugeMetricFamily, value: Any, *extra: str) -> None:
+            if value is not None and not isinstance(value, str):
+                family.add_metric(labels + list(extra), float(value))
+
+        put(it, last_progress(s))
+        put(total, s["train_iters"])
+        if s["iter_time_ms"]:
+            put(secs, s["iter_time_ms"]["median"] / 1000.0, "median")
+        if s.get("iter_time_last_ms") is not None:
+            put(secs, s["iter_time_last_ms"] / 1000.0, "last")
+        put(sps, s["samples_per_sec"])
+        put(tps, s["tokens_per_sec"])
+        put(tflops, s["tflops_per_gpu"]["reported"], "reported")
+        put(tflops, s["tflops_per_gpu"]["computed"], "computed")
+        put(mfu, s["mfu"])
+        loss_value = s["loss_last"]
+        put(loss, float(loss_value) if isinstance(loss_value, str) else loss_value)  # "nan" is news too
+        put(startup, s["startup_s"])
+        if row.age_s is not None:
+            put(updated, now - row.age_s)
+        current = "stalled" if row.stalled else s["status"]
+        for name in STATUSES:
+            status.add_metric(labels + [name], 1.0 if name == current else 0.0)
+        put(world, s["world_size"])
+        for (job, kind), n in by_job.items():
+            if job == s["job"]:
+                counts.add_metric(labels + [label_text(kind)], float(n))
+    yield from (it, total, secs, sps, tps, tflops, mfu, loss, startup, updated, status, world, counts)
+
+
+def registry_for(session: LiveSession, **kw: Any) -> CollectorRegistry:
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(SessionCollector(session, **kw))
+    return registry
+
+
+class MetricsServer:
+    """``GET /metrics`` (text format, or OpenMetrics on content negotiation); every
+    other path is 404, every other method 405.  Threads of its own; ``close`` stops it."""
+
+    def __init__(self, registry: CollectorRegistry, listen: str = DEFAULT_LISTEN) -> None:
+        host, port = parse_listen(listen)
+        handler = _handler(registry)
+        try:
+            self.httpd = ThreadingHTTPServer((host, port), handler)
+        except OSError as exc:
+            raise ListenError(f"cannot listen on {listen}: {exc.strerror or exc}") from None
+        self.httpd.daemon_threads = True
+        self.address = f"{host}:{self.httpd.server_address[1]}"
+        self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True, name="tuimon-metrics")
+
+    def start(self) -> "MetricsServer":
+        self._thread.start()
+        return self
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def _handler(registry: CollectorRegistry) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        server_version = "tuimon"
+
+        def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+            if self.path.split("?", 1)[0] != "/metrics":
+                self._reply(404, b"not found: tuimon serves /metrics only\n", "text/plain; charset=utf-8")
+                return
+            encoder, content_type = choose_encoder(self.headers.get("Accept", ""))
+            try:
+                body = encoder(registry)
+            except Exception as exc:  # a scrape must say what went wrong rather than drop the connection
+                self._reply(500, f"tuimon: cannot collect: {exc}\n".encode("utf-8", "replace"), "text/plain")
+                return
+            self._reply(200, body, content_type)
+
+        def do_POST(self) -> None:  # noqa: N802
+            self._reply(405, b"method not allowed\n", "text/plain; charset=utf-8")
+
+        do_PUT = do_DELETE = do_PATCH = do_POST
+
+        def _reply(self, code: int, body: bytes, content_type: str) -> None:
+            self.send_response(code)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: Any) -> None:  # scrapes every second: no log lines
+            return
+
+    return Handler
