@@ -10,7 +10,7 @@ import time
 from typing import Any, Callable, Optional
 
 from ..figures.alerts import KINDS, Alert, RuleError, Rules
-from ..live.alerting import AlertFeed, HookError, seen_path_for, split_command
+from ..live.alerting import AlertFeed, HookError, split_command
 from ..store.job_store import JobStore
 from ..text import sanitize
 
@@ -87,11 +87,8 @@ def render_alerts(alerts: list[Alert], fmt: str) -> str:
 
 
 def cmd_alerts(args, *, parse_into, files_of, warn: Callable[[str], None]) -> int:
-    """One-shot: every alert of the logs.  ``--follow``: new ones as they come, one per
-    line (JSON lines with ``--format json``)."""
-    feed = feed_from(args, seen_path=seen_path_for(getattr(args, "state", None)), on_warning=warn)
-    if args.follow:
-        return _follow(args, feed, warn)
+    """One-shot: every alert of the logs (``--follow`` is the followers' :func:`cli.cmd_follow`)."""
+    feed = feed_from(args, on_warning=warn)
     store = JobStore()
     remote_mtimes = parse_into(store, files_of(args))
     alerts = feed.update(list(store.jobs.values()), last_writes(store, remote_mtimes))
@@ -138,43 +135,8 @@ class StoreTicker:
         self.feed.close()
 
 
-def _follow(args, feed: AlertFeed, warn: Callable[[str], None]) -> int:
-    from ..sources.discover import DEFAULT_EXCLUDE, DEFAULT_INCLUDE
-    from ..sources.local import LocalFollower, supervise
-
-    write_lock = threading.Lock()
-
-    def out(alerts: list[Alert]) -> None:
-        with write_lock:
-            if args.format == "json":
-                sys.stdout.write("".join(json.dumps(a.to_dict(), allow_nan=False) + "\n" for a in alerts))
-            else:
-                body = render_alerts(alerts, "table").splitlines()[2:]
-                sys.stdout.write("".join(line + "\n" for line in body))
-            sys.stdout.flush()
-
-    ticker = StoreTicker(feed, out)
-    follower = LocalFollower(args.paths, ticker.add, include=tuple(args.include) if args.include else DEFAULT_INCLUDE,
-                             exclude=DEFAULT_EXCLUDE, poll=args.poll, state_path=args.state, on_warning=warn,
-                             cache=False)
-    stop = threading.Event()
-    thread = threading.Thread(target=supervise, args=(follower, stop, warn), daemon=True)
-    try:
-        thread.start()
-        ticker.start()
-        while not stop.wait(3600):
-            pass
-    except KeyboardInterrupt:
-        pass
-    finally:
-        stop.set()
-        follower.wake()
-        thread.join(timeout=5)
-        ticker.close()
-        if args.state:
-            try:
-                follower.save_state()
-            except OSError as exc:
-                warn(f"cannot save state to {args.state}: {exc.strerror or exc}")
-        follower.close()
-    return 0
+def alert_lines(alerts: list[Alert], fmt: str) -> str:
+    """New alerts as a follower prints them: JSON lines, or table rows without the header."""
+    if fmt == "json":
+        return "".join(json.dumps(a.to_dict(), allow_nan=False) + "\n" for a in alerts)
+    return "".join(line + "\n" for line in render_alerts(alerts, "table").splitlines()[2:])

@@ -139,11 +139,12 @@ def build_parser() -> argparse.ArgumentParser:
     _add_paths(p)
     p.add_argument("--format", choices=("table", "json"), default="table")
     p.add_argument("--follow", "-f", action="store_true",
-                   help="keep following local files and print new alerts as they come (until Ctrl-C)")
+                   help="keep following the files (local or remote) and print new alerts as they come (until Ctrl-C)")
     p.add_argument("--poll", type=_positive_float, metavar="SECONDS",
                    help="poll every SECONDS instead of using inotify")
     p.add_argument("--state", metavar="FILE",
                    help="with --follow: save read positions (and the alerts delivered) here and resume from them")
+    p.add_argument("--exclude", action="append", metavar="GLOB", help="file name pattern to skip")
     _add_rate_options(p)
     add_alert_options(p)
 
@@ -419,12 +420,10 @@ def _parse_into(store: JobStore, files: list[Path], jobs: Optional[int] = None, 
 
 def _cmd_alerts(args) -> int:
     local, remote = split_paths(args.paths)
-    if args.follow and remote:
-        raise PathError(f"alerts --follow reads local files: {remote[0]} is remote (watch it with tuimon ssh)")
     if args.state and not args.follow:
         raise PathError("--state goes with --follow")
-    if args.follow and not _check_follow_args(args):
-        return EXIT_USAGE
+    if args.follow:
+        return cmd_follow(args, show_events=False, alerts_format=args.format)
 
     def parse_into(store: JobStore, files: list[Path]) -> dict[str, float]:
         """Parse into ``store``; the remote files' mtimes."""
@@ -559,30 +558,33 @@ def _json_lines(out, flush: bool = False):
     return emit
 
 
-def cmd_follow(args) -> int:
+def cmd_follow(args, *, show_events: bool = True, alerts_format: str = "json") -> int:
+    """``events --follow`` (events and alerts as JSON lines) and ``alerts --follow``
+    (alerts alone, ``alerts_format`` table or json)."""
     import threading
 
+    from ..live.alerting import seen_path_for
     from ..sources.discover import DEFAULT_EXCLUDE
     from ..sources.local import LocalFollower, supervise
+    from .alerts import alert_lines
 
     if not _check_follow_args(args):
         return EXIT_USAGE
-    from ..live.alerting import seen_path_for
-
     lock = threading.Lock()
     write = _json_lines(sys.stdout, flush=True)
 
     def alerts_out(alerts) -> None:
         with lock:
-            sys.stdout.write("".join(json.dumps(a.to_dict(), allow_nan=False) + "\n" for a in alerts))
+            sys.stdout.write(alert_lines(alerts, alerts_format))
             sys.stdout.flush()
 
     ticker = StoreTicker(feed_from(args, seen_path=seen_path_for(args.state), on_warning=_warn), alerts_out)
 
     def emit(events) -> None:  # local and remote events come from two threads
         ticker.add(events)
-        with lock:
-            write(events)
+        if show_events:
+            with lock:
+                write(events)
 
     local, remote = split_paths(args.paths)
     follower = LocalFollower(local, emit, include=_include(args),
