@@ -21,3 +21,39 @@ def test_demo_runs_five_jobs_and_cleans_up():
                         ("llama-7b-ranks-straggler-4005", "training")):
         assert re.search(rf"{job}\s+\S+\s+{re.escape(status)}", last), job
     assert "\x1b" not in r.stdout  # not a terminal: no screen clearing sequences
+
+
+def test_the_demo_logs_show_everything(tmp_path):
+    """Its logs, as they stand after 50 ticks: MFU on every training job (each names its
+    GPU), the OOM job's .out and .err as one job, memory and checkpoints, a timer tree that
+    adds up, and the alerts it is meant to raise."""
+    import json
+
+    from tuimon.commands import demo
+
+    tick = demo.simulate(tmp_path)
+    for _ in range(50):
+        tick()
+    tick.close()  # type: ignore[attr-defined]
+
+    def cli(*argv):
+        out = subprocess.run([sys.executable, "-m", "tuimon", *argv, "--no-cache", str(tmp_path)], cwd=ROOT,
+                             capture_output=True, text=True, timeout=120)
+        assert out.returncode == 0, out.stderr
+        return json.loads(out.stdout)
+
+    rows = {r["job"]: r for r in cli("summary", "--format", "json", "--startup-timeout", "25")}
+    assert len(rows) == 5 and sorted(f.rsplit(".", 1)[1] for f in rows["gpt-52b-oom-4004"]["files"]) == ["err", "out"]
+    assert rows["gpt-52b-oom-4004"]["status"] == "failed" and rows["gpt-52b-oom-4004"]["failure"]["kind"] == "oom"
+    for name, r in rows.items():
+        if name != "gpt-175b-startup-4003":
+            assert r["mfu"] is not None and 0 < r["mfu"] < 1 and r["tflops_per_gpu"]["computed"], name
+            assert r["params_billion"] and r["memory"]["gpu_max_allocated_mb"], name
+    assert rows["stronghold-5b-offload-4002"]["checkpoints"]
+    for r in rows.values():
+        assert all(p["share"] <= 1.0 for p in r["breakdown"])
+    stronghold = {p["name"]: p for p in rows["stronghold-5b-offload-4002"]["breakdown"]}
+    assert stronghold["offloading-bwd-overhead"]["parent"] == "backward-compute"
+    alerts = {(a["job"], a["kind"], a["iteration"]) for a in cli("alerts", "--format", "json")}
+    assert {("megatron-deepspeed-gpt-13b-4001", "nan", 40), ("llama-7b-ranks-straggler-4005", "loss-spike", 30),
+            ("llama-7b-ranks-straggler-4005", "straggler", None), ("gpt-52b-oom-4004", "failed", 6)} <= alerts

@@ -4,8 +4,11 @@ on exit.
 
 Every simulated line is one of the parsers' own sample lines (the lines their
 tests check) with its numbers changed, so the demo exercises exactly the formats
-tuimon is tested on: a Megatron-DeepSpeed run, a STRONGHOLD offload run, one
-still starting up, one that dies of CUDA OOM, and a multi-rank run with a straggler.
+tuimon is tested on: a Megatron-DeepSpeed run that hits a NaN and recovers, a
+STRONGHOLD offload run with its timer hierarchy, memory and checkpoints, one stuck
+in startup (flagged after ``STARTUP_TIMEOUT_S`` of demo time), one that dies of CUDA
+OOM with its traceback in its ``.err``, and a multi-rank run with a straggler rank
+and a loss spike.  Each names its GPU, so MFU shows.
 """
 from __future__ import annotations
 
@@ -49,6 +52,17 @@ ARGS = _ARGS_BLOCK.context + (_ARGS_BLOCK.line,)
 FUSED = _sample(MegatronParser, "fused kernels").line
 INIT = _sample(MegatronParser, "initializing torch distributed").line
 TRAINING_START = _sample(MegatronParser, "before the start of training").line
+MEMORY = _sample(MegatronParser, "[Rank 12] (after 1 iterations) memory (MB)").line
+SAVED = _sample(TimerParser, "successfully saved checkpoint").line
+SAVE_TIME = _sample(TimerParser, "save-checkpoint: ").line
+_GPU_LINE = next(s.line for f in BUILTIN_FORMATS for e in f.lines for s in e.samples if s.line.startswith("GPU 0: "))
+#: a stuck job is flagged after this much demo time (a real run's default is 600 s)
+STARTUP_TIMEOUT_S = 25.0
+
+
+def gpu_line(name: str) -> str:
+    """nvidia-smi -L's line (the hardware format's sample) for another GPU model."""
+    return _GPU_LINE.replace("NVIDIA A100-SXM4-80GB", name)
 
 _STAMP = re.compile(r"\d{4}-\d{2}-\d{2}[ -]\d{2}:?\d{2}:?\d{2}(?:[.,]\d+)?")
 
@@ -95,10 +109,12 @@ def _args(layers: int, gbs: int, world: int) -> list[str]:
 
 
 def megatron_job(rng: random.Random, *, layers: int, gbs: int, world: int, base_ms: float, iters: int,
-                 style: str = "new", offload: bool = False, deepspeed: bool = False, oom_at: Optional[int] = None,
-                 ranks: int = 1, straggler: Optional[int] = None) -> Iterator[list[str]]:
-    """The lines one job writes at each tick of the simulation."""
-    yield [stamp(JOB_STARTED, compact=True), INIT, FUSED] + _args(layers, gbs, world)
+                 gpu: str, style: str = "new", offload: bool = False, deepspeed: bool = False,
+                 oom_at: Optional[int] = None, ranks: int = 1, straggler: Optional[int] = None,
+                 nan_at: Optional[int] = None, spike_at: Optional[int] = None,
+                 err: Optional[list[str]] = None) -> Iterator[list[str]]:
+    """The lines one job writes at each tick of the simulation (its ``.err`` lines go to ``err``)."""
+    yield [stamp(JOB_STARTED, compact=True), gpu_line(gpu), INIT, FUSED] + _args(layers, gbs, world)
     yield [stamp(TRAINING_START)]
     for i in range(1, iters + 1):
         out = []
@@ -106,9 +122,10 @@ def megatron_job(rng: random.Random, *, layers: int, gbs: int, world: int, base_
             ms = base_ms * (1.6 if i == 1 else 1.0) * rng.uniform(0.97, 1.03)
             if straggler is not None and r == straggler:
                 ms *= 1.35
-            loss = 10.5 * (0.995 ** i) + rng.uniform(-0.02, 0.02)
+            loss = 10.5 * (0.995 ** i) + rng.uniform(-0.02, 0.02) + (4.0 if i == spike_at else 0.0)
+            loss_text = "nan" if i == nan_at else f"{loss:E}"
             values = {"elapsed time per iteration (ms)": f"{ms:.1f}", "global batch size": f"{gbs:5d}",
-                      "lm loss": f"{loss:E}", "grad norm": f"{rng.uniform(1, 4):.3f}"}
+                      "lm loss": loss_text, "grad norm": "nan" if i == nan_at else f"{1.5 + 0.02 * (i % 7):.3f}"}
             if style == "new":
                 values["consumed samples"] = f"{i * gbs:12d}"
                 values["throughput per GPU (TFLOP/s/GPU)"] = "{:.1f}".format(
@@ -121,10 +138,26 @@ def megatron_job(rng: random.Random, *, layers: int, gbs: int, world: int, base_
             out.insert(0, stamp(fill(DS_STEP, {}).replace("step=0,", f"step={i},")))
         if offload:
             out.append(fill(OFFLOAD_TIMERS, {name: f"{base_ms * share:.2f}" for name, share in OFFLOAD_SHARES.items()}))
+        if i % 5 == 0:  # memory every few iterations, a checkpoint every ten
+            out.append(MEMORY.replace("after 1 iterations", f"after {i} iterations").replace("[Rank 12] ", ""))
+        if i % 10 == 0:
+            out.append(SAVED.replace("iteration      50", f"iteration {i:8d}"))
+            out.append(SAVE_TIME.replace("66891.40", f"{base_ms * 1.8:.2f}"))
         if oom_at is not None and i == oom_at:
-            out += ["Traceback (most recent call last):", '  File "pretrain_gpt.py", line 150, in <module>', OOM]
+            failure = ["Traceback (most recent call last):", '  File "pretrain_gpt.py", line 150, in <module>', OOM]
+            if err is not None:  # Slurm writes the job's stderr to its .err: one job, two files
+                err.extend(failure)
+            else:
+                out += failure
             yield out
             return
+        yield out
+
+
+def _drain(lines: list[str]) -> Iterator[list[str]]:
+    """What another job put in ``lines`` since the last tick (its stderr)."""
+    while True:
+        out, lines[:] = list(lines), []
         yield out
 
 
@@ -137,16 +170,20 @@ def still_starting() -> Iterator[list[str]]:
 def simulate(directory: Path, seed: int = 0) -> Callable[[], None]:
     """Returns ``tick()``: each call appends one step of every job's log."""
     rng = random.Random(seed)
-    jobs = {
+    oom_err: list[str] = []
+    jobs: dict[str, Iterator[list[str]]] = {
         "megatron-deepspeed-gpt-13b-4001.out": megatron_job(rng, layers=40, gbs=512, world=64, base_ms=900.0,
-                                                            iters=2000, deepspeed=True),
+                                                            iters=2000, deepspeed=True, gpu="NVIDIA H100 80GB HBM3",
+                                                            nan_at=40),
         "stronghold-5b-offload-4002.out": megatron_job(rng, layers=100, gbs=4, world=1, base_ms=25000.0, iters=500,
-                                                       style="old", offload=True),
+                                                       style="old", offload=True, gpu="Tesla V100-SXM2-32GB"),
         "gpt-175b-startup-4003.out": still_starting(),
         "gpt-52b-oom-4004.out": megatron_job(rng, layers=64, gbs=1024, world=64, base_ms=3500.0, iters=1000,
-                                             oom_at=6),
+                                             oom_at=6, gpu="NVIDIA A100-SXM4-80GB", err=oom_err),
+        "gpt-52b-oom-4004.err": _drain(oom_err),
         "llama-7b-ranks-straggler-4005.out": megatron_job(rng, layers=32, gbs=256, world=4, base_ms=6000.0,
-                                                          iters=3000, ranks=4, straggler=2),
+                                                          iters=3000, ranks=4, straggler=2, spike_at=30,
+                                                          gpu="NVIDIA A100-SXM4-80GB"),
     }
     handles = {name: open(directory / name, "a", encoding="utf-8") for name in jobs}
 
@@ -202,10 +239,10 @@ class Simulator:
 
 def frame(directory: Path) -> str:
     store = JobStore()
-    for path in sorted(directory.glob("*.out")):
+    for path in sorted(p for p in directory.iterdir() if p.suffix in (".out", ".err")):
         parse_file(path, path.name, sink=store.add)
     now = time.time()
-    rows = [summarize(job, now=now, last_write=now) for job in store.jobs.values()]
+    rows = [summarize(job, now=now, last_write=now, startup_timeout=STARTUP_TIMEOUT_S) for job in store.jobs.values()]
     rows.sort(key=lambda r: r["job"])
     return render_table(rows)
 
@@ -226,6 +263,7 @@ def run_headless(directory: Path, seconds: float) -> int:
 
 
 def run_demo(args) -> int:
+    args.startup_timeout = STARTUP_TIMEOUT_S  # the demo runs at accelerated speed
     directory = Path(tempfile.mkdtemp(prefix="tuimon-demo-"))
     sim = Simulator(directory, tick_s=0.25 if args.headless else 0.5)
     sim.first_lines()
