@@ -364,3 +364,21 @@ async def test_alerts_reach_the_header_the_rows_a_toast_and_the_alerts_screen(tm
         await until(pilot, lambda: "\n" in str(app.screen.query_one("#alert-line").render()))
         await pilot.press("escape")
         await until(pilot, lambda: not isinstance(app.screen, AlertsScreen))
+
+
+async def test_a_screenshot_without_a_downloads_directory_goes_to_the_current_one(tmp_path, monkeypatch):
+    home = tmp_path / "home"
+    home.mkdir()
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("XDG_DOWNLOAD_DIR", raising=False)
+    monkeypatch.chdir(work)
+    app = TuimonApp(loaded_session([fixture_dir(tmp_path)]))
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: len(rows(app)) == 6)
+        app.action_screenshot()
+        await until(pilot, lambda: any(work.glob("*.svg")))
+        shots = list(work.glob("*.svg"))
+        assert len(shots) == 1 and "<svg" in shots[0].read_text()[:400]
+        await until(pilot, lambda: any(str(work) in str(n.message) for n in app._notifications))

@@ -139,3 +139,17 @@ def test_summary_columns_give_seed_tables_in_every_format():
     bad = cli("summary", "--columns", "job,bogus", str(FIXTURES))
     assert bad.returncode == 2 and "unknown column 'bogus'" in bad.stderr and "columns: job, method" in bad.stderr
     assert "tokens_per_gpu_per_sec" in cli("summary", "--help").stdout
+
+
+def test_default_csv_is_numbers_or_empty_one_value_a_cell():
+    rows = list(csv.DictReader(io.StringIO(cli("summary", "--format", "csv", str(FIXTURES)).stdout)))
+    assert len(rows) == 6
+    text_columns = {"job", "method", "framework", "status", "gpu", "checks"}
+    for row in rows:
+        for name, cell in row.items():
+            assert cell != "-", (name, row)
+            if name not in text_columns and cell:
+                float(cell)  # iterations and train_iters apart, not "12/20"
+    deepspeed = next(r for r in rows if r["job"] == "megatron-deepspeed-8gpu-1234567")
+    assert deepspeed["iterations"] == "20" and deepspeed["train_iters"] == "100"
+    assert "differ by" in deepspeed["checks"]

@@ -5,15 +5,14 @@ points are left out (see :func:`tuimon.figures.metrics.warmup_count`).
 """
 from __future__ import annotations
 
-import csv
-import io
 import json
 import math
+from operator import itemgetter
 from typing import Any, Optional
 
 import numpy as np
 
-from ..store.fields import EXTRA, FIELDS, SHOWN, primary_loss
+from ..store.fields import FIELDS, SHOWN, primary_loss
 from ..store.job_store import Job
 from . import breakdown as breakdown_mod
 from .gpus import Peak, choose_peak
@@ -324,12 +323,6 @@ def _fmt(value: Any, digits: int) -> str:
     return f"{value:.{digits}f}"
 
 
-#: CSV holds every registry figure: the table's columns, then the rest (machines read it, not people)
-CSV_COLUMNS = TABLE_COLUMNS + tuple((f.label, lambda r, k=f.key, d=f.digits: _fmt(r[k], d)) for f in EXTRA) + (
-    ("GPU", lambda r: r["gpu"] or "-"), ("Precision", lambda r: r["precision"] or "-"),
-    ("Checks", lambda r: "; ".join(r["checks"])))
-
-
 def _rows(summaries: list[dict], columns: tuple = TABLE_COLUMNS) -> tuple[list[str], list[list[str]]]:
     head = [name for name, _ in columns]
     return head, [[safe_cell(fn(s)) for _, fn in columns] for s in summaries]
@@ -374,12 +367,17 @@ def render_markdown(summaries: list[dict]) -> str:
 
 
 def render_csv(summaries: list[dict]) -> str:
-    buf = io.StringIO()
-    head, rows = _rows(summaries, CSV_COLUMNS)
-    writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow(head)
-    writer.writerows(rows)
-    return buf.getvalue()
+    """Every named column (:mod:`tuimon.figures.columns`), one value a cell: numbers or
+    empty, never ``-`` or ``12/20`` (machines read it), then the job's checks."""
+    from .columns import COLUMNS, Column, render
+
+    checks = Column("checks", "Checks", lambda r: "; ".join(r["checks"]) or None)
+    train_iters = Column("train_iters", "Train iters", lambda r: r["train_iters"], 0)
+    named = {c.name for c in COLUMNS}
+    registry = tuple(Column(f.key, f.label, itemgetter(f.key), f.digits)  # a new registry field: a CSV column
+                     for f in FIELDS if f.summary and f.key not in named)
+    columns = COLUMNS[:5] + (train_iters,) + COLUMNS[5:] + registry + (checks,)
+    return render(summaries, columns, "csv")
 
 
 def render_json(summaries: list[dict]) -> str:

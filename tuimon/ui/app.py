@@ -3,6 +3,7 @@ a throttled timer and hands them to the visible screen.  No I/O here."""
 from __future__ import annotations
 
 import gc
+import os
 import time
 from functools import partial
 from typing import Callable, Iterable, Optional
@@ -117,6 +118,16 @@ class TuimonApp(App[int]):
 
     def open_rank(self, key: str, rank: str) -> None:
         self.push_screen(RankScreen(key, rank))
+
+    def action_screenshot(self, filename: Optional[str] = None, path: Optional[str] = None) -> None:
+        """Textual's screenshot, saved to the current directory when there is no Downloads
+        directory to save it in (it failed there); the toast says where it went."""
+        if path is None:
+            from platformdirs import user_downloads_path
+
+            downloads = user_downloads_path()
+            path = str(downloads) if downloads.is_dir() else os.getcwd()
+        self.deliver_screenshot(filename, path)
 
     def action_alerts(self) -> None:
         if not isinstance(self.screen, AlertsScreen):
