@@ -140,7 +140,8 @@ def evaluate(job: Job, summary: Mapping[str, Any], rules: Rules, *, now: Optiona
         out.append(Alert(name, "startup-hang", None, None, job.last_wall, text[:300], failure.get("file"), None))
     if "nan" in on:
         for step, rank, file, line, wall in job.nan_events:
-            out.append(Alert(name, "nan", rank, step, wall, f"loss or grad norm not finite at iteration {step}",
+            where = f"at iteration {step}" if step is not None else f"at line {line}"
+            out.append(Alert(name, "nan", rank, step, wall, f"loss or grad norm not finite {where}",
                              file, line))
     if "stalled" in on and status == "training":
         out.extend(_stalled(job, summary, on["stalled"], now, last_write))

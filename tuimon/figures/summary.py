@@ -92,7 +92,8 @@ def status_of(job: Job, now: Optional[float], last_write: Optional[float],
                           "file": failure.file}
     if job.nan_at is not None:
         step, file, line = job.nan_at
-        return "nan", {"kind": "nan", "message": f"loss or grad norm not finite at iteration {step}",
+        where = f"at iteration {step}" if step is not None else f"at line {line}"
+        return "nan", {"kind": "nan", "message": f"loss or grad norm not finite {where}",
                        "line": line, "file": file}
     train_iters = job.config.get("train_iters")
     last = job.last_iteration if job.last_iteration is not None else (
@@ -209,6 +210,9 @@ def summarize(job: Job, *, now: Optional[float] = None, last_write: Optional[flo
     peak = choose_peak(gpu_peak, gpu, cfg.get("gpu"), cfg.get("precision"))
     achieved = computed if computed is not None else tflops_reported
     mfu_value = mfu(achieved, peak.tflops) if peak is not None else None
+    mfu_source = f"{peak.source}: {peak.gpu or ''} {peak.precision or ''}".strip() if peak is not None else None
+    if mfu_value is None and rates.get("mfu_reported") is not None:  # torchtitan prints its own
+        mfu_value, mfu_source = rates["mfu_reported"], "log: the run's own MFU"
 
     top_step = last_step(job)
     status, failure = status_of(job, now, last_write, top_step, startup_timeout)
@@ -242,8 +246,7 @@ def summarize(job: Job, *, now: Optional[float] = None, last_write: Optional[flo
         "gpu": cfg.get("gpu"),
         "precision": cfg.get("precision"),
         "gpu_peak_tflops": peak.tflops if peak is not None else None,
-        "gpu_peak_source": (f"{peak.source}: {peak.gpu or ''} {peak.precision or ''}".strip()
-                            if peak is not None else None),
+        "gpu_peak_source": mfu_source,
         "checks": checks(tflops_reported, computed, mfu_value, peak),
         "params_billion": _clean(params, 3),
         "world_size": gpus,
