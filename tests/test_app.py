@@ -382,3 +382,26 @@ async def test_a_screenshot_without_a_downloads_directory_goes_to_the_current_on
         shots = list(work.glob("*.svg"))
         assert len(shots) == 1 and "<svg" in shots[0].read_text()[:400]
         await until(pilot, lambda: any(str(work) in str(n.message) for n in app._notifications))
+
+
+async def test_status_and_badge_colours_come_from_the_theme(tmp_path):
+    from themes import THEME_SPECS
+
+    app = TuimonApp(loaded_session([fixture_dir(tmp_path)]))
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: len(rows(app)) == 6)
+        table = app.screen.query_one("#jobs")
+
+        def oom_status():
+            key = next(k for k in table.rows if k.value.endswith("oom-run"))
+            return table.get_row(key)[2]
+
+        for theme in ("tuimon-dark", "tuimon-light", "tuimon-high-contrast"):
+            app.theme = theme
+            error = THEME_SPECS[theme]["error"]
+            await until(pilot, lambda: error.lower() in str(oom_status().style).lower())
+            cell = oom_status()
+            assert error.lower() in str(cell.style).lower(), (theme, cell.style)
+            assert cell.plain == "FAILED oom !1"  # the word stays: no colour needed to read it
+            badge = [s for s in cell.spans if "!1" in cell.plain[s.start:s.end]]
+            assert badge and error.lower() in str(badge[0].style).lower()

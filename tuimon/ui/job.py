@@ -12,6 +12,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Log, Sparkline, Static
 
 from ..live.session import JobDetail
+from .palette import of
 from .render import Fitted, num, plain, status_text, timeline, tree_bars
 
 TAIL_SHOWN = 500
@@ -100,7 +101,7 @@ class JobScreen(Screen):
         if not self._ready or not self.query("#chart-tflops"):
             return  # still mounting
         s = d.row.summary
-        title = Text.assemble(plain(s["job"], "bold"), "  ", status_text(s, d.row.stalled), "  ",
+        title = Text.assemble(plain(s["job"], "bold"), "  ", status_text(s, d.row.stalled, palette=of(self.app)), "  ",
                               plain(s["framework"]))
         self.query_one("#job-title", Static).update(title)
         self.query_one("#chart-tflops", Sparkline).parent.show(_finite(d.tflops), ".1f")  # type: ignore[union-attr]
@@ -118,10 +119,11 @@ class JobScreen(Screen):
         s = d.row.summary
         parts, whole = s["breakdown"], s["breakdown_whole_ms"]
         title = f"Timers per iteration ({whole:.1f} ms = 100%)\n" if whole else "Timers per iteration\n"
+        palette = of(self.app)
 
         def build(line_width: int) -> Text:
             text = Text(title, style="bold")
-            text.append_text(tree_bars(parts, line_width=line_width, limit=14))
+            text.append_text(tree_bars(parts, line_width=line_width, limit=14, palette=palette))
             return text
 
         self.query_one("#breakdown", Static).update(Fitted(build))
@@ -129,9 +131,11 @@ class JobScreen(Screen):
     def _startup(self, d: JobDetail) -> None:
         s = d.row.summary
         phases, one_off = s["startup"], s["startup_timers"]
+        palette = of(self.app)
 
         def build(line_width: int) -> Text:
-            text = Text.assemble(Text("Startup timeline\n", style="bold"), timeline(phases, line_width=line_width))
+            text = Text.assemble(Text("Startup timeline\n", style="bold"),
+                                 timeline(phases, line_width=line_width, palette=palette))
             if one_off:
                 text.append("\nSetup and checkpoint timers", style="bold")
                 for t in one_off[:6]:
@@ -163,14 +167,15 @@ class JobScreen(Screen):
 
     def _failures(self, d: JobDetail) -> None:
         text = Text("Failures and checks\n", style="bold")
+        palette = of(self.app)
         for check in d.row.summary["checks"]:  # doubtful figures: both numbers and what to check
-            text.append("! ", style="bold red")
+            text.append("! ", style=palette.alert)
             text.append_text(plain(check))
             text.append("\n")
         if not d.failures and not d.row.summary["checks"]:
             text.append("none", style="dim")
         for f in d.failures[-5:]:
-            text.append(f"{f['kind']:9s} line {f['line']}: ", style="red")
+            text.append(f"{f['kind']:9s} line {f['line']}: ", style=palette.alert)
             text.append_text(plain(f["message"][:160]))
             text.append("\n")
         self.query_one("#failures", Static).update(text)
@@ -183,7 +188,7 @@ class JobScreen(Screen):
             for r in d.ranks:
                 table.add_row(plain(r.rank), str(r.points), num(r.median_ms / 1000 if r.median_ms else None, 3),
                               str(r.last_iteration if r.last_iteration is not None else "-"),
-                              Text("STRAGGLER", style="bold yellow") if r.straggler else Text(""), key=r.rank)
+                              Text("STRAGGLER", style=of(self.app).warn) if r.straggler else Text(""), key=r.rank)
             self._rank_keys = keys
         else:
             for r in d.ranks:
@@ -191,7 +196,7 @@ class JobScreen(Screen):
                 table.update_cell(r.rank, "Median iter (s)", num(r.median_ms / 1000 if r.median_ms else None, 3))
                 table.update_cell(r.rank, "Last iteration", str(r.last_iteration if r.last_iteration is not None
                                                                 else "-"))
-                table.update_cell(r.rank, "Straggler", Text("STRAGGLER", style="bold yellow") if r.straggler
+                table.update_cell(r.rank, "Straggler", Text("STRAGGLER", style=of(self.app).warn) if r.straggler
                                   else Text(""))
 
     def _tail(self, lines: list[str]) -> None:

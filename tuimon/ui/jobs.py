@@ -12,6 +12,7 @@ from textual.widgets import DataTable, Footer, Input, Static
 from ..figures.summary import mfu_text, progress_text
 from ..live.session import JobRow, Snapshot
 from ..store.fields import SHOWN
+from .palette import DEFAULT, Palette, of
 from .render import duration, iter_time, num, plain, spark, status_text
 
 COLUMNS = ("Job", "Framework", "Status", "Iter", "ETA", "Iter time", "Spread", *(f.label for f in SHOWN), "TFLOPs rep",
@@ -43,7 +44,7 @@ def age_text(row: JobRow) -> Text:
     return Text(duration(row.age_s) + " ago" if row.age_s is not None else "-", justify="right")
 
 
-def cells(row: JobRow) -> tuple:
+def cells(row: JobRow, palette: Palette = DEFAULT) -> tuple:
     s = row.summary
     it = s["iter_time_ms"]
     iters = progress_text(s)
@@ -55,7 +56,7 @@ def cells(row: JobRow) -> tuple:
     return (
         plain(s["job"]),
         plain(s["framework"]),
-        status_text(s, row.stalled, row.alerts),
+        status_text(s, row.stalled, row.alerts, palette),
         Text(iters, justify="right"),
         Text(duration(row.eta_s), justify="right"),
         Text(iter_time(it["median"]) if it else "-", justify="right"),
@@ -63,11 +64,11 @@ def cells(row: JobRow) -> tuple:
         *(Text(num(s[f.key], min(f.digits, 2)), justify="right") for f in SHOWN),
         Text(num(s["tflops_per_gpu"]["reported"]), justify="right"),
         Text(num(s["tflops_per_gpu"]["computed"]), justify="right"),
-        Text(mfu_text(s), justify="right", style="bold red" if s["checks"] else ""),
+        Text(mfu_text(s), justify="right", style=palette.alert if s["checks"] else ""),
         Text(loss if isinstance(loss, str) else num(loss, 4), justify="right"),
         Text(duration(s["startup_s"]), justify="right"),
         age_text(row),
-        spark(row.tflops_series),
+        spark(row.tflops_series, palette=palette),
     )
 
 
@@ -154,14 +155,15 @@ class JobsScreen(Screen):
     def _cells(self, row: JobRow) -> tuple:
         """Cells of a row, rebuilt only when the job changed; the age cell when its text does."""
         cached = self._cell_cache.get(row.key)
-        state = (row.version, row.stalled, row.summary["status"], row.alerts)
+        palette = of(self.app)
+        state = (row.version, row.stalled, row.summary["status"], row.alerts, palette)
         age = duration(row.age_s) + " ago" if row.age_s is not None else "-"
         if cached is not None and cached[0] == state:
             if cached[1] == age:
                 return cached[2]
             c = cached[2][:AGE] + (Text(age, justify="right"),) + cached[2][AGE + 1:]
         else:
-            c = cells(row)
+            c = cells(row, palette)
         self._cell_cache[row.key] = (state, age, c)
         return c
 

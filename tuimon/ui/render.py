@@ -9,12 +9,10 @@ from rich.console import Console, ConsoleOptions, RenderResult
 from rich.text import Text
 
 from ..text import sanitize
+from .palette import DEFAULT, Palette
 
 BLOCKS = "▁▂▃▄▅▆▇█"
 _MIN_BAR = 4
-STATUS_STYLE = {"failed": "bold red", "finished": "green", "training": "cyan", "starting": "yellow",
-                "no-iterations": "magenta", "stalled": "bold yellow", "nan": "bold red",
-                "stuck-in-startup": "bold magenta"}
 
 
 def plain(text: object, style: str = "") -> Text:
@@ -22,16 +20,16 @@ def plain(text: object, style: str = "") -> Text:
     return Text(sanitize(str(text)), style=style)
 
 
-def spark(values: Sequence[float], width: int = 16) -> Text:
+def spark(values: Sequence[float], width: int = 16, palette: Palette = DEFAULT) -> Text:
     finite = [v for v in values if v is not None and math.isfinite(v)][-width:]
     if not finite:
         return Text("")
     lo, hi = min(finite), max(finite)
     span = hi - lo or 1.0
-    return Text("".join(BLOCKS[min(7, int((v - lo) / span * 7.999))] for v in finite), style="cyan")
+    return Text("".join(BLOCKS[min(7, int((v - lo) / span * 7.999))] for v in finite), style=palette.bar)
 
 
-def status_text(summary: dict, stalled: bool, alerts: int = 0) -> Text:
+def status_text(summary: dict, stalled: bool, alerts: int = 0, palette: Palette = DEFAULT) -> Text:
     status = summary["status"]
     label = status
     if status == "failed" and summary.get("failure"):
@@ -45,9 +43,9 @@ def status_text(summary: dict, stalled: bool, alerts: int = 0) -> Text:
     if stalled:
         label = f"STALLED ({status})"
         status = "stalled"
-    text = Text(label, style=STATUS_STYLE.get(status, ""))
+    text = Text(label, style=palette.status.get(status, ""))
     if alerts:  # the badge: how many alerts the job raised (the Alerts screen lists them)
-        text.append(f" !{alerts}", style="bold red")
+        text.append(f" !{alerts}", style=palette.alert)
     return text
 
 
@@ -89,7 +87,7 @@ class Fitted:
 
 
 def tree_bars(parts: Sequence[dict], width: int = 30, line_width: Optional[int] = None,
-              limit: Optional[int] = None) -> Text:
+              limit: Optional[int] = None, palette: Palette = DEFAULT) -> Text:
     """A timer breakdown (``summary["breakdown"]``): one line per part, indented under
     its parent, its bar the part's share of the iteration (full width: the whole
     iteration), then its mean and its share; within ``line_width`` columns when given
@@ -116,13 +114,14 @@ def tree_bars(parts: Sequence[dict], width: int = 30, line_width: Optional[int] 
         out.append(label[:name_w].ljust(name_w) + " ", style="dim" if p["name"] == "other" else "")
         share = p["share"] if math.isfinite(p["share"]) else 0.0
         filled = min(width, int(round(width * share)))
-        out.append("█" * filled, style="dim" if p["name"] == "other" else "cyan")
+        out.append("█" * filled, style=palette.dim if p["name"] == "other" else palette.bar)
         out.append("·" * (width - filled), style="dim")
         out.append(f" {p['mean_ms']:10.1f} ms {100.0 * share:5.1f}%")
     return out
 
 
-def timeline(phases: Sequence[dict], width: int = 40, line_width: Optional[int] = None) -> Text:
+def timeline(phases: Sequence[dict], width: int = 40, line_width: Optional[int] = None,
+             palette: Palette = DEFAULT) -> Text:
     """Startup phases as horizontal bars with their real durations (within
     ``line_width`` columns when given: the bars shrink)."""
     if len(phases) < 2:
@@ -139,7 +138,7 @@ def timeline(phases: Sequence[dict], width: int = 40, line_width: Optional[int] 
             out.append("\n")
         out.append(sanitize(phases[i]["name"])[:24].ljust(24) + " ")
         out.append(" " * lead)
-        out.append("█" * length, style="magenta")
+        out.append("█" * length, style=palette.phase)
         out.append(" " * max(0, width - lead - length))
         out.append(f" {end - start:8.1f} s")
     out.append(f"\n{'first step after':24s} {total:.1f} s", style="bold")
