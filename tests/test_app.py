@@ -405,3 +405,40 @@ async def test_status_and_badge_colours_come_from_the_theme(tmp_path):
             assert cell.plain == "FAILED oom !1"  # the word stays: no colour needed to read it
             badge = [s for s in cell.spans if "!1" in cell.plain[s.start:s.end]]
             assert badge and error.lower() in str(badge[0].style).lower()
+
+
+async def test_filter_terms_no_match_and_sorting(tmp_path):
+    app = TuimonApp(loaded_session([fixture_dir(tmp_path)]))
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: len(rows(app)) == 6)
+        screen = app.screen
+
+        async def filtered(text: str) -> set[str]:
+            await pilot.press("slash")
+            box = screen.query_one("#filter")
+            box.value = text
+            await pilot.press("enter")
+            await pilot.pause(0.2)
+            return set(rows(app))
+
+        assert await filtered("status:failed") == {"oom-run", "nccl-timeout-555001", "cancelled-777001"}
+        assert await filtered("status:failed nccl") == {"nccl-timeout-555001"}
+        assert await filtered("fw:stronghold") == {"stronghold-run"}
+        assert await filtered("host:local status:stuck") == {"no-iterations-888001"}
+        assert await filtered("status:stalled") == {"megatron-deepspeed-8gpu-1234567"}
+        assert await filtered("nosuchjob") == set()  # no rows: the previous match is not left on screen
+        await pilot.press("enter")  # and Enter opens nothing
+        await pilot.pause(0.2)
+        assert isinstance(app.screen, JobsScreen)
+        await pilot.press("escape")
+        await until(pilot, lambda: len(rows(app)) == 6)
+        # s forward, S back; a click on a header sorts by it
+        await pilot.press("s")
+        assert screen.sort == "status"
+        await pilot.press("S")
+        assert screen.sort == "job"
+        await pilot.press("s")
+        assert screen.sort == "status"
+        await pilot.click("#jobs", offset=(3, 0))  # the "Job" header
+        await until(pilot, lambda: screen.sort == "job")
+        assert screen.sort == "job"

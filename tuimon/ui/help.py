@@ -12,8 +12,10 @@ HELP = """tuimon keys
   ↑ ↓  j k      move
   Enter         open the job / the rank under the cursor
   Esc  ⌫        back
-  /             filter jobs (jobs screen), search the log tail (job screen)
-  s             cycle the sort: job, status, TFLOPs, iteration time, last update
+  /             filter jobs: words of the job name, status:failed fw:megatron host:jz
+                (jobs screen); search the log tail (job screen)
+  s  S          cycle the sort forward / back: job, status, TFLOPs, MFU, iteration time,
+                last update (or click a column's header)
   a             alerts: every alert so far, with the log line it points at
   ctrl+p        command palette: sort, filter, theme, help, quit
   ?             this help

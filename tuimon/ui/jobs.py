@@ -9,6 +9,7 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Static
 
+from ..figures.filters import compile_filter
 from ..figures.summary import mfu_text, progress_text
 from ..live.session import JobRow, Snapshot
 from ..store.fields import SHOWN
@@ -17,7 +18,10 @@ from .render import duration, iter_time, num, plain, spark, status_text
 
 COLUMNS = ("Job", "Framework", "Status", "Iter", "ETA", "Iter time", "Spread", *(f.label for f in SHOWN), "TFLOPs rep",
            "TFLOPs calc", "MFU", "Loss", "Startup", "Updated", "TFLOPs trend")
-SORTS = ("job", "status", "tflops", "iter time", "updated")
+SORTS = ("job", "status", "tflops", "mfu", "iter time", "updated")
+#: column header -> the sort a click on it picks
+HEADER_SORTS = {"Job": "job", "Status": "status", "TFLOPs rep": "tflops", "TFLOPs calc": "tflops", "MFU": "mfu",
+                "Iter time": "iter time", "Updated": "updated"}
 MAX_ROWS = 300
 
 
@@ -29,6 +33,8 @@ def _sort_key(name: str):
         if name == "tflops":
             t = s["tflops_per_gpu"]["computed"] or s["tflops_per_gpu"]["reported"] or 0.0
             return (-t, s["job"])
+        if name == "mfu":
+            return (-(s["mfu"] or 0.0), s["job"])
         if name == "iter time":
             return (-(s["iter_time_ms"] or {}).get("median", 0.0), s["job"])
         if name == "updated":
@@ -79,6 +85,7 @@ class JobsScreen(Screen):
         Binding("k", "cursor_up", "Up", show=False, id="up"),
         Binding("slash", "filter", "Filter", id="filter"),
         Binding("s", "cycle_sort", "Sort", id="sort"),
+        Binding("S", "cycle_sort_back", "Sort back", show=False, id="sort-back"),
         Binding("escape", "clear_filter", "Clear filter", show=False, id="clear-filter"),
     ]
 
@@ -87,7 +94,7 @@ class JobsScreen(Screen):
         self.sort = "job"
         self.filter_text = ""
         self._shown: dict[str, tuple] = {}
-        self._order: list[str] = []
+        self._order: Optional[list[str]] = None  # None: rebuild the table (a new filter or sort)
         self._rows: dict[str, JobRow] = {}
         self._ready = False  # the timer may fire between push and mount
         self._matching = 0
@@ -97,7 +104,8 @@ class JobsScreen(Screen):
         yield Static(Text("tuimon: waiting for logs…"), id="progress")
         table: DataTable = DataTable(id="jobs", cursor_type="row", zebra_stripes=True)
         yield table
-        yield Input(placeholder="filter jobs (Enter to keep, Esc to clear)", id="filter")
+        yield Input(placeholder="filter: words in the job name, status:failed fw:megatron host:jz (Enter keeps, Esc clears)",
+                    id="filter")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -113,14 +121,15 @@ class JobsScreen(Screen):
         if not self._ready:
             return
         self._rows = {r.key: r for r in snap.rows}
-        rows = [r for r in snap.rows if self.filter_text.lower() in r.summary["job"].lower()]
+        matches = compile_filter(self.filter_text)
+        rows = [r for r in snap.rows if matches(r.summary, r.stalled)]
         rows.sort(key=_sort_key(self.sort))
         self._matching = len(rows)
         rows = rows[:MAX_ROWS]  # a table of thousands is unreadable and slow: filter to narrow it
         order = [r.key for r in rows]
         table = self.query_one("#jobs", DataTable)
         if order != self._order:
-            old = set(self._order)
+            old = set(self._order or ())
             if self._order and old <= set(order) and self.sort == "job":
                 # jobs only appeared (backfill, new files): add them and let the table re-sort
                 for r in rows:
@@ -223,14 +232,14 @@ class JobsScreen(Screen):
         box.value = ""
         box.remove_class("visible")
         self.filter_text = ""
-        self._order = []
+        self._order = None
         self.query_one("#jobs", DataTable).focus()
         self.app.refresh_now()  # type: ignore[attr-defined]
 
     def on_input_changed(self, event: Input.Changed) -> None:
         if event.input.id == "filter":
             self.filter_text = event.value
-            self._order = []
+            self._order = None
             self.app.refresh_now()  # type: ignore[attr-defined]
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
@@ -242,7 +251,17 @@ class JobsScreen(Screen):
     def action_cycle_sort(self) -> None:
         self.set_sort(SORTS[(SORTS.index(self.sort) + 1) % len(SORTS)])
 
+    def action_cycle_sort_back(self) -> None:
+        self.set_sort(SORTS[(SORTS.index(self.sort) - 1) % len(SORTS)])
+
+    def on_data_table_header_selected(self, event: DataTable.HeaderSelected) -> None:
+        """A click on a header sorts by it (where it has a sort)."""
+        event.stop()
+        name = HEADER_SORTS.get(str(event.column_key.value))
+        if name is not None:
+            self.set_sort(name)
+
     def set_sort(self, name: str) -> None:
         self.sort = name
-        self._order = []
+        self._order = None
         self.app.refresh_now()  # type: ignore[attr-defined]

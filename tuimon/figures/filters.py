@@ -1,0 +1,51 @@
+"""Job filters as people type them: ``status:failed fw:megatron host:jz llama``.
+
+Each term narrows: ``status:`` (also ``stalled``), ``fw:``/``framework:``, ``host:``
+(``local`` or the SSH alias), ``job:``, and bare words, which match the job name.
+Matching is by substring, case-insensitive; every term must match.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+FIELDS = {"status": "status", "fw": "framework", "framework": "framework", "host": "host", "job": "job"}
+
+
+def host_of(summary: dict) -> str:
+    """``local``, or the SSH alias of a job whose file labels are ``alias:path``."""
+    from ..sources.discover import PathError
+    from ..sources.specs import split_paths
+
+    files = summary.get("files") or []
+    if not files:
+        return "local"
+    try:
+        _, remote = split_paths([files[0]])
+    except (ValueError, PathError):
+        return "local"
+    return remote[0].host if remote else "local"
+
+
+def compile_filter(text: str) -> Callable[[dict, bool], bool]:
+    """A predicate over (summary, stalled) for the filter ``text``."""
+    terms: list[tuple[str, str]] = []
+    for word in text.split():
+        name, sep, value = word.partition(":")
+        if sep and name.lower() in FIELDS:
+            terms.append((FIELDS[name.lower()], value.lower()))
+        else:
+            terms.append(("job", word.lower()))
+
+    def matches(summary: dict, stalled: bool = False) -> bool:
+        for field, value in terms:
+            if field == "status":
+                status = "stalled" if stalled else str(summary["status"])
+                if value not in status.lower() and not (value == "stalled" and stalled):
+                    return False
+            elif field == "host":
+                if value not in host_of(summary).lower():
+                    return False
+            elif value not in str(summary.get(field) or "").lower():
+                return False
+        return True
+    return matches
