@@ -442,3 +442,25 @@ async def test_filter_terms_no_match_and_sorting(tmp_path):
         await pilot.click("#jobs", offset=(3, 0))  # the "Job" header
         await until(pilot, lambda: screen.sort == "job")
         assert screen.sort == "job"
+
+
+async def test_e_exports_the_job_series_to_csv(tmp_path, monkeypatch):
+    import csv as csv_mod
+
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    app = TuimonApp(loaded_session([fixture_dir(tmp_path)]))
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: len(rows(app)) == 6)
+        app.open_job(next(k for k in app.session.store.jobs if k.endswith("stronghold-run")))
+        await until(pilot, lambda: isinstance(app.screen, JobScreen))
+        await pilot.press("e")
+        out = work / "stronghold-run-series.csv"
+        await until(pilot, lambda: out.exists())
+        points = list(csv_mod.DictReader(out.open()))
+        ranks = [p for p in points if p["rank"] not in ("steps", "reported")]
+        assert [p["iteration"] for p in ranks] == ["10", "20", "30", "40", "50"]  # logged every 10
+        assert all(float(p["elapsed_ms"]) > 0 and p["loss"] for p in ranks)
+        assert ranks[0]["file"].endswith("stronghold-run.log") and int(ranks[0]["line"]) > 0
+        await until(pilot, lambda: any("series written to" in str(n.message) for n in app._notifications))

@@ -368,6 +368,33 @@ class LiveSession:
             config = dict(job.config)
         return JobDetail(row, its, ms, loss, tflops, timers, ranks, tail, failures, config)
 
+    def series_csv(self, key: str) -> Optional[tuple[str, str]]:
+        """(job name, CSV of every rank's points: rank, iteration, wall time and each registry
+        field), or None for an unknown job."""
+        import csv
+        import io
+
+        from ..store.fields import FIELDS
+
+        with self.lock:
+            job = self.store.jobs.get(key)
+            if job is None:
+                return None
+            buf = io.StringIO()
+            writer = csv.writer(buf, lineterminator="\n")
+            keys = [f.key for f in FIELDS]
+            writer.writerow(["rank", *keys, "wall_time", "file", "line"])
+            for rank, series in list(job.ranks.items()) + [("steps", job.steps), ("reported", job.reported)]:
+                base = series.wall_base
+                for p in series.points:
+                    wall = float(p["wall"]) + base if base is not None and math.isfinite(p["wall"]) else None
+                    values: list[Any] = [int(p["iteration"]) if p["iteration"] >= 0 else ""]
+                    values += ["" if not math.isfinite(v) else round(float(v), 6) for v in (p[k] for k in keys[1:])]
+                    fid = int(p["file"])
+                    writer.writerow([rank, *values, "" if wall is None else round(wall, 3),
+                                     job.files[fid] if fid < len(job.files) else "", int(p["line"])])
+            return job.name, buf.getvalue()
+
     def rank_series(self, key: str, rank: str) -> list[float]:
         with self.lock:
             job = self.store.jobs.get(key)

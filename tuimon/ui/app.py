@@ -19,7 +19,7 @@ from ..live.session import LiveSession
 from ..text import sanitize
 from .alerts import AlertsScreen
 from .help import HelpScreen
-from .job import JobScreen
+from .job import ExportSeries, JobScreen
 from .jobs import SORTS, JobsScreen
 from .rank import RankScreen
 
@@ -128,6 +128,22 @@ class TuimonApp(App[int]):
             downloads = user_downloads_path()
             path = str(downloads) if downloads.is_dir() else os.getcwd()
         self.deliver_screenshot(filename, path)
+
+    def on_export_series(self, message: ExportSeries) -> None:
+        """``e`` on a job screen: its series to ``<job>-series.csv`` in the current directory."""
+        got = self.session.series_csv(message.key)
+        if got is None:
+            return
+        name, text = got
+        safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in name)[:100] or "job"
+        path = os.path.join(os.getcwd(), f"{safe}-series.csv")
+        try:
+            with open(path, "w", encoding="utf-8") as fh:
+                fh.write(text)
+        except OSError as exc:
+            self.notify(sanitize(f"cannot write {path}: {exc.strerror or exc}"), severity="error", markup=False)
+            return
+        self.notify(sanitize(f"series written to {path} ({text.count(chr(10)) - 1} points)"), markup=False)
 
     def action_alerts(self) -> None:
         if not isinstance(self.screen, AlertsScreen):

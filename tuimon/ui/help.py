@@ -12,6 +12,7 @@ HELP = """tuimon keys
   ↑ ↓  j k      move
   Enter         open the job / the rank under the cursor
   Esc  ⌫        back
+  e             export the job's series to <job>-series.csv (job screen)
   /             filter jobs: words of the job name, status:failed fw:megatron host:jz
                 (jobs screen); search the log tail (job screen)
   s  S          cycle the sort forward / back: job, status, TFLOPs, MFU, iteration time,

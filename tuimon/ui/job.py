@@ -8,6 +8,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
+from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Log, Sparkline, Static
 
@@ -54,11 +55,20 @@ class Chart(Vertical):
         self.query_one(f"#{self.chart_id}-label", Static).update(Fitted(label))
 
 
+class ExportSeries(Message):
+    """The job screen asks for its job's series as CSV (the app writes the file)."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__()
+        self.key = key
+
+
 class JobScreen(Screen):
     BINDINGS = [
         Binding("escape,backspace", "back", "Back", id="back"),
         Binding("enter", "open_rank", "Open rank", id="open-rank"),
         Binding("slash", "search", "Search log", id="search"),
+        Binding("e", "export", "Export CSV", id="export"),
         Binding("j", "cursor_down", "Down", show=False, id="down"),
         Binding("k", "cursor_up", "Up", show=False, id="up"),
     ]
@@ -236,6 +246,9 @@ class JobScreen(Screen):
 
     def action_cursor_up(self) -> None:
         self.query_one("#ranks", DataTable).action_cursor_up()
+
+    def action_export(self) -> None:
+        self.post_message(ExportSeries(self.key))
 
     def action_search(self) -> None:
         box = self.query_one("#search", Input)
