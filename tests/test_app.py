@@ -6,6 +6,7 @@ import os
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from tests.conftest import FIXTURES
@@ -252,8 +253,6 @@ def rows_keys(table):
 async def job_screen(tmp_path, fixture: str, ready: str):
     """The app on one per-format fixture run, its job screen open once the chart
     ``ready`` has values."""
-    from textual.widgets import Sparkline
-
     from tests.conftest import FORMATS
     d = tmp_path / "logs"
     d.mkdir()
@@ -263,28 +262,26 @@ async def job_screen(tmp_path, fixture: str, ready: str):
         await until(pilot, lambda: len(rows(app)) == 1)
         await pilot.press("enter")
         await until(pilot, lambda: isinstance(app.screen, JobScreen)
-                    and app.screen.query_one(ready, Sparkline).data)
+                    and app.screen.query_one(ready).parent.values)
         yield app.screen
         await pilot.press("q")
 
 
-async def test_a_chart_without_values_stays_flat(tmp_path):
-    """A Hugging Face Trainer run reports no TFLOPs: its chart is a flat baseline
-    with its bare title (one filler value would fill Textual's Sparkline), while the
-    step-time chart shows its values."""
-    from textual.widgets import Sparkline
+async def test_a_chart_without_values_draws_no_line(tmp_path):
+    """A Hugging Face Trainer run reports no TFLOPs: its chart says there is no data and
+    keeps its bare title (a flat line would read as zeros), while the step-time chart
+    shows its values."""
     async with job_screen(tmp_path, "hf-trainer-run.log", "#chart-iter") as screen:
-        assert list(screen.query_one("#chart-tflops", Sparkline).data) == []
+        assert screen.query_one("#chart-tflops").parent.values == []
         assert str(screen.query_one("#chart-tflops-label").render()) == "TFLOPs/GPU"
-        assert len(screen.query_one("#chart-iter", Sparkline).data) == 10
+        assert len(screen.query_one("#chart-iter").parent.values) == 10
 
 
 async def test_tflops_of_a_run_that_logs_steps(tmp_path):
     """A TorchTitan run has no iteration lines; the TFLOPs a GPU its step lines
     report are its chart (it was empty)."""
-    from textual.widgets import Sparkline
     async with job_screen(tmp_path, "torchtitan-run.log", "#chart-loss") as screen:
-        data = list(screen.query_one("#chart-tflops", Sparkline).data)
+        data = screen.query_one("#chart-tflops").parent.values
         assert len(data) == 9 and 44 < data[-1] < 48
 
 
@@ -317,8 +314,8 @@ def test_chart_label_keeps_to_one_line():
         def update(self, renderable):
             shown["r"] = renderable
 
-    chart.query_one = lambda selector, *_: Label() if "label" in str(selector) else type("S", (), {})()
-    chart.show([5.82, 6.11, 9.65], ".2f")
+    chart.query_one = lambda selector, *_: Label()
+    chart.show(np.array([1.0, 2.0, 3.0]), np.array([5.82, 6.11, 9.65]), ".2f")
     for width, want in ((80, "iteration time (s)  last 9.65  min 5.82  max 9.65"),
                         (44, "iteration time (s)  last 9.65  min 5.82"), (20, "iteration time (s)")):
         console = Console(width=width, record=True)
@@ -464,3 +461,33 @@ async def test_e_exports_the_job_series_to_csv(tmp_path, monkeypatch):
         assert all(float(p["elapsed_ms"]) > 0 and p["loss"] for p in ranks)
         assert ranks[0]["file"].endswith("stronghold-run.log") and int(ranks[0]["line"]) > 0
         await until(pilot, lambda: any("series written to" in str(n.message) for n in app._notifications))
+
+
+def test_line_chart_axes_warmup_and_nan():
+    """x is the iteration (labelled at the ends), y has ticks in the unit, a warm-up point
+    is kept out of the y range (clipped, dimmed), a NaN is marked on the axis, and no
+    data draws no line."""
+    from rich.console import Console
+
+    from tuimon.ui.chart import chart_lines
+    from tuimon.ui.palette import DEFAULT
+
+    its = np.arange(10, 210, 10, dtype=float)  # 20 points, iterations 10..200
+    ys = np.full(20, 2.5)
+    ys[0] = 40.0  # the first iteration: compilation, warm-up
+    ys[1:] += np.linspace(0, 0.2, 19)
+    ys[12] = np.nan
+    lines = chart_lines(its, ys, 60, 8, unit="s")
+    console = Console(width=60, record=True)
+    for line in lines:
+        console.print(line)
+    text = console.export_text()
+    rows = text.splitlines()
+    assert len(rows) == 8
+    assert rows[0].lstrip().startswith("2.7s") and rows[5].lstrip().startswith("2.51s")  # y ticks: 40 s out of range
+    assert "↑" in rows[0]  # the warm-up point, clipped at the top
+    assert rows[-1].strip().startswith("10") and rows[-1].strip().endswith("200")  # x: iterations
+    assert "×" in rows[-2]  # the NaN, on the axis
+    nan_cells = [sp for sp in lines[-2].spans if "×" in lines[-2].plain[sp.start:sp.end]]
+    assert nan_cells and nan_cells[0].style == DEFAULT.alert
+    assert [t.plain for t in chart_lines([], [], 60, 8)] == ["no data yet"]

@@ -58,7 +58,7 @@ class AlertsScreen(Screen):
         table.clear()
         for n, a in enumerate(reversed(self._alerts)):
             where = f"{os.path.basename(a.file)}:{a.line}" if a.file and a.line else os.path.basename(a.file or "-")
-            table.add_row(_clock(a.wall_time), plain(a.job), Text(a.kind, style=of(self.app).alert), plain(a.rank or "-"),
+            table.add_row(_clock(a.wall_time), plain(a.job), Text(a.kind, style=of(self).alert), plain(a.rank or "-"),
                           "-" if a.iteration is None else str(a.iteration), plain(where), plain(a.message[:160]),
                           key=str(n))
         self.query_one("#alerts-title", Static).update(Text(f"Alerts ({len(alerts)})", style="bold"))

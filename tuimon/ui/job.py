@@ -10,39 +10,57 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Input, Log, Sparkline, Static
+from textual.widgets import DataTable, Footer, Input, Log, Static
 
 from ..live.session import JobDetail
+from .chart import LineChart
 from .palette import of
 from .render import Fitted, num, plain, status_text, timeline, tree_bars
 
 TAIL_SHOWN = 500
 
 
-def _finite(values: np.ndarray) -> list[float]:
-    return [float(v) for v in values[-300:] if math.isfinite(v)]
+CHART_POINTS = 2000  # the latest points charted (a column of the chart averages its points)
+
+
+def _xs(iterations: np.ndarray, n: int) -> np.ndarray:
+    """The x of ``n`` points: their iterations, or their order when those are not known
+    for each of them (a series of another length, or points without a number)."""
+    if len(iterations) == n and (n == 0 or iterations.min() >= 0):
+        return iterations.astype(np.float64)
+    return np.arange(1, n + 1, dtype=np.float64)
 
 
 class Chart(Vertical):
-    """A titled Sparkline.  Textual's own widget: a trend over a few hundred points is
-    what the user reads here, and a plotting library would add a dependency, axes we
-    do not need and its own markup handling of labels for no gain in that reading."""
+    """A titled line chart with axes (:mod:`tuimon.ui.chart`): x the iteration, y ticks in
+    its unit, warm-up dimmed and out of the y range, NaN marked.  Our own renderable: a
+    plotting widget would add a dependency and its own markup handling of labels."""
 
-    def __init__(self, title: str, chart_id: str) -> None:
+    def __init__(self, title: str, chart_id: str, unit: str = "", warmup: bool = True) -> None:
         super().__init__(classes="chart")
+        self.warmup = warmup
         self.title = title
         self.chart_id = chart_id
+        self.unit = unit
+        self.xs: list[float] = []
+        self.values: list[float] = []  # the points shown (NaN included)
 
     def compose(self) -> ComposeResult:
         yield Static(Text(self.title), id=f"{self.chart_id}-label")
-        yield Sparkline([], id=self.chart_id)
+        yield Static(Text(""), id=self.chart_id, classes="plot")
 
-    def show(self, values: list[float], fmt: str) -> None:
-        self.query_one(Sparkline).data = values  # none: a flat baseline (one value would fill the chart)
-        if not values:
+    def show(self, xs: np.ndarray, ys: np.ndarray, fmt: str) -> None:
+        n = min(len(xs), len(ys))
+        self.xs, self.values = [float(v) for v in xs[:n]], [float(v) for v in ys[:n]]
+        plot = self.query_one(f"#{self.chart_id}", Static)
+        palette = of(self)
+        plot.update(LineChart(self.xs, self.values, unit=self.unit, palette=palette,
+                              height=lambda: max(3, plot.size.height), warmup=self.warmup))
+        finite = [v for v in self.values if math.isfinite(v)]
+        if not finite:
             self.query_one(f"#{self.chart_id}-label", Static).update(Text(self.title))
             return
-        figures = [f"last {values[-1]:{fmt}}", f"min {min(values):{fmt}}", f"max {max(values):{fmt}}"]
+        figures = [f"last {finite[-1]:{fmt}}", f"min {min(finite):{fmt}}", f"max {max(finite):{fmt}}"]
         title = self.title
 
         def label(width: int) -> Text:
@@ -85,8 +103,8 @@ class JobScreen(Screen):
         yield Static(Text("loading…"), id="job-title", classes="title")
         with Horizontal(classes="charts"):
             yield Chart("TFLOPs/GPU", "chart-tflops")
-            yield Chart("iteration time (s)", "chart-iter")
-            yield Chart("loss", "chart-loss")
+            yield Chart("iteration time (s)", "chart-iter", unit="s")
+            yield Chart("loss", "chart-loss", warmup=False)
         with Horizontal(classes="panels"):
             yield Static(Text(""), id="breakdown", classes="panel")
             yield Static(Text(""), id="startup", classes="panel")
@@ -111,13 +129,14 @@ class JobScreen(Screen):
         if not self._ready or not self.query("#chart-tflops"):
             return  # still mounting
         s = d.row.summary
-        title = Text.assemble(plain(s["job"], "bold"), "  ", status_text(s, d.row.stalled, palette=of(self.app)), "  ",
+        title = Text.assemble(plain(s["job"], "bold"), "  ", status_text(s, d.row.stalled, palette=of(self)), "  ",
                               plain(s["framework"]))
         self.query_one("#job-title", Static).update(title)
-        self.query_one("#chart-tflops", Sparkline).parent.show(_finite(d.tflops), ".1f")  # type: ignore[union-attr]
-        self.query_one("#chart-iter", Sparkline).parent.show(  # type: ignore[union-attr]
-            [v / 1000.0 for v in _finite(d.iter_ms)], ".2f")
-        self.query_one("#chart-loss", Sparkline).parent.show(_finite(d.loss), ".3f")  # type: ignore[union-attr]
+        for chart_id, ys, fmt in (("#chart-tflops", d.tflops, ".1f"), ("#chart-iter", d.iter_ms / 1000.0, ".2f"),
+                                  ("#chart-loss", d.loss, ".3f")):
+            chart = self.query_one(chart_id, Static).parent
+            assert isinstance(chart, Chart)
+            chart.show(_xs(d.iterations, len(ys))[-CHART_POINTS:], ys[-CHART_POINTS:], fmt)
         self._breakdown(d)
         self._startup(d)
         self._config(d)
@@ -129,7 +148,7 @@ class JobScreen(Screen):
         s = d.row.summary
         parts, whole = s["breakdown"], s["breakdown_whole_ms"]
         title = f"Timers per iteration ({whole:.1f} ms = 100%)\n" if whole else "Timers per iteration\n"
-        palette = of(self.app)
+        palette = of(self)
 
         def build(line_width: int) -> Text:
             text = Text(title, style="bold")
@@ -141,7 +160,7 @@ class JobScreen(Screen):
     def _startup(self, d: JobDetail) -> None:
         s = d.row.summary
         phases, one_off = s["startup"], s["startup_timers"]
-        palette = of(self.app)
+        palette = of(self)
 
         def build(line_width: int) -> Text:
             text = Text.assemble(Text("Startup timeline\n", style="bold"),
@@ -177,7 +196,7 @@ class JobScreen(Screen):
 
     def _failures(self, d: JobDetail) -> None:
         text = Text("Failures and checks\n", style="bold")
-        palette = of(self.app)
+        palette = of(self)
         for check in d.row.summary["checks"]:  # doubtful figures: both numbers and what to check
             text.append("! ", style=palette.alert)
             text.append_text(plain(check))
@@ -198,7 +217,7 @@ class JobScreen(Screen):
             for r in d.ranks:
                 table.add_row(plain(r.rank), str(r.points), num(r.median_ms / 1000 if r.median_ms else None, 3),
                               str(r.last_iteration if r.last_iteration is not None else "-"),
-                              Text("STRAGGLER", style=of(self.app).warn) if r.straggler else Text(""), key=r.rank)
+                              Text("STRAGGLER", style=of(self).warn) if r.straggler else Text(""), key=r.rank)
             self._rank_keys = keys
         else:
             for r in d.ranks:
@@ -206,7 +225,7 @@ class JobScreen(Screen):
                 table.update_cell(r.rank, "Median iter (s)", num(r.median_ms / 1000 if r.median_ms else None, 3))
                 table.update_cell(r.rank, "Last iteration", str(r.last_iteration if r.last_iteration is not None
                                                                 else "-"))
-                table.update_cell(r.rank, "Straggler", Text("STRAGGLER", style=of(self.app).warn) if r.straggler
+                table.update_cell(r.rank, "Straggler", Text("STRAGGLER", style=of(self).warn) if r.straggler
                                   else Text(""))
 
     def _tail(self, lines: list[str]) -> None:

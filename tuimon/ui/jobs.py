@@ -164,7 +164,7 @@ class JobsScreen(Screen):
     def _cells(self, row: JobRow) -> tuple:
         """Cells of a row, rebuilt only when the job changed; the age cell when its text does."""
         cached = self._cell_cache.get(row.key)
-        palette = of(self.app)
+        palette = of(self)
         state = (row.version, row.stalled, row.summary["status"], row.alerts, palette)
         age = duration(row.age_s) + " ago" if row.age_s is not None else "-"
         if cached is not None and cached[0] == state:

@@ -49,9 +49,9 @@ def from_theme(theme: Any) -> Palette:
 DEFAULT = for_theme("tuimon-dark")
 
 
-def of(app: Any) -> Palette:
-    """The palette of ``app``'s current theme."""
+def of(node: Any) -> Palette:
+    """The palette of the current theme of ``node``'s app (``node``: a widget or screen)."""
     try:
-        return from_theme(app.current_theme)
-    except Exception:  # not running yet, or no theme: the default colours
+        return from_theme(node.app.current_theme)
+    except Exception:  # not mounted, not running, or no theme: the default colours
         return DEFAULT

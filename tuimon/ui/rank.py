@@ -49,7 +49,7 @@ class RankScreen(Screen):
         title = Text.assemble(plain(d.row.summary["job"], "bold"), plain(f"  rank {self.rank}  "),
                               Text(f"{row.points if row else 0} points, median "
                                    f"{num(row.median_ms / 1000 if row and row.median_ms else None, 3)} s"),
-                              Text("  STRAGGLER", style=of(self.app).warn) if row and row.straggler else Text(""))
+                              Text("  STRAGGLER", style=of(self).warn) if row and row.straggler else Text(""))
         self.query_one("#rank-title", Static).update(title)
         self.query_one("#rank-chart", Sparkline).data = [v / 1000.0 for v in rank_ms]  # none: a flat baseline
         lines = lines_of_rank(d.tail, self.rank)[-500:]

@@ -1,0 +1,133 @@
+"""A line chart with axes, as a pure renderable (no plotting dependency: a column of
+block characters per x bucket reads well in a terminal, and Rich text needs no markup).
+
+* x is the iteration (the points' own numbers), labelled at both ends and the middle;
+* y has ticks (top, middle, bottom) in the series' unit;
+* warm-up points are drawn dimmed and kept out of the y range (the first iterations
+  of a run are slow: with them in the range the steady state is a flat line);
+* a NaN point is marked ``×`` on the axis, in the alert colour;
+* no points draws no line at all, only "no data yet": a flat line would read as zeros.
+"""
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+import numpy as np
+from rich.console import Console, ConsoleOptions, RenderResult
+from rich.text import Text
+
+from ..figures.metrics import warmup_count
+from .palette import DEFAULT, Palette
+
+EIGHTHS = " ▁▂▃▄▅▆▇█"
+
+
+def tick(value: float, unit: str) -> str:
+    """A short label: 3 significant figures, k/M for big values."""
+    a = abs(value)
+    if a >= 1e6:
+        text = f"{value / 1e6:.3g}M"
+    elif a >= 1e4:
+        text = f"{value / 1e3:.3g}k"
+    else:
+        text = f"{value:.3g}"
+    return text + unit
+
+
+def chart_lines(xs: Sequence[float], ys: Sequence[float], width: int, height: int, *, unit: str = "",
+                palette: Palette = DEFAULT, warmup: bool = True) -> list[Text]:
+    """``height`` lines of ``width`` cells: the plot with its y ticks, then the x axis."""
+    x = np.asarray(xs, dtype=np.float64)
+    y = np.asarray(ys, dtype=np.float64)
+    n = min(x.size, y.size)
+    x, y = x[:n], y[:n]
+    if n == 0 or height < 3 or width < 12:
+        return [Text("no data yet", style=palette.dim)]
+    finite = np.isfinite(y)
+    if not finite.any():
+        return [Text("no finite value yet" if n else "no data yet", style=palette.dim)]
+    warm = warmup_count(n) if warmup else 0  # a loss starts high for real: only rates have a warm-up
+    steady = finite.copy()
+    steady[:warm] = False
+    ranged = y[steady] if steady.any() else y[finite]
+    lo, hi = float(ranged.min()), float(ranged.max())
+    if hi == lo:
+        pad = abs(hi) * 0.05 or 1.0
+        lo, hi = lo - pad, hi + pad
+    labels = [tick(hi, unit), tick((hi + lo) / 2, unit), tick(lo, unit)]
+    label_w = max(len(s) for s in labels) + 1
+    plot_w = max(4, width - label_w - 1)
+    rows = height - 2  # the x axis line and its labels
+    # buckets by x: the mean of the finite points that fall in each column
+    xmin, xmax = float(np.nanmin(x)), float(np.nanmax(x))
+    span = (xmax - xmin) or 1.0
+    col = np.clip(((x - xmin) / span * (plot_w - 1)).round().astype(int), 0, plot_w - 1) if n > 1 else np.zeros(1, int)
+    sums = np.zeros(plot_w)
+    counts = np.zeros(plot_w)
+    warm_col = np.zeros(plot_w, dtype=bool)
+    nan_col = np.zeros(plot_w, dtype=bool)
+    np.add.at(sums, col[finite], y[finite])
+    np.add.at(counts, col[finite], 1)
+    warm_col[col[:warm]] = True
+    warm_col[col[warm:]] = False  # a column with steady points is drawn as steady
+    nan_col[col[~finite]] = True
+    values = np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
+    # a line, not dots: a column between two points holds the one before it (a step)
+    known = np.flatnonzero(np.isfinite(values))
+    if known.size:
+        idx = np.maximum.accumulate(np.where(np.isfinite(values), np.arange(plot_w), 0))
+        filled = values[idx]
+        filled[: known[0]] = np.nan
+        filled[known[-1] + 1:] = np.nan
+        warm_col = warm_col[idx]
+        values = filled
+    eighths = rows * 8
+    level = np.where(np.isfinite(values), np.clip((values - lo) / (hi - lo), 0, 1.05) * eighths, -1)
+    lines: list[Text] = []
+    for r in range(rows):
+        line = Text()
+        label = labels[0] if r == 0 else labels[1] if r == rows // 2 else labels[2] if r == rows - 1 else ""
+        line.append(label.rjust(label_w - 1) + " ", style=palette.dim)
+        line.append("┤" if label else "│", style=palette.dim)
+        floor = (rows - 1 - r) * 8  # eighths below this row
+        for c in range(plot_w):
+            v = level[c]
+            if v < 0:
+                line.append(" ")
+                continue
+            fill = int(min(8, max(0, round(v - floor))))
+            over = v > eighths and r == 0  # above the range: a warm-up peak, clipped
+            ch = "↑" if over else EIGHTHS[fill]
+            line.append(ch, style=palette.dim if warm_col[c] else palette.bar)
+        lines.append(line)
+    axis = Text(" " * label_w + "└", style=palette.dim)
+    for c in range(plot_w):
+        axis.append("×" if nan_col[c] else "─", style=palette.alert if nan_col[c] else palette.dim)
+    lines.append(axis)
+    first, mid, last = f"{xmin:.0f}", f"{(xmin + xmax) / 2:.0f}", f"{xmax:.0f}"
+    gap = plot_w - len(first) - len(last)
+    xl = Text(" " * (label_w + 1) + first, style=palette.dim)
+    if gap > len(mid) + 2:
+        left = (gap - len(mid)) // 2
+        xl.append(" " * left + mid + " " * (gap - len(mid) - left), style=palette.dim)
+    else:
+        xl.append(" " * max(1, gap), style=palette.dim)
+    xl.append(last, style=palette.dim)
+    lines.append(xl)
+    return lines
+
+
+class LineChart:
+    """:func:`chart_lines` at the size it is drawn (a widget's content region)."""
+
+    def __init__(self, xs: Sequence[float], ys: Sequence[float], *, unit: str = "", palette: Palette = DEFAULT,
+                 height: Callable[[], int] = lambda: 6, warmup: bool = True) -> None:
+        self.xs, self.ys, self.unit, self.palette, self.height = xs, ys, unit, palette, height
+        self.warmup = warmup
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        height = options.height or self.height()
+        lines = chart_lines(self.xs, self.ys, options.max_width, max(3, height), unit=self.unit, palette=self.palette,
+                            warmup=self.warmup)
+        yield Text("\n").join(lines)
+
