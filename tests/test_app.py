@@ -491,3 +491,20 @@ def test_line_chart_axes_warmup_and_nan():
     nan_cells = [sp for sp in lines[-2].spans if "×" in lines[-2].plain[sp.start:sp.end]]
     assert nan_cells and nan_cells[0].style == DEFAULT.alert
     assert [t.plain for t in chart_lines([], [], 60, 8)] == ["no data yet"]
+
+
+async def test_the_jobs_screen_previews_the_selected_job(tmp_path):
+    app = TuimonApp(loaded_session([fixture_dir(tmp_path)]))
+    async with app.run_test(size=(180, 50)) as pilot:
+        await until(pilot, lambda: len(rows(app)) == 6)
+        screen = app.screen
+        table = screen.query_one("#jobs")
+        target = next(i for i, k in enumerate(table.rows) if k.value.endswith("oom-run"))
+        table.move_cursor(row=target)
+        await until(pilot, lambda: "oom-run" in str(screen.query_one("#preview-status").render()))
+        line = str(screen.query_one("#preview-status").render())
+        assert "FAILED oom" in line and "latest alert: failed" in line
+        stronghold = next(i for i, k in enumerate(table.rows) if k.value.endswith("stronghold-run"))
+        table.move_cursor(row=stronghold)
+        await until(pilot, lambda: len(screen.query_one("#preview-iter").parent.values) == 5)
+        assert screen.query_one("#preview-tflops").parent.values  # its TFLOPs, charted

@@ -103,6 +103,12 @@ class TuimonApp(App[int]):
             screen.show(self.session.alerts())
         elif isinstance(screen, JobsScreen):
             screen.update_snapshot(self.session.snapshot())
+            key = screen.selected_key()
+            detail = self.session.job_detail(key) if key is not None else None
+            alert = None
+            if detail is not None:
+                alert = next((a for a in reversed(self.session.alerts()) if a.job == detail.row.summary["job"]), None)
+            screen.update_preview(detail, alert)
         elif isinstance(screen, JobScreen):
             detail = self.session.job_detail(screen.key)
             if detail is not None:

@@ -23,7 +23,7 @@ TAIL_SHOWN = 500
 CHART_POINTS = 2000  # the latest points charted (a column of the chart averages its points)
 
 
-def _xs(iterations: np.ndarray, n: int) -> np.ndarray:
+def chart_xs(iterations: np.ndarray, n: int) -> np.ndarray:
     """The x of ``n`` points: their iterations, or their order when those are not known
     for each of them (a series of another length, or points without a number)."""
     if len(iterations) == n and (n == 0 or iterations.min() >= 0):
@@ -136,7 +136,7 @@ class JobScreen(Screen):
                                   ("#chart-loss", d.loss, ".3f")):
             chart = self.query_one(chart_id, Static).parent
             assert isinstance(chart, Chart)
-            chart.show(_xs(d.iterations, len(ys))[-CHART_POINTS:], ys[-CHART_POINTS:], fmt)
+            chart.show(chart_xs(d.iterations, len(ys))[-CHART_POINTS:], ys[-CHART_POINTS:], fmt)
         self._breakdown(d)
         self._startup(d)
         self._config(d)

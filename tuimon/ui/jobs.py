@@ -3,16 +3,20 @@ from __future__ import annotations
 
 from typing import Optional
 
+import numpy as np
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Static
 
+from ..figures.alerts import Alert
 from ..figures.filters import compile_filter
 from ..figures.summary import mfu_text, progress_text
-from ..live.session import JobRow, Snapshot
+from ..live.session import JobDetail, JobRow, Snapshot
 from ..store.fields import SHOWN
+from .job import CHART_POINTS, Chart, chart_xs
 from .palette import DEFAULT, Palette, of
 from .render import duration, iter_time, num, plain, spark, status_text
 
@@ -23,6 +27,7 @@ SORTS = ("job", "status", "tflops", "mfu", "iter time", "updated")
 HEADER_SORTS = {"Job": "job", "Status": "status", "TFLOPs rep": "tflops", "TFLOPs calc": "tflops", "MFU": "mfu",
                 "Iter time": "iter time", "Updated": "updated"}
 MAX_ROWS = 300
+JOB_WIDTH = 34
 
 
 def _sort_key(name: str):
@@ -104,6 +109,12 @@ class JobsScreen(Screen):
         yield Static(Text("tuimon: waiting for logs…"), id="progress")
         table: DataTable = DataTable(id="jobs", cursor_type="row", zebra_stripes=True)
         yield table
+        with Vertical(id="preview"):  # the selected job at a glance
+            yield Static(Text(""), id="preview-status")
+            with Horizontal(classes="preview-charts"):
+                yield Chart("TFLOPs/GPU", "preview-tflops")
+                yield Chart("iteration time (s)", "preview-iter", unit="s")
+                yield Chart("loss", "preview-loss", warmup=False)
         yield Input(placeholder="filter: words in the job name, status:failed fw:megatron host:jz (Enter keeps, Esc clears)",
                     id="filter")
         yield Footer()
@@ -111,7 +122,8 @@ class JobsScreen(Screen):
     def on_mount(self) -> None:
         table = self.query_one("#jobs", DataTable)
         for name in COLUMNS:
-            table.add_column(name, key=name)
+            # the job column keeps a fixed width (long names end in an ellipsis): the figures stay on screen
+            table.add_column(name, key=name, width=JOB_WIDTH if name == "Job" else None)
         table.focus()
         self._ready = True
         self.app.refresh_now(self)  # type: ignore[attr-defined]  # filled before the first key or frame
@@ -199,6 +211,33 @@ class JobsScreen(Screen):
                 parts.append(f"ingest {state}")
         parts.append(f"sort: {self.sort}")
         self.query_one("#progress", Static).update(plain("tuimon | " + " | ".join(parts)))
+
+    def update_preview(self, detail: Optional[JobDetail], alert: Optional[Alert]) -> None:
+        """The selected job's charts, its status line and its latest alert."""
+        if not self._ready or not self.query("#preview-tflops"):
+            return
+        status = self.query_one("#preview-status", Static)
+        if detail is None:
+            status.update(Text("no job selected", style="dim"))
+            for chart_id in ("#preview-tflops", "#preview-iter", "#preview-loss"):
+                chart = self.query_one(chart_id, Static).parent
+                assert isinstance(chart, Chart)
+                chart.show(np.zeros(0), np.zeros(0), ".1f")
+            return
+        s = detail.row.summary
+        line = Text.assemble(plain(s["job"], "bold"), "  ", status_text(s, detail.row.stalled, detail.row.alerts,
+                                                                           of(self)), "  ", plain(progress_text(s)))
+        if alert is not None:
+            line.append("  latest alert: ", style="dim")
+            line.append(alert.kind, style=of(self).alert)
+            line.append_text(plain(f" {alert.message[:120]}"))
+        status.update(line)
+        for chart_id, ys, fmt in (("#preview-tflops", detail.tflops, ".1f"),
+                                  ("#preview-iter", detail.iter_ms / 1000.0, ".2f"),
+                                  ("#preview-loss", detail.loss, ".3f")):
+            chart = self.query_one(chart_id, Static).parent
+            assert isinstance(chart, Chart)
+            chart.show(chart_xs(detail.iterations, len(ys))[-CHART_POINTS:], ys[-CHART_POINTS:], fmt)
 
     def selected_key(self) -> Optional[str]:
         table = self.query_one("#jobs", DataTable)
