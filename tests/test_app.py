@@ -57,6 +57,13 @@ def rows(app) -> dict[str, list[str]]:
     return out
 
 
+def cell(app, job: str, column: str) -> str:
+    """The text of ``job``'s cell in ``column`` (columns come and go with the width)."""
+    table = app.screen.query_one("#jobs")
+    key = next(k for k in table.rows if k.value.rsplit("/", 1)[-1] == job)
+    return str(table.get_cell(key, column))
+
+
 async def test_jobs_screen_shows_every_fixture_job(tmp_path):
     app = TuimonApp(loaded_session([fixture_dir(tmp_path)]))
     async with app.run_test(size=SIZE) as pilot:
@@ -67,7 +74,7 @@ async def test_jobs_screen_shows_every_fixture_job(tmp_path):
         assert r["oom-run"][2] == "FAILED oom !1" and r["stronghold-run"][2] == "finished"  # !1: its alert
         assert r["megatron-deepspeed-8gpu-1234567"][3] == "20/100"
         assert r["no-iterations-888001"][2] == "STUCK IN STARTUP !1"  # launcher and init lines, then an hour of nothing
-        assert r["stronghold-run"][9] == "7.2"
+        assert cell(app, "stronghold-run", "TFLOPs rep") == "7.2"
 
 
 async def test_navigation_keys(tmp_path):
@@ -508,3 +515,17 @@ async def test_the_jobs_screen_previews_the_selected_job(tmp_path):
         table.move_cursor(row=stronghold)
         await until(pilot, lambda: len(screen.query_one("#preview-iter").parent.values) == 5)
         assert screen.query_one("#preview-tflops").parent.values  # its TFLOPs, charted
+
+
+async def test_columns_drop_by_priority_as_the_terminal_narrows(tmp_path):
+    app = TuimonApp(loaded_session([fixture_dir(tmp_path)]))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await until(pilot, lambda: len(rows(app)) == 6)
+        narrow = [str(c.label) for c in app.screen.query_one("#jobs").columns.values()]
+        assert narrow[:3] == ["Job", "Status", "Iter"] and {"TFLOPs calc", "MFU", "Iter time"} <= set(narrow)
+        assert "TFLOPs trend" not in narrow and "Startup" not in narrow
+        await pilot.resize_terminal(240, 50)
+        await until(pilot, lambda: len(app.screen.query_one("#jobs").columns) == 15)
+        wide = [str(c.label) for c in app.screen.query_one("#jobs").columns.values()]
+        assert wide[:3] == ["Job", "Framework", "Status"]  # the usual order when all fit
+        assert cell(app, "stronghold-run", "TFLOPs rep") == "7.2"

@@ -28,6 +28,9 @@ HEADER_SORTS = {"Job": "job", "Status": "status", "TFLOPs rep": "tflops", "TFLOP
                 "Iter time": "iter time", "Updated": "updated"}
 MAX_ROWS = 300
 JOB_WIDTH = 34
+#: which columns stay as the terminal narrows, first the longest
+PRIORITY = ("Job", "Status", "Iter", "TFLOPs calc", "MFU", "Iter time", "TFLOPs rep", "Loss", "ETA", "Framework",
+            "Updated", *(f.label for f in SHOWN), "Spread", "Startup", "TFLOPs trend")
 
 
 def _sort_key(name: str):
@@ -104,6 +107,8 @@ class JobsScreen(Screen):
         self._ready = False  # the timer may fire between push and mount
         self._matching = 0
         self._cell_cache: dict[str, tuple[tuple, str, tuple]] = {}
+        self._visible: tuple[str, ...] = ()
+        self._selected_after_rebuild: Optional[str] = None
 
     def compose(self) -> ComposeResult:
         yield Static(Text("tuimon: waiting for logs…"), id="progress")
@@ -121,9 +126,7 @@ class JobsScreen(Screen):
 
     def on_mount(self) -> None:
         table = self.query_one("#jobs", DataTable)
-        for name in COLUMNS:
-            # the job column keeps a fixed width (long names end in an ellipsis): the figures stay on screen
-            table.add_column(name, key=name, width=JOB_WIDTH if name == "Job" else None)
+        self._set_columns(table, COLUMNS)
         table.focus()
         self._ready = True
         self.app.refresh_now(self)  # type: ignore[attr-defined]  # filled before the first key or frame
@@ -140,6 +143,12 @@ class JobsScreen(Screen):
         rows = rows[:MAX_ROWS]  # a table of thousands is unreadable and slow: filter to narrow it
         order = [r.key for r in rows]
         table = self.query_one("#jobs", DataTable)
+        visible = self._fit_columns(table, rows)
+        if visible != self._visible:  # the terminal was resized, or the figures grew: columns by priority
+            selected = self.selected_key()
+            self._set_columns(table, visible)
+            if selected is not None and selected in order:
+                self._selected_after_rebuild = selected
         if order != self._order:
             old = set(self._order or ())
             if self._order and old <= set(order) and self.sort == "job":
@@ -147,17 +156,18 @@ class JobsScreen(Screen):
                 for r in rows:
                     if r.key not in old:
                         c = self._cells(r)
-                        table.add_row(*c, key=r.key)
+                        table.add_row(*self._pick(c), key=r.key)
                         self._shown[r.key] = c
                 table.sort("Job", key=lambda cell: cell.plain)
                 self._order = [str(row.key.value) for row in table.ordered_rows]
             else:
-                selected = self.selected_key()
+                selected = self._selected_after_rebuild or self.selected_key()
+                self._selected_after_rebuild = None
                 table.clear()
                 self._shown = {}
                 for r in rows:
                     c = self._cells(r)
-                    table.add_row(*c, key=r.key)
+                    table.add_row(*self._pick(c), key=r.key)
                     self._shown[r.key] = c
                 self._order = order
                 if selected in order:
@@ -168,10 +178,40 @@ class JobsScreen(Screen):
             if old_cells is c:
                 continue
             for name, new_cell, before in zip(COLUMNS, c, old_cells or (None,) * len(c)):
-                if new_cell is not before and new_cell != before:
+                if name in self._visible and new_cell is not before and new_cell != before:
                     table.update_cell(r.key, name, new_cell, update_width=True)
             self._shown[r.key] = c
         self._progress(snap, len(rows))
+
+    def _set_columns(self, table: DataTable, names: tuple[str, ...]) -> None:
+        table.clear(columns=True)
+        for name in names:
+            # the job column keeps a fixed width (long names end in an ellipsis): the figures stay on screen
+            table.add_column(name, key=name, width=JOB_WIDTH if name == "Job" else None)
+        self._visible = names
+        self._order = None
+        self._shown = {}
+
+    def _pick(self, cells: tuple) -> tuple:
+        return tuple(c for name, c in zip(COLUMNS, cells) if name in self._visible)
+
+    def _fit_columns(self, table: DataTable, rows: list[JobRow]) -> tuple[str, ...]:
+        """The columns that fit the table's width, by priority, in their usual order."""
+        width = table.size.width or self.app.size.width
+        if width <= 0:
+            return COLUMNS
+        sample = [self._cells(r) for r in rows[:50]]
+        need = {}
+        for i, name in enumerate(COLUMNS):
+            cell_w = max((len(c[i].plain) if hasattr(c[i], "plain") else len(str(c[i])) for c in sample), default=0)
+            need[name] = (JOB_WIDTH if name == "Job" else max(len(name), cell_w)) + 2  # cell padding
+        kept: set[str] = set()
+        used = 1  # the scrollbar's room
+        for name in PRIORITY:
+            if used + need[name] <= width:
+                kept.add(name)
+                used += need[name]
+        return tuple(name for name in COLUMNS if name in kept)
 
     def _cells(self, row: JobRow) -> tuple:
         """Cells of a row, rebuilt only when the job changed; the age cell when its text does."""
