@@ -529,3 +529,41 @@ async def test_columns_drop_by_priority_as_the_terminal_narrows(tmp_path):
         wide = [str(c.label) for c in app.screen.query_one("#jobs").columns.values()]
         assert wide[:3] == ["Job", "Framework", "Status"]  # the usual order when all fit
         assert cell(app, "stronghold-run", "TFLOPs rep") == "7.2"
+
+
+async def test_marked_jobs_are_compared_side_by_side(tmp_path):
+    from tuimon.ui.compare import CompareScreen
+
+    app = TuimonApp(loaded_session([fixture_dir(tmp_path)]))
+    async with app.run_test(size=(180, 50)) as pilot:
+        await until(pilot, lambda: len(rows(app)) == 6)
+        table = app.screen.query_one("#jobs")
+        for job in ("stronghold-run", "megatron-deepspeed-8gpu-1234567"):
+            table.move_cursor(row=next(i for i, k in enumerate(table.rows) if k.value.endswith(job)))
+            await pilot.press("space")
+        await until(pilot, lambda: cell(app, "stronghold-run", "Job").startswith("● "))
+        await pilot.press("c")
+        await until(pilot, lambda: isinstance(app.screen, CompareScreen) and app.screen.details)
+        compare = app.screen.query_one("#compare-table")
+        await until(pilot, lambda: compare.row_count == 2)
+        jobs = sorted(str(compare.get_row_at(i)[0]) for i in range(2))
+        assert jobs == ["megatron-deepspeed-8gpu-1234567", "stronghold-run"]
+        header = [str(c.label) for c in compare.columns.values()]
+        assert header == ["Job", "GPUs", "Size (B)", "DP", "PP", "MBS", "GBS", "Speed (s/it)", "TFLOPs"]  # seed 001's
+        await pilot.press("escape")
+        await until(pilot, lambda: isinstance(app.screen, JobsScreen))
+
+
+def test_overlay_chart_names_every_series():
+    from rich.console import Console
+
+    from tuimon.ui.chart import overlay_lines
+
+    its = np.arange(1, 41, dtype=float)
+    lines = overlay_lines([("run-a", its, 100 + its), ("run-b-with-a-long-name", its, 50 + its)], ["red", "blue"],
+                          60, 10, unit="")
+    console = Console(width=60, record=True)
+    for line in lines:
+        console.print(line)
+    text = console.export_text()
+    assert "● run-a" in text and "◆ run-b" in text and "140" in text.splitlines()[0]

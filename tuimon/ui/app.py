@@ -18,9 +18,10 @@ from themes import STYLESHEET, THEME_ALIASES, textual_themes
 from ..live.session import LiveSession
 from ..text import sanitize
 from .alerts import AlertsScreen
+from .compare import CompareScreen
 from .help import HelpScreen
 from .job import ExportSeries, JobScreen
-from .jobs import SORTS, JobsScreen
+from .jobs import SORTS, CompareJobs, JobsScreen
 from .rank import RankScreen
 
 MAX_HZ = 10.0
@@ -113,6 +114,9 @@ class TuimonApp(App[int]):
             detail = self.session.job_detail(screen.key)
             if detail is not None:
                 screen.update_detail(detail)
+        elif isinstance(screen, CompareScreen):
+            details = [d for d in (self.session.job_detail(k) for k in screen.keys) if d is not None]
+            screen.show(details)
         elif isinstance(screen, RankScreen):
             detail = self.session.job_detail(screen.key)
             if detail is not None:
@@ -134,6 +138,9 @@ class TuimonApp(App[int]):
             downloads = user_downloads_path()
             path = str(downloads) if downloads.is_dir() else os.getcwd()
         self.deliver_screenshot(filename, path)
+
+    def on_compare_jobs(self, message: CompareJobs) -> None:
+        self.push_screen(CompareScreen(message.keys))
 
     def on_export_series(self, message: ExportSeries) -> None:
         """``e`` on a job screen: its series to ``<job>-series.csv`` in the current directory."""

@@ -10,7 +10,7 @@ block characters per x bucket reads well in a terminal, and Rich text needs no m
 """
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 from rich.console import Console, ConsoleOptions, RenderResult
@@ -131,3 +131,74 @@ class LineChart:
                             warmup=self.warmup)
         yield Text("\n").join(lines)
 
+
+
+#: a series' mark in an overlay: the first series ●, the next ◆, ▲, ■, then ● again
+MARKS = "●◆▲■"
+
+
+def overlay_lines(series: Sequence[tuple[str, Any, Any]], styles: Sequence[str], width: int,
+                  height: int, *, unit: str = "", palette: Palette = DEFAULT, warmup: bool = True) -> list[Text]:
+    """Several series on one grid, aligned by x (the iteration): each a mark in its own
+    style, y ticks shared, warm-up out of the y range; then the x axis and a legend."""
+    data = []
+    for label, xs, ys in series:
+        x = np.asarray(xs, dtype=np.float64)
+        y = np.asarray(ys, dtype=np.float64)
+        n = min(x.size, y.size)
+        data.append((label, x[:n], y[:n]))
+    steady = [y[(warmup_count(y.size) if warmup else 0):] for _, _, y in data]
+    ranged = np.concatenate([v[np.isfinite(v)] for v in steady]) if steady else np.zeros(0)
+    xs_all = np.concatenate([x for _, x, _ in data]) if data else np.zeros(0)
+    if ranged.size == 0 or xs_all.size == 0 or height < 4 or width < 16:
+        return [Text("no data yet", style=palette.dim)]
+    lo, hi = float(ranged.min()), float(ranged.max())
+    if hi == lo:
+        pad = abs(hi) * 0.05 or 1.0
+        lo, hi = lo - pad, hi + pad
+    labels = [tick(hi, unit), tick((hi + lo) / 2, unit), tick(lo, unit)]
+    label_w = max(len(s) for s in labels) + 1
+    plot_w = max(4, width - label_w - 1)
+    rows = height - 3  # the axis, its labels, the legend
+    xmin, xmax = float(xs_all.min()), float(xs_all.max())
+    span = (xmax - xmin) or 1.0
+    grid: list[list[tuple[str, str]]] = [[(" ", "")] * plot_w for _ in range(rows)]
+    for k, (_, x, y) in enumerate(data):
+        ok = np.isfinite(y)
+        cols = np.clip(((x[ok] - xmin) / span * (plot_w - 1)).round().astype(int), 0, plot_w - 1)
+        levels = np.clip((y[ok] - lo) / (hi - lo), 0, 1)
+        rws = (rows - 1 - (levels * (rows - 1)).round()).astype(int)
+        for c, r in zip(cols, rws):
+            grid[r][c] = (MARKS[k % len(MARKS)], styles[k % len(styles)])
+    lines = []
+    for r in range(rows):
+        label = labels[0] if r == 0 else labels[1] if r == rows // 2 else labels[2] if r == rows - 1 else ""
+        line = Text(label.rjust(label_w - 1) + " ", style=palette.dim)
+        line.append("┤" if label else "│", style=palette.dim)
+        for ch, style in grid[r]:
+            line.append(ch, style=style)
+        lines.append(line)
+    lines.append(Text(" " * label_w + "└" + "─" * plot_w, style=palette.dim))
+    first, last = f"{xmin:.0f}", f"{xmax:.0f}"
+    lines.append(Text(" " * (label_w + 1) + first + " " * max(1, plot_w - len(first) - len(last)) + last,
+                      style=palette.dim))
+    legend = Text(" " * (label_w + 1))
+    room = max(6, plot_w // max(1, len(data)) - 4)  # every series named, however many
+    for k, (label, _, _) in enumerate(data):
+        legend.append(f"{MARKS[k % len(MARKS)]} ", style=styles[k % len(styles)])
+        legend.append((label if len(label) <= room else label[:room - 1] + "…") + "  ")
+    lines.append(legend)
+    return lines
+
+
+class OverlayChart:
+    """:func:`overlay_lines` at the size it is drawn."""
+
+    def __init__(self, series: Sequence[tuple[str, Any, Any]], styles: Sequence[str], *,
+                 unit: str = "", palette: Palette = DEFAULT, warmup: bool = True) -> None:
+        self.series, self.styles, self.unit, self.palette, self.warmup = series, styles, unit, palette, warmup
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        lines = overlay_lines(self.series, self.styles, options.max_width, max(4, options.height or 10),
+                              unit=self.unit, palette=self.palette, warmup=self.warmup)
+        yield Text("\n").join(lines)

@@ -8,6 +8,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
+from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Static
 
@@ -86,12 +87,22 @@ def cells(row: JobRow, palette: Palette = DEFAULT) -> tuple:
     )
 
 
+class CompareJobs(Message):
+    """The jobs screen asks for a comparison of the marked jobs."""
+
+    def __init__(self, keys: list[str]) -> None:
+        super().__init__()
+        self.keys = keys
+
+
 class JobsScreen(Screen):
     BINDINGS = [
         Binding("enter", "open_job", "Open job", id="open"),
         Binding("j", "cursor_down", "Down", show=False, id="down"),
         Binding("k", "cursor_up", "Up", show=False, id="up"),
         Binding("slash", "filter", "Filter", id="filter"),
+        Binding("space", "mark", "Mark", id="mark"),
+        Binding("c", "compare", "Compare", id="compare"),
         Binding("s", "cycle_sort", "Sort", id="sort"),
         Binding("S", "cycle_sort_back", "Sort back", show=False, id="sort-back"),
         Binding("escape", "clear_filter", "Clear filter", show=False, id="clear-filter"),
@@ -108,6 +119,7 @@ class JobsScreen(Screen):
         self._matching = 0
         self._cell_cache: dict[str, tuple[tuple, str, tuple]] = {}
         self._visible: tuple[str, ...] = ()
+        self.marked: set[str] = set()  # jobs marked for the comparison (space)
         self._selected_after_rebuild: Optional[str] = None
 
     def compose(self) -> ComposeResult:
@@ -156,7 +168,7 @@ class JobsScreen(Screen):
                 for r in rows:
                     if r.key not in old:
                         c = self._cells(r)
-                        table.add_row(*self._pick(c), key=r.key)
+                        table.add_row(*self._pick(c, r.key), key=r.key)
                         self._shown[r.key] = c
                 table.sort("Job", key=lambda cell: cell.plain)
                 self._order = [str(row.key.value) for row in table.ordered_rows]
@@ -167,7 +179,7 @@ class JobsScreen(Screen):
                 self._shown = {}
                 for r in rows:
                     c = self._cells(r)
-                    table.add_row(*self._pick(c), key=r.key)
+                    table.add_row(*self._pick(c, r.key), key=r.key)
                     self._shown[r.key] = c
                 self._order = order
                 if selected in order:
@@ -177,9 +189,10 @@ class JobsScreen(Screen):
             old_cells = self._shown.get(r.key)
             if old_cells is c:
                 continue
+            picked = dict(zip(self._visible, self._pick(c, r.key)))
             for name, new_cell, before in zip(COLUMNS, c, old_cells or (None,) * len(c)):
-                if name in self._visible and new_cell is not before and new_cell != before:
-                    table.update_cell(r.key, name, new_cell, update_width=True)
+                if name in self._visible and (new_cell is not before and new_cell != before or name == "Job"):
+                    table.update_cell(r.key, name, picked[name], update_width=True)
             self._shown[r.key] = c
         self._progress(snap, len(rows))
 
@@ -192,8 +205,11 @@ class JobsScreen(Screen):
         self._order = None
         self._shown = {}
 
-    def _pick(self, cells: tuple) -> tuple:
-        return tuple(c for name, c in zip(COLUMNS, cells) if name in self._visible)
+    def _pick(self, cells: tuple, key: Optional[str] = None) -> tuple:
+        picked = [c for name, c in zip(COLUMNS, cells) if name in self._visible]
+        if key is not None and key in self.marked:  # a marked job, for the comparison: its name leads with ●
+            picked[0] = Text.assemble(Text("● ", style=of(self).warn), picked[0])
+        return tuple(picked)
 
     def _fit_columns(self, table: DataTable, rows: list[JobRow]) -> tuple[str, ...]:
         """The columns that fit the table's width, by priority, in their usual order."""
@@ -329,6 +345,21 @@ class JobsScreen(Screen):
 
     def action_cycle_sort(self) -> None:
         self.set_sort(SORTS[(SORTS.index(self.sort) + 1) % len(SORTS)])
+
+    def action_mark(self) -> None:
+        key = self.selected_key()
+        if key is None:
+            return
+        self.marked ^= {key}
+        self._shown.pop(key, None)  # its row is redrawn with (or without) the mark
+        self.app.refresh_now(self)  # type: ignore[attr-defined]
+
+    def action_compare(self) -> None:
+        keys = [k for k in self._order or () if k in self.marked]
+        if len(keys) < 2:
+            self.notify("mark two jobs or more with space, then press c", severity="warning")
+            return
+        self.post_message(CompareJobs(keys))
 
     def action_cycle_sort_back(self) -> None:
         self.set_sort(SORTS[(SORTS.index(self.sort) - 1) % len(SORTS)])
