@@ -12,6 +12,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
 from ..figures.alerts import Alert
+from .messages import RefreshRequest
 from .palette import of
 from .render import plain
 
@@ -46,7 +47,7 @@ class AlertsScreen(Screen):
         for name in COLUMNS:
             table.add_column(name, key=name)
         table.focus()
-        self.show(self.app.session.alerts())  # type: ignore[attr-defined]
+        self.post_message(RefreshRequest(self))
 
     def show(self, alerts: list[Alert]) -> None:
         """The alerts, newest first (new ones are added as the screen stays open)."""

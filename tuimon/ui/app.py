@@ -22,6 +22,7 @@ from .compare import CompareScreen
 from .help import HelpScreen
 from .job import ExportSeries, JobScreen
 from .jobs import SORTS, CompareJobs, JobsScreen
+from .messages import OpenJob, OpenRank, RefreshRequest
 from .rank import RankScreen
 
 MAX_HZ = 10.0
@@ -138,6 +139,15 @@ class TuimonApp(App[int]):
             downloads = user_downloads_path()
             path = str(downloads) if downloads.is_dir() else os.getcwd()
         self.deliver_screenshot(filename, path)
+
+    def on_refresh_request(self, message: RefreshRequest) -> None:
+        self.refresh_now(message.screen)
+
+    def on_open_job(self, message: OpenJob) -> None:
+        self.open_job(message.key)
+
+    def on_open_rank(self, message: OpenRank) -> None:
+        self.open_rank(message.key, message.rank)
 
     def on_compare_jobs(self, message: CompareJobs) -> None:
         self.push_screen(CompareScreen(message.keys))

@@ -14,6 +14,7 @@ from textual.widgets import DataTable, Footer, Input, Log, Static
 
 from ..live.session import JobDetail
 from .chart import LineChart
+from .messages import OpenRank, RefreshRequest
 from .palette import of
 from .render import Fitted, num, plain, status_text, timeline, tree_bars
 
@@ -123,7 +124,7 @@ class JobScreen(Screen):
         ranks.focus()
         self._ready = True
         # nested widgets (the charts) finish mounting after this handler: fill on the next refresh
-        self.call_after_refresh(self.app.refresh_now, self)  # type: ignore[attr-defined]
+        self.call_after_refresh(self.post_message, RefreshRequest(self))
 
     def update_detail(self, d: JobDetail) -> None:
         if not self._ready or not self.query("#chart-tflops"):
@@ -254,7 +255,7 @@ class JobScreen(Screen):
     def action_open_rank(self) -> None:
         table = self.query_one("#ranks", DataTable)
         if self._rank_keys and table.cursor_row is not None and table.cursor_row < len(self._rank_keys):
-            self.app.open_rank(self.key, self._rank_keys[table.cursor_row])  # type: ignore[attr-defined]
+            self.post_message(OpenRank(self.key, self._rank_keys[table.cursor_row]))
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         event.stop()
@@ -277,7 +278,7 @@ class JobScreen(Screen):
     def on_input_changed(self, event: Input.Changed) -> None:
         self.search_text = event.value
         self._tail_shown = []
-        self.app.refresh_now()  # type: ignore[attr-defined]
+        self.post_message(RefreshRequest())
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         if not event.value:

@@ -18,6 +18,7 @@ from ..figures.summary import mfu_text, progress_text
 from ..live.session import JobDetail, JobRow, Snapshot
 from ..store.fields import SHOWN
 from .job import CHART_POINTS, Chart, chart_xs
+from .messages import OpenJob, RefreshRequest
 from .palette import DEFAULT, Palette, of
 from .render import duration, iter_time, num, plain, spark, status_text
 
@@ -141,7 +142,7 @@ class JobsScreen(Screen):
         self._set_columns(table, COLUMNS)
         table.focus()
         self._ready = True
-        self.app.refresh_now(self)  # type: ignore[attr-defined]  # filled before the first key or frame
+        self.post_message(RefreshRequest(self))  # filled before the first key or frame
 
     # -- data ---------------------------------------------------------------------------------
     def update_snapshot(self, snap: Snapshot) -> None:
@@ -305,7 +306,7 @@ class JobsScreen(Screen):
     def action_open_job(self) -> None:
         key = self.selected_key()
         if key is not None:
-            self.app.open_job(key)  # type: ignore[attr-defined]
+            self.post_message(OpenJob(key))
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         event.stop()
@@ -329,13 +330,13 @@ class JobsScreen(Screen):
         self.filter_text = ""
         self._order = None
         self.query_one("#jobs", DataTable).focus()
-        self.app.refresh_now()  # type: ignore[attr-defined]
+        self.post_message(RefreshRequest())
 
     def on_input_changed(self, event: Input.Changed) -> None:
         if event.input.id == "filter":
             self.filter_text = event.value
             self._order = None
-            self.app.refresh_now()  # type: ignore[attr-defined]
+            self.post_message(RefreshRequest())
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         if event.input.id == "filter":
@@ -352,7 +353,7 @@ class JobsScreen(Screen):
             return
         self.marked ^= {key}
         self._shown.pop(key, None)  # its row is redrawn with (or without) the mark
-        self.app.refresh_now(self)  # type: ignore[attr-defined]
+        self.post_message(RefreshRequest(self))
 
     def action_compare(self) -> None:
         keys = [k for k in self._order or () if k in self.marked]
@@ -374,4 +375,4 @@ class JobsScreen(Screen):
     def set_sort(self, name: str) -> None:
         self.sort = name
         self._order = None
-        self.app.refresh_now()  # type: ignore[attr-defined]
+        self.post_message(RefreshRequest())

@@ -11,6 +11,7 @@ from textual.widgets import Footer, Log, Sparkline, Static
 
 from ..live.session import JobDetail
 from ..text import sanitize
+from .messages import RefreshRequest
 from .palette import of
 from .render import num, plain
 
@@ -42,7 +43,7 @@ class RankScreen(Screen):
         yield Footer()
 
     def on_mount(self) -> None:
-        self.app.refresh_now(self)  # type: ignore[attr-defined]  # filled before the first key or frame
+        self.post_message(RefreshRequest(self))  # filled before the first key or frame
 
     def update_detail(self, d: JobDetail, rank_ms: list[float]) -> None:
         row = next((r for r in d.ranks if r.rank == self.rank), None)

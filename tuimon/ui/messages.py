@@ -1,0 +1,28 @@
+"""What screens ask of the app, as messages (a screen does not call the app's methods)."""
+from __future__ import annotations
+
+from typing import Optional
+
+from textual.message import Message
+from textual.screen import Screen
+
+
+class RefreshRequest(Message):
+    """Show the latest figures now (on ``screen``, default the visible one)."""
+
+    def __init__(self, screen: Optional[Screen] = None) -> None:
+        super().__init__()
+        self.screen = screen
+
+
+class OpenJob(Message):
+    def __init__(self, key: str) -> None:
+        super().__init__()
+        self.key = key
+
+
+class OpenRank(Message):
+    def __init__(self, key: str, rank: str) -> None:
+        super().__init__()
+        self.key = key
+        self.rank = rank
