@@ -2,6 +2,8 @@
 Update after a deliberate visual change with: pytest tests/test_snapshots.py --snapshot-update"""
 from __future__ import annotations
 
+import pytest
+
 from tests.test_app import SIZE, fixture_dir, loaded_session
 from tuimon.ui.app import TuimonApp
 
@@ -37,3 +39,28 @@ def test_rank_screen(snap_compare, tmp_path):
 
 def test_help_screen(snap_compare, tmp_path):
     assert snap_compare(make_app(tmp_path), run_before=keys("question_mark"), terminal_size=SIZE)
+
+
+SIZES = [(100, 30), (180, 50), (240, 70)]
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+def test_jobs_screen_sizes(snap_compare, tmp_path, size):
+    assert snap_compare(make_app(tmp_path), run_before=keys(), terminal_size=size)
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+def test_job_screen_sizes(snap_compare, tmp_path, size):
+    assert snap_compare(make_app(tmp_path), run_before=keys("j", "j", "j", "j", "j", "enter"), terminal_size=size)
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+def test_alerts_screen_sizes(snap_compare, tmp_path, size):
+    assert snap_compare(make_app(tmp_path), run_before=keys("a"), terminal_size=size)
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+def test_compare_screen_sizes(snap_compare, tmp_path, size):
+    # mark megatron-deepspeed and stronghold (rows 2 and 6), then compare
+    assert snap_compare(make_app(tmp_path), run_before=keys("j", "space", "j", "j", "j", "j", "space", "c"),
+                        terminal_size=size)

@@ -25,6 +25,12 @@ def _clock(wall: float | None) -> str:
     return time.strftime("%m-%d %H:%M:%S", time.localtime(wall)) if wall is not None else "-"
 
 
+def _where(alert: Alert) -> str:
+    """``file:line`` by the file's name (the table's Where; ``tuimon alerts --format json``
+    gives the whole path)."""
+    return f"{os.path.basename(alert.file or '-')}:{alert.line or '-'}"
+
+
 class AlertsScreen(Screen):
     BINDINGS = [
         Binding("escape,backspace", "back", "Back", id="back"),
@@ -54,7 +60,8 @@ class AlertsScreen(Screen):
         if len(alerts) == len(self._alerts):
             return
         # oldest first by their own time (undated ones first), so that reversed, the newest lead
-        self._alerts = sorted(alerts, key=lambda a: a.wall_time if a.wall_time is not None else float("-inf"))
+        self._alerts = sorted(alerts, key=lambda a: (a.wall_time if a.wall_time is not None else float("-inf"),
+                                                     a.job, a.kind, a.iteration or 0))
         table = self.query_one("#alerts", DataTable)
         table.clear()
         for n, a in enumerate(reversed(self._alerts)):
@@ -72,7 +79,7 @@ class AlertsScreen(Screen):
 
     def _show_line(self, row: int) -> None:
         alert = list(reversed(self._alerts))[row]
-        self.query_one("#alert-line", Static).update(Text(f"{alert.file or '-'}:{alert.line or '-'}", style="dim"))
+        self.query_one("#alert-line", Static).update(Text(f"{_where(alert)}", style="dim"))
         if alert.file and alert.line:
             self._read_line(alert)
 
@@ -84,7 +91,7 @@ class AlertsScreen(Screen):
         self.app.call_from_thread(self._set_line, alert, text)
 
     def _set_line(self, alert: Alert, text: str | None) -> None:
-        out = Text(f"{alert.file}:{alert.line}\n", style="dim")
+        out = Text(f"{_where(alert)}\n", style="dim")
         out.append_text(plain(text if text is not None else "(the line cannot be read)"))
         out.append("\n")
         out.append_text(plain(alert.message))
