@@ -382,7 +382,8 @@ async def test_a_screenshot_without_a_downloads_directory_goes_to_the_current_on
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: len(rows(app)) == 6)
         app.action_screenshot()
-        await until(pilot, lambda: any(work.glob("*.svg")))
+        # written by the driver's thread: wait for the whole file, then for the toast that says where
+        await until(pilot, lambda: any("</svg>" in p.read_text() for p in work.glob("*.svg")))
         shots = list(work.glob("*.svg"))
         assert len(shots) == 1 and "<svg" in shots[0].read_text()[:400]
         await until(pilot, lambda: any(str(work) in str(n.message) for n in app._notifications))

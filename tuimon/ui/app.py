@@ -8,7 +8,7 @@ import time
 from functools import partial
 from typing import Callable, Iterable, Optional
 
-from textual.app import App, SystemCommand
+from textual.app import App, ScreenStackError, SystemCommand
 from textual.binding import Binding
 from textual.css.query import NoMatches
 from textual.screen import Screen
@@ -68,11 +68,11 @@ class TuimonApp(App[int]):
         """Pull a snapshot and show it on ``screen`` (default: the visible one).
         UI thread; the session copies what it needs under its lock."""
         t0 = time.perf_counter()
-        screen = screen or self.screen
         try:
+            screen = screen or self.screen
             self._show(screen)
-        except NoMatches:
-            return  # the screen is being built or torn down: the next tick shows it
+        except (NoMatches, ScreenStackError):
+            return  # the screen is being built or torn down (a request may arrive as the app closes)
         self.frames += 1
         self.frame_ms.append((time.perf_counter() - t0) * 1000.0)
         del self.frame_ms[:-1000]
