@@ -64,3 +64,50 @@ def test_demo_in_tmux(tmp_path):
         assert "temporary logs removed" in capture(session)
     finally:
         subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
+
+
+def test_demo_at_100x30_shows_mfu_no_share_over_100_and_an_empty_filter(tmp_path):
+    """Issue 19's walk-through at 100x30: MFU shown, every job screen's shares under 100%,
+    a filter matching nothing shows no row, and q exits 0."""
+    import re
+
+    session = f"tuimon-{uuid.uuid4().hex[:8]}"
+    marker = tmp_path / "exit-code"
+    cmd = (f"cd {ROOT} && PYTHONPATH={ROOT} {sys.executable} -m tuimon demo; echo $? > {marker}; sleep 30")
+    subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", "100", "-y", "30", cmd], check=True,
+                   env=dict(os.environ, TERM="xterm-256color"))
+
+    def keys(*names: str) -> None:
+        subprocess.run(["tmux", "send-keys", "-t", session, *names], check=True)
+
+    try:
+        screen = wait_for(session, "llama-7b-ranks-straggler-4005")
+        screen = wait_for(session, "%")  # the MFU column, at 100 columns
+        assert re.search(r"\d+\.\d%", screen), screen
+        for row in range(5):  # every job screen: no share of 100% or more
+            keys(*(["j"] * row), "Enter")
+            job_screen = wait_for(session, "Timers per iteration")
+            shares = [float(s) for s in re.findall(r"(\d+\.\d)%", job_screen)]
+            assert all(s < 100.0 for s in shares), job_screen
+            keys("Escape")
+            wait_for(session, "sort: job")
+        keys("/")
+        time.sleep(0.3)
+        keys("n", "o", "s", "u", "c", "h", "j", "o", "b", "Enter")
+        time.sleep(1.0)
+        screen = capture(session)
+        assert "0 shown of 0 matching" in screen and "no job selected" in screen, screen  # no row, no preview
+        rows = [line for line in screen.splitlines() if line.startswith((" llama", " gpt", " megatron", " stronghold"))]
+        assert rows == [], screen
+        keys("Escape")
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and not any(line.startswith(" gpt-175b")
+                                                      for line in capture(session).splitlines()):
+            time.sleep(0.2)  # the rows are back (a toast may name a job meanwhile)
+        keys("q")
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not marker.exists():
+            time.sleep(0.2)
+        assert marker.read_text().strip() == "0"
+    finally:
+        subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
