@@ -34,6 +34,18 @@ def tick(value: float, unit: str) -> str:
     return text + unit
 
 
+def _y_axis(ranged: np.ndarray, width: int, unit: str) -> tuple[float, float, list[str], int, int]:
+    """(low, high, tick labels top/middle/bottom, label width, plot width) for the values
+    the y range is taken from; a flat series gets 5% of room either side."""
+    lo, hi = float(ranged.min()), float(ranged.max())
+    if hi == lo:
+        pad = abs(hi) * 0.05 or 1.0
+        lo, hi = lo - pad, hi + pad
+    labels = [tick(hi, unit), tick((hi + lo) / 2, unit), tick(lo, unit)]
+    label_w = max(len(s) for s in labels) + 1
+    return lo, hi, labels, label_w, max(4, width - label_w - 1)
+
+
 def chart_lines(xs: Sequence[float], ys: Sequence[float], width: int, height: int, *, unit: str = "",
                 palette: Palette = DEFAULT, warmup: bool = True) -> list[Text]:
     """``height`` lines of ``width`` cells: the plot with its y ticks, then the x axis."""
@@ -50,13 +62,7 @@ def chart_lines(xs: Sequence[float], ys: Sequence[float], width: int, height: in
     steady = finite.copy()
     steady[:warm] = False
     ranged = y[steady] if steady.any() else y[finite]
-    lo, hi = float(ranged.min()), float(ranged.max())
-    if hi == lo:
-        pad = abs(hi) * 0.05 or 1.0
-        lo, hi = lo - pad, hi + pad
-    labels = [tick(hi, unit), tick((hi + lo) / 2, unit), tick(lo, unit)]
-    label_w = max(len(s) for s in labels) + 1
-    plot_w = max(4, width - label_w - 1)
+    lo, hi, labels, label_w, plot_w = _y_axis(ranged, width, unit)
     rows = height - 2  # the x axis line and its labels
     # buckets by x: the mean of the finite points that fall in each column
     xmin, xmax = float(np.nanmin(x)), float(np.nanmax(x))
@@ -152,13 +158,7 @@ def overlay_lines(series: Sequence[tuple[str, Any, Any]], styles: Sequence[str],
     xs_all = np.concatenate([x for _, x, _ in data]) if data else np.zeros(0)
     if ranged.size == 0 or xs_all.size == 0 or height < 4 or width < 16:
         return [Text("no data yet", style=palette.dim)]
-    lo, hi = float(ranged.min()), float(ranged.max())
-    if hi == lo:
-        pad = abs(hi) * 0.05 or 1.0
-        lo, hi = lo - pad, hi + pad
-    labels = [tick(hi, unit), tick((hi + lo) / 2, unit), tick(lo, unit)]
-    label_w = max(len(s) for s in labels) + 1
-    plot_w = max(4, width - label_w - 1)
+    lo, hi, labels, label_w, plot_w = _y_axis(ranged, width, unit)
     rows = height - 3  # the axis, its labels, the legend
     xmin, xmax = float(xs_all.min()), float(xs_all.max())
     span = (xmax - xmin) or 1.0
