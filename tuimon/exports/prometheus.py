@@ -20,8 +20,7 @@ from prometheus_client.registry import Collector, CollectorRegistry
 
 from ..figures.summary import last_progress
 from ..live.session import JobRow, LiveSession, Snapshot
-from ..sources.discover import PathError
-from ..sources.specs import split_paths
+from ..sources.specs import host_and_path
 from .listen import DEFAULT_LISTEN, ListenError, parse_listen
 
 STATUSES = ("starting", "training", "finished", "failed", "nan", "stuck-in-startup", "no-iterations", "stalled")
@@ -32,18 +31,6 @@ def label_text(value: Any) -> str:
     """A label value that encodes as UTF-8 (escaping is prometheus_client's)."""
     text = "" if value is None else str(value)
     return "".join(f"\\x{ord(ch) - 0xDC00:02x}" if 0xDC80 <= ord(ch) <= 0xDCFF else ch for ch in text)
-
-
-def host_and_path(label: str) -> tuple[str, str]:
-    """('local', path) for a local file, (SSH alias, remote path) for a remote one."""
-    try:
-        local, remote = split_paths([label])
-    except (ValueError, PathError):  # not a spec after all: a local name with a colon
-        return "local", label
-    if remote:
-        spec = remote[0]
-        return spec.host, spec.path
-    return "local", label
 
 
 class SessionCollector(Collector):

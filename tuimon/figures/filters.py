@@ -13,17 +13,10 @@ FIELDS = {"status": "status", "fw": "framework", "framework": "framework", "host
 
 def host_of(summary: dict) -> str:
     """``local``, or the SSH alias of a job whose file labels are ``alias:path``."""
-    from ..sources.discover import PathError
-    from ..sources.specs import split_paths
+    from ..sources.specs import host_and_path
 
     files = summary.get("files") or []
-    if not files:
-        return "local"
-    try:
-        _, remote = split_paths([files[0]])
-    except (ValueError, PathError):
-        return "local"
-    return remote[0].host if remote else "local"
+    return host_and_path(files[0])[0] if files else "local"
 
 
 def compile_filter(text: str) -> Callable[[dict, bool], bool]:

@@ -74,3 +74,13 @@ def split_paths(paths: list[str]) -> tuple[list[str], list[RemoteSpec]]:
         else:
             remote.append(spec)
     return local, remote
+
+
+def host_and_path(label: str) -> tuple[str, str]:
+    """``("local", path)`` for a local file's label, ``(SSH alias, remote path)`` for a
+    remote one's (``alias:path``)."""
+    try:
+        _, remote = split_paths([label])
+    except (ValueError, PathError):  # not a spec after all: a local name with a colon
+        return "local", label
+    return (remote[0].host, remote[0].path) if remote else ("local", label)

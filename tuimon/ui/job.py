@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+from typing import Optional
 
 import numpy as np
 from rich.text import Text
@@ -10,6 +11,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.screen import Screen
+from textual.widget import Widget
 from textual.widgets import DataTable, Footer, Input, Log, Static
 
 from ..live.session import JobDetail
@@ -74,6 +76,19 @@ class Chart(Vertical):
         self.query_one(f"#{self.chart_id}-label", Static).update(Fitted(label))
 
 
+def show_charts(node: Widget, prefix: str, d: Optional[JobDetail]) -> None:
+    """A job's TFLOPs, iteration-time and loss on the charts ``#{prefix}-tflops``, ``-iter``
+    and ``-loss`` under ``node`` (none: empty charts)."""
+    empty = np.zeros(0)
+    its = d.iterations if d is not None else empty
+    for name, ys, fmt in (("tflops", d.tflops if d is not None else empty, ".1f"),
+                          ("iter", d.iter_ms / 1000.0 if d is not None else empty, ".2f"),
+                          ("loss", d.loss if d is not None else empty, ".3f")):
+        chart = node.query_one(f"#{prefix}-{name}", Static).parent
+        assert isinstance(chart, Chart)
+        chart.show(chart_xs(its, len(ys))[-CHART_POINTS:], ys[-CHART_POINTS:], fmt)
+
+
 class ExportSeries(Message):
     """The job screen asks for its job's series as CSV (the app writes the file)."""
 
@@ -133,11 +148,7 @@ class JobScreen(Screen):
         title = Text.assemble(plain(s["job"], "bold"), "  ", status_text(s, d.row.stalled, palette=of(self)), "  ",
                               plain(s["framework"]))
         self.query_one("#job-title", Static).update(title)
-        for chart_id, ys, fmt in (("#chart-tflops", d.tflops, ".1f"), ("#chart-iter", d.iter_ms / 1000.0, ".2f"),
-                                  ("#chart-loss", d.loss, ".3f")):
-            chart = self.query_one(chart_id, Static).parent
-            assert isinstance(chart, Chart)
-            chart.show(chart_xs(d.iterations, len(ys))[-CHART_POINTS:], ys[-CHART_POINTS:], fmt)
+        show_charts(self, "chart", d)
         self._breakdown(d)
         self._startup(d)
         self._config(d)

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 from typing import Optional
 
-import numpy as np
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -17,7 +16,7 @@ from ..figures.filters import compile_filter
 from ..figures.summary import mfu_text, progress_text
 from ..live.session import JobDetail, JobRow, Snapshot
 from ..store.fields import SHOWN
-from .job import CHART_POINTS, Chart, chart_xs
+from .job import Chart, show_charts
 from .messages import OpenJob, RefreshRequest
 from .palette import DEFAULT, Palette, of
 from .render import duration, iter_time, num, plain, spark, status_text
@@ -276,10 +275,7 @@ class JobsScreen(Screen):
         status = self.query_one("#preview-status", Static)
         if detail is None:
             status.update(Text("no job selected", style="dim"))
-            for chart_id in ("#preview-tflops", "#preview-iter", "#preview-loss"):
-                chart = self.query_one(chart_id, Static).parent
-                assert isinstance(chart, Chart)
-                chart.show(np.zeros(0), np.zeros(0), ".1f")
+            show_charts(self, "preview", None)
             return
         s = detail.row.summary
         line = Text.assemble(plain(s["job"], "bold"), "  ", status_text(s, detail.row.stalled, detail.row.alerts,
@@ -289,12 +285,7 @@ class JobsScreen(Screen):
             line.append(alert.kind, style=of(self).alert)
             line.append_text(plain(f" {alert.message[:120]}"))
         status.update(line)
-        for chart_id, ys, fmt in (("#preview-tflops", detail.tflops, ".1f"),
-                                  ("#preview-iter", detail.iter_ms / 1000.0, ".2f"),
-                                  ("#preview-loss", detail.loss, ".3f")):
-            chart = self.query_one(chart_id, Static).parent
-            assert isinstance(chart, Chart)
-            chart.show(chart_xs(detail.iterations, len(ys))[-CHART_POINTS:], ys[-CHART_POINTS:], fmt)
+        show_charts(self, "preview", detail)
 
     def selected_key(self) -> Optional[str]:
         table = self.query_one("#jobs", DataTable)
