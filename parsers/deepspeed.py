@@ -187,6 +187,8 @@ class DeepSpeedParser(LineParser):
         return []
 
     def _on_json_close(self, body: str, ctx: LineContext) -> list[Event]:
+        if not _JSON_CLOSE.match(body):
+            return []
         state, self._json = self._json, None
         if not state or not state["where"]:
             return []

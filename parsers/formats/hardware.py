@@ -51,7 +51,8 @@ FORMAT = {
         {
             "event": "run_config",
             "anchors": ["bf16_enabled ", "bfloat16_enabled "],
-            "regex": r"(?:^|[\]:] )\s*(?:bf16|bfloat16)_enabled \.+ True\s*$",
+            # led by a literal: a regex led by (?:^|...) is tried at every position of a block
+            "regex": r"b(?:f16|float16)_enabled \.+ True\s*$",
             "set": {"precision": "bf16"},
             "samples": [{"line": "[2024-06-21 10:50:42,111] [INFO] [config.py:988:print]   bfloat16_enabled "
                                  "............. True", "expect": {"precision": "bf16"}},
@@ -60,7 +61,7 @@ FORMAT = {
         {
             "event": "run_config",
             "anchor": "fp16_enabled ",
-            "regex": r"(?:^|[\]:] )\s*fp16_enabled \.+ True\s*$",
+            "regex": r"fp16_enabled \.+ True\s*$",
             "set": {"precision": "fp16"},
             "samples": [{"line": "[2022-06-29 01:00:50,123] [INFO] [config.py:1063:print]   fp16_enabled "
                                  "................. True", "expect": {"precision": "fp16"}}],
@@ -68,7 +69,7 @@ FORMAT = {
         {
             "event": "run_config",
             "anchors": ["bf16=True", "fp16=True"],
-            "regex": r"(?:^|[\]:] )\s*(?P<precision>bf16|fp16)=True,?\s*$",
+            "regex": r"(?<![\w-])(?P<precision>bf16|fp16)=True,?\s*$",
             "types": {"precision": "str"},
             "samples": [{"line": "bf16=True,", "expect": {"precision": "bf16"}}],
         },
