@@ -64,3 +64,12 @@ def split_prefix(line: str) -> Prefix:
         else:
             node = label
     return Prefix(line[m.end():], rank_i, local_i, node)
+
+
+def rank_line_pattern(rank: str) -> "re.Pattern[str]":
+    """The lines a rank wrote in a shared log: ``N: `` (srun --label, padded or not),
+    ``[rankN]:`` (torchrun) or ``[Rank N]`` (DeepSpeed, Megatron-Core); a rank that is
+    not a number (a per-rank file's label) owns the lines labelled ``rank: ``."""
+    if not rank.isdigit():
+        return re.compile(rf"^{re.escape(rank)}: ")
+    return re.compile(rf"^ {{0,6}}{rank}: |^(?:\S+: )?(?:\[default\d+\]: ?)?\[rank{rank}\]:|\[Rank {rank}\]")

@@ -44,6 +44,58 @@ def run_cli(capsys):
     return run
 
 
+# -- the app, for Pilot tests ---------------------------------------------------------------
+FIXED_NOW = 1_700_000_000.0  # the clock of the app's sessions: ages and stalls come out the same on every run
+APP_SIZE = (170, 48)
+
+
+def copy_fixture_logs(tmp_path: Path) -> Path:
+    """The fixture runs in ``tmp_path/logs``, last written an hour before FIXED_NOW."""
+    import shutil
+
+    d = tmp_path / "logs"
+    d.mkdir()
+    for f in FIXTURES.iterdir():
+        shutil.copy(f, d / f.name)
+        os.utime(d / f.name, (FIXED_NOW - 3600, FIXED_NOW - 3600))
+    return d
+
+
+def loaded_session(paths, **kw):
+    """A session whose files are already read (no background thread: deterministic)."""
+    from tuimon.live.session import LiveSession
+
+    session = LiveSession([str(p) for p in paths], clock=lambda: FIXED_NOW, poll=0.1, **kw)
+    for _ in range(3):
+        session.follower.poll()
+    return session
+
+
+@pytest.fixture
+def fixture_logs(tmp_path) -> Path:
+    return copy_fixture_logs(tmp_path)
+
+
+@pytest.fixture
+def app(fixture_logs):
+    """The app on the fixture runs (not started: ``async with app.run_test(...)``)."""
+    from tuimon.ui.app import TuimonApp
+
+    return TuimonApp(loaded_session([fixture_logs]))
+
+
+async def until(pilot, condition, timeout: float = 10.0) -> None:
+    """Let the app run until ``condition()`` holds (a slow machine needs longer
+    than a fixed pause); the caller's assert says what was expected."""
+    for _ in range(int(timeout / 0.05)):
+        try:
+            if condition():
+                return
+        except Exception:  # the screen is still being built
+            pass
+        await pilot.pause(0.05)
+
+
 def pytest_report_header(config):
     return f"tuimon shared material: {SHARED} ({'present' if SHARED.exists() else 'MISSING: corpus/seed tests skip'})"
 

@@ -2,51 +2,19 @@
 from __future__ import annotations
 
 import contextlib
-import os
 import shutil
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-from tests.conftest import FIXTURES
+from tests.conftest import APP_SIZE, FIXED_NOW, FIXTURES, copy_fixture_logs, loaded_session, until
 from tuimon.live.session import LiveSession
 from tuimon.ui.app import TuimonApp
 from tuimon.ui.job import JobScreen
 from tuimon.ui.jobs import JobsScreen
 from tuimon.ui.rank import RankScreen
 
-FIXED_NOW = 1_700_000_000.0
-SIZE = (170, 48)
-
-
-def fixture_dir(tmp_path: Path) -> Path:
-    d = tmp_path / "logs"
-    d.mkdir()
-    for f in FIXTURES.iterdir():
-        shutil.copy(f, d / f.name)
-        os.utime(d / f.name, (FIXED_NOW - 3600, FIXED_NOW - 3600))
-    return d
-
-
-def loaded_session(paths, **kw) -> LiveSession:
-    """A session whose files are already read (no background thread: deterministic)."""
-    session = LiveSession([str(p) for p in paths], clock=lambda: FIXED_NOW, poll=0.1, **kw)
-    for _ in range(3):
-        session.follower.poll()
-    return session
-
-
-async def until(pilot, condition, timeout: float = 10.0) -> None:
-    """Let the app run until ``condition()`` holds (a slow machine needs longer
-    than a fixed pause); the caller's assert says what was expected."""
-    for _ in range(int(timeout / 0.05)):
-        try:
-            if condition():
-                return
-        except Exception:  # the screen is still being built
-            pass
-        await pilot.pause(0.05)
+SIZE = APP_SIZE
 
 
 def rows(app) -> dict[str, list[str]]:
@@ -64,8 +32,7 @@ def cell(app, job: str, column: str) -> str:
     return str(table.get_cell(key, column))
 
 
-async def test_jobs_screen_shows_every_fixture_job(tmp_path):
-    app = TuimonApp(loaded_session([fixture_dir(tmp_path)]))
+async def test_jobs_screen_shows_every_fixture_job(app):
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: len(rows(app)) == 6)
         r = rows(app)
@@ -77,8 +44,7 @@ async def test_jobs_screen_shows_every_fixture_job(tmp_path):
         assert cell(app, "stronghold-run", "TFLOPs rep") == "7.2"
 
 
-async def test_navigation_keys(tmp_path):
-    app = TuimonApp(loaded_session([fixture_dir(tmp_path)]))
+async def test_navigation_keys(app):
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: len(rows(app)) == 6)
         assert isinstance(app.screen, JobsScreen)
@@ -99,8 +65,7 @@ async def test_navigation_keys(tmp_path):
     assert app.return_code == 0
 
 
-async def test_filter_narrows_rows(tmp_path):
-    app = TuimonApp(loaded_session([fixture_dir(tmp_path)]))
+async def test_filter_narrows_rows(app):
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: len(rows(app)) == 6)
         await pilot.press("slash", "o", "o", "m")
@@ -224,7 +189,7 @@ async def test_untrusted_text_is_shown_literally(tmp_path):
 
 
 async def test_themes_and_palette_commands(tmp_path):
-    app = TuimonApp(loaded_session([fixture_dir(tmp_path)]), theme="high-contrast")
+    app = TuimonApp(loaded_session([copy_fixture_logs(tmp_path)]), theme="high-contrast")
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: len(rows(app)) == 6)
         assert app.theme == "tuimon-high-contrast"
@@ -239,8 +204,7 @@ async def test_themes_and_palette_commands(tmp_path):
         assert "FAILED oom !1" in rows(app)["oom-run"]
 
 
-async def test_mouse_opens_a_job(tmp_path):
-    app = TuimonApp(loaded_session([fixture_dir(tmp_path)]))
+async def test_mouse_opens_a_job(app):
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: len(rows(app)) == 6)
         table = app.screen.query_one("#jobs")
@@ -322,7 +286,8 @@ def test_chart_label_keeps_to_one_line():
             shown["r"] = renderable
 
     chart.query_one = lambda selector, *_: Label()
-    chart.show(np.array([1.0, 2.0, 3.0]), np.array([5.82, 6.11, 9.65]), ".2f")
+    from tuimon.live.session import Curve
+    chart.show(Curve(np.array([1, 2, 3]), np.full(3, np.nan), np.array([5.82, 6.11, 9.65])), ".2f")
     for width, want in ((80, "iteration time (s)  last 9.65  min 5.82  max 9.65"),
                         (44, "iteration time (s)  last 9.65  min 5.82"), (20, "iteration time (s)")):
         console = Console(width=width, record=True)
@@ -333,7 +298,7 @@ def test_chart_label_keeps_to_one_line():
 async def test_alerts_reach_the_header_the_rows_a_toast_and_the_alerts_screen(tmp_path):
     from tuimon.ui.alerts import AlertsScreen
 
-    logs = fixture_dir(tmp_path)
+    logs = copy_fixture_logs(tmp_path)
     clock = [FIXED_NOW]
     session = LiveSession([str(logs)], clock=lambda: clock[0], poll=0.1)
     for _ in range(3):
@@ -370,7 +335,7 @@ async def test_alerts_reach_the_header_the_rows_a_toast_and_the_alerts_screen(tm
         await until(pilot, lambda: not isinstance(app.screen, AlertsScreen))
 
 
-async def test_a_screenshot_without_a_downloads_directory_goes_to_the_current_one(tmp_path, monkeypatch):
+async def test_a_screenshot_without_a_downloads_directory_goes_to_the_current_one(tmp_path, monkeypatch, app):
     home = tmp_path / "home"
     home.mkdir()
     work = tmp_path / "work"
@@ -378,7 +343,6 @@ async def test_a_screenshot_without_a_downloads_directory_goes_to_the_current_on
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.delenv("XDG_DOWNLOAD_DIR", raising=False)
     monkeypatch.chdir(work)
-    app = TuimonApp(loaded_session([fixture_dir(tmp_path)]))
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: len(rows(app)) == 6)
         app.action_screenshot()
@@ -392,7 +356,7 @@ async def test_a_screenshot_without_a_downloads_directory_goes_to_the_current_on
 async def test_status_and_badge_colours_come_from_the_theme(tmp_path):
     from themes import THEME_SPECS
 
-    app = TuimonApp(loaded_session([fixture_dir(tmp_path)]))
+    app = TuimonApp(loaded_session([copy_fixture_logs(tmp_path)]))
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: len(rows(app)) == 6)
         table = app.screen.query_one("#jobs")
@@ -412,8 +376,7 @@ async def test_status_and_badge_colours_come_from_the_theme(tmp_path):
             assert badge and error.lower() in str(badge[0].style).lower()
 
 
-async def test_filter_terms_no_match_and_sorting(tmp_path):
-    app = TuimonApp(loaded_session([fixture_dir(tmp_path)]))
+async def test_filter_terms_no_match_and_sorting(app):
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: len(rows(app)) == 6)
         screen = app.screen
@@ -455,7 +418,7 @@ async def test_e_exports_the_job_series_to_csv(tmp_path, monkeypatch):
     work = tmp_path / "work"
     work.mkdir()
     monkeypatch.chdir(work)
-    app = TuimonApp(loaded_session([fixture_dir(tmp_path)]))
+    app = TuimonApp(loaded_session([copy_fixture_logs(tmp_path)]))
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: len(rows(app)) == 6)
         app.open_job(next(k for k in app.session.store.jobs if k.endswith("stronghold-run")))
@@ -501,8 +464,7 @@ def test_line_chart_axes_warmup_and_nan():
     assert [t.plain for t in chart_lines([], [], 60, 8)] == ["no data yet"]
 
 
-async def test_the_jobs_screen_previews_the_selected_job(tmp_path):
-    app = TuimonApp(loaded_session([fixture_dir(tmp_path)]))
+async def test_the_jobs_screen_previews_the_selected_job(app):
     async with app.run_test(size=(180, 50)) as pilot:
         await until(pilot, lambda: len(rows(app)) == 6)
         screen = app.screen
@@ -518,8 +480,7 @@ async def test_the_jobs_screen_previews_the_selected_job(tmp_path):
         assert screen.query_one("#preview-tflops").parent.values  # its TFLOPs, charted
 
 
-async def test_columns_drop_by_priority_as_the_terminal_narrows(tmp_path):
-    app = TuimonApp(loaded_session([fixture_dir(tmp_path)]))
+async def test_columns_drop_by_priority_as_the_terminal_narrows(app):
     async with app.run_test(size=(100, 30)) as pilot:
         await until(pilot, lambda: len(rows(app)) == 6)
         narrow = [str(c.label) for c in app.screen.query_one("#jobs").columns.values()]
@@ -535,7 +496,7 @@ async def test_columns_drop_by_priority_as_the_terminal_narrows(tmp_path):
 async def test_marked_jobs_are_compared_side_by_side(tmp_path):
     from tuimon.ui.compare import CompareScreen
 
-    app = TuimonApp(loaded_session([fixture_dir(tmp_path)]))
+    app = TuimonApp(loaded_session([copy_fixture_logs(tmp_path)]))
     async with app.run_test(size=(180, 50)) as pilot:
         await until(pilot, lambda: len(rows(app)) == 6)
         table = app.screen.query_one("#jobs")

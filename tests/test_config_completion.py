@@ -48,7 +48,7 @@ def test_flags_override_the_file_which_overrides_the_defaults(tmp_path):
         assert peak_source(out.stdout) == "--gpu: b200 bf16", out.stderr
     shown = cli("config", "show", env=env).stdout
     config_file = tmp_path / "tuimon" / "config.toml"
-    assert f'gpu                = "h100"' in shown and f"# {config_file}:1" in shown
+    assert 'gpu                = "h100"' in shown and f"# {config_file}:1" in shown
     assert "startup_timeout    = 900" in shown and f"# {config_file}:2" in shown
     assert "theme              = \"dark\"" in shown and "# default" in shown
     assert "loss-spike.k=8" in shown

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from tests.test_app import SIZE, fixture_dir, loaded_session
+from tests.conftest import APP_SIZE as SIZE
+from tests.conftest import copy_fixture_logs as fixture_dir
+from tests.conftest import loaded_session
 from tuimon.ui.app import TuimonApp
 
 

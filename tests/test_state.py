@@ -5,8 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 
-from tests.conftest import FIXTURES
-from tests.test_app import FIXED_NOW, loaded_session
+from tests.conftest import FIXED_NOW, FIXTURES, loaded_session
 from tuimon.sources.discover import discover
 from tuimon.store.identity import identify
 from tuimon.ui.render import iter_time

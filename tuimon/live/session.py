@@ -31,8 +31,10 @@ from ..figures.summary import (
     world_size,
 )
 from ..sources.local import LocalFollower, supervise
+from ..sources.logfile import Lines
 from ..sources.remote import RemoteThread, split_paths
 from ..store.job_store import Job, JobStore
+from ..store.series import Series
 from .alerting import AlertFeed
 
 TAIL_LINES = 2000
@@ -78,17 +80,45 @@ class RankRow:
 
 
 @dataclass
+class Curve:
+    """A chart's points: their iterations (-1: not known), wall times in seconds since the
+    series' first stamp (NaN: not known) and values (NaN: not finite or not logged)."""
+
+    iterations: np.ndarray
+    walls: np.ndarray
+    values: np.ndarray
+
+    @classmethod
+    def of(cls, series: Series, values: np.ndarray) -> "Curve":
+        return cls(series.column("iteration").astype(np.int64), series.column("wall").astype(np.float64),
+                   np.asarray(values, dtype=np.float64))
+
+    @classmethod
+    def empty(cls) -> "Curve":
+        return cls(np.zeros(0, np.int64), np.zeros(0), np.zeros(0))
+
+
+@dataclass
 class JobDetail:
     row: JobRow
     iterations: np.ndarray
     iter_ms: np.ndarray
     loss: np.ndarray
-    tflops: np.ndarray
+    tflops: Curve  # its own points: a run that logs steps reports TFLOPs on its throughput lines
     timers: list[tuple[str, str, float]]  # (name, group, mean ms)
     ranks: list[RankRow]
     tail: list[str]
     failures: list[dict]
     config: dict
+    walls: np.ndarray = field(default_factory=lambda: np.zeros(0))  # of ``iterations``' points
+
+    def curve(self, name: str) -> Curve:
+        """The ``tflops``, ``iter`` (seconds) or ``loss`` chart's points."""
+        if name == "tflops":
+            return self.tflops
+        values = self.iter_ms / 1000.0 if name == "iter" else self.loss
+        walls = self.walls if len(self.walls) == len(values) else np.full(len(values), np.nan)
+        return Curve(self.iterations.astype(np.int64), walls, values)
 
 
 class LiveSession:
@@ -307,7 +337,7 @@ class LiveSession:
         if cached is None or cached[0] != version:
             summary = summarize(job, now=now, last_write=self.last_update.get(job.key), gpu_peak=self.gpu_peak,
                                 gpu=self.gpu, startup_timeout=self.startup_timeout)
-            row = JobRow(job.key, version, summary, None, None, False, _tflops_series(job, summary))
+            row = JobRow(job.key, version, summary, None, None, False, _tflops_series(job))
             self._cache[job.key] = (version, row)
         else:
             row = cached[1]
@@ -348,15 +378,12 @@ class LiveSession:
                 return None
             row = self._row(job, now)
             primary = job.primary
-            if primary is not None and len(primary):
-                its = primary.column("iteration").copy()
-                ms = primary.column("elapsed_ms").astype(np.float64)
-                loss = primary.column("loss").astype(np.float64)
-            else:
-                its = job.steps.column("iteration").copy()
-                ms = job.steps.column("elapsed_ms").astype(np.float64)
-                loss = job.steps.column("loss").astype(np.float64)
-            tflops = np.asarray(row.tflops_series, dtype=np.float64)
+            main = primary if primary is not None and len(primary) else job.steps
+            its = main.column("iteration").copy()
+            ms = main.column("elapsed_ms").astype(np.float64)
+            loss = main.column("loss").astype(np.float64)
+            walls = main.column("wall").astype(np.float64)
+            tflops = _tflops_curve(job)
             timers = sorted(((n, t.group, t.mean_ms) for n, t in job.timers.items()), key=lambda x: -x[2])
             ranks = _rank_rows(job)
             tail: list[str] = []
@@ -366,7 +393,7 @@ class LiveSession:
             failures = [{"kind": f.kind, "message": f.message, "file": f.file, "line": f.line}
                         for f in job.failures[:50]]
             config = dict(job.config)
-        return JobDetail(row, its, ms, loss, tflops, timers, ranks, tail, failures, config)
+        return JobDetail(row, its, ms, loss, tflops, timers, ranks, tail, failures, config, walls)
 
     def series_csv(self, key: str) -> Optional[tuple[str, str]]:
         """(job name, CSV of every rank's points: rank, iteration, wall time and each registry
@@ -395,10 +422,42 @@ class LiveSession:
                                      job.files[fid] if fid < len(job.files) else "", int(p["line"])])
             return job.name, buf.getvalue()
 
-    def rank_series(self, key: str, rank: str) -> list[float]:
+    def log_sources(self, key: str) -> list[Lines]:
+        """A job's files for the log view: a file on this machine is read from disk, whole
+        (the view indexes it as it pages); a remote one shows the lines this session keeps."""
+        from ..sources.logfile import KeptLines, LogFile
+        from ..sources.specs import host_and_path
+
         with self.lock:
             job = self.store.jobs.get(key)
-            return _rank_ms(job, rank) if job is not None else []
+            if job is None:
+                return []
+            files = list(job.files)
+            kept = {label: list(self.tails.get(label, ())) for label in files}
+        out: list[Lines] = []
+        for label in files:
+            host, path = host_and_path(label)
+            if host == "local" and os.path.isfile(path):
+                out.append(LogFile(path, name=label))
+            else:
+                out.append(KeptLines(label, kept[label], note=f"the last {TAIL_LINES} lines read over SSH"
+                                     if host != "local" else "the file is gone: the lines read last"))
+        return out
+
+    def rank_vs_others(self, key: str, rank: str) -> tuple[Curve, Curve]:
+        """A rank's iteration times (ms) and, at the same iterations, the median of the
+        other ranks' (empty curves: an unknown job or rank)."""
+        with self.lock:
+            job = self.store.jobs.get(key)
+            if job is None:
+                return Curve.empty(), Curve.empty()
+            own = next((s for k, s in job.ranks.items() if str(k) == rank), None)
+            if own is None:
+                return Curve.empty(), Curve.empty()
+            mine = Curve.of(own, own.column("elapsed_ms").astype(np.float64))
+            others = [(s.column("iteration").astype(np.int64), s.column("elapsed_ms").astype(np.float64))
+                      for k, s in job.ranks.items() if str(k) != rank]
+        return mine, Curve(mine.iterations, mine.walls, median_at(mine.iterations, others))
 
 
 def _last_lines(text: str, n: int = 200) -> list[str]:
@@ -481,33 +540,54 @@ def _poll_supervised(follower: LocalFollower, warn: Callable[[str], None]) -> No
         time.sleep(0.5)
 
 
-def _rank_ms(job: Job, rank: str) -> list[float]:
-    for key, series in job.ranks.items():
-        if str(key) == rank:
-            ms = series.column("elapsed_ms").astype(np.float64)[-300:]
-            return [float(v) for v in ms if math.isfinite(v)]
-    return []
+def median_at(iterations: np.ndarray, series: list[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
+    """At each of ``iterations``, the median of the finite values the ``(iterations,
+    values)`` series hold there (NaN: none does)."""
+    out = np.full(len(iterations), np.nan)
+    if not series or not len(iterations):
+        return out
+    its = np.concatenate([i for i, _ in series])
+    vals = np.concatenate([v for _, v in series])
+    keep = np.isfinite(vals) & (its >= 0)
+    its, vals = its[keep], vals[keep]
+    if not its.size:
+        return out
+    order = np.lexsort((vals, its))  # by iteration, then value: a group's middle is its median
+    its, vals = its[order], vals[order]
+    uniq, start, count = np.unique(its, return_index=True, return_counts=True)
+    medians = (vals[start + (count - 1) // 2] + vals[start + count // 2]) / 2.0
+    at = np.searchsorted(uniq, iterations)
+    found = (at < uniq.size) & (uniq[np.minimum(at, uniq.size - 1)] == iterations)
+    out[found] = medians[at[found]]
+    return out
 
 
-def _tflops_series(job: Job, summary: dict) -> list[float]:
+def _tflops_curve(job: Job) -> Curve:
     """TFLOPs per GPU at each logged point: reported where the log gives it, else
     computed from the point's iteration time with the job's model size."""
     primary = job.primary
     if primary is None or not len(primary):  # a run that logs steps: what its throughput lines report
         reported = job.reported.column("tflops").astype(np.float64)
-        return [float(v) for v in reported[np.isfinite(reported)][-200:]]
+        curve = Curve.of(job.reported, reported)
+        keep = np.isfinite(reported)
+        return Curve(curve.iterations[keep], curve.walls[keep], curve.values[keep])
     reported = primary.column("tflops").astype(np.float64)
     if np.isfinite(reported).any():
-        return [float(v) for v in reported[-200:]]
+        return Curve.of(primary, reported)
     cfg = job.config
     params, gpus, gbs, seq = params_billion(cfg), world_size(cfg), global_batch(cfg), cfg.get("seq_length")
     if not (params and gpus and gbs and seq):
-        return []
+        return Curve.empty()
     k = 3 if cfg.get("activation_checkpointing") is False else 4
-    ms = primary.column("elapsed_ms").astype(np.float64)[-200:]
+    ms = primary.column("elapsed_ms").astype(np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):
         values = params * k * 2 * seq * gbs / (ms / 1000.0 * gpus * 1e3)
-    return [float(v) if math.isfinite(v) else float("nan") for v in values]
+    return Curve.of(primary, np.where(np.isfinite(values), values, np.nan))
+
+
+def _tflops_series(job: Job) -> list[float]:
+    """The latest TFLOPs per GPU, for the jobs table's sparkline."""
+    return [float(v) for v in _tflops_curve(job).values[-200:]]
 
 
 def _rank_rows(job: Job) -> list[RankRow]:

@@ -22,7 +22,8 @@ from .compare import CompareScreen
 from .help import HelpScreen
 from .job import ExportSeries, JobScreen
 from .jobs import SORTS, CompareJobs, JobsScreen
-from .messages import OpenJob, OpenRank, RefreshRequest
+from .logview import LogScreen
+from .messages import OpenJob, OpenLog, OpenRank, RefreshRequest
 from .rank import RankScreen
 
 MAX_HZ = 10.0
@@ -121,7 +122,7 @@ class TuimonApp(App[int]):
         elif isinstance(screen, RankScreen):
             detail = self.session.job_detail(screen.key)
             if detail is not None:
-                screen.update_detail(detail, self.session.rank_series(screen.key, screen.rank))
+                screen.update_detail(detail, *self.session.rank_vs_others(screen.key, screen.rank))
 
     # -- navigation ------------------------------------------------------------------------
     def open_job(self, key: str) -> None:
@@ -148,6 +149,12 @@ class TuimonApp(App[int]):
 
     def on_open_rank(self, message: OpenRank) -> None:
         self.open_rank(message.key, message.rank)
+
+    def on_open_log(self, message: OpenLog) -> None:
+        detail = self.session.job_detail(message.key)
+        name = detail.row.summary["job"] if detail is not None else message.key
+        self.push_screen(LogScreen(name, self.session.log_sources(message.key), search=message.search,
+                                   rank=message.rank))
 
     def on_compare_jobs(self, message: CompareJobs) -> None:
         self.push_screen(CompareScreen(message.keys))

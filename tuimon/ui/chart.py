@@ -1,7 +1,8 @@
 """A line chart with axes, as a pure renderable (no plotting dependency: a column of
 block characters per x bucket reads well in a terminal, and Rich text needs no markup).
 
-* x is the iteration (the points' own numbers), labelled at both ends and the middle;
+* x is the iteration (the points' own numbers) or the wall time since the first point,
+  labelled at both ends and the middle; an :class:`XView` zooms to a part of it;
 * y has ticks (top, middle, bottom) in the series' unit;
 * warm-up points are drawn dimmed and kept out of the y range (the first iterations
   of a run are slow: with them in the range the steady state is a flat line);
@@ -10,6 +11,7 @@ block characters per x bucket reads well in a terminal, and Rich text needs no m
 """
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -20,6 +22,70 @@ from ..figures.metrics import warmup_count
 from .palette import DEFAULT, Palette
 
 EIGHTHS = " ▁▂▃▄▅▆▇█"
+
+
+@dataclass(frozen=True)
+class XView:
+    """What part of the x axis a chart shows, as fractions of the points' x span (so one
+    view fits every chart of a job), and whether x is the iteration or the wall time."""
+
+    wall: bool = False
+    lo: float = 0.0
+    hi: float = 1.0
+
+    MIN_WIDTH = 1 / 256  # a zoom that shows a point or two: further zooming shows nothing more
+
+    @property
+    def zoomed(self) -> bool:
+        return self.lo > 0.0 or self.hi < 1.0
+
+    def zoom(self, factor: float, at: float = 0.5) -> "XView":
+        """``factor`` < 1 zooms in, > 1 out, keeping the fraction ``at`` of the view in place."""
+        width = min(1.0, max(self.MIN_WIDTH, (self.hi - self.lo) * factor))
+        pivot = self.lo + at * (self.hi - self.lo)
+        lo = min(max(0.0, pivot - at * width), 1.0 - width)
+        return replace(self, lo=lo, hi=lo + width)
+
+    def pan(self, step: float) -> "XView":
+        """Move by ``step`` view widths (negative: back), within the data."""
+        width = self.hi - self.lo
+        lo = min(max(0.0, self.lo + step * width), 1.0 - width)
+        return replace(self, lo=lo, hi=lo + width)
+
+    def toggled(self) -> "XView":
+        return replace(self, wall=not self.wall)
+
+    def window(self, xmin: float, xmax: float) -> tuple[float, float]:
+        span = xmax - xmin
+        return xmin + self.lo * span, xmin + self.hi * span
+
+
+FULL = XView()
+
+
+def x_label(value: float, wall: bool) -> str:
+    """An x tick: the iteration, or a wall time since the first point (s, m, h, d)."""
+    if not wall:
+        return f"{value:.0f}"
+    a = abs(value)
+    if a < 120:
+        return f"{value:.0f}s"
+    if a < 7200:
+        return f"{value / 60:.0f}m"
+    if a < 172800:
+        return f"{value / 3600:.1f}h"
+    return f"{value / 86400:.1f}d"
+
+
+def in_view(x: np.ndarray, view: XView) -> tuple[np.ndarray, float, float]:
+    """The mask of the points ``view`` shows (NaN x: never), and the x window it shows."""
+    ok = np.isfinite(x)
+    if not ok.any():
+        return ok, 0.0, 0.0
+    xmin, xmax = float(x[ok].min()), float(x[ok].max())
+    lo, hi = view.window(xmin, xmax)
+    with np.errstate(invalid="ignore"):
+        return ok & (x >= lo) & (x <= hi), lo, hi
 
 
 def tick(value: float, unit: str) -> str:
@@ -47,25 +113,36 @@ def _y_axis(ranged: np.ndarray, width: int, unit: str) -> tuple[float, float, li
 
 
 def chart_lines(xs: Sequence[float], ys: Sequence[float], width: int, height: int, *, unit: str = "",
-                palette: Palette = DEFAULT, warmup: bool = True) -> list[Text]:
-    """``height`` lines of ``width`` cells: the plot with its y ticks, then the x axis."""
+                palette: Palette = DEFAULT, warmup: bool = True, view: XView = FULL) -> list[Text]:
+    """``height`` lines of ``width`` cells: the plot with its y ticks, then the x axis
+    (the part of it ``view`` shows; the y range is that of the points shown)."""
     x = np.asarray(xs, dtype=np.float64)
     y = np.asarray(ys, dtype=np.float64)
     n = min(x.size, y.size)
     x, y = x[:n], y[:n]
     if n == 0 or height < 3 or width < 12:
         return [Text("no data yet", style=palette.dim)]
+    if not np.isfinite(y).any():
+        return [Text("no finite value yet", style=palette.dim)]
+    if not np.isfinite(x).any():
+        return [Text("no wall time logged: press x for iterations" if view.wall else "no data yet",
+                     style=palette.dim)]
+    # a loss starts high for real: only rates have a warm-up (counted on the whole run, not the view)
+    is_warm = np.arange(n) < (warmup_count(n) if warmup else 0)
+    shown, xmin, xmax = in_view(x, view)
+    if not shown.any():
+        return [Text("no point in this range: press 0 to reset the zoom", style=palette.dim)]
+    x, y, is_warm = x[shown], y[shown], is_warm[shown]
+    n = x.size
+    warm = int(is_warm.sum())  # the warm-up points come first
     finite = np.isfinite(y)
     if not finite.any():
-        return [Text("no finite value yet" if n else "no data yet", style=palette.dim)]
-    warm = warmup_count(n) if warmup else 0  # a loss starts high for real: only rates have a warm-up
-    steady = finite.copy()
-    steady[:warm] = False
+        return [Text("no finite value in this range", style=palette.dim)]
+    steady = finite & ~is_warm
     ranged = y[steady] if steady.any() else y[finite]
     lo, hi, labels, label_w, plot_w = _y_axis(ranged, width, unit)
     rows = height - 2  # the x axis line and its labels
     # buckets by x: the mean of the finite points that fall in each column
-    xmin, xmax = float(np.nanmin(x)), float(np.nanmax(x))
     span = (xmax - xmin) or 1.0
     col = np.clip(((x - xmin) / span * (plot_w - 1)).round().astype(int), 0, plot_w - 1) if n > 1 else np.zeros(1, int)
     sums = np.zeros(plot_w)
@@ -110,7 +187,7 @@ def chart_lines(xs: Sequence[float], ys: Sequence[float], width: int, height: in
     for c in range(plot_w):
         axis.append("×" if nan_col[c] else "─", style=palette.alert if nan_col[c] else palette.dim)
     lines.append(axis)
-    first, mid, last = f"{xmin:.0f}", f"{(xmin + xmax) / 2:.0f}", f"{xmax:.0f}"
+    first, mid, last = (x_label(v, view.wall) for v in (xmin, (xmin + xmax) / 2, xmax))
     gap = plot_w - len(first) - len(last)
     xl = Text(" " * (label_w + 1) + first, style=palette.dim)
     if gap > len(mid) + 2:
@@ -127,14 +204,14 @@ class LineChart:
     """:func:`chart_lines` at the size it is drawn (a widget's content region)."""
 
     def __init__(self, xs: Sequence[float], ys: Sequence[float], *, unit: str = "", palette: Palette = DEFAULT,
-                 height: Callable[[], int] = lambda: 6, warmup: bool = True) -> None:
+                 height: Callable[[], int] = lambda: 6, warmup: bool = True, view: XView = FULL) -> None:
         self.xs, self.ys, self.unit, self.palette, self.height = xs, ys, unit, palette, height
-        self.warmup = warmup
+        self.warmup, self.view = warmup, view
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         height = options.height or self.height()
         lines = chart_lines(self.xs, self.ys, options.max_width, max(3, height), unit=self.unit, palette=self.palette,
-                            warmup=self.warmup)
+                            warmup=self.warmup, view=self.view)
         yield Text("\n").join(lines)
 
 

@@ -3,7 +3,6 @@ iteration-time and loss curves overlaid, aligned by iteration, with a legend, an
 below them one row per job in the columns of seed 001's tables."""
 from __future__ import annotations
 
-import numpy as np
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -14,8 +13,8 @@ from textual.widgets import DataTable, Footer, Static
 from ..figures.columns import BY_NAME, DEFAULT
 from ..figures.columns import text as column_text
 from ..live.session import JobDetail
-from .chart import OverlayChart
-from .job import chart_xs
+from .chart import FULL, OverlayChart
+from .job import curve_xy
 from .palette import of
 from .render import plain
 
@@ -49,8 +48,8 @@ class CompareScreen(Screen):
         for chart_id, _, unit, warmup in CHARTS:
             series = []
             for d in details:
-                ys = {"compare-tflops": d.tflops, "compare-iter": d.iter_ms / 1000.0, "compare-loss": d.loss}[chart_id]
-                series.append((d.row.summary["job"], chart_xs(d.iterations, len(ys)), np.asarray(ys)))
+                xs, ys = curve_xy(d.curve(chart_id.removeprefix("compare-")), FULL)
+                series.append((d.row.summary["job"], xs, ys))
             self.query_one(f"#{chart_id}", Static).update(OverlayChart(series, styles, unit=unit, palette=palette,
                                                                         warmup=warmup))
         table = self.query_one("#compare-table", DataTable)

@@ -6,17 +6,18 @@ from typing import Optional
 
 import numpy as np
 from rich.text import Text
+from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.screen import Screen
 from textual.widget import Widget
-from textual.widgets import DataTable, Footer, Input, Log, Static
+from textual.widgets import DataTable, Footer, Log, Static
 
-from ..live.session import JobDetail
-from .chart import LineChart
-from .messages import OpenRank, RefreshRequest
+from ..live.session import Curve, JobDetail
+from .chart import FULL, LineChart, XView, in_view
+from .messages import OpenLog, OpenRank, RefreshRequest
 from .palette import of
 from .render import Fitted, num, plain, status_text, timeline, tree_bars
 
@@ -34,10 +35,28 @@ def chart_xs(iterations: np.ndarray, n: int) -> np.ndarray:
     return np.arange(1, n + 1, dtype=np.float64)
 
 
+def curve_xy(curve: Curve, view: XView) -> tuple[np.ndarray, np.ndarray]:
+    """The x (iterations or wall times, as ``view`` says) and y of a curve's latest points."""
+    n = len(curve.values)
+    xs = curve.walls if view.wall and len(curve.walls) == n else chart_xs(curve.iterations, n)
+    return xs[-CHART_POINTS:], curve.values[-CHART_POINTS:]
+
+
+class ZoomChart(Message):
+    """The mouse wheel over a chart: zoom the job's charts in (``factor`` < 1) or out,
+    keeping the point under the mouse (``at``, a fraction of the plot's width) in place."""
+
+    def __init__(self, factor: float, at: float) -> None:
+        super().__init__()
+        self.factor = factor
+        self.at = at
+
+
 class Chart(Vertical):
-    """A titled line chart with axes (:mod:`tuimon.ui.chart`): x the iteration, y ticks in
-    its unit, warm-up dimmed and out of the y range, NaN marked.  Our own renderable: a
-    plotting widget would add a dependency and its own markup handling of labels."""
+    """A titled line chart with axes (:mod:`tuimon.ui.chart`): x the iteration or the wall
+    time, y ticks in its unit, warm-up dimmed and out of the y range, NaN marked, zoomed
+    by its screen's :class:`XView`.  Our own renderable: a plotting widget would add a
+    dependency and its own markup handling of labels."""
 
     def __init__(self, title: str, chart_id: str, unit: str = "", warmup: bool = True) -> None:
         super().__init__(classes="chart")
@@ -52,19 +71,20 @@ class Chart(Vertical):
         yield Static(Text(self.title), id=f"{self.chart_id}-label")
         yield Static(Text(""), id=self.chart_id, classes="plot")
 
-    def show(self, xs: np.ndarray, ys: np.ndarray, fmt: str) -> None:
-        n = min(len(xs), len(ys))
-        self.xs, self.values = [float(v) for v in xs[:n]], [float(v) for v in ys[:n]]
+    def show(self, curve: Curve, fmt: str, view: XView = FULL) -> None:
+        xs, ys = curve_xy(curve, view)
+        self.xs, self.values = [float(v) for v in xs], [float(v) for v in ys]
         plot = self.query_one(f"#{self.chart_id}", Static)
         palette = of(self)
         plot.update(LineChart(self.xs, self.values, unit=self.unit, palette=palette,
-                              height=lambda: max(3, plot.size.height), warmup=self.warmup))
-        finite = [v for v in self.values if math.isfinite(v)]
+                              height=lambda: max(3, plot.size.height), warmup=self.warmup, view=view))
+        shown, _, _ = in_view(np.asarray(xs, dtype=np.float64), view)
+        finite = [v for v, ok in zip(self.values, shown) if ok and math.isfinite(v)]
+        title = self.title + (" (zoomed)" if view.zoomed else "")
         if not finite:
-            self.query_one(f"#{self.chart_id}-label", Static).update(Text(self.title))
+            self.query_one(f"#{self.chart_id}-label", Static).update(Text(title))
             return
         figures = [f"last {finite[-1]:{fmt}}", f"min {min(finite):{fmt}}", f"max {max(finite):{fmt}}"]
-        title = self.title
 
         def label(width: int) -> Text:
             """One line: the figures that fit after the title (a wrapped label pushed the chart down)."""
@@ -75,18 +95,26 @@ class Chart(Vertical):
 
         self.query_one(f"#{self.chart_id}-label", Static).update(Fitted(label))
 
+    def _wheel(self, event: events.MouseScrollDown | events.MouseScrollUp, factor: float) -> None:
+        event.stop()
+        plot = self.query_one(f"#{self.chart_id}", Static)
+        at = min(1.0, max(0.0, event.x / max(1, plot.size.width)))
+        self.post_message(ZoomChart(factor, at))
 
-def show_charts(node: Widget, prefix: str, d: Optional[JobDetail]) -> None:
+    def on_mouse_scroll_up(self, event: events.MouseScrollUp) -> None:
+        self._wheel(event, 0.5)
+
+    def on_mouse_scroll_down(self, event: events.MouseScrollDown) -> None:
+        self._wheel(event, 2.0)
+
+
+def show_charts(node: Widget, prefix: str, d: Optional[JobDetail], view: XView = FULL) -> None:
     """A job's TFLOPs, iteration-time and loss on the charts ``#{prefix}-tflops``, ``-iter``
     and ``-loss`` under ``node`` (none: empty charts)."""
-    empty = np.zeros(0)
-    its = d.iterations if d is not None else empty
-    for name, ys, fmt in (("tflops", d.tflops if d is not None else empty, ".1f"),
-                          ("iter", d.iter_ms / 1000.0 if d is not None else empty, ".2f"),
-                          ("loss", d.loss if d is not None else empty, ".3f")):
+    for name, fmt in (("tflops", ".1f"), ("iter", ".2f"), ("loss", ".3f")):
         chart = node.query_one(f"#{prefix}-{name}", Static).parent
         assert isinstance(chart, Chart)
-        chart.show(chart_xs(its, len(ys))[-CHART_POINTS:], ys[-CHART_POINTS:], fmt)
+        chart.show(d.curve(name) if d is not None else Curve.empty(), fmt, view)
 
 
 class ExportSeries(Message):
@@ -101,8 +129,15 @@ class JobScreen(Screen):
     BINDINGS = [
         Binding("escape,backspace", "back", "Back", id="back"),
         Binding("enter", "open_rank", "Open rank", id="open-rank"),
-        Binding("slash", "search", "Search log", id="search"),
+        Binding("l", "log", "Log", id="log"),
+        Binding("slash", "log(True)", "Search log", id="search"),
         Binding("e", "export", "Export CSV", id="export"),
+        Binding("x", "x_axis", "x: iter/time", id="x-axis"),
+        Binding("plus,equals_sign", "zoom(0.5)", "Zoom in", id="zoom-in"),
+        Binding("minus", "zoom(2.0)", "Zoom out", show=False, id="zoom-out"),
+        Binding("less_than_sign", "pan(-0.5)", "Pan back", show=False, id="pan-back"),
+        Binding("greater_than_sign", "pan(0.5)", "Pan on", show=False, id="pan-on"),
+        Binding("0", "zoom_reset", "Reset zoom", show=False, id="zoom-reset"),
         Binding("j", "cursor_down", "Down", show=False, id="down"),
         Binding("k", "cursor_up", "Up", show=False, id="up"),
     ]
@@ -110,10 +145,11 @@ class JobScreen(Screen):
     def __init__(self, key: str) -> None:
         super().__init__()
         self.key = key
-        self.search_text = ""
         self._tail_shown: list[str] = []
         self._rank_keys: list[str] = []
         self._ready = False  # the timer may fire between push and mount
+        self.view = FULL  # the charts' x axis and zoom
+        self._detail: Optional[JobDetail] = None
 
     def compose(self) -> ComposeResult:
         yield Static(Text("loading…"), id="job-title", classes="title")
@@ -129,7 +165,6 @@ class JobScreen(Screen):
             yield Static(Text(""), id="failures", classes="panel")
         yield DataTable(id="ranks", cursor_type="row")
         yield Log(id="tail", max_lines=TAIL_SHOWN, auto_scroll=True)
-        yield Input(placeholder="search the log tail (Esc to clear)", id="search")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -148,7 +183,8 @@ class JobScreen(Screen):
         title = Text.assemble(plain(s["job"], "bold"), "  ", status_text(s, d.row.stalled, palette=of(self)), "  ",
                               plain(s["framework"]))
         self.query_one("#job-title", Static).update(title)
-        show_charts(self, "chart", d)
+        self._detail = d
+        show_charts(self, "chart", d, self.view)
         self._breakdown(d)
         self._startup(d)
         self._config(d)
@@ -243,9 +279,6 @@ class JobScreen(Screen):
     def _tail(self, lines: list[str]) -> None:
         from ..text import sanitize
 
-        if self.search_text:
-            needle = self.search_text.lower()
-            lines = [ln for ln in lines if needle in ln.lower()]
         lines = lines[-TAIL_SHOWN:]
         if lines == self._tail_shown:
             return
@@ -278,20 +311,28 @@ class JobScreen(Screen):
     def action_cursor_up(self) -> None:
         self.query_one("#ranks", DataTable).action_cursor_up()
 
+    def _set_view(self, view: XView) -> None:
+        self.view = view
+        if self._detail is not None:
+            show_charts(self, "chart", self._detail, view)
+
+    def action_x_axis(self) -> None:
+        self._set_view(self.view.toggled())
+
+    def action_zoom(self, factor: float) -> None:
+        self._set_view(self.view.zoom(factor, at=1.0 if self.view.hi >= 1.0 else 0.5))  # keep the latest in view
+
+    def action_pan(self, step: float) -> None:
+        self._set_view(self.view.pan(step))
+
+    def action_zoom_reset(self) -> None:
+        self._set_view(XView(wall=self.view.wall))
+
+    def on_zoom_chart(self, message: ZoomChart) -> None:
+        self._set_view(self.view.zoom(message.factor, at=message.at))
+
     def action_export(self) -> None:
         self.post_message(ExportSeries(self.key))
 
-    def action_search(self) -> None:
-        box = self.query_one("#search", Input)
-        box.add_class("visible")
-        box.focus()
-
-    def on_input_changed(self, event: Input.Changed) -> None:
-        self.search_text = event.value
-        self._tail_shown = []
-        self.post_message(RefreshRequest())
-
-    def on_input_submitted(self, event: Input.Submitted) -> None:
-        if not event.value:
-            event.input.remove_class("visible")
-        self.query_one("#ranks", DataTable).focus()
+    def action_log(self, search: bool = False) -> None:
+        self.post_message(OpenLog(self.key, search=search))

@@ -26,3 +26,14 @@ class OpenRank(Message):
         super().__init__()
         self.key = key
         self.rank = rank
+
+
+class OpenLog(Message):
+    """Page through a job's log (``search``: with the search box open; ``rank``: only
+    that rank's lines)."""
+
+    def __init__(self, key: str, search: bool = False, rank: str = "") -> None:
+        super().__init__()
+        self.key = key
+        self.search = search
+        self.rank = rank

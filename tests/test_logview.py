@@ -1,0 +1,168 @@
+"""The log view, like ``less``: the whole file (indexed lazily, read where shown), search
+with n/N and a no-match message, g/G, F, marks, a rank filter, Esc clearing first."""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from tests.conftest import APP_SIZE, loaded_session, until
+from tuimon.sources.logfile import KeptLines, LogFile
+from tuimon.ui.app import TuimonApp
+from tuimon.ui.job import JobScreen
+from tuimon.ui.logview import LogScreen, LogView
+
+ITERATIONS = 1500  # four ranks: 6000 lines, three times what the session keeps of a tail
+
+
+def srun_log(path, iterations: int = ITERATIONS) -> list[str]:
+    lines = []
+    for i in range(1, iterations + 1):
+        for r in range(4):
+            lines.append(f"{r}:  iteration {i:8d}/   10000 | elapsed time per iteration (ms): {1000 + r:.1f} | "
+                         f"lm loss: 2.0E+00 |")
+        if i == iterations // 2:
+            lines.append("0: needle: the checkpoint was saved")
+        if i == iterations * 4 // 5:
+            lines.append("2: NEEDLE again, another case")
+    path.write_text("\n".join(lines) + "\n")
+    return lines
+
+
+def test_a_file_is_indexed_in_blocks_and_read_where_asked(tmp_path):
+    path = tmp_path / "x.log"
+    lines = srun_log(path, 300)
+    log = LogFile(str(path))
+    assert not log.index(budget=10_000) and 0 < len(log) < len(lines)  # usable before it is all indexed
+    while not log.index(budget=10_000):
+        pass
+    assert len(log) == len(lines)
+    assert log.lines(0, 2) == lines[:2] and log.lines(len(lines) - 1, 5) == lines[-1:]
+    first, second = [i for i, ln in enumerate(lines) if "needle" in ln.lower()]
+    assert log.find("NEEDLE", 0) == first and log.find("needle", first + 1) == second
+    assert log.find("needle", second + 1) is None
+    assert log.find("needle", len(lines) - 1, forward=False) == second
+    assert log.find("needle", second - 1, forward=False) == first
+    assert log.find("iteration      300", 0) == len(lines) - 4
+    assert list(log.matching(re.compile(r"^3: "))) == [i for i, ln in enumerate(lines) if ln.startswith("3: ")]
+
+
+def test_growth_truncation_bad_bytes_and_control_sequences(tmp_path):
+    path = tmp_path / "x.log"
+    path.write_bytes(b"one\ntwo\n\xff\xfe bad \x1b[31mred\x1b[0m\npartial")
+    log = LogFile(str(path))
+    log.index()
+    assert len(log) == 4  # the partial last line is shown
+    third = log.lines(2, 1)[0]
+    assert "\x1b" not in third and "bad" in third and "\ufffd" in third
+    with open(path, "ab") as fh:
+        fh.write(b" line\nfive\n")
+    log.index()
+    assert log.lines(3, 2) == ["partial line", "five"]
+    path.write_bytes(b"new\n")  # truncated: indexed again from the start
+    log.index()
+    assert len(log) == 1 and log.lines(0, 5) == ["new"]
+
+
+def test_kept_lines_answer_the_same_questions():
+    kept = KeptLines("host:run.log", ["a", "b needle", "c", "d NEEDLE"], note="tail")
+    assert len(kept) == 4 and kept.lines(1, 2) == ["b needle", "c"]
+    assert kept.find("needle", 0) == 1 and kept.find("needle", 2) == 3 and kept.find("needle", 2, forward=False) == 1
+    assert list(kept.matching(re.compile("^d"))) == [3]
+
+
+def shown_rows(view: LogView) -> list[str]:
+    return [view.text(view.line_of(r)) for r in range(view.top, min(view.row_count(), view.top + view.size.height))]
+
+
+async def open_log(pilot, app) -> LogScreen:
+    await until(pilot, lambda: app.screen.query_one("#jobs").row_count)
+    await pilot.press("enter")
+    await until(pilot, lambda: isinstance(app.screen, JobScreen))
+    await pilot.press("l")
+    await until(pilot, lambda: isinstance(app.screen, LogScreen) and app.screen.view.source.complete)
+    assert isinstance(app.screen, LogScreen)
+    return app.screen
+
+
+async def test_the_whole_file_search_n_and_no_match(tmp_path):
+    d = tmp_path / "logs"
+    d.mkdir()
+    lines = srun_log(d / "job-77.out")
+    app = TuimonApp(loaded_session([d]))
+    async with app.run_test(size=APP_SIZE) as pilot:
+        screen = await open_log(pilot, app)
+        view = screen.view
+        assert view.row_count() == len(lines) > 2000  # the whole file, not the session's tail
+        await until(pilot, lambda: view.top > 0)
+        assert shown_rows(view)[-1] == lines[-1]  # opened at the end, following
+        await pilot.press("g")
+        assert view.top == 0 and shown_rows(view)[0] == lines[0]
+        first = next(i for i, ln in enumerate(lines) if "needle" in ln.lower())
+        second = next(i for i, ln in enumerate(lines) if "needle" in ln.lower() and i > first)
+        await pilot.press("slash", *"needle", "enter")
+        assert view.current == first and view.top <= first < view.top + view.size.height
+        await pilot.press("n")
+        assert view.current == second
+        await pilot.press("n")  # past the last: wraps, and says so
+        assert view.current == first and "went on from the top" in screen.message
+        await pilot.press("N")
+        assert view.current == second
+        # the match is highlighted in the current style, the other rows are not
+        strip = view.render_line(second - view.top)
+        styles = {seg.style for seg in strip if "NEEDLE" in seg.text}
+        assert styles == {view.get_component_rich_style("logview--current")}
+        # a search with no match says so and shows the log unfiltered, unhighlighted
+        await pilot.press("slash", *"no such words", "enter")
+        assert "no match for 'no such words'" in screen.message and view.needle == ""
+        assert view.row_count() == len(lines)
+        # Esc clears the search before it leaves
+        await pilot.press("slash", *"needle", "enter")
+        assert view.needle == "needle"
+        await pilot.press("escape")
+        assert isinstance(app.screen, LogScreen) and view.needle == ""
+        await pilot.press("escape")
+        assert isinstance(app.screen, JobScreen)
+
+
+async def test_marks_rank_filter_and_follow(tmp_path):
+    d = tmp_path / "logs"
+    d.mkdir()
+    path = d / "job-78.out"
+    lines = srun_log(path)
+    app = TuimonApp(loaded_session([d]))
+    async with app.run_test(size=APP_SIZE) as pilot:
+        screen = await open_log(pilot, app)
+        view = screen.view
+        await pilot.press("g", "m", "a", "G")
+        assert view.top > 0 and view.marked == {0}
+        await pilot.press("apostrophe", "a")
+        assert view.top == 0
+        await pilot.press("apostrophe", "z")
+        assert screen.message == "no mark z"
+        # rank 2's lines only: searching finds its NEEDLE, not rank 0's
+        await pilot.press("r", "2", "enter")
+        mine = [i for i, ln in enumerate(lines) if ln.startswith("2: ")]
+        assert view.rows is not None and list(view.rows) == mine
+        assert all(row.startswith("2: ") for row in shown_rows(view))
+        await pilot.press("slash", *"needle", "enter")
+        assert lines[view.current].startswith("2: NEEDLE")
+        await pilot.press("escape", "escape")  # the search, then the filter
+        assert view.needle == "" and view.rows is None and isinstance(app.screen, LogScreen)
+        # F follows the file as it grows
+        await pilot.press("F")
+        with open(path, "a") as fh:
+            fh.write("1: a line written after the view opened\n")
+        await until(pilot, lambda: view.row_count() == len(lines) + 1 and shown_rows(view)[-1].startswith("1: a line"))
+        assert shown_rows(view)[-1] == "1: a line written after the view opened"
+        assert np.all(np.diff(view.source._starts) > 0)
+
+
+async def test_slash_on_the_job_screen_opens_the_search(app):
+    async with app.run_test(size=APP_SIZE) as pilot:
+        await until(pilot, lambda: app.screen.query_one("#jobs").row_count)
+        await pilot.press("enter")
+        await until(pilot, lambda: isinstance(app.screen, JobScreen))
+        await pilot.press("slash")
+        await until(pilot, lambda: isinstance(app.screen, LogScreen))
+        assert app.screen.query_one("#log-input").has_focus

@@ -1,0 +1,184 @@
+"""Random access to a log's lines by number, for a view that pages through the whole
+file the way ``less`` does: an index of where each line starts (built in blocks, so a
+large file is usable before it is all indexed, and extended as the file grows), and
+lines read from disk only when they are shown or searched.
+
+The same interface over lines kept in memory (:class:`KeptLines`) serves remote files,
+of which the session keeps only the tail."""
+from __future__ import annotations
+
+import os
+import re
+from typing import Iterable, Optional, Protocol, Sequence
+
+import numpy as np
+
+from ..text import sanitize
+
+BLOCK = 8 << 20  # bytes indexed or searched at a time
+
+
+class Lines(Protocol):
+    """What a log view needs of a file."""
+
+    name: str
+    complete: bool  # every line is indexed (a partial last line counts once it ends)
+    note: str  # shown beside the file's name: what the view covers
+
+    def __len__(self) -> int: ...
+    def index(self, budget: int = BLOCK) -> bool: ...
+    def lines(self, start: int, count: int) -> list[str]: ...
+    def find(self, needle: str, start: int, forward: bool = True) -> Optional[int]: ...
+    def matching(self, pattern: "re.Pattern[str]") -> np.ndarray: ...
+
+
+class LogFile:
+    """A file on this machine.  Line numbers start at 0; the text is sanitized (no
+    control sequences reach the terminal) and decoded leniently (bad UTF-8 is shown as
+    U+FFFD, never raised)."""
+
+    def __init__(self, path: str, name: Optional[str] = None) -> None:
+        self.path = path
+        self.name = name or path
+        self.note = ""
+        self._starts = np.zeros(1, dtype=np.int64)  # where each line starts; the last: where the next would
+        self._indexed = 0  # bytes scanned for newlines
+        self._size = 0
+        self.complete = False
+
+    def __len__(self) -> int:
+        """Lines indexed so far, a last line without its newline included."""
+        n = len(self._starts) - 1
+        return n + 1 if self.complete and self._size > self._starts[-1] else n
+
+    def index(self, budget: int = BLOCK) -> bool:
+        """Index up to ``budget`` more bytes (the file may have grown, or been truncated:
+        then it is indexed again from the start).  True when every byte is indexed."""
+        try:
+            size = os.path.getsize(self.path)
+        except OSError:
+            self.complete = True
+            return True
+        if size < self._indexed:  # truncated or replaced: start over
+            self._starts = np.zeros(1, dtype=np.int64)
+            self._indexed = 0
+        self._size = size
+        todo = min(budget, size - self._indexed)
+        if todo > 0:
+            try:
+                with open(self.path, "rb") as fh:
+                    fh.seek(self._indexed)
+                    block = fh.read(todo)
+            except OSError:
+                block = b""
+            ends = np.flatnonzero(np.frombuffer(block, dtype=np.uint8) == 10).astype(np.int64) + (self._indexed + 1)
+            if ends.size:
+                self._starts = np.concatenate([self._starts, ends])
+            self._indexed += len(block)
+        self.complete = self._indexed >= size
+        return self.complete
+
+    def _span(self, line: int) -> tuple[int, int]:
+        starts = self._starts
+        start = int(starts[line])
+        end = int(starts[line + 1]) if line + 1 < len(starts) else self._size
+        return start, end
+
+    def lines(self, start: int, count: int) -> list[str]:
+        n = len(self)
+        start, stop = max(0, start), min(n, start + count)
+        if stop <= start:
+            return []
+        first, _ = self._span(start)
+        _, last = self._span(stop - 1)
+        try:
+            with open(self.path, "rb") as fh:
+                fh.seek(first)
+                data = fh.read(last - first)
+        except OSError:
+            return []
+        out = data.decode("utf-8", errors="replace").split("\n")
+        if out and out[-1] == "" and data.endswith(b"\n"):
+            out.pop()
+        return [sanitize(line.rstrip("\r")) for line in out[: stop - start]]
+
+    def _line_at(self, offset: int) -> int:
+        return int(np.searchsorted(self._starts, offset, side="right")) - 1
+
+    def find(self, needle: str, start: int, forward: bool = True) -> Optional[int]:
+        """The first line from ``start`` on (or before it, going back) holding ``needle``,
+        any case; None when none does.  Reads the file in blocks, not line by line."""
+        key = needle.lower().encode("utf-8", errors="replace")
+        n = len(self)
+        if not key or not n:
+            return None
+        start = min(max(0, start), n - 1)
+        if forward:
+            pos, _ = self._span(start)
+            end = self._span(n - 1)[1]
+            while pos < end:
+                stop = min(end, pos + BLOCK)
+                block = self._read(pos, min(end, stop + len(key) - 1)).lower()
+                hit = block.find(key)
+                if hit >= 0:
+                    return self._line_at(pos + hit)
+                pos = stop
+            return None
+        _, end = self._span(start)
+        while end > 0:
+            begin = max(0, end - BLOCK)
+            block = self._read(begin, min(self._span(start)[1], end + len(key) - 1)).lower()
+            hit = block.rfind(key)
+            if hit >= 0:
+                return self._line_at(begin + hit)
+            end = begin
+        return None
+
+    def _read(self, begin: int, end: int) -> bytes:
+        try:
+            with open(self.path, "rb") as fh:
+                fh.seek(begin)
+                return fh.read(max(0, end - begin))
+        except OSError:
+            return b""
+
+    def matching(self, pattern: "re.Pattern[str]") -> np.ndarray:
+        """The numbers of the lines ``pattern`` matches (searched per block of lines)."""
+        found: list[np.ndarray] = []
+        n = len(self)
+        step = 100_000
+        for first in range(0, n, step):
+            chunk = self.lines(first, step)
+            found.append(np.fromiter((first + i for i, line in enumerate(chunk) if pattern.search(line)),
+                                     dtype=np.int64))
+        return np.concatenate(found) if found else np.zeros(0, dtype=np.int64)
+
+
+class KeptLines:
+    """Lines the session keeps in memory (a remote file's tail)."""
+
+    def __init__(self, name: str, lines: Iterable[str], note: str = "") -> None:
+        self.name = name
+        self.note = note
+        self._lines: Sequence[str] = [sanitize(line) for line in lines]
+        self.complete = True
+
+    def __len__(self) -> int:
+        return len(self._lines)
+
+    def index(self, budget: int = BLOCK) -> bool:
+        return True
+
+    def lines(self, start: int, count: int) -> list[str]:
+        return list(self._lines[max(0, start): max(0, start + count)])
+
+    def find(self, needle: str, start: int, forward: bool = True) -> Optional[int]:
+        key = needle.lower()
+        if not key or not self._lines:
+            return None
+        start = min(max(0, start), len(self._lines) - 1)
+        order = range(start, len(self._lines)) if forward else range(start, -1, -1)
+        return next((i for i in order if key in self._lines[i].lower()), None)
+
+    def matching(self, pattern: "re.Pattern[str]") -> np.ndarray:
+        return np.fromiter((i for i, line in enumerate(self._lines) if pattern.search(line)), dtype=np.int64)
