@@ -98,6 +98,12 @@ async def test_rank_drill_down_shows_straggler_and_its_lines(tmp_path):
         assert isinstance(app.screen, RankScreen) and app.screen.rank == "2"
         shown = app.screen._shown
         assert shown and all(line.startswith("2: ") for line in shown)
+        # against the median of the other ranks, at the same iterations, with the numbers
+        figures = app.screen.query_one("#rank-figures").content.plain
+        assert "rank 2 median 1.400 s" in figures and "other ranks 1.000 s" in figures and "+40.0%" in figures
+        chart = app.screen.query_one("#rank-chart").content
+        assert [label for label, _, _ in chart.series] == ["rank 2", "median of the other ranks"]
+        assert list(chart.series[1][2]) == [1.0] * 7 and list(chart.series[0][2]) == [1.4] * 7
         await pilot.press("backspace")
         assert isinstance(app.screen, JobScreen)
 
@@ -529,3 +535,50 @@ def test_overlay_chart_names_every_series():
         console.print(line)
     text = console.export_text()
     assert "● run-a" in text and "◆ run-b" in text and "140" in text.splitlines()[0]
+
+
+async def test_zoom_pan_reset_and_wall_time_axis(tmp_path):
+    """+ zooms the charts to the latest half, < pans back, 0 resets, x switches the axis to
+    the wall time since the first point; the mouse wheel zooms at the pointer."""
+    from tuimon.ui.chart import chart_lines
+    from tuimon.ui.job import Chart, ZoomChart
+
+    d = tmp_path / "zoom"
+    d.mkdir()
+    lines = [f"[2026-11-24 10:{i // 60:02d}:{i % 60:02d}.000000] iteration {i:8d}/     100 | "
+             f"elapsed time per iteration (ms): {1000.0 + i:.1f} | lm loss: {5.0 - i / 100:.3E} |" for i in range(1, 101)]
+    (d / "zoom-5001.out").write_text("\n".join(lines) + "\n")
+    app = TuimonApp(loaded_session([d]))
+
+    def x_labels() -> list[str]:
+        chart = app.screen.query_one("#chart-iter").parent
+        assert isinstance(chart, Chart)
+        return chart_lines(chart.xs, chart.values, 60, 8, view=app.screen.view)[-1].plain.split()
+
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: rows(app))
+        await pilot.press("enter")
+        await until(pilot, lambda: isinstance(app.screen, JobScreen) and app.screen.query_one("#chart-iter").parent.xs)
+        assert x_labels() == ["1", "50", "100"]
+        await pilot.press("plus")
+        label = app.screen.query_one("#chart-iter-label").content
+        assert x_labels() == ["50", "75", "100"] and label.build(80).plain.startswith("iteration time (s) (zoomed)")
+        await pilot.press("less_than_sign")
+        assert x_labels() == ["26", "50", "75"]
+        await pilot.press("0")
+        assert x_labels() == ["1", "50", "100"]
+        await pilot.press("x")  # 99 s from the first point to the last
+        assert x_labels() == ["0s", "50s", "99s"]
+        app.screen.query_one("#chart-iter").parent.post_message(ZoomChart(0.5, 0.0))  # the wheel, at the left edge
+        await pilot.pause()
+        assert x_labels() == ["0s", "25s", "50s"]
+
+
+def test_median_of_the_other_ranks_at_each_iteration():
+    from tuimon.live.session import median_at
+
+    series = [(np.array([1, 2]), np.array([1.0, 3.0])), (np.array([1, 3]), np.array([2.0, np.nan])),
+              (np.array([1, 2]), np.array([5.0, 4.0])), (np.array([-1]), np.array([9.0]))]
+    got = median_at(np.array([1, 2, 3, 4]), series)
+    assert got[0] == 2.0 and got[1] == 3.5 and np.isnan(got[2]) and np.isnan(got[3])
+    assert np.isnan(median_at(np.array([1]), [])).all()

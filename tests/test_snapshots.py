@@ -66,3 +66,23 @@ def test_compare_screen_sizes(snap_compare, tmp_path, size):
     # mark megatron-deepspeed and stronghold (rows 2 and 6), then compare
     assert snap_compare(make_app(tmp_path), run_before=keys("j", "space", "j", "j", "j", "j", "space", "c"),
                         terminal_size=size)
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+def test_rank_screen_sizes(snap_compare, tmp_path, size):
+    assert snap_compare(make_app(tmp_path), run_before=keys("j", "j", "enter", "j", "enter"), terminal_size=size)
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+def test_log_screen_sizes(snap_compare, tmp_path, size, monkeypatch):
+    """The megatron-deepspeed run's log from its top, its matches of a search highlighted
+    (the files are named relative to the current directory: the shot is the same on every run)."""
+    fixture_dir(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    app = TuimonApp(loaded_session(["logs"]))
+    assert snap_compare(app, run_before=keys("j", "enter", "l", "g", "slash", *"lm loss", "enter"), terminal_size=size)
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+def test_help_screen_sizes(snap_compare, tmp_path, size):
+    assert snap_compare(make_app(tmp_path), run_before=keys("question_mark"), terminal_size=size)

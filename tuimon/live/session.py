@@ -438,7 +438,7 @@ class LiveSession:
         for label in files:
             host, path = host_and_path(label)
             if host == "local" and os.path.isfile(path):
-                out.append(LogFile(path, name=label))
+                out.append(LogFile(path, name=_shown_path(path)))
             else:
                 out.append(KeptLines(label, kept[label], note=f"the last {TAIL_LINES} lines read over SSH"
                                      if host != "local" else "the file is gone: the lines read last"))
@@ -538,6 +538,18 @@ def _poll_supervised(follower: LocalFollower, warn: Callable[[str], None]) -> No
         follower.restarts += 1
         warn(f"the follower stopped ({type(exc).__name__}: {exc}); restarted")
         time.sleep(0.5)
+
+
+def _shown_path(path: str) -> str:
+    """A local file's name as the user typed its directory: relative to the current
+    directory when it is under it, the full path otherwise."""
+    from ..sources.files import display
+
+    try:
+        rel = os.path.relpath(path)
+    except ValueError:
+        rel = path
+    return display(rel if not rel.startswith("..") else os.path.abspath(path))
 
 
 def median_at(iterations: np.ndarray, series: list[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:

@@ -16,6 +16,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 from rich.console import Console, ConsoleOptions, RenderResult
+from rich.style import StyleType
 from rich.text import Text
 
 from ..figures.metrics import warmup_count
@@ -220,7 +221,7 @@ class LineChart:
 MARKS = "●◆▲■"
 
 
-def overlay_lines(series: Sequence[tuple[str, Any, Any]], styles: Sequence[str], width: int,
+def overlay_lines(series: Sequence[tuple[str, Any, Any]], styles: Sequence[StyleType], width: int,
                   height: int, *, unit: str = "", palette: Palette = DEFAULT, warmup: bool = True) -> list[Text]:
     """Several series on one grid, aligned by x (the iteration): each a mark in its own
     style, y ticks shared, warm-up out of the y range; then the x axis and a legend."""
@@ -239,7 +240,7 @@ def overlay_lines(series: Sequence[tuple[str, Any, Any]], styles: Sequence[str],
     rows = height - 3  # the axis, its labels, the legend
     xmin, xmax = float(xs_all.min()), float(xs_all.max())
     span = (xmax - xmin) or 1.0
-    grid: list[list[tuple[str, str]]] = [[(" ", "")] * plot_w for _ in range(rows)]
+    grid: list[list[tuple[str, StyleType]]] = [[(" ", "")] * plot_w for _ in range(rows)]
     for k, (_, x, y) in enumerate(data):
         ok = np.isfinite(y)
         cols = np.clip(((x[ok] - xmin) / span * (plot_w - 1)).round().astype(int), 0, plot_w - 1)
@@ -271,7 +272,7 @@ def overlay_lines(series: Sequence[tuple[str, Any, Any]], styles: Sequence[str],
 class OverlayChart:
     """:func:`overlay_lines` at the size it is drawn."""
 
-    def __init__(self, series: Sequence[tuple[str, Any, Any]], styles: Sequence[str], *,
+    def __init__(self, series: Sequence[tuple[str, Any, Any]], styles: Sequence[StyleType], *,
                  unit: str = "", palette: Palette = DEFAULT, warmup: bool = True) -> None:
         self.series, self.styles, self.unit, self.palette, self.warmup = series, styles, unit, palette, warmup
 

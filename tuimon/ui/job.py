@@ -18,8 +18,9 @@ from textual.widgets import DataTable, Footer, Log, Static
 from ..live.session import Curve, JobDetail
 from .chart import FULL, LineChart, XView, in_view
 from .messages import OpenLog, OpenRank, RefreshRequest
-from .palette import of
-from .render import Fitted, num, plain, status_text, timeline, tree_bars
+from .palette import Palette, of
+from .panels import BreakdownPanel, FailuresPanel, Panel, RunPanel, StartupPanel
+from .render import Fitted, num, plain, status_text
 
 TAIL_SHOWN = 500
 
@@ -58,6 +59,13 @@ class Chart(Vertical):
     by its screen's :class:`XView`.  Our own renderable: a plotting widget would add a
     dependency and its own markup handling of labels."""
 
+    COMPONENT_CLASSES = {"chart--line", "chart--axis", "chart--nan"}
+    DEFAULT_CSS = """
+    Chart > .chart--line { color: $primary; }
+    Chart > .chart--axis { color: $text-muted; }
+    Chart > .chart--nan { color: $error; text-style: bold; }
+    """
+
     def __init__(self, title: str, chart_id: str, unit: str = "", warmup: bool = True) -> None:
         super().__init__(classes="chart")
         self.warmup = warmup
@@ -75,7 +83,7 @@ class Chart(Vertical):
         xs, ys = curve_xy(curve, view)
         self.xs, self.values = [float(v) for v in xs], [float(v) for v in ys]
         plot = self.query_one(f"#{self.chart_id}", Static)
-        palette = of(self)
+        palette = self._palette()
         plot.update(LineChart(self.xs, self.values, unit=self.unit, palette=palette,
                               height=lambda: max(3, plot.size.height), warmup=self.warmup, view=view))
         shown, _, _ = in_view(np.asarray(xs, dtype=np.float64), view)
@@ -94,6 +102,12 @@ class Chart(Vertical):
             return Text("  ".join(parts), no_wrap=True, overflow="ellipsis")
 
         self.query_one(f"#{self.chart_id}-label", Static).update(Fitted(label))
+
+    def _palette(self) -> Palette:
+        if not self.is_attached:  # not in an app yet (its styles are not computed): the theme's defaults
+            return of(self)
+        style = self.get_component_rich_style
+        return Palette(bar=style("chart--line"), dim=style("chart--axis"), alert=style("chart--nan"))
 
     def _wheel(self, event: events.MouseScrollDown | events.MouseScrollUp, factor: float) -> None:
         event.stop()
@@ -158,11 +172,11 @@ class JobScreen(Screen):
             yield Chart("iteration time (s)", "chart-iter", unit="s")
             yield Chart("loss", "chart-loss", warmup=False)
         with Horizontal(classes="panels"):
-            yield Static(Text(""), id="breakdown", classes="panel")
-            yield Static(Text(""), id="startup", classes="panel")
+            yield BreakdownPanel(id="breakdown")
+            yield StartupPanel(id="startup")
         with Horizontal(classes="panels"):
-            yield Static(Text(""), id="config", classes="panel")
-            yield Static(Text(""), id="failures", classes="panel")
+            yield RunPanel(id="config")
+            yield FailuresPanel(id="failures")
         yield DataTable(id="ranks", cursor_type="row")
         yield Log(id="tail", max_lines=TAIL_SHOWN, auto_scroll=True)
         yield Footer()
@@ -185,77 +199,10 @@ class JobScreen(Screen):
         self.query_one("#job-title", Static).update(title)
         self._detail = d
         show_charts(self, "chart", d, self.view)
-        self._breakdown(d)
-        self._startup(d)
-        self._config(d)
-        self._failures(d)
+        for panel in self.query(Panel):
+            panel.detail = d
         self._ranks(d)
         self._tail(d.tail)
-
-    def _breakdown(self, d: JobDetail) -> None:
-        s = d.row.summary
-        parts, whole = s["breakdown"], s["breakdown_whole_ms"]
-        title = f"Timers per iteration ({whole:.1f} ms = 100%)\n" if whole else "Timers per iteration\n"
-        palette = of(self)
-
-        def build(line_width: int) -> Text:
-            text = Text(title, style="bold")
-            text.append_text(tree_bars(parts, line_width=line_width, limit=14, palette=palette))
-            return text
-
-        self.query_one("#breakdown", Static).update(Fitted(build))
-
-    def _startup(self, d: JobDetail) -> None:
-        s = d.row.summary
-        phases, one_off = s["startup"], s["startup_timers"]
-        palette = of(self)
-
-        def build(line_width: int) -> Text:
-            text = Text.assemble(Text("Startup timeline\n", style="bold"),
-                                 timeline(phases, line_width=line_width, palette=palette))
-            if one_off:
-                text.append("\nSetup and checkpoint timers", style="bold")
-                for t in one_off[:6]:
-                    text.append("\n")
-                    text.append_text(plain(f"{t['name'][:40]:40s} {t['ms']:10.1f} ms"))
-            return text
-
-        self.query_one("#startup", Static).update(Fitted(build))
-
-    def _config(self, d: JobDetail) -> None:
-        s, c = d.row.summary, d.config
-        lines = [
-            f"model      {num(s['params_billion'], 3)} B params, {c.get('num_layers', '-')} layers, "
-            f"hidden {c.get('hidden_size', '-')}, seq {c.get('seq_length', '-')}",
-            f"parallel   TP {c.get('tp', '-')}  PP {c.get('pp', '-')}  DP {c.get('dp', '-')}  "
-            f"world {s['world_size'] or '-'}",
-            f"batch      global {s['global_batch'] or '-'}  micro {c.get('micro_batch', '-')}  "
-            f"act. ckpt {s['activation_checkpointing']}",
-            f"memory     GPU max alloc {num(s['memory']['gpu_max_allocated_mb'], 0)} MB, "
-            f"reserved {num(s['memory']['gpu_max_reserved_mb'], 0)} MB, CPU {num(s['memory']['cpu_used_gb'], 1)} GB",
-            "checkpoint " + (", ".join(f"{ck['iteration']}: {num(ck['save_ms'], 0)} ms"
-                                       for ck in s["checkpoints"][-3:]) or "-"),
-        ]
-        text = Text("Run", style="bold")
-        for line in lines:
-            text.append("\n")
-            text.append_text(plain(line))
-        self.query_one("#config", Static).update(text)
-
-    def _failures(self, d: JobDetail) -> None:
-        text = Text("Failures and checks\n", style="bold")
-        palette = of(self)
-        for check in d.row.summary["checks"]:  # doubtful figures: both numbers and what to check
-            text.append("! ", style=palette.alert)
-            text.append_text(plain(check))
-            text.append("\n")
-        if not d.failures and not d.row.summary["checks"]:
-            text.append("none", style="dim")
-        for f in d.failures[-5:]:
-            text.append(f"{f['kind']:9s} line {f['line']}: ", style=palette.alert)
-            text.append_text(plain(f["message"][:160]))
-            text.append("\n")
-        self.query_one("#failures", Static).update(text)
 
     def _ranks(self, d: JobDetail) -> None:
         table = self.query_one("#ranks", DataTable)

@@ -122,6 +122,16 @@ class LogView(ScrollView, can_focus=True):
         text.append_text(body)
         return Strip(list(text.render(self.app.console))).crop_extend(0, width, base)
 
+    def show_column(self, column: int, width: int) -> None:
+        """Scroll sideways just enough to show ``width`` characters from ``column`` (a match
+        beyond the right edge), or back to the left edge when they fit there."""
+        room = self.size.width - (len(str(max(1, len(self.source)))) + 1) - 1
+        self.sync()  # the scroll range, with the width of the line just read
+        if column < 0 or column + width <= room:
+            self.scroll_to(x=0, animate=False)
+        else:
+            self.scroll_to(x=column + width - room + 8, animate=False)
+
     def on_resize(self, event: events.Resize) -> None:
         self.sync()
 
@@ -198,25 +208,29 @@ class LogScreen(Screen):
         self._status()
 
     def _status(self) -> None:
+        """The title names the file; the line under the log says where the view is, what
+        filters it, and the last message."""
         view = self.view
         src = view.source
         n = view.row_count()
         top = view.top
-        parts = [f"{src.name}  lines {min(n, top + 1)}-{min(n, top + view.size.height)} of {n}"
+        title = f"{self.job}  ·  {src.name}"
+        if len(self.sources) > 1:
+            title += f"  ·  file {self.which + 1}/{len(self.sources)} ([ and ] for the others)"
+        parts = [f"lines {min(n, top + 1)}-{min(n, top + view.size.height)} of {n}"
                  + ("" if src.complete else " (indexing…)")]
         if src.note:
             parts.append(src.note)
-        if len(self.sources) > 1:
-            parts.append(f"file {self.which + 1}/{len(self.sources)} ([ ])")
         if self.rank:
-            parts.append(f"rank {self.rank}")
+            parts.append(f"rank {self.rank} only")
         if view.needle:
             parts.append(f"search {view.needle!r}")
         if self.following:
             parts.append("FOLLOW")
-        self.query_one("#log-title", Static).update(Text(f"{self.job}  ·  " + "  ·  ".join(parts), no_wrap=True,
-                                                         overflow="ellipsis"))
-        self.query_one("#log-status", Static).update(Text(self.message, no_wrap=True, overflow="ellipsis"))
+        if self.message:
+            parts.append(self.message)
+        self.query_one("#log-title", Static).update(Text(title, no_wrap=True, overflow="ellipsis"))
+        self.query_one("#log-status", Static).update(Text("  ·  ".join(parts), no_wrap=True, overflow="ellipsis"))
 
     def say(self, message: str) -> None:
         self.message = message
@@ -273,6 +287,7 @@ class LogScreen(Screen):
             self.say("")
         view.current = hit
         view.go(view.row_of(hit), center=True)
+        view.show_column(view.text(hit).lower().find(view.needle.lower()), len(view.needle))
         view.refresh()
         self._status()
 

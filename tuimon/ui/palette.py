@@ -8,17 +8,21 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Mapping
 
+from rich.style import StyleType
+
 from themes import THEME_SPECS
 
 
 @dataclass(frozen=True)
 class Palette:
-    status: Mapping[str, str] = field(default_factory=dict)  # status -> style
-    alert: str = "bold red"  # badges, alert kinds, failures, doubtful figures
-    warn: str = "bold yellow"  # stragglers
-    bar: str = "cyan"  # timer bars, sparklines
-    phase: str = "magenta"  # startup phases
-    dim: str = "dim"
+    """Styles by role: strings here, or a widget's component-class styles (a panel's)."""
+
+    status: Mapping[str, StyleType] = field(default_factory=dict)  # status -> style
+    alert: StyleType = "bold red"  # badges, alert kinds, failures, doubtful figures
+    warn: StyleType = "bold yellow"  # stragglers
+    bar: StyleType = "cyan"  # timer bars, sparklines
+    phase: StyleType = "magenta"  # startup phases
+    dim: StyleType = "dim"
 
 
 def _from_colours(c: Mapping[str, Any]) -> Palette:

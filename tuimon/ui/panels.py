@@ -1,0 +1,119 @@
+"""The job screen's panels: widgets whose data is reactive and whose ``render()`` builds a
+pure renderable (:mod:`tuimon.ui.render`) at the panel's width.  Their colours are
+component classes, styled from the theme's variables, so every theme restyles them."""
+from __future__ import annotations
+
+from typing import Optional
+
+from rich.console import RenderableType
+from rich.text import Text
+from textual.reactive import reactive
+from textual.widget import Widget
+
+from ..live.session import JobDetail
+from .palette import Palette, of
+from .render import Fitted, num, plain, timeline, tree_bars
+
+
+class Panel(Widget):
+    """One panel of a job: set ``detail`` and it draws itself again."""
+
+    COMPONENT_CLASSES = {"panel--title", "panel--bar", "panel--phase", "panel--alert", "panel--muted"}
+    DEFAULT_CSS = """
+    Panel { width: 1fr; height: auto; border: round $secondary 40%; padding: 0 1; }
+    Panel > .panel--title { text-style: bold; }
+    Panel > .panel--bar { color: $primary; }
+    Panel > .panel--phase { color: $secondary; }
+    Panel > .panel--alert { color: $error; text-style: bold; }
+    Panel > .panel--muted { color: $text-muted; }
+    """
+
+    # a detail holds arrays, which do not compare as one value: every assignment redraws
+    detail: reactive[Optional[JobDetail]] = reactive(None, layout=True, always_update=True)
+
+    def palette(self) -> Palette:
+        style = self.get_component_rich_style
+        return Palette(status=of(self).status, alert=style("panel--alert"), bar=style("panel--bar"),
+                       phase=style("panel--phase"), dim=style("panel--muted"))
+
+    def title(self, text: str) -> Text:
+        return Text(text, style=self.get_component_rich_style("panel--title"))
+
+    def render(self) -> RenderableType:
+        detail = self.detail
+        if detail is None:
+            return Text("")
+        return Fitted(lambda width: self.build(detail, width))
+
+    def build(self, d: JobDetail, width: int) -> Text:
+        raise NotImplementedError
+
+
+class BreakdownPanel(Panel):
+    """Timers per iteration as a tree of bars, each a share of the iteration."""
+
+    def build(self, d: JobDetail, width: int) -> Text:
+        s = d.row.summary
+        whole = s["breakdown_whole_ms"]
+        text = self.title(f"Timers per iteration ({whole:.1f} ms = 100%)\n" if whole else "Timers per iteration\n")
+        text.append_text(tree_bars(s["breakdown"], line_width=width, limit=14, palette=self.palette()))
+        return text
+
+
+class StartupPanel(Panel):
+    """The startup phases on a time line, then the one-off setup and checkpoint timers."""
+
+    def build(self, d: JobDetail, width: int) -> Text:
+        s = d.row.summary
+        text = self.title("Startup timeline\n")
+        text.append_text(timeline(s["startup"], line_width=width, palette=self.palette()))
+        if s["startup_timers"]:
+            text.append_text(self.title("\nSetup and checkpoint timers"))
+            for t in s["startup_timers"][:6]:
+                text.append("\n")
+                text.append_text(plain(f"{t['name'][:40]:40s} {t['ms']:10.1f} ms"))
+        return text
+
+
+class RunPanel(Panel):
+    """The model, its parallelism, batch, memory and checkpoints."""
+
+    def build(self, d: JobDetail, width: int) -> Text:
+        s, c = d.row.summary, d.config
+        lines = [
+            f"model      {num(s['params_billion'], 3)} B params, {c.get('num_layers', '-')} layers, "
+            f"hidden {c.get('hidden_size', '-')}, seq {c.get('seq_length', '-')}",
+            f"parallel   TP {c.get('tp', '-')}  PP {c.get('pp', '-')}  DP {c.get('dp', '-')}  "
+            f"world {s['world_size'] or '-'}",
+            f"batch      global {s['global_batch'] or '-'}  micro {c.get('micro_batch', '-')}  "
+            f"act. ckpt {s['activation_checkpointing']}",
+            f"memory     GPU max alloc {num(s['memory']['gpu_max_allocated_mb'], 0)} MB, "
+            f"reserved {num(s['memory']['gpu_max_reserved_mb'], 0)} MB, CPU {num(s['memory']['cpu_used_gb'], 1)} GB",
+            "checkpoint " + (", ".join(f"{ck['iteration']}: {num(ck['save_ms'], 0)} ms"
+                                       for ck in s["checkpoints"][-3:]) or "-"),
+        ]
+        text = self.title("Run")
+        for line in lines:
+            text.append("\n")
+            text.append_text(plain(line))
+        return text
+
+
+class FailuresPanel(Panel):
+    """Failures (the last five, with their lines) and doubtful figures, with what to check."""
+
+    def build(self, d: JobDetail, width: int) -> Text:
+        alert = self.get_component_rich_style("panel--alert")
+        text = self.title("Failures and checks\n")
+        checks = d.row.summary["checks"]
+        for check in checks:  # doubtful figures: both numbers and what to check
+            text.append("! ", style=alert)
+            text.append_text(plain(check))
+            text.append("\n")
+        if not d.failures and not checks:
+            text.append("none", style=self.get_component_rich_style("panel--muted"))
+        for f in d.failures[-5:]:
+            text.append(f"{f['kind']:9s} line {f['line']}: ", style=alert)
+            text.append_text(plain(f["message"][:160]))
+            text.append("\n")
+        return text
