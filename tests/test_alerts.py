@@ -176,6 +176,7 @@ def test_on_alert_runs_without_a_shell_with_json_on_stdin_once_per_job_and_kind(
     assert not (tmp_path / "pwned").exists()
 
 
+@pytest.mark.slow
 def test_following_with_state_across_a_restart_gives_no_duplicates(tmp_path):
     logs = tmp_path / "logs"
     logs.mkdir()

@@ -561,6 +561,7 @@ def test_undecodable_file_name_reads_as_hex_bytes(tmp_path):
     assert "run\\xff" in r.stdout and "udcff" not in r.stdout + r.stderr
 
 
+@pytest.mark.slow
 def test_sigkill_restarts_double_only_the_unsaved_tail(tmp_path):
     """``events --follow --state`` killed with SIGKILL five times while a writer appends
     without pause: no line is lost, and each restart repeats only the tail of the

@@ -9,6 +9,8 @@ it (written between copytruncate's copy and its truncate), and doubled only if
 it was output after the last save before a kill."""
 from __future__ import annotations
 
+import pytest
+
 import os
 import shutil
 import stat
@@ -277,6 +279,7 @@ FollowModel.TestCase.settings = settings(max_examples=EXAMPLES, stateful_step_co
                                          suppress_health_check=list(HealthCheck))
 
 
+@pytest.mark.slow
 def test_follow_model(monkeypatch) -> None:
     monkeypatch.setattr(walk.os, "scandir", Scandir())
     FollowModel.TestCase("runTest").runTest()

@@ -173,6 +173,7 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(PROMETHEUS is None, reason="SKIPPED: the prometheus server is not installed "
                                                "(apt-get install prometheus); .ci/run installs it")
 def test_a_real_prometheus_scrapes_tuimon_every_second(tmp_path):

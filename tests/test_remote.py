@@ -113,6 +113,7 @@ def test_auth_failure_is_one_line_without_retry_storm(server, tmp_path):
     assert time.monotonic() - t0 < 30  # gave up instead of retrying
 
 
+@pytest.mark.slow
 def test_follow_survives_connections_killed_twice(server, tmp_path):
     d = tmp_path / "live"
     d.mkdir()
@@ -337,6 +338,7 @@ def test_remote_soak_sessions_killed_every_2s(server, tmp_path):
     assert not lost and not doubled, (len(lost), doubled, err.decode(errors="replace")[-2000:])
 
 
+@pytest.mark.slow
 async def test_a_cut_in_the_middle_of_a_round_loses_nothing(server, tmp_path, monkeypatch):
     """The session is killed between two files of one polling round (on the 10th
     file of the second round): events of the files read before the cut are handed

@@ -8,27 +8,25 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 HELP = """tuimon keys
+  ↑ ↓  j k   move            Enter  open the job / rank      Esc ⌫  back
+  /          filter jobs: words, status:failed fw:megatron host:jz
+  s  S       cycle the sort (or click a header)   space c  mark, compare
+  a          alerts, with their log lines    ctrl+p  palette    q  quit
+Job screen:  x  iterations / wall time   + -  zoom (or the mouse wheel)
+             < >  pan   0  reset zoom    e  series to <job>-series.csv
+             l  the log   /  search it   (a rank's screen: l, its lines)
+Log view:    / ?  search on / back       n N  next / previous match
+             g G  top / bottom   F  follow the end   r  one rank's lines
+             m<letter> mark   '<letter> go back to it   [ ]  other files
+             Esc clears the search, then the rank, then goes back
 
-  ↑ ↓  j k      move
-  Enter         open the job / the rank under the cursor
-  Esc  ⌫        back
-  e             export the job's series to <job>-series.csv (job screen)
-  /             filter jobs: words of the job name, status:failed fw:megatron host:jz
-                (jobs screen); search the log tail (job screen)
-  s  S          cycle the sort forward / back: job, status, TFLOPs, MFU, iteration time,
-                last update (or click a column's header)
-  a             alerts: every alert so far, with the log line it points at
-  ctrl+p        command palette: sort, filter, theme, help, quit
-  ?             this help
-  q             quit
-
-Status words: training, finished, starting, FAILED <kind>, NO ITERATIONS,
-NAN (the latest loss or grad norm is not finite), STUCK IN STARTUP (started, no
-step after --startup-timeout), STALLED (no iteration for 5x the usual iteration
-time, and at least 60 s).  MFU ends in ! when a figure is doubtful: the job screen
-says why.  TFLOPs rep is what the
-log reports; TFLOPs calc uses size * k * 2 * seq * batch / (time * gpus), k = 4
-with activation checkpointing, 3 without.
+Status: training, finished, starting, FAILED <kind>, NO ITERATIONS, NAN
+(the latest loss or grad norm is not finite), STUCK IN STARTUP (no step
+after --startup-timeout), STALLED (no iteration for 5x the usual
+iteration time and at least 60 s).  MFU ends in ! when a figure is
+doubtful: the job screen says why.  TFLOPs rep is what the log reports;
+TFLOPs calc is size * k * 2 * seq * batch / (time * gpus), k = 4 with
+activation checkpointing, 3 without.
 
 Press any key to close."""
 
