@@ -518,6 +518,16 @@ async def test_marked_jobs_are_compared_side_by_side(tmp_path):
         assert jobs == ["megatron-deepspeed-8gpu-1234567", "stronghold-run"]
         header = [str(c.label) for c in compare.columns.values()]
         assert header == ["Job", "GPUs", "Size (B)", "DP", "PP", "MBS", "GBS", "Speed (s/it)", "TFLOPs"]  # seed 001's
+        # `o` chooses the columns as --columns does; an unknown name is said, and changes nothing
+        await pilot.press("o", "ctrl+u", *"job,method,bogus", "enter")
+        await until(pilot, lambda: app._notifications)
+        assert "unknown column 'bogus'" in list(app._notifications)[-1].message
+        assert len(compare.columns) == 9
+        await pilot.press("ctrl+u", *"job,method,layers", "enter")
+        await until(pilot, lambda: len(compare.columns) == 3)
+        assert [str(c.label) for c in compare.columns.values()] == ["Job", "Method", "Layers"]
+        methods = sorted(str(compare.get_row_at(i)[1]) for i in range(2))
+        assert methods == ["megatron-deepspeed", "stronghold"]
         await pilot.press("escape")
         await until(pilot, lambda: isinstance(app.screen, JobsScreen))
 

@@ -46,9 +46,15 @@ def test_demo_in_tmux(tmp_path):
                     "gpt-52b-oom-4004"):
             assert job in screen
         assert "starting" in screen and "training" in screen
-        # sorted by name: gpt-175b, gpt-52b-oom, llama (3rd row)
-        subprocess.run(["tmux", "send-keys", "-t", session, "j", "j", "Enter"], check=True)
+        # the straggler's job, found with the filter (rows may still be arriving: no counting them)
+        subprocess.run(["tmux", "send-keys", "-t", session, "/"], check=True)
+        time.sleep(0.3)
+        subprocess.run(["tmux", "send-keys", "-t", session, "-l", "straggler"], check=True)
+        subprocess.run(["tmux", "send-keys", "-t", session, "Enter"], check=True)
+        time.sleep(0.3)
+        subprocess.run(["tmux", "send-keys", "-t", session, "Enter"], check=True)
         screen = wait_for(session, "Startup timeline")
+        assert "llama-7b-ranks-straggler-4005  training" in screen, screen
         assert "STRAGGLER" in wait_for(session, "STRAGGLER")
         subprocess.run(["tmux", "send-keys", "-t", session, "Escape"], check=True)
         wait_for(session, "sort: job")

@@ -8,9 +8,9 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Static
+from textual.widgets import DataTable, Footer, Input, Static
 
-from ..figures.columns import BY_NAME, DEFAULT
+from ..figures.columns import BY_NAME, DEFAULT, ColumnError, parse_columns
 from ..figures.columns import text as column_text
 from ..live.session import JobDetail
 from .chart import FULL, OverlayChart
@@ -23,12 +23,14 @@ CHARTS = (("compare-tflops", "TFLOPs/GPU", "", True), ("compare-iter", "iteratio
 
 
 class CompareScreen(Screen):
-    BINDINGS = [Binding("escape,backspace", "back", "Back", id="back")]
+    BINDINGS = [Binding("escape,backspace", "back", "Back", id="back"),
+                Binding("o", "columns", "Columns", id="columns")]
 
     def __init__(self, keys: list[str]) -> None:
         super().__init__()
         self.keys = keys
         self.details: list[JobDetail] = []
+        self.columns: tuple[str, ...] = DEFAULT  # seed 001's table; `o` chooses others, as --columns does
 
     def compose(self) -> ComposeResult:
         yield Static(Text(f"Comparing {len(self.keys)} jobs", style="bold"), classes="title")
@@ -38,6 +40,7 @@ class CompareScreen(Screen):
                     yield Static(Text(title), classes="chart-title")
                     yield Static(Text(""), id=chart_id, classes="plot")
         yield DataTable(id="compare-table", cursor_type="row")
+        yield Input(id="compare-columns", placeholder="columns, as summary --columns takes them")
         yield Footer()
 
     def show(self, details: list[JobDetail]) -> None:
@@ -53,12 +56,36 @@ class CompareScreen(Screen):
             self.query_one(f"#{chart_id}", Static).update(OverlayChart(series, styles, unit=unit, palette=palette,
                                                                         warmup=warmup))
         table = self.query_one("#compare-table", DataTable)
-        if not table.columns:  # a refresh may come before the screen's own mount handler
-            for name in DEFAULT:
+        if [c.value for c in table.columns] != list(self.columns):
+            table.clear(columns=True)
+            for name in self.columns:
                 table.add_column(BY_NAME[name].header, key=name)
         table.clear()
         for d in details:
-            table.add_row(*(plain(column_text(BY_NAME[name], d.row.summary)) for name in DEFAULT))
+            table.add_row(*(plain(column_text(BY_NAME[name], d.row.summary)) for name in self.columns))
+
+    def action_columns(self) -> None:
+        box = self.query_one("#compare-columns", Input)
+        box.value = ",".join(self.columns)
+        box.add_class("visible")
+        box.focus()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        try:
+            chosen = parse_columns(event.value) if event.value.strip() else tuple(BY_NAME[n] for n in DEFAULT)
+        except ColumnError as exc:
+            self.notify(str(exc), severity="error", markup=False)
+            return
+        self.columns = tuple(c.name for c in chosen)
+        event.input.remove_class("visible")
+        self.query_one("#compare-table", DataTable).focus()
+        self.show(self.details)
 
     def action_back(self) -> None:
+        box = self.query_one("#compare-columns", Input)
+        if box.has_class("visible"):
+            box.remove_class("visible")
+            self.query_one("#compare-table", DataTable).focus()
+            return
         self.app.pop_screen()

@@ -12,6 +12,7 @@ HELP = """tuimon keys
   /          filter jobs: words, status:failed fw:megatron host:jz
   s  S       cycle the sort (or click a header)   space c  mark, compare
   a          alerts, with their log lines    ctrl+p  palette    q  quit
+Compare:     o  the table's columns, as summary --columns names them
 Job screen:  x  iterations / wall time   + -  zoom (or the mouse wheel)
              < >  pan   0  reset zoom    e  series to <job>-series.csv
              l  the log   /  search it   (a rank's screen: l, its lines)
