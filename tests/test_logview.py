@@ -166,3 +166,18 @@ async def test_slash_on_the_job_screen_opens_the_search(app):
         await pilot.press("slash")
         await until(pilot, lambda: isinstance(app.screen, LogScreen))
         assert app.screen.query_one("#log-input").has_focus
+
+
+def test_huge_lines_are_cut_and_say_so(tmp_path):
+    from tuimon.sources.logfile import LINE_SHOWN
+
+    path = tmp_path / "huge.log"
+    path.write_bytes(b"first\n" + b"x" * (10 << 20) + b"\nlast\n")
+    log = LogFile(str(path))
+    while not log.index():
+        pass
+    assert len(log) == 3
+    first, huge, last = log.lines(0, 3)
+    assert (first, last) == ("first", "last")
+    assert huge.startswith("x" * LINE_SHOWN) and huge.endswith(f"({(10 << 20) - LINE_SHOWN} more bytes)")
+    assert log.find("last", 0) == 2

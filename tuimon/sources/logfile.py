@@ -16,6 +16,7 @@ import numpy as np
 from ..text import sanitize
 
 BLOCK = 8 << 20  # bytes indexed or searched at a time
+LINE_SHOWN = 64 << 10  # a line's bytes shown at most (a 10 MB line is cut, and says by how much)
 
 
 class Lines(Protocol):
@@ -41,7 +42,8 @@ class LogFile:
         self.path = path
         self.name = name or path
         self.note = ""
-        self._starts = np.zeros(1, dtype=np.int64)  # where each line starts; the last: where the next would
+        self._buf = np.zeros(1024, dtype=np.int64)  # grown by doubling: a block's lines are not a copy of all before
+        self._count = 1  # where each line starts (_buf[:_count]); the last: where the next would
         self._indexed = 0  # bytes scanned for newlines
         self._size = 0
         self.complete = False
@@ -60,7 +62,7 @@ class LogFile:
             self.complete = True
             return True
         if size < self._indexed:  # truncated or replaced: start over
-            self._starts = np.zeros(1, dtype=np.int64)
+            self._count = 1
             self._indexed = 0
         self._size = size
         todo = min(budget, size - self._indexed)
@@ -73,10 +75,20 @@ class LogFile:
                 block = b""
             ends = np.flatnonzero(np.frombuffer(block, dtype=np.uint8) == 10).astype(np.int64) + (self._indexed + 1)
             if ends.size:
-                self._starts = np.concatenate([self._starts, ends])
+                need = self._count + ends.size
+                if need > self._buf.size:
+                    grown = np.zeros(max(need, 2 * self._buf.size), dtype=np.int64)
+                    grown[:self._count] = self._buf[:self._count]
+                    self._buf = grown
+                self._buf[self._count:need] = ends
+                self._count = need
             self._indexed += len(block)
         self.complete = self._indexed >= size
         return self.complete
+
+    @property
+    def _starts(self) -> np.ndarray:
+        return self._buf[:self._count]
 
     def _span(self, line: int) -> tuple[int, int]:
         starts = self._starts
@@ -91,16 +103,23 @@ class LogFile:
             return []
         first, _ = self._span(start)
         _, last = self._span(stop - 1)
-        try:
-            with open(self.path, "rb") as fh:
-                fh.seek(first)
-                data = fh.read(last - first)
-        except OSError:
-            return []
+        if last - first > (stop - start) * LINE_SHOWN:  # some huge lines: each read up to its cut
+            return [self._cut_line(n) for n in range(start, stop)]
+        data = self._read(first, last)
         out = data.decode("utf-8", errors="replace").split("\n")
         if out and out[-1] == "" and data.endswith(b"\n"):
             out.pop()
-        return [sanitize(line.rstrip("\r")) for line in out[: stop - start]]
+        return [_shown(line) for line in out[: stop - start]]
+
+    def _cut_line(self, line: int) -> str:
+        begin, end = self._span(line)
+        if line + 1 < len(self._starts):
+            end -= 1  # its newline
+        data = self._read(begin, min(end, begin + LINE_SHOWN))
+        text = _shown(data.decode("utf-8", errors="replace"))
+        if end - begin > LINE_SHOWN:
+            text += f" … ({end - begin - LINE_SHOWN} more bytes)"
+        return text
 
     def _line_at(self, offset: int) -> int:
         return int(np.searchsorted(self._starts, offset, side="right")) - 1
@@ -154,13 +173,20 @@ class LogFile:
         return np.concatenate(found) if found else np.zeros(0, dtype=np.int64)
 
 
+def _shown(line: str) -> str:
+    line = line.rstrip("\r")
+    if len(line) > LINE_SHOWN:
+        line = line[:LINE_SHOWN] + f" … ({len(line) - LINE_SHOWN} more characters)"
+    return sanitize(line, max_len=LINE_SHOWN + 64)
+
+
 class KeptLines:
     """Lines the session keeps in memory (a remote file's tail)."""
 
     def __init__(self, name: str, lines: Iterable[str], note: str = "") -> None:
         self.name = name
         self.note = note
-        self._lines: Sequence[str] = [sanitize(line) for line in lines]
+        self._lines: Sequence[str] = [_shown(line) for line in lines]
         self.complete = True
 
     def __len__(self) -> int:

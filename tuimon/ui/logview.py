@@ -5,6 +5,7 @@ filter (``r``) and the job's other files (``[`` and ``]``).  Esc clears the sear
 the filter, then leaves."""
 from __future__ import annotations
 
+import time
 from typing import Optional
 
 import numpy as np
@@ -23,7 +24,8 @@ from parsers.prefix import rank_line_pattern
 from ..sources.logfile import Lines
 
 PAGE = 256  # lines read from the file at a time
-INDEX_EVERY_S = 0.05  # the index grows by a block each tick: a big file pages at once, and is searched whole later
+INDEX_EVERY_S = 0.05  # the index grows each tick: a big file pages at once, and is indexed whole in the background
+INDEX_TICK_S = 0.015  # of each tick, at most this long spent indexing (2 GB indexed in about 10 s, keys still answered)
 
 
 class LogView(ScrollView, can_focus=True):
@@ -115,7 +117,8 @@ class LogView(ScrollView, can_focus=True):
         gutter = self.get_component_rich_style("logview--gutter")
         text.append(f"{line + 1:>{gutter_w - 1}}", style=mark_style if line in self.marked else gutter)
         text.append("▌" if line in self.marked else " ", style=mark_style)
-        body = Text(self.text(line)[scroll_x:])  # the gutter stays put as the lines scroll sideways
+        # the gutter stays put as the lines scroll sideways; only what fits is styled (a line may be 64 KB)
+        body = Text(self.text(line)[scroll_x:scroll_x + width + len(self.needle)])
         if self.needle:
             style = self.get_component_rich_style("logview--current" if line == self.current else "logview--match")
             body.highlight_words([self.needle], style=style, case_sensitive=False)
@@ -198,7 +201,9 @@ class LogScreen(Screen):
         """Index a block more of the file (or what it gained); follow its end if asked."""
         view = self.view
         before = len(view.source)
-        view.source.index()
+        deadline = time.perf_counter() + INDEX_TICK_S
+        while not view.source.index() and time.perf_counter() < deadline:
+            pass
         if len(view.source) != before or not view.virtual_size.height:
             if self.rank:
                 self._filter()

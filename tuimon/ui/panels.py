@@ -20,7 +20,7 @@ class Panel(Widget):
 
     COMPONENT_CLASSES = {"panel--title", "panel--bar", "panel--phase", "panel--alert", "panel--muted"}
     DEFAULT_CSS = """
-    Panel { width: 1fr; height: auto; border: round $secondary 40%; padding: 0 1; }
+    Panel { width: 1fr; height: 100%; border: round $secondary 40%; padding: 0 1; }
     Panel > .panel--title { text-style: bold; }
     Panel > .panel--bar { color: $primary; }
     Panel > .panel--phase { color: $secondary; }
@@ -45,6 +45,11 @@ class Panel(Widget):
             return Text("")
         return Fitted(lambda width: self.build(detail, width))
 
+    @property
+    def rows(self) -> int:
+        """Lines the panel can show (its content region; before layout, a screenful)."""
+        return self.content_size.height or 24
+
     def build(self, d: JobDetail, width: int) -> Text:
         raise NotImplementedError
 
@@ -56,7 +61,9 @@ class BreakdownPanel(Panel):
         s = d.row.summary
         whole = s["breakdown_whole_ms"]
         text = self.title(f"Timers per iteration ({whole:.1f} ms = 100%)\n" if whole else "Timers per iteration\n")
-        text.append_text(tree_bars(s["breakdown"], line_width=width, limit=14, palette=self.palette()))
+        # the deepest parts go first when the panel is short: the top level always shows
+        text.append_text(tree_bars(s["breakdown"], line_width=width, limit=max(1, self.rows - 1),
+                                   palette=self.palette()))
         return text
 
 
@@ -67,9 +74,10 @@ class StartupPanel(Panel):
         s = d.row.summary
         text = self.title("Startup timeline\n")
         text.append_text(timeline(s["startup"], line_width=width, palette=self.palette()))
-        if s["startup_timers"]:
+        room = self.rows - len(text.plain.split("\n")) - 1
+        if s["startup_timers"] and room > 0:
             text.append_text(self.title("\nSetup and checkpoint timers"))
-            for t in s["startup_timers"][:6]:
+            for t in s["startup_timers"][:min(6, room)]:
                 text.append("\n")
                 text.append_text(plain(f"{t['name'][:40]:40s} {t['ms']:10.1f} ms"))
         return text
@@ -112,7 +120,7 @@ class FailuresPanel(Panel):
             text.append("\n")
         if not d.failures and not checks:
             text.append("none", style=self.get_component_rich_style("panel--muted"))
-        for f in d.failures[-5:]:
+        for f in d.failures[-max(1, min(5, self.rows - 1 - len(checks))):]:
             text.append(f"{f['kind']:9s} line {f['line']}: ", style=alert)
             text.append_text(plain(f["message"][:160]))
             text.append("\n")

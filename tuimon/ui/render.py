@@ -96,7 +96,7 @@ def tree_bars(parts: Sequence[dict], width: int = 30, line_width: Optional[int] 
         return Text("(nothing logged yet)", style="dim")
     shown = list(parts)
     if limit is not None and len(shown) > limit:
-        for depth in sorted({p["depth"] for p in shown}, reverse=True):
+        for depth in sorted({p["depth"] for p in shown if p["depth"] > 0}, reverse=True):  # the top level stays
             if len(shown) <= limit:
                 break
             shown = [p for p in shown if p["depth"] < depth]
