@@ -22,6 +22,13 @@ pytestmark = pytest.mark.skipif(shutil.which("tmux") is None,
 TMUX = ["tmux", "-L", f"tuimon-tests-{os.getpid()}"]
 
 
+def app_env() -> dict:
+    """The app's environment: without COLUMNS and LINES, which pytest-xdist's workers set
+    to 80 and 24 and which Textual takes over the size of the pane."""
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    return dict(env, TERM="xterm-256color")
+
+
 def capture(session: str) -> str:
     return subprocess.run([*TMUX, "capture-pane", "-t", session, "-p"], capture_output=True, text=True).stdout
 
@@ -42,7 +49,7 @@ def test_demo_in_tmux(tmp_path):
     marker = tmp_path / "exit-code"
     cmd = (f"cd {ROOT} && PYTHONPATH={ROOT} {sys.executable} -m tuimon demo; echo $? > {marker}; sleep 30")
     subprocess.run([*TMUX, "new-session", "-d", "-s", session, "-x", "180", "-y", "50", cmd], check=True,
-                   env=dict(os.environ, TERM="xterm-256color"))
+                   env=app_env())
     try:
         screen = wait_for(session, "llama-7b-ranks-straggler-4005")
         wait_for(session, "FAILED oom")
@@ -86,7 +93,7 @@ def test_demo_at_100x30_shows_mfu_no_share_over_100_and_an_empty_filter(tmp_path
     marker = tmp_path / "exit-code"
     cmd = (f"cd {ROOT} && PYTHONPATH={ROOT} {sys.executable} -m tuimon demo; echo $? > {marker}; sleep 30")
     subprocess.run([*TMUX, "new-session", "-d", "-s", session, "-x", "100", "-y", "30", cmd], check=True,
-                   env=dict(os.environ, TERM="xterm-256color"))
+                   env=app_env())
 
     def keys(*names: str) -> None:
         subprocess.run([*TMUX, "send-keys", "-t", session, *names], check=True)
