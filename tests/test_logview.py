@@ -181,3 +181,36 @@ def test_huge_lines_are_cut_and_say_so(tmp_path):
     assert (first, last) == ("first", "last")
     assert huge.startswith("x" * LINE_SHOWN) and huge.endswith(f"({(10 << 20) - LINE_SHOWN} more bytes)")
     assert log.find("last", 0) == 2
+
+
+def test_a_remote_log_is_paged_whole_over_ssh(tmp_path):
+    """Against a real sshd on 127.0.0.1: the whole remote file, indexed a megabyte at a time,
+    grown, searched; an unreachable host falls back to the kept lines and says why."""
+    from tests.helpers import sshd
+    from tuimon.sources.remote_log import RemoteLogFile
+
+    srv = sshd.start(tmp_path / "sshd")
+    try:
+        path = tmp_path / "remote.log"
+        lines = srun_log(path, 6000)  # 24,000 lines, 2.6 MB: three round trips to index
+        kept = KeptLines("tuimon-test:remote.log", lines[-5:])
+        log = RemoteLogFile(("tuimon-test", None, None), str(path), "tuimon-test:remote.log", kept,
+                            ssh_config=str(srv.config))
+        rounds = 1
+        while not log.index():
+            rounds += 1
+        assert rounds >= 3 and log.failed is None and len(log) == len(lines)
+        assert log.lines(0, 2) == lines[:2] and log.lines(len(lines) - 1, 1) == lines[-1:]
+        first = next(i for i, ln in enumerate(lines) if "needle" in ln.lower())
+        assert log.find("NEEDLE", 0) == first
+        with open(path, "a") as fh:
+            fh.write("3: appended after the view opened\n")
+        log.index()
+        assert log.lines(len(lines), 1) == ["3: appended after the view opened"]
+        log.close()
+        gone = RemoteLogFile(("no-such-host.invalid", None, None), "/x.log", "no-such-host.invalid:/x.log", kept,
+                             ssh_config=str(srv.config))
+        assert gone.index() and gone.failed and "cannot read it over SSH" in gone.note
+        assert len(gone) == 5 and gone.lines(0, 5) == lines[-5:]
+    finally:
+        srv.stop()

@@ -185,6 +185,19 @@ async def test_dashboard_on_remote_and_local_mixed(server, tmp_path):
             assert session.statuses().get("ssh tuimon-test") == "connected"
             progress = str(app.screen.query_one("#progress").render())
             assert "tuimon-test: connected" in progress
+            # the log view pages a remote job's file whole, over a connection of its own
+            from tuimon.sources.remote_log import RemoteLogFile
+
+            key = next(k for k, job in session.store.jobs.items() if job.files[0].startswith("tuimon-test:"))
+            (source,) = session.log_sources(key)[:1]
+            assert isinstance(source, RemoteLogFile)
+            while not source.index():
+                pass
+            name = source.name.rsplit("/", 1)[-1]
+            whole = (remote_dir / name).read_text().split("\n")
+            assert source.failed is None and len(source) == len(whole) - (whole[-1] == "")
+            assert source.lines(0, 1) == [whole[0]]
+            source.close()
     finally:
         session.stop()
 

@@ -146,6 +146,7 @@ class LiveSession:
         self._job_versions: dict[str, int] = {}
         self._paths = list(paths)
         self._options = dict(poll=poll, head_tail=head_tail, **follower_kw)
+        self._ssh_config = ssh_config
         self._remote_options = dict(ssh_config=ssh_config, poll=poll or 1.0, cache=bool(follower_kw.get("cache")))
         self._catalog_spec = tuple(catalog_spec)
         self.process = process
@@ -423,9 +424,10 @@ class LiveSession:
             return job.name, buf.getvalue()
 
     def log_sources(self, key: str) -> list[Lines]:
-        """A job's files for the log view: a file on this machine is read from disk, whole
-        (the view indexes it as it pages); a remote one shows the lines this session keeps."""
+        """A job's files for the log view, whole: a file here is read from disk, a remote
+        one over SFTP (on a connection of the view's own), each indexed as the view pages."""
         from ..sources.logfile import KeptLines, LogFile
+        from ..sources.remote_log import RemoteLogFile
         from ..sources.specs import host_and_path
 
         with self.lock:
@@ -434,14 +436,20 @@ class LiveSession:
                 return []
             files = list(job.files)
             kept = {label: list(self.tails.get(label, ())) for label in files}
+        _, specs = split_paths(self._paths)
+        endpoints = {spec.host: spec.endpoint for spec in specs}
         out: list[Lines] = []
         for label in files:
             host, path = host_and_path(label)
-            if host == "local" and os.path.isfile(path):
-                out.append(LogFile(path, name=_shown_path(path)))
+            if host == "local":
+                if os.path.isfile(path):
+                    out.append(LogFile(path, name=_shown_path(path)))
+                else:
+                    out.append(KeptLines(label, kept[label], note="the file is gone: the lines read last"))
             else:
-                out.append(KeptLines(label, kept[label], note=f"the last {TAIL_LINES} lines read over SSH"
-                                     if host != "local" else "the file is gone: the lines read last"))
+                tail = KeptLines(label, kept[label])
+                out.append(RemoteLogFile(endpoints.get(host, (host, None, None)), path, label, tail,
+                                         ssh_config=self._ssh_config))
         return out
 
     def rank_vs_others(self, key: str, rank: str) -> tuple[Curve, Curve]:

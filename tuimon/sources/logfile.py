@@ -53,11 +53,25 @@ class LogFile:
         n = len(self._starts) - 1
         return n + 1 if self.complete and self._size > self._starts[-1] else n
 
+    # -- the bytes: a file here (a subclass reads them elsewhere) ---------------------------------
+    read_block = BLOCK  # bytes read at a time while indexing
+
+    def _file_size(self) -> int:
+        return os.path.getsize(self.path)
+
+    def _read(self, begin: int, end: int) -> bytes:
+        try:
+            with open(self.path, "rb") as fh:
+                fh.seek(begin)
+                return fh.read(max(0, end - begin))
+        except OSError:
+            return b""
+
     def index(self, budget: int = BLOCK) -> bool:
         """Index up to ``budget`` more bytes (the file may have grown, or been truncated:
         then it is indexed again from the start).  True when every byte is indexed."""
         try:
-            size = os.path.getsize(self.path)
+            size = self._file_size()
         except OSError:
             self.complete = True
             return True
@@ -65,14 +79,9 @@ class LogFile:
             self._count = 1
             self._indexed = 0
         self._size = size
-        todo = min(budget, size - self._indexed)
+        todo = min(budget, self.read_block, size - self._indexed)
         if todo > 0:
-            try:
-                with open(self.path, "rb") as fh:
-                    fh.seek(self._indexed)
-                    block = fh.read(todo)
-            except OSError:
-                block = b""
+            block = self._read(self._indexed, self._indexed + todo)
             ends = np.flatnonzero(np.frombuffer(block, dtype=np.uint8) == 10).astype(np.int64) + (self._indexed + 1)
             if ends.size:
                 need = self._count + ends.size
@@ -136,7 +145,7 @@ class LogFile:
             pos, _ = self._span(start)
             end = self._span(n - 1)[1]
             while pos < end:
-                stop = min(end, pos + BLOCK)
+                stop = min(end, pos + self.read_block)
                 block = self._read(pos, min(end, stop + len(key) - 1)).lower()
                 hit = block.find(key)
                 if hit >= 0:
@@ -145,21 +154,13 @@ class LogFile:
             return None
         _, end = self._span(start)
         while end > 0:
-            begin = max(0, end - BLOCK)
+            begin = max(0, end - self.read_block)
             block = self._read(begin, min(self._span(start)[1], end + len(key) - 1)).lower()
             hit = block.rfind(key)
             if hit >= 0:
                 return self._line_at(begin + hit)
             end = begin
         return None
-
-    def _read(self, begin: int, end: int) -> bytes:
-        try:
-            with open(self.path, "rb") as fh:
-                fh.seek(begin)
-                return fh.read(max(0, end - begin))
-        except OSError:
-            return b""
 
     def matching(self, pattern: "re.Pattern[str]") -> np.ndarray:
         """The numbers of the lines ``pattern`` matches (searched per block of lines)."""

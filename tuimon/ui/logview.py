@@ -197,6 +197,12 @@ class LogScreen(Screen):
         if self._open_search:
             self.action_search(True)
 
+    def on_unmount(self) -> None:
+        for source in self.sources:
+            close = getattr(source, "close", None)  # a remote file's connection
+            if close is not None:
+                close()
+
     def _index(self) -> None:
         """Index a block more of the file (or what it gained); follow its end if asked."""
         view = self.view
