@@ -578,10 +578,12 @@ async def test_zoom_pan_reset_and_wall_time_axis(tmp_path):
         await pilot.press("0")
         assert x_labels() == ["1", "50", "100"]
         await pilot.press("x")  # 99 s from the first point to the last
-        assert x_labels() == ["0s", "50s", "99s"]
+        assert x_labels() == ["0s", "50s", "1m39s"]
         app.screen.query_one("#chart-iter").parent.post_message(ZoomChart(0.5, 0.0))  # the wheel, at the left edge
         await pilot.pause()
         assert x_labels() == ["0s", "25s", "50s"]
+    from tuimon.ui.chart import x_label
+    assert [x_label(v, True) for v in (59.4, 3599, 3600 * 3 + 300, 86400 * 3)] == ["59s", "59m59s", "3h05m", "3.0d"]
 
 
 def test_median_of_the_other_ranks_at_each_iteration():

@@ -31,7 +31,7 @@ import posixpath
 import random
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Optional
+from typing import Any, Callable, Optional
 
 from parsers.events import Event, Truncated
 
@@ -85,6 +85,22 @@ class RemoteThread:
         if self._loop is not None and self._stop is not None:
             self._loop.call_soon_threadsafe(self._stop.set)
         self._thread.join(timeout=10)
+
+
+async def connect(endpoint: tuple[str, Optional[str], Optional[int]], ssh_config: Optional[str] = None,
+                  **options: Any) -> Any:
+    """An SSH connection to ``endpoint`` (host, user, port), with the user's SSH config
+    (or ``ssh_config``) and asyncssh's own ``options``."""
+    import asyncssh
+
+    host, user, port = endpoint
+    if ssh_config:
+        options["config"] = [ssh_config]
+    if user:
+        options["username"] = user
+    if port:
+        options["port"] = port
+    return await asyncssh.connect(host, **options)
 
 
 def sftp_path(path: str) -> str:
@@ -295,18 +311,8 @@ class RemoteHost:
             pass
 
     async def _connect(self):
-        import asyncssh
-
-        host, user, port = self.endpoint
-        kwargs = dict(keepalive_interval=self.keepalive, keepalive_count_max=3,
-                      connect_timeout=self.connect_timeout)
-        if self.ssh_config:
-            kwargs["config"] = [self.ssh_config]
-        if user:
-            kwargs["username"] = user
-        if port:
-            kwargs["port"] = port
-        return await asyncssh.connect(host, **kwargs)
+        return await connect(self.endpoint, self.ssh_config, keepalive_interval=self.keepalive,
+                             keepalive_count_max=3, connect_timeout=self.connect_timeout)
 
     # -- reading ------------------------------------------------------------------------------
     def _warn(self, message: str) -> None:

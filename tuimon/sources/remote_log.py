@@ -13,7 +13,7 @@ from typing import Any, Optional
 
 from ..text import sanitize
 from .logfile import KeptLines, LogFile
-from .remote import describe, sftp_path
+from .remote import connect, describe, sftp_path
 
 CALL_TIMEOUT_S = 20.0
 
@@ -44,17 +44,7 @@ class RemoteLogFile(LogFile):
 
     async def _open(self) -> Any:
         if self._fh is None:
-            import asyncssh
-
-            host, user, port = self.endpoint
-            kwargs: dict[str, Any] = dict(connect_timeout=15)
-            if self.ssh_config:
-                kwargs["config"] = [self.ssh_config]
-            if user:
-                kwargs["username"] = user
-            if port:
-                kwargs["port"] = port
-            self._conn = await asyncssh.connect(host, **kwargs)
+            self._conn = await connect(self.endpoint, self.ssh_config, connect_timeout=15)
             self._sftp = await self._conn.start_sftp_client()
             self._fh = await self._sftp.open(self.path, "rb")
         return self._fh

@@ -65,16 +65,17 @@ FULL = XView()
 
 
 def x_label(value: float, wall: bool) -> str:
-    """An x tick: the iteration, or a wall time since the first point (s, m, h, d)."""
+    """An x tick: the iteration, or a wall time since the first point to the second or
+    minute (``42s``, ``1m39s``, ``3h05m``; days past two days)."""
     if not wall:
         return f"{value:.0f}"
-    a = abs(value)
-    if a < 120:
-        return f"{value:.0f}s"
-    if a < 7200:
-        return f"{value / 60:.0f}m"
-    if a < 172800:
-        return f"{value / 3600:.1f}h"
+    seconds = int(round(max(0.0, value)))
+    if seconds < 60:
+        return f"{seconds}s"
+    if seconds < 3600:
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+    if seconds < 172800:
+        return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
     return f"{value / 86400:.1f}d"
 
 
