@@ -3,6 +3,7 @@ with n/N and a no-match message, g/G, F, marks, a rank filter, Esc clearing firs
 from __future__ import annotations
 
 import re
+import time
 
 import numpy as np
 
@@ -205,7 +206,11 @@ def test_a_remote_log_is_paged_whole_over_ssh(tmp_path):
         assert log.find("NEEDLE", 0) == first
         with open(path, "a") as fh:
             fh.write("3: appended after the view opened\n")
-        log.index()
+        for _ in range(40):  # asked again within a second or so (a round trip each time: not every tick)
+            if len(log) > len(lines):
+                break
+            log.index()
+            time.sleep(0.05)
         assert log.lines(len(lines), 1) == ["3: appended after the view opened"]
         log.close()
         gone = RemoteLogFile(("no-such-host.invalid", None, None), "/x.log", "no-such-host.invalid:/x.log", kept,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from typing import Any, Optional
 
 from ..text import sanitize
@@ -16,6 +17,7 @@ from .logfile import KeptLines, LogFile
 from .remote import connect, describe, sftp_path
 
 CALL_TIMEOUT_S = 20.0
+RECHECK_S = 1.0  # how often a remote file read to its end is asked whether it grew
 
 
 class RemoteLogFile(LogFile):
@@ -33,6 +35,7 @@ class RemoteLogFile(LogFile):
         self._conn: Any = None
         self._sftp: Any = None
         self._fh: Any = None
+        self._checked = float("-inf")  # when its size was last asked
 
     # -- the connection, on a loop of its own --------------------------------------------------
     def _call(self, coro_fn, *args) -> Any:
@@ -95,8 +98,14 @@ class RemoteLogFile(LogFile):
         return len(self.kept) if self.failed is not None else super().__len__()
 
     def index(self, budget: int = LogFile.read_block) -> bool:
+        """As a local file's, but a file read to its end is asked for its size at most once
+        a second (each question is a round trip, and the view asks twenty times a second)."""
         if self.failed is not None:
             return True
+        now = time.monotonic()
+        if self.complete and now - self._checked < RECHECK_S:
+            return True
+        self._checked = now
         super().index(budget)
         if self.failed is not None:
             self.complete = True
