@@ -219,3 +219,33 @@ def test_a_remote_log_is_paged_whole_over_ssh(tmp_path):
         assert len(gone) == 5 and gone.lines(0, 5) == lines[-5:]
     finally:
         srv.stop()
+
+
+async def test_with_a_file_per_rank_a_rank_is_its_file(tmp_path):
+    """run-77-rank0.log, run-77-rank1.log: `r 1` shows rank 1's file whole (its lines carry
+    no prefix), and the rank screen's `l` opens that file."""
+    from tuimon.ui.rank import RankScreen
+
+    d = tmp_path / "logs"
+    d.mkdir()
+    for r in range(2):
+        (d / f"run-77-rank{r}.log").write_text("".join(
+            f" iteration {i:8d}/     100 | elapsed time per iteration (ms): {1000 + 100 * r:.1f} | rank {r} |\n"
+            for i in range(1, 41)))
+    app = TuimonApp(loaded_session([d]))
+    async with app.run_test(size=APP_SIZE) as pilot:
+        screen = await open_log(pilot, app)
+        assert [s.rank for s in screen.sources] == [0, 1] and screen.which == 0
+        await pilot.press("r", "1", "enter")
+        view = screen.view
+        assert screen.which == 1 and view.rows is None and view.row_count() == 40
+        assert all(row.endswith("| rank 1 |") for row in shown_rows(view))
+        await pilot.press("escape", "escape")  # the filter, then back to the job screen
+        await until(pilot, lambda: isinstance(app.screen, JobScreen) and app.screen.query_one("#ranks").row_count)
+        assert isinstance(app.screen, JobScreen)
+        await pilot.press("j", "enter")
+        await until(pilot, lambda: isinstance(app.screen, RankScreen))
+        assert isinstance(app.screen, RankScreen) and app.screen.rank == "1"
+        await pilot.press("l")
+        await until(pilot, lambda: isinstance(app.screen, LogScreen) and app.screen.view.source.complete)
+        assert app.screen.which == 1 and app.screen.view.row_count() == 40

@@ -429,6 +429,7 @@ class LiveSession:
         from ..sources.logfile import KeptLines, LogFile
         from ..sources.remote_log import RemoteLogFile
         from ..sources.specs import host_and_path
+        from ..store.identity import identify
 
         with self.lock:
             job = self.store.jobs.get(key)
@@ -450,6 +451,7 @@ class LiveSession:
                 tail = KeptLines(label, kept[label])
                 out.append(RemoteLogFile(endpoints.get(host, (host, None, None)), path, label, tail,
                                          ssh_config=self._ssh_config))
+            out[-1].rank = identify(label).rank
         return out
 
     def rank_vs_others(self, key: str, rank: str) -> tuple[Curve, Curve]:

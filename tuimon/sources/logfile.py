@@ -25,6 +25,7 @@ class Lines(Protocol):
     name: str
     complete: bool  # every line is indexed (a partial last line counts once it ends)
     note: str  # shown beside the file's name: what the view covers
+    rank: Optional[int]  # the rank whose file it is (its name says so: run-rank3.log), if any
 
     def __len__(self) -> int: ...
     def index(self, budget: int = BLOCK) -> bool: ...
@@ -42,6 +43,7 @@ class LogFile:
         self.path = path
         self.name = name or path
         self.note = ""
+        self.rank: Optional[int] = None
         self._buf = np.zeros(1024, dtype=np.int64)  # grown by doubling: a block's lines are not a copy of all before
         self._count = 1  # where each line starts (_buf[:_count]); the last: where the next would
         self._indexed = 0  # bytes scanned for newlines
@@ -187,6 +189,7 @@ class KeptLines:
     def __init__(self, name: str, lines: Iterable[str], note: str = "") -> None:
         self.name = name
         self.note = note
+        self.rank: Optional[int] = None
         self._lines: Sequence[str] = [_shown(line) for line in lines]
         self.complete = True
 

@@ -190,7 +190,8 @@ class LogScreen(Screen):
             return
         self.view.focus()
         if self.rank:
-            self.sources[0].index(1 << 40)  # the filter needs the whole file's lines
+            self._to_rank_file()
+            self.view.source.index(1 << 40)  # the filter needs the whole file's lines
             self._filter()
         self._index()
         self.set_interval(INDEX_EVERY_S, self._index)
@@ -266,6 +267,7 @@ class LogScreen(Screen):
         value = event.value.strip()
         if self._asking == "rank":
             self.rank = value
+            self._to_rank_file()
             self._filter()
             self.view.reset()
             self.say(f"rank {value}: {self.view.row_count()} lines" if value else "every rank")
@@ -375,8 +377,17 @@ class LogScreen(Screen):
         self._ask("rank", "show only this rank's lines (a rank number; empty: every rank)")
 
     def _filter(self) -> None:
+        """One rank's lines: all of the rank's own file, or the lines it labelled in a shared one."""
         view = self.view
-        view.rows = view.source.matching(rank_line_pattern(self.rank)) if self.rank else None
+        own = view.source.rank is not None and str(view.source.rank) == self.rank
+        view.rows = view.source.matching(rank_line_pattern(self.rank)) if self.rank and not own else None
+
+    def _to_rank_file(self) -> None:
+        """With a file per rank (run-rank3.log), a rank's lines are its file: show that one."""
+        own = next((i for i, src in enumerate(self.sources) if src.rank is not None and str(src.rank) == self.rank),
+                   None)
+        if own is not None and own != self.which:
+            self._switch(own)
 
     def action_file(self, step: int) -> None:
         if len(self.sources) > 1:
