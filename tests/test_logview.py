@@ -65,6 +65,26 @@ def test_growth_truncation_bad_bytes_and_control_sequences(tmp_path):
     assert len(log) == 1 and log.lines(0, 5) == ["new"]
 
 
+def test_search_among_a_rank_s_lines_reads_windows_not_the_file_per_line(tmp_path):
+    from tuimon.ui.logview import search
+
+    path = tmp_path / "x.log"
+    lines = srun_log(path, 2000)
+    log = LogFile(str(path))
+    while not log.index():
+        pass
+    reads = []
+    real = log.lines
+    log.lines = lambda start, count: reads.append(count) or real(start, count)  # type: ignore[method-assign]
+    rows = log.matching(re.compile(r"^2: "))
+    reads.clear()
+    hit = search(log, rows, "needle", 0, True)
+    assert hit is not None and lines[hit].startswith("2: NEEDLE") and len(reads) <= 3
+    assert search(log, rows, "needle", hit + 1, True) is None
+    assert search(log, rows, "needle", len(lines) - 1, False) == hit
+    assert search(log, rows, "the checkpoint was saved", 0, True) is None  # rank 0's line
+
+
 def test_kept_lines_answer_the_same_questions():
     kept = KeptLines("host:run.log", ["a", "b needle", "c", "d NEEDLE"], note="tail")
     assert len(kept) == 4 and kept.lines(1, 2) == ["b needle", "c"]
@@ -74,6 +94,13 @@ def test_kept_lines_answer_the_same_questions():
 
 def shown_rows(view: LogView) -> list[str]:
     return [view.text(view.line_of(r)) for r in range(view.top, min(view.row_count(), view.top + view.size.height))]
+
+
+async def press(pilot, screen: LogScreen, *keys: str) -> None:
+    """Keys that search: the search runs in a worker thread; wait for its answer."""
+    await pilot.press(*keys)
+    await pilot.pause()
+    await until(pilot, lambda: not screen.searching)
 
 
 async def open_log(pilot, app) -> LogScreen:
@@ -101,24 +128,24 @@ async def test_the_whole_file_search_n_and_no_match(tmp_path):
         assert view.top == 0 and shown_rows(view)[0] == lines[0]
         first = next(i for i, ln in enumerate(lines) if "needle" in ln.lower())
         second = next(i for i, ln in enumerate(lines) if "needle" in ln.lower() and i > first)
-        await pilot.press("slash", *"needle", "enter")
+        await press(pilot, screen, "slash", *"needle", "enter")
         assert view.current == first and view.top <= first < view.top + view.size.height
-        await pilot.press("n")
+        await press(pilot, screen, "n")
         assert view.current == second
-        await pilot.press("n")  # past the last: wraps, and says so
+        await press(pilot, screen, "n")  # past the last: wraps, and says so
         assert view.current == first and "went on from the top" in screen.message
-        await pilot.press("N")
+        await press(pilot, screen, "N")
         assert view.current == second
         # the match is highlighted in the current style, the other rows are not
         strip = view.render_line(second - view.top)
         styles = {seg.style for seg in strip if "NEEDLE" in seg.text}
         assert styles == {view.get_component_rich_style("logview--current")}
         # a search with no match says so and shows the log unfiltered, unhighlighted
-        await pilot.press("slash", *"no such words", "enter")
+        await press(pilot, screen, "slash", *"no such words", "enter")
         assert "no match for 'no such words'" in screen.message and view.needle == ""
         assert view.row_count() == len(lines)
         # Esc clears the search before it leaves
-        await pilot.press("slash", *"needle", "enter")
+        await press(pilot, screen, "slash", *"needle", "enter")
         assert view.needle == "needle"
         await pilot.press("escape")
         assert isinstance(app.screen, LogScreen) and view.needle == ""
@@ -146,7 +173,9 @@ async def test_marks_rank_filter_and_follow(tmp_path):
         mine = [i for i, ln in enumerate(lines) if ln.startswith("2: ")]
         assert view.rows is not None and list(view.rows) == mine
         assert all(row.startswith("2: ") for row in shown_rows(view))
-        await pilot.press("slash", *"needle", "enter")
+        await press(pilot, screen, "slash", *"needle", "enter")
+        assert lines[view.current].startswith("2: NEEDLE")
+        await press(pilot, screen, "n")  # rank 0's needle is not among rank 2's lines: wraps to the same
         assert lines[view.current].startswith("2: NEEDLE")
         await pilot.press("escape", "escape")  # the search, then the filter
         assert view.needle == "" and view.rows is None and isinstance(app.screen, LogScreen)

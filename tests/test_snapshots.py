@@ -6,7 +6,7 @@ import pytest
 
 from tests.conftest import APP_SIZE as SIZE
 from tests.conftest import copy_fixture_logs as fixture_dir
-from tests.conftest import loaded_session
+from tests.conftest import loaded_session, until
 from tuimon.ui.app import TuimonApp
 
 
@@ -80,7 +80,13 @@ def test_log_screen_sizes(snap_compare, tmp_path, size, monkeypatch):
     fixture_dir(tmp_path)
     monkeypatch.chdir(tmp_path)
     app = TuimonApp(loaded_session(["logs"]))
-    assert snap_compare(app, run_before=keys("j", "enter", "l", "g", "slash", *"lm loss", "enter"), terminal_size=size)
+
+    async def run_before(pilot) -> None:
+        await keys("j", "enter", "l", "g", "slash", *"lm loss", "enter")(pilot)
+        await until(pilot, lambda: not pilot.app.screen.searching and pilot.app.screen.view.current is not None)
+        await pilot.pause(0.2)
+
+    assert snap_compare(app, run_before=run_before, terminal_size=size)
 
 
 @pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")

@@ -24,6 +24,7 @@ from parsers.prefix import rank_line_pattern
 from ..sources.logfile import Lines
 
 PAGE = 256  # lines read from the file at a time
+SEARCH_ROWS = 4096  # a rank's lines searched a window at a time
 INDEX_EVERY_S = 0.05  # the index grows each tick: a big file pages at once, and is indexed whole in the background
 INDEX_TICK_S = 0.015  # of each tick, at most this long spent indexing (2 GB indexed in about 10 s, keys still answered)
 
@@ -139,6 +140,27 @@ class LogView(ScrollView, can_focus=True):
         self.sync()
 
 
+def search(source: Lines, rows: Optional[np.ndarray], needle: str, line: int, forward: bool) -> Optional[int]:
+    """The next line from ``line`` (on or back) that holds ``needle``, any case: over the
+    whole file, or among ``rows`` (a rank's lines), read a window of lines at a time."""
+    if rows is None:
+        return source.find(needle, line, forward)
+    key = needle.lower()
+    at = int(np.searchsorted(rows, line, side="left" if forward else "right")) - (0 if forward else 1)
+    while 0 <= at < len(rows):
+        chunk = rows[at:at + SEARCH_ROWS] if forward else rows[max(0, at - SEARCH_ROWS + 1):at + 1][::-1]
+        lo, hi = int(chunk.min()), int(chunk.max())
+        if hi - lo < 16 * len(chunk):  # close together: one read for the window
+            texts = source.lines(lo, hi - lo + 1)
+            found = next((int(n) for n in chunk if n - lo < len(texts) and key in texts[n - lo].lower()), None)
+        else:  # a few lines far apart: each on its own
+            found = next((int(n) for n in chunk if key in "".join(source.lines(int(n), 1)).lower()), None)
+        if found is not None:
+            return found
+        at += len(chunk) if forward else -len(chunk)
+    return None
+
+
 class LogScreen(Screen):
     """One job's files, one at a time."""
 
@@ -170,6 +192,7 @@ class LogScreen(Screen):
         self._asking = ""  # what the input box asks for: "search", "search-back" or "rank"
         self._open_search = search
         self.message = ""
+        self.searching = False  # a search is running (in a worker thread)
 
     def compose(self) -> ComposeResult:
         yield Static(Text(""), id="log-title", classes="title")
@@ -206,6 +229,8 @@ class LogScreen(Screen):
 
     def _index(self) -> None:
         """Index a block more of the file (or what it gained); follow its end if asked."""
+        if self.searching:
+            return  # the search reads the index: it grows again afterwards
         view = self.view
         before = len(view.source)
         deadline = time.perf_counter() + INDEX_TICK_S
@@ -278,45 +303,56 @@ class LogScreen(Screen):
         self._asking = ""
 
     def _find(self, forward: bool, first: bool = False) -> None:
+        """Search on from the current match (or the top line), in a worker thread: a search
+        through gigabytes, or over SSH, never freezes the screen.  The index waits meanwhile."""
         view = self.view
         if not view.needle:
             self.say("no search: press / to search")
             return
+        if self.searching:
+            return
         self.following = False
         here = view.current if view.current is not None else view.line_of(min(view.top, max(0, view.row_count() - 1)))
         start = here if first and view.current is None else here + (1 if forward else -1)
-        hit = self._search_from(start, forward)
-        if hit is None:
-            wrapped = self._search_from(0 if forward else len(view.source) - 1, forward)
-            if wrapped is None:
-                needle = view.needle
-                view.needle, view.current = "", None  # the unfiltered log, as it was
-                view.refresh()
-                self.say(f"no match for {needle!r}" + (f" in rank {self.rank}'s lines" if self.rank else ""))
-                return
-            hit = wrapped
-            self.say("search hit the " + ("bottom, went on from the top" if forward else "top, went on from the bottom"))
-        else:
-            self.say("")
-        view.current = hit
-        view.go(view.row_of(hit), center=True)
-        view.show_column(view.text(hit).lower().find(view.needle.lower()), len(view.needle))
-        view.refresh()
-        self._status()
+        needle, source, rows = view.needle, view.source, view.rows
+        self.searching = True
+        self.say(f"searching for {needle!r}…")
 
-    def _search_from(self, line: int, forward: bool) -> Optional[int]:
-        """The next line holding the needle from ``line``, among the rows shown."""
+        def work() -> None:
+            hit, wrapped = None, False
+            try:
+                hit = search(source, rows, needle, start, forward)
+                if hit is None:
+                    hit = search(source, rows, needle, 0 if forward else len(source) - 1, forward)
+                    wrapped = hit is not None
+            finally:
+                self.app.call_from_thread(self._found, needle, forward, hit, wrapped)
+
+        self.run_worker(work, thread=True, group="search", exit_on_error=False)
+
+    def _found(self, needle: str, forward: bool, hit: Optional[int], wrapped: bool) -> None:
         view = self.view
-        while True:
-            hit = view.source.find(view.needle, line, forward)
-            if hit is None or view.rows is None:
-                return hit
-            row = int(np.searchsorted(view.rows, hit))
-            if row < len(view.rows) and view.rows[row] == hit:
-                return hit
-            line = hit + (1 if forward else -1)  # not this rank's line: on to the next
-            if line < 0:
-                return None
+        if needle != view.needle or hit is None:
+            self.searching = False
+        if needle != view.needle:
+            return  # cleared or replaced meanwhile
+        if hit is None:
+            view.needle, view.current = "", None  # the unfiltered log, as it was
+            view.refresh()
+            self.say(f"no match for {needle!r}" + (f" in rank {self.rank}'s lines" if self.rank else ""))
+            return
+        self.message = ("search hit the " + ("bottom, went on from the top" if forward else
+                                             "top, went on from the bottom")) if wrapped else ""
+        view.current = hit
+        view.refresh()
+
+        def show() -> None:
+            view.go(view.row_of(hit), center=True)
+            view.show_column(view.text(hit).lower().find(needle.lower()), len(needle))
+            self.searching = False  # done once the match is in view
+            self._status()
+
+        self.call_after_refresh(show)  # centred in the view's final size (the search box just closed)
 
     def action_next(self, forward: bool) -> None:
         self._find(forward)
