@@ -6,6 +6,7 @@ import re
 import time
 
 import numpy as np
+import pytest
 
 from tests.conftest import APP_SIZE, loaded_session, until
 from tuimon.sources.logfile import KeptLines, LogFile
@@ -278,3 +279,21 @@ async def test_with_a_file_per_rank_a_rank_is_its_file(tmp_path):
         await pilot.press("l")
         await until(pilot, lambda: isinstance(app.screen, LogScreen) and app.screen.view.source.complete)
         assert app.screen.which == 1 and app.screen.view.row_count() == 40
+
+
+@pytest.mark.parametrize("theme", ["dark", "light", "high-contrast"])
+async def test_matches_stand_out_in_every_theme(tmp_path, theme):
+    """The highlight colours are component classes styled from the theme: in each theme a
+    match has a background of its own, and the current one another."""
+    d = tmp_path / "logs"
+    d.mkdir()
+    srun_log(d / "job-79.out", 50)
+    app = TuimonApp(loaded_session([d]), theme=theme)
+    async with app.run_test(size=APP_SIZE) as pilot:
+        screen = await open_log(pilot, app)
+        view = screen.view
+        base = view.rich_style.bgcolor
+        match = view.get_component_rich_style("logview--match")
+        current = view.get_component_rich_style("logview--current")
+        assert match.bgcolor is not None and current.bgcolor is not None
+        assert len({base, match.bgcolor, current.bgcolor}) == 3, (theme, base, match.bgcolor, current.bgcolor)
