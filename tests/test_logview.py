@@ -297,3 +297,37 @@ async def test_matches_stand_out_in_every_theme(tmp_path, theme):
         current = view.get_component_rich_style("logview--current")
         assert match.bgcolor is not None and current.bgcolor is not None
         assert len({base, match.bgcolor, current.bgcolor}) == 3, (theme, base, match.bgcolor, current.bgcolor)
+
+
+async def test_a_rank_filter_grows_with_the_index_without_reading_the_file_again(tmp_path, monkeypatch):
+    """The rank's lines of a file indexed a block a tick: each block's lines are matched
+    once (a filter redone over the whole file at each tick froze the screen on big files)."""
+    from tuimon.sources import logfile
+    from tuimon.ui import logview
+
+    d = tmp_path / "logs"
+    d.mkdir()
+    lines = srun_log(d / "job-80.out", 3000)  # 12,000 lines, 1.3 MB
+    monkeypatch.setattr(logfile.LogFile, "read_block", 64 << 10)  # twenty blocks
+    monkeypatch.setattr(logview, "INDEX_TICK_S", 0.0)  # one a tick
+    app = TuimonApp(loaded_session([d]))
+    async with app.run_test(size=APP_SIZE) as pilot:
+        await until(pilot, lambda: app.screen.query_one("#jobs").row_count)
+        key = next(iter(app.session.store.jobs))
+        sources = app.session.log_sources(key)
+        read = []
+        real = sources[0].lines
+
+        def counted(start, count):
+            out = real(start, count)
+            if count == 100_000:  # the filter's reads (a page drawn is 256 lines)
+                read.append(len(out))
+            return out
+
+        sources[0].lines = counted
+        screen = LogScreen("job-80", sources, rank="1")
+        await app.push_screen(screen)
+        await until(pilot, lambda: sources[0].complete and screen.view.row_count() == 3000, timeout=20)
+        rows = screen.view.rows
+        assert rows is not None and list(rows) == [i for i, ln in enumerate(lines) if ln.startswith("1: ")]
+        assert len(read) >= 10 and sum(read) <= len(lines) + 2 * len(read), read  # each line about once

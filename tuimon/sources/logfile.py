@@ -31,7 +31,7 @@ class Lines(Protocol):
     def index(self, budget: int = BLOCK) -> bool: ...
     def lines(self, start: int, count: int) -> list[str]: ...
     def find(self, needle: str, start: int, forward: bool = True) -> Optional[int]: ...
-    def matching(self, pattern: "re.Pattern[str]") -> np.ndarray: ...
+    def matching(self, pattern: "re.Pattern[str]", start: int = 0) -> np.ndarray: ...
 
 
 class LogFile:
@@ -164,12 +164,13 @@ class LogFile:
             end = begin
         return None
 
-    def matching(self, pattern: "re.Pattern[str]") -> np.ndarray:
-        """The numbers of the lines ``pattern`` matches (searched per block of lines)."""
+    def matching(self, pattern: "re.Pattern[str]", start: int = 0) -> np.ndarray:
+        """The numbers of the lines from ``start`` on that ``pattern`` matches (read a
+        block of lines at a time)."""
         found: list[np.ndarray] = []
         n = len(self)
         step = 100_000
-        for first in range(0, n, step):
+        for first in range(max(0, start), n, step):
             chunk = self.lines(first, step)
             found.append(np.fromiter((first + i for i, line in enumerate(chunk) if pattern.search(line)),
                                      dtype=np.int64))
@@ -210,5 +211,6 @@ class KeptLines:
         order = range(start, len(self._lines)) if forward else range(start, -1, -1)
         return next((i for i in order if key in self._lines[i].lower()), None)
 
-    def matching(self, pattern: "re.Pattern[str]") -> np.ndarray:
-        return np.fromiter((i for i, line in enumerate(self._lines) if pattern.search(line)), dtype=np.int64)
+    def matching(self, pattern: "re.Pattern[str]", start: int = 0) -> np.ndarray:
+        return np.fromiter((i for i, line in enumerate(self._lines) if i >= start and pattern.search(line)),
+                           dtype=np.int64)

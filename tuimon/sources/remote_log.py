@@ -118,8 +118,8 @@ class RemoteLogFile(LogFile):
         return self.kept.find(needle, start, forward) if self.failed is not None else super().find(needle, start,
                                                                                                      forward)
 
-    def matching(self, pattern):
-        return self.kept.matching(pattern) if self.failed is not None else super().matching(pattern)
+    def matching(self, pattern, start: int = 0):
+        return self.kept.matching(pattern, start) if self.failed is not None else super().matching(pattern, start)
 
     def close(self) -> None:
         """Close the connection and stop its loop (the view is gone, or the host failed)."""

@@ -214,8 +214,7 @@ class LogScreen(Screen):
         self.view.focus()
         if self.rank:
             self._to_rank_file()
-            self.view.source.index(1 << 40)  # the filter needs the whole file's lines
-            self._filter()
+            self._filter()  # what is indexed so far; the rest as the index grows
         self._index()
         self.set_interval(INDEX_EVERY_S, self._index)
         if self._open_search:
@@ -238,7 +237,7 @@ class LogScreen(Screen):
             pass
         if len(view.source) != before or not view.virtual_size.height:
             if self.rank:
-                self._filter()
+                self._filter(since=max(0, before - 1))  # the lines just indexed (and the last, which may have grown)
             view.sync()
         if self.following:
             view.scroll_end(animate=False)
@@ -412,11 +411,18 @@ class LogScreen(Screen):
     def action_rank(self) -> None:
         self._ask("rank", "show only this rank's lines (a rank number; empty: every rank)")
 
-    def _filter(self) -> None:
-        """One rank's lines: all of the rank's own file, or the lines it labelled in a shared one."""
+    def _filter(self, since: int = 0) -> None:
+        """One rank's lines: all of the rank's own file, or the lines it labelled in a shared
+        one; with ``since``, only lines from there on are read again (the index grew)."""
         view = self.view
         own = view.source.rank is not None and str(view.source.rank) == self.rank
-        view.rows = view.source.matching(rank_line_pattern(self.rank)) if self.rank and not own else None
+        if not self.rank or own:
+            view.rows = None
+            return
+        found = view.source.matching(rank_line_pattern(self.rank), since)
+        if since and view.rows is not None:
+            found = np.concatenate([view.rows[view.rows < since], found])
+        view.rows = found
 
     def _to_rank_file(self) -> None:
         """With a file per rank (run-rank3.log), a rank's lines are its file: show that one."""
