@@ -12,7 +12,8 @@ from tests.conftest import APP_SIZE, loaded_session, until
 from tuimon.sources.logfile import KeptLines, LogFile
 from tuimon.ui.app import TuimonApp
 from tuimon.ui.job import JobScreen
-from tuimon.ui.logview import LogScreen, LogView
+from tuimon.ui.logscreen import LogScreen
+from tuimon.ui.logview import LogView
 
 ITERATIONS = 1500  # four ranks: 6000 lines, three times what the session keeps of a tail
 
@@ -303,13 +304,13 @@ async def test_a_rank_filter_grows_with_the_index_without_reading_the_file_again
     """The rank's lines of a file indexed a block a tick: each block's lines are matched
     once (a filter redone over the whole file at each tick froze the screen on big files)."""
     from tuimon.sources import logfile
-    from tuimon.ui import logview
+    from tuimon.ui import logscreen
 
     d = tmp_path / "logs"
     d.mkdir()
     lines = srun_log(d / "job-80.out", 3000)  # 12,000 lines, 1.3 MB
     monkeypatch.setattr(logfile.LogFile, "read_block", 64 << 10)  # twenty blocks
-    monkeypatch.setattr(logview, "INDEX_TICK_S", 0.0)  # one a tick
+    monkeypatch.setattr(logscreen, "INDEX_TICK_S", 0.0)  # one a tick
     app = TuimonApp(loaded_session([d]))
     async with app.run_test(size=APP_SIZE) as pilot:
         await until(pilot, lambda: app.screen.query_one("#jobs").row_count)

@@ -22,7 +22,7 @@ from .compare import CompareScreen
 from .help import HelpScreen
 from .job import ExportSeries, JobScreen
 from .jobs import SORTS, CompareJobs, JobsScreen
-from .logview import LogScreen
+from .logscreen import LogScreen
 from .messages import OpenJob, OpenLog, OpenRank, RefreshRequest
 from .rank import RankScreen
 
