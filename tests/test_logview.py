@@ -332,3 +332,21 @@ async def test_a_rank_filter_grows_with_the_index_without_reading_the_file_again
         rows = screen.view.rows
         assert rows is not None and list(rows) == [i for i, ln in enumerate(lines) if ln.startswith("1: ")]
         assert len(read) >= 10 and sum(read) <= len(lines) + 2 * len(read), read  # each line about once
+
+
+async def test_a_job_without_files_gives_an_empty_view_every_key_can_act_on(tmp_path):
+    d = tmp_path / "logs"
+    d.mkdir()
+    srun_log(d / "job-81.out", 5)
+    app = TuimonApp(loaded_session([d]))
+    async with app.run_test(size=APP_SIZE) as pilot:
+        await until(pilot, lambda: app.screen.query_one("#jobs").row_count)
+        screen = LogScreen("gone", [])
+        await app.push_screen(screen)
+        await press(pilot, screen, "slash", *"x", "enter")
+        await pilot.press("n", "N", "g", "G", "F", "m", "a", "apostrophe", "a", "r", "1", "enter",
+                          "right_square_bracket", "escape")
+        assert "this job has no file to show" in str(screen.query_one("#log-status").content)
+        assert screen.view.row_count() == 0
+        await pilot.press("escape", "escape")
+        assert not isinstance(app.screen, LogScreen)

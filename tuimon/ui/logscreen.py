@@ -17,7 +17,7 @@ from textual.widgets import Footer, Input, Static
 
 from parsers.prefix import rank_line_pattern
 
-from ..sources.logfile import Lines
+from ..sources.logfile import KeptLines, Lines
 from .logview import LogView, search
 
 INDEX_EVERY_S = 0.05  # the index grows each tick: a big file pages at once, and is indexed whole in the background
@@ -46,7 +46,8 @@ class LogScreen(Screen):
     def __init__(self, job: str, sources: list[Lines], search: bool = False, rank: str = "") -> None:
         super().__init__()
         self.job = job
-        self.sources = sources or []
+        # no file (the job is gone): an empty view, so that every key still has a view to act on
+        self.sources = sources or [KeptLines("(no file)", [], note="this job has no file to show")]
         self.which = 0
         self.following = not search  # opened to read the latest lines, as the tail shows them
         self.rank = rank
@@ -59,10 +60,7 @@ class LogScreen(Screen):
 
     def compose(self) -> ComposeResult:
         yield Static(Text(""), id="log-title", classes="title")
-        if self.sources:
-            yield LogView(self.sources[0], id="logview")
-        else:
-            yield Static(Text("this job has no file to show"), id="logview-empty")
+        yield LogView(self.sources[0], id="logview")
         yield Static(Text(""), id="log-status")
         yield Input(id="log-input")
         yield Footer()
@@ -72,8 +70,6 @@ class LogScreen(Screen):
         return self.query_one(LogView)
 
     def on_mount(self) -> None:
-        if not self.sources:
-            return
         self.view.focus()
         if self.rank:
             self._to_rank_file()
