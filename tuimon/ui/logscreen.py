@@ -189,6 +189,8 @@ class LogScreen(Screen):
         self.run_worker(work, thread=True, group="search", exit_on_error=False)
 
     def _found(self, needle: str, forward: bool, hit: Optional[int], wrapped: bool) -> None:
+        if not self.is_attached:
+            return  # the screen closed while its search ran
         view = self.view
         if needle != view.needle or hit is None:
             self.searching = False
