@@ -89,8 +89,9 @@ class Curve:
     values: np.ndarray
 
     @classmethod
-    def of(cls, series: Series, values: np.ndarray) -> "Curve":
-        return cls(series.column("iteration").astype(np.int64), series.column("wall").astype(np.float64),
+    def of(cls, series: Series, values: np.ndarray, cut: slice = slice(None)) -> "Curve":
+        """``values`` at ``series``' points (``cut``: those points only)."""
+        return cls(series.column("iteration")[cut].astype(np.int64), series.column("wall")[cut].astype(np.float64),
                    np.asarray(values, dtype=np.float64))
 
     @classmethod
@@ -584,32 +585,34 @@ def median_at(iterations: np.ndarray, series: list[tuple[np.ndarray, np.ndarray]
     return out
 
 
-def _tflops_curve(job: Job) -> Curve:
-    """TFLOPs per GPU at each logged point: reported where the log gives it, else
-    computed from the point's iteration time with the job's model size."""
+def _tflops_curve(job: Job, last: Optional[int] = None) -> Curve:
+    """TFLOPs per GPU at each logged point (``last``: the latest so many only): reported
+    where the log gives it, else computed from the point's iteration time with the job's
+    model size."""
     primary = job.primary
     if primary is None or not len(primary):  # a run that logs steps: what its throughput lines report
         reported = job.reported.column("tflops").astype(np.float64)
-        curve = Curve.of(job.reported, reported)
-        keep = np.isfinite(reported)
-        return Curve(curve.iterations[keep], curve.walls[keep], curve.values[keep])
+        keep = np.flatnonzero(np.isfinite(reported))[-last if last else 0:]
+        return Curve(job.reported.column("iteration")[keep].astype(np.int64),
+                     job.reported.column("wall")[keep].astype(np.float64), reported[keep])
+    cut = slice(-last if last else 0, None)  # the UI thread asks for a sparkline's worth every refresh
     reported = primary.column("tflops").astype(np.float64)
     if np.isfinite(reported).any():
-        return Curve.of(primary, reported)
+        return Curve.of(primary, reported[cut], cut)
     cfg = job.config
     params, gpus, gbs, seq = params_billion(cfg), world_size(cfg), global_batch(cfg), cfg.get("seq_length")
     if not (params and gpus and gbs and seq):
         return Curve.empty()
     k = 3 if cfg.get("activation_checkpointing") is False else 4
-    ms = primary.column("elapsed_ms").astype(np.float64)
+    ms = primary.column("elapsed_ms")[cut].astype(np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):
         values = params * k * 2 * seq * gbs / (ms / 1000.0 * gpus * 1e3)
-    return Curve.of(primary, np.where(np.isfinite(values), values, np.nan))
+    return Curve.of(primary, np.where(np.isfinite(values), values, np.nan), cut)
 
 
 def _tflops_series(job: Job) -> list[float]:
     """The latest TFLOPs per GPU, for the jobs table's sparkline."""
-    return [float(v) for v in _tflops_curve(job).values[-200:]]
+    return [float(v) for v in _tflops_curve(job, last=200).values]
 
 
 def _rank_rows(job: Job) -> list[RankRow]:
