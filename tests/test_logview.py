@@ -350,3 +350,22 @@ async def test_a_job_without_files_gives_an_empty_view_every_key_can_act_on(tmp_
         assert screen.view.row_count() == 0
         await pilot.press("escape", "escape")
         assert not isinstance(app.screen, LogScreen)
+
+
+async def test_names_and_lines_reach_the_screen_literally(tmp_path):
+    """Control sequences and markup in a job's name, a file's name and its lines are shown
+    as text: nothing reaches the terminal as a sequence, nothing is read as markup."""
+    d = tmp_path / "logs"
+    d.mkdir()
+    srun_log(d / "job-82.out", 5)
+    app = TuimonApp(loaded_session([d]))
+    hostile = KeptLines("host:[bold]run\x1b]0;pwned\x07.log", ["0: [red]x[/red] \x1b[2J cleared?", "1: fine"])
+    async with app.run_test(size=APP_SIZE) as pilot:
+        await until(pilot, lambda: app.screen.query_one("#jobs").row_count)
+        screen = LogScreen("job\x1b[31m-83", [hostile])
+        await app.push_screen(screen)
+        await pilot.pause(0.2)
+        title = screen.query_one("#log-title").content
+        assert "\x1b" not in title.plain and "\x07" not in title.plain and "[bold]run" in title.plain
+        row = "".join(seg.text for seg in screen.view.render_line(0))
+        assert "\x1b" not in row and "[red]x[/red]" in row

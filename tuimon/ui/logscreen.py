@@ -18,6 +18,7 @@ from textual.widgets import Footer, Input, Static
 from parsers.prefix import rank_line_pattern
 
 from ..sources.logfile import KeptLines, Lines
+from ..text import sanitize
 from .logview import LogView, search
 
 INDEX_EVERY_S = 0.05  # the index grows each tick: a big file pages at once, and is indexed whole in the background
@@ -124,8 +125,10 @@ class LogScreen(Screen):
             parts.append("FOLLOW")
         if self.message:
             parts.append(self.message)
-        self.query_one("#log-title", Static).update(Text(title, no_wrap=True, overflow="ellipsis"))
-        self.query_one("#log-status", Static).update(Text("  ·  ".join(parts), no_wrap=True, overflow="ellipsis"))
+        # a file's name, a job's and a search's are untrusted text like the lines: shown literally
+        self.query_one("#log-title", Static).update(Text(sanitize(title), no_wrap=True, overflow="ellipsis"))
+        self.query_one("#log-status", Static).update(Text(sanitize("  ·  ".join(parts)), no_wrap=True,
+                                                          overflow="ellipsis"))
 
     def say(self, message: str) -> None:
         self.message = message
