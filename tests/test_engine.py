@@ -55,3 +55,29 @@ def test_a_hook_that_raises_is_counted_and_reported(tmp_path, monkeypatch, capsy
     assert "3 lines failed to parse" in capsys.readouterr().err
     _report(ParseStats(lines=5), 1, 0.1)
     assert "failed" not in capsys.readouterr().err
+
+
+def test_every_trigger_has_a_presence_test_and_it_never_drops_a_match():
+    """A rule runs its regex on a block only when one of its anchors is there. A trigger
+    whose only literal is short (DeepSpeed's ``^\\}\\s*$``) gets that short anchor: without
+    it the regex scanned every block of every log (10 ms a MB on a Megatron log)."""
+    import re
+
+    from tuimon.engine import catalog
+    from tuimon.engine.rules import anchors_of
+
+    assert anchors_of(r"^\}\s*$") == ("}",)
+    assert anchors_of(r"(?:zero_config \.+ |json = )\{\s*$") == ("{",)
+    assert anchors_of(r"iteration[ =]+\d+/") == ("iteration ", "iteration=")
+    lines = {str(p): p.read_text(errors="replace").splitlines() for p in FIXTURE_LOGS}
+    triggers = {t for cls in catalog.current().parsers for t, _ in cls.ROUTES}
+    assert r"^\}\s*$" in triggers
+    for trigger in triggers:
+        anchors = anchors_of(trigger)
+        if anchors is None:
+            continue
+        rx = re.compile(trigger)
+        for name, text in lines.items():
+            for line in text:
+                if rx.search(line):
+                    assert any(a in line for a in anchors), (trigger, anchors, name, line)

@@ -11,7 +11,8 @@ from .anchors import literal_of, required_anchors
 @lru_cache(maxsize=1024)
 def anchors_of(regex: str) -> Optional[tuple[str, ...]]:
     """Texts of which every match of ``regex`` holds one; None: none can be read off."""
-    found = required_anchors(regex)
+    # a short text is still a presence test: a block without it skips a regex that would scan it all
+    found = required_anchors(regex) or required_anchors(regex, min_len=1)
     return tuple(found) if found else None
 
 
