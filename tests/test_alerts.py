@@ -227,3 +227,18 @@ def test_the_corpus_gives_only_the_alerts_its_logs_show():
     found = {(a["job"], a["kind"], a["iteration"]) for a in json.loads(out.stdout)
              if a["kind"] in ("nan", "loss-spike", "slowdown")}
     assert found == CORPUS_ALERTS
+
+
+def test_two_runs_with_one_name_each_raise_their_own_alert(tmp_path, run_cli):
+    """runA/train.log and runB/train.log are two jobs named ``train``: each NaN is its
+    own alert (keyed by the job's directory and name), not a duplicate of the other."""
+    for run in ("runA", "runB"):
+        (tmp_path / run).mkdir()
+        (tmp_path / run / "train.log").write_text("".join(
+            f" iteration {i}/ 100 | elapsed time per iteration (ms): 1000 | lm loss: {'nan' if i == 20 else '2.0'} |\n"
+            for i in range(1, 41)))
+    code, out, err = run_cli("alerts", str(tmp_path), "--format", "json")
+    assert code == 0, err
+    alerts = json.loads(out)
+    nans = sorted(a["file"] for a in alerts if a["kind"] == "nan")
+    assert nans == [str(tmp_path / "runA" / "train.log"), str(tmp_path / "runB" / "train.log")], alerts

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Iterable, Mapping, Optional
 
 import numpy as np
@@ -64,10 +64,11 @@ class Alert:
     message: str
     file: Optional[str]
     line: Optional[int]
+    job_key: str = ""  # the job's own key (its directory and name): two runs may share a name
 
     @property
     def key(self) -> tuple:
-        return (self.job, self.kind, self.rank, self.iteration)
+        return (self.job_key or self.job, self.kind, self.rank, self.iteration)
 
     def to_dict(self) -> dict[str, Any]:
         return {"type": "alert", "job": self.job, "kind": self.kind, "rank": self.rank, "iteration": self.iteration,
@@ -158,7 +159,7 @@ def evaluate(job: Job, summary: Mapping[str, Any], rules: Rules, *, now: Optiona
         out.extend(_spikes(job, name, "loss-spike", "loss", None, job.steps, on["loss-spike"]))
     if "straggler" in on:
         out.extend(_stragglers(job, name, on["straggler"]))
-    return out
+    return [replace(alert, job_key=job.key) for alert in out]
 
 
 def _primary(job: Job) -> tuple[Optional[str], Optional[Series]]:

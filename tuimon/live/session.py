@@ -321,7 +321,7 @@ class LiveSession:
         self._alerts_at = now
         for alert in self.alert_feed.update(list(self.store.jobs.values()), self.last_update, now=now,
                                             versions=self._job_versions):
-            key = next((k for k, job in self.store.jobs.items() if job.name == alert.job), alert.job)
+            key = alert.job_key
             self._alert_counts[key] = self._alert_counts.get(key, 0) + 1
             # a job whose logs were last written before this session began is history: its alerts
             # are counted and listed, not announced (toasts and the bell are for what happens now)

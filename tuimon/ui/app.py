@@ -110,7 +110,7 @@ class TuimonApp(App[int]):
             detail = self.session.job_detail(key) if key is not None else None
             alert = None
             if detail is not None:
-                alert = next((a for a in reversed(self.session.alerts()) if a.job == detail.row.summary["job"]), None)
+                alert = next((a for a in reversed(self.session.alerts()) if a.job_key == detail.row.key), None)
             screen.update_preview(detail, alert)
         elif isinstance(screen, JobScreen):
             detail = self.session.job_detail(screen.key)
