@@ -13,7 +13,7 @@ import os
 import threading
 import time
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
@@ -44,6 +44,7 @@ MESSAGE_EVENTS = 1000
 STALL_FACTOR = 5.0  # no iteration for this many typical iteration times (and STALL_MIN_S): stalled
 STALL_MIN_S = 60.0
 ALERT_EVERY_S = 1.0
+DETAILS_KEPT = 8
 _STARTUP_STATES = ("starting", "stuck-in-startup", "no-iterations")
 
 
@@ -144,6 +145,7 @@ class LiveSession:
         self.tails: dict[str, deque[str]] = {}
         self.last_update: dict[str, float] = {}  # job key -> when its files were last written
         self._cache: dict[str, tuple[int, JobRow]] = {}
+        self._details: dict[str, tuple[int, JobDetail]] = {}  # job key -> (version, detail)
         self._job_versions: dict[str, int] = {}
         self._paths = list(paths)
         self._options = dict(poll=poll, head_tail=head_tail, **follower_kw)
@@ -373,12 +375,22 @@ class LiveSession:
         return None
 
     def job_detail(self, key: str) -> Optional[JobDetail]:
+        """A job's figures for its screen and the jobs screen's preview, asked for at every
+        refresh: its series, curves and ranks are computed again only when its events change
+        (its version); its row and log tail are always the latest."""
         now = self.clock()
         with self.lock:
             job = self.store.jobs.get(key)
             if job is None:
                 return None
             row = self._row(job, now)
+            tail: list[str] = []
+            for file in job.files:
+                tail.extend(self.tails.get(file, ()))
+            tail = tail[-TAIL_LINES:]
+            cached = self._details.get(key)
+            if cached is not None and cached[0] == row.version:
+                return replace(cached[1], row=row, tail=tail)
             primary = job.primary
             main = primary if primary is not None and len(primary) else job.steps
             its = main.column("iteration").copy()
@@ -388,14 +400,15 @@ class LiveSession:
             tflops = _tflops_curve(job)
             timers = sorted(((n, t.group, t.mean_ms) for n, t in job.timers.items()), key=lambda x: -x[2])
             ranks = _rank_rows(job)
-            tail: list[str] = []
-            for file in job.files:
-                tail.extend(self.tails.get(file, ()))
-            tail = tail[-TAIL_LINES:]
             failures = [{"kind": f.kind, "message": f.message, "file": f.file, "line": f.line}
                         for f in job.failures[:50]]
             config = dict(job.config)
-        return JobDetail(row, its, ms, loss, tflops, timers, ranks, tail, failures, config, walls)
+            detail = JobDetail(row, its, ms, loss, tflops, timers, ranks, tail, failures, config, walls)
+            self._details.pop(key, None)
+            self._details[key] = (row.version, detail)
+            while len(self._details) > DETAILS_KEPT:  # the jobs looked at lately
+                self._details.pop(next(iter(self._details)))
+        return detail
 
     def series_csv(self, key: str) -> Optional[tuple[str, str]]:
         """(job name, CSV of every rank's points: rank, iteration, wall time and each registry
