@@ -100,7 +100,7 @@ class LogScreen(Screen):
                 self._filter(since=max(0, before - 1))  # the lines just indexed (and the last, which may have grown)
             view.sync()
         if self.following:
-            view.scroll_end(animate=False)
+            view.scroll_end(animate=False, immediate=True)
         self._status()
 
     def _status(self) -> None:
@@ -223,16 +223,16 @@ class LogScreen(Screen):
     # -- moving ----------------------------------------------------------------------------
     def action_first(self) -> None:
         self.following = False
-        self.view.scroll_home(animate=False)
+        self.view.scroll_home(animate=False, immediate=True)
         self._status()
 
     def action_last(self) -> None:
-        self.view.scroll_end(animate=False)
+        self.view.scroll_end(animate=False, immediate=True)
         self._status()
 
     def action_follow(self) -> None:
         self.following = True
-        self.view.scroll_end(animate=False)
+        self.view.scroll_end(animate=False, immediate=True)
         self.say("following the end of the file (scroll up to stop)")
 
     def on_mouse_scroll_up(self, event: events.MouseScrollUp) -> None:
@@ -308,7 +308,7 @@ class LogScreen(Screen):
         view.source.index()
         self._filter()
         view.reset()
-        view.scroll_home(animate=False)
+        view.scroll_home(animate=False, immediate=True)
         self.say(f"file {which + 1} of {len(self.sources)}: {view.source.name}")
 
     def action_escape(self) -> None:

@@ -91,7 +91,7 @@ class LogView(ScrollView, can_focus=True):
     def go(self, row: int, center: bool = False) -> None:
         row = max(0, min(row, self.row_count() - 1))
         y = row - self.size.height // 2 if center else row
-        self.scroll_to(y=max(0, y), animate=False)
+        self.scroll_to(y=max(0, y), animate=False, immediate=True)
 
     # -- drawing -------------------------------------------------------------------------------
     def render_line(self, y: int) -> Strip:
@@ -122,9 +122,9 @@ class LogView(ScrollView, can_focus=True):
         room = self.size.width - (len(str(max(1, len(self.source)))) + 1) - 1
         self.sync()  # the scroll range, with the width of the line just read
         if column < 0 or column + width <= room:
-            self.scroll_to(x=0, animate=False)
+            self.scroll_to(x=0, animate=False, immediate=True)
         else:
-            self.scroll_to(x=column + width - room + 8, animate=False)
+            self.scroll_to(x=column + width - room + 8, animate=False, immediate=True)
 
     def on_resize(self, event: events.Resize) -> None:
         self.sync()
