@@ -123,12 +123,19 @@ def _activation_checkpointing(pairs: dict[str, str]) -> Optional[bool]:
     return False if seen else None
 
 
+_QUOTING = re.compile(r"[\"'\\]")
+_SHELL_SPACE = re.compile(r"[ \t\r\n]+")  # shlex's whitespace, not str.split's (which splits on more)
+
+
 def flags_from_command(command: str) -> dict[str, str]:
     """``--num-layers 32 --checkpoint-activations`` -> {num_layers: '32', checkpoint_activations: ''}."""
-    try:
-        words = shlex.split(command, posix=True)
-    except ValueError:
-        words = command.split()
+    if _QUOTING.search(command) is None:  # what shlex would split the same way, 30x faster
+        words = [w for w in _SHELL_SPACE.split(command) if w]
+    else:
+        try:
+            words = shlex.split(command, posix=True)
+        except ValueError:
+            words = command.split()
     out: dict[str, str] = {}
     i = 0
     while i < len(words):

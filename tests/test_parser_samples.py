@@ -114,3 +114,34 @@ def test_handlers_never_raise_on_mangled_samples(line, edits):
         parser = cls("fuzz.log")
         out = parser.feed(line, ctx)
         assert isinstance(out, list)
+
+
+def test_command_flags_split_as_the_shell_would():
+    """A launcher's command line is split by shlex's rules; the fast split of a line
+    without quotes or backslashes gives the same words (random lines, and \\x0b, \\xa0
+    that str.split would take for spaces)."""
+    import random
+    import shlex
+
+    from parsers.common import flags_from_command
+
+    def reference(command: str) -> dict[str, str]:
+        words = shlex.split(command, posix=True)
+        out, i = {}, 0
+        while i < len(words):
+            w = words[i]
+            if w.startswith("--") and len(w) > 2:
+                name, eq, value = w[2:].partition("=")
+                if not eq and i + 1 < len(words) and words[i + 1] and not words[i + 1].startswith("--"):
+                    value = words[i + 1]
+                    i += 1
+                out[name.replace("-", "_")] = value
+            i += 1
+        return out
+
+    rng = random.Random(17)
+    alphabet = ["--num-layers", "--bf16", "=", "32", " ", "  ", "\t", "\x0b", "\xa0", "-", "#", "a", "é", "\n"]
+    for _ in range(3000):
+        command = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 14)))
+        assert flags_from_command(command) == reference(command), repr(command)
+    assert flags_from_command("--a 'x y' --b=\"1 2\" --c") == {"a": "x y", "b": "1 2", "c": ""}
