@@ -81,3 +81,38 @@ def test_every_trigger_has_a_presence_test_and_it_never_drops_a_match():
             for line in text:
                 if rx.search(line):
                     assert any(a in line for a in anchors), (trigger, anchors, name, line)
+
+
+def test_a_regex_run_on_its_anchors_lines_finds_what_a_scan_of_the_block_finds(monkeypatch):
+    """Where a rule's anchors are rare, its regex runs only on the lines holding them;
+    the matches must be those a search over the whole block gives, at line ends too
+    (a lookahead seeing the newline, a match that would run into the next line)."""
+    from parsers.schema import Format, compile_line
+    from tuimon.engine import blocks, rules
+
+    regexes = [r'^\s*"(stage|device)": (\d+)', r"(?<![\w-])(bf16|fp16)=True,", r"x(\d+)(?=\s)", r"x(\d+)\s+y",
+               r"(ab)?c", r"^\}\s*$"]
+    pieces = ['  "stage": 3', '"device": 1', "bf16=True,", "-fp16=True,", "x12", "x7 y", "x7", "y", "c", "abc",
+              "}", "}  ", " }", "noise", "", "\t"]
+    rng = random.Random(5)
+    for _ in range(400):
+        text = "\n".join(" ".join(rng.choice(pieces) for _ in range(rng.randint(1, 3)))
+                         for _ in range(rng.randint(1, 12))) + rng.choice(["\n", ""])
+        for regex in regexes:
+            fmt = Format(name="t", description="", lines=(compile_line({"event": "failure", "regex": regex}),))
+            rule = blocks.DataRule(fmt, fmt.lines[0], False, 0)
+            hook = rules.HookRule(regex, print, (0, 0))
+            assert rule.anchors and hook.anchors
+            found: dict[bool, tuple[list, list]] = {}
+            for few in (True, False):
+                if not few:
+                    monkeypatch.setattr(blocks, "lines_holding", lambda *a: None)
+                    monkeypatch.setattr(rules, "lines_holding", lambda *a: None)
+                data: list = []
+                blocks._data_hits(text, rule, data)
+                lines: list = []
+                hook.lines(text, 0, lines)
+                found[few] = ([(s, m.span(), m.groups()) for s, _, _, m in data], [s for s, *_ in lines])
+                monkeypatch.undo()
+            assert found[True] == found[False], (regex, text)
+    assert rules.lines_holding("a\nb\n" * 10_000, ("a",)) is None  # too many: the regex scans the block

@@ -27,7 +27,7 @@ from parsers.schema import Format, LineFormat
 from parsers.timers import timer_group
 from parsers.timestamps import line_stamp
 
-from .rules import HookRule, anchors_of
+from .rules import HookRule, anchors_of, lines_holding
 
 Handler = Callable[[str, LineContext], list[Event]]
 _FIRST = itemgetter(0, 1)
@@ -264,6 +264,11 @@ def _data_hits(text: str, rule: DataRule, hits: list) -> None:
     anchors = rule.entry.anchors
     order = rule.order
     find, rfind = text.find, text.rfind
+    starts = lines_holding(text, rule.anchors) if rule.anchors else None
+    if starts is not None:  # few candidate lines: the regex runs on them alone
+        for start in starts:
+            _line_hits(text, start, rule, hits)
+        return
     pos = 0
     while True:
         m = search(text, pos)
@@ -283,3 +288,24 @@ def _data_hits(text: str, rule: DataRule, hits: list) -> None:
             pos = end + 1
         if pos > len(text):
             return
+
+
+def _line_hits(text: str, start: int, rule: DataRule, hits: list) -> None:
+    """The matches of a data rule on the line at ``start``, as a search over the whole
+    block finds them (each may see the line's newline, as a lookahead does, but not
+    run past it); the line holds one of the rule's anchors."""
+    search = rule.entry.pattern.search
+    end = text.find("\n", start)
+    if end < 0:
+        end = len(text)
+    pos = start
+    while pos <= end:
+        m = search(text, pos, end + 1)
+        if m is None:
+            return
+        if m.end() > end:  # ran past its line: try within the line alone
+            m = search(text, m.start(), end)
+            if m is None:
+                return
+        hits.append((start, rule.order, rule, m))
+        pos = m.end() if m.end() > m.start() else m.end() + 1
