@@ -26,7 +26,8 @@ class TorchTitanParser(LineParser):
     name = "torchtitan"
     framework = "torchtitan"
     STEPS_WITH_LOSS = True
-    SNIFF = compile_sniff(r"\[titan\] \d{4}-")
+    # the [titan] tag came in 2025; before it, the metrics line alone says torchtitan
+    SNIFF = compile_sniff(r"\[titan\] \d{4}-|step: *\d+ +loss: *\S+ +(?:grad_norm: *\S+ +)?memory: *[\d.]+GiB\(")
     ROUTES = ((r"step: *\d+ ", "_on_metrics"), (r"Trainer is initialized with ", "_on_init"),
               (r" - Training completed", "_on_completed"))
     ONCE_FLAGS = ("_announced",)
@@ -50,6 +51,9 @@ class TorchTitanParser(LineParser):
         Sample("[rank0]:[titan] 2026-04-18 22:16:45,002 - root - INFO - Training completed", "exit", {"iteration": 40},
                context=("[rank0]:[titan] 2026-04-18 22:16:44,100 - root - INFO - step: 40  loss:  4.28883  "
                         "memory: 29.50GiB(92.00%)  tps: 70,001  tflops: 46.10  mfu: 14.78%",)),
+        Sample("[rank0]:2024-05-15 10:00:20,000 - root - INFO - step: 10  loss:  7.1234  memory: 30.12GiB(31.70%)  "
+               "wps: 5,678  mfu: 39.57%", "throughput",
+               {"rank": 0, "iteration": 10, "tokens_per_gpu_per_sec": 5678.0, "mfu": 39.57}),
         Sample("[rank0]:[titan] 2026-04-30 03:00:01,000 - root - INFO - validate step: 14000  loss:  3.3315  "
                "memory: 30.1GiB(95.0%)  tps: 6,995", None),
     )
@@ -69,7 +73,10 @@ class TorchTitanParser(LineParser):
             return []
         self._last_step = step
         events: list[Event] = [self.make(Step, ctx, step=step, loss=to_float(values["loss"][0]))]
-        tflops, tps, mfu = (to_float(values[k][0]) if k in values else None for k in ("tflops", "tps", "mfu"))
+        tflops, tps, wps, mfu = (to_float(values[k][0]) if k in values else None
+                                 for k in ("tflops", "tps", "wps", "mfu"))
+        if tps is None:
+            tps = wps  # before 2024-08 it said wps ("words"), the same tokens a second on each device
         if tflops is not None or tps is not None or mfu is not None:
             # tps is torchtitan's tokens a second on each device
             events.append(self.make(Throughput, ctx, iteration=step, tflops_reported=tflops,

@@ -12,6 +12,7 @@ from parsers import ALL_PARSERS, LineContext
 from parsers.formats import BUILTIN_FORMATS
 from parsers.schema import sample_errors
 from tuimon.engine.blocks import BlockEngine
+from tuimon.engine.ingest import parse_file
 
 CASES = [(cls, i, s) for cls in ALL_PARSERS for i, s in enumerate(cls.SAMPLES)]
 
@@ -145,3 +146,19 @@ def test_command_flags_split_as_the_shell_would():
         command = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 14)))
         assert flags_from_command(command) == reference(command), repr(command)
     assert flags_from_command("--a 'x y' --b=\"1 2\" --c") == {"a": "x y", "b": "1 2", "c": ""}
+
+
+def test_a_torchtitan_log_from_before_its_titan_tag_is_read_as_torchtitan(tmp_path):
+    """Until 2025 torchtitan's lines had no ``[titan]`` tag, and until 2024-08 it said
+    ``wps``: such a log gives its throughput, MFU and memory, not a generic step only."""
+    path = tmp_path / "llama3_8b.log"
+    path.write_text("[rank0]:2024-05-15 10:00:00,000 - root - INFO - Starting job: Llama 3 8B training\n"
+                    "[rank0]:2024-05-15 10:00:10,000 - root - INFO - step:  1  loss: 12.2345  "
+                    "memory: 30.12GiB(31.70%)  wps: 1,234  mfu: 7.50%\n"
+                    "[rank0]:2024-05-15 10:00:20,000 - root - INFO - step: 10  loss:  7.1234  "
+                    "memory: 30.12GiB(31.70%)  wps: 5,678  mfu: 39.57%\n")
+    events, _ = parse_file(path)
+    assert [e.framework for e in events if e.type == "run_config"] == ["torchtitan"]
+    assert [(e.iteration, e.tokens_per_gpu_per_sec, e.mfu) for e in events if e.type == "throughput"] == \
+        [(1, 1234.0, 7.5), (10, 5678.0, 39.57)]
+    assert [e.gpu_max_reserved_mb for e in events if e.type == "memory"] == [30.12 * 1024] * 2
