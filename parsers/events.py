@@ -260,7 +260,7 @@ class Checkpoint(NamedTuple):
     path: Optional[str] = None
 
 
-FAILURE_KINDS = ("oom", "nccl", "traceback", "cancelled", "killed", "nan", "no-iterations")
+FAILURE_KINDS = ("oom", "nccl", "hardware", "traceback", "cancelled", "killed", "nan", "no-iterations")
 
 
 class Failure(NamedTuple):

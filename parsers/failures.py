@@ -32,6 +32,9 @@ _KILLED = re.compile(r"^Killed$|^Killed by signal|: Killed$|oom-kill|Out of memo
 _HOST_OOM = re.compile(r"Detected \d+ oom[_-]kill events?|OOM Killed")
 # PBS: "=>> PBS: job killed: walltime 3620 exceeded limit 3600", "... mem 270gb exceeded limit 256gb"
 _PBS_KILLED = re.compile(r"PBS: job killed: (\w+)(.*)")
+# the machine, not the program: Slurm's lost node, a GPU's ECC error or Xid, a GPU gone from the bus
+_HARDWARE = re.compile(r"Node failure on \S+|uncorrectable ECC error|ECC error(?:s)? detected|fallen off the bus"
+                       r"|NVRM: Xid|\bXid \(PCI:")
 _TRACEBACK = "Traceback (most recent call last)"
 # The exception line that closes a traceback: "ValueError: msg", "torch.distributed.DistBackendError: ..."
 _EXC_LINE = re.compile(r"^\s*([A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Exit|Failure))(?::\s?(.*))?$")
@@ -56,13 +59,14 @@ class FailureParser(LineParser):
         (r"NCCL communicator", "_on_nccl"), (r"DistBackendError", "_on_nccl"), (r"Watchdog caught", "_on_nccl"),
         (r"\|CCL_ERROR\|", "_on_nccl"),
         (r"Exited with exit code", "_on_slurm_exit"), (r"failed \(exitcode: ", "_on_torchrun_exit"),
-        # few anchors: the trigger scanner is fastest with at most 64 (see tuimon.scan).  Slurm's
-        # "... oom_kill event ... OOM Killed." comes through "Killed"
+        # Slurm's "... oom_kill event ... OOM Killed." comes through "Killed"
         (r"Killed", "_on_killed"), (r"oom-kill", "_on_killed"),
         (r"exit code 137", "_on_killed"), (r"exited on signal", "_on_killed"),
         (r"Segmentation fault", "_on_killed"),
         (r": line \d+: +\d+ (?:Aborted|Bus error)", "_on_killed"),
         (r"PBS: job killed", "_on_pbs_killed"),
+        (r"Node failure on", "_on_hardware"), (r"ECC error", "_on_hardware"), (r"fallen off the bus", "_on_hardware"),
+        (r"Xid", "_on_hardware"),
         (r"Error(?::|\n)", "_on_exception"), (r"Exception(?::|\n)", "_on_exception"), (r"Interrupt", "_on_exception"),
         (r"Exit:", "_on_exception"), (r"Failure:", "_on_exception"),
     )
@@ -112,6 +116,16 @@ class FailureParser(LineParser):
         Sample("E0521 10:11:12.123000 140 torch/distributed/elastic/multiprocessing/api.py:826] failed (exitcode: 1) "
                "local_rank: 0 (pid: 77) of binary: /opt/conda/bin/python3", "exit", {"status": 1}),
         Sample("NCCL INFO Channel 00/02 :    0   1   2   3", None),
+        Sample("srun: error: Node failure on nid001234", "failure", {"kind": "hardware", "node": "nid001234"}),
+        Sample("slurmstepd: error: *** JOB 99 ON nid001234 CANCELLED AT 2024-05-01T10:00:00 DUE TO NODE FAILURE, "
+               "SEE SLURMCTLD LOG FOR DETAILS ***", "failure",
+               {"kind": "hardware", "message": "Slurm cancelled 99 due to node failure, see slurmctld log for details"}),
+        Sample("RuntimeError: CUDA error: uncorrectable ECC error encountered", "failure", {"kind": "hardware"},
+               context=("Traceback (most recent call last):",)),
+        Sample("[rank5]:[E1124 05:00:00.123 77 ProcessGroupNCCL.cpp:1316] CUDA error: uncorrectable ECC error "
+               "encountered", "failure", {"kind": "hardware", "rank": 5}),
+        Sample("NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, GPU has fallen off the bus.", "failure", {"kind": "hardware"}),
+        Sample("checking ECC error counters: none", None),
     )
 
     def __init__(self, file: str = "") -> None:
@@ -128,8 +142,9 @@ class FailureParser(LineParser):
             return []
         wall = parse_iso(m.group(3))
         reason = f" due to {m.group(4).strip().lower()}" if m.group(4) else ""
+        kind = "hardware" if "node fail" in reason else "cancelled"  # Slurm's NODE_FAIL: the machine died
         return [Failure(file=self.file, line=ctx.line, rank=ctx.rank, node=m.group(2),
-                        wall_time=wall if wall is not None else ctx.wall_time, kind="cancelled",
+                        wall_time=wall if wall is not None else ctx.wall_time, kind=kind,
                         message=f"Slurm cancelled {m.group(1)}{reason}")]
 
     def _on_oom(self, body: str, ctx: LineContext) -> list[Event]:
@@ -161,6 +176,15 @@ class FailureParser(LineParser):
             return []
         return [self.make(Failure, ctx, kind="killed", message=_message(body))]
 
+    def _on_hardware(self, body: str, ctx: LineContext) -> list[Event]:
+        m = _HARDWARE.search(body)
+        if not m:
+            return []
+        self._in_traceback = None  # the exception closing the traceback says this again
+        node = m.group(0).rpartition(" ")[2] if m.group(0).startswith("Node failure") else ctx.node
+        return [Failure(file=self.file, line=ctx.line, rank=ctx.rank, node=node, wall_time=ctx.wall_time,
+                        kind="hardware", message=_message(body))]
+
     def _on_pbs_killed(self, body: str, ctx: LineContext) -> list[Event]:
         m = _PBS_KILLED.search(body)
         if not m:
@@ -177,5 +201,5 @@ class FailureParser(LineParser):
         if not m:
             return []
         self._in_traceback = None
-        kind = "oom" if _DEVICE_OOM.search(body) else "traceback"
+        kind = "oom" if _DEVICE_OOM.search(body) else "hardware" if _HARDWARE.search(body) else "traceback"
         return [self.make(Failure, ctx, kind=kind, message=_message(body))]
