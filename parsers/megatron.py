@@ -64,12 +64,14 @@ _FIELD_OF = {
     "number of nan iterations": ("nan_count", "int"),
     "throughput per gpu tflop/s/gpu": ("tflops_reported", None),
     "tflops": ("tflops_reported", None),
+    "tflops per gpu": ("tflops_reported", None),  # NeMo 2's FLOPs callback: "TFLOPS_per_GPU: 350.1"
     "approx flops per gpu": ("tflops_reported", None),
     "samples per second": ("samples_per_sec", None),
     "samples/sec": ("samples_per_sec", None),
     "tokens per second": ("tokens_per_sec", None),
     "tokens per gpu per second tgs": ("tokens_per_gpu_per_sec", None),
     "tokens per gpu per second": ("tokens_per_gpu_per_sec", None),
+    "tokens per second per gpu": ("tokens_per_gpu_per_sec", None),
 }
 _IGNORED_LOSS_KEYS = {"loss scale"}
 
@@ -220,6 +222,9 @@ class MegatronParser(LineParser):
         Sample("Training epoch 2, iteration 5/49 | lr: 1e-05 | global_batch_size: 8 | global_step: 105 | "
                "reduced_train_loss: 1.25 | train_step_timing in s: 0.51 | consumed_samples: 848",
                "iteration", {"iteration": 105, "train_iters": 149, "consumed_samples": 848}),
+        Sample("Training epoch 0, iteration 11/99 | lr: 1.6e-05 | global_batch_size: 256 | global_step: 11 | "
+               "reduced_train_loss: 10.21 | train_step_timing in s: 1.23 | consumed_samples: 3072 | TFLOPS_per_GPU: "
+               "350.1", "iteration", {"iteration": 11, "elapsed_ms": 1230.0, "tflops_reported": 350.1}),
         Sample("Effective Tera Flops per GPU: 9.29 and total parameters 1.717 B",
                "throughput", {"tflops_reported": 9.29}),
         Sample("NumWorkers: 1; SamplesPerStep: 4; IterationTime: 6.051781535148621;  SamplesPerSecond: "
