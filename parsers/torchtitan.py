@@ -27,7 +27,7 @@ class TorchTitanParser(LineParser):
     framework = "torchtitan"
     STEPS_WITH_LOSS = True
     # the [titan] tag came in 2025; before it, the metrics line alone says torchtitan
-    SNIFF = compile_sniff(r"\[titan\] \d{4}-|step: *\d+ +loss: *\S+ +(?:grad_norm: *\S+ +)?memory: *[\d.]+GiB\(")
+    SNIFF = compile_sniff(r"\[titan\] \d{4}-", r"step: *\d+ +loss: *\S+ +(?:grad_norm: *\S+ +)?memory: *[\d.]+GiB\(")
     ROUTES = ((r"step: *\d+ ", "_on_metrics"), (r"Trainer is initialized with ", "_on_init"),
               (r" - Training completed", "_on_completed"))
     ONCE_FLAGS = ("_announced",)

@@ -27,7 +27,7 @@ from parsers.schema import Format, LineFormat
 from parsers.timers import timer_group
 from parsers.timestamps import line_stamp
 
-from .rules import HookRule, anchors_of, lines_holding
+from .rules import HookRule, anchors_of, lines_holding, starts_with_literal
 
 Handler = Callable[[str, LineContext], list[Event]]
 _FIRST = itemgetter(0, 1)
@@ -37,12 +37,13 @@ _STEPS = ("iteration", "step")
 class DataRule:
     """A compiled line format, with the format it belongs to."""
 
-    __slots__ = ("fmt", "entry", "anchors", "user", "cls", "order")
+    __slots__ = ("fmt", "entry", "anchors", "user", "cls", "order", "by_line")
 
     def __init__(self, fmt: Format, entry: LineFormat, user: bool, order: int) -> None:
         self.fmt, self.entry, self.user, self.order = fmt, entry, user, order
         self.anchors = entry.anchors or tuple(anchors_of(entry.regex) or ())
         self.cls = EVENT_TYPES[entry.event]
+        self.by_line = bool(self.anchors) and not starts_with_literal(entry.regex)
 
 
 class BlockEngine:
@@ -264,7 +265,7 @@ def _data_hits(text: str, rule: DataRule, hits: list) -> None:
     anchors = rule.entry.anchors
     order = rule.order
     find, rfind = text.find, text.rfind
-    starts = lines_holding(text, rule.anchors) if rule.anchors else None
+    starts = lines_holding(text, rule.anchors) if rule.by_line else None
     if starts is not None:  # few candidate lines: the regex runs on them alone
         for start in starts:
             _line_hits(text, start, rule, hits)

@@ -24,11 +24,12 @@ def _compiled(trigger: str) -> tuple[Optional[str], re.Pattern[str], Optional[tu
 class HookRule:
     """Lines holding a match of ``trigger`` go to ``handler`` (once a line)."""
 
-    __slots__ = ("trigger", "handler", "key", "literal", "regex", "anchors")
+    __slots__ = ("trigger", "handler", "key", "literal", "regex", "anchors", "by_line")
 
     def __init__(self, trigger: str, handler: Callable[..., Any], key: tuple[int, int]) -> None:
         self.trigger, self.handler, self.key = trigger, handler, key
         self.literal, self.regex, self.anchors = _compiled(trigger)
+        self.by_line = bool(self.anchors) and not starts_with_literal(trigger)
 
     def present(self, text: str) -> bool:
         if self.literal is not None:
@@ -39,7 +40,7 @@ class HookRule:
         """Append (line start, order, self, None) for each line holding the trigger."""
         find, rfind = text.find, text.rfind
         literal, search = self.literal, self.regex.search
-        if literal is None and self.anchors:
+        if literal is None and self.by_line and self.anchors:
             starts = lines_holding(text, self.anchors)
             if starts is not None:  # few candidates: the regex runs on their lines alone
                 for start in starts:
@@ -67,6 +68,23 @@ class HookRule:
             if end < 0:
                 return
             pos = end + 1
+
+
+def starts_with_literal(regex: str) -> bool:
+    """Whether every match of ``regex`` starts with one fixed character, so that ``re``
+    finds its candidates with its own fast prefix search (then it needs no help)."""
+    if not regex or "|" in regex:
+        return False
+    if regex[0] == "\\":
+        first = regex[1:2]
+        if not first or first.isalnum():
+            return False
+        rest = regex[2:3]
+    elif regex[0] in ".^$*+?{}[]()":
+        return False
+    else:
+        rest = regex[1:2]
+    return rest not in ("*", "?", "{")
 
 
 def lines_holding(text: str, anchors: tuple[str, ...]) -> Optional[list[int]]:
