@@ -23,6 +23,11 @@ from .numbers import to_float
 _PAIR = re.compile(r"'([A-Za-z_/]+)': ([-+]?(?:\d[\d.]*(?:[eE][-+]?\d+)?|inf|nan))(?=[,}])")
 # n/total [elapsed<remaining, rate]: the last one of a line holds its latest state
 _SAVING = re.compile(r"Saving model checkpoint to (\S*?checkpoint-(\d{1,18})\b\S*)")
+# the header of a run: "  Total optimization steps = 471", "  Instantaneous batch size per device = 8",
+# "  Total train batch size (w. parallel, distributed & accumulation) = 64"
+_HEADER = re.compile(r"^\s*(Total optimization steps|Instantaneous batch size per device|Total train batch size"
+                     r"(?: \(w\. parallel, distributed & accumulation\))?) = ([\d,]{1,24})\s*$")
+_HEADER_FIELD = {"Total optimization steps": "train_iters", "Instantaneous batch size per device": "micro_batch"}
 _BAR = re.compile(r"(\d+)/(\d+) \[[\d:]+<[\d:?]+, *([\d.]+|\?)(s/it|it/s)")
 
 
@@ -32,7 +37,8 @@ class HFTrainerParser(LineParser):
     STEPS_WITH_LOSS = True
     SNIFF = compile_sniff(r"\{'loss': ", r"\{'train_runtime': ")
     ROUTES = ((r"\{'(?:loss|train_runtime)': ", "_on_dict"), (r"(?:s/it|it/s)\]", "_on_bar"),
-              (r"Saving model checkpoint to ", "_on_saving"))
+              (r"Saving model checkpoint to ", "_on_saving"), (r"Total optimization steps = ", "_on_header"),
+              (r"Instantaneous batch size per device = ", "_on_header"), (r"Total train batch size ", "_on_header"))
     ONCE_FLAGS = ("_announced",)
 
     SAMPLES = (
@@ -58,6 +64,13 @@ class HFTrainerParser(LineParser):
         Sample("Saving model checkpoint to /scratch/out/checkpoint-500", "checkpoint",
                {"iteration": 500, "path": "/scratch/out/checkpoint-500", "save_ms": None}),
         Sample("{'loss': 'n/a', 'epoch': 0.1}", None),
+        Sample("  Total optimization steps = 1,471", "run_config", {"framework": "hf-trainer", "train_iters": 1471}),
+        Sample("  Total train batch size (w. parallel, distributed & accumulation) = 64", "run_config",
+               {"global_batch": 64}),
+        Sample("  Instantaneous batch size per device = 8", "run_config", {"micro_batch": 8}),
+        Sample("{'train_runtime': 300.5, 'train_samples_per_second': 99.8, 'train_steps_per_second': 1.567, "
+               "'train_loss': 2.9, 'epoch': 3.0}", "exit", {"iteration": 471},
+               context=("  Total optimization steps = 471",)),  # no bar (tqdm off): the planned steps ran
     )
 
     def __init__(self, file: str = "") -> None:
@@ -66,6 +79,7 @@ class HFTrainerParser(LineParser):
         self._total: Optional[int] = None  # of the run's bar (its first)
         self._step: Optional[int] = None
         self._step_s: Optional[float] = None
+        self._planned: Optional[int] = None  # the header's total optimization steps
 
     def _on_bar(self, body: str, ctx: LineContext) -> list[Event]:
         found = _BAR.findall(body)
@@ -82,6 +96,17 @@ class HFTrainerParser(LineParser):
             self._step_s = value if unit == "s/it" else 1.0 / value
         return []
 
+    def _on_header(self, body: str, ctx: LineContext) -> list[Event]:
+        m = _HEADER.match(body)
+        if not m:
+            return []
+        value = int(m.group(2).replace(",", ""))
+        name = _HEADER_FIELD.get(m.group(1), "global_batch")
+        if name == "train_iters":
+            self._planned = value
+        self.first_time("_announced")
+        return [self.make(RunConfig, ctx, framework=self.framework, **{name: value})]
+
     def _on_saving(self, body: str, ctx: LineContext) -> list[Event]:
         m = _SAVING.search(body)
         if not m:
@@ -96,7 +121,8 @@ class HFTrainerParser(LineParser):
             events.append(self.make(Throughput, ctx, iteration=self._step,
                                     samples_per_sec=pairs.get("train_samples_per_second"),
                                     iteration_time_s=round(1.0 / steps_per_s, 6) if steps_per_s else None))
-            events.append(self.make(Exit, ctx, iteration=self._step if self._step is not None else self._total))
+            done = next((n for n in (self._step, self._total, self._planned) if n is not None), None)
+            events.append(self.make(Exit, ctx, iteration=done))
         elif pairs.get("loss") is not None:
             events.append(self.make(Step, ctx, step=self._step, loss=pairs["loss"], lr=pairs.get("learning_rate"),
                                     elapsed_ms=round(self._step_s * 1000.0, 3) if self._step_s else None))

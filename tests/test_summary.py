@@ -60,6 +60,24 @@ def test_megatron_deepspeed_run():
     assert s["startup_s"] == 59.0
 
 
+def test_hf_trainer_run_without_its_bar(tmp_path):
+    """A Trainer run logged with tqdm off: its header gives the planned steps and batch
+    sizes, and its closing dict says it finished (with or without the header)."""
+    header = ("***** Running training *****\n  Num examples = 10,000\n  Instantaneous batch size per device = 8\n"
+              "  Total train batch size (w. parallel, distributed & accumulation) = 64\n"
+              "  Total optimization steps = 471\n")
+    dicts = ("{'loss': 3.1234, 'grad_norm': 2.5, 'learning_rate': 4.9e-05, 'epoch': 0.06}\n"
+             "{'train_runtime': 300.5, 'train_samples_per_second': 99.8, 'train_steps_per_second': 1.567, "
+             "'train_loss': 2.9, 'epoch': 3.0}\n")
+    (tmp_path / "with-header.log").write_text(header + dicts)
+    (tmp_path / "without.log").write_text(dicts)
+    (tmp_path / "unfinished.log").write_text(header + dicts.splitlines(keepends=True)[0])
+    s = summary_of(tmp_path / "with-header.log")
+    assert (s["status"], s["train_iters"], s["global_batch"], s["samples_per_sec"]) == ("finished", 471, 64, 99.8)
+    assert summary_of(tmp_path / "without.log")["status"] == "finished"
+    assert summary_of(tmp_path / "unfinished.log")["status"] == "training"
+
+
 def test_hf_trainer_run():
     """A Hugging Face Trainer run: steps from its logged dicts, step times from the
     training bar (not the evaluation bar), throughput and the end from its closing dict."""

@@ -98,7 +98,9 @@ def status_of(job: Job, now: Optional[float], last_write: Optional[float],
     train_iters = job.config.get("train_iters")
     last = job.last_iteration if job.last_iteration is not None else (
         top_step if top_step is not None else last_step(job))
-    if any(e.iteration is not None for e in job.exits) or (last is not None and train_iters and last >= train_iters):
+    # an exit with no status is a framework's own word that training ended (one with a status is a task's)
+    if any(e.iteration is not None or e.status is None for e in job.exits) or \
+            (last is not None and train_iters and last >= train_iters):
         return "finished", None
     if job.iterations_seen or len(job.steps):
         return "training", None
