@@ -41,6 +41,9 @@ _EXC_LINE = re.compile(r"^\s*([A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Exit|F
 _SLURM_EXIT = re.compile(r"srun: error: \S+: tasks? [\d\-,]+: Exited with exit code (\d+)")
 # torchrun's report of a worker it lost: "...multiprocessing.api:failed (exitcode: -9) local_rank: 3 (pid: 4242)
 # of binary: /usr/bin/python" (a negative code is the signal that killed it: the host's OOM killer's 9, say)
+# DeepSpeed's launcher on a rank it lost: "[launch.py:321:sigkill_handler] ['/usr/bin/python', '-u', 'train.py',
+# '--local_rank=3'] exits with return code = -9"
+_DS_LAUNCH_EXIT = re.compile(r"\] exits with return code = (-?\d{1,6})\s*$")
 _TORCHRUN_EXIT = re.compile(r"failed \(exitcode: (-?\d+)\) local_rank: \d+")
 
 
@@ -59,6 +62,7 @@ class FailureParser(LineParser):
         (r"NCCL communicator", "_on_nccl"), (r"DistBackendError", "_on_nccl"), (r"Watchdog caught", "_on_nccl"),
         (r"\|CCL_ERROR\|", "_on_nccl"),
         (r"Exited with exit code", "_on_slurm_exit"), (r"failed \(exitcode: ", "_on_torchrun_exit"),
+        (r"exits with return code = ", "_on_launcher_exit"),
         # Slurm's "... oom_kill event ... OOM Killed." comes through "Killed"
         (r"Killed", "_on_killed"), (r"oom-kill", "_on_killed"),
         (r"exit code 137", "_on_killed"), (r"exited on signal", "_on_killed"),
@@ -116,6 +120,8 @@ class FailureParser(LineParser):
         Sample("E0521 10:11:12.123000 140 torch/distributed/elastic/multiprocessing/api.py:826] failed (exitcode: 1) "
                "local_rank: 0 (pid: 77) of binary: /opt/conda/bin/python3", "exit", {"status": 1}),
         Sample("NCCL INFO Channel 00/02 :    0   1   2   3", None),
+        Sample("[2024-01-01 10:05:00,000] [ERROR] [launch.py:321:sigkill_handler] ['/usr/bin/python', '-u', "
+               "'train.py', '--local_rank=3'] exits with return code = -9", "exit", {"status": -9}),
         Sample("srun: error: Node failure on nid001234", "failure", {"kind": "hardware", "node": "nid001234"}),
         Sample("slurmstepd: error: *** JOB 99 ON nid001234 CANCELLED AT 2024-05-01T10:00:00 DUE TO NODE FAILURE, "
                "SEE SLURMCTLD LOG FOR DETAILS ***", "failure",
@@ -168,6 +174,10 @@ class FailureParser(LineParser):
         if not m:
             return []
         return [self.make(Exit, ctx, status=int(m.group(1)))]  # its local_rank is no global rank
+
+    def _on_launcher_exit(self, body: str, ctx: LineContext) -> list[Event]:
+        m = _DS_LAUNCH_EXIT.search(body)
+        return [self.make(Exit, ctx, status=int(m.group(1)))] if m and m.group(1) != "0" else []
 
     def _on_killed(self, body: str, ctx: LineContext) -> list[Event]:
         if _HOST_OOM.search(body):  # the node ran out of memory: an OOM, if not the GPU's

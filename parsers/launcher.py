@@ -9,6 +9,8 @@ from .common import config_from_args, flags_from_command
 from .events import Event, Milestone, RunConfig, Step
 from .numbers import to_float, to_int
 
+# DeepSpeed's launcher, on each node: "[launch.py:152:main] nnodes=2, num_local_procs=8, node_rank=0"
+_DS_NODES = re.compile(r"nnodes=(\d{1,6}), num_local_procs=(\d{1,4}), node_rank=\d")
 _EZPZ_RANK = re.compile(r"\] - RANK: (\d+) / (\d+)")
 # ezpz's history lines: "[2025-05-06 09:06:59][I][examples/minimal:61:__main__] iter=0 loss=2701.3 dt=0.62 ..."
 _EZPZ_ITER = re.compile(r"\]\s*iter=(\d{1,18}) ")
@@ -23,9 +25,11 @@ class LauncherParser(LineParser):
               (r"--(?:num|hidden)[-_](?:layers|size)[ =]\d", "_on_flags"),
               (r"Initializing torch distributed", "_on_dist_init"), (r"init_process_group", "_on_dist_init"),
               (r"store[-_]based[ _]barrier", "_on_dist_init"),
-              (r"torch\.distributed initialized", "_on_dist_init"))
+              (r"torch\.distributed initialized", "_on_dist_init"), (r"nnodes=\d", "_on_ds_nodes"))
 
     SAMPLES = (
+        Sample("[2024-01-01 10:00:01,000] [INFO] [launch.py:152:main] nnodes=2, num_local_procs=8, node_rank=0",
+               "run_config", {"world_size": 16}),
         Sample("[2023-12-19 13:33:35][INFO][dist.py:307] - RANK: 0 / 47", "run_config", {"world_size": 48}),
         Sample("[2023-12-19 13:33:35][INFO][dist.py:307] - RANK: 0 / 47", "milestone",
                {"name": "ranks-up", "wall_time": 1702992815.0}),
@@ -48,13 +52,14 @@ class LauncherParser(LineParser):
                {"num_layers": 32, "global_batch": 4, "micro_batch": 4, "activation_checkpointing": None}),
     )
 
-    ONCE_FLAGS = ("_ranks_seen", "_dist_seen", "_ezpz_announced")
+    ONCE_FLAGS = ("_ranks_seen", "_dist_seen", "_ezpz_announced", "_nodes_seen")
 
     def __init__(self, file: str = "") -> None:
         super().__init__(file)
         self._ranks_seen = False
         self._dist_seen = False
         self._ezpz_announced = False
+        self._nodes_seen = False
 
     def _on_ezpz_rank(self, body: str, ctx: LineContext) -> list[Event]:
         m = _EZPZ_RANK.search(body)
@@ -63,6 +68,12 @@ class LauncherParser(LineParser):
         world = to_int(m.group(2))
         return [self.make(RunConfig, ctx, world_size=world + 1 if world is not None else None),
                 self.make(Milestone, ctx, name="ranks-up")]
+
+    def _on_ds_nodes(self, body: str, ctx: LineContext) -> list[Event]:
+        m = _DS_NODES.search(body)
+        if not m or not self.first_time("_nodes_seen"):  # each node's launcher says it
+            return []
+        return [self.make(RunConfig, ctx, world_size=int(m.group(1)) * int(m.group(2)))]
 
     def _on_ezpz_iter(self, body: str, ctx: LineContext) -> list[Event]:
         """A training step as ezpz's examples log it: its loss and ``dt`` (seconds)."""
