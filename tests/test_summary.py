@@ -334,3 +334,23 @@ def test_offloading_methods_name_the_run(frameworks, expected):
     store = JobStore()
     store.add([RunConfig(file="f.log", line=i + 1, framework=name) for i, name in enumerate(frameworks)])
     assert summarize(next(iter(store.jobs.values())))["framework"] == expected
+
+
+def test_the_first_step_completes_after_training_starts_plus_its_time(tmp_path):
+    """Startup runs to the end of the first training step.  A stamp before training
+    starts (DeepSpeed's step=0 at engine set-up, a launcher line) is no step's end: the
+    first step ends no earlier than Megatron's training start plus its step time."""
+    path = tmp_path / "thetagpu-1.log"
+    path.write_text(
+        "Job started at: 2023-07-16-165910 on thetagpu07\n"
+        "[2023-07-16 17:00:00,000] [INFO] [launch.py:151:main] nnodes=1, num_local_procs=8, node_rank=0\n"
+        "[2023-07-16 17:18:34,142] [INFO] [logging.py:96:log_dist] [Rank 0] step=0, skipped=0, lr=[0.0, 0.0], "
+        "mom=[(0.9, 0.999), (0.9, 0.999)]\n"
+        "[before the start of training step] datetime: 2023-07-16 17:19:23 \n"
+        " iteration        1/       5 | consumed samples:            1 | elapsed time per iteration (ms): 620176.1 | "
+        "learning rate: 4.687E-08 | global batch size:     1 | lm loss: 1.100000E+01 | loss scale: 1.0 | "
+        "number of skipped iterations:   0 | number of nan iterations:   0 |\n")
+    s = summary_of(path)
+    # 16:59:10 -> 17:19:23 + 620.2 s
+    assert s["startup_s"] == pytest.approx(20 * 60 + 13 + 620.2, abs=0.1)
+    assert [p["name"] for p in s["startup"]][-2:] == ["training-start", "first-step"]

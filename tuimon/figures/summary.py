@@ -138,15 +138,17 @@ def last_step(job: Job) -> Optional[int]:
 
 
 def _first_step_wall(job: Job) -> Optional[float]:
-    if job.first_step_wall is not None:
-        return job.first_step_wall
+    """When the first step completed: the latest of two lower bounds, its line's time
+    (its own stamp, or that of the nearest stamped line above it, which can be well
+    before) and the start of training plus the first logged step time."""
+    bounds = [job.first_step_wall] if job.first_step_wall is not None else []
     start = next((m.wall_time for m in job.milestones if m.name == "training-start" and m.wall_time), None)
     primary = job.primary
     if start is not None and primary is not None and len(primary):
         first_ms = float(primary.column("elapsed_ms")[0])
         if math.isfinite(first_ms):
-            return start + first_ms / 1000.0
-    return None
+            bounds.append(start + first_ms / 1000.0)
+    return max(bounds) if bounds else None
 
 
 def startup(job: Job) -> tuple[Optional[float], list[dict]]:
