@@ -44,6 +44,15 @@ _SLURM_EXIT = re.compile(r"srun: error: \S+: tasks? [\d\-,]+: Exited with exit c
 # DeepSpeed's launcher on a rank it lost: "[launch.py:321:sigkill_handler] ['/usr/bin/python', '-u', 'train.py',
 # '--local_rank=3'] exits with return code = -9"
 _DS_LAUNCH_EXIT = re.compile(r"\] exits with return code = (-?\d{1,6})\s*$")
+# PALS mpiexec (Polaris, Aurora): "x1921c0s0b0n0.hostmgmt2000...: rank 5 died from signal 9",
+# "x3004c0s13b0n0: rank 3 exited with code 1"
+# (the host is the line's launcher prefix: its node)
+_PALS_EXIT = re.compile(r"^rank (\d{1,7}) (?:died from signal (\d{1,3})|exited with code (\d{1,3}))\s*$")
+# MPICH: "application called MPI_Abort(MPI_COMM_WORLD, 1) - process 3"
+_MPI_ABORT = re.compile(r"application called MPI_Abort\([^,()]*, (-?\d{1,6})\) - process (\d{1,7})")
+# torchrun's error report, a field a line: "  rank      : 3 (local_rank: 3)", "  exitcode  : -9 (pid: 12345)"
+_TORCHRUN_RANK = re.compile(r"^\s*rank\s*: (\d{1,7}) \(local_rank: \d+\)")
+_TORCHRUN_CODE = re.compile(r"^\s*exitcode\s*: (-?\d{1,6}) \(pid: \d+\)")
 _TORCHRUN_EXIT = re.compile(r"failed \(exitcode: (-?\d+)\) local_rank: \d+")
 
 
@@ -62,7 +71,9 @@ class FailureParser(LineParser):
         (r"NCCL communicator", "_on_nccl"), (r"DistBackendError", "_on_nccl"), (r"Watchdog caught", "_on_nccl"),
         (r"\|CCL_ERROR\|", "_on_nccl"),
         (r"Exited with exit code", "_on_slurm_exit"), (r"failed \(exitcode: ", "_on_torchrun_exit"),
-        (r"exits with return code = ", "_on_launcher_exit"),
+        (r"exits with return code = ", "_on_launcher_exit"), (r"rank \d+ (?:died from|exited with)", "_on_pals_exit"),
+        (r"MPI_Abort\(", "_on_mpi_abort"), (r"^\s*rank\s*: \d+ \(local_rank", "_on_torchrun_report"),
+        (r"^\s*exitcode\s*: -?\d", "_on_torchrun_report"),
         # Slurm's "... oom_kill event ... OOM Killed." comes through "Killed"
         (r"Killed", "_on_killed"), (r"oom-kill", "_on_killed"),
         (r"exit code 137", "_on_killed"), (r"exited on signal", "_on_killed"),
@@ -120,6 +131,14 @@ class FailureParser(LineParser):
         Sample("E0521 10:11:12.123000 140 torch/distributed/elastic/multiprocessing/api.py:826] failed (exitcode: 1) "
                "local_rank: 0 (pid: 77) of binary: /opt/conda/bin/python3", "exit", {"status": 1}),
         Sample("NCCL INFO Channel 00/02 :    0   1   2   3", None),
+        Sample("x1921c0s0b0n0.hostmgmt2000.cm.americas.sgi.com: rank 5 died from signal 9", "exit",
+               {"status": -9, "rank": 5, "node": "x1921c0s0b0n0.hostmgmt2000.cm.americas.sgi.com"}),
+        Sample("x3004c0s13b0n0: rank 3 exited with code 1", "exit", {"status": 1, "rank": 3}),
+        Sample("x3004c0s13b0n0: rank 3 exited with code 0", None),
+        Sample("application called MPI_Abort(MPI_COMM_WORLD, 1) - process 3", "exit", {"status": 1, "rank": 3}),
+        Sample("  exitcode  : -9 (pid: 12345)", "exit", {"status": -9, "rank": 3},
+               context=("Root Cause (first observed failure):", "[0]:", "  time      : 2024-05-01_10:00:00",
+                        "  host      : nid001234", "  rank      : 3 (local_rank: 3)")),
         Sample("[2024-01-01 10:05:00,000] [ERROR] [launch.py:321:sigkill_handler] ['/usr/bin/python', '-u', "
                "'train.py', '--local_rank=3'] exits with return code = -9", "exit", {"status": -9}),
         Sample("srun: error: Node failure on nid001234", "failure", {"kind": "hardware", "node": "nid001234"}),
@@ -137,6 +156,7 @@ class FailureParser(LineParser):
     def __init__(self, file: str = "") -> None:
         super().__init__(file)
         self._in_traceback: Optional[int] = None  # line number of the open traceback
+        self._report_rank: Optional[int] = None  # the rank torchrun's error report names
 
     def _on_traceback(self, body: str, ctx: LineContext) -> list[Event]:
         self._in_traceback = ctx.line
@@ -178,6 +198,35 @@ class FailureParser(LineParser):
     def _on_launcher_exit(self, body: str, ctx: LineContext) -> list[Event]:
         m = _DS_LAUNCH_EXIT.search(body)
         return [self.make(Exit, ctx, status=int(m.group(1)))] if m and m.group(1) != "0" else []
+
+    def _on_pals_exit(self, body: str, ctx: LineContext) -> list[Event]:
+        m = _PALS_EXIT.match(body)
+        if not m:
+            return []
+        status = -int(m.group(2)) if m.group(2) is not None else int(m.group(3))
+        if not status:
+            return []
+        return [Exit(file=self.file, line=ctx.line, rank=int(m.group(1)), node=ctx.node, wall_time=ctx.wall_time,
+                     status=status)]
+
+    def _on_mpi_abort(self, body: str, ctx: LineContext) -> list[Event]:
+        m = _MPI_ABORT.search(body)
+        if not m:
+            return []
+        return [Exit(file=self.file, line=ctx.line, rank=int(m.group(2)), node=ctx.node, wall_time=ctx.wall_time,
+                     status=int(m.group(1)) or 1)]  # an abort is a failure, whatever code it passes
+
+    def _on_torchrun_report(self, body: str, ctx: LineContext) -> list[Event]:
+        rank = _TORCHRUN_RANK.match(body)
+        if rank:
+            self._report_rank = int(rank.group(1))
+            return []
+        m = _TORCHRUN_CODE.match(body)
+        if not m or m.group(1) == "0":
+            return []
+        which, self._report_rank = self._report_rank, None
+        return [Exit(file=self.file, line=ctx.line, rank=which if which is not None else ctx.rank, node=ctx.node,
+                     wall_time=ctx.wall_time, status=int(m.group(1)))]
 
     def _on_killed(self, body: str, ctx: LineContext) -> list[Event]:
         if _HOST_OOM.search(body):  # the node ran out of memory: an OOM, if not the GPU's
