@@ -50,8 +50,9 @@ class DeepSpeedParser(LineParser):
               (r"Initializing TorchBackend", "_on_init"), (r"DeepSpeed info: ", "_on_init"),
               (r" \.\.\.\.", "_on_config_print"), (r"CPU Offload: ", "_on_cpu_offload"),
               (r"(?:zero_config \.+ |json = )\{\s*$", "_on_json_open"),
-              (r'^\s*"(?:stage|offload_param|offload_optimizer|device|cpu_offload)": ', "_on_json_key"),
-              (r"^\}\s*$", "_on_json_close"))
+              # at a line's start, or after a launcher's prefix ("0: ", "[rank0]: "): the handler sees the body
+              (r'(?:^|:) ?\s*"(?:stage|offload_param|offload_optimizer|device|cpu_offload)": ', "_on_json_key"),
+              (r"(?:^|:) ?\}[ \t\r]*$", "_on_json_close"))
     ONCE_FLAGS = ("_announced",)
 
     SAMPLES = (

@@ -72,8 +72,8 @@ class FailureParser(LineParser):
         (r"\|CCL_ERROR\|", "_on_nccl"),
         (r"Exited with exit code", "_on_slurm_exit"), (r"failed \(exitcode: ", "_on_torchrun_exit"),
         (r"exits with return code = ", "_on_launcher_exit"), (r"rank \d+ (?:died from|exited with)", "_on_pals_exit"),
-        (r"MPI_Abort\(", "_on_mpi_abort"), (r"^\s*rank\s*: \d+ \(local_rank", "_on_torchrun_report"),
-        (r"^\s*exitcode\s*: -?\d", "_on_torchrun_report"),
+        (r"MPI_Abort\(", "_on_mpi_abort"), (r"rank\s*: \d+ \(local_rank", "_on_torchrun_report"),
+        (r"exitcode\s*: -?\d+ \(pid", "_on_torchrun_report"),
         # Slurm's "... oom_kill event ... OOM Killed." comes through "Killed"
         (r"Killed", "_on_killed"), (r"oom-kill", "_on_killed"),
         (r"exit code 137", "_on_killed"), (r"exited on signal", "_on_killed"),

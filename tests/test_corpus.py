@@ -43,7 +43,7 @@ def _all_lines_events(path):
     """Reference: every line fed to every parser that the file switches on, with no
     block regex between them (LineParser.feed tests each route on the line itself)."""
     from parsers import ALL_PARSERS, LineContext
-    from parsers.events import EVENT_TYPES
+    from parsers.events import EVENT_TYPES, Milestone
     from parsers.formats import BUILTIN_FORMATS
     from parsers.prefix import split_prefix
     from parsers.timestamps import line_stamp
@@ -54,12 +54,16 @@ def _all_lines_events(path):
     text = f.feed(path.read_bytes()).text + f.flush().text
     engine = BlockEngine(str(path), ALL_PARSERS)
     engine.sniff(text)
-    events, last = [], None
+    events, last, started = [], None, False
     for n, line in enumerate(text.split("\n")[:-1], 1):
         pre = split_prefix(line)
         wall = line_stamp(pre.body)
         last = wall if wall is not None else last
         ctx = LineContext(str(path), n, pre.rank, pre.local_rank, pre.node, last)
+        if wall is not None and not started:  # the log's first stamp, matched or not
+            started = True
+            events.append(Milestone(file=str(path), line=n, rank=pre.rank, node=pre.node, wall_time=wall,
+                                    name="log-start"))
         for fmt in BUILTIN_FORMATS:  # data formats: their regex on the line itself
             for entry in fmt.lines:
                 for fields in entry.parse(line):

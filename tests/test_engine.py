@@ -71,7 +71,7 @@ def test_every_trigger_has_a_presence_test_and_it_never_drops_a_match():
     assert anchors_of(r"iteration[ =]+\d+/") == ("iteration ", "iteration=")
     lines = {str(p): p.read_text(errors="replace").splitlines() for p in FIXTURE_LOGS}
     triggers = {t for cls in catalog.current().parsers for t, _ in cls.ROUTES}
-    assert r"^\}\s*$" in triggers
+    assert r"(?:^|:) ?\}[ \t\r]*$" in triggers and anchors_of(r"(?:^|:) ?\}[ \t\r]*$") == ("}",)
     for trigger in triggers:
         anchors = anchors_of(trigger)
         if anchors is None:

@@ -162,3 +162,26 @@ def test_a_torchtitan_log_from_before_its_titan_tag_is_read_as_torchtitan(tmp_pa
     assert [(e.iteration, e.tokens_per_gpu_per_sec, e.mfu) for e in events if e.type == "throughput"] == \
         [(1, 1234.0, 7.5), (10, 5678.0, 39.57)]
     assert [e.gpu_max_reserved_mb for e in events if e.type == "memory"] == [30.12 * 1024] * 2
+
+
+from parsers.prefix import split_prefix  # noqa: E402
+
+PREFIXES = ("0: ", " 3: ", "[rank0]: ", "[default0]:", "nid001234: ")
+
+
+@pytest.mark.parametrize("prefix", PREFIXES)
+def test_samples_read_the_same_behind_a_launcher_prefix(prefix):
+    """srun --label, torchrun and pdsh put a prefix before every line; what a line
+    gives must not depend on it (a trigger anchored at the line's start missed the
+    DeepSpeed config's closing brace behind "0: ")."""
+    missed = []
+    for cls, index, sample in CASES:
+        if sample.type is None or split_prefix(sample.line).body != sample.line:
+            continue  # a sample with a prefix of its own
+        ps = BlockEngine("sample.log", [cls], sniff=False)
+        for n, line in enumerate(sample.context, 1):
+            ps.feed_line(prefix + line, n)
+        events = ps.feed_line(prefix + sample.line, len(sample.context) + 1)
+        if not any(e.type == sample.type for e in events):
+            missed.append(f"{cls.name}-{index}: {sample.line[:80]!r}")
+    assert missed == []

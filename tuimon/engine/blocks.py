@@ -16,12 +16,13 @@ format matches gives no built-in event of the same type.
 """
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 from operator import itemgetter
 from typing import Any, Callable, Optional, Sequence
 
 from parsers.base import LineContext, LineParser
-from parsers.events import EVENT_TYPES, Event, RunConfig, Timers, frozen_map
+from parsers.events import EVENT_TYPES, Event, Milestone, RunConfig, Timers, frozen_map
 from parsers.prefix import split_prefix
 from parsers.schema import Format, LineFormat
 from parsers.timers import timer_group
@@ -32,6 +33,10 @@ from .rules import HookRule, anchors_of, lines_holding, starts_with_literal
 Handler = Callable[[str, LineContext], list[Event]]
 _FIRST = itemgetter(0, 1)
 _STEPS = ("iteration", "step")
+_STAMP_REACH = 256  # a stamp is within a line's first 40 characters, after a launcher prefix
+_DATE = re.compile(r"-\d\d-\d\d[ T]\d\d:")  # in every stamp (parsers.timestamps.LEADING); starts with a literal
+#: a log with no stamp in its first blocks is taken to have none (each look costs a scan)
+LOG_START_BLOCKS = 8
 
 
 class DataRule:
@@ -49,9 +54,13 @@ class DataRule:
 class BlockEngine:
     """Incremental, per file: :meth:`feed_block` with complete lines, :meth:`flush` at the end."""
 
+    _log_started = True  # (an engine saved before these were kept has long passed its first stamp)
+    _stamp_blocks = 0
+
     def __init__(self, file: str, parser_classes: Sequence[type[LineParser]], formats: Sequence[Format] = (),
-                 builtin_formats: Sequence[Format] = (), *, sniff: bool = True) -> None:
-        """With ``sniff=False`` every parser is on from the start (samples' tests)."""
+                 builtin_formats: Sequence[Format] = (), *, sniff: bool = True, log_start: bool = False) -> None:
+        """With ``sniff=False`` every parser is on from the start (samples' tests); with
+        ``log_start``, the file's first stamp is a milestone (a whole file's parse)."""
         self.file = file
         self.formats = tuple(formats)
         self.builtin_formats = tuple(builtin_formats)
@@ -60,6 +69,8 @@ class BlockEngine:
         self._user_steps = False  # a user format gave steps: fallback parsers are off
         self._announced: set[str] = set()
         self._last_wall: Optional[float] = None
+        self._log_started = not log_start  # its first stamped line was found (or is not looked for)
+        self._stamp_blocks = 0  # blocks looked through for it
         self.lines_fed = 0
         self.failed = 0  # lines a hook raised on
         self._drop_fallbacks()
@@ -131,10 +142,30 @@ class BlockEngine:
             # a literal trigger's search is its own presence test: one scan of the block, not two
             if hook.literal is not None or hook.present(text):
                 hook.lines(text, hook_base + n, hits)
-        if not hits:
-            return []
-        hits.sort(key=_FIRST)
-        return self._events(text, first_line, hits)
+        if hits:
+            hits.sort(key=_FIRST)
+        events = self._events(text, first_line, hits) if hits else []
+        if not self._log_started and self._stamp_blocks < LOG_START_BLOCKS:
+            self._log_start(text, first_line, events)
+        return events
+
+    def _log_start(self, text: str, first_line: int, events: list[Event]) -> None:
+        """The log's first stamp, matched or not, as a ``log-start`` milestone among
+        ``events`` (in line order): when a job started, if it says no more (no
+        ``Job started at``), is no later than that.  Looked for in the first blocks only."""
+        self._stamp_blocks += 1
+        for m in _DATE.finditer(text):
+            start = text.rfind("\n", 0, m.start()) + 1
+            pre = split_prefix(text[start:start + _STAMP_REACH])
+            wall = line_stamp(pre.body)
+            if wall is None:
+                continue
+            self._log_started = True
+            line = first_line + text.count("\n", 0, start)
+            at = next((k for k, ev in enumerate(events) if ev.line >= line), len(events))
+            events.insert(at, Milestone(file=self.file, line=line, rank=pre.rank, node=pre.node, wall_time=wall,
+                                        name="log-start"))
+            return
 
     def _events(self, text: str, first_line: int, hits: list) -> list[Event]:
         events: list[Event] = []

@@ -48,7 +48,7 @@ class FileParser:
         self.label = label
         self.framer = Framer()
         cat = catalog or catalog_mod.current()
-        self.engine = BlockEngine(label, cat.parsers, cat.user, cat.builtin)
+        self.engine = BlockEngine(label, cat.parsers, cat.user, cat.builtin, log_start=True)
         self.on_block = on_block  # (label, text of complete lines, first line number)
         self.cached = 0  # bytes restored from the parse cache
 

@@ -100,13 +100,14 @@ def startup_timeline(start: Optional[float], first_step: Optional[float],
                      marks: Iterable[tuple[str, Optional[float]]]) -> tuple[Optional[float], list[Phase]]:
     """Seconds from the job-start mark to the first completed training step, and
     the named marks in between (wall-clock seconds, so minutes, hours and midnight
-    roll over correctly).  Marks before the start or after the first step are dropped."""
+    roll over correctly).  Marks before the start or after the first step are dropped, and
+    the log's first stamp (``log-start``): a reference, no phase."""
     if start is None:
         return None, []
     phases = [Phase("job-start", 0.0)]
     seen = {"job-start"}
     for name, wall in sorted(((n, w) for n, w in marks if w is not None), key=lambda nw: nw[1]):
-        if name in seen or wall < start or (first_step is not None and wall > first_step):
+        if name in seen or name == "log-start" or wall < start or (first_step is not None and wall > first_step):
             continue
         seen.add(name)
         phases.append(Phase(name, wall - start))

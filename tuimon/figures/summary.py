@@ -83,6 +83,12 @@ def global_batch(config: dict) -> Optional[int]:
     return None
 
 
+def _started(job: Job) -> bool:
+    """Whether the job says it started: a framework, or a milestone other than the log's
+    first stamp (which any stamped file has)."""
+    return bool(job.frameworks) or any(m.name != "log-start" for m in job.milestones)
+
+
 def status_of(job: Job, now: Optional[float], last_write: Optional[float],
               top_step: Optional[int] = None, startup_timeout: float = STARTUP_TIMEOUT_S) -> tuple[str, Optional[dict]]:
     """``top_step``: :func:`last_step` of the job, when the caller has it."""
@@ -104,7 +110,7 @@ def status_of(job: Job, now: Optional[float], last_write: Optional[float],
         return "finished", None
     if job.iterations_seen or len(job.steps):
         return "training", None
-    started = bool(job.milestones or job.frameworks)
+    started = _started(job)
     span = (job.last_wall - job.first_wall) if job.first_wall is not None and job.last_wall is not None else None
     return startup_status(started, span, now, last_write, startup_timeout, job.files[0] if job.files else None)
 
@@ -273,9 +279,10 @@ def summarize(job: Job, *, now: Optional[float] = None, last_write: Optional[flo
         "loss_last": _loss_value(loss_last),
         "failure": failure,
         # what a live view needs to tell starting from stuck as time passes (startup_status)
-        "started": bool(job.milestones or job.frameworks),
+        "started": _started(job),
+        # a span needs two stamps: one alone says nothing of how long the log ran
         "wall_span_s": _clean(job.last_wall - job.first_wall, 3)
-        if job.first_wall is not None and job.last_wall is not None else None,
+        if job.first_wall is not None and job.last_wall is not None and job.last_wall > job.first_wall else None,
     }
 
 
