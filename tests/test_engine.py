@@ -129,3 +129,22 @@ def test_a_dormant_parser_s_sniff_has_a_presence_test():
     for cls in ALL_PARSERS:
         if cls.SNIFF is not None:
             assert _sniff_needles(cls), cls.name
+
+
+def test_the_literals_a_block_holds_are_found_in_one_pass_as_asking_each_would():
+    """Presence answers which of many literals a block holds (one pass over its byte
+    pairs, then an exact look at the few that may be there): the same set as asking
+    each literal, for blocks small and large, ASCII or not, and one-byte literals."""
+    from tuimon.engine.presence import SMALL, Presence
+
+    rng = random.Random(11)
+    alphabet = "abcdefgh |:=-()\n0123456789é█\ufffd"
+    literals = ["".join(rng.choice(alphabet) for _ in range(rng.randint(1, 6))) for _ in range(300)]
+    literals += ["time (ms)", "iteration ", "}", "█", "é=", "Xid (PCI:"]
+    presence = Presence(literals)
+    for size in (0, 10, 1000, SMALL + 1, 200_000):
+        for _ in range(3):
+            text = "".join(rng.choice(alphabet) for _ in range(size))
+            assert presence.of(text) == {lit for lit in set(literals) if lit in text}
+    text = "x" * SMALL + "time (ms) | forward: 1.0\n"
+    assert presence.of(text) >= {"time (ms)"} and "Xid (PCI:" not in presence.of(text)

@@ -28,6 +28,7 @@ from parsers.schema import Format, LineFormat
 from parsers.timers import timer_group
 from parsers.timestamps import line_stamp
 
+from .presence import Presence
 from .rules import HookRule, anchors_of, lines_holding, starts_with_literal
 
 Handler = Callable[[str, LineContext], list[Event]]
@@ -108,9 +109,13 @@ class BlockEngine:
         for k, parser in enumerate(self.active):
             for j, (trigger, handler) in enumerate(_routes(parser)):
                 self._hooks.append(HookRule(trigger, handler, (k, j)))
+        literals = [a for rule in self._data for a in rule.anchors]
+        literals += [a for hook in self._hooks for a in ((hook.literal,) if hook.literal else hook.anchors or ())]
+        literals += [n for cls in self._dormant for n in _sniff_needles(cls) or ()]  # type: ignore[arg-type]
+        self._presence = Presence(literals)
 
-    def sniff(self, text: str) -> None:
-        woken = [cls for cls in self._dormant if _sniffed(cls, text)]
+    def sniff(self, text: str, present: Optional[frozenset[str]] = None) -> None:
+        woken = [cls for cls in self._dormant if _sniffed(cls, text, present)]
         if woken:
             self._dormant = [cls for cls in self._dormant if cls not in woken]
             self.active.extend(cls(self.file) for cls in woken)
@@ -127,11 +132,15 @@ class BlockEngine:
         number ``first_line``."""
         if not text:
             return []
+        present = self._presence.of(text)  # the rules' literals this block holds, found in one pass
         if self._dormant:
-            self.sniff(text)
+            asked = self._presence
+            self.sniff(text, present)
+            if self._presence is not asked:  # parsers woke: their rules' literals too
+                present = self._presence.of(text)
         hits: list[tuple[int, int, Any, Any]] = []  # (line start, order, rule, match or None)
         for rule in self._data:
-            if not rule.anchors or any(a in text for a in rule.anchors):
+            if not rule.anchors or any(a in present for a in rule.anchors):
                 _data_hits(text, rule, hits)
         if hits and not self._user_steps and any(r.user and r.entry.event in _STEPS for _, _, r, _ in hits):
             self._user_steps = True  # the user's format gives this run's steps: fallbacks are off
@@ -139,8 +148,7 @@ class BlockEngine:
             self._rebuild()
         hook_base = len(self._data) + 1
         for n, hook in enumerate(self._hooks):
-            # a literal trigger's search is its own presence test: one scan of the block, not two
-            if hook.literal is not None or hook.present(text):
+            if hook.literal in present if hook.literal is not None else hook.present(present):
                 hook.lines(text, hook_base + n, hits)
         if hits:
             hits.sort(key=_FIRST)
@@ -276,11 +284,12 @@ def _sniff_needles(cls: Any) -> Optional[tuple[str, ...]]:
     return tuple(needles)
 
 
-def _sniffed(cls: type[LineParser], text: str) -> bool:
+def _sniffed(cls: type[LineParser], text: str, present: Optional[frozenset[str]] = None) -> bool:
     """Whether ``cls``'s SNIFF shows up in ``text``: the regex runs only where one
-    of its literals does (a dormant parser's regex over every block cost 13 ms a MB)."""
+    of its literals does (a dormant parser's regex over every block cost 13 ms a MB).
+    ``present``: the literals of the block, when known (they hold the needles)."""
     needles = _sniff_needles(cls)  # type: ignore[arg-type]  # classes hash by identity
-    if needles is not None and not any(n in text for n in needles):
+    if needles is not None and not any(n in present if present is not None else n in text for n in needles):
         return False
     return cls.SNIFF.search(text) is not None  # type: ignore[union-attr]
 

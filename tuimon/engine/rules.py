@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Container, Optional
 
 from .anchors import literal_of, required_anchors
 
@@ -31,7 +31,9 @@ class HookRule:
         self.literal, self.regex, self.anchors = _compiled(trigger)
         self.by_line = bool(self.anchors) and not starts_with_literal(trigger)
 
-    def present(self, text: str) -> bool:
+    def present(self, text: Container[str]) -> bool:
+        """Whether the rule may match in a block: ``text`` is the block, or the set of the
+        rules' literals it holds (:class:`tuimon.engine.presence.Presence`)."""
         if self.literal is not None:
             return self.literal in text
         return self.anchors is None or any(a in text for a in self.anchors)
