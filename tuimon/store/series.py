@@ -17,6 +17,7 @@ from .fields import FIELDS, Getter, getters_for
 POINT_DTYPE = np.dtype([(f.key, f.dtype) for f in FIELDS] + [("wall", "<f4"), ("file", "<u2"), ("line", "<u4")])
 _U32_MAX = np.iinfo(np.uint32).max
 _FLOAT_KEYS = tuple(f.key for f in FIELDS if f.key != "iteration")
+_FLOATS = len(_FLOAT_KEYS)
 _NAN = float("nan")
 _I32_MAX = np.iinfo(np.int32).max
 
@@ -36,14 +37,15 @@ def _f(value: Optional[float]) -> float:
     return v
 
 
-#: (iteration getter or None, a getter or None per float column in order): how one event type fills a point
-PointPlan = tuple[Optional[Getter], tuple[Optional[Getter], ...]]
+#: (iteration getter or None, (column index, getter) of each float column the event type gives):
+#: how one event type fills a point
+PointPlan = tuple[Optional[Getter], tuple[tuple[int, Getter], ...]]
 
 
 def point_plan(event_type: str) -> PointPlan:
     """How an event of ``event_type`` fills a point (from the field registry)."""
     getters = dict(getters_for(event_type))
-    return getters.get("iteration"), tuple(getters.get(k) for k in _FLOAT_KEYS)
+    return getters.get("iteration"), tuple((k, getters[key]) for k, key in enumerate(_FLOAT_KEYS) if key in getters)
 
 
 class Series:
@@ -106,8 +108,10 @@ class Series:
         iteration = plan[0](ev) if plan[0] is not None else None
         it = iteration if iteration is not None and 0 <= iteration <= _I32_MAX else -1
         rel = (wall - self.wall_base) if wall is not None and self.wall_base is not None else None
-        self._data[self.n] = (it, *[_NAN if get is None else _f(get(ev)) for get in plan[1]], _f(rel), file_id,
-                              min(ev.line, _U32_MAX))
+        values = [_NAN] * _FLOATS  # only the columns the event type gives are read: most are not
+        for k, get in plan[1]:
+            values[k] = _f(get(ev))
+        self._data[self.n] = (it, *values, _f(rel), file_id, min(ev.line, _U32_MAX))
         self.n += 1
 
     def remap_files(self, mapping: np.ndarray, start: int = 0) -> None:
