@@ -14,11 +14,13 @@ import re
 from typing import Optional
 
 from .base import LineContext, LineParser, Sample, compile_sniff
-from .events import Event, Exit, Memory, RunConfig, Step, Throughput
+from .events import Checkpoint, Event, Exit, Memory, RunConfig, Step, Throughput
 from .numbers import to_float, to_int
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _METRIC = re.compile(r"([a-z_]+):\s+([-+]?[\d.,]+(?:[eE][-+]?\d+)?|nan|inf)(GiB)?")
+# "Finished saving the checkpoint (or staging if async is enabled)in 12.34 seconds."
+_SAVED = re.compile(r"Finished saving the checkpoint\b.*?\bin (\d{1,9}(?:\.\d+)?) seconds")
 _INIT = re.compile(r"local batch size (\d+), global batch size (\d+),.*?sequence length (\d+), total steps (\d+)")
 
 
@@ -29,7 +31,7 @@ class TorchTitanParser(LineParser):
     # the [titan] tag came in 2025; before it, the metrics line alone says torchtitan
     SNIFF = compile_sniff(r"\[titan\] \d{4}-", r"step: *\d+ +loss: *\S+ +(?:grad_norm: *\S+ +)?memory: *[\d.]+GiB\(")
     ROUTES = ((r"step: *\d+ ", "_on_metrics"), (r"Trainer is initialized with ", "_on_init"),
-              (r" - Training completed", "_on_completed"))
+              (r" - Training completed", "_on_completed"), (r"Finished saving the checkpoint", "_on_saved"))
     ONCE_FLAGS = ("_announced",)
 
     SAMPLES = (
@@ -54,6 +56,10 @@ class TorchTitanParser(LineParser):
         Sample("[rank0]:2024-05-15 10:00:20,000 - root - INFO - step: 10  loss:  7.1234  memory: 30.12GiB(31.70%)  "
                "wps: 5,678  mfu: 39.57%", "throughput",
                {"rank": 0, "iteration": 10, "tokens_per_gpu_per_sec": 5678.0, "mfu": 39.57}),
+        Sample("[rank0]:[titan] 2025-01-01 12:00:13,345 - root - INFO - Finished saving the checkpoint (or staging "
+               "if async is enabled)in 12.34 seconds.", "checkpoint", {"iteration": 10, "save_ms": 12340.0},
+               context=("[rank0]:[titan] 2025-01-01 12:00:00,000 - root - INFO - step: 10  loss:  7.1234  "
+                        "memory: 30.12GiB(31.70%)  tps: 5,678  tflops: 123.45  mfu: 39.57%",)),
         Sample("[rank0]:[titan] 2026-04-30 03:00:01,000 - root - INFO - validate step: 14000  loss:  3.3315  "
                "memory: 30.1GiB(95.0%)  tps: 6,995", None),
     )
@@ -87,6 +93,15 @@ class TorchTitanParser(LineParser):
             if gib is not None:
                 events.append(self.make(Memory, ctx, gpu_max_reserved_mb=gib * 1024.0))
         return self.announce(events, ctx)
+
+    def _on_saved(self, body: str, ctx: LineContext) -> list[Event]:
+        """The checkpoint of the last step, and how long saving it took."""
+        m = _SAVED.search(body)
+        if not m:
+            return []
+        seconds = to_float(m.group(1))
+        return [self.make(Checkpoint, ctx, iteration=self._last_step,
+                          save_ms=seconds * 1000.0 if seconds is not None else None)]
 
     def _on_completed(self, body: str, ctx: LineContext) -> list[Event]:
         """TorchTitan's last word when the run reached its total steps."""
