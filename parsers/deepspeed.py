@@ -14,7 +14,7 @@ from typing import Optional
 
 from .base import LineContext, LineParser, Sample, compile_sniff
 from .common import rank_or
-from .events import Event, Memory, Milestone, RunConfig, Step, Throughput
+from .events import Checkpoint, Event, Memory, Milestone, RunConfig, Step, Throughput
 from .numbers import to_float, to_int
 
 _STEP = re.compile(r"step=(\d+), skipped=(\d+), lr=\[([^\],]*)")
@@ -37,6 +37,10 @@ _PIPE = re.compile(r"steps: (\d+) loss: (\S+) iter time \(s\): (\S+) samples/sec
 _MA = re.compile(r"MA (\S+) GB\s+Max_MA (\S+) GB\s+CA (\S+) GB\s+Max_CA (\S+) GB")
 _CPU = re.compile(r"CPU Virtual Memory:\s+used = (\S+) GB, percent = (\S+)%")
 _MEM_LABEL = re.compile(r"see_memory_usage\] (.*)")
+# a checkpoint: "Saving model checkpoint: /ckpt/global_step1000/mp_rank_00_model_states.pt", and (0.10 on)
+# "[Torch] Checkpoint global_step1000 is about to be saved!" ... "[Torch] Checkpoint global_step1000 is ready now!"
+_CKPT_SAVING = re.compile(r"Saving model checkpoint: (\S*?global_step(\d{1,12}))/\S*")
+_CKPT_STAGE = re.compile(r"\] Checkpoint global_step(\d{1,12}) is (about to be saved|ready now)!")
 
 
 class DeepSpeedParser(LineParser):
@@ -49,6 +53,7 @@ class DeepSpeedParser(LineParser):
               (r"see_memory_usage", "_on_memory"), (r"steps: \d+ loss", "_on_pipe"),
               (r"Initializing TorchBackend", "_on_init"), (r"DeepSpeed info: ", "_on_init"),
               (r" \.\.\.\.", "_on_config_print"), (r"CPU Offload: ", "_on_cpu_offload"),
+              (r"Saving model checkpoint: ", "_on_checkpoint"), (r"\] Checkpoint global_step", "_on_checkpoint"),
               (r"(?:zero_config \.+ |json = )\{\s*$", "_on_json_open"),
               # at a line's start, or after a launcher's prefix ("0: ", "[rank0]: "): the handler sees the body
               (r'(?:^|:) ?\s*"(?:stage|offload_param|offload_optimizer|device|cpu_offload)": ', "_on_json_key"),
@@ -56,6 +61,13 @@ class DeepSpeedParser(LineParser):
     ONCE_FLAGS = ("_announced",)
 
     SAMPLES = (
+        Sample("[2024-01-01 10:00:01,100] [INFO] [logging.py:96:log_dist] [Rank 0] Saving model checkpoint: "
+               "/ckpt/global_step1000/mp_rank_00_model_states.pt", "checkpoint",
+               {"iteration": 1000, "path": "/ckpt/global_step1000"}),
+        Sample("[2024-01-01 10:00:05,100] [INFO] [torch_checkpoint_engine.py:33:commit] [Torch] Checkpoint "
+               "global_step1000 is ready now!", "checkpoint", {"iteration": 1000, "save_ms": 4100.0},
+               context=("[2024-01-01 10:00:01,000] [INFO] [logging.py:96:log_dist] [Rank 0] [Torch] Checkpoint "
+                        "global_step1000 is about to be saved!",)),
         Sample("[2023-11-02 18:34:13,122] [INFO] [logging.py:96:log_dist] [Rank 0] step=0, skipped=0, "
                "lr=[0.0, 0.0], mom=[(0.9, 0.999), (0.9, 0.999)]",
                "step", {"step": 0, "skipped": 0, "lr": 0.0, "rank": 0, "wall_time": 1698950053.122}),
@@ -119,6 +131,24 @@ class DeepSpeedParser(LineParser):
         # a multi-line JSON configuration being read: its ZeRO stage, the offload section
         # its "device" keys belong to, and what is offloaded
         self._json: Optional[dict] = None
+        self._ckpt_start: Optional[tuple[int, float]] = None  # (step, stamp) of a save under way
+
+    def _on_checkpoint(self, body: str, ctx: LineContext) -> list[Event]:
+        saving = _CKPT_SAVING.search(body)
+        if saving:
+            return [self.make(Checkpoint, ctx, iteration=int(saving.group(2)), path=saving.group(1)[:300])]
+        m = _CKPT_STAGE.search(body)
+        if not m:
+            return []
+        step = int(m.group(1))
+        if m.group(2) == "about to be saved":
+            self._ckpt_start = (step, ctx.wall_time) if ctx.wall_time is not None else None
+            return []
+        # each rank commits its shards and says so: the save ends with the last of them
+        start = self._ckpt_start
+        if start is None or start[0] != step or ctx.wall_time is None:
+            return [self.make(Checkpoint, ctx, iteration=step)]
+        return [self.make(Checkpoint, ctx, iteration=step, save_ms=round((ctx.wall_time - start[1]) * 1000.0, 3))]
 
     def _on_step(self, body: str, ctx: LineContext) -> list[Event]:
         m = _STEP.search(body)

@@ -388,8 +388,8 @@ def _on_milestone(job: Job, ev: Milestone, _: Optional[int]) -> None:
 def _on_checkpoint(job: Job, ev: Checkpoint, _: Optional[int]) -> None:
     key = ev.iteration if ev.iteration is not None else (job.last_iteration or 0)
     entry = job.checkpoints.setdefault(key, {"iteration": key, "save_ms": None})
-    if ev.save_ms is not None:
-        entry["save_ms"] = ev.save_ms
+    if ev.save_ms is not None and (entry["save_ms"] is None or ev.save_ms > entry["save_ms"]):
+        entry["save_ms"] = ev.save_ms  # one save told by several ranks (or timers) took the longest of them
 
 
 def _on_failure(job: Job, ev: Failure, _: Optional[int]) -> None:
