@@ -156,7 +156,8 @@ class TimerParser(LineParser):
             self._saved_iteration = None
         if timers:
             groups = self._groups_of(tuple(timers))
-            if any(n.startswith("offloading") for n in timers) and self.first_time("_offload_announced"):
+            if self._offload_announced is not True and any(n.startswith("offloading") for n in timers) and \
+                    self.first_time("_offload_announced"):  # (True: said already; no need to look)
                 events.append(self.make(RunConfig, ctx, framework="stronghold"))
             events.append(Timers(file=self.file, line=ctx.line, rank=rank, node=ctx.node, wall_time=ctx.wall_time,
                                  timers=frozen_map(timers), groups=groups))

@@ -366,7 +366,7 @@ def _on_timers(job: Job, ev: Timers, _: Optional[int]) -> None:
             if len(job.timers) >= MAX_TIMERS:
                 continue
             stat = job.timers[name] = TimerStat(ev.groups.get(name, "other"))
-        if ms == ms and ms not in (float("inf"), float("-inf")):
+        if math.isfinite(ms):
             stat.total_ms += ms
             stat.count += 1
             stat.last_ms = ms
