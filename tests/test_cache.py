@@ -116,6 +116,25 @@ def test_a_new_format_set_invalidates(tmp_path, counted):
     assert catalog.load([]).key != catalog.from_spec([("x.toml", 'name = "x"')]).key
 
 
+def test_a_new_build_of_the_parsers_invalidates_at_the_same_version(tmp_path, monkeypatch):
+    """The key holds a digest of the parsers', engine's and store's code, so an entry saved
+    by another build (whose parser objects may lack what this one reads) is not restored."""
+    import parsers
+    from tuimon.engine.catalog import code_digest
+
+    timers = Path(parsers.__file__).parent / "timers.py"
+    before = catalog.load([]).key
+    real = Path.read_bytes
+    monkeypatch.setattr(Path, "read_bytes", lambda self: real(self) + (b"# changed" if self == timers else b""))
+    code_digest.cache_clear()
+    try:
+        assert catalog.load([]).key != before
+    finally:
+        monkeypatch.undo()
+        code_digest.cache_clear()
+    assert catalog.load([]).key == before
+
+
 def _run(*args, cache_home, env=None, check=True):
     full = dict(os.environ, PYTHONPATH=str(ROOT), XDG_CACHE_HOME=str(cache_home),
                 XDG_CONFIG_HOME=str(cache_home / "no-config"), **(env or {}))

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import hashlib
 import os
+import sys
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Iterable, Optional, Sequence
 
@@ -94,8 +96,31 @@ def load(extra: Sequence[Path] = (), defaults: bool = True) -> Catalog:
     return _catalog([f for f, _ in chosen.values()], [(f.origin, t) for f, t in chosen.values()], errors)
 
 
+@lru_cache(maxsize=1)
+def code_digest() -> bytes:
+    """A digest of the code whose state and results the parse cache keeps: the parsers,
+    the engine and the store.  A build that changes any of them reads its files again,
+    even at the same version (a parser restored from an older build may lack state the
+    new code reads, and its events are not the new code's)."""
+    import parsers
+
+    from .. import store
+
+    digest = hashlib.sha256()
+    for package in (parsers, sys.modules[__package__ or "tuimon.engine"], store):
+        root = Path(package.__file__ or "").parent
+        for path in sorted(root.rglob("*")):
+            if path.suffix in (".py", ".toml") and path.is_file():
+                try:
+                    digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes())
+                except OSError:
+                    digest.update(path.name.encode())
+    return digest.digest()
+
+
 def _catalog(user: list[Format], spec: list[tuple[str, str]], errors: list[str]) -> Catalog:
     digest = hashlib.sha256(__version__.encode())
+    digest.update(code_digest())
     for origin, text in spec:
         digest.update(origin.encode() + b"\0" + text.encode() + b"\0")
     return Catalog(tuple(user), BUILTIN_FORMATS, tuple(errors), tuple(spec), digest.hexdigest()[:16])
