@@ -260,6 +260,8 @@ class Checkpoint(NamedTuple):
     path: Optional[str] = None
 
 
+#: the milestone of a log's first stamp (the engine's, matched line or not): a reference point, no phase
+LOG_START = "log-start"
 FAILURE_KINDS = ("oom", "nccl", "hardware", "traceback", "cancelled", "killed", "nan", "no-iterations")
 
 

@@ -22,7 +22,7 @@ from operator import itemgetter
 from typing import Any, Callable, Optional, Sequence
 
 from parsers.base import LineContext, LineParser
-from parsers.events import EVENT_TYPES, Event, Milestone, RunConfig, Timers, frozen_map
+from parsers.events import EVENT_TYPES, LOG_START, Event, Milestone, RunConfig, Timers, frozen_map
 from parsers.prefix import split_prefix
 from parsers.schema import Format, LineFormat
 from parsers.timers import timer_group
@@ -115,6 +115,10 @@ class BlockEngine:
         self._presence = Presence(literals)
 
     def sniff(self, text: str, present: Optional[frozenset[str]] = None) -> None:
+        """Wake the dormant parsers whose SNIFF shows up in ``text`` (``present``: the
+        rules' literals it holds, when known)."""
+        if present is None:
+            present = self._presence.of(text)
         woken = [cls for cls in self._dormant if _sniffed(cls, text, present)]
         if woken:
             self._dormant = [cls for cls in self._dormant if cls not in woken]
@@ -148,7 +152,7 @@ class BlockEngine:
             self._rebuild()
         hook_base = len(self._data) + 1
         for n, hook in enumerate(self._hooks):
-            if hook.literal in present if hook.literal is not None else hook.present(present):
+            if hook.present(present):
                 hook.lines(text, hook_base + n, hits)
         if hits:
             hits.sort(key=_FIRST)
@@ -172,7 +176,7 @@ class BlockEngine:
             line = first_line + text.count("\n", 0, start)
             at = next((k for k, ev in enumerate(events) if ev.line >= line), len(events))
             events.insert(at, Milestone(file=self.file, line=line, rank=pre.rank, node=pre.node, wall_time=wall,
-                                        name="log-start"))
+                                        name=LOG_START))
             return
 
     def _events(self, text: str, first_line: int, hits: list) -> list[Event]:
@@ -284,12 +288,12 @@ def _sniff_needles(cls: Any) -> Optional[tuple[str, ...]]:
     return tuple(needles)
 
 
-def _sniffed(cls: type[LineParser], text: str, present: Optional[frozenset[str]] = None) -> bool:
+def _sniffed(cls: type[LineParser], text: str, present: frozenset[str]) -> bool:
     """Whether ``cls``'s SNIFF shows up in ``text``: the regex runs only where one
     of its literals does (a dormant parser's regex over every block cost 13 ms a MB).
-    ``present``: the literals of the block, when known (they hold the needles)."""
+    ``present``: the literals of the block (they hold the needles)."""
     needles = _sniff_needles(cls)  # type: ignore[arg-type]  # classes hash by identity
-    if needles is not None and not any(n in present if present is not None else n in text for n in needles):
+    if needles is not None and not any(n in present for n in needles):
         return False
     return cls.SNIFF.search(text) is not None  # type: ignore[union-attr]
 

@@ -31,12 +31,12 @@ class HookRule:
         self.literal, self.regex, self.anchors = _compiled(trigger)
         self.by_line = bool(self.anchors) and not starts_with_literal(trigger)
 
-    def present(self, text: Container[str]) -> bool:
-        """Whether the rule may match in a block: ``text`` is the block, or the set of the
-        rules' literals it holds (:class:`tuimon.engine.presence.Presence`)."""
+    def present(self, literals: Container[str]) -> bool:
+        """Whether the rule may match in a block that holds ``literals`` (of the rules'
+        anchors, :class:`tuimon.engine.presence.Presence`)."""
         if self.literal is not None:
-            return self.literal in text
-        return self.anchors is None or any(a in text for a in self.anchors)
+            return self.literal in literals
+        return self.anchors is None or any(a in literals for a in self.anchors)
 
     def lines(self, text: str, order: int, hits: list) -> None:
         """Append (line start, order, self, None) for each line holding the trigger."""

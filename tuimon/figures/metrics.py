@@ -13,6 +13,8 @@ from typing import Iterable, Optional, Sequence
 
 import numpy as np
 
+from parsers.events import LOG_START
+
 
 def model_size_billion(layers: int, hidden: int, seq: int, vocab: int) -> float:
     h = float(hidden)
@@ -107,7 +109,7 @@ def startup_timeline(start: Optional[float], first_step: Optional[float],
     phases = [Phase("job-start", 0.0)]
     seen = {"job-start"}
     for name, wall in sorted(((n, w) for n, w in marks if w is not None), key=lambda nw: nw[1]):
-        if name in seen or name == "log-start" or wall < start or (first_step is not None and wall > first_step):
+        if name in seen or name == LOG_START or wall < start or (first_step is not None and wall > first_step):
             continue
         seen.add(name)
         phases.append(Phase(name, wall - start))

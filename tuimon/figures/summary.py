@@ -12,6 +12,8 @@ from typing import Any, Optional
 
 import numpy as np
 
+from parsers.events import LOG_START
+
 from ..store.fields import FIELDS, SHOWN, primary_loss
 from ..store.job_store import Job
 from . import breakdown as breakdown_mod
@@ -86,7 +88,7 @@ def global_batch(config: dict) -> Optional[int]:
 def _started(job: Job) -> bool:
     """Whether the job says it started: a framework, or a milestone other than the log's
     first stamp (which any stamped file has)."""
-    return bool(job.frameworks) or any(m.name != "log-start" for m in job.milestones)
+    return bool(job.frameworks) or any(m.name != LOG_START for m in job.milestones)
 
 
 def status_of(job: Job, now: Optional[float], last_write: Optional[float],
@@ -145,8 +147,8 @@ def last_step(job: Job) -> Optional[int]:
 
 def _first_step_wall(job: Job) -> Optional[float]:
     """When the first step completed: the latest of two lower bounds, its line's time
-    (its own stamp, or that of the nearest stamped line above it, which can be well
-    before) and the start of training plus the first logged step time."""
+    (its own stamp, or that of the last stamped line a parser read above it, which can
+    be well before) and the start of training plus the first logged step time."""
     bounds = [job.first_step_wall] if job.first_step_wall is not None else []
     start = next((m.wall_time for m in job.milestones if m.name == "training-start" and m.wall_time), None)
     primary = job.primary

@@ -35,7 +35,8 @@ RankKey = Union[int, str]
 _CONFIG_FIELDS = ("num_layers", "hidden_size", "num_heads", "seq_length", "vocab_size", "padded_vocab_size",
                   "micro_batch", "global_batch", "tp", "pp", "dp", "world_size", "activation_checkpointing",
                   "train_iters", "total_params_b", "gpu", "precision")
-_FATAL = ("oom", "nccl", "hardware", "cancelled", "killed")
+_ROOT_CAUSES = ("oom", "nccl", "hardware")  # a failure of these kinds is what ended a job, whatever came after
+_FATAL = _ROOT_CAUSES + ("cancelled", "killed")
 MAX_TIMERS = 512  # names a job keeps: a log printing a new name each line must not grow the store
 MAX_MILESTONES = 1024
 MAX_FAILURES = 256
@@ -208,7 +209,7 @@ class Job:
         other failure after which the job made no more progress; else a task's
         non-zero exit status (``srun: error: ... Exited with exit code 1``) that no
         progress followed: its error went to another stream, the job still died."""
-        root_cause = next((f for f in self.failures if f.kind in ("oom", "nccl", "hardware")), None)
+        root_cause = next((f for f in self.failures if f.kind in _ROOT_CAUSES), None)
         if root_cause is not None:
             return root_cause
         progress = self.last_progress
