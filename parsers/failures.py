@@ -33,7 +33,7 @@ _HOST_OOM = re.compile(r"Detected \d+ oom[_-]kill events?|OOM Killed")
 # PBS: "=>> PBS: job killed: walltime 3620 exceeded limit 3600", "... mem 270gb exceeded limit 256gb"
 _PBS_KILLED = re.compile(r"PBS: job killed: (\w+)(.*)")
 # the machine, not the program: Slurm's lost node, a GPU's ECC error or Xid, a GPU gone from the bus
-_HARDWARE = re.compile(r"Node failure on \S+|uncorrectable ECC error|ECC error(?:s)? detected|fallen off the bus"
+_HARDWARE = re.compile(r"Node failure on [\w.-]+|uncorrectable ECC error|ECC error(?:s)? detected|fallen off the bus"
                        r"|NVRM: Xid|\bXid \(PCI:")
 _TRACEBACK = "Traceback (most recent call last)"
 # The exception line that closes a traceback: "ValueError: msg", "torch.distributed.DistBackendError: ..."
@@ -142,6 +142,7 @@ class FailureParser(LineParser):
         Sample("[2024-01-01 10:05:00,000] [ERROR] [launch.py:321:sigkill_handler] ['/usr/bin/python', '-u', "
                "'train.py', '--local_rank=3'] exits with return code = -9", "exit", {"status": -9}),
         Sample("srun: error: Node failure on nid001234", "failure", {"kind": "hardware", "node": "nid001234"}),
+        Sample("srun: error: Node failure on nid7[bold]x", "failure", {"kind": "hardware", "node": "nid7"}),
         Sample("slurmstepd: error: *** JOB 99 ON nid001234 CANCELLED AT 2024-05-01T10:00:00 DUE TO NODE FAILURE, "
                "SEE SLURMCTLD LOG FOR DETAILS ***", "failure",
                {"kind": "hardware", "message": "Slurm cancelled 99 due to node failure, see slurmctld log for details"}),
