@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from .base import LineContext, LineParser, Sample
 from .deepspeed import DeepSpeedParser
+from .evals import EvalParser
 from .failures import FailureParser
 from .hf_trainer import HFTrainerParser
 from .launcher import LauncherParser
@@ -26,6 +27,7 @@ ALL_PARSERS: tuple[type[LineParser], ...] = (
     MLPerfParser,
     LauncherParser,
     ProgressParser,
+    EvalParser,
     FailureParser,
 )
 

@@ -260,9 +260,31 @@ class Checkpoint(NamedTuple):
     path: Optional[str] = None
 
 
+class Evaluation(NamedTuple):
+    """An evaluation's figures at a step: validation and test losses, perplexities,
+    accuracies, named as the log names them (``val lm loss``, ``eval_loss``, ``val_loss``,
+    ``eval_accuracy``).  No training loss: a run's steps are :class:`Iteration` and :class:`Step`."""
+
+    @property
+    def type(self) -> str:
+        return "eval"
+
+    def to_dict(self) -> dict[str, Any]:
+        return _to_dict(self)
+
+    file: str = ""
+    line: int = 0
+    rank: Optional[int] = None
+    node: Optional[str] = None
+    wall_time: Optional[float] = None  # POSIX seconds; naive log stamps are read as UTC
+    iteration: Optional[int] = None  # the step evaluated at, where the log says
+    metrics: Mapping[str, float] = _EMPTY  # name -> value
+
+
 #: the milestone of a log's first stamp (the engine's, matched line or not): a reference point, no phase
 LOG_START = "log-start"
-FAILURE_KINDS = ("oom", "nccl", "hardware", "traceback", "cancelled", "killed", "nan", "no-iterations")
+FAILURE_KINDS = ("oom", "cuda", "nccl", "hardware", "traceback", "cancelled", "killed", "script", "nan",
+                 "no-iterations")
 
 
 class Failure(NamedTuple):
@@ -318,10 +340,10 @@ class Truncated(NamedTuple):
 
 
 Event = Union["RunConfig", "Iteration", "Step", "Throughput", "Timers", "Memory", "Milestone", "Checkpoint",
-              "Failure", "Exit", "Truncated"]
+              "Evaluation", "Failure", "Exit", "Truncated"]
 
 EVENT_TYPES: dict[str, type] = {
     cls(file="", line=0).type: cls
     for cls in (RunConfig, Iteration, Step, Throughput, Timers, Memory, Milestone,
-                Checkpoint, Failure, Exit, Truncated)
+                Checkpoint, Evaluation, Failure, Exit, Truncated)
 }

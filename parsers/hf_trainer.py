@@ -16,7 +16,7 @@ import re
 from typing import Optional
 
 from .base import LineContext, LineParser, Sample, compile_sniff
-from .events import Checkpoint, Event, Exit, RunConfig, Step, Throughput
+from .events import Checkpoint, Evaluation, Event, Exit, RunConfig, Step, Throughput, frozen_map
 from .numbers import to_float
 
 # 'key': value, for values that are numbers (strings and lists are passed over)
@@ -28,6 +28,10 @@ _SAVING = re.compile(r"Saving model checkpoint to (\S*?checkpoint-(\d{1,18})\b\S
 _HEADER = re.compile(r"^\s*(Total optimization steps|Instantaneous batch size per device|Total train batch size"
                      r"(?: \(w\. parallel, distributed & accumulation\))?) = ([\d,]{1,24})\s*$")
 _HEADER_FIELD = {"Total optimization steps": "train_iters", "Instantaneous batch size per device": "micro_batch"}
+# the closing report's block: "  eval_loss               =     2.1941"
+_EVAL_METRIC = re.compile(r"^\s*(eval_\w{1,40})\s+=\s+([-+]?\d[\d.]*(?:[eE][-+]?\d+)?|nan|inf)\s*$")
+# what an evaluation dict holds that is no figure of the model
+_EVAL_COST = ("eval_runtime", "eval_samples_per_second", "eval_steps_per_second")
 _BAR = re.compile(r"(\d+)/(\d+) \[[\d:]+<[\d:?]+, *([\d.]+|\?)(s/it|it/s)")
 
 
@@ -38,7 +42,8 @@ class HFTrainerParser(LineParser):
     SNIFF = compile_sniff(r"\{'loss': ", r"\{'train_runtime': ")
     ROUTES = ((r"\{'(?:loss|train_runtime)': ", "_on_dict"), (r"(?:s/it|it/s)\]", "_on_bar"),
               (r"Saving model checkpoint to ", "_on_saving"), (r"Total optimization steps = ", "_on_header"),
-              (r"Instantaneous batch size per device = ", "_on_header"), (r"Total train batch size ", "_on_header"))
+              (r"Instantaneous batch size per device = ", "_on_header"), (r"Total train batch size ", "_on_header"),
+              (r"\{'eval_", "_on_eval"), (r"eval_\w+ +=  ", "_on_eval_metric"))
     ONCE_FLAGS = ("_announced",)
 
     SAMPLES = (
@@ -64,6 +69,12 @@ class HFTrainerParser(LineParser):
         Sample("Saving model checkpoint to /scratch/out/checkpoint-500", "checkpoint",
                {"iteration": 500, "path": "/scratch/out/checkpoint-500", "save_ms": None}),
         Sample("{'loss': 'n/a', 'epoch': 0.1}", None),
+        Sample("{'eval_loss': 1.6778849363327026, 'eval_accuracy': 0.6173228346456693, 'eval_runtime': 13.2043, "
+               "'eval_samples_per_second': 0.227, 'eval_steps_per_second': 0.076, 'epoch': 1.0}", "eval",
+               {"iteration": 97, "metrics": {"eval_loss": 1.6778849363327026, "eval_accuracy": 0.6173228346456693}},
+               context=("100%|██████████| 97/97 [09:43<00:00,  6.02s/it]",)),
+        Sample("  eval_loss               =     2.1941", "eval", {"iteration": None, "metrics": {"eval_loss": 2.1941}}),
+        Sample("  eval_runtime            =  0:00:13.20", None),
         Sample("  Total optimization steps = 1,471", "run_config", {"framework": "hf-trainer", "train_iters": 1471}),
         Sample("  Total train batch size (w. parallel, distributed & accumulation) = 64", "run_config",
                {"global_batch": 64}),
@@ -112,6 +123,20 @@ class HFTrainerParser(LineParser):
         if not m:
             return []
         return [self.make(Checkpoint, ctx, iteration=int(m.group(2)), path=m.group(1)[:300])]
+
+    def _on_eval(self, body: str, ctx: LineContext) -> list[Event]:
+        """``{'eval_loss': ..., 'eval_accuracy': ..., 'eval_runtime': ..., 'epoch': 1.0}``, at the bar's step."""
+        metrics = {key: value for key, text in _PAIR.findall(body)
+                   if key.startswith("eval_") and key not in _EVAL_COST and (value := to_float(text)) is not None}
+        return [self.make(Evaluation, ctx, iteration=self._step, metrics=frozen_map(metrics))] if metrics else []
+
+    def _on_eval_metric(self, body: str, ctx: LineContext) -> list[Event]:
+        """A line of the closing ``***** eval metrics *****`` block."""
+        m = _EVAL_METRIC.match(body)
+        if not m or m.group(1) in _EVAL_COST:
+            return []
+        value = to_float(m.group(2))
+        return [] if value is None else [self.make(Evaluation, ctx, iteration=None, metrics=frozen_map({m.group(1): value}))]
 
     def _on_dict(self, body: str, ctx: LineContext) -> list[Event]:
         pairs = {key: to_float(value) for key, value in _PAIR.findall(body)}

@@ -12,6 +12,13 @@ from .numbers import to_float, to_int
 # DeepSpeed's launcher, on each node: "[launch.py:152:main] nnodes=2, num_local_procs=8, node_rank=0"
 _DS_NODES = re.compile(r"nnodes=(\d{1,6}), num_local_procs=(\d{1,4}), node_rank=\d")
 _EZPZ_RANK = re.compile(r"\] - RANK: (\d+) / (\d+)")
+# torchrun's command line ("torchrun --nproc_per_node=8 --nnodes=2 ...", "python -m torch.distributed.run
+# --nproc-per-node 4 --nnodes 1:4"): the processes a node runs times the nodes (at most, when elastic)
+_TORCHRUN = re.compile(r"(?:torchrun|torch\.distributed\.(?:run|launch))\b(.{0,2000})")
+_NPROC = re.compile(r"--nproc[_-]per[_-]node[= ]['\"]?(\d{1,4})\b")
+_NNODES = re.compile(r"--nnodes[= ]['\"]?(?:\d{1,6}:)?(\d{1,6})\b")
+# a script's or framework's print of it: "WORLD_SIZE=16", "world_size: 16", "world size = 16"
+_WORLD = re.compile(r"(?<![\w.-])(?:WORLD_SIZE|[Ww]orld[_ ]size)\s*[=:]\s*['\"]?(\d{1,7})\b(?![.\d])")
 # ezpz's history lines: "[2025-05-06 09:06:59][I][examples/minimal:61:__main__] iter=0 loss=2701.3 dt=0.62 ..."
 _EZPZ_ITER = re.compile(r"\]\s*iter=(\d{1,18}) ")
 _EZPZ_PAIR = re.compile(r"(?:^|\s)([A-Za-z_][\w/]*)=([-+]?(?:\d[\d.]*(?:[eE][-+]?\d+)?|nan|inf))(?=\s|$)")
@@ -25,7 +32,10 @@ class LauncherParser(LineParser):
               (r"--(?:num|hidden)[-_](?:layers|size)[ =]\d", "_on_flags"),
               (r"Initializing torch distributed", "_on_dist_init"), (r"init_process_group", "_on_dist_init"),
               (r"store[-_]based[ _]barrier", "_on_dist_init"),
-              (r"torch\.distributed initialized", "_on_dist_init"), (r"nnodes=\d", "_on_ds_nodes"))
+              (r"torch\.distributed initialized", "_on_dist_init"), (r"nnodes=\d", "_on_ds_nodes"),
+              (r"torchrun --", "_on_torchrun"), (r"distributed\.run --", "_on_torchrun"),
+              (r"distributed\.launch --", "_on_torchrun"),
+              (r"WORLD_SIZE", "_on_world"), (r"world_size", "_on_world"), (r"orld size", "_on_world"))
 
     SAMPLES = (
         Sample("[2024-01-01 10:00:01,000] [INFO] [launch.py:152:main] nnodes=2, num_local_procs=8, node_rank=0",
@@ -50,6 +60,19 @@ class LauncherParser(LineParser):
                "--seq-length 1024 --micro-batch-size 4 --global-batch-size 4 --max-position-embeddings 1024 "
                "--train-iters 50", "run_config",
                {"num_layers": 32, "global_batch": 4, "micro_batch": 4, "activation_checkpointing": None}),
+    )
+
+    SAMPLES += (
+        Sample("+ torchrun --nproc_per_node=8 --nnodes=2 --rdzv_backend c10d --rdzv_endpoint=localhost:0 "
+               "-m torchtitan.train --job.config_file llama3_8b.toml", "run_config", {"world_size": 16}),
+        Sample("python -m torch.distributed.run --nproc-per-node 4 --nnodes 1:4 train.py", "run_config",
+               {"world_size": 16}),
+        Sample("torchrun --standalone --nproc_per_node=8 train_gpt.py", "run_config", {"world_size": 8}),
+        Sample('torchrun --nproc_per_node="$NGPU" -m torchtitan.train', None),
+        Sample("WORLD_SIZE=32", "run_config", {"world_size": 32}),
+        Sample("[2025-01-01 10:00:00,000] INFO - world_size: 64, rank: 0", "run_config", {"world_size": 64}),
+        Sample("torch.empty(torch.Size([numel * world_size]), dtype=dtype)", None),
+        Sample("world_size: 8.5 GB", None),
     )
 
     ONCE_FLAGS = ("_ranks_seen", "_dist_seen", "_ezpz_announced", "_nodes_seen")
@@ -94,6 +117,22 @@ class LauncherParser(LineParser):
     def _on_flags(self, body: str, ctx: LineContext) -> list[Event]:
         fields = config_from_args(flags_from_command(body))
         return [self.make(RunConfig, ctx, **fields)] if fields else []
+
+    def _on_torchrun(self, body: str, ctx: LineContext) -> list[Event]:
+        m = _TORCHRUN.search(body)
+        nproc = _NPROC.search(m.group(1)) if m else None
+        if nproc is None:
+            return []
+        nodes = _NNODES.search(m.group(1))  # type: ignore[union-attr]
+        world = int(nproc.group(1)) * (int(nodes.group(1)) if nodes else 1)
+        return [self.make(RunConfig, ctx, world_size=world)] if world else []
+
+    def _on_world(self, body: str, ctx: LineContext) -> list[Event]:
+        m = _WORLD.search(body)
+        if not m or "--nproc" in body or "using world size" in body:  # torchrun's and Megatron's own
+            return []
+        world = int(m.group(1))
+        return [self.make(RunConfig, ctx, world_size=world)] if world else []
 
     def _on_dist_init(self, body: str, ctx: LineContext) -> list[Event]:
         if not self.first_time("_dist_seen"):

@@ -4,27 +4,34 @@ whatever framework runs underneath (NeMo, Megatron-DeepSpeed, Pax)::
     :::MLLOG {"namespace": "", "time_ms": 1696466368958, "event_type": "POINT_IN_TIME",
               "key": "tracked_stats", "value": {"train_step_timing": 11.39}, "metadata": {..., "step": 4194304}}
 
-The run's phases (``init_start``, ``init_stop``, ``run_start``) are startup
-milestones stamped with ``time_ms``; ``tracked_stats`` with a step time is a step
-(without a number: the record's counts tokens or samples); the model and batch
-keys size the run; ``run_stop`` with status ``success`` ends it.  Evaluation
-records (``eval_accuracy``: a log perplexity for GPT-3) are no training loss and
-are passed over.
+The run's phases (``init_start``, ``init_stop``, ``run_start``, ``run_stop``) are
+milestones stamped with ``time_ms``: MLPerf's own init time runs from ``init_start`` to
+``run_start``, its run time from ``run_start`` to ``run_stop``.  ``tracked_stats`` with a
+step time is a step, with a ``throughput`` (samples a second, as the reference
+implementations track it) a throughput; ``train_loss`` (with ``samples_count``) is a step
+with its loss; ``eval_accuracy`` (a log perplexity for GPT-3, an accuracy elsewhere) an
+evaluation.  A record's ``samples_count`` or ``step`` counts samples or tokens, not steps:
+it becomes a step number only when the global batch is known and divides it (samples).
+The model and batch keys size the run, ``submission_platform`` names the accelerator
+(``64xNVIDIA DGX H100``: 64 DGX nodes of 8 H100s); ``run_stop`` with status ``success`` ends it.
 """
 from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import replace
 from typing import Any, Optional
 
 from .base import LineContext, LineParser, Sample, compile_sniff
-from .events import Event, Exit, Milestone, RunConfig, Step
+from .events import Evaluation, Event, Exit, Milestone, RunConfig, Step, Throughput, frozen_map
 
 _MAX_RECORD = 64 * 1024  # a record is a few hundred bytes; a longer line is no record to trust
 # key -> (milestone, the once-only flag of it)
 _PHASES = {"init_start": ("job-start", "_started"), "init_stop": ("initialized", "_initialized"),
-           "run_start": ("training-start", "_running")}
+           "run_start": ("training-start", "_running"), "run_stop": ("run-stop", "_stopped")}
+# "64xNVIDIA DGX H100", "8xNVIDIA DGX A100 (80GB)": a DGX node holds 8 GPUs
+_DGX = re.compile(r"^(?:(\d{1,5})x)?NVIDIA DGX ((?:GB|[ABH])\d{3})\b")
 _CONFIG_KEYS = {"global_batch_size": "global_batch", "max_sequence_length": "seq_length",
                 "sequence_length": "seq_length", "num_layers": "num_layers", "num_heads": "num_heads",
                 "hidden_size": "hidden_size"}
@@ -35,7 +42,7 @@ class MLPerfParser(LineParser):
     framework = "mlperf"
     SNIFF = compile_sniff(r":::MLLOG \{")
     ROUTES = ((r":::MLLOG \{", "_on_record"),)
-    ONCE_FLAGS = ("_announced", "_started", "_initialized", "_running")
+    ONCE_FLAGS = ("_announced", "_started", "_initialized", "_running", "_stopped")
 
     SAMPLES = (
         Sample(':::MLLOG {"namespace": "", "time_ms": 1696466368958, "event_type": "POINT_IN_TIME", '
@@ -58,13 +65,28 @@ class MLPerfParser(LineParser):
                context=(':::MLLOG {"namespace": "", "time_ms": 1696432628540, "event_type": "POINT_IN_TIME", '
                         '"key": "eval_accuracy", "value": 2.7495551109313965, "metadata": {"file": "training.py", '
                         '"lineno": 1469, "epoch_num": 100663296}}',)),
-        Sample(':::MLLOG {"namespace": "", "time_ms": 1696432628540, "event_type": "POINT_IN_TIME", '
-               '"key": "eval_accuracy", "value": 2.7495551109313965, "metadata": {"file": "training.py", '
-               '"lineno": 1469, "epoch_num": 50331648}}', None),
-        Sample(':::MLLOG {"namespace": "", "time_ms": 1696463580787, "event_type": "INTERVAL_END", "key": "run_stop", '
-               '"value": null, "metadata": {"status": "aborted"}}', None),
         Sample(':::MLLOG {"key": "tracked_stats", "value": {"train_step_timing": "n/a"}, "metadata": {"step": 1}',
                None),  # cut short: no JSON
+        Sample(':::MLLOG {"namespace": "", "time_ms": 1696432628540, "event_type": "POINT_IN_TIME", '
+               '"key": "eval_accuracy", "value": 2.7495551109313965, "metadata": {"file": "training.py", '
+               '"lineno": 1469, "epoch_num": 50331648}}', "eval",
+               {"iteration": None, "metrics": {"eval_accuracy": 2.7495551109313965}}),
+        Sample(':::MLLOG {"namespace": "", "time_ms": 1715641010640, "event_type": "POINT_IN_TIME", "key": "train_loss", '
+               '"value": 0.3684, "metadata": {"file": "custom_callbacks.py", "lineno": 263, "samples_count": 3072}}',
+               "step", {"step": 384, "loss": 0.3684, "wall_time": 1715641010.64},
+               context=(':::MLLOG {"namespace": "", "time_ms": 1715640000000, "event_type": "POINT_IN_TIME", '
+                        '"key": "global_batch_size", "value": 8, "metadata": {"file": "train.py", "lineno": 1}}',)),
+        Sample(':::MLLOG {"namespace": "", "time_ms": 1715641010640, "event_type": "POINT_IN_TIME", "key": "train_loss", '
+               '"value": 0.3684, "metadata": {"file": "custom_callbacks.py", "lineno": 263, "samples_count": 3072}}',
+               "step", {"step": None, "loss": 0.3684}),  # the batch unknown: no step number
+        Sample(':::MLLOG {"namespace": "", "time_ms": 1715641010700, "event_type": "POINT_IN_TIME", '
+               '"key": "tracked_stats", "value": {"throughput": 2.3245}, "metadata": {"file": "custom_callbacks.py", '
+               '"lineno": 250, "step": 3072}}', "throughput", {"samples_per_sec": 2.3245}),
+        Sample(':::MLLOG {"namespace": "", "time_ms": 1696466228407, "event_type": "POINT_IN_TIME", '
+               '"key": "submission_platform", "value": "64xNVIDIA DGX H100", "metadata": {"file": "cb.py", "lineno": 291}}',
+               "run_config", {"gpu": "NVIDIA H100", "world_size": 512}),
+        Sample(':::MLLOG {"namespace": "", "time_ms": 1696463580787, "event_type": "INTERVAL_END", "key": "run_stop", '
+               '"value": null, "metadata": {"status": "aborted"}}', "milestone", {"name": "run-stop"}),
     )
 
     def __init__(self, file: str = "") -> None:
@@ -73,7 +95,9 @@ class MLPerfParser(LineParser):
         self._started = False
         self._initialized = False
         self._running = False
+        self._stopped = False
         self._progress: Optional[int] = None  # the latest step or sample count a record gave
+        self._batch: Optional[int] = None  # global_batch_size, once a record gave it
 
     def _on_record(self, body: str, ctx: LineContext) -> list[Event]:
         start = body.find(":::MLLOG {")
@@ -101,24 +125,53 @@ class MLPerfParser(LineParser):
             if self.first_time(flag):  # every rank logs its own
                 events.append(self.make(Milestone, ctx, name=name))
         elif key == "tracked_stats" and isinstance(record.get("value"), dict):
-            seconds = _number(record["value"].get("train_step_timing"))
+            stats = record["value"]
+            seconds = _number(stats.get("train_step_timing", stats.get("train_step_time")))
             if seconds is not None:
                 # no step number: the record's "step" counts what the benchmark counts (tokens for
                 # NVIDIA's GPT-3: 4194304 a step), which would read as an iteration in the tables
                 events.append(self.make(Step, ctx, elapsed_ms=seconds * 1000.0))
+            throughput = _number(stats.get("throughput"))
+            if throughput is not None:
+                events.append(self.make(Throughput, ctx, samples_per_sec=throughput))
+        elif key == "train_loss":
+            loss = _number(record.get("value"), finite=False)
+            if loss is not None:
+                events.append(self.make(Step, ctx, step=self._step_of(meta.get("samples_count")), loss=loss))
+        elif key == "eval_accuracy":
+            value = _number(record.get("value"), finite=False)
+            if value is not None:
+                where = self._step_of(meta.get("samples_count"))
+                events.append(self.make(Evaluation, ctx, iteration=where, metrics=frozen_map({key: value})))
+        elif key == "submission_platform" and isinstance(record.get("value"), str):
+            m = _DGX.match(record["value"])
+            if m:
+                nodes = int(m.group(1)) if m.group(1) else None
+                events.append(self.make(RunConfig, ctx, gpu=f"NVIDIA {m.group(2)}",
+                                        world_size=8 * nodes if nodes else None))
         elif key in _CONFIG_KEYS:
             value = _count(record.get("value"))
             if value is not None:
+                if key == "global_batch_size":
+                    self._batch = value or None
                 events.append(self.make(RunConfig, ctx, **{_CONFIG_KEYS[key]: value}))
-        elif key == "run_stop" and meta.get("status") == "success":
+        if key == "run_stop" and meta.get("status") == "success":
             events.append(self.make(Exit, ctx, iteration=self._progress))
         return self.announce(events, ctx)
 
-def _number(value: object) -> Optional[float]:
+    def _step_of(self, samples: object) -> Optional[int]:
+        """The step a sample count ends, when the global batch is known and divides it."""
+        count = _count(samples)
+        if count is None or not self._batch or count % self._batch:
+            return None
+        return count // self._batch
+
+def _number(value: object, finite: bool = True) -> Optional[float]:
+    """A JSON number; with ``finite`` false, NaN and infinity too (a diverged loss is news)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
     value = float(value)
-    return value if math.isfinite(value) else None
+    return value if math.isfinite(value) or not finite else None
 
 
 def _count(*values: object) -> Optional[int]:

@@ -21,7 +21,7 @@ from typing import Any, Callable, Mapping, Optional
 from .events import EVENT_TYPES
 from .numbers import to_float, to_int
 from .regex_safety import unbounded_nesting
-from .timestamps import parse_compact, parse_iso
+from .timestamps import line_stamp, parse_compact, parse_iso
 
 #: the types a group may be read as; ``si`` reads nanotron's ``human_format`` (``1.23K`` is
 #: 1230), ``percent`` a number with an optional ``%`` (``15.38%`` is 15.38), ``time`` a date
@@ -31,7 +31,7 @@ _COMMON = ("file", "line")  # given by the engine, never by a group
 _SI = {"": 1.0, "K": 1e3, "M": 1e6, "B": 1e9, "G": 1e9, "T": 1e12, "P": 1e15}
 _SI_NUMBER = re.compile(r"\s*([-+]?(?:\d[\d,]*\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*([KMBGTP]?)")
 #: map fields a ``pairs`` regex fills, per event, and how group names fold into them
-MAP_FIELD = {"iteration": "losses", "timers": "timers"}
+MAP_FIELD = {"iteration": "losses", "timers": "timers", "eval": "metrics"}
 EVENTS = tuple(name for name in EVENT_TYPES if name != "truncated")
 
 
@@ -93,6 +93,8 @@ def _fold(event: str, name: str) -> Optional[tuple[str, Optional[str]]]:
     iteration's ``loss``/``loss_NAME``; None if ``event`` has no such field."""
     if event == "iteration" and (name == "loss" or name.startswith("loss_")):
         return "losses", ("loss" if name == "loss" else name[5:])
+    if event == "eval" and name.startswith("metric_") and len(name) > 7:
+        return "metrics", name[7:]
     kinds = field_kinds(event)
     if name in kinds and kinds[name] != "map":
         return name, None
@@ -103,6 +105,64 @@ def _fold(event: str, name: str) -> Optional[tuple[str, Optional[str]]]:
 class LineSample:
     line: str
     expect: Mapping[str, Any]
+    context: tuple[str, ...] = ()  # lines the entry reads before ``line`` (cumulative fields, time_from)
+
+
+MAX_RUNNING = 4096  # (entry, rank) pairs whose running totals an engine keeps
+
+
+class Running:
+    """What an entry's ``cumulative`` and ``time_from`` fields need of the records before:
+    per (entry, rank), the latest step and each running total and stamp.  Plain data:
+    the parse cache saves it with the engine."""
+
+    __slots__ = ("last",)
+
+    def __init__(self) -> None:
+        self.last: dict[tuple[Any, Any], dict[str, Any]] = {}
+
+    def __getstate__(self) -> dict:
+        return {"last": self.last}
+
+    def __setstate__(self, state: dict) -> None:
+        self.last = state["last"]
+
+    def apply(self, entry: "LineFormat", key: Any, rank: Any, fields: dict[str, Any],
+              stamp: Optional[float]) -> None:
+        """Turn ``fields``' running totals into per-step values (in place)."""
+        step = fields.get("iteration", fields.get("step"))
+        before = self.last.get((key, rank))
+        now: dict[str, Any] = {"step": step}
+        for name in entry.cumulative:
+            total = fields.pop(name, None)
+            if total is None:
+                continue
+            now[name] = total
+            value = _per_step(total, before.get(name) if before else None, step, before.get("step") if before else None)
+            if value is not None:
+                fields[name] = round(value) if isinstance(total, int) else value
+        if entry.time_from == "stamp" and stamp is not None:
+            now["stamp"] = stamp
+            value = _per_step(stamp, before.get("stamp") if before else None, step,
+                              before.get("step") if before else None)
+            if value is not None:
+                fields["elapsed_ms"] = round(value * 1000.0, 3)
+        if before is not None or len(self.last) < MAX_RUNNING:
+            self.last[(key, rank)] = now
+
+
+def _per_step(total: float, previous: Optional[float], step: Optional[int], previous_step: Optional[int]
+              ) -> Optional[float]:
+    """The difference of a running total from the previous record, over the steps between
+    them; None for a first record, a total that went down or a step that did not go up
+    (a restart: the next record measures again)."""
+    if previous is None or not math.isfinite(total) or total < previous:
+        return None
+    if step is None or previous_step is None:
+        return total - previous
+    if step <= previous_step:
+        return None
+    return (total - previous) / (step - previous_step)
 
 
 @dataclass(frozen=True)
@@ -116,6 +176,13 @@ class LineFormat:
     pairs: Optional[str] = None
     set: Mapping[str, Any] = field(default_factory=dict)
     samples: tuple[LineSample, ...] = ()
+    #: fields whose group holds a running total (modded-nanogpt's ``train_time:14741ms``): the
+    #: event gets the difference from the previous record of the same entry and rank, over the
+    #: steps between them; the first record, and one whose total went down (a restart), get none
+    cumulative: tuple[str, ...] = ()
+    #: ``"stamp"``: ``elapsed_ms`` is the time between this line's stamp and the previous
+    #: record's, over the steps between them (for logs that print no step time)
+    time_from: Optional[str] = None
     pattern: re.Pattern[str] = field(default=re.compile(""), compare=False, repr=False)
     pairs_pattern: Optional[re.Pattern[str]] = field(default=None, compare=False, repr=False)
     #: (group, field, map key or None, converter) for each named group
@@ -149,11 +216,19 @@ class LineFormat:
         out.update(maps)
         return out
 
-    def parse(self, line: str) -> list[dict[str, Any]]:
-        """Fields of every match in one line (the samples' check; the engine reads blocks)."""
+    def parse(self, line: str, running: Optional[Running] = None, stamp: Optional[float] = None
+              ) -> list[dict[str, Any]]:
+        """Fields of every match in one line (the samples' check; the engine reads blocks);
+        ``running``: the entry's state from the lines before (cumulative fields, time_from)."""
         if self.anchors and not any(a in line for a in self.anchors):
             return []
-        return [self.fields(m) for m in self.pattern.finditer(line)]
+        out = [self.fields(m) for m in self.pattern.finditer(line)]
+        if self.cumulative or self.time_from:
+            running = running if running is not None else Running()
+            for fields in out:
+                own = fields.get("wall_time", stamp)
+                running.apply(self, 0, None, fields, own if isinstance(own, float) else None)
+        return out
 
 
 @dataclass(frozen=True)
@@ -175,7 +250,7 @@ def _need(cond: bool, origin: str, entry: str, message: str) -> None:
 
 def compile_line(data: Mapping[str, Any], origin: str = "built-in", entry: str = "") -> LineFormat:
     """One ``[[lines]]`` table -> :class:`LineFormat`, or :class:`FormatError`."""
-    known = {"event", "regex", "types", "anchor", "anchors", "pairs", "set", "samples"}
+    known = {"event", "regex", "types", "anchor", "anchors", "pairs", "set", "samples", "cumulative", "time_from"}
     unknown = sorted(set(data) - known)
     _need(not unknown, origin, entry, f"unknown key {unknown[0] if unknown else ''!r}")
     event: Any = data.get("event")
@@ -229,6 +304,19 @@ def compile_line(data: Mapping[str, Any], origin: str = "built-in", entry: str =
     for name, value in constants.items():
         _need(name in kinds and kinds[name] != "map", origin, entry, f"set names unknown field {name!r}")
         _need(_value_fits(value, kinds[name]), origin, entry, f"set {name} = {value!r} is not a {kinds[name]}")
+    cumulative = data.get("cumulative", ())
+    _need(isinstance(cumulative, (list, tuple)) and all(isinstance(c, str) for c in cumulative), origin, entry,
+          "cumulative must be a list of group names")
+    filled = {name: kinds.get(name) for _, name, key, _ in plan if key is None}
+    for name in cumulative:
+        _need(filled.get(name) in ("int", "float"), origin, entry,
+              f"cumulative names {name!r}, which is not a numeric field a group of the regex fills")
+    time_from = data.get("time_from")
+    _need(time_from in (None, "stamp"), origin, entry, f"time_from must be \"stamp\", not {time_from!r}")
+    _need(time_from is None or "elapsed_ms" in kinds, origin, entry,
+          f"time_from gives elapsed_ms, which a {event!r} event does not have")
+    _need(time_from is None or "elapsed_ms" not in cumulative, origin, entry,
+          "elapsed_ms cannot come from both time_from and cumulative")
     samples = []
     for k, sample in enumerate(data.get("samples", ())):
         where = f"{entry}.samples[{k}]"
@@ -236,9 +324,12 @@ def compile_line(data: Mapping[str, Any], origin: str = "built-in", entry: str =
               "a sample needs line = \"...\"")
         expect = sample.get("expect", {})
         _need(isinstance(expect, Mapping), origin, where, "expect must be a table")
-        samples.append(LineSample(sample["line"], dict(expect)))
+        context = sample.get("context", ())
+        _need(isinstance(context, (list, tuple)) and all(isinstance(c, str) for c in context), origin, where,
+              "context must be a list of lines")
+        samples.append(LineSample(sample["line"], dict(expect), tuple(context)))
     return LineFormat(event, regex, dict(types), tuple(anchors), pairs, dict(constants), tuple(samples),
-                      pattern, pairs_pattern, tuple(plan))
+                      tuple(cumulative), time_from, pattern, pairs_pattern, tuple(plan))
 
 
 def _default_type(kind: str) -> str:
@@ -324,7 +415,10 @@ def sample_errors(fmt: Format) -> list[str]:
     for k, entry in enumerate(fmt.lines):
         for j, sample in enumerate(entry.samples):
             where = _where(fmt.origin, f"lines[{k}].samples[{j}]")
-            got = entry.parse(sample.line)
+            running = Running()
+            for before in sample.context:
+                entry.parse(before, running, line_stamp(before))
+            got = entry.parse(sample.line, running, line_stamp(sample.line))
             if not got:
                 errors.append(f"{where}: the line does not match")
                 continue
@@ -343,4 +437,7 @@ def _expected_view(event: str, fields: dict[str, Any]) -> dict[str, Any]:
     if event == "iteration":
         for key, value in fields.get("losses", {}).items():
             out["loss" if key == "loss" else f"loss_{key}"] = value
+    if event == "eval":
+        for key, value in fields.get("metrics", {}).items():
+            out[f"metric_{key}"] = value
     return out

@@ -5,8 +5,10 @@ line that sizes the run (``Trainer is initialized with local batch size 8, globa
 batch size 16, ..., sequence length 2048, total steps 20000 (warmup 500)``).
 
 A metrics line is a step (loss), the TFLOPs a GPU it reports and the most memory
-reserved; TorchTitan prints no step time.  Validation lines (``validate step:``)
-are passed over.
+reserved.  TorchTitan prints no step time: each metrics line is stamped (to the
+millisecond), so a step's time is the time between two metrics lines over the steps
+between them (``log_freq`` apart); the first line of a run, or of a restart, has none.
+Validation lines (``validate step:``) are evaluations (:mod:`parsers.evals`).
 """
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ from typing import Optional
 from .base import LineContext, LineParser, Sample, compile_sniff
 from .events import Checkpoint, Event, Exit, Memory, RunConfig, Step, Throughput
 from .numbers import to_float, to_int
+from .timestamps import line_stamp
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _METRIC = re.compile(r"([a-z_]+):\s+([-+]?[\d.,]+(?:[eE][-+]?\d+)?|nan|inf)(GiB)?")
@@ -39,6 +42,16 @@ class TorchTitanParser(LineParser):
                "\x1b[38;2;180;60;0mgrad_norm:  9.8978  \x1b[38;2;54;234;195mmemory: 29.11GiB(92.83%)  "
                "\x1b[34mtps: 70,593  \x1b[36mtflops: 47.97  \x1b[35mmfu: 15.38%\x1b[39m", "step",
                {"rank": 0, "step": 10, "loss": 11.7814, "wall_time": 1776550544.378}),
+        Sample("[rank0]:[titan] 2026-04-18 22:15:54,378 - root - INFO - step: 20  loss: 9.1  "
+               "memory: 29.11GiB(92.83%)  tps: 70,593  tflops: 47.97  mfu: 15.38%", "step",
+               {"step": 20, "elapsed_ms": 1000.0},
+               context=("[rank0]:[titan] 2026-04-18 22:15:44,378 - root - INFO - step: 10  loss: 11.78140  "
+                        "memory: 29.11GiB(92.83%)  tps: 70,593  tflops: 47.97  mfu: 15.38%",)),
+        Sample("[rank0]:[titan] 2026-04-18 22:15:54,378 - root - INFO - step:  1  loss: 12.1  "
+               "memory: 29.11GiB(92.83%)  tps: 70,593  tflops: 47.97  mfu: 15.38%", "step",
+               {"step": 1, "elapsed_ms": None},
+               context=("[rank0]:[titan] 2026-04-18 22:15:44,378 - root - INFO - step: 10  loss: 11.78140  "
+                        "memory: 29.11GiB(92.83%)  tps: 70,593  tflops: 47.97  mfu: 15.38%",)),  # a restart
         Sample("[rank0]:[titan] 2026-04-18 22:15:44,378 - root - INFO - step: 10  loss: 11.78140  grad_norm:  9.8978  "
                "memory: 29.11GiB(92.83%)  tps: 70,593  tflops: 47.97  mfu: 15.38%", "throughput",
                {"iteration": 10, "tflops_reported": 47.97}),
@@ -68,6 +81,8 @@ class TorchTitanParser(LineParser):
         super().__init__(file)
         self._announced = False
         self._last_step: Optional[int] = None
+        #: rank -> (step, stamp) of its latest metrics line: ranks that each log their steps interleave
+        self._last_stamp: dict[Optional[int], tuple[int, float]] = {}
 
     def _on_metrics(self, body: str, ctx: LineContext) -> list[Event]:
         text = _ANSI.sub("", body) if "\x1b" in body else body
@@ -78,7 +93,14 @@ class TorchTitanParser(LineParser):
         if step is None or "loss" not in values:
             return []
         self._last_step = step
-        events: list[Event] = [self.make(Step, ctx, step=step, loss=to_float(values["loss"][0]))]
+        stamp = line_stamp(text) if ctx.wall_time is not None else None  # its own, not an earlier line's
+        before = self._last_stamp.pop(ctx.rank, None)
+        elapsed = None
+        if stamp is not None and before is not None and step > before[0] and stamp >= before[1]:
+            elapsed = round((stamp - before[1]) * 1000.0 / (step - before[0]), 3)
+        if stamp is not None and len(self._last_stamp) < 4096:
+            self._last_stamp[ctx.rank] = (step, stamp)
+        events: list[Event] = [self.make(Step, ctx, step=step, loss=to_float(values["loss"][0]), elapsed_ms=elapsed)]
         tflops, tps, wps, mfu = (to_float(values[k][0]) if k in values else None
                                  for k in ("tflops", "tps", "wps", "mfu"))
         if tps is None:

@@ -7,8 +7,8 @@ What cannot be a line pattern stays a hook: a stateful parser class in
 from __future__ import annotations
 
 from ..schema import Format, format_from_dict
-from . import hardware, launcher, megatron
+from . import hardware, launcher, loops, megatron
 
-_DECLARED: tuple[dict, ...] = (megatron.FORMAT, launcher.FORMAT, hardware.FORMAT)
+_DECLARED: tuple[dict, ...] = (megatron.FORMAT, launcher.FORMAT, hardware.FORMAT, loops.LLMC, loops.MODDED_NANOGPT)
 
 BUILTIN_FORMATS: tuple[Format, ...] = tuple(format_from_dict(d) for d in _DECLARED)

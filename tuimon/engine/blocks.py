@@ -24,7 +24,7 @@ from typing import Any, Callable, Optional, Sequence
 from parsers.base import LineContext, LineParser
 from parsers.events import EVENT_TYPES, LOG_START, Event, Milestone, RunConfig, Timers, frozen_map
 from parsers.prefix import split_prefix
-from parsers.schema import Format, LineFormat
+from parsers.schema import Format, LineFormat, Running
 from parsers.timers import timer_group
 from parsers.timestamps import line_stamp
 
@@ -43,10 +43,11 @@ LOG_START_BLOCKS = 8
 class DataRule:
     """A compiled line format, with the format it belongs to."""
 
-    __slots__ = ("fmt", "entry", "anchors", "user", "cls", "order", "by_line")
+    __slots__ = ("fmt", "entry", "anchors", "user", "cls", "order", "by_line", "key")
 
-    def __init__(self, fmt: Format, entry: LineFormat, user: bool, order: int) -> None:
+    def __init__(self, fmt: Format, entry: LineFormat, user: bool, order: int, index: int = 0) -> None:
         self.fmt, self.entry, self.user, self.order = fmt, entry, user, order
+        self.key = (order, index)  # whose running state (parsers.schema.Running) the entry keeps
         self.anchors = entry.anchors or tuple(anchors_of(entry.regex) or ())
         self.cls = EVENT_TYPES[entry.event]
         self.by_line = bool(self.anchors) and not starts_with_literal(entry.regex)
@@ -67,8 +68,9 @@ class BlockEngine:
         self.builtin_formats = tuple(builtin_formats)
         self._dormant = [cls for cls in parser_classes if sniff and cls.SNIFF is not None]
         self.active: list[LineParser] = [cls(file) for cls in parser_classes if cls not in self._dormant]
-        self._user_steps = False  # a user format gave steps: fallback parsers are off
+        self._user_steps = False  # a data format (the user's, or a built-in) gave steps: fallbacks are off
         self._announced: set[str] = set()
+        self._running = Running()  # data entries' running totals and stamps (cumulative, time_from)
         self._last_wall: Optional[float] = None
         self._log_started = not log_start  # its first stamped line was found (or is not looked for)
         self._stamp_blocks = 0  # blocks looked through for it
@@ -87,6 +89,7 @@ class BlockEngine:
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
+        self.__dict__.setdefault("_running", Running())
         self.formats, self.builtin_formats = (), ()
         self._rebuild()
 
@@ -102,9 +105,9 @@ class BlockEngine:
             self.active = [p for p in self.active if not p.FALLBACK]
 
     def _rebuild(self) -> None:
-        self._data = [DataRule(f, e, True, k) for k, f in enumerate(self.formats) for e in f.lines]
-        self._data += [DataRule(f, e, False, len(self.formats) + k)
-                       for k, f in enumerate(self.builtin_formats) for e in f.lines]
+        self._data = [DataRule(f, e, True, k, j) for k, f in enumerate(self.formats) for j, e in enumerate(f.lines)]
+        self._data += [DataRule(f, e, False, len(self.formats) + k, j)
+                       for k, f in enumerate(self.builtin_formats) for j, e in enumerate(f.lines)]
         self._hooks: list[HookRule] = []
         for k, parser in enumerate(self.active):
             for j, (trigger, handler) in enumerate(_routes(parser)):
@@ -146,8 +149,8 @@ class BlockEngine:
         for rule in self._data:
             if not rule.anchors or any(a in present for a in rule.anchors):
                 _data_hits(text, rule, hits)
-        if hits and not self._user_steps and any(r.user and r.entry.event in _STEPS for _, _, r, _ in hits):
-            self._user_steps = True  # the user's format gives this run's steps: fallbacks are off
+        if hits and not self._user_steps and any(r.entry.event in _STEPS for _, _, r, _ in hits):
+            self._user_steps = True  # a format gives this run's steps: fallbacks are off
             self._drop_fallbacks()
             self._rebuild()
         hook_base = len(self._data) + 1
@@ -192,7 +195,7 @@ class BlockEngine:
             raw = text[start:end if end >= 0 else len(text)]
             pre = split_prefix(raw)
             body = pre.body
-            wall = line_stamp(body)
+            wall = own = line_stamp(body)
             if wall is None:
                 wall = self._last_wall
             else:
@@ -206,7 +209,7 @@ class BlockEngine:
                 _, _, rule, m = hits[i]
                 i += 1
                 if m is not None:
-                    ev = self._data_event(rule, m, ctx)
+                    ev = self._data_event(rule, m, ctx, own)
                     if ev is None:
                         continue
                     if rule.user:
@@ -230,15 +233,20 @@ class BlockEngine:
             events.extend(line_events)
         return events
 
-    def _data_event(self, rule: DataRule, m: Any, ctx: LineContext) -> Optional[Event]:
+    def _data_event(self, rule: DataRule, m: Any, ctx: LineContext, own_stamp: Optional[float]) -> Optional[Event]:
+        entry = rule.entry
         try:
-            fields = rule.entry.fields(m)
+            fields = entry.fields(m)
+            if entry.cumulative or entry.time_from:
+                stamp = fields.get("wall_time", own_stamp)  # the line's own time, never an earlier line's
+                rank = fields.get("rank", ctx.rank)
+                self._running.apply(entry, rule.key, rank, fields, stamp if isinstance(stamp, float) else None)
         except Exception:
             self.failed += 1
             return None
         if not fields:
             return None
-        for name in ("losses", "timers"):
+        for name in ("losses", "timers", "metrics"):
             if name in fields:
                 fields[name] = frozen_map(fields[name])
         if rule.cls is Timers and "timers" in fields:
@@ -251,10 +259,11 @@ class BlockEngine:
                         wall_time=ctx.wall_time if wall is None else wall, **fields)
 
     def _announce(self, rule: DataRule, ev: Event, ctx: LineContext) -> list[Event]:
-        """A format's first event in a file is led by its framework (its name), as a
-        built-in parser's is."""
+        """A user format's first event in a file is led by its framework (its name), as a
+        built-in parser's is; so is a built-in data format's that reads steps (llm.c)."""
         name = rule.fmt.name
-        if not rule.user or name in self._announced:
+        # a user's format names its run; a built-in one does when it reads the run's steps
+        if name in self._announced or not (rule.user or rule.entry.event in _STEPS):
             return [ev]
         self._announced.add(name)
         if type(ev) is RunConfig:

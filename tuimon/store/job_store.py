@@ -14,6 +14,7 @@ import numpy as np
 
 from parsers.events import (
     Checkpoint,
+    Evaluation,
     Event,
     Exit,
     Failure,
@@ -27,6 +28,7 @@ from parsers.events import (
     Truncated,
 )
 
+from .evals import Evals
 from .fields import primary_loss
 from .identity import identify
 from .series import Series, point_plan
@@ -71,6 +73,7 @@ class Job:
     checkpoints: dict[int, dict] = field(default_factory=dict)
     failures: list[Failure] = field(default_factory=list)
     exits: list[Exit] = field(default_factory=list)
+    evals: Evals = field(default_factory=Evals)
     truncations: int = 0
     last_iteration: Optional[int] = None
     last_progress: Optional[tuple[str, int]] = None  # (file, line) of the latest iteration/step
@@ -145,6 +148,7 @@ class Job:
                 mine_entry["save_ms"] = entry["save_ms"]
         self.failures.extend(other.failures[:max(0, MAX_FAILURES - len(self.failures))])
         self.exits.extend(other.exits)
+        self.evals.merge(other.evals)
         self.truncations += other.truncations
         if other.last_iteration is not None and (self.last_iteration is None
                                                  or other.last_iteration >= self.last_iteration):
@@ -402,6 +406,10 @@ def _on_exit(job: Job, ev: Exit, _: Optional[int]) -> None:
     job.exits.append(ev)
 
 
+def _on_eval(job: Job, ev: Evaluation, _: Optional[int]) -> None:
+    job.evals.add(ev.iteration, ev.metrics, ev.wall_time)
+
+
 def _on_truncated(job: Job, ev: Truncated, _: Optional[int]) -> None:
     job.truncations += 1
 
@@ -410,5 +418,5 @@ def _on_truncated(job: Job, ev: Truncated, _: Optional[int]) -> None:
 _HANDLERS: dict[type, Callable[[Job, Any, Optional[int]], None]] = {
     RunConfig: _on_config, Iteration: _on_iteration, Step: _on_step, Throughput: _on_throughput,
     Timers: _on_timers, Memory: _on_memory, Milestone: _on_milestone, Checkpoint: _on_checkpoint,
-    Failure: _on_failure, Exit: _on_exit, Truncated: _on_truncated,
+    Evaluation: _on_eval, Failure: _on_failure, Exit: _on_exit, Truncated: _on_truncated,
 }
