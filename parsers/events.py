@@ -283,6 +283,9 @@ class Evaluation(NamedTuple):
 
 #: the milestone of a log's first stamp (the engine's, matched line or not): a reference point, no phase
 LOG_START = "log-start"
+#: milestones that mark an end, not a step of startup: a job script's ``END TIME``, MLPerf's ``run_stop``
+JOB_END, RUN_STOP = "job-end", "run-stop"
+NOT_PHASES = (LOG_START, JOB_END, RUN_STOP)
 FAILURE_KINDS = ("oom", "cuda", "nccl", "hardware", "traceback", "cancelled", "killed", "script", "nan",
                  "no-iterations")
 

@@ -35,7 +35,16 @@ _PBS_KILLED = re.compile(r"PBS: job killed: (\w+)(.*)")
 # the machine, not the program: Slurm's lost node, a GPU's ECC error or Xid, a GPU gone from the bus
 _HARDWARE = re.compile(r"Node failure on [\w.-]+|uncorrectable ECC error|ECC error(?:s)? detected|fallen off the bus"
                        r"|NVRM: Xid|\bXid \(PCI:")
-_TRACEBACK = "Traceback (most recent call last)"
+# a CUDA fault other than memory (that is an OOM) or a machine error (hardware): an illegal memory
+# access, a device-side assert, a launch failure... what an NCCL watchdog or a kernel reports first
+_CUDA = re.compile(r"CUDA error: (?!out of memory)(?!uncorrectable ECC)[a-z][\w ,'-]{2,80}|cudaErrorIllegalAddress"
+                   r"|device-side assert triggered|CUBLAS_STATUS_EXECUTION_FAILED|CUDNN_STATUS_EXECUTION_FAILED")
+# a batch script's own verdict on a step it ran: "Job failed (exit 1) -- see train.err", "Step 3 failed",
+# "ERROR: training failed", "FAILED: pretrain_gpt.py", "python exited with exit code 2"
+_SCRIPT = re.compile(r"^(?:\W{0,4}\s*)?(?:(?:ERROR|Error|error)\s*[:!-]?\s*)?(?:(?:[Jj]ob|[Rr]un|[Tt]raining|[Ss]tep"
+                     r"(?: \w{1,24})?|[Ss]tage(?: \w{1,24})?|[Tt]ask(?: \w{1,24})?|[Cc]ommand)\s+(?:has\s+)?failed\b.{0,400}"
+                     r"|FAILED(?:\s*$|[:!(]|\s+[-(:]|\s+with\b).{0,400}"
+                     r"|.{0,200}\bexited with (?:exit )?(?:code|status) [1-9]\d{0,5}\b.{0,200})$")
 # The exception line that closes a traceback: "ValueError: msg", "torch.distributed.DistBackendError: ..."
 _EXC_LINE = re.compile(r"^\s*([A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Exit|Failure))(?::\s?(.*))?$")
 _SLURM_EXIT = re.compile(r"srun: error: \S+: tasks? [\d\-,]+: Exited with exit code (\d+)")
@@ -82,6 +91,9 @@ class FailureParser(LineParser):
         (r"PBS: job killed", "_on_pbs_killed"),
         (r"Node failure on", "_on_hardware"), (r"ECC error", "_on_hardware"), (r"fallen off the bus", "_on_hardware"),
         (r"Xid", "_on_hardware"),
+        (r"CUDA error: ", "_on_cuda"), (r"cudaErrorIllegal", "_on_cuda"), (r"device-side assert", "_on_cuda"),
+        (r"_STATUS_EXECUTION_FAILED", "_on_cuda"),
+        (r"failed", "_on_script"), (r"FAILED", "_on_script"), (r"exited with ", "_on_script"),
         (r"Error(?::|\n)", "_on_exception"), (r"Exception(?::|\n)", "_on_exception"), (r"Interrupt", "_on_exception"),
         (r"Exit:", "_on_exception"), (r"Failure:", "_on_exception"),
     )
@@ -152,6 +164,22 @@ class FailureParser(LineParser):
                "encountered", "failure", {"kind": "hardware", "rank": 5}),
         Sample("NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, GPU has fallen off the bus.", "failure", {"kind": "hardware"}),
         Sample("checking ECC error counters: none", None),
+        Sample("[rank3]:[E1124 05:00:00.123456 77 ProcessGroupNCCL.cpp:1895] [PG ID 0 PG GUID 0(default_pg) Rank 3] "
+               "Process group watchdog thread terminated with exception: CUDA error: an illegal memory access was "
+               "encountered", "failure", {"kind": "cuda", "rank": 3}),
+        Sample("RuntimeError: CUDA error: device-side assert triggered", "failure", {"kind": "cuda"},
+               context=("Traceback (most recent call last):",)),
+        Sample("Job failed (exit 1) -- see logs/train-42.err", "failure",
+               {"kind": "script", "message": "Job failed (exit 1) -- see logs/train-42.err"}),
+        Sample("3: Step 3 failed", "failure", {"kind": "script", "rank": 3}),
+        Sample("FAILED", "failure", {"kind": "script"}),
+        Sample("ERROR: training failed, giving up", "failure", {"kind": "script"}),
+        Sample("python pretrain_gpt.py exited with exit code 2", "failure", {"kind": "script"}),
+        Sample("pretrain exited with exit code 0", None),
+        Sample("x3004c0s13b0n0: rank 3 exited with code 1", "exit", {"status": 1}),  # PALS: an exit, not a verdict
+        Sample("NCCL INFO Connection to 10.0.0.3 failed, retrying", None),
+        Sample("tests/test_x.py::test_y FAILED", None),
+        Sample("srun: error: r6i4n5: task 0: Exited with exit code 1", "exit", {"status": 1}),
     )
 
     def __init__(self, file: str = "") -> None:
@@ -254,6 +282,19 @@ class FailureParser(LineParser):
             else "killed"
         return [self.make(Failure, ctx, kind=kind, message=f"PBS killed the job: {(limit + m.group(2)).strip()}"[:500])]
 
+    def _on_cuda(self, body: str, ctx: LineContext) -> list[Event]:
+        if _HARDWARE.search(body) or _OOM.search(body) or not _CUDA.search(body):
+            return []  # a machine's error, or an OOM: their own routes
+        if self._in_traceback is not None and _EXC_LINE.match(body):
+            self._in_traceback = None  # the exception that closes a traceback: one failure
+        return [self.make(Failure, ctx, kind="cuda", message=_message(body))]
+
+    def _on_script(self, body: str, ctx: LineContext) -> list[Event]:
+        """A job script's own word that a step failed (no stamp needed: many scripts print none)."""
+        if "srun: error:" in body or "exitcode" in body or _PALS_EXIT.match(body) or not _SCRIPT.match(body):
+            return []  # srun's and torchrun's reports are exits (_on_slurm_exit, _on_torchrun_exit)
+        return [self.make(Failure, ctx, kind="script", message=_message(body))]
+
     def _on_exception(self, body: str, ctx: LineContext) -> list[Event]:
         if self._in_traceback is None:
             return []
@@ -261,5 +302,6 @@ class FailureParser(LineParser):
         if not m:
             return []
         self._in_traceback = None
-        kind = "oom" if _DEVICE_OOM.search(body) else "hardware" if _HARDWARE.search(body) else "traceback"
+        kind = "oom" if _DEVICE_OOM.search(body) else "hardware" if _HARDWARE.search(body) else \
+            "cuda" if _CUDA.search(body) else "traceback"
         return [self.make(Failure, ctx, kind=kind, message=_message(body))]

@@ -82,6 +82,11 @@ class MLPerfParser(LineParser):
         Sample(':::MLLOG {"namespace": "", "time_ms": 1715641010700, "event_type": "POINT_IN_TIME", '
                '"key": "tracked_stats", "value": {"throughput": 2.3245}, "metadata": {"file": "custom_callbacks.py", '
                '"lineno": 250, "step": 3072}}', "throughput", {"samples_per_sec": 2.3245}),
+        Sample(':::MLLOG {"namespace": "", "time_ms": 1696469852166, "event_type": "POINT_IN_TIME", "key": '
+               '"tracked_stats", "value": {"throughput": 345645.44173345104}, "metadata": {"file": "cb.py", '
+               '"lineno": 284, "step": 1207959552}}', "throughput", {"tokens_per_sec": 345645.44173345104},
+               context=(':::MLLOG {"key": "global_batch_size", "value": 2048, "metadata": {}}',
+                        ':::MLLOG {"key": "max_sequence_length", "value": 2048, "metadata": {}}')),
         Sample(':::MLLOG {"namespace": "", "time_ms": 1696466228407, "event_type": "POINT_IN_TIME", '
                '"key": "submission_platform", "value": "64xNVIDIA DGX H100", "metadata": {"file": "cb.py", "lineno": 291}}',
                "run_config", {"gpu": "NVIDIA H100", "world_size": 512}),
@@ -98,6 +103,7 @@ class MLPerfParser(LineParser):
         self._stopped = False
         self._progress: Optional[int] = None  # the latest step or sample count a record gave
         self._batch: Optional[int] = None  # global_batch_size, once a record gave it
+        self._seq: Optional[int] = None  # the sequence length, likewise
 
     def _on_record(self, body: str, ctx: LineContext) -> list[Event]:
         start = body.find(":::MLLOG {")
@@ -133,7 +139,13 @@ class MLPerfParser(LineParser):
                 events.append(self.make(Step, ctx, elapsed_ms=seconds * 1000.0))
             throughput = _number(stats.get("throughput"))
             if throughput is not None:
-                events.append(self.make(Throughput, ctx, samples_per_sec=throughput))
+                # in what the record's "step" counts: tokens where it is whole steps of tokens (NVIDIA's
+                # GPT-3: 345,645 = 1,207,959,552 tokens over the 3,495 s of training), else samples
+                count, per_step = _count(meta.get("step")), (self._batch or 0) * (self._seq or 0)
+                if count and per_step and count % per_step == 0:
+                    events.append(self.make(Throughput, ctx, tokens_per_sec=throughput))
+                else:
+                    events.append(self.make(Throughput, ctx, samples_per_sec=throughput))
         elif key == "train_loss":
             loss = _number(record.get("value"), finite=False)
             if loss is not None:
@@ -154,6 +166,8 @@ class MLPerfParser(LineParser):
             if value is not None:
                 if key == "global_batch_size":
                     self._batch = value or None
+                elif _CONFIG_KEYS[key] == "seq_length":
+                    self._seq = value or None
                 events.append(self.make(RunConfig, ctx, **{_CONFIG_KEYS[key]: value}))
         if key == "run_stop" and meta.get("status") == "success":
             events.append(self.make(Exit, ctx, iteration=self._progress))

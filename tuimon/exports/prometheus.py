@@ -91,6 +91,7 @@ def _job_metrics(rows: list[JobRow], alerts: list, now: float) -> Iterable[Any]:
                    ["source"])
     mfu = gauge("tuimon_job_mfu_ratio", "Model FLOPs utilisation: achieved over the GPU's peak")
     loss = gauge("tuimon_job_loss", "Latest loss")
+    evaluation = gauge("tuimon_job_eval", "Latest evaluation figure, by metric as the log names it", ["metric"])
     startup = gauge("tuimon_job_startup_seconds", "Job start to first training step")
     updated = gauge("tuimon_job_last_update_timestamp_seconds", "When the job's logs were last written")
     status = gauge("tuimon_job_status", "1 for the job's current status", ["status"])
@@ -121,6 +122,8 @@ def _job_metrics(rows: list[JobRow], alerts: list, now: float) -> Iterable[Any]:
         put(mfu, s["mfu"])
         loss_value = s["loss_last"]
         put(loss, float(loss_value) if isinstance(loss_value, str) else loss_value)  # "nan" is news too
+        for metric, value in s["eval_last"].items():  # at most MAX_METRICS names a job (tuimon.store.evals)
+            put(evaluation, float(value) if isinstance(value, str) else value, label_text(metric))
         put(startup, s["startup_s"])
         if row.age_s is not None:
             put(updated, now - row.age_s)
@@ -131,7 +134,7 @@ def _job_metrics(rows: list[JobRow], alerts: list, now: float) -> Iterable[Any]:
         for (job, kind), n in by_job.items():
             if job == s["job"]:
                 counts.add_metric(labels + [label_text(kind)], float(n))
-    yield from (it, total, secs, sps, tps, tflops, mfu, loss, startup, updated, status, world, counts)
+    yield from (it, total, secs, sps, tps, tflops, mfu, loss, evaluation, startup, updated, status, world, counts)
 
 
 def registry_for(session: LiveSession, **kw: Any) -> CollectorRegistry:

@@ -82,6 +82,8 @@ COLUMNS: tuple[Column, ...] = (
     Column("tokens_per_gpu_per_sec", "Tokens/s/GPU", lambda r: r["tokens_per_gpu_per_sec"], 0),
     Column("startup", "Startup (s)", lambda r: r["startup_s"], 0),
     Column("loss", "Loss", lambda r: r["loss_last"], 4),
+    Column("eval", "Eval", lambda r: r["eval_value"], 4),
+    Column("eval_metric", "Eval metric", lambda r: r["eval_metric"]),
     Column("gpu", "GPU", lambda r: r["gpu"]),
     Column("memory", "Memory (GB)", _memory, 2),
 )

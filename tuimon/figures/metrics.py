@@ -13,7 +13,7 @@ from typing import Iterable, Optional, Sequence
 
 import numpy as np
 
-from parsers.events import LOG_START
+from parsers.events import NOT_PHASES
 
 
 def model_size_billion(layers: int, hidden: int, seq: int, vocab: int) -> float:
@@ -109,7 +109,7 @@ def startup_timeline(start: Optional[float], first_step: Optional[float],
     phases = [Phase("job-start", 0.0)]
     seen = {"job-start"}
     for name, wall in sorted(((n, w) for n, w in marks if w is not None), key=lambda nw: nw[1]):
-        if name in seen or name == LOG_START or wall < start or (first_step is not None and wall > first_step):
+        if name in seen or name in NOT_PHASES or wall < start or (first_step is not None and wall > first_step):
             continue
         seen.add(name)
         phases.append(Phase(name, wall - start))

@@ -12,8 +12,9 @@ from typing import Any, Optional
 
 import numpy as np
 
-from parsers.events import LOG_START
+from parsers.events import JOB_END, LOG_START, RUN_STOP
 
+from ..store.evals import finite_or_word
 from ..store.fields import FIELDS, SHOWN, primary_loss
 from ..store.job_store import Job
 from . import breakdown as breakdown_mod
@@ -112,6 +113,10 @@ def status_of(job: Job, now: Optional[float], last_write: Optional[float],
         return "finished", None
     if job.iterations_seen or len(job.steps):
         return "training", None
+    ended = next((m for m in job.milestones if m.name == JOB_END), None)
+    if ended is not None:  # the job script said it was over: it never trained, whatever the clock says
+        return "no-iterations", {"kind": "no-iterations", "line": ended.line, "file": ended.file,
+                                 "message": "the job ended without logging a training iteration"}
     started = _started(job)
     span = (job.last_wall - job.first_wall) if job.first_wall is not None and job.last_wall is not None else None
     return startup_status(started, span, now, last_write, startup_timeout, job.files[0] if job.files else None)
@@ -159,12 +164,25 @@ def _first_step_wall(job: Job) -> Optional[float]:
     return max(bounds) if bounds else None
 
 
+def _milestone(job: Job, name: str) -> Optional[float]:
+    return next((m.wall_time for m in job.milestones if m.name == name and m.wall_time is not None), None)
+
+
 def startup(job: Job) -> tuple[Optional[float], list[dict]]:
     t0 = next((m.wall_time for m in job.milestones if m.name == "job-start" and m.wall_time is not None),
               job.first_wall)
     t1 = _first_step_wall(job)
+    if "mlperf" in job.frameworks and _milestone(job, "training-start") is not None:
+        t1 = _milestone(job, "training-start")  # MLPerf's own init time: init_start to run_start
     total, phases = startup_timeline(t0, t1, ((m.name, m.wall_time) for m in job.milestones))
     return _clean(total, 1), [{"name": p.name, "offset_s": round(p.offset_s, 3)} for p in phases]
+
+
+def run_time(job: Job) -> Optional[float]:
+    """Seconds from the start of training to a logged end of the run (MLPerf's run_start to
+    run_stop, its time to train); None where the log marks no such end."""
+    start, stop = _milestone(job, "training-start"), _milestone(job, RUN_STOP)
+    return _clean(stop - start, 3) if start is not None and stop is not None and stop >= start else None
 
 
 #: reported and computed TFLOPs further apart than this are flagged
@@ -238,6 +256,8 @@ def summarize(job: Job, *, now: Optional[float] = None, last_write: Optional[flo
     finite_elapsed = _finite(elapsed)
     tree = breakdown_mod.build(timer_means, float(finite_elapsed.mean()) if finite_elapsed.size else None)
     mem = job.memory
+    evals = job.evals
+    eval_metric = evals.primary
     return {
         "job": job.name,
         "files": list(job.files),
@@ -267,6 +287,7 @@ def summarize(job: Job, *, now: Optional[float] = None, last_write: Optional[flo
         "config": {k: cfg.get(k) for k in ("num_layers", "hidden_size", "num_heads", "tp", "pp", "dp", "micro_batch")},
         "activation_checkpointing": cfg.get("activation_checkpointing"),
         "startup_s": startup_s,
+        "run_time_s": run_time(job),
         "startup": phases,
         "offload_ms": offload,
         "timers_ms": timers,
@@ -279,6 +300,11 @@ def summarize(job: Job, *, now: Optional[float] = None, last_write: Optional[flo
                    "cpu_used_gb": _clean(mem.get("cpu_used_gb"), 2)},
         "checkpoints": [job.checkpoints[k] for k in sorted(job.checkpoints)],
         "loss_last": _loss_value(loss_last),
+        # evaluations: every metric's latest value, and the one a row shows (a validation loss first)
+        "eval_last": {name: finite_or_word(value) for name, value in evals.last.items()},
+        "eval_metric": eval_metric,
+        "eval_value": _loss_value(evals.last[eval_metric]) if eval_metric is not None else None,
+        "eval_iteration": evals.last_iteration,
         "failure": failure,
         # what a live view needs to tell starting from stuck as time passes (startup_status)
         "started": _started(job),
@@ -306,7 +332,15 @@ TABLE_COLUMNS = (
     ("GPUs", lambda r: _fmt(r["world_size"], 0)),
     ("Startup (s)", lambda r: _fmt(r["startup_s"], 0)),
     ("Loss", lambda r: _fmt(r["loss_last"], 4)),
+    ("Eval", lambda r: eval_text(r)),
 )
+
+
+def eval_text(r: dict) -> str:
+    """``val lm loss 2.3456``: the evaluation metric a row shows, named (``-`` without one)."""
+    if r.get("eval_metric") is None:
+        return "-"
+    return f"{r['eval_metric']} {_fmt(r['eval_value'], 4)}"
 
 
 def mfu_text(r: dict) -> str:

@@ -113,11 +113,15 @@ class JobDetail:
     failures: list[dict]
     config: dict
     walls: np.ndarray = field(default_factory=lambda: np.zeros(0))  # of ``iterations``' points
+    eval_metric: Optional[str] = None  # the evaluation a row shows (tuimon.store.evals), and its points:
+    evals: Curve = field(default_factory=lambda: Curve.empty())
 
     def curve(self, name: str) -> Curve:
-        """The ``tflops``, ``iter`` (seconds) or ``loss`` chart's points."""
+        """The ``tflops``, ``iter`` (seconds), ``loss`` or ``eval`` chart's points."""
         if name == "tflops":
             return self.tflops
+        if name == "eval":
+            return self.evals
         values = self.iter_ms / 1000.0 if name == "iter" else self.loss
         walls = self.walls if len(self.walls) == len(values) else np.full(len(values), np.nan)
         return Curve(self.iterations.astype(np.int64), walls, values)
@@ -403,7 +407,9 @@ class LiveSession:
             failures = [{"kind": f.kind, "message": f.message, "file": f.file, "line": f.line}
                         for f in job.failures[:50]]
             config = dict(job.config)
-            detail = JobDetail(row, its, ms, loss, tflops, timers, ranks, tail, failures, config, walls)
+            metric = job.evals.primary
+            detail = JobDetail(row, its, ms, loss, tflops, timers, ranks, tail, failures, config, walls, metric,
+                               _eval_curve(job, metric, main.wall_base))
             self._details.pop(key, None)
             self._details[key] = (row.version, detail)
             while len(self._details) > DETAILS_KEPT:  # the jobs looked at lately
@@ -596,6 +602,16 @@ def median_at(iterations: np.ndarray, series: list[tuple[np.ndarray, np.ndarray]
     found = (at < uniq.size) & (uniq[np.minimum(at, uniq.size - 1)] == iterations)
     out[found] = medians[at[found]]
     return out
+
+
+def _eval_curve(job: Job, metric: Optional[str], wall_base: Optional[float]) -> Curve:
+    """The points of a job's evaluation ``metric``, wall times on the charts' clock."""
+    series = job.evals.series.get(metric) if metric is not None else None
+    if series is None:
+        return Curve.empty()
+    its = np.array([-1 if i is None else i for i in series.iterations], dtype=np.int64)
+    walls = np.array([np.nan if w is None or wall_base is None else w - wall_base for w in series.walls])
+    return Curve(its, walls, np.array(series.values, dtype=np.float64))
 
 
 def _tflops_curve(job: Job, last: Optional[int] = None) -> Curve:

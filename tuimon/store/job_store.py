@@ -37,7 +37,9 @@ RankKey = Union[int, str]
 _CONFIG_FIELDS = ("num_layers", "hidden_size", "num_heads", "seq_length", "vocab_size", "padded_vocab_size",
                   "micro_batch", "global_batch", "tp", "pp", "dp", "world_size", "activation_checkpointing",
                   "train_iters", "total_params_b", "gpu", "precision")
-_ROOT_CAUSES = ("oom", "nccl", "hardware")  # a failure of these kinds is what ended a job, whatever came after
+# a failure of these kinds is what ended a job, whatever came after; the first of them is the cause (a CUDA
+# fault reported by NCCL's watchdog comes before the DistBackendError it throws)
+_ROOT_CAUSES = ("oom", "cuda", "nccl", "hardware")
 _FATAL = _ROOT_CAUSES + ("cancelled", "killed")
 MAX_TIMERS = 512  # names a job keeps: a log printing a new name each line must not grow the store
 MAX_MILESTONES = 1024
@@ -213,9 +215,15 @@ class Job:
         other failure after which the job made no more progress; else a task's
         non-zero exit status (``srun: error: ... Exited with exit code 1``) that no
         progress followed: its error went to another stream, the job still died."""
-        root_cause = next((f for f in self.failures if f.kind in _ROOT_CAUSES), None)
-        if root_cause is not None:
-            return root_cause
+        at = next((k for k, f in enumerate(self.failures) if f.kind in _ROOT_CAUSES), None)
+        if at is not None:
+            root_cause = self.failures[at]
+            # the symptom it led to, kept as context ("... then: c10::DistBackendError ...")
+            symptom = next((f for f in self.failures[at + 1:] if f.kind != root_cause.kind), None)
+            if symptom is None:
+                return root_cause
+            return root_cause._replace(message=f"{root_cause.message[:400]} (then, line {symptom.line}: "
+                                               f"{symptom.message[:200]})")
         progress = self.last_progress
         for f in self.failures:
             if f.kind in _FATAL:

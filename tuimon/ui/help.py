@@ -16,6 +16,7 @@ Compare:     o  the table's columns, as summary --columns names them
 Job screen:  x  iterations / wall time   + -  zoom (or the mouse wheel)
              < >  pan   0  reset zoom    e  series to <job>-series.csv
              l  the log   /  search it   (a rank's screen: l, its lines)
+             v  the loss chart shows the evaluation metric, and back
 Log view:    / ?  search on / back       n N  next / previous match
              g G  top / bottom   F  follow the end   r  one rank's lines
              m<letter> mark   '<letter> go back to it   [ ]  other files

@@ -122,12 +122,20 @@ class Chart(Vertical):
         self._wheel(event, 2.0)
 
 
-def show_charts(node: Widget, prefix: str, d: Optional[JobDetail], view: XView = FULL) -> None:
+def show_charts(node: Widget, prefix: str, d: Optional[JobDetail], view: XView = FULL,
+                evals: Optional[bool] = None) -> None:
     """A job's TFLOPs, iteration-time and loss on the charts ``#{prefix}-tflops``, ``-iter``
-    and ``-loss`` under ``node`` (none: empty charts)."""
+    and ``-loss`` under ``node`` (none: empty charts); with ``evals`` true, the loss chart shows
+    the job's evaluation metric instead (when it has one); None: no switch offered (a preview)."""
     for name, fmt in (("tflops", ".1f"), ("iter", ".2f"), ("loss", ".3f")):
         chart = node.query_one(f"#{prefix}-{name}", Static).parent
         assert isinstance(chart, Chart)
+        if name == "loss" and evals is not None and d is not None and d.eval_metric is not None:
+            chart.title = f"{d.eval_metric} (v: loss)" if evals else f"loss (v: {d.eval_metric})"
+            if evals:
+                name = "eval"
+        elif name == "loss":
+            chart.title = "loss"
         chart.show(d.curve(name) if d is not None else Curve.empty(), fmt, view)
 
 
@@ -147,6 +155,7 @@ class JobScreen(Screen):
         Binding("slash", "log(True)", "Search log", id="search"),
         Binding("e", "export", "Export CSV", id="export"),
         Binding("x", "x_axis", "x: iter/time", id="x-axis"),
+        Binding("v", "evals", "v: loss/eval", show=False, id="evals"),
         Binding("plus,equals_sign", "zoom(0.5)", "Zoom in", id="zoom-in"),
         Binding("minus", "zoom(2.0)", "Zoom out", show=False, id="zoom-out"),
         Binding("less_than_sign", "pan(-0.5)", "Pan back", show=False, id="pan-back"),
@@ -163,6 +172,7 @@ class JobScreen(Screen):
         self._rank_keys: list[str] = []
         self._ready = False  # the timer may fire between push and mount
         self.view = FULL  # the charts' x axis and zoom
+        self.evals = False  # the loss chart shows the evaluation metric
         self._detail: Optional[JobDetail] = None
 
     def compose(self) -> ComposeResult:
@@ -198,7 +208,7 @@ class JobScreen(Screen):
                               plain(s["framework"]))
         self.query_one("#job-title", Static).update(title)
         self._detail = d
-        show_charts(self, "chart", d, self.view)
+        show_charts(self, "chart", d, self.view, self.evals)
         for panel in self.query(Panel):
             panel.detail = d
         self._ranks(d)
@@ -261,7 +271,11 @@ class JobScreen(Screen):
     def _set_view(self, view: XView) -> None:
         self.view = view
         if self._detail is not None:
-            show_charts(self, "chart", self._detail, view)
+            show_charts(self, "chart", self._detail, view, self.evals)
+
+    def action_evals(self) -> None:
+        self.evals = not self.evals
+        self._set_view(self.view)
 
     def action_x_axis(self) -> None:
         self._set_view(self.view.toggled())

@@ -22,7 +22,7 @@ from .palette import DEFAULT, Palette, of
 from .render import duration, iter_time, num, plain, spark, status_text
 
 COLUMNS = ("Job", "Framework", "Status", "Iter", "ETA", "Iter time", "Spread", *(f.label for f in SHOWN), "TFLOPs rep",
-           "TFLOPs calc", "MFU", "Loss", "Startup", "Updated", "TFLOPs trend")
+           "TFLOPs calc", "MFU", "Loss", "Eval", "Startup", "Updated", "TFLOPs trend")
 SORTS = ("job", "status", "tflops", "mfu", "iter time", "updated")
 #: column header -> the sort a click on it picks
 HEADER_SORTS = {"Job": "job", "Status": "status", "TFLOPs rep": "tflops", "TFLOPs calc": "tflops", "MFU": "mfu",
@@ -31,7 +31,7 @@ MAX_ROWS = 300
 JOB_WIDTH = 34
 #: which columns stay as the terminal narrows, first the longest
 PRIORITY = ("Job", "Status", "Iter", "TFLOPs calc", "MFU", "Iter time", "TFLOPs rep", "Loss", "ETA", "Framework",
-            "Updated", *(f.label for f in SHOWN), "Spread", "Startup", "TFLOPs trend")
+            "Updated", "Eval", *(f.label for f in SHOWN), "Spread", "Startup", "TFLOPs trend")
 
 
 def _sort_key(name: str):
@@ -81,10 +81,16 @@ def cells(row: JobRow, palette: Palette = DEFAULT) -> tuple:
         Text(num(s["tflops_per_gpu"]["computed"]), justify="right"),
         Text(mfu_text(s), justify="right", style=palette.alert if s["checks"] else ""),
         Text(loss if isinstance(loss, str) else num(loss, 4), justify="right"),
+        Text(_eval_cell(s["eval_value"]), justify="right"),
         Text(duration(s["startup_s"]), justify="right"),
         age_text(row),
         spark(row.tflops_series, palette=palette),
     )
+
+
+def _eval_cell(value) -> str:
+    """The row's evaluation metric (named on the job screen): a nan stays a word."""
+    return value if isinstance(value, str) else num(value, 4)
 
 
 class CompareJobs(Message):
