@@ -16,6 +16,7 @@ from .mlperf import MLPerfParser
 from .progress import ProgressParser
 from .timers import TimerParser
 from .torchtitan import TorchTitanParser
+from .warns import WarningParser
 
 #: Specific before generic; order is also the order events of one line come out in.
 ALL_PARSERS: tuple[type[LineParser], ...] = (
@@ -28,6 +29,7 @@ ALL_PARSERS: tuple[type[LineParser], ...] = (
     LauncherParser,
     ProgressParser,
     EvalParser,
+    WarningParser,
     FailureParser,
 )
 

@@ -281,6 +281,26 @@ class Evaluation(NamedTuple):
     metrics: Mapping[str, float] = _EMPTY  # name -> value
 
 
+class LogWarning(NamedTuple):
+    """A warning a run printed (a rank's stderr, mostly): counted by kind, so a job whose
+    ``.err`` holds nothing else still says what its ranks complained of."""
+
+    @property
+    def type(self) -> str:
+        return "warning"
+
+    def to_dict(self) -> dict[str, Any]:
+        return _to_dict(self)
+
+    file: str = ""
+    line: int = 0
+    rank: Optional[int] = None
+    node: Optional[str] = None
+    wall_time: Optional[float] = None  # POSIX seconds; naive log stamps are read as UTC
+    kind: str = "python"  # nccl, process-group, python (UserWarning...), torch (glog W lines)
+    message: str = ""
+
+
 #: the milestone of a log's first stamp (the engine's, matched line or not): a reference point, no phase
 LOG_START = "log-start"
 #: milestones that mark an end, not a step of startup: a job script's ``END TIME``, MLPerf's ``run_stop``
@@ -343,10 +363,10 @@ class Truncated(NamedTuple):
 
 
 Event = Union["RunConfig", "Iteration", "Step", "Throughput", "Timers", "Memory", "Milestone", "Checkpoint",
-              "Evaluation", "Failure", "Exit", "Truncated"]
+              "Evaluation", "LogWarning", "Failure", "Exit", "Truncated"]
 
 EVENT_TYPES: dict[str, type] = {
     cls(file="", line=0).type: cls
     for cls in (RunConfig, Iteration, Step, Throughput, Timers, Memory, Milestone,
-                Checkpoint, Evaluation, Failure, Exit, Truncated)
+                Checkpoint, Evaluation, LogWarning, Failure, Exit, Truncated)
 }

@@ -39,6 +39,8 @@ _HARDWARE = re.compile(r"Node failure on [\w.-]+|uncorrectable ECC error|ECC err
 # access, a device-side assert, a launch failure... what an NCCL watchdog or a kernel reports first
 _CUDA = re.compile(r"CUDA error: (?!out of memory)(?!uncorrectable ECC)[a-z][\w ,'-]{2,80}|cudaErrorIllegalAddress"
                    r"|device-side assert triggered|CUBLAS_STATUS_EXECUTION_FAILED|CUDNN_STATUS_EXECUTION_FAILED")
+_ABORT = re.compile(r"Fatal Python error: (?:Aborted|Segmentation fault|Bus error|Floating point exception)"
+                    r"|terminate called after throwing an instance of")
 # a batch script's own verdict on a step it ran: "Job failed (exit 1) -- see train.err", "Step 3 failed",
 # "ERROR: training failed", "FAILED: pretrain_gpt.py", "python exited with exit code 2"
 _SCRIPT = re.compile(r"^(?:\W{0,4}\s*)?(?:(?:ERROR|Error|error)\s*[:!-]?\s*)?(?:(?:[Jj]ob|[Rr]un|[Tt]raining|[Ss]tep"
@@ -93,6 +95,7 @@ class FailureParser(LineParser):
         (r"Xid", "_on_hardware"),
         (r"CUDA error: ", "_on_cuda"), (r"cudaErrorIllegal", "_on_cuda"), (r"device-side assert", "_on_cuda"),
         (r"_STATUS_EXECUTION_FAILED", "_on_cuda"),
+        (r"Fatal Python error: ", "_on_abort"), (r"terminate called after throwing", "_on_abort"),
         (r"failed", "_on_script"), (r"FAILED", "_on_script"), (r"exited with ", "_on_script"),
         (r"Error(?::|\n)", "_on_exception"), (r"Exception(?::|\n)", "_on_exception"), (r"Interrupt", "_on_exception"),
         (r"Exit:", "_on_exception"), (r"Failure:", "_on_exception"),
@@ -179,6 +182,9 @@ class FailureParser(LineParser):
         Sample("x3004c0s13b0n0: rank 3 exited with code 1", "exit", {"status": 1}),  # PALS: an exit, not a verdict
         Sample("NCCL INFO Connection to 10.0.0.3 failed, retrying", None),
         Sample("tests/test_x.py::test_y FAILED", None),
+        Sample("[rank5]: Fatal Python error: Aborted", "failure", {"kind": "killed", "rank": 5}),
+        Sample("terminate called after throwing an instance of 'c10::Error'", "failure", {"kind": "killed"}),
+        Sample("terminate called after throwing an instance of 'c10::DistBackendError'", "failure", {"kind": "nccl"}),
         Sample("srun: error: r6i4n5: task 0: Exited with exit code 1", "exit", {"status": 1}),
     )
 
@@ -288,6 +294,14 @@ class FailureParser(LineParser):
         if self._in_traceback is not None and _EXC_LINE.match(body):
             self._in_traceback = None  # the exception that closes a traceback: one failure
         return [self.make(Failure, ctx, kind="cuda", message=_message(body))]
+
+    def _on_abort(self, body: str, ctx: LineContext) -> list[Event]:
+        """A process that died at exit: faulthandler's ``Fatal Python error: Aborted`` (its ``Stack
+        (most recent call first)`` follows), C++'s ``terminate called after throwing ...``."""
+        if _NCCL.search(body):
+            return []  # an NCCL error's own route says it
+        m = _ABORT.search(body)
+        return [self.make(Failure, ctx, kind="killed", message=_message(body))] if m else []
 
     def _on_script(self, body: str, ctx: LineContext) -> list[Event]:
         """A job script's own word that a step failed (no stamp needed: many scripts print none)."""

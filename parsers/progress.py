@@ -50,7 +50,10 @@ _TIME = re.compile(r"(?<![\w.-])((?:dt|time|step[_ ]time|iter(?:ation)?[_ ]time|
                    r"(?:[_ ](?:ms|s|sec)| \((?:ms|s)\))?|seconds)" + _SEP +
                    r"(\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)((?-i:[KM]))?\s*(ms|s|sec)?(?![\w.])", re.I)
 _SCALE = {"K": 1e3, "M": 1e6}  # Nanotron's human-formatted numbers: "elapsed_time_per_iteration_ms: 1.23K"
-_BARE_MS = re.compile(r"\(\s*(\d+(?:\.\d*)?)\s*ms\b")  # llm.c: "| (322.82 ms | 1624079 tok/s)"
+# llm.c: "| (322.82 ms | 1624079 tok/s)" (train_gpt2.py), "| 322.82 ms | 42.1% bf16 MFU |" (train_gpt2.cu)
+_BARE_MS = re.compile(r"[(|]\s*(\d+(?:\.\d*)?)\s*ms\s*[|)]")
+_MFU = re.compile(r"\|\s*(\d+(?:\.\d*)?)%\s*(?:bf16|fp16|fp32|tf32)?\s*MFU\b")
+_TOKS = re.compile(r"(?<![\w.])(\d+(?:\.\d*)?)\s*tok/s\b")  # the whole run's tokens a second
 _PER_STEP = re.compile(r"(?<![\w.])(\d+(?:\.\d*)?)\s*(ms|s)/(?:it|iter|step)\b")  # "456.7 ms/it", "1.52s/it"
 _LR = re.compile(r"(?<![\w.-])(?:lr|learning[_ ]rate)" + _SEP + r"(" + _NUMBER + r")(?![\w.])", re.I)
 _SAMPLES = re.compile(r"(?:(\d+(?:\.\d*)?)\s*samples?/s(?:ec)?\b|samples_per_sec(?:ond)?" + _SEP +
@@ -85,6 +88,10 @@ class ProgressParser(LineParser):
                {"step": 1, "loss": 11.0113, "lr": 8.57e-07, "elapsed_ms": 322.82}),
         Sample("step    1/74 | train loss 11.0113 | norm 15.4319 | lr 8.57e-07 | (322.82 ms | 1624079 tok/s)",
                "run_config", {"framework": "custom", "train_iters": 74}),
+        Sample("step   10/74 | loss 7.011300 (+0.00z)| norm 5.4319 (-1.20z)| lr 8.57e-06 | 322.82 ms | 42.1% bf16 MFU | "
+               "1624079 tok/s", "step", {"step": 10, "loss": 7.0113, "elapsed_ms": 322.82, "lr": 8.57e-06}),  # llm.c
+        Sample("step   10/74 | loss 7.011300 (+0.00z)| norm 5.4319 (-1.20z)| lr 8.57e-06 | 322.82 ms | 42.1% bf16 MFU | "
+               "1624079 tok/s", "throughput", {"iteration": 10, "mfu": 42.1, "tokens_per_sec": 1624079.0}),
         Sample("0: 2025-06-17 16:24:52 I [train.py:103] Batch 0 Loss: 11.61653, Speed: 4.88 samples/sec, "
                "lr: 0.000100", "step",
                {"step": 0, "loss": 11.61653, "samples_per_sec": 4.88, "lr": 0.0001, "elapsed_ms": None}),
@@ -180,15 +187,26 @@ class ProgressParser(LineParser):
         if total is not None and step_key != "epoch" and self.first_time("_total_reported"):
             events.append(self.make(RunConfig, ctx, train_iters=total))
         m = _LR.search(body)
-        samples = _SAMPLES.search(body)
+        samples = _SAMPLES.search(body) if "amples" in body or "AMPLES" in body else None
         events.append(self.make(Step, ctx, step=step, loss=loss, lr=to_float(m.group(1)) if m else None,
                                 elapsed_ms=_step_ms(body),
                                 samples_per_sec=to_float(samples.group(1) or samples.group(2)) if samples else None))
-        m = _TFLOPS.search(body)
+        m = _TFLOPS.search(body) if _has_any(body, "FLOP", "flop", "Flop") else None
         tflops = to_float(m.group(1)) if m else None
-        if tflops is not None:
-            events.append(self.make(Throughput, ctx, iteration=step, tflops_reported=tflops))
+        mfu = _MFU.search(body) if "MFU" in body else None
+        toks = _TOKS.search(body) if "tok/s" in body else None
+        if tflops is not None or mfu or toks:
+            events.append(self.make(Throughput, ctx, iteration=step, tflops_reported=tflops,
+                                    mfu=to_float(mfu.group(1)) if mfu else None,
+                                    tokens_per_sec=to_float(toks.group(1)) if toks else None))
         return self.announce(events, ctx)
+
+
+def _has_any(body: str, *needles: str) -> bool:
+    """A literal test before a regex that starts with a number: ``re`` tries such a regex at
+    every position of the line and runs through each digit run it meets (20 us a line of
+    numbers for the samples/s pattern alone); the literal it needs is found at C speed."""
+    return any(n in body for n in needles)
 
 
 def _step_of(body: str) -> tuple[Optional[str], Optional[int], Optional[int]]:
@@ -200,7 +218,7 @@ def _step_of(body: str) -> tuple[Optional[str], Optional[int], Optional[int]]:
         if best is None or rank < best[0]:
             best = (rank, key, int(m.group(2)), int(m.group(3)) if m.group(3) else None)
     if best is None:
-        batch = _EPOCH_BATCH.search(body)
+        batch = _EPOCH_BATCH.search(body) if "Train: " in body else None
         if batch is None:
             return None, None, None
         # timm: "Train: 3 [ 100/1251 (  8%)]", a batch of an epoch of 1251 + 1: counted on across epochs
@@ -241,7 +259,7 @@ def _step_ms(body: str) -> Optional[float]:
             return value
         if unit in ("s", "sec"):
             return value * 1000.0
-    per = _PER_STEP.search(body)
+    per = _PER_STEP.search(body) if "s/" in body else None
     if per:
         value = to_float(per.group(1))
         return None if value is None else value if per.group(2) == "ms" else value * 1000.0

@@ -133,10 +133,12 @@ class Running:
         step = fields.get("iteration", fields.get("step"))
         before = self.last.get((key, rank))
         now: dict[str, Any] = {"step": step}
+        if before is not None:  # a total a record lacked stays the base for the next
+            now.update((k, v) for k, v in before.items() if k != "step")
         for name in entry.cumulative:
             total = fields.pop(name, None)
-            if total is None:
-                continue
+            if total is None or not math.isfinite(total):
+                continue  # the field stays empty; the record before stays the base
             now[name] = total
             value = _per_step(total, before.get(name) if before else None, step, before.get("step") if before else None)
             if value is not None:

@@ -179,7 +179,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="poll every SECONDS instead of using inotify")
     p = verbs.add_parser("formats", help="list the log formats, or check user format files")
     formats = p.add_subparsers(dest="formats_verb", metavar="ACTION")
-    formats.add_parser("list", help="built-in and user formats, and where each came from")
+    q = formats.add_parser("list", help="built-in and user formats, and where each came from")
+    q.add_argument("--formats", action="append", metavar="DIR", default=[],
+                   help="also read log formats from the TOML files in DIR (or the file DIR); repeatable")
     q = formats.add_parser("check", help="compile format files and check their samples")
     q.add_argument("files", nargs="+", metavar="FILE")
     p = verbs.add_parser("completion", help="print a shell completion script: eval \"$(tuimon completion bash)\"")

@@ -17,15 +17,19 @@ EXIT_USAGE = 2
 
 def cmd_formats(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     if args.formats_verb == "list":
-        return _list()
+        return _list(getattr(args, "formats", []))
     if args.formats_verb == "check":
         return _check(args.files)
     from .cli import _sub_help
     return _sub_help(parser, "formats")
 
 
-def _list() -> int:
-    cat = catalog.load()
+def _list(extra: list[str]) -> int:
+    missing = [raw for raw in extra if not Path(raw).expanduser().exists()]
+    if missing:
+        print(f"tuimon: error: --formats: no such file or directory: {sanitize(missing[0])}", file=sys.stderr)
+        return EXIT_USAGE
+    cat = catalog.load([Path(raw).expanduser() for raw in extra])
     rows = [(f.name, ", ".join(dict.fromkeys(e.event for e in f.lines)), f.origin, f.description) for f in cat.user]
     rows += [(f.name, ", ".join(dict.fromkeys(e.event for e in f.lines)), "built-in", f.description)
              for f in cat.builtin]
@@ -64,7 +68,48 @@ def _check(files: list[str]) -> int:
             continue
         samples = sum(len(e.samples) for e in fmt.lines)
         print(sanitize(f"{path}: ok: format {fmt.name!r}, {len(fmt.lines)} line entries, {samples} samples checked"))
+        for k, entry in enumerate(fmt.lines):
+            given = entry_fields(entry)
+            print(sanitize(f"  lines[{k}]: {entry.event}: gives {', '.join(given) or 'no field'}; feeds "
+                           f"{', '.join(figures_fed(entry.event, given)) or 'no figure'}"))
     return EXIT_USAGE if bad else 0
+
+
+#: which figures of a job an event's field feeds (the summary's and the jobs screen's names)
+_FEEDS: dict[str, tuple[str, ...]] = {
+    "iteration": ("Iter",), "step": ("Iter",), "train_iters": ("Iter (of total)", "ETA"),
+    "elapsed_ms": ("Iter time", "TFLOPs calc", "MFU", "Samples/s", "Tokens/s"), "iteration_time_s": ("Iter time",),
+    "losses": ("Loss", "alerts: nan, loss-spike"), "loss": ("Loss", "alerts: nan, loss-spike"),
+    "grad_norm": ("Grad norm", "alerts: grad-norm-spike"), "lr": ("LR",),
+    "tflops_reported": ("TFLOPs rep",), "samples_per_sec": ("Samples/s",), "tokens_per_sec": ("Tokens/s",),
+    "tokens_per_gpu_per_sec": ("Tokens/s/GPU",), "mfu": ("MFU rep",), "global_batch": ("GBS", "TFLOPs calc"),
+    "num_layers": ("Size (B)",), "hidden_size": ("Size (B)",), "seq_length": ("Seq", "TFLOPs calc"),
+    "vocab_size": ("Size (B)",), "padded_vocab_size": ("Size (B)",), "total_params_b": ("Size (B)",),
+    "world_size": ("GPUs", "TFLOPs calc"), "tp": ("TP", "GPUs"), "pp": ("PP", "GPUs"), "dp": ("DP", "GPUs"),
+    "micro_batch": ("MBS",), "gpu": ("GPU", "MFU"), "precision": ("MFU",), "metrics": ("Eval",),
+    "gpu_max_allocated_mb": ("Memory (GB)",), "gpu_max_reserved_mb": ("Memory (GB)",),
+    "save_ms": ("checkpoints",), "name": ("Startup (s)",), "duration_s": ("Startup (s)",),
+    "kind": ("Status",), "status": ("Status",), "timers": ("timer breakdown",),
+}
+
+
+def entry_fields(entry) -> list[str]:
+    """The event fields one format entry fills: its groups', its constants', its derived ones."""
+    names = [name for _, name, _, _ in entry.plan] + list(entry.set)
+    if entry.pairs_pattern is not None:
+        names.append("timers" if entry.event == "timers" else "losses" if entry.event == "iteration" else "metrics")
+    if entry.time_from:
+        names.append("elapsed_ms")
+    return list(dict.fromkeys(names))
+
+
+def figures_fed(event: str, fields: list[str]) -> list[str]:
+    out: list[str] = []
+    for name in fields:
+        out.extend(_FEEDS.get(name, ()))
+    if event in ("failure", "exit"):
+        out.append("Status")
+    return list(dict.fromkeys(out))
 
 
 __all__ = ["cmd_formats", "PathError"]

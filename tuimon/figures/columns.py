@@ -84,6 +84,8 @@ COLUMNS: tuple[Column, ...] = (
     Column("loss", "Loss", lambda r: r["loss_last"], 4),
     Column("eval", "Eval", lambda r: r["eval_value"], 4),
     Column("eval_metric", "Eval metric", lambda r: r["eval_metric"]),
+    Column("warnings", "Warnings", lambda r: sum(r["warnings"].values()), 0),
+    Column("ranks", "Ranks seen", lambda r: r["ranks_seen"], 0),
     Column("gpu", "GPU", lambda r: r["gpu"]),
     Column("memory", "Memory (GB)", _memory, 2),
 )

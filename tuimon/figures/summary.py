@@ -305,6 +305,8 @@ def summarize(job: Job, *, now: Optional[float] = None, last_write: Optional[flo
         "eval_metric": eval_metric,
         "eval_value": _loss_value(evals.last[eval_metric]) if eval_metric is not None else None,
         "eval_iteration": evals.last_iteration,
+        "warnings": dict(sorted(job.warnings.items())),  # kind -> count
+        "ranks_seen": len(job.ranks_seen),
         "failure": failure,
         # what a live view needs to tell starting from stuck as time passes (startup_status)
         "started": _started(job),

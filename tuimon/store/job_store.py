@@ -19,6 +19,7 @@ from parsers.events import (
     Exit,
     Failure,
     Iteration,
+    LogWarning,
     Memory,
     Milestone,
     RunConfig,
@@ -44,6 +45,8 @@ _FATAL = _ROOT_CAUSES + ("cancelled", "killed")
 MAX_TIMERS = 512  # names a job keeps: a log printing a new name each line must not grow the store
 MAX_MILESTONES = 1024
 MAX_FAILURES = 256
+MAX_WARNING_KINDS = 64
+MAX_RANKS_SEEN = 1 << 16  # distinct ranks a job counts (the largest runs have tens of thousands)
 
 
 @dataclass
@@ -76,6 +79,8 @@ class Job:
     failures: list[Failure] = field(default_factory=list)
     exits: list[Exit] = field(default_factory=list)
     evals: Evals = field(default_factory=Evals)
+    warnings: dict[str, int] = field(default_factory=dict)  # kind -> how many
+    ranks_seen: set[int] = field(default_factory=set)  # every rank a line of the job's named
     truncations: int = 0
     last_iteration: Optional[int] = None
     last_progress: Optional[tuple[str, int]] = None  # (file, line) of the latest iteration/step
@@ -151,6 +156,11 @@ class Job:
         self.failures.extend(other.failures[:max(0, MAX_FAILURES - len(self.failures))])
         self.exits.extend(other.exits)
         self.evals.merge(other.evals)
+        for kind, n in other.warnings.items():
+            if kind in self.warnings or len(self.warnings) < MAX_WARNING_KINDS:
+                self.warnings[kind] = self.warnings.get(kind, 0) + n
+        if len(self.ranks_seen) < MAX_RANKS_SEEN:
+            self.ranks_seen.update(other.ranks_seen)
         self.truncations += other.truncations
         if other.last_iteration is not None and (self.last_iteration is None
                                                  or other.last_iteration >= self.last_iteration):
@@ -269,6 +279,8 @@ class JobStore:
         for ev in events:
             job, file_rank = self.job_for(ev.file)
             job.events += 1
+            if ev.rank is not None and ev.rank not in job.ranks_seen and len(job.ranks_seen) < MAX_RANKS_SEEN:
+                job.ranks_seen.add(ev.rank)
             if ev.wall_time is not None:
                 if job.first_wall is None or ev.wall_time < job.first_wall:
                     job.first_wall = ev.wall_time
@@ -414,6 +426,11 @@ def _on_exit(job: Job, ev: Exit, _: Optional[int]) -> None:
     job.exits.append(ev)
 
 
+def _on_warning(job: Job, ev: LogWarning, _: Optional[int]) -> None:
+    if ev.kind in job.warnings or len(job.warnings) < MAX_WARNING_KINDS:
+        job.warnings[ev.kind] = job.warnings.get(ev.kind, 0) + 1
+
+
 def _on_eval(job: Job, ev: Evaluation, _: Optional[int]) -> None:
     job.evals.add(ev.iteration, ev.metrics, ev.wall_time)
 
@@ -426,5 +443,5 @@ def _on_truncated(job: Job, ev: Truncated, _: Optional[int]) -> None:
 _HANDLERS: dict[type, Callable[[Job, Any, Optional[int]], None]] = {
     RunConfig: _on_config, Iteration: _on_iteration, Step: _on_step, Throughput: _on_throughput,
     Timers: _on_timers, Memory: _on_memory, Milestone: _on_milestone, Checkpoint: _on_checkpoint,
-    Evaluation: _on_eval, Failure: _on_failure, Exit: _on_exit, Truncated: _on_truncated,
+    Evaluation: _on_eval, LogWarning: _on_warning, Failure: _on_failure, Exit: _on_exit, Truncated: _on_truncated,
 }
