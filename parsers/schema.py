@@ -119,7 +119,7 @@ class Running:
     __slots__ = ("last",)
 
     def __init__(self) -> None:
-        self.last: dict[tuple[Any, Any], dict[str, Any]] = {}
+        self.last: dict[tuple[Any, Any], dict[str, tuple[float, Optional[int]]]] = {}
 
     def __getstate__(self) -> dict:
         return {"last": self.last}
@@ -129,37 +129,37 @@ class Running:
 
     def apply(self, entry: "LineFormat", key: Any, rank: Any, fields: dict[str, Any],
               stamp: Optional[float]) -> None:
-        """Turn ``fields``' running totals into per-step values (in place)."""
+        """Turn ``fields``' running totals into per-step values (in place).  Each total is kept
+        with the step it was read at: a record that lacks it leaves the base as it was."""
         step = fields.get("iteration", fields.get("step"))
-        before = self.last.get((key, rank))
-        now: dict[str, Any] = {"step": step}
-        if before is not None:  # a total a record lacked stays the base for the next
-            now.update((k, v) for k, v in before.items() if k != "step")
+        last = self.last.get((key, rank))
+        if last is None:
+            if len(self.last) >= MAX_RUNNING:
+                last = {}  # past the bound: no base kept, so no derived value (never a wrong one)
+            else:
+                last = self.last[(key, rank)] = {}
         for name in entry.cumulative:
             total = fields.pop(name, None)
             if total is None or not math.isfinite(total):
                 continue  # the field stays empty; the record before stays the base
-            now[name] = total
-            value = _per_step(total, before.get(name) if before else None, step, before.get("step") if before else None)
+            value = _per_step(total, last.get(name), step)
+            last[name] = (total, step)
             if value is not None:
                 fields[name] = round(value) if isinstance(total, int) else value
         if entry.time_from == "stamp" and stamp is not None:
-            now["stamp"] = stamp
-            value = _per_step(stamp, before.get("stamp") if before else None, step,
-                              before.get("step") if before else None)
+            value = _per_step(stamp, last.get("stamp"), step)
+            last["stamp"] = (stamp, step)
             if value is not None:
                 fields["elapsed_ms"] = round(value * 1000.0, 3)
-        if before is not None or len(self.last) < MAX_RUNNING:
-            self.last[(key, rank)] = now
 
 
-def _per_step(total: float, previous: Optional[float], step: Optional[int], previous_step: Optional[int]
-              ) -> Optional[float]:
-    """The difference of a running total from the previous record, over the steps between
-    them; None for a first record, a total that went down or a step that did not go up
+def _per_step(total: float, before: Optional[tuple[float, Optional[int]]], step: Optional[int]) -> Optional[float]:
+    """The difference of a running total from the base (its value and step), over the steps
+    between them; None for a first record, a total that went down or a step that did not go up
     (a restart: the next record measures again)."""
-    if previous is None or not math.isfinite(total) or total < previous:
+    if before is None or total < before[0]:
         return None
+    previous, previous_step = before
     if step is None or previous_step is None:
         return total - previous
     if step <= previous_step:

@@ -171,11 +171,13 @@ def _milestone(job: Job, name: str) -> Optional[float]:
 def startup(job: Job) -> tuple[Optional[float], list[dict]]:
     t0 = next((m.wall_time for m in job.milestones if m.name == "job-start" and m.wall_time is not None),
               job.first_wall)
-    t1 = _first_step_wall(job)
+    t1, end = _first_step_wall(job), "first-step"
     if "mlperf" in job.frameworks and _milestone(job, "training-start") is not None:
-        t1 = _milestone(job, "training-start")  # MLPerf's own init time: init_start to run_start
-    total, phases = startup_timeline(t0, t1, ((m.name, m.wall_time) for m in job.milestones))
-    return _clean(total, 1), [{"name": p.name, "offset_s": round(p.offset_s, 3)} for p in phases]
+        t1, end = _milestone(job, "training-start"), "run-start"  # MLPerf's own init time: init_start to run_start
+    total, phases = startup_timeline(t0, t1, ((m.name, m.wall_time) for m in job.milestones
+                                                       if end == "first-step" or m.wall_time != t1))
+    return _clean(total, 1), [{"name": end if p.name == "first-step" else p.name, "offset_s": round(p.offset_s, 3)}
+                              for p in phases]
 
 
 def run_time(job: Job) -> Optional[float]:

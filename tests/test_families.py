@@ -1,0 +1,242 @@
+"""What every family's logs say, end to end through the engine, the store and the summary:
+evaluations, MLPerf mllog, torchtitan step times, hand-written loops (llm.c, modded-nanogpt),
+stderr-only files, jobs that fail before training, root causes; and user formats with
+cumulative fields and stamp-derived times.  The logs are variants written here from the
+frameworks' own print statements (Megatron's training.py, llm.c's logger.h and train_gpt2.cu,
+modded-nanogpt's train_gpt.py, mlperf_logging's keys, torchtitan's metrics line)."""
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import shared_or_skip
+from tuimon.engine.ingest import parse_file
+from tuimon.figures.columns import BY_NAME, raw
+from tuimon.figures.summary import render_csv, summarize
+from tuimon.store.evals import MAX_POINTS, Evals
+from tuimon.store.job_store import JobStore
+
+
+def summary(tmp_path: Path, name: str, text: str) -> dict:
+    path = tmp_path / name
+    path.write_text(text)
+    store = JobStore()
+    parse_file(path, path.name, sink=store.add)
+    (job,) = store.jobs.values()
+    return summarize(job, now=None, last_write=None)
+
+
+def test_megatron_validation_records_are_evaluations(tmp_path):
+    lines = []
+    for it in range(10, 110, 10):
+        lines.append(f" iteration       {it}/     100 | consumed samples: {it * 8} | elapsed time per iteration (ms): "
+                     f"1000.0 | learning rate: 1.000E-04 | global batch size:     8 | lm loss: {9 - it / 50:.6E} |")
+        if it % 50 == 0:
+            lines += ["-" * 80, f" validation loss at iteration {it} | lm loss value: {8 - it / 100:.6E} | "
+                                f"lm loss PPL: {math.exp(8 - it / 100):.6E} | ", "-" * 80]
+    lines.append(" validation loss at the end of training for test data | lm loss value: 6.500000E+00 | "
+                 "lm loss PPL: 6.651416E+02 | ")
+    s = summary(tmp_path, "megatron.log", "\n".join(lines) + "\n")
+    assert s["eval_metric"] == "val lm loss" and s["eval_value"] == pytest.approx(7.0)
+    assert s["eval_iteration"] == 100
+    assert s["eval_last"]["test lm loss"] == 6.5 and s["eval_last"]["val lm loss PPL"] == pytest.approx(1096.633, rel=1e-6)
+    assert s["loss_last"] == pytest.approx(7.0)  # the training loss stays the training loss
+    assert raw(BY_NAME["eval"], s) == pytest.approx(7.0) and raw(BY_NAME["eval_metric"], s) == "val lm loss"
+    header, row = render_csv([s]).splitlines()[:2]
+    assert "eval" in header.split(",") and "val lm loss" in row
+
+
+def test_nemo_repeated_val_loss_is_one_point_per_evaluation(tmp_path):
+    line = ("Training epoch 0, iteration {i}/99 | lr: 3e-05 | global_batch_size: 4 | global_step: {i} | "
+            "reduced_train_loss: 1.2 | train_step_timing in s: 0.68 | consumed_samples: {c} | val_loss: {v}")
+    text = "\n".join(line.format(i=i, c=4 * i, v=1.619 if i < 60 else 1.5) for i in range(50, 70)) + "\n"
+    path = tmp_path / "nemo.log"
+    path.write_text(text)
+    events, _ = parse_file(path)
+    evals = [e for e in events if e.type == "eval"]
+    assert [(e.iteration, dict(e.metrics)) for e in evals] == [(50, {"val_loss": 1.619}), (60, {"val_loss": 1.5})]
+
+
+def test_hand_written_loops_llmc_and_modded_nanogpt(tmp_path):
+    llmc = "".join(f"s:{s} trl:{11 - s / 10:.4f} lr:0.000600 norm:{1 + s / 100:.2f}\n" +
+                   (f"s:{s} tel:{11 - s / 9:.4f}\n" if s % 25 == 0 else "") for s in range(0, 100))
+    s = summary(tmp_path, "main.log", llmc)
+    assert s["framework"] == "llm.c" and s["last_iteration"] == 99
+    assert s["loss_last"] == pytest.approx(1.1) and s["eval_last"] == {"val loss": pytest.approx(11 - 75 / 9, abs=1e-4)}
+
+    lines, total = [], 0
+    for step in range(0, 201):
+        if step % 50 == 0:
+            lines.append(f"step:{step}/200 val_loss:{4 - step / 100:.4f} train_time:{total}ms "
+                         f"step_avg:{total / max(step, 1):.2f}ms")
+        if step == 200:
+            break
+        total += 0 if step == 10 else 150  # the timer starts over after the warm-up steps
+        if step == 10:
+            total = 0
+        avg = "nan" if step < 10 else f"{total / (step - 9):.2f}"
+        lines.append(f"step:{step + 1}/200 train_time:{total}ms step_avg:{avg}ms")
+    s = summary(tmp_path, "nanogpt.txt", "\n".join(lines) + "\n")
+    assert s["framework"] == "modded-nanogpt" and s["status"] == "finished" and s["train_iters"] == 200
+    assert s["iter_time_ms"]["median"] == pytest.approx(150.0) and s["iter_time_ms"]["max"] == pytest.approx(150.0)
+    assert s["eval_value"] == pytest.approx(2.0) and s["eval_iteration"] == 200
+
+
+def test_torchtitan_step_time_from_stamps_and_world_size_from_torchrun(tmp_path):
+    head = "+ torchrun --nproc_per_node=8 --nnodes=4 --rdzv_backend c10d -m torchtitan.train\n"
+    body = "".join(f"[rank0]:[titan] 2026-05-19 20:{23 + s // 60:02d}:{s % 60:02d},{(s * 7) % 1000:03d} - root - INFO "
+                   f"- step: {s:2d}  loss: {12 - s / 10:.5f}  memory: 30.00GiB(40.0%)  tps: 7,000  tflops: 50.0  "
+                   f"mfu: 5.0%\n" for s in range(1, 41))  # one step a second (plus 7 ms)
+    s = summary(tmp_path, "titan.log", head + body)
+    assert s["world_size"] == 32
+    assert s["iter_time_ms"]["median"] == pytest.approx(1007.0)
+
+
+def test_mllog_loss_throughput_eval_startup_and_run_time(tmp_path):
+    def rec(t, key, value, **meta):
+        return ":::MLLOG " + json.dumps({"namespace": "", "time_ms": t, "event_type": "POINT_IN_TIME", "key": key,
+                                         "value": value, "metadata": {"file": "x.py", "lineno": 1, **meta}}) + "\n"
+    t0 = 1_715_640_000_000
+    text = rec(t0, "init_start", None) + rec(t0 + 1000, "global_batch_size", 8) + \
+        rec(t0 + 2000, "submission_platform", "8xNVIDIA DGX H100") + rec(t0 + 90_000, "run_start", None)
+    for k in range(1, 11):
+        text += rec(t0 + 90_000 + k * 10_000, "train_loss", 1.0 - k / 100, samples_count=8 * k)
+        text += rec(t0 + 90_000 + k * 10_000, "tracked_stats", {"throughput": 0.8}, step=8 * k)
+    text += rec(t0 + 200_000, "eval_accuracy", 0.925, samples_count=80)
+    text += rec(t0 + 210_000, "run_stop", None, status="success")
+    s = summary(tmp_path, "mllog.log", text)
+    assert s["framework"] == "mlperf" and s["status"] == "finished"
+    assert s["startup_s"] == 90.0 and s["run_time_s"] == 120.0
+    assert s["last_step"] == 10 and s["loss_last"] == pytest.approx(0.9)
+    assert s["samples_per_sec"] == pytest.approx(0.8) and s["eval_last"] == {"eval_accuracy": 0.925}
+    assert s["world_size"] == 64 and s["gpu"] == "NVIDIA H100" and s["gpu_peak_tflops"] is not None
+
+
+def test_stderr_only_file_counts_warnings_and_ranks_and_fails_on_abort(tmp_path):
+    lines = []
+    for rank in range(4):
+        lines += [f"{rank}: /usr/lib/python3.12/site-packages/torch/cuda/__init__.py:61: FutureWarning: pynvml is "
+                  f"deprecated", f"{rank}: [rank{rank}]:W0818 03:14:47.400000 178186 torch/_inductor/x.py:396] slow",
+                  f"{rank}: [rank{rank}]:[W1124 05:00:00.1 ProcessGroupNCCL.cpp:1250] Warning: WARNING: "
+                  f"destroy_process_group() was not called before program exit, which can leak resources."]
+    lines.append("2: Fatal Python error: Aborted")
+    s = summary(tmp_path, "job-42.err", "\n".join(lines) + "\n")
+    assert s["ranks_seen"] == 4
+    assert s["warnings"] == {"process-group": 4, "python": 4, "torch": 4}
+    assert s["status"] == "failed" and s["failure"]["kind"] == "killed"
+
+
+@pytest.mark.parametrize("verdict", ["Job failed (exit 1) -- see logs/train.err", "0: Step 3 failed",
+                                     "nid001: FAILED", "train.py exited with exit code 2"])
+def test_job_script_verdict_without_stamps_fails_the_job(tmp_path, verdict):
+    text = "Loading modules\n  ------------------------ arguments ------------------------\n" \
+           "  num_layers ...................................... 24\n" \
+           "  -------------------- end of arguments ---------------------\n" + verdict + "\n"
+    s = summary(tmp_path, "run.out", text)
+    assert s["status"] == "failed" and s["failure"]["kind"] == "script", s["failure"]
+
+
+def test_end_line_without_iterations_is_no_iterations_not_starting(tmp_path):
+    path = tmp_path / "run.out"
+    path.write_text("START TIME: Wed Apr 15 11:16:53 CEST 2026\n> initializing torch distributed ...\n"
+                    "END TIME: Wed Apr 15 11:30:02 CEST 2026\n")
+    store = JobStore()
+    parse_file(path, path.name, sink=store.add)
+    (job,) = store.jobs.values()
+    s = summarize(job, now=path.stat().st_mtime + 1, last_write=path.stat().st_mtime)  # written just now
+    assert s["status"] == "no-iterations"
+
+
+def test_cuda_fault_is_the_root_cause_not_the_nccl_symptom(tmp_path):
+    lines = [" iteration        1/     100 | elapsed time per iteration (ms): 1000.0 | lm loss: 9.0 |",
+             "[rank3]:[E1124 05:00:00.123 77 ProcessGroupNCCL.cpp:1895] [PG ID 0 Rank 3] Process group watchdog "
+             "thread terminated with exception: CUDA error: an illegal memory access was encountered"]
+    lines += [f"[rank3]: frame #{k}: c10::Error::Error() + 0x{k:x}" for k in range(16)]
+    lines.append("[rank3]: terminate called after throwing an instance of 'c10::DistBackendError'")
+    s = summary(tmp_path, "crash.out", "\n".join(lines) + "\n")
+    assert s["failure"]["kind"] == "cuda" and s["failure"]["line"] == 2
+    assert "illegal memory access" in s["failure"]["message"] and "DistBackendError" in s["failure"]["message"]
+
+
+def test_user_format_cumulative_time_from_stamp_and_bad_numbers(tmp_path):
+    from parsers.schema import format_from_toml
+    from tuimon.engine.blocks import BlockEngine
+
+    fmt = format_from_toml('''
+name = "mine"
+[[lines]]
+event = "iteration"
+anchor = "it="
+regex = 'it=(?P<iteration>\\d+) loss=(?P<loss>\\S+) tokens=(?P<consumed_tokens>\\S+)'
+cumulative = ["consumed_tokens"]
+time_from = "stamp"
+''', "mine.toml")
+    engine = BlockEngine("x.log", (), [fmt])
+    lines = ["2025-01-01 10:00:00 it=10 loss=2.0 tokens=1000", "2025-01-01 10:00:05 it=20 loss=- tokens=3000",
+             "2025-01-01 10:00:09 it=30 loss=nan tokens=nan", "2025-01-01 10:00:13 it=40 loss=1.0 tokens=7000",
+             "2025-01-01 10:00:14 it=5 loss=1.0 tokens=100"]
+    its = [ev for n, line in enumerate(lines, 1) for ev in engine.feed_line(line, n) if ev.type == "iteration"]
+    assert [e.iteration for e in its] == [10, 20, 30, 40, 5]  # no record lost to a bad number
+    assert [e.elapsed_ms for e in its] == [None, 500.0, 400.0, 400.0, None]
+    assert [e.consumed_tokens for e in its] == [None, 200, None, 200, None]  # per step; nan and a restart: none
+    assert its[1].losses == {} and math.isnan(its[2].losses["loss"])
+
+
+def test_formats_check_says_what_an_entry_feeds_and_list_takes_formats(tmp_path):
+    (tmp_path / "f.toml").write_text('''
+name = "nano"
+[[lines]]
+event = "iteration"
+anchor = "train_time:"
+regex = 'mystep:(?P<iteration>\\d+)/(?P<train_iters>\\d+) train_time:(?P<elapsed_ms>\\d+)ms'
+cumulative = ["elapsed_ms"]
+[[lines.samples]]
+line = "mystep:20/100 train_time:3000ms"
+context = ["mystep:10/100 train_time:1500ms"]
+expect = { iteration = 20, elapsed_ms = 150.0 }
+''')
+    run = [sys.executable, "-m", "tuimon", "formats"]
+    out = subprocess.run(run + ["check", str(tmp_path / "f.toml")], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert "gives iteration, train_iters, elapsed_ms; feeds Iter" in out.stdout and "Iter time" in out.stdout
+    listed = subprocess.run(run + ["list", "--formats", str(tmp_path)], capture_output=True, text=True)
+    assert listed.returncode == 0 and "nano" in listed.stdout
+    bad = subprocess.run(run + ["list", "--formats", str(tmp_path / "none")], capture_output=True, text=True)
+    assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1
+
+
+def test_eval_series_stay_bounded_and_keep_the_recent_points():
+    evals = Evals()
+    for step in range(20 * MAX_POINTS):
+        evals.add(step, {"val_loss": 1.0 / (step + 1)}, None)
+    series = evals.series["val_loss"]
+    assert len(series) <= MAX_POINTS
+    assert series.iterations[-1] == 20 * MAX_POINTS - 1
+    recent = series.iterations[-MAX_POINTS // 4:]
+    assert recent == list(range(recent[0], recent[0] + len(recent)))  # full resolution at the end
+    for k in range(100):
+        evals.add(1, {f"metric{k}": 1.0}, None)
+    assert len(evals.series) <= 32
+
+
+def test_corpus_families_read_their_new_lines():
+    corpus = shared_or_skip("corpus")
+    store = JobStore()
+    for name in ("megatron-deepspeed/thetagpu-cobalt-10142816.log", "mlperf-mllog/mlperf31-nvidia-eos-n64-nemo-gpt3.log",
+                 "torchtitan/qiu-llama3-175m-baseline.log", "hf-trainer/ezpz-hf-trainer-aurora-2025-05.log",
+                 "nemo/evo2-bionemo-nemo2-finetune-2025-06.log"):
+        parse_file(corpus / name, name, sink=store.add)
+    rows = {job.name: summarize(job) for job in store.jobs.values()}
+    nvidia = rows["mlperf31-nvidia-eos-n64-nemo-gpt3"]
+    assert nvidia["startup_s"] == 167.7 and nvidia["run_time_s"] == 3494.812  # init_start..run_start..run_stop
+    assert nvidia["tokens_per_sec"] == pytest.approx(345645.4, rel=1e-5) and nvidia["world_size"] == 512
+    titan = rows["qiu-llama3-175m-baseline"]
+    assert titan["iter_time_ms"]["median"] == pytest.approx(462.6, abs=0.5)  # grep: 10 steps in 4.6 s
+    assert rows["thetagpu-cobalt-10142816"]["eval_metric"] == "val lm loss"
+    assert rows["ezpz-hf-trainer-aurora-2025-05"]["eval_last"]["eval_loss"] == pytest.approx(1.6779, abs=1e-4)
+    assert rows["evo2-bionemo-nemo2-finetune-2025-06"]["eval_last"] == {"val_loss": pytest.approx(1.619, abs=0.5)}
