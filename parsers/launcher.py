@@ -3,6 +3,7 @@ torch.distributed initialisation and the training command line itself."""
 from __future__ import annotations
 
 import re
+from typing import ClassVar
 
 from .base import LineContext, LineParser, Sample
 from .common import config_from_args, flags_from_command
@@ -37,7 +38,7 @@ class LauncherParser(LineParser):
               (r"distributed\.launch --", "_on_torchrun"),
               (r"WORLD_SIZE", "_on_world"), (r"world_size", "_on_world"), (r"orld size", "_on_world"))
 
-    SAMPLES = (
+    SAMPLES: ClassVar[tuple[Sample, ...]] = (
         Sample("[2024-01-01 10:00:01,000] [INFO] [launch.py:152:main] nnodes=2, num_local_procs=8, node_rank=0",
                "run_config", {"world_size": 16}),
         Sample("[2023-12-19 13:33:35][INFO][dist.py:307] - RANK: 0 / 47", "run_config", {"world_size": 48}),

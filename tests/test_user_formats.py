@@ -61,6 +61,11 @@ def test_the_readme_example_compiles_and_its_sample_checks():
     assert sample_errors(fmt) == []
     readme = (ROOT / "README.md").read_text()
     assert 'name = "nanotron"' in readme and "[[lines.samples]]" in readme, "the README documents the schema"
+    # the README's own block, as a user copies it: it compiles, its cumulative sample checks
+    block = readme.split("```toml\n", 1)[1].split("```", 1)[0]
+    mine = format_from_toml(block, "README.md")
+    assert mine.lines[0].cumulative == ("consumed_tokens",) and len(mine.lines[0].samples) == 2
+    assert sample_errors(mine) == []
 
 
 @pytest.mark.parametrize("text,where", [
