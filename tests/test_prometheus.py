@@ -97,6 +97,23 @@ def test_metrics_of_the_fixtures_parse_and_hold_every_job(tmp_path):
         serve.close()
 
 
+def test_evaluation_metrics_are_served_by_metric(tmp_path):
+    from tests.conftest import FORMATS
+
+    logs = tmp_path / "logs"
+    shutil.copytree(FORMATS, logs)
+    serve = Serve(str(logs))
+    try:
+        fams = serve.families(lambda f: len({s.labels["job"] for s in f["tuimon_job_eval"].samples}) == 4
+                              if "tuimon_job_eval" in f else False)
+        got = {(s.labels["job"], s.labels["metric"]): s.value for s in fams["tuimon_job_eval"].samples}
+        assert got[("hf-trainer-run", "eval_loss")] == pytest.approx(2.4012)
+        assert got[("mlperf-run", "eval_accuracy")] == pytest.approx(3.92)
+        assert got[("torchtitan-run", "validation loss")] == pytest.approx(5.1234)
+    finally:
+        serve.close()
+
+
 HOSTILE = ['quote"d', "back\\slash", "new\nline", "brace}{=,", "ünï cödé"]
 
 
