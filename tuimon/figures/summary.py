@@ -175,7 +175,7 @@ def startup(job: Job) -> tuple[Optional[float], list[dict]]:
     if "mlperf" in job.frameworks and _milestone(job, "training-start") is not None:
         t1, end = _milestone(job, "training-start"), "run-start"  # MLPerf's own init time: init_start to run_start
     total, phases = startup_timeline(t0, t1, ((m.name, m.wall_time) for m in job.milestones
-                                                       if end == "first-step" or m.wall_time != t1))
+                                                       if end == "first-step" or m.name != "training-start"))
     return _clean(total, 1), [{"name": end if p.name == "first-step" else p.name, "offset_s": round(p.offset_s, 3)}
                               for p in phases]
 
