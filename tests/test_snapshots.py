@@ -58,7 +58,14 @@ def test_job_screen_sizes(snap_compare, tmp_path, size):
 
 @pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
 def test_alerts_screen_sizes(snap_compare, tmp_path, size):
-    assert snap_compare(make_app(tmp_path), run_before=keys("a"), terminal_size=size)
+    """Shot once the alerts are judged and listed (a loaded machine takes longer than a pause)."""
+    from textual.widgets import DataTable
+
+    async def run_before(pilot) -> None:
+        await keys("a")(pilot)
+        await until(pilot, lambda: pilot.app.screen.query_one("#alerts", DataTable).row_count == 5)
+        await pilot.pause(0.2)
+    assert snap_compare(make_app(tmp_path), run_before=run_before, terminal_size=size)
 
 
 @pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
