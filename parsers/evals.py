@@ -26,6 +26,7 @@ import re
 from typing import Optional
 
 from .base import LineContext, LineParser, Sample
+from .common import strip_ansi
 from .events import Evaluation, Event, frozen_map
 from .numbers import to_float
 from .progress import _step_of
@@ -44,7 +45,6 @@ _LLMC_NAMES = {"tel": "val loss", "eval": "hellaswag acc"}
 _EVAL_KV = re.compile(r"(?<![\w.-])['\"]?((?:val|valid|validation|eval|test|dev)(?:[_ /-][A-Za-z]{1,20}){0,2}?"
                       r"[_ /-](?:loss|ppl|perplexity|acc|accuracy|bpb))['\"]?\s*(?:[:=]\s*|\s+)"
                       r"(" + _NUMBER + r"|nan|inf)(?![\w.])", re.I)
-_ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
 class EvalParser(LineParser):
@@ -149,7 +149,7 @@ class EvalParser(LineParser):
         return self._eval(ctx, int(m.group(1)), {m.group(2): value})
 
     def _on_titan(self, body: str, ctx: LineContext) -> list[Event]:
-        text = _ANSI.sub("", body) if "\x1b" in body else body
+        text = strip_ansi(body)
         m = _TITAN.search(text)
         value = to_float(m.group(2)) if m else None
         if m is None or value is None:
@@ -167,7 +167,7 @@ class EvalParser(LineParser):
         if len(body) > 4096 or body.lstrip().startswith("{'") or "validation loss at " in body or \
                 ("| val_loss: " in body and "global_step: " in body):
             return []  # a Hugging Face dict, Megatron's record or NeMo's progress line: their own routes
-        text = _ANSI.sub("", body) if "\x1b" in body else body
+        text = strip_ansi(body)
         metrics: dict[str, float] = {}
         for name, value in _EVAL_KV.findall(text):
             number = to_float(value)

@@ -305,7 +305,9 @@ class LogWarning(NamedTuple):
 LOG_START = "log-start"
 #: milestones that mark an end, not a step of startup: a job script's ``END TIME``, MLPerf's ``run_stop``
 JOB_END, RUN_STOP = "job-end", "run-stop"
-NOT_PHASES = (LOG_START, JOB_END, RUN_STOP)
+#: where a log says its own startup ends (MLPerf's ``run_start``: its init time ends there, not at a first step)
+RUN_START = "run-start"
+NOT_PHASES = (LOG_START, JOB_END, RUN_START, RUN_STOP)
 FAILURE_KINDS = ("oom", "cuda", "nccl", "hardware", "traceback", "cancelled", "killed", "script", "nan",
                  "no-iterations")
 

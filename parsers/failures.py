@@ -6,6 +6,7 @@ import re
 from typing import Optional
 
 from .base import LineContext, LineParser, Sample
+from .common import message_of
 from .events import Event, Exit, Failure
 from .timestamps import parse_iso
 
@@ -65,10 +66,6 @@ _MPI_ABORT = re.compile(r"application called MPI_Abort\([^,()]*, (-?\d{1,6})\) -
 _TORCHRUN_RANK = re.compile(r"^\s*rank\s*: (\d{1,7}) \(local_rank: \d+\)")
 _TORCHRUN_CODE = re.compile(r"^\s*exitcode\s*: (-?\d{1,6}) \(pid: \d+\)")
 _TORCHRUN_EXIT = re.compile(r"failed \(exitcode: (-?\d+)\) local_rank: \d+")
-
-
-def _message(body: str) -> str:
-    return body.strip()[:500]
 
 
 class FailureParser(LineParser):
@@ -212,13 +209,13 @@ class FailureParser(LineParser):
         if not _OOM.search(body):
             return []
         self._in_traceback = None
-        return [self.make(Failure, ctx, kind="oom", message=_message(body))]
+        return [self.make(Failure, ctx, kind="oom", message=message_of(body))]
 
     def _on_nccl(self, body: str, ctx: LineContext) -> list[Event]:
         if not _NCCL.search(body):
             return []
         self._in_traceback = None
-        return [self.make(Failure, ctx, kind="nccl", message=_message(body))]
+        return [self.make(Failure, ctx, kind="nccl", message=message_of(body))]
 
     def _on_slurm_exit(self, body: str, ctx: LineContext) -> list[Event]:
         m = _SLURM_EXIT.search(body)
@@ -265,10 +262,10 @@ class FailureParser(LineParser):
 
     def _on_killed(self, body: str, ctx: LineContext) -> list[Event]:
         if _HOST_OOM.search(body):  # the node ran out of memory: an OOM, if not the GPU's
-            return [self.make(Failure, ctx, kind="oom", message=_message(body))]
+            return [self.make(Failure, ctx, kind="oom", message=message_of(body))]
         if not _KILLED.search(body.strip()):
             return []
-        return [self.make(Failure, ctx, kind="killed", message=_message(body))]
+        return [self.make(Failure, ctx, kind="killed", message=message_of(body))]
 
     def _on_hardware(self, body: str, ctx: LineContext) -> list[Event]:
         m = _HARDWARE.search(body)
@@ -277,7 +274,7 @@ class FailureParser(LineParser):
         self._in_traceback = None  # the exception closing the traceback says this again
         node = m.group(0).rpartition(" ")[2] if m.group(0).startswith("Node failure") else ctx.node
         return [Failure(file=self.file, line=ctx.line, rank=ctx.rank, node=node, wall_time=ctx.wall_time,
-                        kind="hardware", message=_message(body))]
+                        kind="hardware", message=message_of(body))]
 
     def _on_pbs_killed(self, body: str, ctx: LineContext) -> list[Event]:
         m = _PBS_KILLED.search(body)
@@ -293,7 +290,7 @@ class FailureParser(LineParser):
             return []  # a machine's error, or an OOM: their own routes
         if self._in_traceback is not None and _EXC_LINE.match(body):
             self._in_traceback = None  # the exception that closes a traceback: one failure
-        return [self.make(Failure, ctx, kind="cuda", message=_message(body))]
+        return [self.make(Failure, ctx, kind="cuda", message=message_of(body))]
 
     def _on_abort(self, body: str, ctx: LineContext) -> list[Event]:
         """A process that died at exit: faulthandler's ``Fatal Python error: Aborted`` (its ``Stack
@@ -301,13 +298,13 @@ class FailureParser(LineParser):
         if _NCCL.search(body):
             return []  # an NCCL error's own route says it
         m = _ABORT.search(body)
-        return [self.make(Failure, ctx, kind="killed", message=_message(body))] if m else []
+        return [self.make(Failure, ctx, kind="killed", message=message_of(body))] if m else []
 
     def _on_script(self, body: str, ctx: LineContext) -> list[Event]:
         """A job script's own word that a step failed (no stamp needed: many scripts print none)."""
         if "srun: error:" in body or "exitcode" in body or _PALS_EXIT.match(body) or not _SCRIPT.match(body):
             return []  # srun's and torchrun's reports are exits (_on_slurm_exit, _on_torchrun_exit)
-        return [self.make(Failure, ctx, kind="script", message=_message(body))]
+        return [self.make(Failure, ctx, kind="script", message=message_of(body))]
 
     def _on_exception(self, body: str, ctx: LineContext) -> list[Event]:
         if self._in_traceback is None:
@@ -318,4 +315,4 @@ class FailureParser(LineParser):
         self._in_traceback = None
         kind = "oom" if _DEVICE_OOM.search(body) else "hardware" if _HARDWARE.search(body) else \
             "cuda" if _CUDA.search(body) else "traceback"
-        return [self.make(Failure, ctx, kind=kind, message=_message(body))]
+        return [self.make(Failure, ctx, kind=kind, message=message_of(body))]

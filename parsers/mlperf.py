@@ -24,12 +24,12 @@ from dataclasses import replace
 from typing import Any, Optional
 
 from .base import LineContext, LineParser, Sample, compile_sniff
-from .events import Evaluation, Event, Exit, Milestone, RunConfig, Step, Throughput, frozen_map
+from .events import RUN_START, RUN_STOP, Evaluation, Event, Exit, Milestone, RunConfig, Step, Throughput, frozen_map
 
 _MAX_RECORD = 64 * 1024  # a record is a few hundred bytes; a longer line is no record to trust
 # key -> (milestone, the once-only flag of it)
 _PHASES = {"init_start": ("job-start", "_started"), "init_stop": ("initialized", "_initialized"),
-           "run_start": ("training-start", "_running"), "run_stop": ("run-stop", "_stopped")}
+           "run_start": (RUN_START, "_running"), "run_stop": (RUN_STOP, "_stopped")}
 # "64xNVIDIA DGX H100", "8xNVIDIA DGX A100 (80GB)": a DGX node holds 8 GPUs
 _DGX = re.compile(r"^(?:(\d{1,5})x)?NVIDIA DGX ((?:GB|[ABH])\d{3})\b")
 _CONFIG_KEYS = {"global_batch_size": "global_batch", "max_sequence_length": "seq_length",
@@ -55,7 +55,7 @@ class MLPerfParser(LineParser):
                {"name": "job-start", "wall_time": 1696459603.967}),
         Sample(':::MLLOG {"namespace": "", "time_ms": 1696460912474, "event_type": "INTERVAL_START", '
                '"key": "run_start", "value": null, "metadata": {"file": "gpt3.py", "lineno": 188}}', "milestone",
-               {"name": "training-start", "wall_time": 1696460912.474}),
+               {"name": "run-start", "wall_time": 1696460912.474}),
         Sample(':::MLLOG {"namespace": "", "time_ms": 1696466228407, "event_type": "POINT_IN_TIME", '
                '"key": "global_batch_size", "value": 2048, "metadata": {"file": "/workspace/llm/custom_callbacks.py", '
                '"lineno": 295}}', "run_config", {"global_batch": 2048}),

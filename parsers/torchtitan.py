@@ -16,11 +16,11 @@ import re
 from typing import Optional
 
 from .base import LineContext, LineParser, Sample, compile_sniff
+from .common import strip_ansi
 from .events import Checkpoint, Event, Exit, Memory, RunConfig, Step, Throughput
 from .numbers import to_float, to_int
 from .timestamps import line_stamp
 
-_ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _METRIC = re.compile(r"([a-z_]+):\s+([-+]?[\d.,]+(?:[eE][-+]?\d+)?|nan|inf)(GiB)?")
 # "Finished saving the checkpoint (or staging if async is enabled)in 12.34 seconds."
 _SAVED = re.compile(r"Finished saving the checkpoint\b.*?\bin (\d{1,9}(?:\.\d+)?) seconds")
@@ -85,7 +85,7 @@ class TorchTitanParser(LineParser):
         self._last_stamp: dict[Optional[int], tuple[int, float]] = {}
 
     def _on_metrics(self, body: str, ctx: LineContext) -> list[Event]:
-        text = _ANSI.sub("", body) if "\x1b" in body else body
+        text = strip_ansi(body)
         if "validate step" in text:
             return []
         values = {key: (value, unit) for key, value, unit in _METRIC.findall(text[text.find("step:"):])}

@@ -14,16 +14,13 @@ from __future__ import annotations
 import re
 
 from .base import LineContext, LineParser, Sample
+from .common import message_of
 from .events import Event, LogWarning
 
 _PYTHON = re.compile(r"\b((?:User|Future|Deprecation|Runtime|Resource|Syntax|Import|Unicode|Bytes|"
                      r"PendingDeprecation)?Warning): \S")
 _GLOG = re.compile(r"^W\d{4} \d\d:\d\d:\d\d[.\d]* +\d+ +\S+:\d+\]")
 _NCCL_ERROR = re.compile(r"[Ee]rror|[Tt]imeout|[Ff]ailure|[Ff]ailed")
-
-
-def _message(body: str) -> str:
-    return body.strip()[:300]
 
 
 class WarningParser(LineParser):
@@ -46,7 +43,7 @@ class WarningParser(LineParser):
     )
 
     def _warn(self, ctx: LineContext, kind: str, body: str) -> list[Event]:
-        return [self.make(LogWarning, ctx, kind=kind, message=_message(body))]
+        return [self.make(LogWarning, ctx, kind=kind, message=message_of(body, 300))]
 
     def _on_process_group(self, body: str, ctx: LineContext) -> list[Event]:
         return self._warn(ctx, "process-group", body)

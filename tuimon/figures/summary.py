@@ -12,7 +12,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from parsers.events import JOB_END, LOG_START, RUN_STOP
+from parsers.events import JOB_END, LOG_START, RUN_START, RUN_STOP
 
 from ..store.evals import finite_or_word
 from ..store.fields import FIELDS, SHOWN, primary_loss
@@ -169,13 +169,14 @@ def _milestone(job: Job, name: str) -> Optional[float]:
 
 
 def startup(job: Job) -> tuple[Optional[float], list[dict]]:
-    t0 = next((m.wall_time for m in job.milestones if m.name == "job-start" and m.wall_time is not None),
-              job.first_wall)
-    t1, end = _first_step_wall(job), "first-step"
-    if "mlperf" in job.frameworks and _milestone(job, "training-start") is not None:
-        t1, end = _milestone(job, "training-start"), "run-start"  # MLPerf's own init time: init_start to run_start
-    total, phases = startup_timeline(t0, t1, ((m.name, m.wall_time) for m in job.milestones
-                                                       if end == "first-step" or m.name != "training-start"))
+    """Job start to the end of the first step, or to where the log says its startup ends
+    (MLPerf's run_start: its own init time)."""
+    t0 = _milestone(job, "job-start")
+    if t0 is None:
+        t0 = job.first_wall
+    declared = _milestone(job, RUN_START)
+    t1, end = (_first_step_wall(job), "first-step") if declared is None else (declared, RUN_START)
+    total, phases = startup_timeline(t0, t1, ((m.name, m.wall_time) for m in job.milestones))
     return _clean(total, 1), [{"name": end if p.name == "first-step" else p.name, "offset_s": round(p.offset_s, 3)}
                               for p in phases]
 
@@ -183,7 +184,7 @@ def startup(job: Job) -> tuple[Optional[float], list[dict]]:
 def run_time(job: Job) -> Optional[float]:
     """Seconds from the start of training to a logged end of the run (MLPerf's run_start to
     run_stop, its time to train); None where the log marks no such end."""
-    start, stop = _milestone(job, "training-start"), _milestone(job, RUN_STOP)
+    start, stop = _milestone(job, RUN_START), _milestone(job, RUN_STOP)
     return _clean(stop - start, 3) if start is not None and stop is not None and stop >= start else None
 
 

@@ -67,7 +67,6 @@ def cells(row: JobRow, palette: Palette = DEFAULT) -> tuple:
     if it:
         spread = (f"{it['p10']:.2f}-{it['p90']:.2f}ms" if it["p90"] < 10.0
                   else f"{it['p10'] / 1000:.2f}-{it['p90'] / 1000:.2f}s")
-    loss = s["loss_last"]
     return (
         plain(s["job"]),
         plain(s["framework"]),
@@ -80,16 +79,16 @@ def cells(row: JobRow, palette: Palette = DEFAULT) -> tuple:
         Text(num(s["tflops_per_gpu"]["reported"]), justify="right"),
         Text(num(s["tflops_per_gpu"]["computed"]), justify="right"),
         Text(mfu_text(s), justify="right", style=palette.alert if s["checks"] else ""),
-        Text(loss if isinstance(loss, str) else num(loss, 4), justify="right"),
-        Text(_eval_cell(s["eval_value"]), justify="right"),
+        Text(_value_cell(s["loss_last"]), justify="right"),
+        Text(_value_cell(s["eval_value"]), justify="right"),
         Text(duration(s["startup_s"]), justify="right"),
         age_text(row),
         spark(row.tflops_series, palette=palette),
     )
 
 
-def _eval_cell(value) -> str:
-    """The row's evaluation metric (named on the job screen): a nan stays a word."""
+def _value_cell(value) -> str:
+    """A loss or evaluation figure, 4 decimals; a diverged one (``nan``, ``inf``) stays a word."""
     return value if isinstance(value, str) else num(value, 4)
 
 
