@@ -5,10 +5,14 @@ literal at a time (``lit in text``), a block is scanned whole for each literal i
 does not hold: with the ninety-odd anchors of the built-in formats, that was half
 the parse of a log made of a few line kinds (30 ms of 60 a MB).
 
-One pass marks the byte pairs (bigrams) the block holds; a literal can be in the
-block only if all of its pairs are, and most absent ones have a pair the block
-lacks.  Only the literals that pass are looked for, exactly.  The answer is the
-same as asking each literal; it only costs less.
+One pass marks the byte quadruples the block holds (each hashed into a table of
+2^22); a literal of four bytes or more can be in the block only if all of its
+quadruples are, and most absent ones have one the block lacks.  Byte pairs, as
+this pass first used, let through 87 of the 147 built-in literals a 1 MB Megatron
+block lacks (English words share their pairs), each then a scan of the whole
+block: 46 ms a MB; quadruples let through 8 to 16 of them, for 10 ms of marking.
+Only the literals that pass (and those under four bytes) are looked for, exactly.
+The answer is the same as asking each literal; it only costs less.
 """
 from __future__ import annotations
 
@@ -21,29 +25,40 @@ import numpy as np
 SMALL = 16_384
 
 
+_BITS = 22
+_SHIFT = np.uint32(32 - _BITS)
+_GOLDEN = np.uint32(2654435761)  # Knuth's multiplicative hash: the top bits mix all four bytes
+
+
+def _hash4(data: bytes) -> np.ndarray:
+    """Hashed quadruples of ``data``, one per position but the last three: each window of
+    four bytes read in place as a big-endian uint32 (a stride of one byte), no copies."""
+    quads = np.ndarray(shape=(len(data) - 3,), dtype=">u4", buffer=data, strides=(1,))
+    hashed = quads * _GOLDEN  # native uint32, wrapping modulo 2^32 as the hash wants
+    hashed >>= _SHIFT
+    return hashed
+
+
 @lru_cache(maxsize=4096)
-def _pairs(literal: str) -> Optional[np.ndarray]:
-    """The byte pairs of ``literal`` (UTF-8), as the pass numbers them; None for a one-byte literal."""
-    b = np.frombuffer(literal.encode("utf-8", "surrogatepass"), np.uint8).astype(np.uint16)
-    if len(b) < 2:
-        return None
-    return np.unique((b[:-1] << 8) | b[1:])
+def _grams(literal: str) -> Optional[np.ndarray]:
+    """The hashed quadruples of ``literal`` (UTF-8); None under four bytes (asked exactly)."""
+    data = literal.encode("utf-8", "surrogatepass")
+    return np.unique(_hash4(data)) if len(data) >= 4 else None
 
 
 class Presence:
     """The literals of a rule set, asked about a block at a time."""
 
-    __slots__ = ("literals", "_pairs")
+    __slots__ = ("literals", "_grams")
 
     def __init__(self, literals: Iterable[str]) -> None:
         self.literals = tuple(sorted({lit for lit in literals if lit}))
-        self._pairs = [(lit, _pairs(lit)) for lit in self.literals]
+        self._grams = [(lit, _grams(lit)) for lit in self.literals]
 
     def of(self, text: str) -> frozenset[str]:
         """The literals ``text`` holds."""
         if len(text) < SMALL or not self.literals:
             return frozenset(lit for lit in self.literals if lit in text)
-        raw = np.frombuffer(text.encode("utf-8", "surrogatepass"), np.uint8)
-        seen = np.zeros(1 << 16, dtype=bool)
-        seen[(raw[:-1].astype(np.uint16) << 8) | raw[1:]] = True
-        return frozenset(lit for lit, pairs in self._pairs if (pairs is None or seen[pairs].all()) and lit in text)
+        seen = np.zeros(1 << _BITS, dtype=bool)
+        seen[_hash4(text.encode("utf-8", "surrogatepass"))] = True
+        return frozenset(lit for lit, grams in self._grams if (grams is None or seen[grams].all()) and lit in text)
