@@ -594,3 +594,25 @@ def test_median_of_the_other_ranks_at_each_iteration():
     got = median_at(np.array([1, 2, 3, 4]), series)
     assert got[0] == 2.0 and got[1] == 3.5 and np.isnan(got[2]) and np.isnan(got[3])
     assert np.isnan(median_at(np.array([1]), [])).all()
+
+
+
+async def test_v_charts_the_evaluation_metric_and_its_name_is_shown_literally(tmp_path):
+    """``v`` switches the loss chart to the job's evaluation metric and back; the metric's
+    name (a user format's pairs may give any text) reaches the screen without escapes."""
+    from tuimon.store.evals import Evals
+
+    async with job_screen(tmp_path, "torchtitan-run.log", "#chart-loss") as screen:
+        app = screen.app
+        chart = screen.query_one("#chart-loss").parent
+        assert chart.title == "loss (v: validation loss)" and len(chart.values) == 9
+        screen.action_evals()
+        assert chart.title == "validation loss (v: loss)" and chart.values == [5.1234]
+        screen.action_evals()
+        assert chart.title == "loss (v: validation loss)" and len(chart.values) == 9
+        (job,) = app.session.store.jobs.values()
+        job.evals = Evals()
+        job.evals.add(20, {"\x1b[31mval\x07 loss": 4.0}, None)
+        app.session._details.clear()  # the detail is cached by the job's version
+        app.refresh_now(screen)
+        assert "\x1b" not in chart.title and "\x07" not in chart.title and "val" in chart.title

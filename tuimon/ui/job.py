@@ -16,6 +16,7 @@ from textual.widget import Widget
 from textual.widgets import DataTable, Footer, Log, Static
 
 from ..live.session import Curve, JobDetail
+from ..text import sanitize
 from .chart import FULL, LineChart, XView, in_view
 from .messages import OpenLog, OpenRank, RefreshRequest
 from .palette import Palette, of
@@ -131,7 +132,8 @@ def show_charts(node: Widget, prefix: str, d: Optional[JobDetail], view: XView =
         chart = node.query_one(f"#{prefix}-{name}", Static).parent
         assert isinstance(chart, Chart)
         if name == "loss" and evals is not None and d is not None and d.eval_metric is not None:
-            chart.title = f"{d.eval_metric} (v: loss)" if evals else f"loss (v: {d.eval_metric})"
+            metric = sanitize(d.eval_metric, 40)  # a user format's pairs may name it anything
+            chart.title = f"{metric} (v: loss)" if evals else f"loss (v: {metric})"
             if evals:
                 name = "eval"
         elif name == "loss":
@@ -234,8 +236,6 @@ class JobScreen(Screen):
                                   else Text(""))
 
     def _tail(self, lines: list[str]) -> None:
-        from ..text import sanitize
-
         lines = lines[-TAIL_SHOWN:]
         if lines == self._tail_shown:
             return
