@@ -55,6 +55,7 @@ class LineContext:
     local_rank: Optional[int]
     node: Optional[str]
     wall_time: Optional[float]  # the line's own stamp, else the nearest earlier one
+    own_stamp: bool = False  # whether ``wall_time`` is the line's own (a step time from stamps needs it)
 
 
 class LineParser:

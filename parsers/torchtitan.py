@@ -19,7 +19,6 @@ from .base import LineContext, LineParser, Sample, compile_sniff
 from .common import strip_ansi
 from .events import Checkpoint, Event, Exit, Memory, RunConfig, Step, Throughput
 from .numbers import to_float, to_int
-from .timestamps import line_stamp
 
 _METRIC = re.compile(r"([a-z_]+):\s+([-+]?[\d.,]+(?:[eE][-+]?\d+)?|nan|inf)(GiB)?")
 # "Finished saving the checkpoint (or staging if async is enabled)in 12.34 seconds."
@@ -93,7 +92,7 @@ class TorchTitanParser(LineParser):
         if step is None or "loss" not in values:
             return []
         self._last_step = step
-        stamp = line_stamp(text) if ctx.wall_time is not None else None  # its own, not an earlier line's
+        stamp = ctx.wall_time if ctx.own_stamp else None  # its own, not an earlier line's
         before = self._last_stamp.pop(ctx.rank, None)
         elapsed = None
         if stamp is not None and before is not None and step > before[0] and stamp >= before[1]:

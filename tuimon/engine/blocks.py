@@ -200,7 +200,7 @@ class BlockEngine:
                 wall = self._last_wall
             else:
                 self._last_wall = wall
-            ctx = LineContext(self.file, number, pre.rank, pre.local_rank, pre.node, wall)
+            ctx = LineContext(self.file, number, pre.rank, pre.local_rank, pre.node, wall, own is not None)
             self.lines_fed += 1
             line_events: list[Event] = []
             user_types: set[str] = set()
