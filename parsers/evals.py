@@ -29,7 +29,7 @@ from .base import LineContext, LineParser, Sample
 from .common import strip_ansi
 from .events import Evaluation, Event, frozen_map
 from .numbers import to_float
-from .progress import _step_of
+from .progress import step_of
 
 _NUMBER = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?"
 _MEGATRON = re.compile(r"validation loss at (?:iteration (\d{1,12})(?: on ([\w -]{1,60}?))?|the end of training "
@@ -175,7 +175,7 @@ class EvalParser(LineParser):
                 metrics[name] = number
         if not metrics:
             return []
-        _, step, _ = _step_of(text)
+        _, step, _ = step_of(text)
         return self._eval(ctx, step, metrics)
 
 

@@ -159,7 +159,7 @@ class ProgressParser(LineParser):
     def _on_line(self, body: str, ctx: LineContext) -> list[Event]:
         if len(body) > 4096 or _OTHERS.search(body):
             return []
-        step_key, step, total = _step_of(body)
+        step_key, step, total = step_of(body)
         if step is None:
             return self._on_metric(body, ctx)
         loss = _train_loss(body, eval_ok=step_key == "epoch")
@@ -209,7 +209,7 @@ def _has_any(body: str, *needles: str) -> bool:
     return any(n in body for n in needles)
 
 
-def _step_of(body: str) -> tuple[Optional[str], Optional[int], Optional[int]]:
+def step_of(body: str) -> tuple[Optional[str], Optional[int], Optional[int]]:
     """(key, number, total) of the line's step: the first key of ``_STEP_KEYS`` it has."""
     best: Optional[tuple[int, str, int, Optional[int]]] = None
     for m in _STEP.finditer(body):
