@@ -242,3 +242,72 @@ def test_two_runs_with_one_name_each_raise_their_own_alert(tmp_path, run_cli):
     alerts = json.loads(out)
     nans = sorted(a["file"] for a in alerts if a["kind"] == "nan")
     assert nans == [str(tmp_path / "runA" / "train.log"), str(tmp_path / "runB" / "train.log")], alerts
+
+
+def test_a_job_is_judged_again_when_its_last_write_becomes_known(tmp_path):
+    """A job judged before its files' last write time was known (a session's first snapshot)
+    is judged again when it arrives, though its figures did not change: a started job that
+    has logged no step for an hour is stuck in startup then, and says so."""
+    from tuimon.live.alerting import AlertFeed
+
+    path = tmp_path / "job-1.out"
+    path.write_text("2025-01-01 10:00:00 > initializing torch distributed ...\n")
+    store = JobStore()
+    parse_file(path, path.name, sink=store.add)
+    (job,) = store.jobs.values()
+    now = 1_735_730_000.0  # 2025-01-01 11:13:20, an hour and more after the job started
+    feed = AlertFeed(Rules.default(), clock=lambda: now)
+    versions = {job.key: 1}
+    assert feed.update([job], {}, now=now, versions=versions) == []
+    fresh = feed.update([job], {job.key: now - 3600}, now=now, versions=versions)
+    assert [a.kind for a in fresh] == ["startup-hang"]
+
+
+async def test_the_alerts_screen_waits_for_its_columns_before_its_rows(tmp_path):
+    """The app's refresh timer can reach a pushed alerts screen before its on_mount has added
+    the table's columns: the rows wait (they raised, and the screen stayed empty for good)."""
+    from textual.widgets import DataTable
+
+    from tests.conftest import copy_fixture_logs, loaded_session, until
+    from tuimon.ui.alerts import AlertsScreen
+    from tuimon.ui.app import TuimonApp
+
+    app = TuimonApp(loaded_session([copy_fixture_logs(tmp_path)]))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("a")
+        await until(pilot, lambda: isinstance(app.screen, AlertsScreen))
+        screen = app.screen
+        table = screen.query_one("#alerts", DataTable)
+        table.clear(columns=True)  # as between compose and on_mount
+        screen._alerts = []
+        screen.show(app.session.alerts())  # must neither raise nor count the alerts as shown
+        assert table.row_count == 0 and screen._alerts == []
+        screen.on_mount()  # the columns, and a refresh
+        await until(pilot, lambda: table.row_count == 5)
+        assert table.row_count == 5
+
+
+def test_alerts_are_judged_again_when_the_session_clock_stands_still(tmp_path):
+    """The once-a-second throttle on judging alerts runs on real time: a session whose clock
+    stands still (a replay's, or a wall clock set back) still judges what changed after its
+    first snapshot."""
+    from tests.conftest import FIXED_NOW, loaded_session
+
+    log = tmp_path / "logs" / "run-7.log"
+    log.parent.mkdir()
+    log.write_text(log_of(megatron_line(i) for i in range(1, 4)))
+    session = loaded_session([log.parent])
+    assert session.clock() == FIXED_NOW
+    session.snapshot()
+    assert session.alerts() == []
+    with open(log, "a") as fh:
+        fh.write("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n")
+    (job,) = session.store.jobs.values()
+    deadline = time.monotonic() + 10
+    while not job.failures and time.monotonic() < deadline:  # the follower reads the line
+        session.follower.poll()
+        time.sleep(0.1)
+    assert job.failures
+    time.sleep(1.1)
+    session.snapshot()
+    assert [a.kind for a in session.alerts()] == ["failed"]

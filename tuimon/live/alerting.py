@@ -80,7 +80,8 @@ class AlertFeed:
         self.seen_path = seen_path
         self.seen: set[tuple] = set(_load_seen(seen_path, on_warning)) if seen_path else set()
         self.delivered: list[Alert] = []
-        self._judged: dict[str, tuple[int, bool]] = {}  # job key -> (version judged, may alert with time)
+        #: job key -> (version judged, its last write then, whether time alone may raise an alert)
+        self._judged: dict[str, tuple[int, Optional[float], bool]] = {}
         self._warned: set[str] = set()
         self._sinks: list[_Limited] = []
         if command:
@@ -102,12 +103,14 @@ class AlertFeed:
         for job in jobs:
             version = versions.get(job.key, 0) if versions is not None else None
             judged = self._judged.get(job.key)
-            if version is not None and judged is not None and judged == (version, False):
-                continue
             last_write = (last_writes or {}).get(job.key)
+            # judged again when its figures or its last write changed (a write time that arrives after
+            # the first judgement can make a stall), or while time alone can raise an alert
+            if version is not None and judged is not None and judged == (version, last_write, False):
+                continue
             summary = summarize(job, now=now, last_write=last_write, startup_timeout=self.startup_timeout)
             if version is not None:
-                self._judged[job.key] = (version, summary["status"] in _TIME_BOUND)
+                self._judged[job.key] = (version, last_write, summary["status"] in _TIME_BOUND)
             for alert in evaluate(job, summary, self.rules, now=now, last_write=last_write):
                 key = _plain_key(alert.key)
                 if key in self.seen:

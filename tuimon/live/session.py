@@ -321,10 +321,13 @@ class LiveSession:
         return snap
 
     def _judge_alerts(self, now: float) -> None:
-        """New alerts of every job (under the lock), at most every ALERT_EVERY_S."""
-        if now - self._alerts_at < ALERT_EVERY_S:
+        """New alerts of every job (under the lock), at most every ALERT_EVERY_S of real time:
+        the throttle bounds work, so it runs on the monotonic clock, not on ``now`` (a session's
+        clock may stand still, as a replay's or a test's does, and then never judged again)."""
+        tick = time.monotonic()
+        if tick - self._alerts_at < ALERT_EVERY_S:
             return
-        self._alerts_at = now
+        self._alerts_at = tick
         for alert in self.alert_feed.update(list(self.store.jobs.values()), self.last_update, now=now,
                                             versions=self._job_versions):
             key = alert.job_key

@@ -57,12 +57,14 @@ class AlertsScreen(Screen):
 
     def show(self, alerts: list[Alert]) -> None:
         """The alerts, newest first (new ones are added as the screen stays open)."""
+        table = self.query_one("#alerts", DataTable)
+        if not table.columns:
+            return  # the app's timer came before on_mount: the rows wait for their columns
         if len(alerts) == len(self._alerts):
             return
         # oldest first by their own time (undated ones first), so that reversed, the newest lead
         self._alerts = sorted(alerts, key=lambda a: (a.wall_time if a.wall_time is not None else float("-inf"),
                                                      a.job, a.kind, a.iteration or 0))
-        table = self.query_one("#alerts", DataTable)
         table.clear()
         for n, a in enumerate(reversed(self._alerts)):
             where = f"{os.path.basename(a.file)}:{a.line}" if a.file and a.line else os.path.basename(a.file or "-")
