@@ -289,3 +289,133 @@ def test_the_cache_stays_under_its_size_limit_dropping_the_oldest(tmp_path, monk
     with open(logs[0], "rb") as fh:
         assert cache.load(str(logs[0]), fh.fileno()) is None, "the oldest went"
     assert 5 < cache.info()["files"] < 30
+
+
+# -- trust: a cache someone else can write is not used; nothing in it runs code -----------------------
+
+def test_a_cache_directory_others_can_write_is_not_used(tmp_path):
+    d = _logs(tmp_path, n=1)
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    os.chmod(shared, 0o1777)  # a sticky world-writable directory, as /tmp is
+    want = json.loads(_run("summary", "--format", "json", "--no-cache", str(d), cache_home=tmp_path / "h").stdout)
+    env_dir = shared / "tuimon"
+    env_dir.mkdir()
+    os.chmod(env_dir, 0o777)
+    r = subprocess.run([sys.executable, "-m", "tuimon", "summary", "--format", "json", str(d)],
+                       capture_output=True, text=True, timeout=120,
+                       env=dict(os.environ, PYTHONPATH=str(ROOT), TUIMON_CACHE_DIR=str(env_dir),
+                                XDG_CONFIG_HOME=str(tmp_path / "nc")))
+    assert r.returncode == 0 and json.loads(r.stdout) == want
+    assert r.stderr.count("parse cache off") == 1 and "writable by others" in r.stderr, r.stderr
+    assert not (env_dir / "parse-cache.sqlite3").exists(), "nothing is written into it"
+
+
+def test_a_cache_owned_by_another_user_is_not_used(tmp_path, monkeypatch):
+    log = tmp_path / "run.log"
+    log.write_text(_lines(1, 50))
+    _parse(log, _cache(tmp_path))  # the victim's own cache, made by them
+    warned: list = []
+    monkeypatch.setattr(os, "geteuid", lambda: os.getuid() + 4242)  # now it is someone else's
+    cache = ParseCache(tmp_path / "cache" / "parse-cache.sqlite3", key="k", on_warning=warned.append)
+    assert not cache.usable()
+    assert len(warned) == 1 and "is not yours" in warned[0], warned
+
+
+class _Payload:
+    """Unpickling this runs code (as a planted database would)."""
+
+    def __init__(self, marker: str) -> None:
+        self.marker = marker
+
+    def __reduce__(self):
+        return (os.system, (f"touch {self.marker}",))
+
+
+def test_a_planted_blob_is_never_unpickled(tmp_path):
+    """Another user's entry (or one written with another key) matching the log: the
+    blobs fail their tags, the file is parsed again, no code runs."""
+    import pickle
+    import sqlite3
+    import zlib
+
+    log = tmp_path / "run.log"
+    log.write_text(_lines(1, 80))
+    fresh = _parse(log, None)
+    assert _parse(log, _cache(tmp_path)) == fresh
+    marker = tmp_path / "pwned"
+    evil = zlib.compress(pickle.dumps(_Payload(str(marker))))
+    db = sqlite3.connect(tmp_path / "cache" / "parse-cache.sqlite3")
+    db.execute("UPDATE files SET state = ?, partial = ?", (evil, pickle.dumps(_Payload(str(marker)))))
+    db.execute("UPDATE chunks SET events = ?", (evil,))
+    db.commit()
+    db.close()
+    cache = _cache(tmp_path)
+    assert _parse(log, cache) == fresh
+    assert not marker.exists(), "a blob not sealed with the user's key was unpickled"
+    assert cache.misses == 1 and cache.hits == 0
+    # signed with another user's key: the same
+    (tmp_path / "cache" / "key").chmod(0o600)
+    (tmp_path / "cache" / "key").write_bytes(os.urandom(32))
+    cache = _cache(tmp_path)
+    assert _parse(log, cache) == fresh and cache.hits == 0 and not marker.exists()
+
+
+def test_a_key_others_can_read_turns_the_cache_off(tmp_path):
+    log = tmp_path / "run.log"
+    log.write_text(_lines(1, 20))
+    _parse(log, _cache(tmp_path))
+    key = tmp_path / "cache" / "key"
+    assert stat.S_IMODE(key.stat().st_mode) == 0o600
+    key.chmod(0o644)
+    warned: list = []
+    assert not ParseCache(tmp_path / "cache" / "parse-cache.sqlite3", key="k", on_warning=warned.append).usable()
+    assert len(warned) == 1 and "key" in warned[0]
+
+
+@pytest.mark.parametrize("target", ["empty file", "another application's database"])
+def test_a_database_path_that_is_a_symlink_is_not_followed(tmp_path, target):
+    import sqlite3
+
+    other = tmp_path / "other.db"
+    if target == "empty file":
+        other.write_bytes(b"")
+        other.chmod(0o644)
+    else:
+        db = sqlite3.connect(other)
+        db.execute("CREATE TABLE files (name TEXT)")
+        db.execute("INSERT INTO files VALUES ('theirs')")
+        db.commit()
+        db.close()
+    before = (other.read_bytes(), stat.S_IMODE(other.stat().st_mode))
+    (tmp_path / "cache").mkdir(mode=0o700)
+    (tmp_path / "cache" / "parse-cache.sqlite3").symlink_to(other)
+    warned: list = []
+    log = tmp_path / "run.log"
+    log.write_text(_lines(1, 20))
+    cache = ParseCache(tmp_path / "cache" / "parse-cache.sqlite3", key="k", on_warning=warned.append)
+    assert _parse(log, cache) == _parse(log, None)
+    assert len(warned) == 1 and "symlink" in warned[0], warned
+    assert (other.read_bytes(), stat.S_IMODE(other.stat().st_mode)) == before
+
+
+def test_a_file_rewritten_in_place_is_parsed_again(tmp_path, counted):
+    """Same inode, same size, same first and last bytes; a middle line changed: the
+    mtime and ctime tell (they are part of the entry's identity)."""
+    log = tmp_path / "run.log"
+    text = _lines(1, 400)
+    log.write_text(text)
+    assert _parse(log, _cache(tmp_path)) == _parse(log, None)
+    ino = log.stat().st_ino
+    lines = text.splitlines(keepends=True)
+    lines[204] = lines[204].replace("(ms): 2500.5", "(ms): 9500.5")  # iteration 205, mid-file
+    changed = "".join(lines)
+    assert len(changed) == len(text) and changed[:5000] == text[:5000] and changed[-5000:] == text[-5000:]
+    with open(log, "r+") as fh:  # in place: the inode stays
+        fh.write(changed)
+    assert log.stat().st_ino == ino and log.stat().st_size == len(text)
+    counted[0] = 0
+    cache = _cache(tmp_path)
+    got = _parse(log, cache)
+    assert got == _parse(log, None) and cache.hits == 0 and cache.misses == 1
+    assert any(e.get("elapsed_ms") == 9500.5 for e in got if e.get("type") == "iteration")

@@ -10,22 +10,31 @@ a hash of the bytes just before the saved offset all match (as the followers tel
 files apart).  Then an unchanged file is not parsed at all, and one that grew is
 parsed from the saved offset with the saved state.  A truncated, rotated or
 replaced file, or a different format set (:attr:`Catalog.key`), is parsed again
-from the start.  A database that cannot be read is moved aside and rebuilt, with
-one warning.
+from the start; so is a file of the size saved whose mtime or ctime changed (rewritten
+in place, or deleted and recreated on a reused inode).  A database that cannot be
+read is moved aside and rebuilt, with one warning.
+
+Nothing in the cache is trusted blindly: the directory and the database must be the
+user's and writable by no one else, and no symlink (else one warning and no cache,
+as pip does), and every blob carries a keyed BLAKE2b tag made with a per-user key
+(``key``, 0600, beside the database).  A blob whose tag does not check is a miss and
+is never unpickled: a database planted by someone else cannot run code as you.
 """
 from __future__ import annotations
 
 import hashlib
+import hmac
 import os
 import pickle
 import sqlite3
+import stat
 import time
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator, Optional
 
-SCHEMA = 6
+SCHEMA = 7
 HEAD_BYTES = 4096  # hashed from the start of the file
 TAIL_BYTES = 4096  # hashed just before the saved offset
 
@@ -55,20 +64,105 @@ def db_path() -> Path:
     return cache_dir() / "parse-cache.sqlite3"
 
 
+class Untrusted(OSError):
+    """The cache directory, database or key is not safe to use (one line saying why)."""
+
+
+def _check_owned(path: str, what: str, want_dir: bool) -> None:
+    """``path`` (not followed) must be a directory/regular file owned by the user and
+    writable by no one else."""
+    st = os.lstat(path)
+    if stat.S_ISLNK(st.st_mode):
+        raise Untrusted(f"{what} {path} is a symlink")
+    if want_dir and not stat.S_ISDIR(st.st_mode):
+        raise Untrusted(f"{what} {path} is not a directory")
+    if not want_dir and not stat.S_ISREG(st.st_mode):
+        raise Untrusted(f"{what} {path} is not a regular file")
+    if st.st_uid != os.geteuid():
+        raise Untrusted(f"{what} {path} is not yours (owner uid {st.st_uid})")
+    if st.st_mode & 0o022:
+        raise Untrusted(f"{what} {path} is writable by others (mode {stat.S_IMODE(st.st_mode):o})")
+
+
+def check_trusted(path: Path) -> None:
+    """Raise :class:`Untrusted` unless the database at ``path``, its directory and
+    the files SQLite keeps beside it are the user's alone (missing files are fine)."""
+    _check_owned(str(path.parent), "cache directory", True)
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        try:
+            _check_owned(f"{path}{suffix}", "cache database", False)
+        except FileNotFoundError:
+            pass
+
+
+def _load_key(directory: Path) -> bytes:
+    """The per-user key the cache's blobs are tagged with, made on first use (0600)."""
+    path = directory / "key"
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    except FileExistsError:
+        pass
+    else:
+        try:
+            os.write(fd, os.urandom(32))
+        finally:
+            os.close(fd)
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        st = os.fstat(fd)
+        if st.st_uid != os.geteuid() or stat.S_IMODE(st.st_mode) & 0o077 or not stat.S_ISREG(st.st_mode):
+            raise Untrusted(f"cache key {path} is not yours alone (owner uid {st.st_uid}, "
+                            f"mode {stat.S_IMODE(st.st_mode):o})")
+        key = os.read(fd, 64)
+    finally:
+        os.close(fd)
+    if len(key) < 32:
+        raise Untrusted(f"cache key {path} is too short; remove it to make a new one")
+    return key
+
+
+TAG_BYTES = 32
+
+
+class Sealer:
+    """Keyed tags on blobs: :meth:`open` gives back only what :meth:`seal` made with
+    the same key, so nothing unpickled comes from anyone but the user."""
+
+    def __init__(self, key: bytes) -> None:
+        self.key = key
+
+    def _tag(self, blob: bytes) -> bytes:
+        return hashlib.blake2b(blob, key=self.key[:64], digest_size=TAG_BYTES).digest()
+
+    def seal(self, blob: bytes) -> bytes:
+        return self._tag(blob) + blob
+
+    def open(self, sealed: bytes) -> bytes:
+        tag, blob = sealed[:TAG_BYTES], sealed[TAG_BYTES:]
+        if len(tag) != TAG_BYTES or not hmac.compare_digest(tag, self._tag(blob)):
+            raise Forged("a cache blob's tag does not check")
+        return blob
+
+
+class Forged(ValueError):
+    """A blob not sealed with the user's key."""
+
+
 @dataclass
 class Entry:
     offset: int  # bytes of the file the saved events and state cover
     parser: Any  # the FileParser state at ``offset``
     gen: int  # the generation whose chunks hold the events
     chunks: Optional[int]  # None: the events were not saved (a summary saves only the store)
-    partial: Optional[bytes]  # the pickled store of the file's events alone (see JobStore.merge_file)
+    partial: Optional[bytes]  # the pickled store of the file's events alone (see JobStore.merge_file), sealed
+    sealer: Optional[Sealer] = None
 
     def store(self) -> Any:
         """The saved store of the file's events (None if there is none or it cannot be read)."""
-        if self.partial is None:
+        if self.partial is None or self.sealer is None:
             return None
         try:
-            return pickle.loads(self.partial)
+            return pickle.loads(self.sealer.open(self.partial))
         except Exception:
             return None
 
@@ -111,6 +205,7 @@ class ParseCache:
         self.hits = self.misses = self.grown = 0
         self._db: Optional[sqlite3.Connection] = None
         self._broken = False
+        self.sealer: Optional[Sealer] = None
 
     # -- the database -----------------------------------------------------------------
     def _connect(self) -> Optional[sqlite3.Connection]:
@@ -118,6 +213,10 @@ class ParseCache:
             return self._db
         try:
             self._db = self._open()
+        except Untrusted as exc:
+            self.warn(f"parse cache off: {exc}; use a directory only you can write (cache_dir)")
+            self._broken = True
+            return None
         except (sqlite3.DatabaseError, OSError) as exc:
             if _corrupt(exc) and self._move_aside(exc):
                 try:
@@ -131,8 +230,12 @@ class ParseCache:
 
     def _open(self) -> sqlite3.Connection:
         self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)  # created private, before SQLite opens it
+        check_trusted(self.path)  # before anything is created or read in it
+        self.sealer = Sealer(_load_key(self.path.parent))
+        # created private, before SQLite opens it; never through a symlink
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
         os.close(fd)
+        check_trusted(self.path)  # the directory is the user's alone: what is checked now stays so
         # one thread at a time (a follower closes it after its polling thread ended)
         db = sqlite3.connect(self.path, timeout=10.0, isolation_level=None, check_same_thread=False)
         try:
@@ -145,7 +248,7 @@ class ParseCache:
                 db.execute("DROP TABLE IF EXISTS chunks")
             db.execute("CREATE TABLE IF NOT EXISTS files (host TEXT, path BLOB, dev INTEGER, ino INTEGER, "
                        "head_len INTEGER, head BLOB, offset INTEGER, tail_len INTEGER, tail BLOB, formats TEXT, "
-                       "gen INTEGER, "
+                       "gen INTEGER, size INTEGER, mtime_ns INTEGER, ctime_ns INTEGER, "
                        "chunks INTEGER, state BLOB, partial BLOB, saved REAL, PRIMARY KEY (host, path))")
             # events a chunk at a time, written as they are parsed: memory stays bounded
             db.execute("CREATE TABLE IF NOT EXISTS chunks (host TEXT, path BLOB, gen INTEGER, seq INTEGER, "
@@ -223,13 +326,14 @@ class ParseCache:
             return None
         head = _read_at(fd, 0, row.head_len)
         tail = _read_at(fd, row.offset - row.tail_len, row.tail_len) if row.offset >= row.tail_len else b""
-        return self.check(row, Ident(st.st_dev, st.st_ino, head, tail), st.st_size)
+        return self.check(row, Ident(st.st_dev, st.st_ino, head, tail, st.st_size, st.st_mtime_ns, st.st_ctime_ns),
+                          st.st_size)
 
     def saved(self, path: str) -> Optional["Row"]:
         """The row saved for ``path``, unchecked: which bytes to read to check it (its
         state and store, the big part, are read once it checks out)."""
-        rows = self._query("SELECT dev, ino, head_len, head, offset, tail_len, tail, formats, gen, chunks "
-                           "FROM files WHERE host = ? AND path = ?", (self.host, _key(path)))
+        rows = self._query("SELECT dev, ino, head_len, head, offset, tail_len, tail, formats, gen, chunks, "
+                           "size, mtime_ns, ctime_ns FROM files WHERE host = ? AND path = ?", (self.host, _key(path)))
         return Row(path, *rows[0]) if rows else None
 
     def check(self, row: "Row", ident: "Ident", size: int) -> Optional[Entry]:
@@ -238,22 +342,24 @@ class ParseCache:
         offset = row.offset
         if (row.dev, row.ino) != (ident.dev, ident.ino) or row.formats != self.key or size < offset or \
                 len(ident.head) != row.head_len or _digest(ident.head) != row.head or \
-                len(ident.tail) != row.tail_len or _digest(ident.tail) != row.tail:
+                len(ident.tail) != row.tail_len or _digest(ident.tail) != row.tail or \
+                _rewritten(row, ident, size):
             self.misses += 1
             return None
         blobs = self._query("SELECT state, partial FROM files WHERE host = ? AND path = ? AND gen = ?",
                             (self.host, _key(row.path), row.gen))
         try:
             state, partial = blobs[0]  # type: ignore[index]
-            parser = pickle.loads(zlib.decompress(state))
-        except Exception:  # gone meanwhile, or an entry of another build: parse again
+            assert self.sealer is not None
+            parser = pickle.loads(zlib.decompress(self.sealer.open(state)))  # only what this user sealed
+        except Exception:  # gone meanwhile, forged, or an entry of another build: parse again
             self.misses += 1
             return None
         if size > offset:
             self.grown += 1
         else:
             self.hits += 1
-        return Entry(offset, parser, row.gen, row.chunks, partial)
+        return Entry(offset, parser, row.gen, row.chunks, partial, self.sealer)
 
     def events(self, path: str, entry: Entry) -> Iterator[list]:
         """The saved events of ``entry``, a chunk at a time; an unreadable chunk raises
@@ -261,12 +367,13 @@ class ParseCache:
         for seq in range(entry.chunks or 0):
             rows = self._query("SELECT events FROM chunks WHERE host = ? AND path = ? AND gen = ? AND seq = ?",
                                (self.host, _key(path), entry.gen, seq))
-            if not rows:
+            if not rows or self.sealer is None:
                 raise CacheMiss(path)
             try:
-                yield pickle.loads(zlib.decompress(rows[0][0]))
+                events = pickle.loads(zlib.decompress(self.sealer.open(rows[0][0])))
             except Exception:
                 raise CacheMiss(path) from None
+            yield events
 
     def replay(self, path: str, entry: Entry, out: Callable[[list], None]) -> Optional[int]:
         """Hand ``entry``'s saved events to ``out``.  None when all went; else how many
@@ -287,10 +394,12 @@ class ParseCache:
     def save_store(self, path: str, fd: int, offset: int, parser: Any, store: Any) -> None:
         """An entry of the parser state and the store of the file's events, without the
         events themselves (what ``summary`` needs to take a file in again at once)."""
+        if self._connect() is None or self.sealer is None:
+            return
         try:
-            state = zlib.compress(pickle.dumps(parser, protocol=pickle.HIGHEST_PROTOCOL), 1)
+            state = self.sealer.seal(zlib.compress(pickle.dumps(parser, protocol=pickle.HIGHEST_PROTOCOL), 1))
             # kept as it is: a store is mostly numpy arrays, which compress little and load at memory speed
-            partial = pickle.dumps(store, protocol=pickle.HIGHEST_PROTOCOL)
+            partial = self.sealer.seal(pickle.dumps(store, protocol=pickle.HIGHEST_PROTOCOL))
         except Exception:
             return
         _commit_row(self, _key(path), Ident.of(fd, offset), offset, 0, None, state, partial)
@@ -357,33 +466,51 @@ class Row:
     formats: str
     gen: int
     chunks: Optional[int]
+    size: Optional[int] = None  # the file's size, mtime and ctime when saved (0: not known, as over SFTP)
+    mtime_ns: Optional[int] = None
+    ctime_ns: Optional[int] = None
 
 
 @dataclass
 class Ident:
     """What tells a file apart: device and inode (0 and 0 where there are none, as
-    over SFTP), its first bytes and the bytes just before the saved offset."""
+    over SFTP), its first bytes and the bytes just before the saved offset; and its
+    size, mtime and ctime (0 where not known: SFTP has no ctime)."""
 
     dev: int
     ino: int
     head: bytes
     tail: bytes
+    size: int = 0
+    mtime_ns: int = 0
+    ctime_ns: int = 0
 
     @classmethod
     def of(cls, fd: int, offset: int) -> "Ident":
         st = os.fstat(fd)
         tail_len = min(offset, TAIL_BYTES)
         return cls(st.st_dev, st.st_ino, _read_at(fd, 0, min(offset, HEAD_BYTES)),
-                   _read_at(fd, offset - tail_len, tail_len))
+                   _read_at(fd, offset - tail_len, tail_len), st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def _rewritten(row: Row, ident: Ident, size: int) -> bool:
+    """A file of the size saved whose mtime or ctime moved was written again in place
+    (or deleted and recreated on a reused inode): its hashed bytes may still match, its
+    figures may not.  A file that grew is told apart by its bytes, as before."""
+    if not row.size or size != row.size:
+        return False
+    return any(saved and now and saved != now
+               for saved, now in ((row.mtime_ns, ident.mtime_ns), (row.ctime_ns, ident.ctime_ns)))
 
 
 def _commit_row(c: ParseCache, path: bytes, ident: Ident, offset: int, gen: int, chunks: Optional[int],
                 state: bytes, partial: Optional[bytes]) -> None:
     """The file's row; chunks of other generations go."""
     c._query("BEGIN IMMEDIATE", ())
-    c._query("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    c._query("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
              (c.host, path, ident.dev, ident.ino, len(ident.head), _digest(ident.head), offset, len(ident.tail),
-              _digest(ident.tail), c.key, gen, chunks, state, partial, time.time()))
+              _digest(ident.tail), c.key, gen, ident.size, ident.mtime_ns, ident.ctime_ns, chunks, state, partial,
+              time.time()))
     c._query("DELETE FROM chunks WHERE host = ? AND path = ? AND gen != ?", (c.host, path, gen))
     c._query("COMMIT", ())
     c.evict()
@@ -442,7 +569,8 @@ class EntryWriter:
         if not self.buffer or not self.ok:
             return
         try:
-            blob = zlib.compress(pickle.dumps(self.buffer, protocol=pickle.HIGHEST_PROTOCOL), 1)
+            assert self.cache.sealer is not None
+            blob = self.cache.sealer.seal(zlib.compress(pickle.dumps(self.buffer, protocol=pickle.HIGHEST_PROTOCOL), 1))
         except Exception:
             self.ok = False
             return
@@ -461,13 +589,15 @@ class EntryWriter:
         if not self.ok:
             self.abandon()
             return
+        sealer = self.cache.sealer
         try:
-            state = zlib.compress(pickle.dumps(parser, protocol=pickle.HIGHEST_PROTOCOL), 1)
+            assert sealer is not None
+            state = sealer.seal(zlib.compress(pickle.dumps(parser, protocol=pickle.HIGHEST_PROTOCOL), 1))
         except Exception:
             self.abandon()
             return
         try:
-            partial = pickle.dumps(self.store, protocol=pickle.HIGHEST_PROTOCOL)
+            partial: Optional[bytes] = sealer.seal(pickle.dumps(self.store, protocol=pickle.HIGHEST_PROTOCOL))
         except Exception:
             partial = None
         _commit_row(self.cache, self.path, ident, offset, self.gen, self.seq, state, partial)

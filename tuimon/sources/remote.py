@@ -103,6 +103,14 @@ async def connect(endpoint: tuple[str, Optional[str], Optional[int]], ssh_config
     return await asyncssh.connect(host, **options)
 
 
+def _ns(mtime) -> int:
+    """An SFTP mtime (whole seconds, or None) in nanoseconds, 0 when not known."""
+    try:
+        return int(mtime) * 1_000_000_000 if mtime is not None else 0
+    except (TypeError, ValueError, OverflowError):
+        return 0
+
+
 def sftp_path(path: str) -> str:
     """SFTP paths are relative to the remote home: ``~/x`` -> ``x``, ``~`` -> ``.``."""
     if path == "~":
@@ -226,7 +234,7 @@ class RemoteHost:
                                      on_warning=self.on_warning)
         return self._cache if self._cache.usable() else None
 
-    async def _from_cache(self, fh, rf: RemoteFile, size: int, events: list[Event]) -> None:
+    async def _from_cache(self, fh, rf: RemoteFile, size: int, mtime, events: list[Event]) -> None:
         """A file read from 0: start from its cache entry if it is still the file saved
         (no inode over SFTP: its first bytes and those before the saved offset tell)."""
         rf.cache_checked = True
@@ -238,7 +246,7 @@ class RemoteHost:
         if row is not None and row.offset <= size:
             head = await fh.read(row.head_len, 0) if row.head_len else b""
             tail = await fh.read(row.tail_len, row.offset - row.tail_len) if row.tail_len else b""
-            entry = cache.check(row, Ident(0, 0, head, tail), size)
+            entry = cache.check(row, Ident(0, 0, head, tail, size, _ns(mtime)), size)
         parser = restored(entry, rf.label) if entry is not None and entry.chunks is not None else None  # events kept
         if parser is None or entry is None:
             entry = None
@@ -257,7 +265,8 @@ class RemoteHost:
         for rf in self.files.values():
             if rf.writer is not None and rf.writer.dirty:
                 tail = rf.last[-min(len(rf.last), rf.offset):] if rf.offset else b""
-                rf.writer.commit_as(Ident(0, 0, rf.head[:min(HEAD_BYTES, rf.offset)], tail), rf.offset, rf.parser)
+                rf.writer.commit_as(Ident(0, 0, rf.head[:min(HEAD_BYTES, rf.offset)], tail, rf.size_seen or 0,
+                                          _ns(rf.mtime_seen)), rf.offset, rf.parser)
 
     async def run(self, stop: asyncio.Event) -> None:
         try:
@@ -528,7 +537,7 @@ class RemoteHost:
         try:
             async with sftp.open(rf.path, "rb") as fh:
                 if self.cache and not rf.cache_checked and rf.offset == 0:
-                    await self._from_cache(fh, rf, size, events)
+                    await self._from_cache(fh, rf, size, mtime, events)
                 if rf.offset and await self._replaced(fh, rf, size):
                     await self._drain_rotated(sftp, rf, events)
                     self._restart(rf, events, "a different file is now at this path")
