@@ -171,9 +171,66 @@ def test_on_alert_runs_without_a_shell_with_json_on_stdin_once_per_job_and_kind(
     out = subprocess.run([sys.executable, "-m", "tuimon", "alerts", "--on-alert", command, str(logs)], cwd=ROOT,
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
-    runs = [json.loads(p.read_text()) for p in out_dir.iterdir()]
+    calls = [json.loads(p.read_text()) for p in out_dir.iterdir()]
+    assert all(isinstance(c, list) for c in calls), "a JSON list of alerts on stdin"
+    runs = [r for c in calls for r in c]
     assert sorted((r["job"], r["kind"]) for r in runs) == [("nan-2", "nan"), ("spiky-1", "loss-spike")]
     assert not (tmp_path / "pwned").exists()
+
+
+def test_a_thousand_alerts_at_once_start_a_few_hook_calls_not_a_thousand(tmp_path):
+    """1,000 jobs fail at once: the alerts arriving together go to the command in
+    groups (a JSON list each), on at most 4 runners."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    for k in range(1000):
+        write(logs, f"job-{k}.log", log_of([megatron_line(i, loss=noisy(i)) for i in range(1, 4)])
+              + "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n")
+    out_dir = tmp_path / "out"
+    out_dir.mkdir()
+    hook = tmp_path / "hook.py"
+    hook.write_text("import sys, json, os, time, pathlib\n"
+                    "data = json.load(sys.stdin)\n"
+                    f"pathlib.Path({str(out_dir)!r}, str(os.getpid())).write_text(str(len(data)))\n"
+                    "time.sleep(0.5)\n")
+    out = subprocess.run([sys.executable, "-m", "tuimon", "alerts", "--on-alert", f"{sys.executable} {hook}",
+                          str(logs)], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    sizes = [int(p.read_text()) for p in out_dir.iterdir()]
+    assert sum(sizes) == 1000 and len(sizes) <= 4, sizes
+
+
+def test_hook_runners_are_bounded_and_group_what_waits():
+    import threading as th
+
+    from tuimon.figures.alerts import Alert
+    from tuimon.live.alerting import _Grouped
+
+    running, peak, groups = [0], [0], []
+    lock = th.Lock()
+    gate = th.Event()
+
+    def action(group):
+        with lock:
+            running[0] += 1
+            peak[0] = max(peak[0], running[0])
+        gate.wait(5)
+        with lock:
+            running[0] -= 1
+            groups.append(len(group))
+
+    grouped = _Grouped(action, rate_s=600, clock=time.monotonic, workers=4)
+    before = th.active_count()
+    for k in range(200):  # alerts arriving one by one while runners are busy
+        grouped([Alert(f"j{k}", "failed", None, None, None, "x", None, None)])
+    assert th.active_count() - before <= 4
+    gate.set()
+    grouped.join(10)
+    assert peak[0] <= 4 and sum(groups) == 200 and len(groups) < 200, groups
+    # the same job and kind within the rate: not again
+    grouped([Alert("j0", "failed", None, None, None, "again", None, None)])
+    grouped.join(5)
+    assert sum(groups) == 200
 
 
 @pytest.mark.slow

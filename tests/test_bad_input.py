@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.conftest import FIXTURES, ROOT
 from tuimon.engine.ingest import parse_file
 from tuimon.sources.framing import TOO_LONG_MARKER, Framer
 
@@ -137,3 +137,21 @@ def test_unreadable_path_simulated(tmp_path, run_cli, monkeypatch):
     monkeypatch.setattr(os, "access", lambda path, mode: False if str(path) == str(p) else real_access(path, mode))
     code, out, err = run_cli("summary", str(p))
     assert code == 2 and err.strip() == f"tuimon: error: permission denied: {p}"
+
+
+def test_csv_cells_a_spreadsheet_would_run_are_quoted_as_text(tmp_path):
+    """A job named like a formula (its file name) stays text in every CSV export."""
+    import csv
+    import io
+
+    name = '=HYPERLINK("http:evil","x")-run.log'
+    (tmp_path / name).write_bytes((FIXTURES / "stronghold-run.log").read_bytes())
+    (tmp_path / "+cmd-2.log").write_bytes((FIXTURES / "oom-run.log").read_bytes())
+    for args in (("summary", "--format", "csv"), ("summary", "--format", "csv", "--columns", "job,status")):
+        r = _cli(*args, "--no-cache", str(tmp_path))
+        assert r.returncode == 0, r.stderr
+        rows = list(csv.reader(io.StringIO(r.stdout)))
+        cells = [c for row in rows[1:] for c in row]
+        jobs = [c for c in cells if "HYPERLINK" in c or "cmd" in c]
+        assert len(jobs) >= 2 and all(c.startswith("'") for c in jobs), jobs
+        assert not any(c and c[0] in "=+@" for c in cells), cells

@@ -254,3 +254,49 @@ def test_a_real_prometheus_scrapes_tuimon_every_second(tmp_path):
         prom.terminate()
         prom.wait(timeout=30)
         serve.close()
+
+
+@pytest.mark.parametrize("listen", ["[]:9464", "0:9464", ":9464", "10:9464", "[0]:9464", "::1:9464", "a b:1"])
+def test_a_listen_address_must_name_its_host(tmp_path, listen):
+    r = subprocess.run([sys.executable, "-m", "tuimon", "serve", str(tmp_path), "--listen", listen], cwd=ROOT,
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "Traceback" not in r.stderr, r.stderr
+    assert "cannot listen on" in r.stderr
+
+
+def test_listen_addresses_that_are_fine():
+    from tuimon.exports.listen import parse_listen
+
+    assert parse_listen("127.0.0.1:0") == ("127.0.0.1", 0)
+    assert parse_listen("0.0.0.0:9464") == ("0.0.0.0", 9464)  # every interface, asked for in full
+    assert parse_listen("[::]:9464") == ("::", 9464)
+    assert parse_listen("[::1]:1") == ("::1", 1)
+    assert parse_listen("node-01.cluster:9464") == ("node-01.cluster", 9464)
+
+
+def test_idle_connections_time_out_and_scrapes_stay_fast(monkeypatch):
+    import threading
+
+    from prometheus_client.registry import CollectorRegistry
+
+    from tuimon.exports import prometheus
+
+    monkeypatch.setattr(prometheus, "IDLE_TIMEOUT_S", 0.5)
+    server = prometheus.MetricsServer(CollectorRegistry(), "127.0.0.1:0").start()
+    try:
+        before = threading.active_count()
+        idle = [socket.create_connection(("127.0.0.1", int(server.address.rsplit(":", 1)[1])), timeout=5)
+                for _ in range(60)]
+        t0 = time.monotonic()
+        with urllib.request.urlopen(f"http://{server.address}/metrics", timeout=5) as r:
+            assert r.status == 200
+        assert time.monotonic() - t0 < 1.0, "an honest scrape waits for no idle connection"
+        for s in idle:  # each is let go: the server closes it
+            assert s.recv(1) == b"", "an idle connection was kept open"
+            s.close()
+        deadline = time.monotonic() + 5
+        while threading.active_count() > before and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert threading.active_count() <= before, "threads of idle connections are still there"
+    finally:
+        server.close()

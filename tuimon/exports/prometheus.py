@@ -9,6 +9,7 @@ series stays bounded however many logs pile up.
 """
 from __future__ import annotations
 
+import socket
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -21,7 +22,7 @@ from prometheus_client.registry import Collector, CollectorRegistry
 from ..figures.summary import last_progress
 from ..live.session import JobRow, LiveSession, Snapshot
 from ..sources.specs import host_and_path
-from .listen import DEFAULT_LISTEN, ListenError, parse_listen
+from .listen import DEFAULT_LISTEN, ListenError, parse_listen, url_host
 
 STATUSES = ("starting", "training", "finished", "failed", "nan", "stuck-in-startup", "no-iterations", "stalled")
 ENDED = ("finished", "failed", "no-iterations")
@@ -143,6 +144,38 @@ def registry_for(session: LiveSession, **kw: Any) -> CollectorRegistry:
     return registry
 
 
+IDLE_TIMEOUT_S = 10.0  # a connection that sends nothing for this long is closed
+MAX_CONNECTIONS = 512  # connections served at once; one more is closed at once
+
+
+class _Server(ThreadingHTTPServer):
+    """A thread per connection, at most :data:`MAX_CONNECTIONS` of them (idle ones time
+    out): a crowd of idle sockets cannot hold threads forever."""
+
+    daemon_threads = True
+
+    def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler]) -> None:
+        self.address_family = socket.AF_INET6 if ":" in address[0] else socket.AF_INET
+        self.slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
+        super().__init__(address, handler)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        if not self.slots.acquire(blocking=False):
+            self.shutdown_request(request)  # full: the client retries on its next scrape
+            return
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self.slots.release()
+            raise
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self.slots.release()
+
+
 class MetricsServer:
     """``GET /metrics`` (text format, or OpenMetrics on content negotiation); every
     other path is 404, every other method 405.  Threads of its own; ``close`` stops it."""
@@ -151,11 +184,10 @@ class MetricsServer:
         host, port = parse_listen(listen)
         handler = _handler(registry)
         try:
-            self.httpd = ThreadingHTTPServer((host, port), handler)
+            self.httpd = _Server((host, port), handler)
         except OSError as exc:
             raise ListenError(f"cannot listen on {listen}: {exc.strerror or exc}") from None
-        self.httpd.daemon_threads = True
-        self.address = f"{host}:{self.httpd.server_address[1]}"
+        self.address = f"{url_host(host)}:{self.httpd.server_address[1]}"
         self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True, name="tuimon-metrics")
 
     def start(self) -> "MetricsServer":
@@ -170,6 +202,7 @@ class MetricsServer:
 def _handler(registry: CollectorRegistry) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         server_version = "tuimon"
+        timeout = IDLE_TIMEOUT_S  # the socket's: a client that sends nothing is let go
 
         def do_GET(self) -> None:  # noqa: N802 (http.server's name)
             if self.path.split("?", 1)[0] != "/metrics":

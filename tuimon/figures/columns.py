@@ -134,7 +134,7 @@ def render(summaries: list[dict], columns: tuple[Column, ...], fmt: str) -> str:
     import io
     import json
 
-    from .summary import safe_cell
+    from .summary import csv_text, safe_cell
 
     if fmt == "json":
         return json.dumps([{c.name: raw(c, r) for c in columns} for r in summaries], indent=2, allow_nan=False) + "\n"
@@ -143,7 +143,7 @@ def render(summaries: list[dict], columns: tuple[Column, ...], fmt: str) -> str:
         writer = csv.writer(buf, lineterminator="\n")
         writer.writerow([c.name for c in columns])
         for r in summaries:
-            writer.writerow(["" if (v := raw(c, r)) is None else (safe_cell(v) if isinstance(v, str) else v)
+            writer.writerow(["" if (v := raw(c, r)) is None else (csv_text(v) if isinstance(v, str) else v)
                              for c in columns])
         return buf.getvalue()
     head = [c.header for c in columns]

@@ -390,6 +390,17 @@ def safe_cell(text: str) -> str:
                    for ch in str(text)).replace("|", "/")
 
 
+FORMULA_LEADS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_text(text: str) -> str:
+    """A text cell of a CSV export: :func:`safe_cell`, and one a spreadsheet would read
+    as a formula (``=HYPERLINK(...)``, ``+``, ``-``, ``@``) starts with ``'`` so it
+    stays text (OWASP's advice for CSV injection)."""
+    cell = safe_cell(text)
+    return "'" + cell if cell.startswith(FORMULA_LEADS) else cell
+
+
 def render_table(summaries: list[dict]) -> str:
     head, rows = _rows(summaries)
     widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(head)]

@@ -3,9 +3,11 @@
 :class:`AlertFeed` keeps what was delivered (by alert key, saved beside a follower's
 ``--state`` file so a restart delivers nothing twice) and hands each new alert to the
 ``--on-alert`` command and ``notify-send``.  The command is a word list (split with
-``shlex``, run with no shell), gets the alert as JSON on stdin, and runs at most once
-per (job, kind) per ``rate_s``; it runs on a thread of its own, so a slow or hanging
-command never holds the monitor up (it is killed after ``HOOK_TIMEOUT_S``).
+``shlex``, run with no shell) and gets a JSON list of alerts on stdin: the alerts that
+arrived together go in one call (as Alertmanager groups them), each (job, kind) at
+most once per ``rate_s``.  At most ``HOOK_WORKERS`` calls run at once, on threads of
+their own, so a slow or hanging command never holds the monitor up (it is killed after
+``HOOK_TIMEOUT_S``) and a thousand failing jobs start one process, not a thousand.
 """
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ import subprocess
 import tempfile
 import threading
 import time
+from collections import deque
 from typing import Callable, Iterable, Optional, Sequence
 
 from ..figures.alerts import Alert, Rules, evaluate
@@ -25,7 +28,11 @@ from ..store.job_store import Job
 
 RATE_S = 600.0  # one run of the command per (job, kind) per ten minutes
 HOOK_TIMEOUT_S = 60.0
+HOOK_WORKERS = 4  # calls of the command running at once
+MAX_GROUP = 1000  # alerts in one call at most
+MAX_PENDING = 20000  # alerts waiting for a runner at most (the oldest are dropped, with a warning)
 MAX_SEEN = 20000
+MAX_KEPT = 10000  # delivered alerts kept for the screen (all are counted)
 #: statuses in which time alone, with no new line, can raise an alert (stalled, startup-hang)
 _TIME_BOUND = ("training", "starting")
 
@@ -44,51 +51,97 @@ def split_command(text: str) -> list[str]:
     return argv
 
 
-class _Limited:
-    """Runs ``action(alert)`` on a thread, at most once per (job, kind) per ``rate_s``."""
+class _Grouped:
+    """Hands alerts to ``action`` in groups, on at most ``workers`` threads: the alerts
+    waiting when a runner is free go in one call.  Each (job, kind) passes at most once
+    per ``rate_s``."""
 
-    def __init__(self, action: Callable[[Alert], None], rate_s: float, clock: Callable[[], float]) -> None:
+    def __init__(self, action: Callable[[list[Alert]], None], rate_s: float, clock: Callable[[], float],
+                 workers: int = HOOK_WORKERS, on_drop: Callable[[int], None] = lambda n: None) -> None:
         self.action, self.rate_s, self.clock = action, rate_s, clock
+        self.workers = max(1, workers)
+        self.on_drop = on_drop
         self._last: dict[tuple[str, str], float] = {}
-        self.threads: list[threading.Thread] = []
+        self._pending: deque[Alert] = deque()
+        self._lock = threading.Lock()
+        self._idle = threading.Condition(self._lock)
+        self._running = 0  # runner threads alive
+        self.calls = 0
 
-    def __call__(self, alert: Alert) -> None:
+    def __call__(self, alerts: Sequence[Alert]) -> None:
         now = self.clock()
-        key = (alert.job, alert.kind)
-        last = self._last.get(key)
-        if last is not None and now - last < self.rate_s:
+        passed = []
+        for alert in alerts:
+            key = (alert.job, alert.kind)
+            last = self._last.get(key)
+            if last is not None and now - last < self.rate_s:
+                continue
+            self._last[key] = now
+            passed.append(alert)
+        if not passed:
             return
-        self._last[key] = now
-        thread = threading.Thread(target=self.action, args=(alert,), daemon=True, name="tuimon-alert-hook")
-        thread.start()
-        self.threads = [t for t in self.threads if t.is_alive()] + [thread]
+        with self._lock:
+            self._pending.extend(passed)
+            dropped = len(self._pending) - MAX_PENDING
+            for _ in range(max(0, dropped)):
+                self._pending.popleft()
+            start = self._running < self.workers
+            if start:
+                self._running += 1
+        if dropped > 0:
+            self.on_drop(dropped)
+        if start:
+            threading.Thread(target=self._runner, daemon=True, name="tuimon-alert-hook").start()
+
+    def _runner(self) -> None:
+        while True:
+            with self._lock:
+                if not self._pending:
+                    self._running -= 1
+                    self._idle.notify_all()
+                    return
+                group = [self._pending.popleft() for _ in range(min(MAX_GROUP, len(self._pending)))]
+                self.calls += 1
+            try:
+                self.action(group)
+            except Exception:  # a sink's failure is its own warning; the runner goes on
+                pass
 
     def join(self, timeout: float) -> None:
-        for t in self.threads:
-            t.join(timeout)
+        """Wait up to ``timeout`` seconds for the calls under way and waiting."""
+        deadline = time.monotonic() + timeout
+        with self._lock:
+            while self._running and (left := deadline - time.monotonic()) > 0:
+                self._idle.wait(left)
 
 
 class AlertFeed:
     def __init__(self, rules: Rules, *, command: Optional[Sequence[str]] = None, notify: bool = False,
                  seen_path: Optional[str] = None, startup_timeout: float = STARTUP_TIMEOUT_S,
                  on_warning: Callable[[str], None] = lambda message: None,
-                 clock: Callable[[], float] = time.time, rate_s: float = RATE_S) -> None:
+                 clock: Callable[[], float] = time.time, rate_s: float = RATE_S,
+                 hook_workers: int = HOOK_WORKERS) -> None:
         self.rules = rules
         self.startup_timeout = startup_timeout
         self.on_warning = on_warning
         self.clock = clock
         self.seen_path = seen_path
         self.seen: set[tuple] = set(_load_seen(seen_path, on_warning)) if seen_path else set()
-        self.delivered: list[Alert] = []
+        self.delivered: deque[Alert] = deque(maxlen=MAX_KEPT)  # the latest, for the alerts screen
+        self.delivered_count = 0
         #: job key -> (version judged, its last write then, whether time alone may raise an alert)
         self._judged: dict[str, tuple[int, Optional[float], bool]] = {}
         self._warned: set[str] = set()
-        self._sinks: list[_Limited] = []
+        self._sinks: list[_Grouped] = []
+
+        def dropped(n: int) -> None:
+            self._warn_once(f"alerts come faster than --on-alert takes them: {n} dropped")
         if command:
-            self._sinks.append(_Limited(lambda a: self._run(list(command), a), rate_s, clock))
+            self._sinks.append(_Grouped(lambda group: self._run(list(command), group), rate_s, clock,
+                                        hook_workers, dropped))
         if notify:
             if shutil.which("notify-send"):
-                self._sinks.append(_Limited(self._notify, rate_s, clock))
+                self._sinks.append(_Grouped(self._notify, rate_s, clock, 1, dropped))
             else:
                 on_warning("desktop notifications asked for, but notify-send is not installed: skipped")
 
@@ -117,10 +170,11 @@ class AlertFeed:
                     continue
                 self.seen.add(key)
                 fresh.append(alert)
-        for alert in fresh:
-            self.delivered.append(alert)
+        self.delivered.extend(fresh)
+        self.delivered_count += len(fresh)
+        if fresh:
             for sink in self._sinks:
-                sink(alert)
+                sink(fresh)
         if fresh and self.seen_path:
             self._save()
         return fresh
@@ -130,9 +184,10 @@ class AlertFeed:
             sink.join(timeout)
 
     # -- sinks --------------------------------------------------------------------------
-    def _run(self, argv: list[str], alert: Alert) -> None:
+    def _run(self, argv: list[str], group: list[Alert]) -> None:
         try:
-            subprocess.run(argv, input=json.dumps(alert.to_dict(), allow_nan=False).encode(), shell=False,
+            body = json.dumps([a.to_dict() for a in group], allow_nan=False).encode()
+            subprocess.run(argv, input=body, shell=False,
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=HOOK_TIMEOUT_S,
                            check=False)
         except FileNotFoundError:
@@ -144,9 +199,15 @@ class AlertFeed:
         except OSError as exc:
             self._warn_once(f"--on-alert: {argv[0]}: {exc.strerror or exc}")
 
-    def _notify(self, alert: Alert) -> None:
+    def _notify(self, group: list[Alert]) -> None:
+        alert = group[0]
+        if len(group) == 1:
+            title, body = f"tuimon: {alert.kind} in {alert.job}", alert.message
+        else:
+            title = f"tuimon: {len(group)} alerts"
+            body = "\n".join(f"{a.kind} in {a.job}" for a in group[:8]) + ("\n..." if len(group) > 8 else "")
         try:
-            subprocess.run(["notify-send", f"tuimon: {alert.kind} in {alert.job}"[:200], alert.message[:500]],
+            subprocess.run(["notify-send", title[:200], body[:500]],
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=10, check=False)
         except (OSError, subprocess.TimeoutExpired):
             self._warn_once("notify-send failed")

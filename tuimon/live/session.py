@@ -317,7 +317,7 @@ class LiveSession:
                 rows.append(self._row(job, now))
         done, total, files = self.progress()
         snap = Snapshot(rows=rows, bytes_done=done, bytes_total=total, files=files, statuses=self.statuses(),
-                        taken_at=now, alerts=len(self.alert_feed.delivered))
+                        taken_at=now, alerts=self.alert_feed.delivered_count)
         return snap
 
     def _judge_alerts(self, now: float) -> None:
@@ -425,6 +425,7 @@ class LiveSession:
         import csv
         import io
 
+        from ..figures.summary import csv_text
         from ..store.fields import FIELDS
 
         with self.lock:
@@ -442,8 +443,8 @@ class LiveSession:
                     values: list[Any] = [int(p["iteration"]) if p["iteration"] >= 0 else ""]
                     values += ["" if not math.isfinite(v) else round(float(v), 6) for v in (p[k] for k in keys[1:])]
                     fid = int(p["file"])
-                    writer.writerow([rank, *values, "" if wall is None else round(wall, 3),
-                                     job.files[fid] if fid < len(job.files) else "", int(p["line"])])
+                    writer.writerow([csv_text(str(rank)), *values, "" if wall is None else round(wall, 3),
+                                     csv_text(job.files[fid]) if fid < len(job.files) else "", int(p["line"])])
             return job.name, buf.getvalue()
 
     def log_sources(self, key: str) -> list[Lines]:
