@@ -153,3 +153,33 @@ def test_default_csv_is_numbers_or_empty_one_value_a_cell():
     deepspeed = next(r for r in rows if r["job"] == "megatron-deepspeed-8gpu-1234567")
     assert deepspeed["iterations"] == "20" and deepspeed["train_iters"] == "100"
     assert "differ by" in deepspeed["checks"]
+
+
+@pytest.mark.parametrize("text, line, says", [
+    ("a = " + "[" * 3000 + "]" * 3000 + "\n", None, "nested too deeply"),
+    ("[" + ".".join(["t"] * 3000) + "]\n", None, "nested too deeply"),
+    ("gpu = \"h100\"\npoll = 1e400\n", 2, "poll = inf"),
+    ("poll = 100000000000000000000000000000000000\n", 1, "at most 1e7"),
+    ("[alerts]\nloss-spike = { k = 1e400 }\n", 2, "alerts.loss-spike.k"),
+    ("[serve]\nretain = \"2h\"\nlisten = \"0:9464\"\n", 3, "serve.listen"),
+    ("[serve]\nlisten = \"[]:9464\"\n", 2, "serve.listen"),
+    ("[serve]\nretain = \"soon\"\n", 2, "serve.retain"),
+    ("[alerts]\nbell = true\non_alert = \"notify 'unclosed\"\n", 3, "alerts.on_alert"),
+])
+def test_a_bad_value_in_the_file_is_one_line_naming_file_and_line(tmp_path, text, line, says):
+    env = write_config(tmp_path, text)
+    path = tmp_path / "tuimon" / "config.toml"
+    for argv in (["config", "show"], ["summary", str(MEGATRON)], ["serve", str(MEGATRON)]):
+        r = cli(*argv, env=env)
+        assert r.returncode == 2 and r.stderr.count("\n") == 1 and "Traceback" not in r.stderr, r.stderr
+        where = f"{path}:{line}:" if line else f"{path}:"
+        assert where in r.stderr and says in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("argv", [["summary", "--bogus", "x"], ["serve", "--retain", "-5", "x"],
+                                  ["events", "--follow", "--poll", "1e300", "x"], ["events", "--follow", "--poll", "nan", "x"],
+                                  ["summary"], ["bogus-verb"], ["formats", "nope"]])
+def test_misuse_is_one_line_and_exit_2(argv):
+    r = cli(*argv)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+    assert "usage:" not in r.stderr and "-h" in r.stderr

@@ -8,7 +8,7 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any, NoReturn, Optional, Sequence
 
 from .. import __version__
 from ..engine.alloc import keep_freed_memory
@@ -36,6 +36,15 @@ def _err(message: str) -> None:
     print(f"tuimon: error: {sanitize(message)}", file=sys.stderr)
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """Misuse is one line and exit status 2: the error and where help is, not the whole
+    usage (which scrolls the error off a small terminal)."""
+
+    def error(self, message: str) -> NoReturn:
+        sys.stderr.write(f"{self.prog}: error: {sanitize(message)} (see {self.prog} -h)\n")
+        sys.exit(EXIT_USAGE)
+
+
 def _warn(message: str) -> None:
     print(f"tuimon: warning: {sanitize(message)}", file=sys.stderr, flush=True)
 
@@ -48,6 +57,8 @@ def _positive_float(text: str) -> float:
         raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
     if not math.isfinite(value) or value <= 0:
         raise argparse.ArgumentTypeError(f"must be a positive number: {text!r}")
+    if value > 1e7:  # a sleep or a deadline that long overflows the clock; it is a typo anyway
+        raise argparse.ArgumentTypeError(f"{text!r} is too large (at most 1e7)")
     return value
 
 
@@ -107,7 +118,7 @@ def _add_metrics_option(p: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="tuimon", description="Live monitor for distributed training logs.")
+    parser = OneLineParser(prog="tuimon", description="Live monitor for distributed training logs.")
     parser.add_argument("--version", action="version", version=f"tuimon {__version__}")
     parser.add_argument("--config", metavar="FILE",
                         help="settings file (default $XDG_CONFIG_HOME/tuimon/config.toml); flags override it")

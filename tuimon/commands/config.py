@@ -30,6 +30,7 @@ the file, the line and the key, and exit status 2: never a silent half-configura
 """
 from __future__ import annotations
 
+import math
 import os
 import re
 import tomllib
@@ -64,8 +65,40 @@ def _str(v: Any) -> bool:
     return isinstance(v, str)
 
 
+MAX_NUMBER = 1e7  # seconds, TFLOPs or a rule's setting: anything larger is a typo (1e400 is inf)
+
+
 def _number(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and 0 < v <= MAX_NUMBER
+
+
+def _listen(v: Any) -> bool:
+    from ..exports.listen import ListenError, parse_listen
+
+    try:
+        return isinstance(v, str) and bool(parse_listen(v))
+    except ListenError:
+        return False
+
+
+def _command(v: Any) -> bool:
+    from ..live.alerting import HookError, split_command
+
+    try:
+        return isinstance(v, str) and bool(split_command(v))
+    except HookError:
+        return False
+
+
+def _duration(v: Any) -> bool:
+    import argparse
+
+    from .serve import duration_seconds
+
+    try:
+        return isinstance(v, str) and duration_seconds(v) > 0
+    except argparse.ArgumentTypeError:
+        return False
 
 
 def _strings(v: Any) -> bool:
@@ -77,7 +110,7 @@ def _bool(v: Any) -> bool:
 
 
 def _int(v: Any) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool) and v > 0
+    return isinstance(v, int) and not isinstance(v, bool) and 0 < v <= MAX_NUMBER
 
 
 @dataclass(frozen=True)
@@ -97,23 +130,25 @@ def _expand(v: Any) -> Any:
 SETTINGS: tuple[Setting, ...] = (
     Setting("gpu", "gpu", _gpu, "a GPU name (tuimon summary --help lists them)", lambda v: v.strip().lower(),
             help="GPU model for MFU"),
-    Setting("gpu_peak", "gpu_peak", _number, "a positive number of TFLOPs", help="peak TFLOPs per GPU"),
+    Setting("gpu_peak", "gpu_peak", _number, "a positive number of TFLOPs (at most 1e7)", help="peak TFLOPs per GPU"),
     Setting("theme", "theme", _theme, "dark, light or high-contrast", help="colour theme"),
-    Setting("poll", "poll", _number, "a positive number of seconds", help="poll interval"),
+    Setting("poll", "poll", _number, "a positive number of seconds (at most 1e7)", help="poll interval"),
     Setting("include", "include", _strings, "a list of globs", help="file name patterns to read"),
     Setting("exclude", "exclude", _strings, "a list of globs", help="file name patterns to skip"),
     Setting("formats", "formats", _strings, "a list of directories", _expand, help="user format directories"),
     Setting("ssh_config", "ssh_config", _str, "a file name", _expand, help="OpenSSH client config"),
     Setting("cache", "no_cache", _bool, "true or false", lambda v: not v, help="use the parse cache"),
     Setting("cache_dir", "cache_dir", _str, "a directory", _expand, help="where the parse cache lives"),
-    Setting("startup_timeout", "startup_timeout", _number, "a positive number of seconds",
+    Setting("startup_timeout", "startup_timeout", _number, "a positive number of seconds (at most 1e7)",
             help="no step this long after the start: STUCK IN STARTUP"),
     Setting("alerts.bell", "no_bell", _bool, "true or false", lambda v: not v, help="ring the bell on alerts"),
     Setting("alerts.notify", "notify", _bool, "true or false", help="desktop notifications"),
-    Setting("alerts.on_alert", "on_alert", _str, "a command", help="command run with each alert"),
-    Setting("serve.listen", "listen", _str, "HOST:PORT", help="where serve listens"),
-    Setting("serve.retain", "retain", _str, "a duration such as 24h", help="how long ended jobs stay in metrics"),
-    Setting("serve.max_jobs", "max_jobs", _int, "a positive whole number", help="most jobs in metrics"),
+    Setting("alerts.on_alert", "on_alert", _command, "a command (words as a shell splits them)",
+            help="command run with each alert"),
+    Setting("serve.listen", "listen", _listen, "HOST:PORT with the host named, such as 127.0.0.1:9464",
+            help="where serve listens"),
+    Setting("serve.retain", "retain", _duration, "a duration such as 24h", help="how long ended jobs stay in metrics"),
+    Setting("serve.max_jobs", "max_jobs", _int, "a positive whole number (at most 1e7)", help="most jobs in metrics"),
 )
 BY_KEY = {s.key: s for s in SETTINGS}
 
@@ -142,10 +177,13 @@ def load(path: Optional[str] = None, *, explicit: bool = False) -> Config:
     text = raw.decode("utf-8", "replace")
     try:
         data = tomllib.loads(text)
+        flat = _flatten(data)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: bad TOML: {exc}") from None
+    except RecursionError:
+        raise ConfigError(f"{path}: nested too deeply to be a tuimon config") from None
     config = Config(path=path)
-    for key, value in _flatten(data):
+    for key, value in flat:
         where = f"{path}:{_line_of(text, key)}"
         if key.startswith("alerts.") and key.split(".")[1] in RULE_DEFAULTS:
             config.rules.extend(_rule(key.split(".", 2)[1:], value, where))
@@ -155,10 +193,16 @@ def load(path: Optional[str] = None, *, explicit: bool = False) -> Config:
             known = ", ".join(s.key for s in SETTINGS)
             raise ConfigError(f"{where}: unknown key {key!r} (known: {known}, and alerts.<rule>)")
         if not setting.check(value):
-            raise ConfigError(f"{where}: {key} = {value!r}: expected {setting.kind}")
+            raise ConfigError(f"{where}: {key} = {_short(value)}: expected {setting.kind}")
         config.values[setting.dest] = setting.convert(value)
         config.origins[setting.dest] = where
     return config
+
+
+def _short(value: Any) -> str:
+    """A value for an error line: one line, not a screenful."""
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _flatten(data: dict, prefix: str = "") -> list[tuple[str, Any]]:
@@ -189,7 +233,8 @@ def _rule(parts: list[str], value: Any, where: str) -> list[str]:
             known = ", ".join(RULE_DEFAULTS[kind]) or "none"
             raise ConfigError(f"{where}: alerts.{kind}.{param}: unknown setting (settings: {known})")
         if not _number(number):
-            raise ConfigError(f"{where}: alerts.{kind}.{param} = {number!r}: expected a positive number")
+            raise ConfigError(f"{where}: alerts.{kind}.{param} = {number!r}: expected a positive number "
+                              f"(at most 1e7)")
         out.append(f"{kind}.{param}={number}")
     return out
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import signal
 import sys
 import threading
@@ -29,6 +30,8 @@ def duration_seconds(text: str) -> float:
         raise argparse.ArgumentTypeError(f"{text!r} is not a duration (such as 90s, 30m, 24h, 7d)") from None
     if not value > 0:
         raise argparse.ArgumentTypeError(f"{text!r}: a duration must be positive")
+    if not math.isfinite(value) or value > 1e10:
+        raise argparse.ArgumentTypeError(f"{text!r}: too long a duration")
     return value
 
 
