@@ -23,7 +23,8 @@ def checked_layout(block):
     data, newlines = block.layout
     assert data.decode("ascii") == block.text
     assert newlines.tolist() == [i for i, ch in enumerate(block.text) if ch == "\n"]
-    assert len(newlines) == block.lines
+    # segments of one line are text lines that share a number
+    assert len(newlines) == block.lines + len(block.continued) - (1 if 0 in block.continued else 0)
 
 
 def test_partial_line_is_held_until_newline():
@@ -63,22 +64,93 @@ def test_any_chunking_gives_the_same_lines(lines, cuts):
 
 
 def test_carriage_returns_before_newline_are_dropped_and_bars_keep_their_last_segment():
-    data = b"a\r\nb\r\r\nc\r\r\r\r\r\nbar 10%\rbar 50%\rbar 100%\nplain\n"
+    data = b"a\r\nb\r\r\nc\r\r\r\r\r\n\rbar 10%\rbar 50%\rbar 100%\nplain\n"
     text, _ = frame_all([data])
     assert text == "a\nb\nc\nbar 100%\nplain\n"
+
+
+def test_a_lone_carriage_return_ending_a_record_loses_nothing():
+    """print(line, end="\\r") a hundred times: a hundred lines (the last segment alone
+    kept one in a hundred), at any chunking, with or without a newline at the end."""
+    from tests.test_cache import _lines
+    from tuimon.engine.ingest import FileParser
+
+    records = _lines(1, 101).splitlines()
+    for tail in ("", "\n", "\r\n", "done\n"):
+        data = ("\r".join(records) + "\r" + tail).encode()
+        for cut in (1, 7, 4096, len(data)):
+            fp = FileParser("cr.log")
+            events = []
+            for i in range(0, len(data), cut):
+                events += fp.feed(data[i:i + cut])
+            events += fp.finish()
+            its = [e for e in events if e.to_dict()["type"] == "iteration"]
+            assert len(its) == 100, (tail, cut)
+            assert {e.line for e in its} == {1}, "segments of one line keep its number (as grep -n counts)"
+            assert fp.stats.lines == 1
+
+
+def test_segment_lines_keep_the_file_line_numbers():
+    from tuimon.engine.ingest import FileParser
+
+    data = b"x 1\nstep 1 loss 2.0\rstep 2 loss 2.0\rstep 3 loss 2.0\nstep 4 loss 2.0\n\rbar\rbar 2\nstep 5 loss 1\n"
+    for cut in range(1, len(data) + 1):
+        fp = FileParser("seg.log")
+        lines: list = []
+        fp.on_block = lambda label, text, first: lines.extend(
+            (first + k, t) for k, t in enumerate(text.split("\n")[:-1]))
+        for i in range(0, len(data), cut):
+            fp.feed(data[i:i + cut])
+        fp.finish()
+        assert lines == [(1, "x 1"), (2, "step 1 loss 2.0"), (2, "step 2 loss 2.0"), (2, "step 3 loss 2.0"),
+                         (3, "step 4 loss 2.0"), (4, "bar 2"), (5, "step 5 loss 1")], cut
+        assert fp.stats.lines == 5
+
+
+def test_a_trailing_carriage_return_ends_no_line_early():
+    for data in (b"a\r\nb\n", b"a\r\r\nb\n", b"\rbar 1\rbar 2\r\nb\n"):
+        want, _ = frame_all([data])
+        for cut in range(1, len(data)):
+            assert frame_all([data[:cut], data[cut:]])[0] == want, (data, cut)
+
+
+def test_a_writer_that_never_writes_a_newline_is_read_as_it_goes():
+    from tuimon.sources.framing import Framer
+
+    f = Framer(max_line=1000)
+    got = "".join(f.feed(f"step {i} loss 2.5\r".encode()).text for i in range(100_000))
+    assert got.count("\n") == 99_999 and f.pending < 100 and f.too_long == 0  # the last waits for its end
+    bar = Framer(max_line=1000)
+    bar.feed(b"\r")
+    for i in range(100_000):
+        bar.feed(f" {i}%|###| {i}/100000\r".encode())
+    assert bar.pending < 100 and bar.too_long == 0  # a bar with no end holds its last update only
+    assert bar.feed(b"\n").text == " 99999%|###| 99999/100000\n"
+
+
+def _reference(raw: str) -> str:
+    """Drop every run of CR before LF; a line that starts with CR keeps what follows its
+    last CR, any other line holding CR is one line per non-empty segment."""
+    import re
+
+    out = []
+    for line in re.sub(r"\r+(?=\n)", "", raw).split("\n")[:-1]:
+        if line.startswith("\r"):
+            out.append(line[line.rfind("\r") + 1:])
+        elif "\r" in line:
+            out.extend(seg for seg in line.split("\r") if seg)
+        else:
+            out.append(line)
+    return "".join(line + "\n" for line in out)
 
 
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.text(alphabet="ab\r é", max_size=12), max_size=40), st.integers(min_value=1, max_value=50))
 def test_carriage_returns_match_the_reference(lines, cut):
-    """Reference: drop every run of CR before LF, then keep what follows a line's last CR."""
-    import re
-
     raw = "".join(line + "\n" for line in lines)
-    ref = "".join(line[line.rfind("\r") + 1:] + "\n" for line in re.sub(r"\r+(?=\n)", "", raw).split("\n")[:-1])
     data = raw.encode()
     text, _ = frame_all([data[i:i + cut] for i in range(0, len(data), cut)])
-    assert text == ref
+    assert text == _reference(raw)
 
 
 @settings(max_examples=300, deadline=None)

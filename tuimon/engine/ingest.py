@@ -59,22 +59,28 @@ class FileParser:
         return state
 
     def feed(self, data: bytes) -> list[Event]:
-        block = self.framer.feed(data)
-        return self.engine.feed_block(block.text, block.first_line) if self._shown(block) else []
+        return self._parse(self.framer.feed(data))
 
     def finish(self) -> list[Event]:
-        block = self.framer.flush()
-        events = self.engine.feed_block(block.text, block.first_line) if self._shown(block) else []
+        events = self._parse(self.framer.flush())
         events.extend(self.engine.flush())
         return events
 
-    def _shown(self, block: Block) -> bool:
-        """Whether ``block`` holds lines; if so, ``on_block`` has been shown them."""
+    def _parse(self, block: Block) -> list[Event]:
+        """The block's events (``on_block`` shown its lines first).  Segments of one line
+        (a lone ``\r`` ended them) go in pieces that keep that line's number."""
         if not block.lines:
-            return False
-        if self.on_block is not None:
-            self.on_block(self.label, block.text, block.first_line)
-        return True
+            return []
+        if not block.continued:
+            if self.on_block is not None:
+                self.on_block(self.label, block.text, block.first_line)
+            return self.engine.feed_block(block.text, block.first_line)
+        events: list[Event] = []
+        for text, first in block.runs():
+            if self.on_block is not None:
+                self.on_block(self.label, text, first)
+            events.extend(self.engine.feed_block(text, first))
+        return events
 
     @property
     def stats(self) -> ParseStats:

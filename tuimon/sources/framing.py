@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Optional
+from typing import Optional, Sequence
 
 import numpy as np
 
@@ -35,11 +35,26 @@ def _drop_cr_before_nl(data: bytes) -> bytes:
     return _CR_BEFORE_NL.sub(b"", data) if b"\r\n" in data else data
 
 
-def _keep_last_segments(data: bytes) -> bytes:
-    """Lines holding ``\r`` lose the ones that end them (``\r\n``) and keep what
-    follows the last other one (progress bars).  Only those lines are touched."""
+_CR_RUN = re.compile(rb"\r+")
+
+
+def _segments(line: bytes) -> bytes:
+    """One line (no ``\n``, trailing ``\r`` gone) holding ``\r``: a progress bar (it
+    starts with ``\r``) keeps its last segment; otherwise every non-empty segment is a
+    line (the ``\r`` ended a record)."""
+    if line[:1] == b"\r":
+        return line[line.rfind(b"\r") + 1:]
+    return _CR_RUN.sub(b"\n", line)
+
+
+def _keep_last_segments(data: bytes, continued: list[int]) -> bytes:
+    """Lines holding ``\r`` lose the ones that end them (``\r\n``) and are split or cut
+    by :func:`_segments`.  Only those lines are touched.  The output lines that are
+    second or later segments of one line are added to ``continued`` (by index): they
+    keep that line's number."""
     parts: list = []
     pos = 0
+    out_lines = 0  # lines of the output before ``pos``
     view = memoryview(data)  # the untouched runs are joined without a copy of their own
     find, rfind = data.find, data.rfind
     cr = find(b"\r")
@@ -50,20 +65,39 @@ def _keep_last_segments(data: bytes) -> bytes:
             end = len(data)
         line = data[start:end].rstrip(b"\r")
         parts.append(view[pos:start])
-        parts.append(line[line.rfind(b"\r") + 1:])
+        out_lines += data.count(b"\n", pos, start)
+        if b"\r" in line:
+            line = _segments(line)
+            extra = line.count(b"\n")
+            continued.extend(range(out_lines + 1, out_lines + 1 + extra))
+            out_lines += extra
+        parts.append(line)
         pos = end
         cr = find(b"\r", end)
     parts.append(view[pos:])
     return b"".join(parts)
 
 
-def _fix_carriage_returns(data: bytes) -> bytes:
+def split_held(partial: bytes) -> tuple[bytes, bytes]:
+    """A held partial line (from a line start, no ``\n``) as (records it already ends,
+    what stays held).  A record line ended by a lone ``\r`` followed by more bytes is
+    complete; a trailing ``\r`` waits (it may be half of ``\r\n``).  A progress bar
+    holds only its leading ``\r`` and last segments: memory stays bounded."""
+    cut = partial.rstrip(b"\r").rfind(b"\r")
+    if cut <= 0:
+        return b"", partial
+    if partial[:1] == b"\r":
+        return b"", b"\r" + partial[cut + 1:]
+    return partial[:cut] + b"\n", partial[cut + 1:]  # its segments are split (and numbered) as any line's
+
+
+def _fix_carriage_returns(data: bytes, continued: list[int]) -> bytes:
     first = data.find(b"\n")
     if first > 0 and data[first - 1] == 13:  # CRLF line endings: replace them in bulk first
         data = _drop_cr_before_nl(data)
         if b"\r" not in data:
             return data
-    return _keep_last_segments(data)
+    return _keep_last_segments(data, continued)
 
 
 def _has_line_longer(data: bytes, limit: int) -> bool:
@@ -80,10 +114,29 @@ def _has_line_longer(data: bytes, limit: int) -> bool:
 class Block:
     text: str  # complete lines, each ending in "\n"
     first_line: int  # 1-based number of the first line
-    lines: int
+    lines: int  # lines of the file the block ends (segments of one line count once)
     #: when ``text`` is ASCII: its bytes and the offsets of its newlines, which the
     #: trigger scanner would otherwise compute again (see tuimon.scan)
     layout: Optional[tuple[bytes, np.ndarray]] = None
+    #: indices of the text's lines that are later segments of the line before (a lone
+    #: ``\r`` ended a record): they carry its number.  Empty for almost every block.
+    continued: tuple[int, ...] = ()
+
+    def runs(self) -> list[tuple[str, int]]:
+        """(text, number of its first line) pieces whose lines are numbered one after
+        another: the whole block unless some lines are segments of one line."""
+        if not self.continued:
+            return [(self.text, self.first_line)] if self.text else []
+        lines = self.text.split("\n")[:-1]
+        out: list[tuple[str, int]] = []
+        cont = set(self.continued)
+        start, number = 0, self.first_line
+        for i in range(1, len(lines) + 1):
+            if i == len(lines) or i in cont:
+                out.append(("".join(line + "\n" for line in lines[start:i]), number))
+                number += (i - start) - (1 if i in cont else 0)
+                start = i
+        return out
 
 
 class Framer:
@@ -92,6 +145,7 @@ class Framer:
         self._partial = b""
         self._discarding = False
         self.next_line = 1
+        self._open = False  # the held partial line began in a block already out (its first segments)
         self.too_long = 0
         self.invalid_utf8 = 0
         self.bytes_in = 0
@@ -113,15 +167,22 @@ class Framer:
             prefix_lines.append(TOO_LONG_MARKER)
         last_nl = data.rfind(b"\n")  # the held partial line has none
         if last_nl < 0:
-            self._hold(self._partial + data if self._partial else data)
-            return self._finish(prefix_lines, b"")
+            held = self._partial + data if self._partial else bytes(data)
+            done, held = split_held(held) if b"\r" in held else (b"", held)
+            self._hold(held)
+            return self._finish(prefix_lines, done, open_after=bool(done))
         # one copy of the complete lines (a block is a megabyte), none when the read ends a line
         if self._partial:
             complete = b"".join((self._partial, memoryview(data)[:last_nl + 1]))
         else:
             complete = data if last_nl + 1 == len(data) and type(data) is bytes else bytes(data[:last_nl + 1])
-        self._hold(data[last_nl + 1:])
-        return self._finish(prefix_lines, complete)
+        rest = bytes(data[last_nl + 1:])
+        done = b""
+        if b"\r" in rest:
+            done, rest = split_held(rest)
+            complete = complete + done if done else complete
+        self._hold(rest)
+        return self._finish(prefix_lines, complete, open_after=bool(done))
 
     def flush(self) -> Block:
         """End of input: the held partial line becomes a line of its own."""
@@ -140,14 +201,23 @@ class Framer:
         else:
             self._partial = bytes(rest)
 
-    def _finish(self, prefix_lines: list[str], complete: bytes) -> Block:
+    def _finish(self, prefix_lines: list[str], complete: bytes, open_after: bool = False) -> Block:
+        """The block of ``prefix_lines`` (markers) and the ``complete`` lines.  While a
+        line is open (its first segments went out, the rest is held), what ends it is a
+        segment of it: numbered with it."""
+        continued: list[int] = [0] if self._open and (prefix_lines or complete) else []
+        if not (prefix_lines or complete):
+            return self._block("", 0)
+        self._open = open_after
         if not complete:
             text = "".join(line + "\n" for line in prefix_lines)
-            return self._block(text, len(prefix_lines))
+            return self._block(text, len(prefix_lines), None, continued)
         if len(complete) > self.max_line and _has_line_longer(complete, self.max_line):
             complete = self._drop_long_lines(complete)
         if b"\r" in complete:
-            complete = _fix_carriage_returns(complete)
+            segments: list[int] = []
+            complete = _fix_carriage_returns(complete, segments)
+            continued += [i + len(prefix_lines) for i in segments]
         newlines = np.flatnonzero(np.frombuffer(complete, dtype=np.uint8) == 10)
         n = len(newlines)
         try:
@@ -160,7 +230,7 @@ class Framer:
         if prefix_lines:
             text = "".join(line + "\n" for line in prefix_lines) + text
         layout = (complete, newlines) if text.isascii() else None  # a marker or a U+FFFD is not ASCII
-        return self._block(text, n + len(prefix_lines), layout)
+        return self._block(text, n + len(prefix_lines), layout, continued)
 
     def _drop_long_lines(self, complete: bytes) -> bytes:
         marker = TOO_LONG_MARKER.encode()
@@ -173,7 +243,13 @@ class Framer:
                 out.append(line)
         return b"\n".join(out) + b"\n"
 
-    def _block(self, text: str, lines: int, layout: Optional[tuple[bytes, np.ndarray]] = None) -> Block:
-        block = Block(text, self.next_line, lines, layout)
+    def _block(self, text: str, lines: int, layout: Optional[tuple[bytes, np.ndarray]] = None,
+               continued: Sequence[int] = ()) -> Block:
+        if continued:
+            first = self.next_line - 1 if continued[0] == 0 else self.next_line  # an open line goes on
+            lines -= len(continued)
+            block = Block(text, first, lines + (1 if continued[0] == 0 else 0), layout, tuple(sorted(continued)))
+        else:
+            block = Block(text, self.next_line, lines, layout)
         self.next_line += lines
         return block
