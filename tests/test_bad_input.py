@@ -1,6 +1,7 @@
 """Bad input never crashes tuimon nor loses the good lines around it."""
 from __future__ import annotations
 
+import json
 import os
 import random
 import subprocess
@@ -155,3 +156,15 @@ def test_csv_cells_a_spreadsheet_would_run_are_quoted_as_text(tmp_path):
         jobs = [c for c in cells if "HYPERLINK" in c or "cmd" in c]
         assert len(jobs) >= 2 and all(c.startswith("'") for c in jobs), jobs
         assert not any(c and c[0] in "=+@" for c in cells), cells
+
+
+def test_a_negative_duration_is_a_bad_value_not_a_minimum(tmp_path):
+    line = (" iteration {i:8d}/    1000 | consumed samples: {s:12d} | elapsed time per iteration (ms): {ms} | "
+            "global batch size:    64 | lm loss: 2.5E+00 | loss scale: 4096.0 |\n")
+    text = "".join(line.format(i=i, s=i * 64, ms={50: "-5.0", 60: "0.0"}.get(i, f"{2500 + i % 7}.0"))
+                   for i in range(1, 100))
+    (tmp_path / "neg.log").write_text(text)
+    r = _cli("summary", "--no-cache", "--format", "json", str(tmp_path))
+    times = json.loads(r.stdout)[0]["iter_time_ms"]
+    assert times["min"] == 2500.0 and times["mean"] > 2500.0, times
+    assert json.loads(r.stdout)[0]["iterations_seen"] == 99  # the point stays, its time is missing

@@ -6,6 +6,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Optional
 
+import numpy as np
+
 from parsers.events import Event
 
 from ..sources.framing import Block, Framer
@@ -68,19 +70,22 @@ class FileParser:
 
     def _parse(self, block: Block) -> list[Event]:
         """The block's events (``on_block`` shown its lines first).  Segments of one line
-        (a lone ``\r`` ended them) go in pieces that keep that line's number."""
+        (a lone ``\\r`` ended them) are parsed with the block, as lines of their own, and
+        their events then given the number of the file line they are in."""
         if not block.lines:
             return []
         if not block.continued:
             if self.on_block is not None:
                 self.on_block(self.label, block.text, block.first_line)
             return self.engine.feed_block(block.text, block.first_line)
-        events: list[Event] = []
-        for text, first in block.runs():
-            if self.on_block is not None:
+        if self.on_block is not None:
+            for text, first in block.runs():
                 self.on_block(self.label, text, first)
-            events.extend(self.engine.feed_block(text, first))
-        return events
+        events = self.engine.feed_block(block.text, block.first_line)
+        later = np.asarray([i for i in block.continued if i > 0], dtype=np.int64)
+        first = block.first_line
+        return [ev._replace(line=ev.line - int(np.searchsorted(later, ev.line - first, side="right")))
+                if ev.line is not None and ev.line > first else ev for ev in events]
 
     @property
     def stats(self) -> ParseStats:

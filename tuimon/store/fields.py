@@ -47,6 +47,9 @@ class Field:
     digits: int = 2  # decimals shown in tables
     summary: bool = True  # a key of its own in the summary JSON (and a CSV column)
     shown: bool = False  # a column of the default table and of the app's jobs screen
+    #: values at or below this (a duration of -5 ms, a negative rate) are bad values: the
+    #: point keeps its other fields, this one is missing (NaN), never a minimum or a median
+    floor: Optional[float] = None
 
 
 FIELDS: tuple[Field, ...] = (
@@ -54,21 +57,21 @@ FIELDS: tuple[Field, ...] = (
                                "throughput": _attr("iteration")}, "last", "", "Iter", 0, summary=False),
     Field("elapsed_ms", "<f4", {"iteration": _attr("elapsed_ms"), "step": _attr("elapsed_ms"),
                                 "throughput": _attr("iteration_time_s", 1000.0)}, "median", "ms", "Iter time",
-          summary=False),
+          summary=False, floor=0.0),
     Field("loss", "<f4", {"iteration": lambda ev: primary_loss(ev.losses), "step": _attr("loss")}, "last", "",
           "Loss", 4, summary=False),
     Field("grad_norm", "<f4", {"iteration": _attr("grad_norm")}, "last", "", "Grad norm", 3, summary=False),
     Field("tflops", "<f4", {"iteration": _attr("tflops_reported"), "throughput": _attr("tflops_reported")},
-          "median", "TFLOP/s/GPU", "TFLOPs rep", 1, summary=False),
+          "median", "TFLOP/s/GPU", "TFLOPs rep", 1, summary=False, floor=0.0),
     Field("samples_per_sec", "<f4", {"iteration": _attr("samples_per_sec"), "step": _attr("samples_per_sec"),
                                      "throughput": _attr("samples_per_sec")}, "median", "samples/s", "Samples/s", 3,
-          shown=True),
+          shown=True, floor=0.0),
     Field("tokens_per_sec", "<f4", {"iteration": _attr("tokens_per_sec"), "throughput": _attr("tokens_per_sec")},
-          "median", "tokens/s", "Tokens/s", 0),
+          "median", "tokens/s", "Tokens/s", 0, floor=0.0),
     Field("tokens_per_gpu_per_sec", "<f4", {"iteration": _attr("tokens_per_gpu_per_sec"),
                                             "throughput": _attr("tokens_per_gpu_per_sec")},
-          "median", "tokens/s/GPU", "Tokens/s/GPU", 0),
-    Field("mfu_reported", "<f4", {"throughput": _attr("mfu", 0.01)}, "median", "ratio", "MFU rep", 4),
+          "median", "tokens/s/GPU", "Tokens/s/GPU", 0, floor=0.0),
+    Field("mfu_reported", "<f4", {"throughput": _attr("mfu", 0.01)}, "median", "ratio", "MFU rep", 4, floor=0.0),
 )
 
 BY_KEY = {f.key: f for f in FIELDS}
@@ -82,7 +85,17 @@ def getters_for(event_type: str) -> tuple[tuple[str, Getter], ...]:
     return _GETTERS.get(event_type, ())
 
 
+def _above(get: Getter, floor: float) -> Getter:
+    def checked(ev: Any) -> Any:
+        value = get(ev)
+        try:
+            return value if value is None or value > floor or value != value else None  # NaN stays NaN
+        except TypeError:
+            return None
+    return checked
+
+
 _GETTERS: dict[str, tuple[tuple[str, Getter], ...]] = {}
 for _f in FIELDS:
     for _event, _get in _f.sources.items():
-        _GETTERS[_event] = _GETTERS.get(_event, ()) + ((_f.key, _get),)
+        _GETTERS[_event] = _GETTERS.get(_event, ()) + ((_f.key, _get if _f.floor is None else _above(_get, _f.floor)),)
