@@ -278,12 +278,15 @@ def test_a_watch_ingest_process_reads_user_formats_even_when_spawned(tmp_path, m
 
 
 def test_a_regex_that_backtracks_without_end_is_refused_by_check(tmp_path):
-    """No nested repeat (the static test passes it), yet exponential: check runs it
-    on long probe lines in a child it can kill, and refuses it in bounded time."""
+    """No nested repeat (the static test passes it), yet exponential: the probe runs it
+    on long lines with a time bound, and refuses it in bounded time, at check and at load."""
+    from parsers.regex_safety import unbounded_nesting
+
     fmt = tmp_path / "slow.toml"
     fmt.write_text('name = "slow"\n[[lines]]\nevent = "step"\nregex = \'\'\'^(?:a|aa)+$(?P<step>\\d)\'\'\'\n')
-    from parsers.schema import format_from_toml
-    assert format_from_toml(fmt.read_text(), "slow.toml"), "the static test lets it through"
+    assert unbounded_nesting(r"^(?:a|aa)+$(?P<step>\d)") is None, "the static test lets it through"
+    with pytest.raises(FormatError, match="took over 2 s"):
+        format_from_toml(fmt.read_text(), "slow.toml")
     t0 = time.monotonic()
     r = _run("formats", "check", str(fmt))
     assert r.returncode == 2 and "took over 2 s" in r.stderr and str(fmt) in r.stderr, r.stderr
@@ -309,3 +312,90 @@ types = { wall_time = "time" }
     with pytest.raises(FormatError, match="cannot fill 'wall_time'"):
         format_from_toml('name = "x"\n[[lines]]\nevent = "step"\nregex = \'\'\'(?P<wall_time>\\S+)\'\'\'\n'
                          'types = { wall_time = "str" }\n', "x.toml")
+
+
+SLOW_B = 'name = "slowb"\n[[lines]]\nevent = "step"\nregex = \'\'\'^(?:b|bb)+$(?P<step>\\d)\'\'\'\n'
+
+
+def test_a_format_dropped_in_the_directory_gets_the_check_of_formats_check(tmp_path):
+    """Loaded at run time, a format `formats check` refuses is left out with one warning."""
+    fmts, logs = tmp_path / "fmts", tmp_path / "logs"
+    fmts.mkdir()
+    logs.mkdir()
+    (fmts / "slowa.toml").write_text(
+        'name = "slowa"\n[[lines]]\nevent = "step"\nregex = \'\'\'(?:a|aa)+$(?P<step>\\d)\'\'\'\n')
+    (logs / "run.log").write_text("a" * 20000 + "\n")
+    t0 = time.monotonic()
+    r = _run("summary", "--no-cache", "--formats", str(fmts), str(logs))
+    assert r.returncode == 0 and time.monotonic() - t0 < 30, r.stderr
+    assert r.stderr.count("format left out") == 1 and "slowa.toml" in r.stderr, r.stderr
+
+
+def test_a_regex_that_hangs_at_run_time_turns_its_format_off_and_the_rest_go_on(tmp_path):
+    """A regex the probe lets through (its slow lines are runs of b, which the probe
+    does not try) meets a 20,000-character line: bounded, one warning, the other files'
+    figures whole."""
+    fmts, logs = tmp_path / "fmts", tmp_path / "logs"
+    fmts.mkdir()
+    logs.mkdir()
+    (fmts / "slowb.toml").write_text(SLOW_B)
+    (logs / "bbb.log").write_text("b" * 20000 + "!\n" + "b" * 5000 + "!\n")
+    (logs / "meg.log").write_bytes((Path(__file__).parent / "fixtures" / "megatron-deepspeed-8gpu-1234567.log")
+                                   .read_bytes())
+    for verb in (["summary", "--format", "json"], ["events"]):
+        t0 = time.monotonic()
+        r = _run(*verb, "--no-cache", "--formats", str(fmts), str(logs))
+        assert r.returncode == 0 and time.monotonic() - t0 < 30, r.stderr
+        assert r.stderr.count("format 'slowb' turned off") == 1, r.stderr
+        if verb[0] == "summary":
+            rows = {row["job"]: row for row in json.loads(r.stdout)}
+            assert rows["meg"]["last_iteration"] == 20
+        else:
+            assert sum('"type": "iteration"' in line for line in r.stdout.splitlines()) == 20
+
+
+def test_following_goes_on_past_a_regex_that_hangs(tmp_path):
+    """events --follow: the file a user regex hangs on costs a second, the other file's
+    lines keep coming, and Ctrl-C stops it at once."""
+    import signal
+
+    fmts, logs = tmp_path / "fmts", tmp_path / "logs"
+    fmts.mkdir()
+    logs.mkdir()
+    (fmts / "slowb.toml").write_text(SLOW_B)
+    (logs / "bbb.log").write_text("b" * 20000 + "!\n")
+    other = logs / "other.log"
+    other.write_text("")
+    import threading
+
+    proc = subprocess.Popen([sys.executable, "-m", "tuimon", "events", "--follow", "--no-cache", "--poll", "0.1",
+                             "--formats", str(fmts), str(logs)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    steps: set = set()
+
+    def read() -> None:  # drained as it comes: a full pipe would stall the writer, not tuimon
+        for line in proc.stdout:  # type: ignore[union-attr]
+            if '"type": "iteration"' in line:
+                steps.add(json.loads(line)["iteration"])
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    try:
+        for i in range(1, 211):
+            with open(other, "a") as fh:
+                fh.write(f" iteration {i:8d}/    1000 | consumed samples: {i * 8:12d} | elapsed time per iteration "
+                         f"(ms): 1000.0 | global batch size:     8 | lm loss: 2.500000E+00 | loss scale: 1.0 |\n")
+            time.sleep(0.01)
+        deadline = time.monotonic() + 20
+        while len(steps) < 210 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        t0 = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=10)
+        assert time.monotonic() - t0 < 2, "Ctrl-C stops it within a second or so"
+        reader.join(5)
+        err = proc.stderr.read()  # type: ignore[union-attr]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert steps == set(range(1, 211)), f"{len(steps)} of 210 lines of the other file came out; {err}"
+    assert err.count("format 'slowb' turned off") == 1, err

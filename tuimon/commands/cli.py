@@ -410,6 +410,8 @@ def _report(stats: ParseStats, files: int, seconds: float) -> None:
     if stats.cached:
         line += f"; {stats.cached / 1e6:.1f} MB read from the parse cache"
     print(line, file=sys.stderr)
+    for name, why in sorted(stats.disabled.items()):
+        _warn(f"format {name!r} turned off: {why}; the other formats went on")
 
 
 def _cache(args):

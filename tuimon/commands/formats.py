@@ -8,7 +8,6 @@ from pathlib import Path
 from parsers import ALL_PARSERS
 
 from ..engine import catalog
-from ..engine.probe import slow_regex
 from ..sources.discover import PathError
 from ..text import sanitize
 
@@ -59,11 +58,6 @@ def _check(files: list[str]) -> int:
         for message in errors:
             print(f"tuimon: error: {sanitize(message)}", file=sys.stderr)
         if errors or fmt is None:
-            bad = True
-            continue
-        slow = slow_regex(fmt)
-        if slow is not None:
-            print(f"tuimon: error: {sanitize(str(path))}: {slow}", file=sys.stderr)
             bad = True
             continue
         samples = sum(len(e.samples) for e in fmt.lines)

@@ -24,10 +24,12 @@ from typing import Any, Callable, Optional, Sequence
 from parsers.base import LineContext, LineParser
 from parsers.events import EVENT_TYPES, LOG_START, Event, Milestone, RunConfig, Timers, frozen_map
 from parsers.prefix import split_prefix
+from parsers.regex_safety import USER_REGEX_TIMEOUT_S, RegexTimeout
 from parsers.schema import Format, LineFormat, Running
 from parsers.timers import timer_group
 from parsers.timestamps import line_stamp
 
+from . import guard
 from .presence import Presence
 from .rules import HookRule, anchors_of, lines_holding, starts_with_literal
 
@@ -148,7 +150,10 @@ class BlockEngine:
         hits: list[tuple[int, int, Any, Any]] = []  # (line start, order, rule, match or None)
         for rule in self._data:
             if not rule.anchors or any(a in present for a in rule.anchors):
-                _data_hits(text, rule, hits)
+                if rule.user:
+                    self._user_hits(text, rule, hits)
+                else:
+                    _data_hits(text, rule, hits)
         if hits and not self._user_steps and any(r.entry.event in _STEPS for _, _, r, _ in hits):
             self._user_steps = True  # a format gives this run's steps: fallbacks are off
             self._drop_fallbacks()
@@ -163,6 +168,19 @@ class BlockEngine:
         if not self._log_started and self._stamp_blocks < LOG_START_BLOCKS:
             self._log_start(text, first_line, events)
         return events
+
+    def _user_hits(self, text: str, rule: DataRule, hits: list) -> None:
+        """A user rule's hits; a regex that runs over its time bound turns its format off
+        (here and in every file of the process), the block's other rules go on."""
+        if guard.is_disabled(rule.fmt.name):
+            return
+        mark = len(hits)
+        try:
+            _data_hits(text, rule, hits)
+        except RegexTimeout:
+            del hits[mark:]
+            guard.disable(rule.fmt.name, f"a regex of {rule.fmt.origin} ran over {USER_REGEX_TIMEOUT_S:g} s on a line "
+                                         f"of {self.file} (it backtracks without end on some lines)")
 
     def _log_start(self, text: str, first_line: int, events: list[Event]) -> None:
         """The log's first stamp, matched or not, as a ``log-start`` milestone among
@@ -235,12 +253,18 @@ class BlockEngine:
 
     def _data_event(self, rule: DataRule, m: Any, ctx: LineContext, own_stamp: Optional[float]) -> Optional[Event]:
         entry = rule.entry
+        if rule.user and guard.is_disabled(rule.fmt.name):
+            return None
         try:
             fields = entry.fields(m)
             if entry.cumulative or entry.time_from:
                 stamp = fields.get("wall_time", own_stamp)  # the line's own time, never an earlier line's
                 rank = fields.get("rank", ctx.rank)
                 self._running.apply(entry, rule.key, rank, fields, stamp if isinstance(stamp, float) else None)
+        except RegexTimeout:  # its pairs regex
+            guard.disable(rule.fmt.name, f"a pairs regex of {rule.fmt.origin} ran over {USER_REGEX_TIMEOUT_S:g} s "
+                                         f"on a line of {self.file}")
+            return None
         except Exception:
             self.failed += 1
             return None

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional
 
@@ -12,6 +12,7 @@ from parsers.events import Event
 
 from ..sources.framing import Block, Framer
 from . import catalog as catalog_mod
+from . import guard
 from .blocks import BlockEngine
 from .cache import Entry, EntryWriter, ParseCache
 from .catalog import Catalog
@@ -27,6 +28,8 @@ class ParseStats:
     invalid_utf8: int = 0
     failed: int = 0  # lines a parser hook raised on
     cached: int = 0  # bytes whose events came from the parse cache
+    #: user formats turned off (name -> why): a regex ran over its time bound (see engine.guard)
+    disabled: dict = field(default_factory=dict)
 
     @property
     def skipped(self) -> int:
@@ -40,6 +43,7 @@ class ParseStats:
         self.invalid_utf8 += other.invalid_utf8
         self.failed += other.failed
         self.cached += other.cached
+        self.disabled.update(other.disabled)
 
 
 class FileParser:
@@ -91,7 +95,8 @@ class FileParser:
     def stats(self) -> ParseStats:
         f = self.framer
         return ParseStats(bytes=f.bytes_in, lines=f.next_line - 1, too_long=f.too_long,
-                          invalid_utf8=f.invalid_utf8, failed=self.engine.failed, cached=self.cached)
+                          invalid_utf8=f.invalid_utf8, failed=self.engine.failed, cached=self.cached,
+                          disabled=guard.disabled())
 
 
 def parse_file(path: Path, label: Optional[str] = None,

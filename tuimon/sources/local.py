@@ -30,7 +30,7 @@ from typing import Any, Callable, Optional, Sequence
 
 from parsers.events import Event, Truncated
 
-from ..engine import catalog
+from ..engine import catalog, guard
 from ..engine.cache import EntryWriter, ParseCache, recorded
 from ..engine.ingest import FileParser, restored
 from . import state as saved
@@ -421,6 +421,8 @@ class LocalFollower:
                 self.restarts += 1
                 self._warn(f"follower recovered from an error: {_describe(exc)}")
                 self._wake.wait(ERROR_RETRY)
+            for message in guard.take_new():  # a user format turned off while parsing
+                self._warn(message)
             if self.state_path and self._dirty_state and (
                     self.clock() - last_save >= state_every or self._lines_unsaved >= SAVE_EVERY_LINES):
                 self._save_quietly()

@@ -35,7 +35,7 @@ from typing import Any, Callable, Optional
 
 from parsers.events import Event, Truncated
 
-from ..engine import catalog
+from ..engine import catalog, guard
 from ..engine.cache import EntryWriter, Ident, ParseCache, recorded
 from ..engine.ingest import FileParser, restored
 from .discover import DEFAULT_EXCLUDE, DEFAULT_INCLUDE, matches
@@ -351,6 +351,8 @@ class RemoteHost:
                     else:
                         d.check_interval = min(max(d.check_interval * 2, self.poll), self.max_idle)
                     d.check_due = now + d.check_interval
+            for message in guard.take_new():  # a user format turned off while parsing
+                self.on_warning(message)
             while queue:  # a directory found in this round is listed in this round
                 d = queue.pop()
                 if d.path not in self.dirs:
