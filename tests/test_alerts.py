@@ -368,3 +368,51 @@ def test_alerts_are_judged_again_when_the_session_clock_stands_still(tmp_path):
     time.sleep(1.1)
     session.snapshot()
     assert [a.kind for a in session.alerts()] == ["failed"]
+
+
+def test_quiet_jobs_are_judged_at_their_deadline_not_on_every_tick(tmp_path, monkeypatch):
+    """200 quiet training jobs and 50 starting ones: after a first judgement, ticks cost
+    no judgement until a job's stall (or startup hang) is due, and then that alert comes
+    on time."""
+    import tuimon.live.alerting as alerting
+    from tuimon.live.alerting import AlertFeed
+
+    store = JobStore()
+    for k in range(200):
+        p = write(tmp_path, f"train-{k}.log", log_of([megatron_line(i, ms=10_000.0) for i in range(1, 6)]))
+        events, _ = parse_file(p, str(p))
+        store.add(events)
+    for k in range(50):
+        p = write(tmp_path, f"start-{k}.out", "Job started at: 2023-11-02-183000 on nid001234\n"
+                  "> initializing torch distributed ...\n[2023-11-02 18:30:30,000] [INFO] [logging.py:96:log_dist] "
+                  "[Rank 0] DeepSpeed info: version=0.14.0\n")
+        events, _ = parse_file(p, str(p))
+        store.add(events)
+    judged = [0]
+    real = alerting.summarize
+
+    def counted(*a, **kw):
+        judged[0] += 1
+        return real(*a, **kw)
+    monkeypatch.setattr(alerting, "summarize", counted)
+    feed = AlertFeed(Rules.default(), startup_timeout=600.0)
+    versions = {key: 1 for key in store.jobs}
+    t0 = 1_000_000.0
+    writes = {key: t0 for key in store.jobs}
+    assert feed.update(list(store.jobs.values()), writes, now=t0, versions=versions) == []
+    assert judged[0] == 250
+    for tick in range(1, 50):  # 49 quiet seconds: stall limit is max(5 x 10 s, 60 s) = 60 s away
+        assert feed.update(list(store.jobs.values()), writes, now=t0 + tick, versions=versions) == []
+    assert judged[0] == 250, "a quiet job was judged again before its deadline"
+    stalled = feed.update(list(store.jobs.values()), writes, now=t0 + 61, versions=versions)
+    assert sorted(a.kind for a in stalled) == ["stalled"] * 200 and judged[0] == 450
+    for tick in range(62, 120):  # stalled already: nothing more can come from time alone but the hangs
+        feed.update(list(store.jobs.values()), writes, now=t0 + tick, versions=versions)
+    assert judged[0] == 450
+    # a startup hang is due 600 s after the job started: 30 s of its own stamps, then 570 s of quiet
+    assert feed.update(list(store.jobs.values()), writes, now=t0 + 569, versions=versions) == []
+    hangs = feed.update(list(store.jobs.values()), writes, now=t0 + 571, versions=versions)
+    assert sorted(a.kind for a in hangs) == ["startup-hang"] * 50 and judged[0] == 500
+    versions[next(iter(store.jobs))] = 2  # a job that changes is judged at once
+    feed.update(list(store.jobs.values()), writes, now=t0 + 602, versions=versions)
+    assert judged[0] == 501

@@ -168,3 +168,33 @@ def test_a_negative_duration_is_a_bad_value_not_a_minimum(tmp_path):
     times = json.loads(r.stdout)[0]["iter_time_ms"]
     assert times["min"] == 2500.0 and times["mean"] > 2500.0, times
     assert json.loads(r.stdout)[0]["iterations_seen"] == 99  # the point stays, its time is missing
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("verb", [["events", "--follow"], ["alerts", "--follow"], ["serve", "--listen", "127.0.0.1:0"],
+                                  ["summary"], ["events"]])
+def test_ctrl_c_stops_any_verb_within_a_second_during_a_large_backlog(tmp_path, verb):
+    import signal
+    import time
+
+    line = (" iteration {i:8d}/  100000 | consumed samples: {s:12d} | elapsed time per iteration (ms): 2500.0 | "
+            "learning rate: 3.000E-04 | global batch size:    64 | lm loss: 2.500000E+00 | loss scale: 4096.0 |\n")
+    block = "".join(line.format(i=i, s=i * 64) for i in range(1, 20001))
+    for name in ("a.log", "b.log"):
+        with open(tmp_path / name, "w") as fh:
+            for _ in range(40):  # 160 MB each: minutes of parsing
+                fh.write(block)
+    proc = subprocess.Popen([sys.executable, "-m", "tuimon", *verb, "--no-cache", str(tmp_path)], cwd=ROOT,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    time.sleep(4)
+    assert proc.poll() is None, "still reading the backlog"
+    t0 = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    try:
+        proc.wait(timeout=10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    took = time.monotonic() - t0
+    assert took < 2.0, f"{verb[0]} took {took:.2f} s to stop after Ctrl-C (measured 0.7 s on an idle machine)"

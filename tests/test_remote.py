@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 import os
 import shutil
 import signal
@@ -66,6 +67,13 @@ def test_remote_summary_equals_local(server, tmp_path):
         return out
 
     assert comparable(remote) == comparable(local)
+    # the counts say what was read, as for local files
+    want = cli("summary", str(logs), "--format", "json", "--no-cache").stderr
+    got = cli("summary", f"tuimon-test:{logs}", "--format", "json", "--no-cache", "--ssh-config",
+              str(server.config)).stderr
+    counts = re.compile(r"parsed (\d+) files?, ([\d,]+) lines, ([\d.]+) MB")
+    assert counts.search(got) and counts.search(got).groups() == counts.search(want).groups(), (got, want)
+    assert not counts.search(got).group(1) == "0"
 
 
 def test_hostile_remote_paths(server, tmp_path):

@@ -99,27 +99,38 @@ def cmd_alerts(args, *, parse_into, files_of, warn: Callable[[str], None]) -> in
 
 
 class StoreTicker:
-    """A follower's events go into a store; every ``TICK_S`` the jobs that changed (and
-    every job, for stalls) are looked at and new alerts handed to ``out``."""
+    """A follower's events go into a store; every ``TICK_S`` the jobs whose figures or
+    last write changed, and those whose deadline came (a stall, a startup hang), are
+    judged and new alerts handed to ``out``.  A quiet job costs nothing per tick.
 
-    def __init__(self, feed: AlertFeed, out: Callable[[list[Alert]], None]) -> None:
+    ``mtimes`` (label -> mtime, from what the follower already knows): files' last
+    writes without a stat of every file every tick."""
+
+    def __init__(self, feed: AlertFeed, out: Callable[[list[Alert]], None],
+                 mtimes: Optional[Callable[[], dict[str, float]]] = None) -> None:
         self.feed, self.out = feed, out
+        self.mtimes = mtimes
         self.store = JobStore()
         self.lock = threading.Lock()
         self.stop = threading.Event()
+        self.versions: dict[str, int] = {}  # job key -> a number that changes with its figures
         self._thread = threading.Thread(target=self._run, daemon=True, name="tuimon-alerts")
 
     def add(self, events) -> None:
         with self.lock:
             self.store.add(events)
+            for file in {e.file for e in events}:
+                key = self.store.job_for(file)[0].key
+                self.versions[key] = self.versions.get(key, 0) + 1
 
     def start(self) -> None:
         self._thread.start()
 
     def tick(self) -> None:
+        known = self.mtimes() if self.mtimes is not None else None
         with self.lock:
             jobs = list(self.store.jobs.values())
-            fresh = self.feed.update(jobs, last_writes(self.store))
+            fresh = self.feed.update(jobs, last_writes(self.store, known), versions=self.versions)
         if fresh:
             self.out(fresh)
 
@@ -127,12 +138,15 @@ class StoreTicker:
         while not self.stop.wait(TICK_S):
             self.tick()
 
-    def close(self) -> None:
+    def close(self, interrupted: bool = False) -> None:
+        """Stop judging; a last judgement of what came in, unless the user interrupted
+        (Ctrl-C stops at once: hooks under way get a moment, not a judgement)."""
         self.stop.set()
         if self._thread.is_alive():
-            self._thread.join(timeout=5)
-        self.tick()
-        self.feed.close()
+            self._thread.join(timeout=0.2 if interrupted else 5)
+        if not interrupted:
+            self.tick()
+        self.feed.close(timeout=0.2 if interrupted else 2.0)
 
 
 def alert_lines(alerts: list[Alert], fmt: str) -> str:

@@ -379,12 +379,14 @@ def _files(args, local: Optional[list[str]] = None) -> list[Path]:
     return files
 
 
-def _read_remote(args, specs, sink, seen: Optional[dict] = None) -> bool:
+def _read_remote(args, specs, sink, seen: Optional[dict] = None, stats: Optional[ParseStats] = None,
+                 counted: Optional[list] = None) -> bool:
     """Read every remote spec once into ``sink``; False (after one line each) on errors.
-    ``seen`` gets each remote file's (mtime, last line), as local files give theirs."""
+    ``seen`` gets each remote file's (mtime, last line), as local files give theirs;
+    ``stats`` and ``counted`` (one entry a file) what was read, for the report."""
     import asyncio
 
-    from ..sources.remote import last_seen, read_remote
+    from ..sources.remote import last_seen, parsed, read_remote
 
     errors: list[str] = []
     hosts: list = []
@@ -392,6 +394,11 @@ def _read_remote(args, specs, sink, seen: Optional[dict] = None) -> bool:
                             on_warning=_warn, include=_include(args), cache=not args.no_cache, hosts_out=hosts))
     if seen is not None:
         seen.update(last_seen(hosts))
+    files, read = parsed(hosts)
+    if stats is not None:
+        stats.add(read)
+    if counted is not None:
+        counted.extend([None] * files)
     for message in errors:
         _err(message)
     return not errors
@@ -469,7 +476,8 @@ def cmd_summary(args) -> int:
         if cache is not None:
             cache.close()
     seen: dict[str, tuple[Optional[float], Optional[str]]] = {}  # remote label -> (mtime, last line)
-    if remote and not _read_remote(args, remote, store.add, seen):
+    remote_files: list = []
+    if remote and not _read_remote(args, remote, store.add, seen, stats, remote_files):
         return EXIT_USAGE
 
     def mtime_of(f: str) -> Optional[float]:
@@ -492,7 +500,7 @@ def cmd_summary(args) -> int:
     else:
         sys.stdout.write(RENDERERS[args.format](rows))
     sys.stdout.flush()
-    _report(stats, len(files), time.perf_counter() - t0)
+    _report(stats, len(files) + len(remote_files), time.perf_counter() - t0)
     return 0
 
 
@@ -533,13 +541,14 @@ def cmd_events(args) -> int:
         total.add(stats)
     if cache is not None:
         cache.close()
-    if remote and not _read_remote(args, remote, emit):
+    remote_files: list = []
+    if remote and not _read_remote(args, remote, emit, stats=total, counted=remote_files):
         return EXIT_USAGE
     feed = feed_from(args, on_warning=_warn)
     out.write("".join(json.dumps(a.to_dict(), allow_nan=False) + "\n"
                       for a in feed.update(list(store.jobs.values()), last_writes(store))))
     out.flush()
-    _report(total, len(files), time.perf_counter() - t0)
+    _report(total, len(files) + len(remote_files), time.perf_counter() - t0)
     return 0
 
 
@@ -605,9 +614,10 @@ def cmd_follow(args, *, show_events: bool = True, alerts_format: str = "json") -
     follower = LocalFollower(local, emit, include=_include(args),
                              exclude=tuple(args.exclude) if args.exclude else DEFAULT_EXCLUDE, poll=args.poll,
                              state_path=args.state, on_warning=_warn, cache=not args.no_cache and not args.state)
+    ticker.mtimes = follower.mtimes  # every local file's last write, as the follower saw it
     stop = threading.Event()
     thread = threading.Thread(target=supervise, args=(follower, stop, _warn), daemon=True) if local else None
-    failed = False
+    failed = interrupted = False
     try:
         ticker.start()
         if thread is not None:
@@ -618,19 +628,21 @@ def cmd_follow(args, *, show_events: bool = True, alerts_format: str = "json") -
             while not stop.wait(3600):
                 pass
     except KeyboardInterrupt:
-        pass
+        interrupted = True
     finally:
         stop.set()
         follower.wake()
-        if thread is not None:
-            thread.join(timeout=5)
-        ticker.close()
-        if args.state:
+        if thread is not None:  # Ctrl-C: the follower ends its block within a second, or is left behind
+            thread.join(timeout=0.4 if interrupted else 5)
+        stopped = thread is None or not thread.is_alive()
+        ticker.close(interrupted=interrupted)
+        if args.state and stopped:  # else the last periodic save stands (a restart doubles at most its bound)
             try:
                 follower.save_state()
             except (OSError, PathError) as exc:
                 _err(f"cannot save state to {args.state}: {getattr(exc, 'strerror', None) or exc}")
-        follower.close()
+        if stopped:
+            follower.close()
     return EXIT_USAGE if failed else 0
 
 

@@ -71,6 +71,7 @@ def cmd_serve(args: Any, *, make_session: Callable[[], Any], warn: Callable[[str
         stop.set()
 
     signal.signal(signal.SIGTERM, on_term)  # systemd stops a unit with SIGTERM
+    interrupted = False
     try:
         while not stop.wait(JUDGE_EVERY_S):
             session.snapshot()  # judges alerts, so --on-alert fires between scrapes
@@ -80,8 +81,8 @@ def cmd_serve(args: Any, *, make_session: Callable[[], Any], warn: Callable[[str
                 warn(session.error)
                 session.error = None
     except KeyboardInterrupt:
-        pass
+        interrupted = True
     finally:
         server.close()
-        session.stop()
+        session.stop(wait=0.4 if interrupted else 5.0)
     return 0

@@ -188,7 +188,9 @@ class MetricsServer:
         except OSError as exc:
             raise ListenError(f"cannot listen on {listen}: {exc.strerror or exc}") from None
         self.address = f"{url_host(host)}:{self.httpd.server_address[1]}"
-        self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True, name="tuimon-metrics")
+        # polled every 0.1 s for shutdown: Ctrl-C stops serve within a second
+        self._thread = threading.Thread(target=self.httpd.serve_forever, args=(0.1,), daemon=True,
+                                        name="tuimon-metrics")
 
     def start(self) -> "MetricsServer":
         self._thread.start()

@@ -178,6 +178,29 @@ def _point(job: Job, series: Series, i: int) -> tuple[Optional[int], Optional[fl
     return it, wall, job.files[fid] if fid < len(job.files) else None, int(p["line"]) or None
 
 
+def time_deadline(job: Job, summary: Mapping[str, Any], rules: "Rules", now: Optional[float],
+                  last_write: Optional[float], startup_timeout: float) -> Optional[float]:
+    """When time alone, with no new line and no new write, could next change ``job``'s
+    alerts: the moment it stalls (``training``) or hangs in startup (``starting``).
+    None when it cannot (it stalled already, has no iteration time, or no clock says).
+    A follower judges a quiet job again at this deadline, not on every tick."""
+    if now is None or last_write is None:
+        return None
+    on = rules.settings
+    status = summary["status"]
+    if status == "training" and "stalled" in on:
+        it = summary.get("iter_time_ms")
+        if not it:
+            return None
+        at = last_write + max(on["stalled"]["factor"] * it["median"] / 1000.0, on["stalled"]["min_s"])
+        return at if at >= now else None
+    if status == "starting" and "startup-hang" in on and job.first_wall is not None:
+        span = (job.last_wall - job.first_wall) if job.last_wall is not None else 0.0
+        at = last_write + startup_timeout - span  # startup_status: span + (now - last_write) > timeout
+        return at if at >= now else None
+    return None
+
+
 def _stalled(job: Job, summary: Mapping[str, Any], opts: Mapping[str, float], now: Optional[float],
              last_write: Optional[float]) -> list[Alert]:
     it = summary.get("iter_time_ms")

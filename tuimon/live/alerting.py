@@ -22,7 +22,7 @@ import time
 from collections import deque
 from typing import Callable, Iterable, Optional, Sequence
 
-from ..figures.alerts import Alert, Rules, evaluate
+from ..figures.alerts import Alert, Rules, evaluate, time_deadline
 from ..figures.summary import STARTUP_TIMEOUT_S, summarize
 from ..store.job_store import Job
 
@@ -129,8 +129,8 @@ class AlertFeed:
         self.seen: set[tuple] = set(_load_seen(seen_path, on_warning)) if seen_path else set()
         self.delivered: deque[Alert] = deque(maxlen=MAX_KEPT)  # the latest, for the alerts screen
         self.delivered_count = 0
-        #: job key -> (version judged, its last write then, whether time alone may raise an alert)
-        self._judged: dict[str, tuple[int, Optional[float], bool]] = {}
+        #: job key -> (version judged, its last write then, when time alone may next raise an alert or None)
+        self._judged: dict[str, tuple[int, Optional[float], Optional[float]]] = {}
         self._warned: set[str] = set()
         self._sinks: list[_Grouped] = []
 
@@ -149,8 +149,8 @@ class AlertFeed:
                now: Optional[float] = None, versions: Optional[dict[str, int]] = None) -> list[Alert]:
         """The alerts of ``jobs`` not delivered before, now delivered (oldest rule first).
         With ``versions`` (job key -> a number that changes with its figures), a job is
-        judged again only when it changed, or while time alone can raise one (stalls,
-        startup hangs)."""
+        judged again only when it changed, or once the moment comes when time alone can
+        raise one (it stalls, it hangs in startup): idle cost does not grow with jobs."""
         now = self.clock() if now is None else now
         fresh: list[Alert] = []
         for job in jobs:
@@ -158,12 +158,15 @@ class AlertFeed:
             judged = self._judged.get(job.key)
             last_write = (last_writes or {}).get(job.key)
             # judged again when its figures or its last write changed (a write time that arrives after
-            # the first judgement can make a stall), or while time alone can raise an alert
-            if version is not None and judged is not None and judged == (version, last_write, False):
+            # the first judgement can make a stall), or when its deadline has come
+            if version is not None and judged is not None and judged[:2] == (version, last_write) and \
+                    (judged[2] is None or now < judged[2]):
                 continue
             summary = summarize(job, now=now, last_write=last_write, startup_timeout=self.startup_timeout)
             if version is not None:
-                self._judged[job.key] = (version, last_write, summary["status"] in _TIME_BOUND)
+                due = time_deadline(job, summary, self.rules, now, last_write, self.startup_timeout) \
+                    if summary["status"] in _TIME_BOUND else None
+                self._judged[job.key] = (version, last_write, due)
             for alert in evaluate(job, summary, self.rules, now=now, last_write=last_write):
                 key = _plain_key(alert.key)
                 if key in self.seen:

@@ -234,19 +234,21 @@ class LiveSession:
             elif kind == "warning":
                 self.warnings.append(msg[1])
 
-    def stop(self) -> None:
+    def stop(self, wait: float = 5.0) -> None:
+        """Stop following; ``wait``: how long the ingest may take to end its block (Ctrl-C
+        gives it under a second: a thread still busy then is left to the process's exit)."""
         self._stop.set()
         if self.follower is not None:
             self.follower.wake()
         if self._proc_stop is not None:
             self._proc_stop.set()
         if self._thread is not None:
-            self._thread.join(timeout=5)
+            self._thread.join(timeout=wait)
         if self._proc is not None:
-            self._proc.join(timeout=5)
+            self._proc.join(timeout=wait)
             if self._proc.is_alive():
                 self._proc.terminate()
-        if self.follower is not None:
+        if self.follower is not None and (self._thread is None or not self._thread.is_alive()):
             self.follower.close()
         if self.remote is not None:
             self.remote.stop()

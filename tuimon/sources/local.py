@@ -164,6 +164,8 @@ class LocalFollower:
         self.roots = [os.path.abspath(os.path.expanduser(p)) for p in paths]
         self._root_is_dir = {r: os.path.isdir(r) for r in self.roots}
         self.followed: dict[str, Followed] = {}
+        self._mtimes: dict[str, float] = {}  # label -> mtime (s) when last seen changed
+        self._stop: Optional[threading.Event] = None
         self.streams: dict[tuple[int, int], Stream] = {}
         self.detached: list[Stream] = []
         self.parked: OrderedDict[tuple[int, int], Parked] = OrderedDict()
@@ -414,6 +416,7 @@ class LocalFollower:
         seconds or :data:`SAVE_EVERY_LINES` lines after the output it covers."""
         last_save = self.clock()
         self._bounded_saves = bool(self.state_path)
+        self._stop = stop  # a read of a long backlog looks at it between blocks: Ctrl-C stops within one
         while not stop.is_set():
             try:
                 self.poll()
@@ -457,6 +460,11 @@ class LocalFollower:
 
     def status(self) -> dict[str, str]:
         return {p: f.status for p, f in self.followed.items()}
+
+    def mtimes(self) -> dict[str, float]:
+        """label -> mtime in seconds of every file read, as last seen (no system call:
+        the alert judge asks every second)."""
+        return dict(self._mtimes)
 
     # -- descriptors ----------------------------------------------------------------------------
     def _fd(self, s: Stream) -> int:
@@ -804,6 +812,7 @@ class LocalFollower:
             self._copies_of_empty(s, mtime_ns, events)
         if mtime_ns is not None:
             s.mtime_ns = mtime_ns
+            self._mtimes[s.label] = mtime_ns / 1e9
         if size < s.offset:
             self._truncated(s, events, "file shrank")
         elif changed and s.offset and self._rewritten(s, fd):
@@ -825,7 +834,7 @@ class LocalFollower:
             grew = True
             budget -= len(data)
             self._consume(s, data, events)
-            if self._hurry:
+            if self._hurry or (self._stop is not None and self._stop.is_set()):
                 break
             time.sleep(0)  # let the UI thread take the GIL between blocks
         return grew

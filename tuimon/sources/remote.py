@@ -37,7 +37,7 @@ from parsers.events import Event, Truncated
 
 from ..engine import catalog, guard
 from ..engine.cache import EntryWriter, Ident, ParseCache, recorded
-from ..engine.ingest import FileParser, restored
+from ..engine.ingest import FileParser, ParseStats, restored
 from .discover import DEFAULT_EXCLUDE, DEFAULT_INCLUDE, matches
 from .specs import RemoteSpec, parse_spec, split_paths  # noqa: F401  (re-exported)
 
@@ -615,6 +615,17 @@ class RemoteHost:
 
 
 TAIL_BYTES = 4096
+
+
+def parsed(hosts: list[RemoteHost]) -> tuple[int, ParseStats]:
+    """(files read, their parse stats) over every host: what a batch verb reports."""
+    total = ParseStats()
+    files = 0
+    for host in hosts:
+        for rf in host.files.values():
+            files += 1
+            total.add(rf.parser.stats)
+    return files, total
 
 
 def last_seen(hosts: list[RemoteHost]) -> dict[str, tuple[Optional[float], Optional[str]]]:
