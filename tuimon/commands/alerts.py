@@ -103,17 +103,20 @@ class StoreTicker:
     last write changed, and those whose deadline came (a stall, a startup hang), are
     judged and new alerts handed to ``out``.  A quiet job costs nothing per tick.
 
-    ``mtimes`` (label -> mtime, from what the follower already knows): files' last
-    writes without a stat of every file every tick."""
+    ``mtimes``: the files whose mtime changed since it was last called (label -> mtime),
+    from what the follower already knows; without it every file is stat'ed a tick."""
 
     def __init__(self, feed: AlertFeed, out: Callable[[list[Alert]], None],
                  mtimes: Optional[Callable[[], dict[str, float]]] = None) -> None:
         self.feed, self.out = feed, out
         self.mtimes = mtimes
-        self.store = JobStore()
+        self.store = JobStore(bounded=True)
         self.lock = threading.Lock()
         self.stop = threading.Event()
         self.versions: dict[str, int] = {}  # job key -> a number that changes with its figures
+        self.writes: dict[str, float] = {}  # job key -> its files' latest mtime
+        self._changed: set[str] = set()
+        self._pending: dict[str, float] = {}  # mtimes of files with no event yet
         self._thread = threading.Thread(target=self._run, daemon=True, name="tuimon-alerts")
 
     def add(self, events) -> None:
@@ -122,15 +125,33 @@ class StoreTicker:
             for file in {e.file for e in events}:
                 key = self.store.job_for(file)[0].key
                 self.versions[key] = self.versions.get(key, 0) + 1
+                self._changed.add(key)
+                mtime = self._pending.pop(file, None)
+                if mtime is not None and mtime > self.writes.get(key, float("-inf")):
+                    self.writes[key] = mtime
 
     def start(self) -> None:
         self._thread.start()
 
     def tick(self) -> None:
-        known = self.mtimes() if self.mtimes is not None else None
-        with self.lock:
-            jobs = list(self.store.jobs.values())
-            fresh = self.feed.update(jobs, last_writes(self.store, known), versions=self.versions)
+        if self.mtimes is None:
+            with self.lock:
+                fresh = self.feed.update(list(self.store.jobs.values()), last_writes(self.store),
+                                         versions=self.versions)
+        else:
+            moved = self.mtimes()
+            with self.lock:
+                for label, mtime in moved.items():
+                    job = self.store.job_of(label)
+                    if job is None:  # no event from it yet: its job's write time waits for one
+                        self._pending[label] = mtime
+                        continue
+                    key = job.key
+                    if mtime > self.writes.get(key, float("-inf")):
+                        self.writes[key] = mtime
+                        self._changed.add(key)
+                changed, self._changed = self._changed, set()
+                fresh = self.feed.update_some(self.store.jobs, changed, self.writes, self.versions)
         if fresh:
             self.out(fresh)
 

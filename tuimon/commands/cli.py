@@ -614,7 +614,7 @@ def cmd_follow(args, *, show_events: bool = True, alerts_format: str = "json") -
     follower = LocalFollower(local, emit, include=_include(args),
                              exclude=tuple(args.exclude) if args.exclude else DEFAULT_EXCLUDE, poll=args.poll,
                              state_path=args.state, on_warning=_warn, cache=not args.no_cache and not args.state)
-    ticker.mtimes = follower.mtimes  # every local file's last write, as the follower saw it
+    ticker.mtimes = follower.take_mtimes  # local files' last writes, as the follower saw them
     stop = threading.Event()
     thread = threading.Thread(target=supervise, args=(follower, stop, _warn), daemon=True) if local else None
     failed = interrupted = False

@@ -74,7 +74,7 @@ def cmd_serve(args: Any, *, make_session: Callable[[], Any], warn: Callable[[str
     interrupted = False
     try:
         while not stop.wait(JUDGE_EVERY_S):
-            session.snapshot()  # judges alerts, so --on-alert fires between scrapes
+            session.judge()  # alerts, so --on-alert fires between scrapes
             while session.warnings:
                 warn(session.warnings.popleft())
             if session.error:

@@ -388,8 +388,10 @@ class ParseCache:
             return handed
         return None
 
-    def writer(self, path: str, base: Optional[Entry]) -> "EntryWriter":
-        return EntryWriter(self, path, base)
+    def writer(self, path: str, base: Optional[Entry], keep_store: bool = True) -> "EntryWriter":
+        """``keep_store=False`` (a follower's): the entry saves the events, not their store,
+        so a follower's memory does not grow with the file (``summary`` then parses it)."""
+        return EntryWriter(self, path, base, keep_store)
 
     def save_store(self, path: str, fd: int, offset: int, parser: Any, store: Any) -> None:
         """An entry of the parser state and the store of the file's events, without the
@@ -539,18 +541,21 @@ class EntryWriter:
     seeing the old entry until :meth:`commit` swaps it in (two processes parsing one
     file never mix their chunks).  A file that grew starts from a copy of its chunks."""
 
-    def __init__(self, cache: ParseCache, path: str, base: Optional[Entry]) -> None:
+    def __init__(self, cache: ParseCache, path: str, base: Optional[Entry], keep_store: bool = True) -> None:
         self.cache, self.path = cache, _key(path)
         self.gen = int.from_bytes(os.urandom(7), "big")
         self.seq = 0
         self.buffer: list = []
         self.ok = True
         self.dirty = False  # events added since the last commit
+        self.keep_store = keep_store
         from ..store.job_store import JobStore  # the store of the file's events alone, saved beside them
 
-        self.store = (base.store() if base is not None else None) or JobStore()
-        if base is not None and base.partial is None:
-            self.ok = False  # an entry without its store cannot be extended: written anew next time
+        self.store: Any = None
+        if keep_store:
+            self.store = (base.store() if base is not None else None) or JobStore()
+            if base is not None and base.partial is None:
+                self.ok = False  # an entry without its store cannot be extended: written anew next time
         if base is not None and base.chunks:
             done = cache._query("INSERT INTO chunks SELECT host, path, ?, seq, events FROM chunks "
                                 "WHERE host = ? AND path = ? AND gen = ?", (self.gen, cache.host, self.path, base.gen))
@@ -561,7 +566,8 @@ class EntryWriter:
         if self.ok and events:
             self.dirty = True
             self.buffer.extend(events)
-            self.store.add(events)
+            if self.store is not None:
+                self.store.add(events)
             if len(self.buffer) >= CHUNK_EVENTS:
                 self._flush()
 
@@ -596,16 +602,18 @@ class EntryWriter:
         except Exception:
             self.abandon()
             return
-        try:
-            partial: Optional[bytes] = sealer.seal(pickle.dumps(self.store, protocol=pickle.HIGHEST_PROTOCOL))
-        except Exception:
-            partial = None
+        partial: Optional[bytes] = None
+        if self.store is not None:
+            try:
+                partial = sealer.seal(pickle.dumps(self.store, protocol=pickle.HIGHEST_PROTOCOL))
+            except Exception:
+                partial = None
         _commit_row(self.cache, self.path, ident, offset, self.gen, self.seq, state, partial)
         self.dirty = False  # events added later go on in this generation, the next commit covers them
 
     def restart(self) -> "EntryWriter":
         """A writer for the same path from nothing (the file was truncated or replaced)."""
-        return EntryWriter(self.cache, os.fsdecode(self.path), None)
+        return EntryWriter(self.cache, os.fsdecode(self.path), None, self.keep_store)
 
     def abandon(self) -> None:
         self.cache._query("DELETE FROM chunks WHERE host = ? AND path = ? AND gen = ?",

@@ -189,6 +189,11 @@ def parse_file_store(path: Path, label: Optional[str] = None, read_size: int = R
         if cache is not None:
             entry = cache.load(key, fh.fileno())
             store = entry.store() if entry is not None else None
+            if store is None and entry is not None and entry.chunks is not None:
+                # a follower's entry keeps the events, not their store: replayed (faster than a parse)
+                store = JobStore()
+                if cache.replay(key, entry, store.add) is not None:
+                    store = None  # a chunk could not be read: parsed from 0
             fp = restored(entry, label, catalog) if store is not None else None
             offset = fp.cached if fp is not None else 0
         if fp is None or store is None:

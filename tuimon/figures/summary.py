@@ -267,7 +267,7 @@ def summarize(job: Job, *, now: Optional[float] = None, last_write: Optional[flo
         "framework": job.framework,
         "status": status,
         "iterations_seen": job.iterations_seen,
-        "steps_seen": len(job.steps),
+        "steps_seen": job.steps.appended,
         "last_iteration": job.last_iteration,
         "last_step": top_step,
         "train_iters": cfg.get("train_iters"),

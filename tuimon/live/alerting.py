@@ -11,6 +11,7 @@ their own, so a slow or hanging command never holds the monitor up (it is killed
 """
 from __future__ import annotations
 
+import heapq
 import json
 import os
 import shlex
@@ -20,7 +21,7 @@ import tempfile
 import threading
 import time
 from collections import deque
-from typing import Callable, Iterable, Optional, Sequence
+from typing import Callable, Iterable, Mapping, Optional, Sequence
 
 from ..figures.alerts import Alert, Rules, evaluate, time_deadline
 from ..figures.summary import STARTUP_TIMEOUT_S, summarize
@@ -131,6 +132,7 @@ class AlertFeed:
         self.delivered_count = 0
         #: job key -> (version judged, its last write then, when time alone may next raise an alert or None)
         self._judged: dict[str, tuple[int, Optional[float], Optional[float]]] = {}
+        self._due: list[tuple[float, str]] = []  # (deadline, job key): a heap, for update_some
         self._warned: set[str] = set()
         self._sinks: list[_Grouped] = []
 
@@ -150,29 +152,54 @@ class AlertFeed:
         """The alerts of ``jobs`` not delivered before, now delivered (oldest rule first).
         With ``versions`` (job key -> a number that changes with its figures), a job is
         judged again only when it changed, or once the moment comes when time alone can
-        raise one (it stalls, it hangs in startup): idle cost does not grow with jobs."""
+        raise one (it stalls, it hangs in startup).  This looks at every job; a follower
+        with thousands uses :meth:`update_some`."""
         now = self.clock() if now is None else now
         fresh: list[Alert] = []
         for job in jobs:
-            version = versions.get(job.key, 0) if versions is not None else None
-            judged = self._judged.get(job.key)
-            last_write = (last_writes or {}).get(job.key)
-            # judged again when its figures or its last write changed (a write time that arrives after
-            # the first judgement can make a stall), or when its deadline has come
-            if version is not None and judged is not None and judged[:2] == (version, last_write) and \
-                    (judged[2] is None or now < judged[2]):
+            self._judge(job, last_writes, now, versions, fresh)
+        return self._deliver(fresh)
+
+    def update_some(self, jobs: Mapping[str, Job], changed: Iterable[str], last_writes: Mapping[str, float],
+                    versions: Mapping[str, int], now: Optional[float] = None) -> list[Alert]:
+        """:meth:`update` for the jobs (by key) that ``changed`` and those whose deadline
+        came: the cost of a tick does not grow with the number of quiet jobs."""
+        now = self.clock() if now is None else now
+        keys = set(changed)
+        while self._due and self._due[0][0] <= now:
+            keys.add(heapq.heappop(self._due)[1])
+        fresh: list[Alert] = []
+        for key in sorted(keys):
+            job = jobs.get(key)
+            if job is not None:
+                self._judge(job, last_writes, now, versions, fresh)
+        return self._deliver(fresh)
+
+    def _judge(self, job: Job, last_writes: Optional[Mapping[str, float]], now: float,
+               versions: Optional[Mapping[str, int]], fresh: list[Alert]) -> None:
+        version = versions.get(job.key, 0) if versions is not None else None
+        judged = self._judged.get(job.key)
+        last_write = (last_writes or {}).get(job.key)
+        # judged again when its figures or its last write changed (a write time that arrives after
+        # the first judgement can make a stall), or when its deadline has come
+        if version is not None and judged is not None and judged[:2] == (version, last_write) and \
+                (judged[2] is None or now < judged[2]):
+            return
+        summary = summarize(job, now=now, last_write=last_write, startup_timeout=self.startup_timeout)
+        if version is not None:
+            due = time_deadline(job, summary, self.rules, now, last_write, self.startup_timeout) \
+                if summary["status"] in _TIME_BOUND else None
+            self._judged[job.key] = (version, last_write, due)
+            if due is not None:
+                heapq.heappush(self._due, (due, job.key))
+        for alert in evaluate(job, summary, self.rules, now=now, last_write=last_write):
+            key = _plain_key(alert.key)
+            if key in self.seen:
                 continue
-            summary = summarize(job, now=now, last_write=last_write, startup_timeout=self.startup_timeout)
-            if version is not None:
-                due = time_deadline(job, summary, self.rules, now, last_write, self.startup_timeout) \
-                    if summary["status"] in _TIME_BOUND else None
-                self._judged[job.key] = (version, last_write, due)
-            for alert in evaluate(job, summary, self.rules, now=now, last_write=last_write):
-                key = _plain_key(alert.key)
-                if key in self.seen:
-                    continue
-                self.seen.add(key)
-                fresh.append(alert)
+            self.seen.add(key)
+            fresh.append(alert)
+
+    def _deliver(self, fresh: list[Alert]) -> list[Alert]:
         self.delivered.extend(fresh)
         self.delivered_count += len(fresh)
         if fresh:

@@ -140,7 +140,7 @@ class LiveSession:
         """``follower_kw`` go to the LocalFollower (``cache=True``: start from, and
         save to, the parse cache); ``catalog_spec``: the user formats, for the
         ingest process (a spawned one does not inherit them)."""
-        self.store = JobStore()
+        self.store = JobStore(bounded=True)  # a long-running verb: series keep a thinned history
         self.lock = threading.Lock()
         self.clock = clock
         self.gpu_peak = gpu_peak
@@ -151,6 +151,7 @@ class LiveSession:
         self._cache: dict[str, tuple[int, JobRow]] = {}
         self._details: dict[str, tuple[int, JobDetail]] = {}  # job key -> (version, detail)
         self._job_versions: dict[str, int] = {}
+        self._changed_jobs: set[str] = set()  # jobs whose figures changed since alerts were last judged
         self._paths = list(paths)
         self._options = dict(poll=poll, head_tail=head_tail, **follower_kw)
         self._ssh_config = ssh_config
@@ -228,7 +229,9 @@ class LiveSession:
                 if events:
                     self._sink(events)
             elif kind == "status":
-                _, self._progress, self._statuses = msg
+                _, self._progress, states = msg
+                if states is not None:  # None: as before
+                    self._statuses = states
             elif kind == "error":
                 self.error = msg[1]
             elif kind == "warning":
@@ -281,6 +284,7 @@ class LiveSession:
                 job = self.store.job_for(file)[0]
                 self.last_update[job.key] = max(self.last_update.get(job.key, 0.0), when)
                 self._job_versions[job.key] = self._job_versions.get(job.key, 0) + 1
+                self._changed_jobs.add(job.key)
 
     def progress(self) -> tuple[int, int, int]:
         if self.follower is not None:
@@ -330,8 +334,9 @@ class LiveSession:
         if tick - self._alerts_at < ALERT_EVERY_S:
             return
         self._alerts_at = tick
-        for alert in self.alert_feed.update(list(self.store.jobs.values()), self.last_update, now=now,
-                                            versions=self._job_versions):
+        changed, self._changed_jobs = self._changed_jobs, set()
+        for alert in self.alert_feed.update_some(self.store.jobs, changed, self.last_update, self._job_versions,
+                                                 now=now):
             key = alert.job_key
             self._alert_counts[key] = self._alert_counts.get(key, 0) + 1
             # a job whose logs were last written before this session began is history: its alerts
@@ -339,6 +344,11 @@ class LiveSession:
             written = self.last_update.get(key)
             if written is not None and written >= self.started_at:
                 self.new_alerts.append(alert)
+
+    def judge(self) -> None:
+        """Judge alerts (a headless verb's tick; the app's snapshot does it too)."""
+        with self.lock:
+            self._judge_alerts(self.clock())
 
     def alerts(self) -> list[Alert]:
         with self.lock:
@@ -533,6 +543,8 @@ def ingest_main(paths: list[str], options: dict, out, stop, remote_options: Opti
         if remote:
             remote_thread = RemoteThread(remote, sink, **(remote_options or {})).start()
         last_status = 0.0
+        sent_states: Optional[dict] = None
+        sent_progress: Optional[tuple] = None
         while not stop.is_set():
             _poll_supervised(follower, warn)
             with lock:
@@ -554,7 +566,11 @@ def ingest_main(paths: list[str], options: dict, out, stop, remote_options: Opti
                     for message in remote_thread.warnings:
                         warn(message)
                     remote_thread.warnings.clear()
-                out.put(("status", (p.bytes_done, p.bytes_total, len(follower.followed)), states))
+                progress = (p.bytes_done, p.bytes_total, len(follower.followed))
+                # sent when it changed: a status of 4,096 files pickled four times a second cost a core's 5 %
+                if states != sent_states or progress != sent_progress:
+                    out.put(("status", progress, states if states != sent_states else None))
+                    sent_states, sent_progress = states, progress
                 last_status = now
             follower.sleep(0.25)
         follower.close()
@@ -664,6 +680,6 @@ def _rank_rows(job: Job) -> list[RankRow]:
         straggler = (len(known) > 1 and med is not None and overall is not None and med > 1.1 * overall
                      and med == max(known))
         last = series.last("iteration")
-        rows.append(RankRow(str(key), len(series), med, int(last) if last is not None and last >= 0 else None,
+        rows.append(RankRow(str(key), series.appended, med, int(last) if last is not None and last >= 0 else None,
                             straggler))
     return rows

@@ -42,6 +42,9 @@ from .walk import DirectoryWalker
 MIN_INTERVAL = 0.05
 READ_SIZE = 1 << 20
 MAX_READ_PER_POLL = 16 << 20  # keeps one busy file from starving the others
+#: a quiet file inotify watches is stat'ed on one sweep in this many (a missed event costs seconds, not the
+#: change); the others on every sweep
+WATCHED_SWEEP_EVERY = 5
 HOLE_MIN = 1 << 20  # sparse holes at least this large are skipped, not read as NULs
 SAVE_EVERY_LINES = 10_000  # with a state file: lines output between two saves, at most
 MAX_PARKED = 4096
@@ -131,6 +134,8 @@ class Followed:
     previous: Optional[Stream] = None  # the stream that was at the path before it went missing
     hot: bool = True  # recently changed: polled on its own backoff schedule
     siblings: Optional[set] = None  # signatures of the siblings that were history when we started
+    watched: Optional[bool] = None  # under a live inotify watch on a local filesystem (None: not known yet)
+    slot: int = 0  # which of the sweeps looks at it while it is watched and quiet
 
 
 @dataclass
@@ -164,7 +169,8 @@ class LocalFollower:
         self.roots = [os.path.abspath(os.path.expanduser(p)) for p in paths]
         self._root_is_dir = {r: os.path.isdir(r) for r in self.roots}
         self.followed: dict[str, Followed] = {}
-        self._mtimes: dict[str, float] = {}  # label -> mtime (s) when last seen changed
+        self._mtimes_changed: dict[str, float] = {}  # label -> mtime (s), changed since taken
+        self._sweeps = 0
         self._stop: Optional[threading.Event] = None
         self.streams: dict[tuple[int, int], Stream] = {}
         self.detached: list[Stream] = []
@@ -198,6 +204,8 @@ class LocalFollower:
         self._next_scan = 0.0
         self._next_sweep = 0.0
         self._cold: list[Followed] = []  # idle files, all checked in one sweep per interval
+        #: per sweep turn, the idle files it stats (every unwatched one, a fifth of the watched); None: to redo
+        self._plan: Optional[list[list[Followed]]] = None
         self._dirty_state = False
         self._lines_unsaved = 0
         self._hurry = False  # a read stopped early to save the state: poll again at once
@@ -260,6 +268,7 @@ class LocalFollower:
             if f is None:
                 f = Followed(path, explicit)
             f.dead, f.missing_since, f.hot, f.interval = False, None, True, MIN_INTERVAL
+            f.slot = len(self.followed) % WATCHED_SWEEP_EVERY
             self.followed[path] = f
             self._schedule(f, self.clock())
 
@@ -297,8 +306,14 @@ class LocalFollower:
             self._watched[directory] = self._observer.schedule(Handler(), directory, recursive=True)
         except Exception:  # noqa: BLE001 - e.g. the inotify watch limit: polling still covers it
             self._watched[directory] = None
+        for f in self.followed.values():
+            f.watched = None  # coverage is judged again
+        self._plan = None
 
     def _forget_watch(self, directory: str) -> None:
+        for f in self.followed.values():
+            f.watched = None
+        self._plan = None
         watch = self._watched.pop(directory, None)
         if watch is not None and self._observer is not None:
             try:
@@ -335,6 +350,7 @@ class LocalFollower:
             if f.interval >= self.max_interval and not f.dead:
                 f.hot = False
                 self._cold.append(f)
+                self._plan = None
             else:
                 self._schedule(f, now + f.interval)
         if now >= self._next_sweep:
@@ -363,14 +379,31 @@ class LocalFollower:
         if not f.hot:
             f.hot = True
             self._cold.remove(f)
+            self._plan = None
         self._schedule(f, now)
 
+    def _covered(self, f: Followed) -> bool:
+        """Whether inotify sees ``f``'s changes: a live watch holds its directory, on a
+        local filesystem."""
+        if f.watched is None:
+            d = os.path.dirname(f.path)
+            f.watched = any(w is not None and (d == root or d.startswith(root.rstrip(os.sep) + os.sep))
+                            for root, w in self._watched.items()) and not needs_polling(d)
+        return f.watched
+
     def _sweep(self, now: float, events: list[Event]) -> None:
-        """Check every idle file once: one stat each, inline, since this loop is
-        what following thousands of quiet files costs."""
+        """Check idle files: one stat each, inline, since this loop is what following
+        thousands of quiet files costs.  Polling stays the source of truth, but a file
+        inotify watches (its changes wake the loop at once) is looked at on one sweep in
+        :data:`WATCHED_SWEEP_EVERY`, in turn: 4,096 quiet files cost a fifth of a sweep."""
         stat_ = os.stat
         changed: list[Followed] = []
-        for f in self._cold:
+        self._sweeps += 1
+        if self._plan is None:
+            covered = self._covered
+            self._plan = [[f for f in self._cold if f.slot == turn or not covered(f)]
+                          for turn in range(WATCHED_SWEEP_EVERY)]
+        for f in self._plan[self._sweeps % WATCHED_SWEEP_EVERY]:
             try:
                 st = stat_(f.path)
             except OSError:
@@ -385,7 +418,9 @@ class LocalFollower:
                 continue
             if self._guarded(f, events):
                 self._heat(f, now)
-        self._cold = [f for f in self._cold if not f.dead and not f.hot]
+        if changed:
+            self._cold = [f for f in self._cold if not f.dead and not f.hot]
+            self._plan = None
 
     def next_wakeup(self) -> float:
         if self._hurry:
@@ -461,10 +496,12 @@ class LocalFollower:
     def status(self) -> dict[str, str]:
         return {p: f.status for p, f in self.followed.items()}
 
-    def mtimes(self) -> dict[str, float]:
-        """label -> mtime in seconds of every file read, as last seen (no system call:
-        the alert judge asks every second)."""
-        return dict(self._mtimes)
+    def take_mtimes(self) -> dict[str, float]:
+        """label -> mtime in seconds of the files whose mtime changed since the last call
+        (no system call: the alert judge asks every second)."""
+        with self._lock:
+            out, self._mtimes_changed = self._mtimes_changed, {}
+        return out
 
     # -- descriptors ----------------------------------------------------------------------------
     def _fd(self, s: Stream) -> int:
@@ -683,7 +720,7 @@ class LocalFollower:
                 self._dirty_state = True
         if s.offset == 0 and self.head_tail and size > self.head_tail:
             return  # read head, tail, then middle: not in order, not for the cache
-        s.writer = cache.writer(key, entry)
+        s.writer = cache.writer(key, entry, keep_store=False)  # a follower: memory does not grow with the file
 
     def save_cache(self) -> None:
         """Commit every stream's cache entry that took events since the last commit."""
@@ -811,8 +848,10 @@ class LocalFollower:
         if changed and s.offset == 0 and s.mtime_ns and mtime_ns is not None:
             self._copies_of_empty(s, mtime_ns, events)
         if mtime_ns is not None:
+            if s.mtime_ns != mtime_ns:
+                with self._lock:
+                    self._mtimes_changed[s.label] = mtime_ns / 1e9
             s.mtime_ns = mtime_ns
-            self._mtimes[s.label] = mtime_ns / 1e9
         if size < s.offset:
             self._truncated(s, events, "file shrank")
         elif changed and s.offset and self._rewritten(s, fd):

@@ -258,7 +258,7 @@ class RemoteHost:
                 rf.parser, rf.offset = parser, entry.offset
                 rf.head = await fh.read(min(HEAD_BYTES, rf.offset), 0)
                 rf.last = await fh.read(min(MARKER_BYTES, rf.offset), rf.offset - min(MARKER_BYTES, rf.offset))
-        rf.writer = cache.writer(rf.path, entry)
+        rf.writer = cache.writer(rf.path, entry, keep_store=False)  # memory does not grow with the file
 
     def _save_cache(self) -> None:
         self._cache_saved = time.monotonic()

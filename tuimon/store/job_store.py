@@ -70,6 +70,7 @@ class Job:
     config: dict = field(default_factory=dict)
     frameworks: list[str] = field(default_factory=list)
     ranks: dict[RankKey, Series] = field(default_factory=dict)
+    bounded: bool = False  # its series keep a thinned history (a long-running verb's store)
     steps: Series = field(default_factory=Series)
     reported: Series = field(default_factory=Series)  # Throughput lines: tflops / samples/s / iteration time
     timers: dict[str, TimerStat] = field(default_factory=dict)
@@ -121,6 +122,7 @@ class Job:
             mine = self.ranks.get(key)
             if mine is None:
                 self.ranks[key] = series  # the usual case, a rank in one file: no copy
+                series.bounded = series.bounded or self.bounded
                 series.remap_files(mapping)
             else:
                 start = len(mine)
@@ -183,7 +185,7 @@ class Job:
     # -- derived facts ------------------------------------------------------------------
     @property
     def iterations_seen(self) -> int:
-        return sum(len(s) for s in self.ranks.values())
+        return sum(s.appended for s in self.ranks.values())  # every one, thinned out or not
 
     @property
     def last_lr(self) -> Optional[float]:
@@ -251,9 +253,12 @@ class Job:
 class JobStore:
     """Routes events to jobs by their file (see :mod:`tuimon.store.identity`)."""
 
-    def __init__(self) -> None:
+    def __init__(self, bounded: bool = False) -> None:
+        """``bounded``: every series keeps its recent points and a thinned history (see
+        :mod:`tuimon.store.series`): what long-running verbs use, so memory has a bound."""
         self.jobs: dict[str, Job] = {}
         self._file_job: dict[str, tuple[Job, Optional[int]]] = {}
+        self.bounded = bounded
 
     def job_for(self, file: str) -> tuple[Job, Optional[int]]:
         hit = self._file_job.get(file)
@@ -262,9 +267,16 @@ class JobStore:
             job = self.jobs.get(ident.job_key)
             if job is None:
                 job = self.jobs[ident.job_key] = Job(ident.job_key, ident.job_name)
+                if getattr(self, "bounded", False):
+                    job.bounded = job.steps.bounded = job.reported.bounded = True
             job.add_file(file)
             hit = self._file_job[file] = (job, ident.rank)
         return hit
+
+    def job_of(self, file: str) -> Optional[Job]:
+        """The job ``file``'s events went to, or None (no job is made for it)."""
+        hit = self._file_job.get(file)
+        return hit[0] if hit is not None else None
 
     def add_file(self, file: str) -> Job:
         return self.job_for(file)[0]
@@ -326,7 +338,7 @@ def _on_iteration(job: Job, ev: Iteration, file_rank: Optional[int]) -> None:
     key = _rank_key(ev, file_rank)
     series = job.ranks.get(key)
     if series is None:
-        series = job.ranks[key] = Series()
+        series = job.ranks[key] = Series(bounded=job.bounded)
     series.append_event(ev, _ITERATION_FIELDS, job.file_index.get(ev.file, 0))
     if ev.iteration is not None and (job.last_iteration is None or ev.iteration >= job.last_iteration):
         job.last_iteration = ev.iteration

@@ -4,6 +4,14 @@ and where each point was logged (an index into its job's files, and a line numbe
 Wall time is stored as float32 seconds after the series' first stamp (about 0.25 s
 resolution after a month), which is what keeps a point under 32 bytes; growth by
 1/8 keeps the allocated slack under 4 bytes a point.
+
+A series of a long-running verb (a follower's store) is *bounded*: it keeps its
+:data:`RECENT` latest points at full resolution and an evenly thinned history before
+them, at most :data:`HISTORY` points, one every ``stride`` points in the order they
+came (the stride doubles when the history is full), as TensorBoard's reservoir keeps
+a bounded sample.  So memory is at most ``(RECENT + HISTORY)`` points a series
+whatever the run's length; ``appended`` counts every point.  Batch verbs keep every
+point (a figure over a whole log stays exact).
 """
 from __future__ import annotations
 
@@ -20,6 +28,8 @@ _FLOAT_KEYS = tuple(f.key for f in FIELDS if f.key != "iteration")
 _FLOATS = len(_FLOAT_KEYS)
 _NAN = float("nan")
 _I32_MAX = np.iinfo(np.int32).max
+RECENT = 1 << 16  # points kept at full resolution by a bounded series
+HISTORY = 1 << 16  # evenly thinned points before them, at most
 
 
 def _f(value: Optional[float]) -> float:
@@ -49,26 +59,66 @@ def point_plan(event_type: str) -> PointPlan:
 
 
 class Series:
-    __slots__ = ("_data", "n", "wall_base")
+    __slots__ = ("_data", "n", "wall_base", "bounded", "stride", "history", "appended")
 
-    def __init__(self, capacity: int = 64) -> None:
+    def __init__(self, capacity: int = 64, bounded: bool = False) -> None:
         self._data = np.empty(capacity, dtype=POINT_DTYPE)
         self.n = 0
         self.wall_base: Optional[float] = None
+        self.bounded = bounded
+        self.stride = 1  # the history holds points 0, stride, 2 stride... of those appended
+        self.history = 0  # points at the front that are the thinned history
+        self.appended = 0  # every point ever appended
 
     def __len__(self) -> int:
         return self.n
 
     def __getstate__(self) -> tuple:
         """The points without the room kept for growth (the parse cache saves series)."""
-        return self._data[:self.n].copy(), self.n, self.wall_base
+        return self._data[:self.n].copy(), self.n, self.wall_base, self.bounded, self.stride, self.history, \
+            self.appended
 
     def __setstate__(self, state: tuple) -> None:
-        self._data, self.n, self.wall_base = state
+        if len(state) == 3:  # saved before series could be bounded
+            state = (*state, False, 1, 0, state[1])
+        self._data, self.n, self.wall_base, self.bounded, self.stride, self.history, self.appended = state
+
+    @property
+    def thinned(self) -> bool:
+        """Whether older points were thinned out (figures over all points are then over a sample)."""
+        return self.appended > self.n
+
+    def _thin(self) -> None:
+        """Make room in a bounded series: the oldest half of the recent points goes into
+        the history, one every ``stride`` of them (by their order of arrival); a full
+        history keeps every other of its points and its stride doubles."""
+        recent = self.n - self.history
+        move = recent // 2
+        first = self.appended - recent  # the arrival number of the oldest recent point
+        data = self._data
+        start = (-first) % self.stride  # the moved points that fall on the history's grid
+        picked = np.arange(self.history + start, self.history + move, self.stride)
+        kept = len(picked)
+        data[self.history:self.history + kept] = data[picked]
+        tail = self.n - (self.history + move)
+        data[self.history + kept:self.history + kept + tail] = data[self.history + move:self.n]
+        self.history += kept
+        self.n = self.history + tail
+        while self.history > HISTORY:
+            half = data[0:self.history:2].copy()
+            rest = data[self.history:self.n].copy()
+            data[:len(half)] = half
+            data[len(half):len(half) + len(rest)] = rest
+            self.history = len(half)
+            self.n = self.history + len(rest)
+            self.stride *= 2
 
     def append(self, iteration: Optional[int], wall: Optional[float] = None, *, file_id: int = 0, line: int = 0,
                **values: Optional[float]) -> None:
         """One point: its iteration, wall time and registry fields by key (absent: NaN)."""
+        if self.bounded and self.n - self.history >= RECENT:
+            self._thin()
+        self.appended += 1
         if self.n == len(self._data):
             self._grow(len(self._data) + max(64, len(self._data) // 8))
         if wall is not None and self.wall_base is None:
@@ -96,10 +146,16 @@ class Series:
                 walls = other._data["wall"][:k].astype(np.float64) + (other.wall_base - self.wall_base)
                 out["wall"] = np.clip(walls, -3.4e38, 3.4e38)
         self.n += k
+        self.appended += other.appended
+        while self.bounded and self.n - self.history > RECENT:
+            self._thin()
 
     def append_event(self, ev, plan: "PointPlan", file_id: int = 0) -> None:
         """A point of the registry fields ``ev`` gives (:func:`point_plan` of its type):
         :meth:`append`'s point, built without naming its fields (the hot path of a parse)."""
+        if self.bounded and self.n - self.history >= RECENT:
+            self._thin()
+        self.appended += 1
         if self.n == len(self._data):
             self._grow(len(self._data) + max(64, len(self._data) // 8))
         wall = ev.wall_time
