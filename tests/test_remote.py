@@ -447,3 +447,56 @@ def test_remote_files_use_the_parse_cache_keyed_by_host(server, tmp_path):
     target.write_text(target.read_text().replace("lm loss", "lm  loss"))  # same file name, other content
     replaced = cli("events", spec, "--ssh-config", str(server.config)).stdout
     assert replaced == cli("events", spec, "--ssh-config", str(server.config), "--no-cache").stdout
+
+
+@pytest.mark.slow
+def test_a_remote_file_that_grows_by_hundreds_of_mb_streams_in_bounded_memory(server, tmp_path):
+    """events --follow host:dir while a file gains 240 MB: events come out as blocks are
+    read (not after the whole backlog), RSS stays bounded, Ctrl-C stops it at once."""
+    import signal
+    import threading
+
+    d = tmp_path / "grow"
+    d.mkdir()
+    log = d / "big.log"
+    line = (" iteration {i:8d}/ 9999999 | consumed samples: {s:12d} | elapsed time per iteration (ms): 2500.0 | "
+            "learning rate: 3.000E-04 | global batch size:    64 | lm loss: 2.500000E+00 | loss scale: 4096.0 |\n")
+    log.write_text(line.format(i=1, s=64))
+    proc = subprocess.Popen([sys.executable, "-m", "tuimon", "events", "--follow", "--no-cache", f"tuimon-test:{d}",
+                             "--ssh-config", str(server.config), "--poll", "0.2"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    seen = [0]
+
+    def read() -> None:
+        for out_line in proc.stdout:  # type: ignore[union-attr]
+            if b'"type": "iteration"' in out_line:
+                seen[0] += 1
+    threading.Thread(target=read, daemon=True).start()
+    try:
+        deadline = time.monotonic() + 30
+        while seen[0] < 1 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert seen[0] == 1, proc.stderr.read1(4096) if proc.poll() is not None else "no first event"
+        block = "".join(line.format(i=i, s=i * 64) for i in range(2, 20002))
+        with open(log, "a") as fh:
+            for _ in range(120):  # 240 MB
+                fh.write(block)
+        total = 1 + 120 * 20000
+        t0 = time.monotonic()
+        peak, first_out = 0.0, None
+        while seen[0] < total and time.monotonic() - t0 < 25:
+            time.sleep(0.25)
+            if first_out is None and seen[0] > 1:
+                first_out = time.monotonic() - t0
+            status = Path(f"/proc/{proc.pid}/status").read_text()
+            peak = max(peak, int(next(ln for ln in status.splitlines() if ln.startswith("VmRSS:")).split()[1]) / 1024)
+        assert first_out is not None and first_out < 10, "events come out while the backlog is read"
+        assert peak < 500, f"RSS peaked at {peak:.0f} MB while reading 240 MB (bounded by blocks, not the backlog)"
+        assert seen[0] > 1
+        t1 = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=15)
+        assert time.monotonic() - t1 < 2.0, "Ctrl-C stops a remote follow within a second or so"
+    finally:
+        if proc.poll() is None:
+            proc.kill()

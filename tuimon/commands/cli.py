@@ -659,11 +659,17 @@ def _follow_remote(args, specs, emit) -> bool:
         errors.append(message)
         _err(message)
 
+    stop: list[asyncio.Event] = []
+    tasks: list[asyncio.Future] = []
+
     async def main() -> None:
         hosts: list = []
+        stop.append(asyncio.Event())
         task = asyncio.ensure_future(read_remote(specs, emit, ssh_config=args.ssh_config, follow=True,
                                                  on_error=fatal, on_warning=_warn, poll=args.poll or 1.0,
-                                                 hosts_out=hosts, cache=not args.no_cache and not args.state))
+                                                 hosts_out=hosts, cache=not args.no_cache and not args.state,
+                                                 stop=stop[0]))
+        tasks.append(task)
         shown: dict[str, str] = {}
         while not task.done():
             for h in hosts:
@@ -674,7 +680,22 @@ def _follow_remote(args, specs, emit) -> bool:
             await asyncio.sleep(0.5)
         await task
 
-    asyncio.run(main())
+    # not asyncio.run: on Ctrl-C it waits for every task to end, and an SFTP read cut
+    # mid-flight may never end; here the hosts get half a second to close, then we go
+    loop = asyncio.new_event_loop()
+    try:
+        loop.run_until_complete(main())
+    except KeyboardInterrupt:
+        if stop and tasks:
+            stop[0].set()
+            try:
+                loop.run_until_complete(asyncio.wait(tasks, timeout=0.5))
+            except BaseException:  # noqa: BLE001 - a second Ctrl-C, or a host's close failing: we leave anyway
+                pass
+        raise
+    finally:
+        if not any(not t.done() for t in tasks):
+            loop.close()
     return not errors
 
 

@@ -42,6 +42,7 @@ from .discover import DEFAULT_EXCLUDE, DEFAULT_INCLUDE, matches
 from .specs import RemoteSpec, parse_spec, split_paths  # noqa: F401  (re-exported)
 
 HEAD_BYTES = 1024
+MAX_READ_PER_ROUND = 16 << 20  # a file's backlog is read this much at a time: the other files get their turn
 MARKER_BYTES = 32
 CACHE_EVERY = 30.0  # seconds between two commits of the parse cache entries being written
 READ_SIZE = 1 << 20
@@ -221,6 +222,7 @@ class RemoteHost:
     cache: bool = False  # start files from the parse cache (keyed by this host) and save to it
     _cache: Optional[ParseCache] = None
     _cache_saved: float = 0.0
+    _stopping: Optional[asyncio.Event] = None
 
     @property
     def host(self) -> str:
@@ -265,10 +267,11 @@ class RemoteHost:
         for rf in self.files.values():
             if rf.writer is not None and rf.writer.dirty:
                 tail = rf.last[-min(len(rf.last), rf.offset):] if rf.offset else b""
-                rf.writer.commit_as(Ident(0, 0, rf.head[:min(HEAD_BYTES, rf.offset)], tail, rf.size_seen or 0,
+                rf.writer.commit_as(Ident(0, 0, rf.head[:min(HEAD_BYTES, rf.offset)], tail, max(rf.size_seen, 0),
                                           _ns(rf.mtime_seen)), rf.offset, rf.parser)
 
     async def run(self, stop: asyncio.Event) -> None:
+        self._stopping = stop  # a long read looks at it between blocks
         try:
             await self._run(stop)
         finally:
@@ -543,14 +546,27 @@ class RemoteHost:
                 if rf.offset and await self._replaced(fh, rf, size):
                     await self._drain_rotated(sftp, rf, events)
                     self._restart(rf, events, "a different file is now at this path")
-                while rf.offset < size:
+                budget = size if self.once else MAX_READ_PER_ROUND
+                while rf.offset < size and budget > 0:
                     data = await fh.read(min(READ_SIZE, size - rf.offset), rf.offset)
                     if not data:
                         break
+                    budget -= len(data)
                     self._consume(rf, data, events)
+                    if events:  # handed on a block at a time: memory does not grow with the backlog
+                        self.sink(events)
+                        events = []
+                    if self._stopping is not None and self._stopping.is_set():
+                        break
+                    await asyncio.sleep(0)  # a stop (Ctrl-C) and the other hosts get their turn
                 if not rf.tail and rf.offset:  # its events came from the parse cache: its end, still
                     rf.tail = await fh.read(min(TAIL_BYTES, rf.offset), max(0, rf.offset - TAIL_BYTES))
-            rf.size_seen, rf.mtime_seen = size, mtime
+            # a backlog left for the next round: the file stays hot and is read on then
+            rf.size_seen, rf.mtime_seen = (size if rf.offset >= size else -1), mtime
+            if rf.offset < size and not self.once:
+                self.hot.add(rf.path)
+                rf.interval = self.poll / 4
+                rf.due = time.monotonic()
         finally:
             if events:
                 self.sink(events)
