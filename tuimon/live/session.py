@@ -69,6 +69,8 @@ class Snapshot:
     statuses: dict[str, str] = field(default_factory=dict)
     taken_at: float = 0.0
     alerts: int = 0
+    #: changes whenever a row may have: the same number twice means the same rows (a screen skips its work)
+    generation: int = 0
 
 
 @dataclass
@@ -152,6 +154,8 @@ class LiveSession:
         self._details: dict[str, tuple[int, JobDetail]] = {}  # job key -> (version, detail)
         self._job_versions: dict[str, int] = {}
         self._changed_jobs: set[str] = set()  # jobs whose figures changed since alerts were last judged
+        self._generation = 0  # bumped whenever a row may change (events, alerts)
+        self._rows: Optional[tuple[int, list[JobRow]]] = None  # (generation, rows) of the last snapshot
         self._paths = list(paths)
         self._options = dict(poll=poll, head_tail=head_tail, **follower_kw)
         self._ssh_config = ssh_config
@@ -285,6 +289,7 @@ class LiveSession:
                 self.last_update[job.key] = max(self.last_update.get(job.key, 0.0), when)
                 self._job_versions[job.key] = self._job_versions.get(job.key, 0) + 1
                 self._changed_jobs.add(job.key)
+            self._generation += 1
 
     def progress(self) -> tuple[int, int, int]:
         if self.follower is not None:
@@ -310,20 +315,30 @@ class LiveSession:
         now = self.clock()
         with self.lock:
             self._judge_alerts(now)
-            rows = []
-            budget = NEW_ROWS_PER_SNAPSHOT  # thousands of new jobs appear over a few frames, not in one
-            for job in self.store.jobs.values():
-                cached = self._cache.get(job.key)
-                if cached is None or cached[0] != self._job_versions.get(job.key, 0):
-                    if budget <= 0:
-                        if cached is not None:
-                            rows.append(cached[1])
-                        continue
-                    budget -= 1
-                rows.append(self._row(job, now))
+            generation = self._generation
+            if self._rows is not None and self._rows[0] == generation:
+                rows = self._rows[1]  # nothing changed since: an idle frame costs no pass over the jobs
+            else:
+                rows = []
+                budget = NEW_ROWS_PER_SNAPSHOT  # thousands of new jobs appear over a few frames, not in one
+                for job in self.store.jobs.values():
+                    cached = self._cache.get(job.key)
+                    if cached is None or cached[0] != self._job_versions.get(job.key, 0):
+                        if budget <= 0:
+                            if cached is not None:
+                                rows.append(cached[1])
+                            continue
+                        budget -= 1
+                    rows.append(self._row(job, now))
+                if budget > 0:  # every row is up to date: the next frame may reuse them
+                    self._rows = (generation, rows)
+                else:
+                    self._rows = None
+                    self._generation += 1  # rows still to build: the next frame is not an idle one
+                    generation = self._generation
         done, total, files = self.progress()
         snap = Snapshot(rows=rows, bytes_done=done, bytes_total=total, files=files, statuses=self.statuses(),
-                        taken_at=now, alerts=self.alert_feed.delivered_count)
+                        taken_at=now, alerts=self.alert_feed.delivered_count, generation=generation)
         return snap
 
     def _judge_alerts(self, now: float) -> None:
@@ -339,6 +354,7 @@ class LiveSession:
                                                  now=now):
             key = alert.job_key
             self._alert_counts[key] = self._alert_counts.get(key, 0) + 1
+            self._generation += 1  # its row's alert badge
             # a job whose logs were last written before this session began is history: its alerts
             # are counted and listed, not announced (toasts and the bell are for what happens now)
             written = self.last_update.get(key)

@@ -118,6 +118,8 @@ class JobsScreen(Screen):
         self.sort = "job"
         self.filter_text = ""
         self._shown: dict[str, tuple] = {}
+        self._last_view: Optional[tuple] = None  # (generation, filter, sort, marks, size, theme) last shown
+        self._last_count = 0
         self._order: Optional[list[str]] = None  # None: rebuild the table (a new filter or sort)
         self._rows: dict[str, JobRow] = {}
         self._ready = False  # the timer may fire between push and mount
@@ -151,6 +153,10 @@ class JobsScreen(Screen):
     # -- data ---------------------------------------------------------------------------------
     def update_snapshot(self, snap: Snapshot) -> None:
         if not self._ready:
+            return
+        view = (snap.generation, self.filter_text, self.sort, frozenset(self.marked), self.size, self.app.theme)
+        if view == self._last_view:  # the same rows shown the same way: only the progress line
+            self._progress(snap, self._last_count)
             return
         self._rows = {r.key: r for r in snap.rows}
         matches = compile_filter(self.filter_text)
@@ -199,6 +205,7 @@ class JobsScreen(Screen):
                 if name in self._visible and (new_cell is not before and new_cell != before or name == "Job"):
                     table.update_cell(r.key, name, picked[name], update_width=True)
             self._shown[r.key] = c
+        self._last_view, self._last_count = view, len(rows)
         self._progress(snap, len(rows))
 
     def _set_columns(self, table: DataTable, names: tuple[str, ...]) -> None:
@@ -209,6 +216,7 @@ class JobsScreen(Screen):
         self._visible = names
         self._order = None
         self._shown = {}
+        self._last_view = None
 
     def _pick(self, cells: tuple, key: Optional[str] = None) -> tuple:
         picked = [c for name, c in zip(COLUMNS, cells) if name in self._visible]
@@ -348,7 +356,8 @@ class JobsScreen(Screen):
         if key is None:
             return
         self.marked ^= {key}
-        self._shown.pop(key, None)  # its row is redrawn with (or without) the mark
+        self._shown.pop(key, None)
+        self._last_view = None  # its row is redrawn with (or without) the mark
         self.post_message(RefreshRequest(self))
 
     def action_compare(self) -> None:
