@@ -9,7 +9,10 @@
   keepalives (15 s, 3 misses) and retried with exponential backoff and jitter
   (1 s to 60 s); reading resumes at the saved offsets.  SFTP gives no inode, so a
   file's identity is its first bytes: a different head at the path means a new
-  file (the old one is looked for among its rotated siblings and drained).
+  file (the old one is looked for among its rotated siblings and drained).  One
+  rotation model with local following: a file seen empty and then written, or replaced
+  (also across a dropped connection), first drains the generations rotated through its
+  path since, oldest first, told apart by (size, mtime).
 * Polling lists directories, not files: one ``readdir`` gives the size and mtime
   of every file in a directory, and only files that changed are opened.  A
   directory is listed every ``list_every`` (10 s), and at once when its mtime says
@@ -163,6 +166,9 @@ class RemoteFile:
     cache_checked: bool = False
     skip_events: int = 0  # events the parser is yet to give again (a cache entry cut short)
     tail: bytes = b""  # the last bytes read (a stuck job's last line is shown from them)
+    #: (size, mtime) of its rotated siblings (``x.log.1``...) accounted for: there when it was first
+    #: seen (history), or read since.  A rename keeps both, so a generation is known under any name.
+    history: Optional[set] = None
 
 
 @dataclass(eq=False)
@@ -443,6 +449,7 @@ class RemoteHost:
             self._warn(f"cannot list {d.path}: permission denied (retrying)")
             return
         known = d.names  # name -> its file, or None: not followed (decided once per name)
+        listing = _Listing(entries)
         for entry in entries:
             attrs = entry.attrs
             rf = known.get(entry.filename, False)
@@ -453,6 +460,8 @@ class RemoteHost:
                 if judged is None:
                     continue
                 rf, attrs = judged
+            if rf.history is None:  # first seen: its rotated siblings now are history, not to read
+                rf.history = listing.siblings(posixpath.basename(rf.path))
             if attrs.size != rf.size_seen or attrs.mtime != rf.mtime_seen:
                 await self._guarded_read(sftp, rf, attrs.size or 0, attrs.mtime)
                 self._heat(rf, now, d)
@@ -541,11 +550,18 @@ class RemoteHost:
         events: list[Event] = []
         try:
             async with sftp.open(rf.path, "rb") as fh:
+                if rf.history is None:  # a file named on its own: its siblings now are history
+                    rf.history = await self._siblings(sftp, rf)
                 if self.cache and not rf.cache_checked and rf.offset == 0:
                     await self._from_cache(fh, rf, size, mtime, events)
                 if rf.offset and await self._replaced(fh, rf, size):
-                    await self._drain_rotated(sftp, rf, events)
+                    # the file read before left the path (rotated, or copied and truncated), perhaps
+                    # during a cut: its rest, and any generation rotated through the path since, first
+                    await self._drain_generations(sftp, rf, events)
                     self._restart(rf, events, "a different file is now at this path")
+                elif rf.offset == 0 and rf.size_seen == 0 and size > 0:
+                    # seen empty, now written: what was written meanwhile may have been rotated away
+                    await self._drain_generations(sftp, rf, events)
                 budget = size if self.once else MAX_READ_PER_ROUND
                 while rf.offset < size and budget > 0:
                     data = await fh.read(min(READ_SIZE, size - rf.offset), rf.offset)
@@ -580,35 +596,58 @@ class RemoteHost:
         n = len(rf.last)
         return bool(n) and await fh.read(n, rf.offset - n) != rf.last
 
-    async def _drain_rotated(self, sftp, rf: RemoteFile, events: list[Event]) -> None:
-        """Rotated while we were away or between polls: the rest of the old file is
-        in a sibling (``x.log.1``) that starts with the bytes we read first."""
+    async def _siblings(self, sftp, rf: RemoteFile) -> set:
+        """(size, mtime) of ``rf``'s rotated siblings now (one listing)."""
+        import asyncssh
+
+        try:
+            return _Listing(await sftp.readdir(posixpath.dirname(rf.path) or ".")).siblings(
+                posixpath.basename(rf.path))
+        except asyncssh.SFTPError:
+            return set()
+
+    async def _drain_generations(self, sftp, rf: RemoteFile, events: list[Event]) -> None:
+        """The model local following has, over SFTP: files rotated through ``rf``'s path
+        since it was last read (``x.log`` -> ``x.log.1`` -> ``x.log.2``, copytruncate's
+        copy), oldest first.  The one that continues what was read (same first bytes,
+        same bytes before the offset) is read on from the offset; the others, never
+        seen, are read whole; those that were there before are history.  Siblings are
+        told apart by (size, mtime), which a rename keeps."""
         import asyncssh
 
         directory, base = posixpath.split(rf.path)
         try:
-            names = [e.filename for e in await sftp.readdir(directory or ".")]
+            entries = await sftp.readdir(directory or ".")
         except asyncssh.SFTPError:
             return
-        for name in sorted(n for n in names if isinstance(n, str) and n.startswith(base) and n != base):
-            path = posixpath.join(directory, name)
+        history = rf.history if rf.history is not None else set()
+        fresh = [e for e in _Listing(entries).sibling_entries(base) if (e.attrs.size, e.attrs.mtime) not in history]
+        fresh.sort(key=_generation_order)
+        for entry in fresh:
+            path = posixpath.join(directory, entry.filename)
             try:
-                if (await sftp.stat(path)).type != asyncssh.FILEXFER_TYPE_REGULAR:
-                    continue
                 async with sftp.open(path, "rb") as fh:
-                    if await fh.read(len(rf.head), 0) != rf.head:
-                        continue
-                    n = len(rf.last)
-                    if n and await fh.read(n, rf.offset - n) != rf.last:
-                        continue
-                    while True:
-                        data = await fh.read(READ_SIZE, rf.offset)
-                        if not data:
-                            break
-                        self._consume(rf, data, events)
-                    return
+                    if rf.offset and rf.head and await fh.read(len(rf.head), 0) == rf.head and \
+                            (not rf.last or await fh.read(len(rf.last), rf.offset - len(rf.last)) == rf.last):
+                        while True:  # the rest of the file read before
+                            data = await fh.read(READ_SIZE, rf.offset)
+                            if not data:
+                                break
+                            self._consume(rf, data, events)
+                    else:  # a generation that never was read at the path
+                        parser, at = FileParser(rf.label), 0
+                        while True:
+                            data = await fh.read(READ_SIZE, at)
+                            if not data:
+                                break
+                            at += len(data)
+                            self.state.bytes_read += len(data)
+                            events.extend(parser.feed(data))
+                        events.extend(parser.finish())
             except asyncssh.SFTPError:
                 continue
+            history.add((entry.attrs.size, entry.attrs.mtime))
+        rf.history = history
 
     def _restart(self, rf: RemoteFile, events: list[Event], reason: str) -> None:
         events.extend(rf.parser.finish())
@@ -631,6 +670,41 @@ class RemoteHost:
 
 
 TAIL_BYTES = 4096
+_COMPRESSED = (".gz", ".bz2", ".xz", ".zst", ".zip", ".lz4")
+
+
+class _Listing:
+    """One directory listing, its names sorted: a file's rotated siblings (names that
+    extend its own) by bisection, not a scan of the listing per file."""
+
+    def __init__(self, entries: list) -> None:
+        import asyncssh
+
+        regular = asyncssh.FILEXFER_TYPE_REGULAR
+        self.entries = sorted((e for e in entries if isinstance(e.filename, str) and e.attrs.type == regular),
+                              key=lambda e: e.filename)
+        self.names = [e.filename for e in self.entries]
+
+    def sibling_entries(self, base: str) -> list:
+        import bisect
+
+        out = []
+        for i in range(bisect.bisect_right(self.names, base), len(self.names)):
+            name = self.names[i]
+            if not name.startswith(base):
+                break
+            if not name.endswith(_COMPRESSED):
+                out.append(self.entries[i])
+        return out
+
+    def siblings(self, base: str) -> set:
+        return {(e.attrs.size, e.attrs.mtime) for e in self.sibling_entries(base)}
+
+
+def _generation_order(entry) -> tuple:
+    """Oldest first: by mtime, and at equal mtimes (whole seconds) ``x.log.2`` before ``x.log.1``."""
+    tail = entry.filename.rsplit(".", 1)[-1]
+    return (entry.attrs.mtime or 0, -int(tail) if tail.isdigit() else 0, entry.filename)
 
 
 def parsed(hosts: list[RemoteHost]) -> tuple[int, ParseStats]:
