@@ -169,6 +169,7 @@ class LiveSession:
         self._alerts_at = float("-inf")
         self.started_at = clock()
         self._alert_counts: dict[str, int] = {}
+        self._latest_alert: dict[str, Alert] = {}  # job key -> its latest alert (the preview shows it)
         self.follower: Optional[LocalFollower] = None
         self.remote: Optional[RemoteThread] = None
         if not process:
@@ -179,6 +180,7 @@ class LiveSession:
                 self.remote = RemoteThread(remote, self._sink, **self._remote_options)
         self._progress = (0, 0, 0)  # bytes done, bytes total, files
         self._statuses: dict[str, str] = {}
+        self._hosts: dict[str, str] = {}  # of _statuses, the hosts' and the ingest's
         self._stop = threading.Event()
         self._thread: Optional[threading.Thread] = None
         self._proc: Optional[Any] = None
@@ -221,6 +223,7 @@ class LiveSession:
                 if self._proc is not None and not self._proc.is_alive() and not self._stop.is_set():
                     self.error = "the ingest process stopped unexpectedly: the figures shown are no longer updated"
                     self._statuses = {**self._statuses, "ingest": "STOPPED, no more updates"}  # stays in the header
+                    self._hosts = {**self._hosts, "ingest": "STOPPED, no more updates"}
                     return
                 continue
             except (EOFError, OSError):
@@ -236,6 +239,7 @@ class LiveSession:
                 _, self._progress, states = msg
                 if states is not None:  # None: as before
                     self._statuses = states
+                    self._hosts = {n: st for n, st in states.items() if n.startswith("ssh ") or n == "ingest"}
             elif kind == "error":
                 self.error = msg[1]
             elif kind == "warning":
@@ -298,9 +302,17 @@ class LiveSession:
         return self._progress
 
     def statuses(self) -> dict[str, str]:
+        """Every file's state, and the hosts' and the ingest's."""
         if self.follower is None:
             return dict(self._statuses)
-        out = self.follower.status()
+        return {**self.follower.status(), **self.host_statuses()}
+
+    def host_statuses(self) -> dict[str, str]:
+        """The states of the remote hosts (``ssh HOST``) and of the ingest process: what a
+        snapshot carries (a state per file, for thousands of files, would be copied a frame)."""
+        if self.follower is None:
+            return dict(self._hosts)
+        out: dict[str, str] = {}
         if self.remote is not None:
             out.update(self.remote.states())
             for message in self.remote.errors:
@@ -337,7 +349,7 @@ class LiveSession:
                     self._generation += 1  # rows still to build: the next frame is not an idle one
                     generation = self._generation
         done, total, files = self.progress()
-        snap = Snapshot(rows=rows, bytes_done=done, bytes_total=total, files=files, statuses=self.statuses(),
+        snap = Snapshot(rows=rows, bytes_done=done, bytes_total=total, files=files, statuses=self.host_statuses(),
                         taken_at=now, alerts=self.alert_feed.delivered_count, generation=generation)
         return snap
 
@@ -354,12 +366,18 @@ class LiveSession:
                                                  now=now):
             key = alert.job_key
             self._alert_counts[key] = self._alert_counts.get(key, 0) + 1
+            self._latest_alert[key] = alert
             self._generation += 1  # its row's alert badge
             # a job whose logs were last written before this session began is history: its alerts
             # are counted and listed, not announced (toasts and the bell are for what happens now)
             written = self.last_update.get(key)
             if written is not None and written >= self.started_at:
                 self.new_alerts.append(alert)
+
+    def latest_alert(self, key: str) -> Optional[Alert]:
+        """The latest alert of the job ``key`` (no copy of every alert a frame)."""
+        with self.lock:
+            return self._latest_alert.get(key)
 
     def judge(self) -> None:
         """Judge alerts (a headless verb's tick; the app's snapshot does it too)."""

@@ -108,9 +108,7 @@ class TuimonApp(App[int]):
             screen.update_snapshot(self.session.snapshot())
             key = screen.selected_key()
             detail = self.session.job_detail(key) if key is not None else None
-            alert = None
-            if detail is not None:
-                alert = next((a for a in reversed(self.session.alerts()) if a.job_key == detail.row.key), None)
+            alert = self.session.latest_alert(detail.row.key) if detail is not None else None
             screen.update_preview(detail, alert)
         elif isinstance(screen, JobScreen):
             detail = self.session.job_detail(screen.key)

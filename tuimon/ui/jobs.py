@@ -119,6 +119,9 @@ class JobsScreen(Screen):
         self.filter_text = ""
         self._shown: dict[str, tuple] = {}
         self._last_view: Optional[tuple] = None  # (generation, filter, sort, marks, size, theme) last shown
+        self._progress_text = ""
+        self._counted: tuple[int, int, int] = (-1, 0, 0)  # (generation, failed, stalled)
+        self._preview_shown: Optional[tuple] = None
         self._last_count = 0
         self._order: Optional[list[str]] = None  # None: rebuild the table (a new filter or sort)
         self._rows: dict[str, JobRow] = {}
@@ -258,8 +261,10 @@ class JobsScreen(Screen):
         return c
 
     def _progress(self, snap: Snapshot, shown: int) -> None:
-        failed = sum(1 for r in snap.rows if r.summary["status"] == "failed")
-        stalled = sum(1 for r in snap.rows if r.stalled)
+        if self._counted[0] != snap.generation:  # counted once per generation, not a frame
+            self._counted = (snap.generation, sum(1 for r in snap.rows if r.summary["status"] == "failed"),
+                             sum(1 for r in snap.rows if r.stalled))
+        _, failed, stalled = self._counted
         parts = [f"{len(snap.rows)} jobs", f"{snap.files} files"]
         if shown != len(snap.rows):
             why = f"filter: {self.filter_text}" if self.filter_text else "/ to filter"
@@ -273,18 +278,26 @@ class JobsScreen(Screen):
         if snap.bytes_total and snap.bytes_done < snap.bytes_total:
             pct = 100.0 * snap.bytes_done / snap.bytes_total
             parts.append(f"reading history {pct:.0f}% ({snap.bytes_done / 1e6:.0f}/{snap.bytes_total / 1e6:.0f} MB)")
-        for name, state in sorted(snap.statuses.items()):
+        for name, state in sorted(snap.statuses.items()):  # the hosts' and the ingest's
             if name.startswith("ssh "):
                 parts.append(f"{name[4:]}: {state}")
             elif name == "ingest":
                 parts.append(f"ingest {state}")
         parts.append(f"sort: {self.sort}")
-        self.query_one("#progress", Static).update(plain("tuimon | " + " | ".join(parts)))
+        text = "tuimon | " + " | ".join(parts)
+        if text != self._progress_text:  # an unchanged line is not drawn again
+            self._progress_text = text
+            self.query_one("#progress", Static).update(plain(text))
 
     def update_preview(self, detail: Optional[JobDetail], alert: Optional[Alert]) -> None:
         """The selected job's charts, its status line and its latest alert."""
         if not self._ready or not self.query("#preview-tflops"):
             return
+        shown = (detail.row.version if detail is not None else None, detail.row.key if detail is not None else None,
+                 detail.row.alerts if detail is not None else None, alert, self.size, self.app.theme)
+        if shown == self._preview_shown:  # the same job, figures and alert: nothing to draw again
+            return
+        self._preview_shown = shown
         status = self.query_one("#preview-status", Static)
         if detail is None:
             status.update(Text("no job selected", style="dim"))
