@@ -416,3 +416,36 @@ def test_quiet_jobs_are_judged_at_their_deadline_not_on_every_tick(tmp_path, mon
     versions[next(iter(store.jobs))] = 2  # a job that changes is judged at once
     feed.update(list(store.jobs.values()), writes, now=t0 + 602, versions=versions)
     assert judged[0] == 501
+
+
+def test_a_job_slow_to_judge_takes_at_most_a_tenth_of_the_time(tmp_path, monkeypatch):
+    """A big job whose figures change at every sink is not judged at every change (that
+    held the session's lock and slowed /metrics past 2 s): no sooner than 10x its last
+    judgement's time after it; the change is judged at its turn, not lost."""
+    import tuimon.live.alerting as alerting
+    from tuimon.live.alerting import AlertFeed
+
+    p = write(tmp_path, "big-1.log", log_of([megatron_line(i) for i in range(1, 40)]))
+    events, _ = parse_file(p, str(p))
+    store = JobStore()
+    store.add(events)
+    real, judged = alerting.evaluate, [0]
+
+    def slow(*a, **kw):
+        judged[0] += 1
+        time.sleep(0.06)
+        return real(*a, **kw)
+    monkeypatch.setattr(alerting, "evaluate", slow)
+    feed = AlertFeed(Rules.default())
+    key = next(iter(store.jobs))
+    versions = {key: 0}
+    t_end = time.monotonic() + 1.0
+    while time.monotonic() < t_end:
+        versions[key] += 1
+        feed.update_some(store.jobs, [key], {}, versions, now=1e6)
+        time.sleep(0.01)
+    assert 1 <= judged[0] <= 3, judged[0]  # about 1 s / (0.06 s x 11)
+    before = judged[0]
+    time.sleep(0.7)
+    feed.update_some(store.jobs, [], {}, versions, now=1e6)  # its turn came: the last change is judged
+    assert judged[0] == before + 1

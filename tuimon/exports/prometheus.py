@@ -50,7 +50,7 @@ class SessionCollector(Collector):
 
     def collect(self) -> Iterator[Any]:
         with self.lock:
-            snap = self.session.snapshot()
+            snap = self.session.snapshot(judge=False)  # serve's own loop judges: a scrape only reads
             alerts = self.session.alerts()
         now = self.clock()
         rows = self.rows(snap)

@@ -34,6 +34,8 @@ MAX_GROUP = 1000  # alerts in one call at most
 MAX_PENDING = 20000  # alerts waiting for a runner at most (the oldest are dropped, with a warning)
 MAX_SEEN = 20000
 MAX_KEPT = 10000  # delivered alerts kept for the screen (all are counted)
+COST_SHARE = 10.0  # a job is judged again no sooner than this many times its last judgement took...
+COST_MIN_S = 0.05  # ...when that was this long or longer (a small job is judged at every change)
 #: statuses in which time alone, with no new line, can raise an alert (stalled, startup-hang)
 _TIME_BOUND = ("training", "starting")
 
@@ -133,6 +135,9 @@ class AlertFeed:
         #: job key -> (version judged, its last write then, when time alone may next raise an alert or None)
         self._judged: dict[str, tuple[int, Optional[float], Optional[float]]] = {}
         self._due: list[tuple[float, str]] = []  # (deadline, job key): a heap, for update_some
+        self._cost: dict[str, tuple[float, float]] = {}  # job key -> (monotonic end, seconds) of its last judgement
+        self._due_mono: list[tuple[float, str]] = []  # (monotonic time, job key): big jobs' next turns
+        self._waiting: set[str] = set()
         self._warned: set[str] = set()
         self._sinks: list[_Grouped] = []
 
@@ -168,6 +173,9 @@ class AlertFeed:
         keys = set(changed)
         while self._due and self._due[0][0] <= now:
             keys.add(heapq.heappop(self._due)[1])
+        mono = time.monotonic()
+        while self._due_mono and self._due_mono[0][0] <= mono:  # big jobs whose turn came
+            keys.add(heapq.heappop(self._due_mono)[1])
         fresh: list[Alert] = []
         for key in sorted(keys):
             job = jobs.get(key)
@@ -185,6 +193,17 @@ class AlertFeed:
         if version is not None and judged is not None and judged[:2] == (version, last_write) and \
                 (judged[2] is None or now < judged[2]):
             return
+        cost = self._cost.get(job.key)
+        started = time.monotonic()
+        if cost is not None and cost[1] >= COST_MIN_S and version is not None and judged is not None and \
+                started < cost[0] + COST_SHARE * cost[1]:
+            # a big job judged at every change would take the core (and the session's lock) whole: at most a
+            # tenth of the time goes to it; what changed meanwhile is judged at its next turn
+            if job.key not in self._waiting:
+                self._waiting.add(job.key)
+                heapq.heappush(self._due_mono, (cost[0] + COST_SHARE * cost[1], job.key))
+            return
+        self._waiting.discard(job.key)
         summary = summarize(job, now=now, last_write=last_write, startup_timeout=self.startup_timeout)
         if version is not None:
             due = time_deadline(job, summary, self.rules, now, last_write, self.startup_timeout) \
@@ -198,6 +217,8 @@ class AlertFeed:
                 continue
             self.seen.add(key)
             fresh.append(alert)
+        ended = time.monotonic()
+        self._cost[job.key] = (ended, ended - started)
 
     def _deliver(self, fresh: list[Alert]) -> list[Alert]:
         self.delivered.extend(fresh)

@@ -323,10 +323,13 @@ class LiveSession:
         return out
 
     # -- UI side ---------------------------------------------------------------------------------
-    def snapshot(self) -> Snapshot:
+    def snapshot(self, judge: bool = True) -> Snapshot:
+        """The rows and states now; with ``judge``, alerts are judged first (the app's
+        frames do; a scrape does not: it only reads)."""
         now = self.clock()
         with self.lock:
-            self._judge_alerts(now)
+            if judge:
+                self._judge_alerts(now)
             generation = self._generation
             if self._rows is not None and self._rows[0] == generation:
                 rows = self._rows[1]  # nothing changed since: an idle frame costs no pass over the jobs
