@@ -300,3 +300,40 @@ def test_idle_connections_time_out_and_scrapes_stay_fast(monkeypatch):
         assert threading.active_count() <= before, "threads of idle connections are still there"
     finally:
         server.close()
+
+
+def test_a_scrape_does_not_wait_for_a_busy_session(tmp_path):
+    """While the session's lock is held (a big job being judged), a scrape answers
+    within a fraction of a second with the figures of the scrape before."""
+    import threading
+
+    from prometheus_client.exposition import generate_latest
+
+    from tuimon.exports.prometheus import registry_for
+    from tuimon.live.session import LiveSession
+
+    shutil.copy(FIXTURES / "megatron-deepspeed-8gpu-1234567.log", tmp_path)
+    session = LiveSession([str(tmp_path)], poll=0.1)
+    session.start()
+    try:
+        deadline = time.monotonic() + 20
+        while not session.snapshot().rows and time.monotonic() < deadline:
+            time.sleep(0.1)
+        registry = registry_for(session)
+        first = generate_latest(registry).decode()
+        assert "tuimon_job_iteration" in first
+        held = threading.Event()
+
+        def busy() -> None:
+            with session.lock:
+                held.set()
+                time.sleep(2.0)
+        threading.Thread(target=busy).start()
+        held.wait(5)
+        t0 = time.monotonic()
+        again = generate_latest(registry).decode()
+        assert time.monotonic() - t0 < 1.0, "the scrape waited for the session"
+        assert [ln for ln in again.splitlines() if ln.startswith("tuimon_job_iteration")] == \
+            [ln for ln in first.splitlines() if ln.startswith("tuimon_job_iteration")]
+    finally:
+        session.stop()

@@ -34,12 +34,16 @@ def label_text(value: Any) -> str:
     return "".join(f"\\x{ord(ch) - 0xDC00:02x}" if 0xDC80 <= ord(ch) <= 0xDCFF else ch for ch in text)
 
 
+LOCK_WAIT_S = 0.25  # how long a scrape waits for the session before it answers with the figures it had
+
+
 class SessionCollector(Collector):
     def __init__(self, session: LiveSession, *, retain_s: float = 86400.0, max_jobs: int = 1000,
                  clock: Callable[[], float] = time.time) -> None:
         self.session, self.retain_s, self.max_jobs, self.clock = session, retain_s, max_jobs, clock
         self.lock = threading.Lock()  # scrapes may overlap: one snapshot at a time
         self._backlog_since: Optional[float] = None
+        self._last: Optional[tuple[Snapshot, list]] = None  # the figures of the scrape before
 
     def rows(self, snap: Snapshot) -> list[JobRow]:
         """The jobs exported: not ended more than ``retain_s`` ago, the ``max_jobs`` latest."""
@@ -50,8 +54,15 @@ class SessionCollector(Collector):
 
     def collect(self) -> Iterator[Any]:
         with self.lock:
-            snap = self.session.snapshot(judge=False)  # serve's own loop judges: a scrape only reads
-            alerts = self.session.alerts()
+            # a scrape only reads (serve's loop judges), and waits at most LOCK_WAIT_S for the session:
+            # while a big job is being judged it answers with the figures of the scrape before
+            snap = self.session.try_snapshot(judge=False, wait=LOCK_WAIT_S) if self._last is not None \
+                else self.session.snapshot(judge=False)
+            alerts = self.session.try_alerts(LOCK_WAIT_S) if snap is not None else None
+            if snap is None or alerts is None:
+                assert self._last is not None
+                snap, alerts = self._last
+            self._last = (snap, alerts)
         now = self.clock()
         rows = self.rows(snap)
         yield from _job_metrics(rows, alerts, now)

@@ -326,8 +326,18 @@ class LiveSession:
     def snapshot(self, judge: bool = True) -> Snapshot:
         """The rows and states now; with ``judge``, alerts are judged first (the app's
         frames do; a scrape does not: it only reads)."""
+        snap = self.try_snapshot(judge)
+        assert snap is not None
+        return snap
+
+    def try_snapshot(self, judge: bool = False, wait: Optional[float] = None) -> Optional[Snapshot]:
+        """:meth:`snapshot`, or None when the session's lock is not free within ``wait``
+        seconds (a scrape then answers with the figures it had: a big job being judged
+        holds the lock for a while)."""
         now = self.clock()
-        with self.lock:
+        if not self.lock.acquire(timeout=-1 if wait is None else wait):
+            return None
+        try:
             if judge:
                 self._judge_alerts(now)
             generation = self._generation
@@ -351,6 +361,8 @@ class LiveSession:
                     self._rows = None
                     self._generation += 1  # rows still to build: the next frame is not an idle one
                     generation = self._generation
+        finally:
+            self.lock.release()
         done, total, files = self.progress()
         snap = Snapshot(rows=rows, bytes_done=done, bytes_total=total, files=files, statuses=self.host_statuses(),
                         taken_at=now, alerts=self.alert_feed.delivered_count, generation=generation)
@@ -390,6 +402,15 @@ class LiveSession:
     def alerts(self) -> list[Alert]:
         with self.lock:
             return list(self.alert_feed.delivered)
+
+    def try_alerts(self, wait: float) -> Optional[list[Alert]]:
+        """:meth:`alerts`, or None when the lock is not free within ``wait`` seconds."""
+        if not self.lock.acquire(timeout=wait):
+            return None
+        try:
+            return list(self.alert_feed.delivered)
+        finally:
+            self.lock.release()
 
     def _row(self, job: Job, now: float) -> JobRow:
         version = self._job_versions.get(job.key, 0)
