@@ -20,7 +20,7 @@ from typing import Any, Callable, Mapping, Optional
 
 from .events import EVENT_TYPES
 from .numbers import to_float, to_int
-from .regex_safety import compile_user, slow_patterns, unbounded_nesting
+from .regex_safety import unbounded_nesting
 from .timestamps import line_stamp, parse_compact, parse_iso
 
 #: the types a group may be read as; ``si`` reads nanotron's ``human_format`` (``1.23K`` is
@@ -185,7 +185,7 @@ class LineFormat:
     #: ``"stamp"``: ``elapsed_ms`` is the time between this line's stamp and the previous
     #: record's, over the steps between them (for logs that print no step time)
     time_from: Optional[str] = None
-    #: ``re`` for built-in formats; a user's are :class:`~parsers.regex_safety.TimedPattern`
+    #: ``re``; a user's become time-bounded patterns in the engine (tuimon.engine.user_regex)
     pattern: Any = field(default=re.compile(""), compare=False, repr=False)
     pairs_pattern: Optional[Any] = field(default=None, compare=False, repr=False)
     #: (group, field, map key or None, converter) for each named group
@@ -251,10 +251,8 @@ def _need(cond: bool, origin: str, entry: str, message: str) -> None:
         raise FormatError(f"{_where(origin, entry)}: {message}")
 
 
-def compile_line(data: Mapping[str, Any], origin: str = "built-in", entry: str = "", user: bool = False
-                 ) -> LineFormat:
-    """One ``[[lines]]`` table -> :class:`LineFormat`, or :class:`FormatError`.  A user's
-    regexes are time-bounded (:class:`~parsers.regex_safety.TimedPattern`)."""
+def compile_line(data: Mapping[str, Any], origin: str = "built-in", entry: str = "") -> LineFormat:
+    """One ``[[lines]]`` table -> :class:`LineFormat`, or :class:`FormatError`."""
     known = {"event", "regex", "types", "anchor", "anchors", "pairs", "set", "samples", "cumulative", "time_from"}
     unknown = sorted(set(data) - known)
     _need(not unknown, origin, entry, f"unknown key {unknown[0] if unknown else ''!r}")
@@ -264,7 +262,7 @@ def compile_line(data: Mapping[str, Any], origin: str = "built-in", entry: str =
     regex: Any = data.get("regex")
     _need(isinstance(regex, str) and bool(regex), origin, entry, "regex missing")
     try:
-        pattern: Any = compile_user(regex, multiline=True) if user else re.compile(regex, re.MULTILINE)
+        pattern = re.compile(regex, re.MULTILINE)
     except re.error as exc:
         raise FormatError(f"{_where(origin, entry)}: bad regex: {exc}") from None
     nested = unbounded_nesting(regex)
@@ -297,7 +295,7 @@ def compile_line(data: Mapping[str, Any], origin: str = "built-in", entry: str =
     if pairs is not None:
         _need(event in MAP_FIELD, origin, entry, f"pairs only fill {' or '.join(MAP_FIELD)} events")
         try:
-            pairs_pattern = compile_user(pairs) if user else re.compile(pairs)
+            pairs_pattern = re.compile(pairs)
         except re.error as exc:
             raise FormatError(f"{_where(origin, entry)}: bad pairs regex: {exc}") from None
         _need({"name", "value"} <= set(pairs_pattern.groupindex), origin, entry,
@@ -378,7 +376,7 @@ def _value_fits(value: Any, kind: str) -> bool:
     return isinstance(value, str)
 
 
-def format_from_dict(data: Mapping[str, Any], origin: str = "built-in", user: bool = False) -> Format:
+def format_from_dict(data: Mapping[str, Any], origin: str = "built-in") -> Format:
     known = {"name", "description", "lines"}
     unknown = sorted(set(data) - known)
     _need(not unknown, origin, "", f"unknown key {unknown[0] if unknown else ''!r}")
@@ -387,14 +385,9 @@ def format_from_dict(data: Mapping[str, Any], origin: str = "built-in", user: bo
           "name must be a word (letters, digits, _ . -)")
     lines: Any = data.get("lines")
     _need(isinstance(lines, list) and bool(lines), origin, "", "no [[lines]] entries")
-    compiled = tuple(compile_line(entry, origin, f"lines[{k}]", user) if isinstance(entry, Mapping)
+    compiled = tuple(compile_line(entry, origin, f"lines[{k}]") if isinstance(entry, Mapping)
                      else _bad_entry(origin, k) for k, entry in enumerate(lines))  # type: ignore[union-attr]
-    fmt = Format(name, str(data.get("description", "")), compiled, origin)
-    if user:  # the check `formats check` makes, made wherever a user's format is loaded
-        patterns = [p for e in compiled for p in (e.pattern, e.pairs_pattern) if p is not None]
-        slow = slow_patterns(patterns, [s.line for e in compiled for s in e.samples])
-        _need(slow is None, origin, "", slow or "")
-    return fmt
+    return Format(name, str(data.get("description", "")), compiled, origin)
 
 
 def _bad_entry(origin: str, k: int) -> LineFormat:
@@ -402,14 +395,14 @@ def _bad_entry(origin: str, k: int) -> LineFormat:
 
 
 def format_from_toml(text: str, origin: str) -> Format:
-    """A user's format file (its regexes time-bounded and probed)."""
+    """A user's format file (the engine then bounds its regexes in time: tuimon.engine.user_regex)."""
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise FormatError(f"{origin}: bad TOML: {exc}") from None
     except RecursionError:
         raise FormatError(f"{origin}: nested too deeply") from None
-    return format_from_dict(data, origin, user=True)
+    return format_from_dict(data, origin)
 
 
 def _close(got: Any, want: Any) -> bool:

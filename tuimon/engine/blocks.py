@@ -24,7 +24,6 @@ from typing import Any, Callable, Optional, Sequence
 from parsers.base import LineContext, LineParser
 from parsers.events import EVENT_TYPES, LOG_START, Event, Milestone, RunConfig, Timers, frozen_map
 from parsers.prefix import split_prefix
-from parsers.regex_safety import USER_REGEX_TIMEOUT_S, RegexTimeout
 from parsers.schema import Format, LineFormat, Running
 from parsers.timers import timer_group
 from parsers.timestamps import line_stamp
@@ -32,6 +31,7 @@ from parsers.timestamps import line_stamp
 from . import guard
 from .presence import Presence
 from .rules import HookRule, anchors_of, lines_holding, starts_with_literal
+from .user_regex import USER_REGEX_TIMEOUT_S, RegexTimeout
 
 Handler = Callable[[str, LineContext], list[Event]]
 _FIRST = itemgetter(0, 1)

@@ -25,6 +25,7 @@ from parsers.formats import BUILTIN_FORMATS
 from parsers.schema import Format, FormatError, format_from_toml, sample_errors
 
 from .. import __version__
+from .user_regex import harden
 
 MAX_FORMAT_FILE = 1 << 20  # a format file is a few kB: anything bigger is not one
 
@@ -78,7 +79,7 @@ def read_format(path: Path) -> tuple[Optional[Format], str, list[str]]:
         return None, "", [f"{path}: larger than {MAX_FORMAT_FILE} bytes: not a format file"]
     text = data.decode("utf-8", "replace")
     try:
-        fmt = format_from_toml(text, str(path))
+        fmt = harden(format_from_toml(text, str(path)))
     except FormatError as exc:
         return None, text, [str(exc)]
     return fmt, text, sample_errors(fmt)
@@ -131,7 +132,7 @@ def from_spec(spec: Sequence[tuple[str, str]]) -> Catalog:
     user = []
     for origin, text in spec:
         try:
-            user.append(format_from_toml(text, origin))
+            user.append(harden(format_from_toml(text, origin)))
         except FormatError:
             continue
     return _catalog(user, list(spec), [])

@@ -156,6 +156,8 @@ class LiveSession:
         self._changed_jobs: set[str] = set()  # jobs whose figures changed since alerts were last judged
         self._generation = 0  # bumped whenever a row may change (events, alerts)
         self._rows: Optional[tuple[int, list[JobRow]]] = None  # (generation, rows) of the last snapshot
+        self._rows_at = 0.0  # the session clock when they were built
+        self._rows_sig: tuple = ()
         self._paths = list(paths)
         self._options = dict(poll=poll, head_tail=head_tail, **follower_kw)
         self._ssh_config = ssh_config
@@ -341,9 +343,10 @@ class LiveSession:
             if judge:
                 self._judge_alerts(now)
             generation = self._generation
-            if self._rows is not None and self._rows[0] == generation:
+            if self._rows is not None and self._rows[0] == generation and 0 <= now - self._rows_at < TIME_REFRESH_S:
                 rows = self._rows[1]  # nothing changed since: an idle frame costs no pass over the jobs
             else:
+                retimed = self._rows is not None and self._rows[0] == generation  # only time passed
                 rows = []
                 budget = NEW_ROWS_PER_SNAPSHOT  # thousands of new jobs appear over a few frames, not in one
                 for job in self.store.jobs.values():
@@ -356,7 +359,13 @@ class LiveSession:
                         budget -= 1
                     rows.append(self._row(job, now))
                 if budget > 0:  # every row is up to date: the next frame may reuse them
-                    self._rows = (generation, rows)
+                    # what time alone changes (age, ETA, stalled, stuck in startup) is measured again every
+                    # TIME_REFRESH_S; the screens redraw only if what they show of it changed
+                    sig = _time_signature(rows)
+                    if retimed and sig != self._rows_sig:
+                        self._generation += 1
+                        generation = self._generation
+                    self._rows, self._rows_at, self._rows_sig = (generation, rows), now, sig
                 else:
                     self._rows = None
                     self._generation += 1  # rows still to build: the next frame is not an idle one
@@ -648,6 +657,26 @@ def _poll_supervised(follower: LocalFollower, warn: Callable[[str], None]) -> No
         follower.restarts += 1
         warn(f"the follower stopped ({type(exc).__name__}: {exc}); restarted")
         time.sleep(0.5)
+
+
+TIME_REFRESH_S = 5.0  # rows reused while nothing changed are measured again against the clock this often
+
+
+def _time_signature(rows: list[JobRow]) -> tuple:
+    """What time alone changes in the rows, as shown (ages and ETAs to the unit the
+    screen prints them in)."""
+    return tuple((r.summary["status"], r.stalled, _coarse(r.age_s), _coarse(r.eta_s)) for r in rows)
+
+
+def _coarse(seconds: Optional[float]) -> Optional[int]:
+    """Seconds to the step the screens print (1 s under 90 s, 1 min under 90 min, 6 min after)."""
+    if seconds is None or not math.isfinite(seconds):
+        return None
+    if seconds < 90:
+        return int(seconds)
+    if seconds < 5400:
+        return int(seconds // 60) * 60
+    return int(seconds // 360) * 360
 
 
 def _shown_path(path: str) -> str:
