@@ -281,20 +281,33 @@ def test_idle_connections_time_out_and_scrapes_stay_fast(monkeypatch):
 
     from tuimon.exports import prometheus
 
+    def idle_sockets(server, n):
+        port = int(server.address.rsplit(":", 1)[1])
+        return [socket.create_connection(("127.0.0.1", port), timeout=10) for _ in range(n)]
+
+    # idle connections held for 30 s: an honest scrape does not wait for them (waiting would take 30 s)
+    monkeypatch.setattr(prometheus, "IDLE_TIMEOUT_S", 30.0)
+    server = prometheus.MetricsServer(CollectorRegistry(), "127.0.0.1:0").start()
+    try:
+        idle = idle_sockets(server, 60)
+        t0 = time.monotonic()
+        with urllib.request.urlopen(f"http://{server.address}/metrics", timeout=20) as r:
+            assert r.status == 200
+        assert time.monotonic() - t0 < 10.0, "an honest scrape waited for the idle connections"
+        for s in idle:
+            s.close()
+    finally:
+        server.close()
+    # and each idle connection is let go after its timeout: the server closes it, its thread ends
     monkeypatch.setattr(prometheus, "IDLE_TIMEOUT_S", 0.5)
     server = prometheus.MetricsServer(CollectorRegistry(), "127.0.0.1:0").start()
     try:
         before = threading.active_count()
-        idle = [socket.create_connection(("127.0.0.1", int(server.address.rsplit(":", 1)[1])), timeout=5)
-                for _ in range(60)]
-        t0 = time.monotonic()
-        with urllib.request.urlopen(f"http://{server.address}/metrics", timeout=5) as r:
-            assert r.status == 200
-        assert time.monotonic() - t0 < 1.0, "an honest scrape waits for no idle connection"
-        for s in idle:  # each is let go: the server closes it
+        idle = idle_sockets(server, 30)
+        for s in idle:
             assert s.recv(1) == b"", "an idle connection was kept open"
             s.close()
-        deadline = time.monotonic() + 5
+        deadline = time.monotonic() + 10
         while threading.active_count() > before and time.monotonic() < deadline:
             time.sleep(0.05)
         assert threading.active_count() <= before, "threads of idle connections are still there"
