@@ -602,9 +602,9 @@ def cmd_follow(args, *, show_events: bool = True, alerts_format: str = "json") -
             sys.stdout.write(alert_lines(alerts, alerts_format))
             sys.stdout.flush()
 
-    ticker = StoreTicker(feed_from(args, seen_path=seen_path_for(args.state), on_warning=_warn), alerts_out)
+    feed = feed_from(args, seen_path=seen_path_for(args.state), on_warning=_warn)  # bad options: before anything
 
-    def emit(events) -> None:  # local and remote events come from two threads
+    def emit(events) -> None:  # local and remote events come from two threads (after the ticker exists)
         ticker.add(events)
         if show_events:
             with lock:
@@ -614,7 +614,7 @@ def cmd_follow(args, *, show_events: bool = True, alerts_format: str = "json") -
     follower = LocalFollower(local, emit, include=_include(args),
                              exclude=tuple(args.exclude) if args.exclude else DEFAULT_EXCLUDE, poll=args.poll,
                              state_path=args.state, on_warning=_warn, cache=not args.no_cache and not args.state)
-    ticker.mtimes = follower.take_mtimes  # local files' last writes, as the follower saw them
+    ticker = StoreTicker(feed, alerts_out, follower.take_mtimes)  # last writes as the follower saw them
     stop = threading.Event()
     thread = threading.Thread(target=supervise, args=(follower, stop, _warn), daemon=True) if local else None
     failed = interrupted = False

