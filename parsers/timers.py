@@ -26,6 +26,9 @@ _SETUP_WORDS = ("setup", "load-checkpoint", "model and optimizer", "data iterato
                 "model-and-optimizer", "iterators")
 
 
+#: the group of a timer that times one communication call (DeepSpeed's comms logger), not an iteration
+COMM_OP = "comm-op"
+
 _group_cache: dict[str, str] = {}
 
 
@@ -100,7 +103,7 @@ class TimerParser(LineParser):
         Sample("time (ms)", None),
         Sample("[2023-05-15 14:37:35,318] [INFO] [logging.py:96:log_dist] [Rank 0] rank=0 | comm op: broadcast | "
                "time (ms): 3907.38 | msg size: 576.0 B | algbw (Gbps): 0.00  | busbw (Gbps): 0.00 ",
-               "timers", {"rank": 0, "timers": {"broadcast": 3907.38}, "groups": {"broadcast": "communication"},
+               "timers", {"rank": 0, "timers": {"broadcast": 3907.38}, "groups": {"broadcast": COMM_OP},
                           "wall_time": 1684161455.318}),
         Sample("rank=0 | comm op: all_reduce | time (ms): n/a | msg size: 1 KB", None),
     )
@@ -135,7 +138,8 @@ class TimerParser(LineParser):
         return self._timers(_pairs(tail), body, ctx)
 
     def _comm_op(self, body: str, tail: str, ctx: LineContext) -> list[Event]:
-        """A line of DeepSpeed's comms logger: the op's time, as a communication timer named by the op."""
+        """A line of DeepSpeed's comms logger: the op's time, as a timer named by the op, of
+        the group :data:`COMM_OP` (one call, many a step: no part of an iteration's breakdown)."""
         m = _COMM_OP.search(body)
         value = to_float(tail[1:].partition("|")[0])
         if m is None or not m.group(1).strip() or value is None:
@@ -143,7 +147,7 @@ class TimerParser(LineParser):
         op = m.group(1).strip()[:120]
         return [Timers(file=self.file, line=ctx.line, rank=rank_or(body, ctx.rank), node=ctx.node,
                        wall_time=ctx.wall_time, timers=frozen_map({op: value}),
-                       groups=frozen_map({op: "communication"}))]
+                       groups=frozen_map({op: COMM_OP}))]
 
     def _timers(self, timers: dict[str, float], body: str, ctx: LineContext) -> list[Event]:
         if not timers:
@@ -236,9 +240,9 @@ TIMER_PARENTS: dict[str, tuple[str, ...]] = {
     # Megatron-DeepSpeed: its forward-backward and optimizer timers wrap the DeepSpeed engine's
     **{name: ("forward-backward",) for name in ("fwd", "bwd", "forward", "backward")},
     "step": ("optimizer",),
-    "optimizer_allgather": ("step",),
-    "optimizer_gradients": ("step",),
-    "optimizer_step": ("step",),
+    "optimizer_allgather": ("step", "step_microstep"),
+    "optimizer_gradients": ("step", "step_microstep"),
+    "optimizer_step": ("step", "step_microstep"),
 }
 
 

@@ -270,8 +270,9 @@ def test_bars_and_timeline_fit_their_panel(line_width):
     from tuimon.ui.render import timeline, tree_bars
     phases = [{"name": "job-start", "offset_s": 0.0}, {"name": "deepspeed-init", "offset_s": 12.0},
               {"name": "first-step", "offset_s": 31.9}]
-    parts = build({"offloading-fwd-2cpu-overhead-with-a-long-name": 402.66, "forward-compute": 852.5,
-                   "offloading-fwd-overhead": 751.53, "offloading-fwd-2cpu-overhead": 402.66}, 6051.73).as_list()
+    means = {"offloading-fwd-2cpu-overhead-with-a-long-name": 402.66, "forward-compute": 852.5,
+             "offloading-fwd-overhead": 751.53, "offloading-fwd-2cpu-overhead": 402.66}
+    parts = build({n: (4, v) for n, v in means.items()}, 6051.73).as_list()
     for text in (timeline(phases, line_width=line_width), tree_bars(parts, line_width=line_width)):
         lines = text.plain.split("\n")
         assert all(len(line) <= line_width for line in lines), (line_width, lines)

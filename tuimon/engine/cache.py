@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator, Optional
 
-SCHEMA = 7
+SCHEMA = 8
 HEAD_BYTES = 4096  # hashed from the start of the file
 TAIL_BYTES = 4096  # hashed just before the saved offset
 

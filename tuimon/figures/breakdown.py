@@ -1,17 +1,21 @@
 """The per-iteration timer breakdown: timers nested as their frameworks nest them.
 
 Each timer hangs under its parent (:data:`parsers.timers.TIMER_PARENTS`), else under
-the whole iteration.  Shares are fractions of the iteration, so a bar's length
-means the same in every row.  The model keeps two promises by construction:
+the whole iteration.  What a researcher would paste, and the rules that give it:
 
-* a part never outweighs what holds it: a node counts as the larger of its own time
-  and the sum of its parts (timers measured on different ranks or intervals can
-  overlap a little); the iteration counts as the larger of its time and its parts';
-* what a level's parts leave unmeasured is an ``other`` row, so the parts of a
-  level add up to their parent exactly.
-
-One-off timers (setup, checkpoint loads and saves) are no part of an iteration:
-:func:`one_off` lists them for the startup panel instead.
+* every mean is a steady-state mean: the warm-up reports are left out by the rule the
+  iteration time's median uses (:func:`tuimon.store.timers.warmup_count`);
+* the whole is the steady mean of the log's own whole-iteration timer (``e2e-time``),
+  else of the iteration time; only a log with neither is measured by its timers' sum;
+* a part's share is its own time over the whole, always: a parent is never inflated by
+  its parts.  Parts measured on other streams or asynchronously (offloading copies,
+  DeepSpeed's timers on other ranks) can add up to more than what holds them: they are
+  then marked ``overlap`` and no ``other`` row is made for that level;
+* what a level's parts leave unmeasured is an ``other`` row;
+* a timer that reads 0 in every steady report measured nothing and is left out;
+* a timer reported in fewer than half as many steady reports as the most reported one
+  is no part of every iteration (Megatron's startup timer block, an occasional
+  all-reduce): it is listed apart (:func:`apart`), with setup and checkpoint timers.
 
 A DeepSpeed micro-step timer is the same work as its global timer, one micro-step
 of it.  It is shown as its global timer's part only where that is the global
@@ -22,26 +26,30 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Mapping, Optional
+from typing import Collection, Mapping, Optional
 
-from parsers.timers import TIMER_PARENTS, WHOLE_TIMERS, one_off_timer
+from parsers.timers import TIMER_PARENTS, WHOLE_TIMERS, one_off_timer, timer_group
 
 OTHER = "other"
+
+
+#: parts summing to more than what holds them by more than this are overlapping
+OVERLAP_TOLERANCE = 1e-3
 
 
 @dataclass
 class Part:
     name: str
-    mean_ms: float  # as measured (``other``: the rest of its parent)
+    mean_ms: float  # steady mean (``other``: the rest of its parent)
     parent: Optional[str]  # None: a part of the whole iteration
-    share: float = 0.0  # fraction of the iteration
+    share: float = 0.0  # own time over the whole iteration
     depth: int = 0
-    counted_ms: float = 0.0  # max(own, sum of parts): what the share is of
+    overlap: bool = False  # it and its siblings add up to more than their parent: they overlap
     parts: list["Part"] = field(default_factory=list)
 
     def as_dict(self) -> dict:
         return {"name": self.name, "mean_ms": round(self.mean_ms, 3), "parent": self.parent,
-                "share": round(self.share, 4), "depth": self.depth}
+                "share": round(self.share, 4), "depth": self.depth, "overlap": self.overlap}
 
 
 @dataclass
@@ -49,6 +57,7 @@ class Breakdown:
     whole_ms: Optional[float]  # the iteration, as the shares' denominator
     whole_source: str  # the timer that gave it, "iteration time", or "sum of timers"
     parts: list[Part]  # depth first, parents before their parts
+    apart: list[dict] = field(default_factory=list)  # timers not in every iteration: {name, ms, count}
 
     def as_list(self) -> list[dict]:
         return [p.as_dict() for p in self.parts]
@@ -58,15 +67,30 @@ def _micro_view(name: str, parent: str) -> bool:
     return name.endswith("_microstep") and name[: -len("_microstep")] == parent
 
 
-def build(timer_means: Mapping[str, float], iteration_ms: Optional[float]) -> Breakdown:
-    """``timer_means``: mean ms per timer name; ``iteration_ms``: the mean iteration time
-    over the same run (None when the log gives none)."""
-    means = {n: v for n, v in timer_means.items() if math.isfinite(v) and v >= 0 and not one_off_timer(n)}
+def build(steady: Mapping[str, tuple[int, Optional[float]]], iteration_ms: Optional[float],
+          occasional: Collection[str] = ()) -> Breakdown:
+    """``steady``: per timer, (steady reports, steady mean ms) (:meth:`TimerStat.steady`);
+    ``iteration_ms``: the steady mean iteration time of the same run (None when the log
+    gives none); ``occasional``: timers known to be no per-iteration part (timed only
+    before training began, or one communication call each)."""
+    usable = {n: (c, v) for n, (c, v) in steady.items()
+              if c and v is not None and math.isfinite(v) and v >= 0 and not one_off_timer(n)}
+    most = max((c for n, (c, _) in usable.items() if n not in occasional), default=0)
+    regular = {n for n, (c, _) in usable.items() if 2 * c >= most and n not in occasional}
+    apart = [{"name": n, "ms": round(v, 3), "count": c} for n, (c, v) in usable.items() if n not in regular]
+    # a timer that reads 0.00 in every steady report measured nothing (DeepSpeed prints its global
+    # timers so without wall_clock_breakdown): it holds no parts, and is no part itself
+    means = {n: v for n, (c, v) in usable.items() if n in regular and v > 0}
     whole_name = next((n for n in WHOLE_TIMERS if n in means), None)
     whole = means.pop(whole_name) if whole_name is not None else None
-    source = whole_name or ("iteration time" if iteration_ms else "sum of timers")
+    if whole is not None and whole <= 0:
+        whole, whole_name = None, None
+    source = whole_name or "iteration time"
     if whole is None and iteration_ms is not None and math.isfinite(iteration_ms) and iteration_ms > 0:
         whole = iteration_ms
+    for name in WHOLE_TIMERS:  # a second whole-iteration timer is no part of the first
+        if name in means:
+            apart.append({"name": name, "ms": round(means.pop(name), 3), "count": usable[name][0]})
 
     parent_of: dict[str, Optional[str]] = {
         name: next((p for p in TIMER_PARENTS.get(name, ()) if p in means), None) for name in means}
@@ -84,33 +108,46 @@ def build(timer_means: Mapping[str, float], iteration_ms: Optional[float]) -> Br
 
     def node(name: str, depth: int) -> Part:
         parts = [node(c, depth + 1) for c in sorted(children.get(name, ()), key=lambda c: -means[c])]
-        counted = max(means[name], sum(p.counted_ms for p in parts))
-        return Part(name, means[name], parent_of.get(name), depth=depth, counted_ms=counted, parts=parts)
+        return Part(name, means[name], parent_of.get(name), depth=depth, parts=parts)
 
     top = [node(n, 0) for n in sorted(children.get(None, ()), key=lambda c: -means[c])]
-    measured = sum(p.counted_ms for p in top)
-    if whole is None or measured > whole:
-        whole = measured if measured > 0 else None
-        if whole_name is None and iteration_ms is None:
-            source = "sum of timers"
+    if whole is None:
+        measured = sum(p.mean_ms for p in top)
+        whole, source = (measured, "sum of timers") if measured > 0 else (None, source)
     flat: list[Part] = []
     if whole:
         _flatten(top, None, whole, whole, 0, flat)
-    return Breakdown(whole, source, flat)
+    return Breakdown(whole, source, flat, sorted(apart, key=lambda t: -t["ms"]))
 
 
-def _flatten(parts: list[Part], parent: Optional[str], counted: float, whole: float, depth: int,
+def _flatten(parts: list[Part], parent: Optional[str], holder_ms: float, whole: float, depth: int,
              out: list[Part]) -> None:
+    measured = sum(p.mean_ms for p in parts)
+    overlap = measured > holder_ms * (1 + OVERLAP_TOLERANCE)
     for p in parts:
-        p.share = p.counted_ms / whole
+        p.share = p.mean_ms / whole
+        p.overlap = overlap
         out.append(p)
         if p.parts:
-            _flatten(p.parts, p.name, p.counted_ms, whole, depth + 1, out)
-    rest = counted - sum(p.counted_ms for p in parts)
-    if parts and rest > counted * 1e-3:
-        out.append(Part(OTHER, rest, parent, share=rest / whole, depth=depth, counted_ms=rest))
+            _flatten(p.parts, p.name, p.mean_ms, whole, depth + 1, out)
+    rest = holder_ms - measured
+    if parts and not overlap and rest > holder_ms * OVERLAP_TOLERANCE:
+        out.append(Part(OTHER, rest, parent, share=rest / whole, depth=depth))
 
 
 def one_off(timer_means: Mapping[str, float]) -> list[dict]:
     """Setup and checkpoint timers, for the startup panel: ``{name, ms}``."""
     return [{"name": n, "ms": round(v, 3)} for n, v in timer_means.items() if one_off_timer(n) and math.isfinite(v)]
+
+
+def offload_share(parts: list[Part]) -> Optional[float]:
+    """The steady offload overhead over the whole iteration: the share of the outermost
+    offload timers (a STRONGHOLD ``offloading-fwd-overhead`` holds its copies, which are
+    not counted again)."""
+    names = {p.name for p in parts if _offload(p.name)}
+    outer = [p.share for p in parts if _offload(p.name) and p.parent not in names]
+    return sum(outer) if outer else None
+
+
+def _offload(name: str) -> bool:
+    return timer_group(name) == "offload"

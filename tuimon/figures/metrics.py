@@ -15,6 +15,9 @@ import numpy as np
 
 from parsers.events import NOT_PHASES
 
+# the warm-up rule is the store's: it keeps timers' sums past it (see tuimon.store.timers)
+from ..store.timers import warmup_count as warmup_count
+
 
 def model_size_billion(layers: int, hidden: int, seq: int, vocab: int) -> float:
     h = float(hidden)
@@ -49,14 +52,6 @@ class SpreadStats:
     def as_dict(self) -> dict:
         return {"median": self.median, "mean": self.mean, "min": self.min, "max": self.max,
                 "p10": self.p10, "p90": self.p90, "n": self.n}
-
-
-def warmup_count(n: int) -> int:
-    """How many of the first logged points are warm-up (compilation, allocator,
-    NCCL setup): the first one always, then 10% of the run, keeping at least one."""
-    if n <= 1:
-        return 0
-    return min(n - 1, max(1, round(0.1 * n)))
 
 
 def steady_stats(values: Sequence[float] | np.ndarray, skip_warmup: bool = True) -> Optional[SpreadStats]:

@@ -252,12 +252,14 @@ def summarize(job: Job, *, now: Optional[float] = None, last_write: Optional[flo
     startup_s, phases = startup(job)
     loss_last = primary_loss(job.last_losses) if job.last_losses else job.last_step_loss
 
-    offload = {name: round(stat.mean_ms, 3) for name, stat in job.timers.items() if stat.group == "offload"}
-    timers = {name: {"group": stat.group, "mean_ms": round(stat.mean_ms, 3), "count": stat.count}
+    steady = {name: stat.steady() for name, stat in job.timers.items() if stat.count}
+    offload = {name: round(mean, 3) for name, (_, mean) in steady.items()
+               if mean is not None and job.timers[name].group == "offload"}
+    timers = {name: {"group": stat.group, "mean_ms": _clean(steady[name][1], 3) if name in steady else None,
+                     "count": stat.count}
               for name, stat in job.timers.items()}
-    timer_means = {name: stat.mean_ms for name, stat in job.timers.items() if stat.count}
+    tree = breakdown_mod.build(steady, it_stats.mean if it_stats else None, job.occasional_timers())
     finite_elapsed = _finite(elapsed)
-    tree = breakdown_mod.build(timer_means, float(finite_elapsed.mean()) if finite_elapsed.size else None)
     mem = job.memory
     evals = job.evals
     eval_metric = evals.primary
@@ -297,7 +299,9 @@ def summarize(job: Job, *, now: Optional[float] = None, last_write: Optional[flo
         "breakdown": tree.as_list(),
         "breakdown_whole_ms": _clean(tree.whole_ms, 3) if tree.parts else None,
         "breakdown_whole": tree.whole_source if tree.parts else None,
-        "startup_timers": breakdown_mod.one_off(timer_means),
+        "offload_share": _clean(breakdown_mod.offload_share(tree.parts), 4),
+        "startup_timers": breakdown_mod.one_off({n: t.mean_ms for n, t in job.timers.items() if t.count})
+        + tree.apart,
         "memory": {"gpu_max_allocated_mb": _clean(mem.get("gpu_max_allocated_mb"), 1),
                    "gpu_max_reserved_mb": _clean(mem.get("gpu_max_reserved_mb"), 1),
                    "cpu_used_gb": _clean(mem.get("cpu_used_gb"), 2)},

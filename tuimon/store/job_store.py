@@ -28,11 +28,13 @@ from parsers.events import (
     Timers,
     Truncated,
 )
+from parsers.timers import COMM_OP
 
 from .evals import Evals
 from .fields import primary_loss
 from .identity import identify
 from .series import Series, point_plan
+from .timers import TimerStat
 
 RankKey = Union[int, str]
 _CONFIG_FIELDS = ("num_layers", "hidden_size", "num_heads", "seq_length", "vocab_size", "padded_vocab_size",
@@ -47,18 +49,6 @@ MAX_MILESTONES = 1024
 MAX_FAILURES = 256
 MAX_WARNING_KINDS = 64
 MAX_RANKS_SEEN = 1 << 16  # distinct ranks a job counts (the largest runs have tens of thousands)
-
-
-@dataclass
-class TimerStat:
-    group: str
-    total_ms: float = 0.0
-    count: int = 0
-    last_ms: float = 0.0
-
-    @property
-    def mean_ms(self) -> float:
-        return self.total_ms / self.count if self.count else 0.0
 
 
 @dataclass
@@ -143,10 +133,7 @@ class Job:
                 if len(self.timers) >= MAX_TIMERS:
                     continue
                 have = self.timers[name] = TimerStat(stat.group)
-            have.total_ms += stat.total_ms
-            have.count += stat.count
-            if stat.count:
-                have.last_ms = stat.last_ms
+            have.merge(stat)
         for name, value in other.memory.items():
             if value > self.memory.get(name, float("-inf")):
                 self.memory[name] = value
@@ -199,6 +186,13 @@ class Job:
         if not self.ranks:
             return None
         return max(self.ranks.values(), key=len)
+
+    def occasional_timers(self) -> set[str]:
+        """Timers that are no part of every iteration: timed only before the job's first
+        iteration or step (Megatron's startup timer block), or one communication call each."""
+        started = bool(self.ranks) or bool(len(self.steps))
+        return {name for name, t in self.timers.items()
+                if t.group == COMM_OP or (started and t.count and not t.in_training)}
 
     @property
     def framework(self) -> str:
@@ -397,6 +391,7 @@ def _on_throughput(job: Job, ev: Throughput, file_rank: Optional[int]) -> None:
 
 
 def _on_timers(job: Job, ev: Timers, _: Optional[int]) -> None:
+    training = bool(job.ranks) or bool(len(job.steps))
     for name, ms in ev.timers.items():
         stat = job.timers.get(name)
         if stat is None:
@@ -404,9 +399,7 @@ def _on_timers(job: Job, ev: Timers, _: Optional[int]) -> None:
                 continue
             stat = job.timers[name] = TimerStat(ev.groups.get(name, "other"))
         if math.isfinite(ms):
-            stat.total_ms += ms
-            stat.count += 1
-            stat.last_ms = ms
+            stat.add(ms, training)
 
 
 def _on_memory(job: Job, ev: Memory, _: Optional[int]) -> None:
