@@ -21,7 +21,7 @@ from typing import Any, Callable, Mapping, Optional
 from .events import EVENT_TYPES
 from .numbers import to_float, to_int
 from .regex_safety import unbounded_nesting
-from .timestamps import line_stamp, parse_compact, parse_iso
+from .timestamps import line_stamp, parse_compact, parse_date_text, parse_iso
 
 #: the types a group may be read as; ``si`` reads nanotron's ``human_format`` (``1.23K`` is
 #: 1230), ``percent`` a number with an optional ``%`` (``15.38%`` is 15.38), ``time`` a date
@@ -56,8 +56,11 @@ def _str(text: str) -> Optional[str]:
 
 
 def _time(text: str) -> Optional[float]:
+    """ISO, ALCF's compact stamp, or a date written out in words (``date``'s output)."""
     stamp = parse_iso(text)
-    return stamp if stamp is not None else parse_compact(text)
+    if stamp is None:
+        stamp = parse_compact(text)
+    return stamp if stamp is not None else parse_date_text(text)
 
 
 CONVERTERS: dict[str, Callable[[str], Any]] = {

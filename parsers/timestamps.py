@@ -99,3 +99,66 @@ def leading_timestamp(line: str) -> Optional[float]:
         return None
     frac = stamp[20:]
     return base + (int(frac) / 10 ** len(frac) if frac.isdigit() else 0.0)
+
+
+# -- the output of ``date`` (and nvidia-smi's header) in the locales clusters run in -------------
+# ``Wed Apr 15 11:16:53 CEST 2026`` (C), ``Tue Aug 18 07:53:33 PM CEST 2026`` (en_US),
+# ``Wed 15 Apr 11:16:53 CEST 2026`` (en_GB), ``mer. 15 avril 2026 11:16:53 CEST`` (fr_FR),
+# ``Mi 15. Apr 11:16:53 CEST 2026`` (de_DE), ``Tue May 25 06:29:21 2021`` (nvidia-smi).
+# The zone name is left out, as every stamp's is (see the module's note).
+_MONTHS = {
+    **{m: i for i, m in enumerate(("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov",
+                                     "dec"), 1)},
+    # French, German, Spanish, Italian spellings where their first letters differ from English
+    "janv": 1, "jän": 1, "ene": 1, "gen": 1, "févr": 2, "fevr": 2, "fév": 2, "mär": 3, "mrz": 3, "mars": 3,
+    "avr": 4, "abr": 4, "mai": 5, "mag": 5, "juin": 6, "giu": 6, "juil": 7, "lug": 7, "août": 8, "aout": 8,
+    "ago": 8, "sept": 9, "set": 9, "okt": 10, "ott": 10, "dez": 12, "déc": 12, "dic": 12,
+}
+_DATE_TOKEN = re.compile(r"(\d{1,2}):(\d{2})(?::(\d{2}))?|(\d+)|([^\W\d_]+)")
+
+
+def _month(word: str) -> Optional[int]:
+    w = word.lower()
+    for n in (len(w), 5, 4, 3):  # the word itself, then its first letters ("avril" -> "avr")
+        month = _MONTHS.get(w[:n])
+        if month is not None:
+            return month
+    return None
+
+
+def parse_date_text(text: str) -> Optional[float]:
+    """A date written out in words, as ``date`` prints it in any of the locales above,
+    to POSIX seconds (naive, as every stamp here), or None."""
+    hms: Optional[tuple[int, int, int]] = None
+    numbers: list[int] = []
+    months: list[tuple[int, int]] = []  # (position, month)
+    pm: Optional[bool] = None
+    for k, m in enumerate(_DATE_TOKEN.finditer(text[:80])):
+        if m.group(1) is not None:
+            if hms is None:
+                hms = (int(m.group(1)), int(m.group(2)), int(m.group(3) or 0))
+        elif m.group(4) is not None:
+            numbers.append(int(m.group(4)))
+        else:
+            word = m.group(5).lower()
+            if word in ("am", "pm"):
+                pm = word == "pm"
+            elif (month := _month(word)) is not None:
+                months.append((k, month))
+    years = [n for n in numbers if 1970 <= n <= 2200]
+    days = [n for n in numbers if 1 <= n <= 31]
+    if hms is None or len(years) != 1 or not days or not months:
+        return None
+    # a weekday first can read as a month (French "mar." is Tuesday): the later month word wins
+    month = months[-1][1] if len(months) > 1 else months[0][1]
+    h, mi, s = hms
+    if pm is not None:
+        if not 1 <= h <= 12:
+            return None
+        h = (h % 12) + (12 if pm else 0)
+    if not (h < 24 and mi < 60 and s < 62):
+        return None
+    try:
+        return float(calendar.timegm((years[0], month, days[0], h, mi, s, 0, 0, 0)))
+    except (ValueError, OverflowError):
+        return None

@@ -11,11 +11,48 @@ FORMAT = {
         {
             "event": "milestone",
             "anchor": "Job started at: ",
-            "regex": r"Job started at: (?P<wall_time>\d{4}-\d{2}-\d{2}-\d{6}) on (?P<node>\S+)",
+            "regex": r"Job started at:? (?P<wall_time>\S.{5,60}?)(?: on (?P<node>\S+))?\s*$",
             "set": {"name": "job-start"},
             "samples": [
                 {"line": "Job started at: 2023-11-02-183323 on x3004c0s13b0n0",
                  "expect": {"name": "job-start", "wall_time": 1698950003.0, "node": "x3004c0s13b0n0"}},
+                {"line": "Job started at: Wed Apr 15 11:16:53 CEST 2026", "expect": {"wall_time": 1776251813.0}},
+            ],
+        },
+        {
+            # a job script's own start stamp: echo "START TIME: $(date)", in the locale it runs in
+            "event": "milestone",
+            "anchors": ["START TIME", "Start time", "Start Time", "Job start time", "Started at", "Starting at"],
+            "regex": r"^(?:START TIME|Start [Tt]ime|Job start time|Start(?:ed|ing) at)\s*[:=]?\s*"
+                     r"(?P<wall_time>\S.{5,60}?)\s*$",
+            "set": {"name": "job-start"},
+            "samples": [
+                {"line": "START TIME: Wed Apr 15 11:16:53 CEST 2026",
+                 "expect": {"name": "job-start", "wall_time": 1776251813.0}},
+                {"line": "START TIME: mer. 15 avril 2026 11:16:53 CEST",
+                 "expect": {"name": "job-start", "wall_time": 1776251813.0}},
+                {"line": "Job start time: 2026-04-15 11:16:53", "expect": {"name": "job-start", "wall_time": 1776251813.0}},
+                {"line": "Started at Tue Aug 18 07:53:33 PM CEST 2026",
+                 "expect": {"name": "job-start", "wall_time": 1787082813.0}},
+            ],
+        },
+        {
+            # a line that is only a date: `date` at the top of a job script (C, en_US, en_GB, fr_FR, de_DE
+            # locales), nvidia-smi's header.  A stamp followed by more (Cobalt's "... +0000 (UTC) Command:")
+            # is another program's line.
+            "event": "milestone",
+            "anchors": ["Mon ", "Tue ", "Wed ", "Thu ", "Fri ", "Sat ", "Sun ", "lun. ", "mar. ", "mer. ", "jeu. ",
+                        "ven. ", "sam. ", "dim. ", "Mo ", "Di ", "Mi ", "Do ", "Fr ", "Sa ", "So "],
+            "regex": r"^\s*(?P<wall_time>(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun|lun\.|mar\.|mer\.|jeu\.|ven\.|sam\.|dim\.|"
+                     r"Mo|Di|Mi|Do|Fr|Sa|So),? [^:]{4,24}\d{1,2}:\d{2}:\d{2}(?: [AP]M)?(?: [A-Z]{2,5})?(?: \d{4})?)\s*$",
+            "set": {"name": "job-start"},
+            "samples": [
+                {"line": "Wed Apr 15 11:16:53 CEST 2026", "expect": {"name": "job-start", "wall_time": 1776251813.0}},
+                {"line": "Tue Aug 18 07:53:33 PM CEST 2026", "expect": {"name": "job-start", "wall_time": 1787082813.0}},
+                {"line": "Wed 15 Apr 11:16:53 CEST 2026", "expect": {"name": "job-start", "wall_time": 1776251813.0}},
+                {"line": "mer. 15 avril 2026 11:16:53 CEST", "expect": {"name": "job-start", "wall_time": 1776251813.0}},
+                {"line": "Mi 15. Apr 11:16:53 CEST 2026", "expect": {"name": "job-start", "wall_time": 1776251813.0}},
+                {"line": "Tue May 25 06:29:21 2021       ", "expect": {"name": "job-start", "wall_time": 1621924161.0}},
             ],
         },
         {

@@ -168,17 +168,57 @@ def _milestone(job: Job, name: str) -> Optional[float]:
     return next((m.wall_time for m in job.milestones if m.name == name and m.wall_time is not None), None)
 
 
-def startup(job: Job) -> tuple[Optional[float], list[dict]]:
+def _first_progress(job: Job) -> tuple[Optional[int], Optional[int]]:
+    """The first logged iteration (or step) number, and the gap to the second (None with one)."""
+    primary = job.primary
+    series = primary if primary is not None and len(primary) else job.steps
+    numbers = series.column("iteration") if len(series) else np.empty(0)
+    numbers = numbers[numbers >= 0] if numbers.size else numbers
+    if not numbers.size:
+        return None, None
+    first = int(numbers[0])
+    return first, (int(numbers[1]) - first if numbers.size > 1 and numbers[1] > first else None)
+
+
+def resumed_mid_run(job: Job) -> Optional[int]:
+    """The first iteration of a log that begins mid-run, else None: one further on than
+    its first logging interval could put it (199 where the run logs every iteration),
+    with no line of the job's startup (a configuration or milestone) stamped before it.
+    A restarted job that logs its own startup before resuming is no such log."""
+    first, gap = _first_progress(job)
+    if first is None or first <= (2 * gap if gap else 100):
+        return None
+    step = job.first_step_wall
+    if step is None:
+        return first
+    before = [m.wall_time for m in job.milestones if m.name != LOG_START and m.wall_time is not None]
+    if job.first_config_wall is not None:
+        before.append(job.first_config_wall)
+    return None if any(w < step for w in before) else first
+
+
+def startup(job: Job) -> tuple[Optional[float], list[dict], Optional[str]]:
     """Job start to the end of the first step, or to where the log says its startup ends
-    (MLPerf's run_start: its own init time)."""
-    t0 = _milestone(job, "job-start")
-    if t0 is None:
-        t0 = job.first_wall
+    (MLPerf's run_start: its own init time), with why it is unknown when it is.  The job
+    start is the earliest of the job script's stamps (``START TIME:``, ``date``, ``Job
+    started at``) and the first stamped line."""
+    starts = [m.wall_time for m in job.milestones if m.name == "job-start" and m.wall_time is not None]
     declared = _milestone(job, RUN_START)
     t1, end = (_first_step_wall(job), "first-step") if declared is None else (declared, RUN_START)
+    if not starts:
+        resumed = resumed_mid_run(job)
+        if resumed is not None:
+            return None, [], (f"unknown: the log begins mid-run (at iteration {resumed}) and has no job start "
+                              "stamp (START TIME, date, Job started at)")
+    t0 = min(starts + ([job.first_wall] if job.first_wall is not None else []), default=None)
+    if t0 is None:
+        return None, [], ("unknown: no line before the first step has a time stamp"
+                          if t1 is not None or job.iterations_seen else None)
+    if t1 is not None and t1 < t0:
+        return None, [], "unknown: the first step's time stamp comes before the job's start stamp"
     total, phases = startup_timeline(t0, t1, ((m.name, m.wall_time) for m in job.milestones))
     return _clean(total, 1), [{"name": end if p.name == "first-step" else p.name, "offset_s": round(p.offset_s, 3)}
-                              for p in phases]
+                              for p in phases], None
 
 
 def run_time(job: Job) -> Optional[float]:
@@ -249,7 +289,7 @@ def summarize(job: Job, *, now: Optional[float] = None, last_write: Optional[flo
 
     top_step = last_step(job)
     status, failure = status_of(job, now, last_write, top_step, startup_timeout)
-    startup_s, phases = startup(job)
+    startup_s, phases, startup_note = startup(job)
     loss_last = primary_loss(job.last_losses) if job.last_losses else job.last_step_loss
 
     steady = {name: stat.steady() for name, stat in job.timers.items() if stat.count}
@@ -292,6 +332,7 @@ def summarize(job: Job, *, now: Optional[float] = None, last_write: Optional[flo
         "config": {k: cfg.get(k) for k in ("num_layers", "hidden_size", "num_heads", "tp", "pp", "dp", "micro_batch")},
         "activation_checkpointing": cfg.get("activation_checkpointing"),
         "startup_s": startup_s,
+        "startup_note": startup_note,  # why startup_s is unknown, when it is
         "run_time_s": run_time(job),
         "startup": phases,
         "offload_ms": offload,

@@ -88,6 +88,7 @@ class Job:
     first_wall: Optional[float] = None
     last_wall: Optional[float] = None
     first_step_wall: Optional[float] = None
+    first_config_wall: Optional[float] = None  # the earliest stamped configuration line
     events: int = 0
 
     def add_file(self, file: str) -> int:
@@ -165,6 +166,7 @@ class Job:
             self.last_losses = dict(other.last_losses)
         self.first_wall = _low(self.first_wall, other.first_wall)
         self.first_step_wall = _low(self.first_step_wall, other.first_step_wall)
+        self.first_config_wall = _low(self.first_config_wall, other.first_config_wall)
         if other.last_wall is not None and (self.last_wall is None or other.last_wall > self.last_wall):
             self.last_wall = other.last_wall
         self.events += other.events
@@ -315,6 +317,7 @@ def _key_of(rank: Optional[int], node: Optional[str], file_rank: Optional[int]) 
 
 
 def _on_config(job: Job, ev: RunConfig, _: Optional[int]) -> None:
+    job.first_config_wall = _low(job.first_config_wall, ev.wall_time)
     if ev.framework and ev.framework not in job.frameworks:
         job.frameworks.append(ev.framework)
     for name in _CONFIG_FIELDS:

@@ -73,7 +73,10 @@ class StartupPanel(Panel):
     def build(self, d: JobDetail, width: int) -> Text:
         s = d.row.summary
         text = self.title("Startup timeline\n")
-        text.append_text(timeline(s["startup"], line_width=width, palette=self.palette()))
+        if s.get("startup_note"):
+            text.append_text(plain(s["startup_note"], "dim"))
+        else:
+            text.append_text(timeline(s["startup"], line_width=width, palette=self.palette()))
         room = self.rows - len(text.plain.split("\n")) - 1
         if s["startup_timers"] and room > 0:
             text.append_text(self.title("\nSetup and checkpoint timers"))

@@ -123,7 +123,8 @@ def tree_bars(parts: Sequence[dict], width: int = 30, line_width: Optional[int] 
 def timeline(phases: Sequence[dict], width: int = 40, line_width: Optional[int] = None,
              palette: Palette = DEFAULT) -> Text:
     """Startup phases as horizontal bars with their real durations (within
-    ``line_width`` columns when given: the bars shrink)."""
+    ``line_width`` columns when given: the bars shrink).  Each bar is labelled with the
+    mark it ends at (``→ model-built``: the time from the mark before to it)."""
     if len(phases) < 2:
         return Text("(no job-start mark and first step yet)", style="dim")
     if line_width is not None:
@@ -136,10 +137,10 @@ def timeline(phases: Sequence[dict], width: int = 40, line_width: Optional[int] 
         length = max(1, int(round(width * (end - start) / total)))
         if i:
             out.append("\n")
-        out.append(sanitize(phases[i]["name"])[:24].ljust(24) + " ")
+        out.append(("→ " + sanitize(phases[i + 1]["name"]))[:24].ljust(24) + " ")
         out.append(" " * lead)
         out.append("█" * length, style=palette.phase)
         out.append(" " * max(0, width - lead - length))
         out.append(f" {end - start:8.1f} s")
-    out.append(f"\n{'first step after':24s} {total:.1f} s", style="bold")
+    out.append(f"\n{'job start to ' + sanitize(phases[-1]['name']):24s} {total:.1f} s", style="bold")
     return out

@@ -1,0 +1,120 @@
+"""The figures a researcher pastes (issue 27): startup from the job's own start, tokens/s,
+runs within a file, ranks within a run, names, MFU's unit.  Logs are written from the
+frameworks' own print statements (Megatron's print_datetime and training_log, DeepSpeed's
+log_dist, job scripts' `date`), in the locales clusters run in."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import ROOT, shared_or_skip
+from tuimon.engine.ingest import parse_file
+from tuimon.figures.summary import summarize
+from tuimon.store.job_store import JobStore
+
+
+def summaries(tmp_path, name: str, text: str) -> list[dict]:
+    path = tmp_path / name
+    path.write_text(text)
+    store = JobStore()
+    parse_file(path, path.name, sink=store.add)
+    return [summarize(job) for job in store.jobs.values()]
+
+
+def one(tmp_path, name: str, text: str) -> dict:
+    (row,) = summaries(tmp_path, name, text)
+    return row
+
+
+def megatron_iteration(i: int, total: int, ms: float, stamp: str = "", gbs: int = 8) -> str:
+    head = f" [{stamp}]" if stamp else ""
+    return (f"{head} iteration {i:8d}/{total:8d} | consumed samples: {i * gbs:12d} | elapsed time per iteration (ms): "
+            f"{ms:.1f} | learning rate: 1.000000E-04 | global batch size: {gbs:5d} | lm loss: 2.500000E+00 | "
+            f"loss scale: 1.0 | number of skipped iterations:   0 | number of nan iterations:   0 |\n")
+
+
+MEGATRON_STARTUP = (
+    "[after megatron is initialized] datetime: 2026-04-15 11:18:13.447169 \n"
+    "[after model, optimizer, and learning rate scheduler are built] datetime: 2026-04-15 11:18:40.1 \n"
+    "[after dataloaders are built] datetime: 2026-04-15 11:18:50.2 \n"
+    "[before the start of training step] datetime: 2026-04-15 11:18:52.0 \n"
+)
+
+
+@pytest.mark.parametrize("start_line", [
+    "START TIME: Wed Apr 15 11:16:53 CEST 2026",       # C locale, the elena job scripts
+    "START TIME: mer. 15 avril 2026 11:16:53 CEST",    # fr_FR (Jean Zay)
+    "Wed 15 Apr 11:16:53 CEST 2026",                   # en_GB `date` alone
+    "Wed Apr 15 11:16:53 AM CEST 2026",                # en_US, 12-hour clock
+    "Mi 15. Apr 11:16:53 CEST 2026",                   # de_DE
+    "Job started at: 2026-04-15-111653 on nid001234",  # the ALCF scripts
+    "Job start time: 2026-04-15 11:16:53",
+])
+def test_startup_runs_from_the_job_script_s_own_start_stamp(tmp_path, start_line):
+    text = (start_line + "\nsome module load output\n" + MEGATRON_STARTUP
+            + megatron_iteration(1, 100, 10000.0, "2026-04-15 11:19:02") + megatron_iteration(2, 100, 1000.0))
+    row = one(tmp_path, "run-42.out", text)
+    # 11:16:53 to the first step's end at 11:19:02: 129 s, however its locale writes the start
+    assert row["startup_s"] == pytest.approx(129.0, abs=0.6), row["startup"]
+    assert row["startup_note"] is None
+    assert row["startup"][0] == {"name": "job-start", "offset_s": 0.0}
+    assert row["startup"][-1]["name"] == "first-step"
+    assert all(p["offset_s"] <= row["startup_s"] for p in row["startup"])  # no phase past the total
+
+
+def test_a_12_hour_clock_afternoon_start(tmp_path):
+    text = ("Tue Aug 18 11:53:33 PM CEST 2026\n" + "[after megatron is initialized] datetime: 2026-08-18 23:54:00 \n"
+            + megatron_iteration(1, 10, 9000.0, "2026-08-19 00:00:33") + megatron_iteration(2, 10, 900.0))
+    assert one(tmp_path, "pm.out", text)["startup_s"] == pytest.approx(420.0, abs=0.6)  # across midnight
+
+
+@pytest.mark.parametrize("text,why", [
+    # DeepSpeed's own step line is the first line: the log was cut from a running job
+    ("[2024-03-07 15:27:02,646] [INFO] [timer.py:260:stop] epoch=0/micro_step=199/global_step=199, "
+     "RunningAvgSamplesPerSec=58.73, CurrSamplesPerSec=61.35, MemAllocated=6.01GB, MaxMemAllocated=19.52GB\n"
+     + "".join(megatron_iteration(i, 317892, 14287.5, f"2024-03-07 15:27:{2 + (i - 199) * 14:02d}")
+               for i in range(199, 203)), "mid-run (at iteration 199)"),
+    ("".join(megatron_iteration(i, 90000, 2000.0, f"2025-11-10 12:{i - 5000:02d}:00") for i in range(5010, 5050, 10)),
+     "mid-run (at iteration 5010)"),
+])
+def test_a_log_that_begins_mid_run_has_startup_unknown_with_why(tmp_path, text, why):
+    row = one(tmp_path, "tail.log", text)
+    assert row["startup_s"] is None and row["startup"] == []
+    assert why in row["startup_note"]
+
+
+def test_a_restarted_job_that_logs_its_startup_has_a_startup(tmp_path):
+    """Resumed from a checkpoint, but the log holds the restart: startup is the restart's."""
+    text = ("[2025-11-10 09:40:00,000] [INFO] [config.py:684:__init__] Config mesh_device None world_size = 8\n"
+            + "[after megatron is initialized] datetime: 2025-11-10 09:41:00 \n"
+            + "".join(megatron_iteration(i, 90000, 2000.0, f"2025-11-10 09:{i - 5000 + 40:02d}:30")
+                      for i in range(5010, 5050, 10)))
+    row = one(tmp_path, "resume.log", text)
+    assert row["startup_note"] is None and row["startup_s"] == pytest.approx(630.0, abs=0.1)  # 09:40:00 to 09:50:30
+
+
+def test_a_date_line_with_more_after_it_is_no_job_start():
+    """Cobalt's own log stamps its lines in UTC (``... +0000 (UTC) Command:``), the job's are local:
+    such a line is another program's, not the job script's ``date``."""
+    from parsers.formats.launcher import FORMAT
+    from parsers.schema import format_from_dict
+    fmt = format_from_dict(FORMAT)
+    for line in ("Wed Jul 12 00:46:13 2023 +0000 (UTC) Command: '/usr/bin/ssh'", "Wed Jul 12 00:46:13 2023 +0000 (UTC) ",
+                 "Mon at 12:00:00 the cluster reboots", "START TIME: unknown"):
+        got = [f for entry in fmt.lines for f in entry.parse(line)]
+        assert not any(f.get("name") == "job-start" and f.get("wall_time") for f in got), (line, got)
+    assert any(f.get("wall_time") for entry in fmt.lines for f in entry.parse("Wed Apr 15 11:16:53 CEST 2026"))
+
+
+def test_elena_startup_from_start_time():
+    log = shared_or_skip("corpus/megatron-lm/elena-1861140.out.log")
+    out = subprocess.run([sys.executable, "-m", "tuimon", "summary", "--format", "json", "--no-cache", str(log)],
+                         cwd=ROOT, capture_output=True, text=True, timeout=120)
+    row = json.loads(out.stdout)[0]
+    # START TIME: Wed Apr 15 11:16:53 ... the first iteration's line at 11:19:02 (grep), 129 s
+    assert 128.0 <= row["startup_s"] <= 131.0
+    longest = max(t["ms"] for t in row["startup_timers"] if t["name"].startswith("startup-"))
+    assert longest / 1000.0 <= row["startup_s"]  # no listed phase longer than the total
