@@ -110,7 +110,7 @@ def _precision(pairs: dict[str, str]) -> Optional[str]:
         return "bf16"
     if "float16" in dtype or "half" in dtype:
         return "fp16"
-    if on("bf16") is False and on("fp16") is False:
+    if on("fp16") is False and not on("bf16"):  # both off; or fp16 off where bf16 is no flag yet (Megatron 1.x)
         return "fp32"
     return None
 

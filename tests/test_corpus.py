@@ -67,8 +67,9 @@ def _all_lines_events(path):
         for fmt in BUILTIN_FORMATS:  # data formats: their regex on the line itself
             for entry in fmt.lines:
                 for fields in entry.parse(line):
+                    own = {"wall_time": ctx.wall_time, **fields}  # a format's own wall_time wins
                     events.append(EVENT_TYPES[entry.event](file=str(path), line=n, rank=ctx.rank, node=ctx.node,
-                                                           wall_time=ctx.wall_time, **fields))
+                                                           **own))
         events.extend(e for parser in engine.active for e in parser.feed(pre.body, ctx))
     return events + engine.flush()
 

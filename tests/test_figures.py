@@ -118,3 +118,95 @@ def test_elena_startup_from_start_time():
     assert 128.0 <= row["startup_s"] <= 131.0
     longest = max(t["ms"] for t in row["startup_timers"] if t["name"].startswith("startup-"))
     assert longest / 1000.0 <= row["startup_s"]  # no listed phase longer than the total
+
+
+MEGATRON_ARGS = """------------------------ arguments ------------------------
+  bf16 ............................................ True
+  fp16 ............................................ False
+  global_batch_size ............................... 64
+  hidden_size ..................................... 2048
+  micro_batch_size ................................ 4
+  num_attention_heads ............................. 16
+  num_layers ...................................... 24
+  padded_vocab_size ............................... 50304
+  pipeline_model_parallel_size .................... 1
+  recompute_granularity ........................... None
+  seq_length ...................................... 2048
+  tensor_model_parallel_size ...................... 2
+  train_iters ..................................... 100
+  world_size ...................................... 16
+-------------------- end of arguments ---------------------
+"""
+
+
+def test_tokens_per_second_computed_where_the_log_prints_none(tmp_path):
+    text = MEGATRON_ARGS + "".join(megatron_iteration(i, 100, 800.0 + (i % 3), gbs=64) for i in range(1, 12))
+    row = one(tmp_path, "megatron.out", text)
+    median_s = row["iter_time_ms"]["median"] / 1000.0
+    assert row["tokens_per_sec"] == pytest.approx(64 * 2048 / median_s, rel=1e-6)
+    assert row["tokens_per_gpu_per_sec"] == pytest.approx(64 * 2048 / median_s / 16, rel=1e-6)
+    assert row["tokens_per_sec_source"] == "computed"
+    assert row["precision"] == "bf16"  # "fp16 False" beside "bf16 True" is no fp32 run
+
+
+def test_tokens_per_second_printed_is_kept_and_checked_against_computed(tmp_path):
+    # Megatron-DeepSpeed prints tokens per GPU per second (tgs); here 40% above what batch x length gives
+    lines = "".join(
+        f" iteration {i:8d}/     100 | consumed samples: {i * 64:10d} | consumed tokens: {i * 64 * 2048:12d} | "
+        f"elapsed time per iteration (ms): 800.0 | learning rate: 1.000E-04 | global batch size:    64 | "
+        f"lm loss: 2.500000E+00 | loss scale: 1.0 | actual seqlen:  2048 | number of skipped iterations:   0 | "
+        f"number of nan iterations:   0 | samples per second: 80.000 | tokens per gpu per second (tgs): "
+        f"{1.4 * 64 * 2048 / 0.8 / 16:.3f} | TFLOPs: 50.00 |\n" for i in range(1, 12))
+    row = one(tmp_path, "meg-ds.out", MEGATRON_ARGS + lines)
+    computed = 64 * 2048 / 0.8
+    assert row["tokens_per_gpu_per_sec"] == pytest.approx(1.4 * computed / 16, rel=1e-4)
+    assert row["tokens_per_sec"] == pytest.approx(1.4 * computed, rel=1e-4)
+    assert row["tokens_per_sec_computed"] == pytest.approx(computed, rel=1e-6)
+    assert any("tokens/s differ by 40%" in c for c in row["checks"])
+
+
+ZERO_OFFLOAD = """deepspeed --num_nodes 1 --num_gpus 1 pretrain_gpt2.py --model-parallel-size 1 --num-layers 32 --hidden-size 2048 --num-attention-heads 16 --seq-length 1024 --max-position-embeddings 1024 --batch-size 4 --train-iters 50 --checkpoint-activations
+------------------------ arguments ------------------------
+  batch_size ...................... 4
+  checkpoint_activations .......... True
+  fp16 ............................ False
+  hidden_size ..................... 2048
+  model_parallel_size ............. 1
+  num_attention_heads ............. 16
+  num_layers ...................... 32
+  seq_length ...................... 1024
+  world_size ...................... 1
+---------------- end of arguments ----------------
+[2022-07-02 05:00:42,820] [INFO] [config.py:1048:print]   fp16_enabled ................. False
+"""
+
+
+@pytest.mark.parametrize("batch", ["", "[2022-07-02 05:00:42,822] [INFO] [config.py:1048:print]   "
+                                       "train_batch_size ............. 4\n"])
+def test_megatron_1x_batch_size_and_fp16_off(tmp_path, batch):
+    """sc22's ZeRO-Offload runs: Megatron 1.x's per-GPU ``batch_size`` (or DeepSpeed's
+    train_batch_size) is the global batch on one GPU; fp16 off is an fp32 run; the log's own
+    'Effective Tera Flops' disagreeing with the formula raises the check."""
+    body = "".join(
+        f" iteration {i:8d}/      50 | elapsed time per iteration (ms): {10740.0 + i:.1f} | learning rate: 1.0E-04 | "
+        f"lm loss: 1.0E+01 | loss scale: 1.0 | number of skipped iterations:   0 | number of nan iterations:   0 |\n"
+        f"Effective Tera Flops per GPU: 0.52 and total parameters 1.717 B\n" for i in range(10, 60, 10))
+    row = one(tmp_path, "zero-offload.log", ZERO_OFFLOAD + batch + body)
+    assert row["global_batch"] == 4 and row["precision"] == "fp32"
+    size = row["params_billion"]
+    median_s = row["iter_time_ms"]["median"] / 1000.0
+    assert row["tflops_per_gpu"]["computed"] == pytest.approx(size * 4 * 2 * 1024 * 4 / (median_s * 1e3), abs=0.01)
+    assert 5.1 < row["tflops_per_gpu"]["computed"] < 5.4
+    assert any("TFLOPs/GPU differ by" in c for c in row["checks"])
+    mfu = summaries(tmp_path, "zero-offload.log", ZERO_OFFLOAD + batch + body)[0]
+    assert mfu["precision"] == "fp32"
+
+
+def test_zero_offload_corpus_figures():
+    log = shared_or_skip("corpus/stronghold/sc22-zero-offload_l-32_hs-2048_bs-4_ws-4_2022-07-02.1656738007.log")
+    out = subprocess.run([sys.executable, "-m", "tuimon", "summary", "--format", "json", "--no-cache", "--gpu",
+                          "v100", str(log)], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    row = json.loads(out.stdout)[0]
+    assert row["tflops_per_gpu"]["computed"] == pytest.approx(5.24, abs=0.01)
+    assert row["precision"] == "fp32" and "fp32" in row["gpu_peak_source"]
+    assert row["mfu"] == pytest.approx(5.24 / row["gpu_peak_tflops"], abs=1e-3)

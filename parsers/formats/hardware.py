@@ -67,6 +67,29 @@ FORMAT = {
                                  "................. True", "expect": {"precision": "fp16"}}],
         },
         {
+            # fp16 off: fp32, unless the run computes in bf16 (DeepSpeed prints bf16_enabled first,
+            # in its sorted list: the store keeps a half precision a job has over this fp32)
+            "event": "run_config",
+            "anchor": "fp16_enabled ",
+            "regex": r"\bfp16_enabled \.+ False\s*$",
+            "set": {"precision": "fp32"},
+            "samples": [{"line": "[2022-07-02 05:00:42,820] [INFO] [config.py:1048:print]   fp16_enabled "
+                                 "................. False", "expect": {"precision": "fp32"}}],
+        },
+        {
+            # DeepSpeed's engine configuration: its global batch (all ranks, all micro-steps)
+            "event": "run_config",
+            "anchors": ["train_batch_size ", "train_micro_batch_size_per_gpu "],
+            "regex": r"\] +(?:train_batch_size \.+ (?P<global_batch>\d+)|train_micro_batch_size_per_gpu \.* "
+                     r"?(?P<micro_batch>\d+))\s*$",
+            "samples": [
+                {"line": "[2022-07-02 05:00:42,822] [INFO] [config.py:1048:print]   train_batch_size ............. 4",
+                 "expect": {"global_batch": 4}},
+                {"line": "[2022-07-02 05:00:42,822] [INFO] [config.py:1048:print]   train_micro_batch_size_per_gpu  4",
+                 "expect": {"micro_batch": 4}},
+            ],
+        },
+        {
             "event": "run_config",
             "anchors": ["bf16=True", "fp16=True"],
             "regex": r"(?<![\w-])(?P<precision>bf16|fp16)=True,?\s*$",

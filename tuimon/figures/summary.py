@@ -77,13 +77,47 @@ def world_size(config: dict) -> Optional[int]:
     return None
 
 
+def data_parallel(config: dict) -> Optional[int]:
+    """The data-parallel size: as logged, else the world over the model-parallel sizes."""
+    if config.get("dp"):
+        return config["dp"]
+    world, tp, pp = world_size(config), config.get("tp") or 1, config.get("pp") or 1
+    if world and world % (tp * pp) == 0:
+        return world // (tp * pp)
+    return None
+
+
 def global_batch(config: dict) -> Optional[int]:
+    """As logged, else the micro-batch (Megatron 1.x's per-GPU ``batch_size``) times data
+    parallelism (no gradient accumulation is known then)."""
     if config.get("global_batch"):
         return config["global_batch"]
-    micro, dp = config.get("micro_batch"), config.get("dp")
+    micro, dp = config.get("micro_batch"), data_parallel(config)
     if micro and dp:
         return micro * dp
     return None
+
+
+def tokens_rates(reported: Optional[float], reported_per_gpu: Optional[float], gbs: Optional[int],
+                 seq: Optional[int], iter_s: Optional[float], samples_per_sec: Optional[float],
+                 gpus: Optional[int]) -> tuple[Optional[float], Optional[float], Optional[float], Optional[str]]:
+    """(tokens/s, tokens/s/GPU, tokens/s computed, where tokens/s came from): what the
+    log prints where it prints it, else global batch x sequence length over the
+    iteration time (or the log's samples/s x sequence length); per GPU over the world."""
+    computed = None
+    if gbs and seq and iter_s:
+        computed = gbs * seq / iter_s
+    elif samples_per_sec and seq:
+        computed = samples_per_sec * seq
+    total, source = reported, "log"
+    if total is None and reported_per_gpu is not None and gpus:
+        total, source = reported_per_gpu * gpus, "log (per GPU x GPUs)"
+    if total is None and computed is not None:
+        total, source = computed, "computed"
+    per_gpu = reported_per_gpu
+    if per_gpu is None and total is not None and gpus:
+        per_gpu = total / gpus
+    return total, per_gpu, computed, (source if total is not None else None)
 
 
 def _started(job: Job) -> bool:
@@ -247,6 +281,14 @@ def checks(tflops_reported: Optional[float], computed: Optional[float], mfu_valu
     return out
 
 
+def tokens_check(reported: Optional[float], computed: Optional[float]) -> list[str]:
+    if reported and computed and abs(reported / computed - 1.0) > TFLOPS_DISAGREE:
+        return [f"reported {reported:,.0f} and computed {computed:,.0f} tokens/s differ by "
+                f"{100 * abs(reported / computed - 1.0):.0f}%: check the global batch and the sequence length "
+                "(packed or variable-length sequences count fewer tokens than batch x length)"]
+    return []
+
+
 def summarize(job: Job, *, now: Optional[float] = None, last_write: Optional[float] = None,
               gpu_peak: Optional[float] = None, gpu: Optional[str] = None,
               startup_timeout: float = STARTUP_TIMEOUT_S) -> dict[str, Any]:
@@ -266,6 +308,11 @@ def summarize(job: Job, *, now: Optional[float] = None, last_write: Optional[flo
     gbs = global_batch(cfg)
     if samples_per_sec is None and it_stats and gbs:
         samples_per_sec = gbs / (it_stats.median / 1000.0)
+    gpus = world_size(cfg)
+    tokens, tokens_gpu, tokens_computed, tokens_source = tokens_rates(
+        rates["tokens_per_sec"], rates["tokens_per_gpu_per_sec"], gbs, cfg.get("seq_length"),
+        it_stats.median / 1000.0 if it_stats and it_stats.median > 0 else None, rates["samples_per_sec"], gpus)
+    rates["tokens_per_sec"], rates["tokens_per_gpu_per_sec"] = tokens, tokens_gpu
 
     reported = _column(primary, "tflops")
     if not _finite(reported).size:
@@ -273,7 +320,6 @@ def summarize(job: Job, *, now: Optional[float] = None, last_write: Optional[flo
     tflops_reported = steady_median(reported)
 
     params = params_billion(cfg)
-    gpus = world_size(cfg)
     computed = None
     if params and cfg.get("seq_length") and gbs and it_stats and gpus:
         ckpt = cfg.get("activation_checkpointing")
@@ -324,7 +370,10 @@ def summarize(job: Job, *, now: Optional[float] = None, last_write: Optional[flo
         "precision": cfg.get("precision"),
         "gpu_peak_tflops": peak.tflops if peak is not None else None,
         "gpu_peak_source": mfu_source,
-        "checks": checks(tflops_reported, computed, mfu_value, peak),
+        "tokens_per_sec_computed": _clean(tokens_computed, 4),
+        "tokens_per_sec_source": tokens_source,
+        "checks": checks(tflops_reported, computed, mfu_value, peak)
+        + tokens_check(rates["tokens_per_sec"] if (tokens_source or "").startswith("log") else None, tokens_computed),
         "params_billion": _clean(params, 3),
         "world_size": gpus,
         "global_batch": gbs,

@@ -66,8 +66,10 @@ FIELDS: tuple[Field, ...] = (
     Field("samples_per_sec", "<f4", {"iteration": _attr("samples_per_sec"), "step": _attr("samples_per_sec"),
                                      "throughput": _attr("samples_per_sec")}, "median", "samples/s", "Samples/s", 3,
           shown=True, floor=0.0),
+    # a job's summary gives tokens/s where the log prints none: global batch x sequence length
+    # over the iteration time (tuimon.figures.summary.tokens_rates)
     Field("tokens_per_sec", "<f4", {"iteration": _attr("tokens_per_sec"), "throughput": _attr("tokens_per_sec")},
-          "median", "tokens/s", "Tokens/s", 0, floor=0.0),
+          "median", "tokens/s", "Tokens/s", 0, shown=True, floor=0.0),
     Field("tokens_per_gpu_per_sec", "<f4", {"iteration": _attr("tokens_per_gpu_per_sec"),
                                             "throughput": _attr("tokens_per_gpu_per_sec")},
           "median", "tokens/s/GPU", "Tokens/s/GPU", 0, floor=0.0),

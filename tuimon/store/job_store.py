@@ -323,6 +323,8 @@ def _on_config(job: Job, ev: RunConfig, _: Optional[int]) -> None:
     for name in _CONFIG_FIELDS:
         value = getattr(ev, name)
         if value is not None:
+            if name == "precision" and value == "fp32" and job.config.get("precision") in ("bf16", "fp16"):
+                continue  # "fp16 off" said beside a bf16 run (see parsers.formats.hardware)
             job.config[name] = value
 
 

@@ -19,7 +19,7 @@ from ..store.fields import SHOWN
 from .job import Chart, show_charts
 from .messages import OpenJob, RefreshRequest
 from .palette import DEFAULT, Palette, of
-from .render import duration, iter_time, num, plain, spark, status_text
+from .render import duration, iter_time, num, plain, short_num, spark, status_text
 
 COLUMNS = ("Job", "Framework", "Status", "Iter", "ETA", "Iter time", "Spread", *(f.label for f in SHOWN), "TFLOPs rep",
            "TFLOPs calc", "MFU", "Loss", "Eval", "Startup", "Updated", "TFLOPs trend")
@@ -75,7 +75,7 @@ def cells(row: JobRow, palette: Palette = DEFAULT) -> tuple:
         Text(duration(row.eta_s), justify="right"),
         Text(iter_time(it["median"]) if it else "-", justify="right"),
         Text(spread, justify="right"),
-        *(Text(num(s[f.key], min(f.digits, 2)), justify="right") for f in SHOWN),
+        *(Text(short_num(s[f.key], min(f.digits, 2)), justify="right") for f in SHOWN),
         Text(num(s["tflops_per_gpu"]["reported"]), justify="right"),
         Text(num(s["tflops_per_gpu"]["computed"]), justify="right"),
         Text(mfu_text(s), justify="right", style=palette.alert if s["checks"] else ""),

@@ -12,7 +12,7 @@ from textual.widget import Widget
 
 from ..live.session import JobDetail
 from .palette import Palette, of
-from .render import Fitted, num, plain, timeline, tree_bars
+from .render import Fitted, num, plain, short_num, timeline, tree_bars
 
 
 class Panel(Widget):
@@ -98,6 +98,8 @@ class RunPanel(Panel):
             f"world {s['world_size'] or '-'}",
             f"batch      global {s['global_batch'] or '-'}  micro {c.get('micro_batch', '-')}  "
             f"act. ckpt {s['activation_checkpointing']}",
+            f"throughput {short_num(s['tokens_per_sec'], 0)} tokens/s, {short_num(s['tokens_per_gpu_per_sec'], 0)} "
+            f"/GPU ({s['tokens_per_sec_source'] or '-'}), {num(s['samples_per_sec'], 2)} samples/s",
             f"memory     GPU max alloc {num(s['memory']['gpu_max_allocated_mb'], 0)} MB, "
             f"reserved {num(s['memory']['gpu_max_reserved_mb'], 0)} MB, CPU {num(s['memory']['cpu_used_gb'], 1)} GB",
             "checkpoint " + (", ".join(f"{ck['iteration']}: {num(ck['save_ms'], 0)} ms"

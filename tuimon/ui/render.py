@@ -55,6 +55,20 @@ def num(value: Optional[float], digits: int = 1, suffix: str = "") -> str:
     return f"{value:.{digits}f}{suffix}"
 
 
+def short_num(value: Optional[float], digits: int = 1) -> str:
+    """A rate in a narrow cell: as :func:`num` below 10,000, else three figures and k, M or G
+    (``1.98M`` tokens/s)."""
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return "-"
+    if abs(value) < 10_000:
+        return num(value, digits)
+    for scale, unit in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(value) >= scale:
+            scaled = value / scale
+            return f"{scaled:.{max(0, 2 - int(math.log10(abs(scaled))))}f}{unit}"
+    return num(value, digits)
+
+
 def iter_time(ms: Optional[float]) -> str:
     """An iteration time: seconds, or milliseconds under 10 ms (``0.00s`` says nothing)."""
     if ms is None or not math.isfinite(ms):
