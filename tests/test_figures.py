@@ -210,3 +210,70 @@ def test_zero_offload_corpus_figures():
     assert row["tflops_per_gpu"]["computed"] == pytest.approx(5.24, abs=0.01)
     assert row["precision"] == "fp32" and "fp32" in row["gpu_peak_source"]
     assert row["mfu"] == pytest.approx(5.24 / row["gpu_peak_tflops"], abs=1e-3)
+
+
+def _iters(first: int, last: int, total: int, ms: float = 1000.0, prefix: str = "") -> str:
+    return "".join(prefix + megatron_iteration(i, total, ms) for i in range(first, last + 1))
+
+
+def test_a_file_that_restarts_its_counter_gives_one_row_per_run(tmp_path):
+    """A Slurm .out whose script runs a 2-iteration smoke test, then the real run."""
+    text = MEGATRON_ARGS + _iters(1, 2, 2, 500.0) + MEGATRON_ARGS + _iters(1, 30, 18141, 900.0)
+    rows = {r["job"]: r for r in summaries(tmp_path, "train-4242.out", text)}
+    assert set(rows) == {"train-4242", "train-4242#2"}
+    assert rows["train-4242"]["iterations_seen"] == 2 and rows["train-4242"]["train_iters"] == 2
+    assert rows["train-4242#2"]["iterations_seen"] == 30 and rows["train-4242#2"]["train_iters"] == 18141
+    assert rows["train-4242#2"]["iter_time_ms"]["median"] == pytest.approx(900.0)
+    assert not any("differ" in c for r in rows.values() for c in r["checks"])
+
+
+def test_a_requeued_job_resuming_from_a_checkpoint_is_a_second_run(tmp_path):
+    text = _iters(1, 50, 100, 800.0) + "srun: error: task 0: Exited with exit code 1\n" + _iters(41, 100, 100, 820.0)
+    rows = {r["job"]: r for r in summaries(tmp_path, "job-77777.out", text)}
+    assert rows["job-77777"]["last_iteration"] == 50 and rows["job-77777#2"]["last_iteration"] == 100
+    assert rows["job-77777#2"]["iterations_seen"] == 60
+
+
+def test_a_new_sequence_length_after_training_is_a_new_run_but_a_repeated_block_is_not(tmp_path):
+    longer = MEGATRON_ARGS.replace("2048\n", "4096\n", 1).replace("seq_length ...................................... 2048",
+                                                                  "seq_length ...................................... 4096")
+    text = MEGATRON_ARGS + MEGATRON_ARGS + _iters(1, 5, 100) + longer + _iters(6, 10, 100, 1500.0)
+    rows = {r["job"]: r for r in summaries(tmp_path, "sweep.log", text)}
+    assert set(rows) == {"sweep", "sweep#2"}
+    assert rows["sweep"]["seq_length"] == 2048 and rows["sweep#2"]["seq_length"] == 4096
+
+
+@pytest.mark.parametrize("prefix", ["{node}: ", "{rank}: ", ""])
+def test_an_iteration_printed_by_several_ranks_counts_once(tmp_path, prefix):
+    """pdsh-prefixed Megatron-DeepSpeed where three ranks each print the iteration line."""
+    lines = []
+    for i in range(1, 21):
+        for rank, node in ((0, "192.168.0.1"), (4, "192.168.0.2"), (8, "192.168.0.3")):
+            lines.append(prefix.format(node=node, rank=rank) + megatron_iteration(i, 20, 1000.0 + rank))
+    row = one(tmp_path, "pdsh-123456.log", "".join(lines))
+    assert row["iterations_seen"] == 20 and row["last_iteration"] == 20
+
+
+def test_runs_survive_the_parse_cache(tmp_path):
+    """A file's runs read again from the cache are the same rows."""
+    text = MEGATRON_ARGS + _iters(1, 2, 2, 500.0) + MEGATRON_ARGS + _iters(1, 30, 18141, 900.0)
+    log = tmp_path / "cached-5555.out"
+    log.write_text(text)
+    env_runs = []
+    for _ in range(2):
+        out = subprocess.run([sys.executable, "-m", "tuimon", "summary", "--format", "json", str(log)],
+                             cwd=ROOT, capture_output=True, text=True, timeout=120)
+        env_runs.append([(r["job"], r["iterations_seen"], r["train_iters"]) for r in json.loads(out.stdout)])
+    assert env_runs[0] == env_runs[1] == [("cached-5555", 2, 2), ("cached-5555#2", 30, 18141)]
+
+
+def test_thetagpu_runs_of_one_cobalt_job():
+    log = shared_or_skip("corpus/megatron-deepspeed/thetagpu-cobalt-10143818.log")
+    out = subprocess.run([sys.executable, "-m", "tuimon", "summary", "--format", "json", "--no-cache", str(log)],
+                         cwd=ROOT, capture_output=True, text=True, timeout=120)
+    rows = json.loads(out.stdout)
+    # grep "seq_length \." gives 131072, 262144 and 278528, one argument block each
+    assert [(r["job"], r["seq_length"]) for r in rows] == [
+        ("thetagpu-cobalt-10143818", 131072), ("thetagpu-cobalt-10143818#2", 262144),
+        ("thetagpu-cobalt-10143818#3", 278528)]
+    assert all(r["iterations_seen"] <= 5 for r in rows)

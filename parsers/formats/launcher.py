@@ -45,7 +45,8 @@ FORMAT = {
                         "ven. ", "sam. ", "dim. ", "Mo ", "Di ", "Mi ", "Do ", "Fr ", "Sa ", "So "],
             "regex": r"^\s*(?P<wall_time>(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun|lun\.|mar\.|mer\.|jeu\.|ven\.|sam\.|dim\.|"
                      r"Mo|Di|Mi|Do|Fr|Sa|So),? [^:]{4,24}\d{1,2}:\d{2}:\d{2}(?: [AP]M)?(?: [A-Z]{2,5})?(?: \d{4})?)\s*$",
-            "set": {"name": "job-start"},
+            # detail "date": a start stamp if it comes first, never a new run (a script may end with `date` too)
+            "set": {"name": "job-start", "detail": "date"},
             "samples": [
                 {"line": "Wed Apr 15 11:16:53 CEST 2026", "expect": {"name": "job-start", "wall_time": 1776251813.0}},
                 {"line": "Tue Aug 18 07:53:33 PM CEST 2026", "expect": {"name": "job-start", "wall_time": 1787082813.0}},

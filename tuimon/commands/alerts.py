@@ -123,12 +123,14 @@ class StoreTicker:
         with self.lock:
             self.store.add(events)
             for file in {e.file for e in events}:
-                key = self.store.job_for(file)[0].key
-                self.versions[key] = self.versions.get(key, 0) + 1
-                self._changed.add(key)
+                self.store.job_for(file)
                 mtime = self._pending.pop(file, None)
-                if mtime is not None and mtime > self.writes.get(key, float("-inf")):
-                    self.writes[key] = mtime
+                for job in self.store.runs_of(file)[-2:]:  # a batch that began a new run changed the one before
+                    key = job.key
+                    self.versions[key] = self.versions.get(key, 0) + 1
+                    self._changed.add(key)
+                    if mtime is not None and mtime > self.writes.get(key, float("-inf")):
+                        self.writes[key] = mtime
 
     def start(self) -> None:
         self._thread.start()

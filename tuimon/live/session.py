@@ -291,10 +291,11 @@ class LiveSession:
                 self.store.add(events[start:start + SINK_SLICE])
         with self.lock:
             for file, when in written.items():
-                job = self.store.job_for(file)[0]
-                self.last_update[job.key] = max(self.last_update.get(job.key, 0.0), when)
-                self._job_versions[job.key] = self._job_versions.get(job.key, 0) + 1
-                self._changed_jobs.add(job.key)
+                self.store.job_for(file)
+                for job in self.store.runs_of(file)[-2:]:  # a batch that began a new run changed the one before
+                    self.last_update[job.key] = max(self.last_update.get(job.key, 0.0), when)
+                    self._job_versions[job.key] = self._job_versions.get(job.key, 0) + 1
+                    self._changed_jobs.add(job.key)
             self._generation += 1
 
     def progress(self) -> tuple[int, int, int]:

@@ -89,6 +89,8 @@ class Job:
     last_wall: Optional[float] = None
     first_step_wall: Optional[float] = None
     first_config_wall: Optional[float] = None  # the earliest stamped configuration line
+    #: each rank's last logged iteration, and its step from the one before (0 before a second)
+    rank_last: dict[RankKey, tuple[int, int]] = field(default_factory=dict)
     events: int = 0
 
     def add_file(self, file: str) -> int:
@@ -167,6 +169,7 @@ class Job:
         self.first_wall = _low(self.first_wall, other.first_wall)
         self.first_step_wall = _low(self.first_step_wall, other.first_step_wall)
         self.first_config_wall = _low(self.first_config_wall, other.first_config_wall)
+        self.rank_last.update(other.rank_last)
         if other.last_wall is not None and (self.last_wall is None or other.last_wall > self.last_wall):
             self.last_wall = other.last_wall
         self.events += other.events
@@ -174,7 +177,14 @@ class Job:
     # -- derived facts ------------------------------------------------------------------
     @property
     def iterations_seen(self) -> int:
-        return sum(s.appended for s in self.ranks.values())  # every one, thinned out or not
+        """Iteration lines of the run, each counted once however many ranks printed it (the
+        rank that printed most); thinned-out points count."""
+        return max((s.appended for s in self.ranks.values()), default=0)
+
+    @property
+    def progressed(self) -> bool:
+        """Whether the run logged an iteration or a step."""
+        return bool(self.ranks) or bool(len(self.steps))
 
     @property
     def last_lr(self) -> Optional[float]:
@@ -247,30 +257,71 @@ class Job:
 
 
 class JobStore:
-    """Routes events to jobs by their file (see :mod:`tuimon.store.identity`)."""
+    """Routes events to jobs by their file (see :mod:`tuimon.store.identity`).
+
+    A file that holds several runs (a job script that runs the trainer three times, a
+    Slurm job requeued into the same ``.out``) gives one job per run: ``name``, then
+    ``name#2``, ``name#3``.  A new run starts where the file's iteration counter goes
+    back, the total of iterations or the model's shape changes, or a job script's start
+    stamp comes after the run logged progress (see :data:`_STARTS_A_RUN`)."""
 
     def __init__(self, bounded: bool = False) -> None:
         """``bounded``: every series keeps its recent points and a thinned history (see
         :mod:`tuimon.store.series`): what long-running verbs use, so memory has a bound."""
         self.jobs: dict[str, Job] = {}
         self._file_job: dict[str, tuple[Job, Optional[int]]] = {}
+        self._runs: dict[str, list[Job]] = {}  # file -> the jobs of its runs, in order
         self.bounded = bounded
 
+    def _job(self, key: str, name: str) -> Job:
+        job = self.jobs.get(key)
+        if job is None:
+            job = self.jobs[key] = Job(key, name)
+            if getattr(self, "bounded", False):
+                job.bounded = job.steps.bounded = job.reported.bounded = True
+        return job
+
     def job_for(self, file: str) -> tuple[Job, Optional[int]]:
+        """The job of ``file``'s latest run, and the rank its name gives."""
         hit = self._file_job.get(file)
         if hit is None:
             ident = identify(file)
-            job = self.jobs.get(ident.job_key)
-            if job is None:
-                job = self.jobs[ident.job_key] = Job(ident.job_key, ident.job_name)
-                if getattr(self, "bounded", False):
-                    job.bounded = job.steps.bounded = job.reported.bounded = True
+            job = self._job(ident.job_key, ident.job_name)
             job.add_file(file)
             hit = self._file_job[file] = (job, ident.rank)
+            self.runs_of(file).append(job)
         return hit
 
+    def runs_of(self, file: str) -> list[Job]:
+        """The jobs of every run ``file`` holds (one, unless the file holds several)."""
+        runs = getattr(self, "_runs", None)
+        if runs is None:  # a store pickled before runs were told apart
+            runs = self._runs = {}
+        return runs.setdefault(file, [])
+
+    def _next_run(self, file: str) -> Job:
+        """Start a new run of ``file``: its events from here on go to a job of their own."""
+        first, rank = self.job_for(file)
+        runs = self.runs_of(file)
+        base_key, base_name = runs[0].key, runs[0].name
+        n = len(runs) + 1
+        while f"{base_key}#{n}" in self.jobs and self.jobs[f"{base_key}#{n}"] in runs:
+            n += 1
+        job = self._job(f"{base_key}#{n}", f"{base_name}#{n}")
+        job.add_file(file)
+        # what parsers say once a file (the framework, the GPU, the precision) holds for its next run
+        # too, until that run says otherwise; its shape and batch are its own
+        previous = runs[-1]
+        job.frameworks.extend(fw for fw in previous.frameworks if fw not in job.frameworks)
+        for name in _INHERITED:
+            if name in previous.config and name not in job.config:
+                job.config[name] = previous.config[name]
+        runs.append(job)
+        self._file_job[file] = (job, rank)
+        return job
+
     def job_of(self, file: str) -> Optional[Job]:
-        """The job ``file``'s events went to, or None (no job is made for it)."""
+        """The job ``file``'s latest events went to, or None (no job is made for it)."""
         hit = self._file_job.get(file)
         return hit[0] if hit is not None else None
 
@@ -278,14 +329,19 @@ class JobStore:
         return self.job_for(file)[0]
 
     def merge_file(self, file: str, part: "JobStore") -> None:
-        """Take in ``part``, a store of ``file``'s events alone, as if they were added here."""
-        job = self.job_for(file)[0]
-        for other in part.jobs.values():
+        """Take in ``part``, a store of ``file``'s events alone, as if they were added here:
+        its first run continues this file's latest, its further runs follow as runs of their own."""
+        theirs = part.runs_of(file) or list(part.jobs.values())
+        for k, other in enumerate(theirs):
+            job = self.job_for(file)[0] if k == 0 else self._next_run(file)
             job.merge(other)
 
     def add(self, events: Iterable[Event]) -> None:
         for ev in events:
             job, file_rank = self.job_for(ev.file)
+            starts = _STARTS_A_RUN.get(type(ev))
+            if starts is not None and starts(job, ev, file_rank):
+                job = self._next_run(ev.file)
             job.events += 1
             if ev.rank is not None and ev.rank not in job.ranks_seen and len(job.ranks_seen) < MAX_RANKS_SEEN:
                 job.ranks_seen.add(ev.rank)
@@ -297,6 +353,49 @@ class JobStore:
             handler = _HANDLERS.get(type(ev))
             if handler is not None:
                 handler(job, ev, file_rank)
+
+
+#: what a file's next run takes from its run before until it says otherwise
+_INHERITED = ("gpu", "precision", "world_size")
+#: a run's shape: another value of one of these, once the run logged progress, is another run
+_RUN_SHAPE = ("seq_length", "train_iters", "num_layers", "hidden_size")
+
+
+def _iteration_starts_a_run(job: Job, ev: Iteration, file_rank: Optional[int]) -> bool:
+    if ev.iteration is None:
+        return False
+    seen = job.rank_last.get(_rank_key(ev, file_rank))
+    if seen is None:
+        return False
+    # the counter went back (to the start, or to a checkpoint): a restart.  By more than one
+    # logging interval: unlabelled ranks' lines of one iteration may come slightly out of order
+    if ev.iteration < seen[0] - seen[1]:
+        return True
+    # another total where the counter does not go on (1/2, then 1/18141); NeMo's total grows
+    # epoch by epoch while its counter goes on
+    known = job.config.get("train_iters")
+    return ev.iteration <= seen[0] and ev.train_iters is not None and known is not None and ev.train_iters != known
+
+
+def _config_starts_a_run(job: Job, ev: RunConfig, _: Optional[int]) -> bool:
+    """A model's shape after the run logged progress: a second argument or config block
+    (the same program started again), or another shape."""
+    if not job.progressed:
+        return False
+    if ev.num_layers is not None and ev.hidden_size is not None:
+        return True
+    return any((value := getattr(ev, name)) is not None and job.config.get(name) not in (None, value)
+               for name in _RUN_SHAPE)
+
+
+def _milestone_starts_a_run(job: Job, ev: Milestone, _: Optional[int]) -> bool:
+    # a job script's start stamp; a bare `date` line may as well end a script (detail "date")
+    return ev.name == "job-start" and ev.detail != "date" and job.progressed
+
+
+#: event type -> whether such an event begins a new run of its file (see JobStore)
+_STARTS_A_RUN: dict[type, Callable[[Job, Any, Optional[int]], bool]] = {
+    Iteration: _iteration_starts_a_run, RunConfig: _config_starts_a_run, Milestone: _milestone_starts_a_run}
 
 
 def _low(a: Optional[float], b: Optional[float]) -> Optional[float]:
@@ -338,6 +437,13 @@ def _on_iteration(job: Job, ev: Iteration, file_rank: Optional[int]) -> None:
     series = job.ranks.get(key)
     if series is None:
         series = job.ranks[key] = Series(bounded=job.bounded)
+    if ev.iteration is not None:
+        seen = job.rank_last.get(key)
+        if seen is not None and ev.iteration == seen[0]:
+            return  # the same iteration again: printed by another rank whose lines carry no rank
+        if seen is not None or len(job.rank_last) < MAX_RANKS_SEEN:
+            job.rank_last[key] = (ev.iteration, ev.iteration - seen[0] if seen is not None and ev.iteration > seen[0]
+                                  else 0)
     series.append_event(ev, _ITERATION_FIELDS, job.file_index.get(ev.file, 0))
     if ev.iteration is not None and (job.last_iteration is None or ev.iteration >= job.last_iteration):
         job.last_iteration = ev.iteration
