@@ -12,6 +12,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
 from ..figures.alerts import Alert
+from ..figures.names import distinct_labels
 from .messages import RefreshRequest
 from .palette import of
 from .render import plain
@@ -30,6 +31,9 @@ def _where(alert: Alert) -> str:
     gives the whole path)."""
     return f"{os.path.basename(alert.file or '-')}:{alert.line or '-'}"
 
+
+#: the job column's width: room for the message, names cut where they tell nothing apart
+ALERT_JOB_WIDTH = 34
 
 class AlertsScreen(Screen):
     BINDINGS = [
@@ -51,7 +55,7 @@ class AlertsScreen(Screen):
     def on_mount(self) -> None:
         table = self.query_one("#alerts", DataTable)
         for name in COLUMNS:
-            table.add_column(name, key=name)
+            table.add_column(name, key=name, width=ALERT_JOB_WIDTH if name == "Job" else None)
         table.focus()
         self.post_message(RefreshRequest(self))
 
@@ -66,11 +70,12 @@ class AlertsScreen(Screen):
         self._alerts = sorted(alerts, key=lambda a: (a.wall_time if a.wall_time is not None else float("-inf"),
                                                      a.job, a.kind, a.iteration or 0))
         table.clear()
+        labels = distinct_labels((a.job for a in self._alerts), ALERT_JOB_WIDTH)  # told apart where they differ
         for n, a in enumerate(reversed(self._alerts)):
             where = f"{os.path.basename(a.file)}:{a.line}" if a.file and a.line else os.path.basename(a.file or "-")
-            table.add_row(_clock(a.wall_time), plain(a.job), Text(a.kind, style=of(self).alert), plain(a.rank or "-"),
-                          "-" if a.iteration is None else str(a.iteration), plain(where), plain(a.message[:160]),
-                          key=str(n))
+            table.add_row(_clock(a.wall_time), plain(labels[a.job]), Text(a.kind, style=of(self).alert),
+                          plain(a.rank or "-"), "-" if a.iteration is None else str(a.iteration), plain(where),
+                          plain(a.message[:160]), key=str(n))
         self.query_one("#alerts-title", Static).update(Text(f"Alerts ({len(alerts)})", style="bold"))
         if self._alerts:
             self._show_line(0)

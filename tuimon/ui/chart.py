@@ -20,6 +20,7 @@ from rich.style import StyleType
 from rich.text import Text
 
 from ..figures.metrics import warmup_count
+from ..figures.names import distinct_labels
 from .palette import DEFAULT, Palette
 
 EIGHTHS = " ▁▂▃▄▅▆▇█"
@@ -263,9 +264,10 @@ def overlay_lines(series: Sequence[tuple[str, Any, Any]], styles: Sequence[Style
                       style=palette.dim))
     legend = Text(" " * (label_w + 1))
     room = max(6, plot_w // max(1, len(data)) - 4)  # every series named, however many
+    named = distinct_labels((label for label, _, _ in data), room)  # each told apart where it differs
     for k, (label, _, _) in enumerate(data):
         legend.append(f"{MARKS[k % len(MARKS)]} ", style=styles[k % len(styles)])
-        legend.append((label if len(label) <= room else label[:room - 1] + "…") + "  ")
+        legend.append(named[label] + "  ")
     lines.append(legend)
     return lines
 

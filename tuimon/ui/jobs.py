@@ -13,6 +13,7 @@ from textual.widgets import DataTable, Footer, Input, Static
 
 from ..figures.alerts import Alert
 from ..figures.filters import compile_filter
+from ..figures.names import distinct_labels
 from ..figures.summary import mfu_text, progress_text
 from ..live.session import JobDetail, JobRow, Snapshot
 from ..store.fields import SHOWN
@@ -59,7 +60,8 @@ def age_text(row: JobRow) -> Text:
     return Text(duration(row.age_s) + " ago" if row.age_s is not None else "-", justify="right")
 
 
-def cells(row: JobRow, palette: Palette = DEFAULT) -> tuple:
+def cells(row: JobRow, palette: Palette = DEFAULT, label: Optional[str] = None) -> tuple:
+    """``label``: the job's name as the table shows it (:func:`distinct_label`)."""
     s = row.summary
     it = s["iter_time_ms"]
     iters = progress_text(s)
@@ -68,7 +70,7 @@ def cells(row: JobRow, palette: Palette = DEFAULT) -> tuple:
         spread = (f"{it['p10']:.2f}-{it['p90']:.2f}ms" if it["p90"] < 10.0
                   else f"{it['p10'] / 1000:.2f}-{it['p90'] / 1000:.2f}s")
     return (
-        plain(s["job"]),
+        plain(label if label is not None else s["job"]),
         plain(s["framework"]),
         status_text(s, row.stalled, row.alerts, palette),
         Text(iters, justify="right"),
@@ -129,6 +131,10 @@ class JobsScreen(Screen):
         self._matching = 0
         self._cell_cache: dict[str, tuple[tuple, str, tuple]] = {}
         self._visible: tuple[str, ...] = ()
+        self._job_width = JOB_WIDTH
+        self._labels: dict[str, str] = {}  # job name -> its label in the table
+        self._label_names: dict[str, str] = {}  # and back (the table sorts by the name)
+        self._labelled: tuple = ()  # (names, width) the labels are of
         self.marked: set[str] = set()  # jobs marked for the comparison (space)
         self._selected_after_rebuild: Optional[str] = None
 
@@ -169,8 +175,10 @@ class JobsScreen(Screen):
         rows = rows[:MAX_ROWS]  # a table of thousands is unreadable and slow: filter to narrow it
         order = [r.key for r in rows]
         table = self.query_one("#jobs", DataTable)
+        width = self._job_width
         visible = self._fit_columns(table, rows)
-        if visible != self._visible:  # the terminal was resized, or the figures grew: columns by priority
+        self._label_jobs(snap.rows)
+        if visible != self._visible or width != self._job_width:  # resized, or the figures grew: by priority
             selected = self.selected_key()
             self._set_columns(table, visible)
             if selected is not None and selected in order:
@@ -184,7 +192,7 @@ class JobsScreen(Screen):
                         c = self._cells(r)
                         table.add_row(*self._pick(c, r.key), key=r.key)
                         self._shown[r.key] = c
-                table.sort("Job", key=lambda cell: cell.plain)
+                table.sort("Job", key=lambda cell: self._label_names.get(cell.plain.removeprefix("● "), cell.plain))
                 self._order = [str(row.key.value) for row in table.ordered_rows]
             else:
                 selected = self._selected_after_rebuild or self.selected_key()
@@ -214,8 +222,9 @@ class JobsScreen(Screen):
     def _set_columns(self, table: DataTable, names: tuple[str, ...]) -> None:
         table.clear(columns=True)
         for name in names:
-            # the job column keeps a fixed width (long names end in an ellipsis): the figures stay on screen
-            table.add_column(name, key=name, width=JOB_WIDTH if name == "Job" else None)
+            # the job column keeps its width (long names are cut where they tell nothing apart): the
+            # figures stay on screen
+            table.add_column(name, key=name, width=self._job_width if name == "Job" else None)
         self._visible = names
         self._order = None
         self._shown = {}
@@ -243,20 +252,32 @@ class JobsScreen(Screen):
             if used + need[name] <= width:
                 kept.add(name)
                 used += need[name]
+        # the job column takes the room left, up to the longest name
+        longest = max((len(r.summary["job"]) for r in rows), default=JOB_WIDTH)
+        self._job_width = max(min(JOB_WIDTH, width - 3), min(longest, JOB_WIDTH + max(0, width - used)))
         return tuple(name for name in COLUMNS if name in kept)
+
+    def _label_jobs(self, rows) -> None:
+        """Labels for every job's name at the job column's width, each told apart from the others."""
+        names = tuple(sorted({r.summary["job"] for r in rows}))
+        if (names, self._job_width) != self._labelled:
+            self._labels = distinct_labels(names, self._job_width)
+            self._label_names = {label: name for name, label in self._labels.items()}
+            self._labelled = (names, self._job_width)
 
     def _cells(self, row: JobRow) -> tuple:
         """Cells of a row, rebuilt only when the job changed; the age cell when its text does."""
         cached = self._cell_cache.get(row.key)
         palette = of(self)
-        state = (row.version, row.stalled, row.summary["status"], row.alerts, palette)
+        label = self._labels.get(row.summary["job"])
+        state = (row.version, row.stalled, row.summary["status"], row.alerts, palette, label)
         age = duration(row.age_s) + " ago" if row.age_s is not None else "-"
         if cached is not None and cached[0] == state:
             if cached[1] == age:
                 return cached[2]
             c = cached[2][:AGE] + (Text(age, justify="right"),) + cached[2][AGE + 1:]
         else:
-            c = cells(row, palette)
+            c = cells(row, palette, label)
         self._cell_cache[row.key] = (state, age, c)
         return c
 
