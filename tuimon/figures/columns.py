@@ -3,7 +3,9 @@ tables users put in reports (seed 001 by GPUs, size, DP, PP, batch, speed and TF
 seed 004 by method, throughput, size, layers, hidden, heads, sequence and batch).
 
 A column is a name, a header, a getter over a summary row and the decimals a table
-shows.  Machines get raw values: JSON numbers or null, CSV numbers or an empty cell.
+shows.  Machines get raw values: JSON numbers or null, CSV numbers or an empty cell;
+a fraction people read as a percent (MFU) is a percent in tables and on screen, and the
+fraction in JSON and CSV.
 """
 from __future__ import annotations
 
@@ -17,6 +19,8 @@ class Column:
     header: str
     get: Callable[[dict], Any]
     digits: Optional[int] = None  # None: text
+    #: a fraction that people read as a percent (MFU: ``41.2%``); machines (JSON, CSV) get the fraction
+    percent: bool = False
 
 
 def _cfg(key: str) -> Callable[[dict], Any]:
@@ -76,7 +80,7 @@ COLUMNS: tuple[Column, ...] = (
     Column("tflops", "TFLOPs", _tflops, 1),
     Column("tflops_reported", "TFLOPs rep", lambda r: r["tflops_per_gpu"]["reported"], 1),
     Column("tflops_computed", "TFLOPs calc", lambda r: r["tflops_per_gpu"]["computed"], 1),
-    Column("mfu", "MFU", lambda r: r["mfu"], 4),
+    Column("mfu", "MFU", lambda r: r["mfu"], 1, percent=True),
     Column("samples_per_sec", "Samples/s", lambda r: r["samples_per_sec"], 3),
     Column("tokens_per_sec", "Tokens/s", lambda r: r["tokens_per_sec"], 0),
     Column("tokens_per_gpu_per_sec", "Tokens/s/GPU", lambda r: r["tokens_per_gpu_per_sec"], 0),
@@ -115,7 +119,7 @@ def raw(column: Column, row: dict) -> Any:
         if value != value:
             return None
         if column.digits is not None:  # 22.79695 rather than 22.796950000000002
-            return round(value, column.digits + 3)
+            return round(value, column.digits + 3 + (2 if column.percent else 0))
     return value
 
 
@@ -125,6 +129,8 @@ def text(column: Column, row: dict) -> str:
         return "-"
     if column.digits is None or isinstance(value, str):
         return str(value)
+    if column.percent:
+        return f"{100.0 * value:.{column.digits}f}%"
     return f"{value:.{column.digits}f}"
 
 
