@@ -178,7 +178,9 @@ async def test_untrusted_text_is_shown_literally(tmp_path):
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: rows(app))
         (name,) = [cells[0] for cells in rows(app).values()]
-        assert name == "[@click=app.quit]x[link=evil]y[b]␛[2Jz"  # literal: no markup parsed, ESC shown
+        # literal: no markup parsed, ESC shown (cut to the job column, where it does not fit whole)
+        shown = "[@click=app.quit]x[link=evil]y[b]␛[2Jz"
+        assert name == shown or (name.endswith("…") and shown.startswith(name[:-1]) and "␛" in name), name
         await pilot.press("enter")
         await until(pilot, lambda: isinstance(app.screen, JobScreen) and app.screen.query_one("#tail").lines)
         assert isinstance(app.screen, JobScreen)
@@ -315,7 +317,7 @@ async def test_alerts_reach_the_header_the_rows_a_toast_and_the_alerts_screen(tm
         await until(pilot, lambda: len(rows(app)) == 6)
         await until(pilot, lambda: "alerts (a to list)" in str(app.screen.query_one("#progress").render()))
         header = str(app.screen.query_one("#progress").render())
-        assert "5 alerts" in header, header
+        assert "4 alerts" in header, header  # the training fixture stopped long ago: ended, not stalled
         r = rows(app)
         assert r["oom-run"][2] == "FAILED oom !1" and r["stronghold-run"][2] == "finished"
         # the logs' history is listed, not announced
@@ -332,10 +334,10 @@ async def test_alerts_reach_the_header_the_rows_a_toast_and_the_alerts_screen(tm
         await pilot.press("a")
         await until(pilot, lambda: isinstance(app.screen, AlertsScreen))
         table = app.screen.query_one("#alerts")
-        await until(pilot, lambda: table.row_count == 6)
+        await until(pilot, lambda: table.row_count == 5)
         kinds = sorted(str(table.get_row_at(i)[2]) for i in range(table.row_count))
         rows_shown = [[str(c) for c in table.get_row_at(i)] for i in range(table.row_count)]
-        assert kinds == ["failed", "failed", "failed", "failed", "stalled", "startup-hang"], rows_shown
+        assert kinds == ["failed", "failed", "failed", "failed", "startup-hang"], rows_shown
         # the log line of the alert under the cursor, read off the UI thread
         await until(pilot, lambda: "\n" in str(app.screen.query_one("#alert-line").render()))
         await pilot.press("escape")
@@ -400,7 +402,8 @@ async def test_filter_terms_no_match_and_sorting(app):
         assert await filtered("status:failed nccl") == {"nccl-timeout-555001"}
         assert await filtered("fw:stronghold") == {"stronghold-run"}
         assert await filtered("host:local status:stuck") == {"no-iterations-888001"}
-        assert await filtered("status:stalled") == {"megatron-deepspeed-8gpu-1234567"}
+        assert await filtered("status:ended") == {"megatron-deepspeed-8gpu-1234567"}  # stopped long ago
+        assert await filtered("status:stalled") == set()  # never seen growing: not stalled
         assert await filtered("nosuchjob") == set()  # no rows: the previous match is not left on screen
         await pilot.press("enter")  # and Enter opens nothing
         await pilot.pause(0.2)

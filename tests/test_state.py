@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
 
 from tests.conftest import FIXED_NOW, FIXTURES, loaded_session
+from tuimon.live.session import LiveSession
 from tuimon.sources.discover import discover
 from tuimon.store.identity import identify
 from tuimon.ui.render import iter_time
@@ -29,15 +31,39 @@ def test_pbs_and_slurm_streams_of_one_job_are_one_row(tmp_path):
     assert all(r.summary["status"] == "failed" and r.summary["failure"]["kind"] == "nccl" for r in rows.values())
 
 
-def test_a_stalled_job_shows_no_eta(tmp_path):
+def test_a_log_that_stopped_long_ago_has_ended_and_one_seen_growing_then_quiet_has_stalled(tmp_path):
+    """Judged on what was seen: a log never seen growing (a copy, a run that ended long ago)
+    reads "ended", not stalled; one written while watched, then quiet past its limit, stalled."""
     log = tmp_path / MEGATRON.name
-    shutil.copy(MEGATRON, log)
+    lines = MEGATRON.read_text().splitlines(keepends=True)
+    log.write_text("".join(lines))
     os.utime(log, (FIXED_NOW - 3600, FIXED_NOW - 3600))  # an hour without a line; iterations take 2.5 s
     (row,) = loaded_session([tmp_path]).snapshot().rows
-    assert row.summary["status"] == "training" and row.stalled and row.eta_s is None
+    assert row.summary["status"] == "ended" and not row.stalled and row.eta_s is None
     os.utime(log, (FIXED_NOW - 30, FIXED_NOW - 30))  # 30 s: within max(5 x 2.5 s, 60 s)
     (row,) = loaded_session([tmp_path]).snapshot().rows
-    assert not row.stalled and row.eta_s == (100 - 20) * 2.5
+    assert row.summary["status"] == "training" and not row.stalled and row.eta_s == (100 - 20) * 2.5
+
+    last_iteration = next(ln for ln in reversed(lines) if " iteration " in ln)
+    log.write_text("".join(lines[:lines.index(last_iteration)]))
+    clock = [FIXED_NOW]
+    session = LiveSession([str(tmp_path)], clock=lambda: clock[0], poll=0.1)
+    os.utime(log, (FIXED_NOW - 5, FIXED_NOW - 5))
+    session.follower.poll()
+    with open(log, "a") as f:  # the run writes its next iteration while watched
+        f.write(last_iteration)
+    os.utime(log, (FIXED_NOW, FIXED_NOW))
+    for _ in range(100):  # the follower reads the file when it is due (on its own, monotonic, clock)
+        clock[0] += 0.1
+        session.follower.poll()
+        if max(session.last_update.values()) >= FIXED_NOW:
+            break
+        time.sleep(0.05)
+    (row,) = session.snapshot().rows
+    assert row.summary["status"] == "training" and not row.stalled
+    clock[0] += 3600  # then nothing for an hour
+    (row,) = session.snapshot().rows
+    assert row.stalled and row.eta_s is None
 
 
 def test_iteration_times_under_10_ms_read_in_ms():

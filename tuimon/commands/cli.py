@@ -14,6 +14,8 @@ from .. import __version__
 from ..engine.alloc import keep_freed_memory
 from ..engine.ingest import ParseStats, parse_file
 from ..exports.listen import ListenError
+from ..figures.alerts import DEFAULTS as _ALERT_DEFAULTS
+from ..figures.alerts import quiet_verdict
 from ..figures.columns import DEFAULT as COLUMN_DEFAULT
 from ..figures.columns import NAMES as COLUMN_NAMES
 from ..figures.columns import ColumnError, parse_columns
@@ -30,6 +32,8 @@ from .alerts import AlertOptionError, StoreTicker, add_alert_options, cmd_alerts
 from .serve import add_retention_options, add_serve_options
 
 EXIT_USAGE = 2
+
+STALL_DEFAULTS = _ALERT_DEFAULTS["stalled"]  # when a run read once counts as ended (quiet_verdict)
 
 
 def _err(message: str) -> None:
@@ -489,6 +493,10 @@ def cmd_summary(args) -> int:
         last_write = max((m for m in map(mtime_of, job.files) if m is not None), default=None)
         row = summarize(job, now=now, last_write=last_write, gpu_peak=args.gpu_peak, gpu=args.gpu,
                         startup_timeout=args.startup_timeout)
+        # read once, never seen growing: a run quiet past its limit ended, or stalled by its own stamps
+        verdict = quiet_verdict(job, row, STALL_DEFAULTS, now, last_write, grew=False)
+        if verdict is not None:
+            row["status"] = verdict
         if row["status"] == "stuck-in-startup" and row["failure"]:
             latest = max(job.files, key=lambda f: mtime_of(f) or 0.0)
             row["failure"]["file"] = latest

@@ -121,8 +121,9 @@ class Rules:
 
 
 def evaluate(job: Job, summary: Mapping[str, Any], rules: Rules, *, now: Optional[float] = None,
-             last_write: Optional[float] = None) -> list[Alert]:
-    """Every alert ``job`` has earned, by rule, oldest first within a rule."""
+             last_write: Optional[float] = None, grew: bool = True) -> list[Alert]:
+    """Every alert ``job`` has earned, by rule, oldest first within a rule.  ``grew``: its
+    files were seen written while watched (see :func:`quiet_verdict`)."""
     out: list[Alert] = []
     on = rules.settings
     name = summary["job"]
@@ -145,7 +146,7 @@ def evaluate(job: Job, summary: Mapping[str, Any], rules: Rules, *, now: Optiona
             out.append(Alert(name, "nan", rank, step, wall, f"loss or grad norm not finite {where}",
                              file, line))
     if "stalled" in on and status == "training":
-        out.extend(_stalled(job, summary, on["stalled"], now, last_write))
+        out.extend(_stalled(job, summary, on["stalled"], now, last_write, grew))
     primary_key, primary = _primary(job)
     if primary is not None:
         for kind, column in (("loss-spike", "loss"), ("grad-norm-spike", "grad_norm")):
@@ -179,7 +180,7 @@ def _point(job: Job, series: Series, i: int) -> tuple[Optional[int], Optional[fl
 
 
 def time_deadline(job: Job, summary: Mapping[str, Any], rules: "Rules", now: Optional[float],
-                  last_write: Optional[float], startup_timeout: float) -> Optional[float]:
+                  last_write: Optional[float], startup_timeout: float, grew: bool = True) -> Optional[float]:
     """When time alone, with no new line and no new write, could next change ``job``'s
     alerts: the moment it stalls (``training``) or hangs in startup (``starting``).
     None when it cannot (it stalled already, has no iteration time, or no clock says).
@@ -190,9 +191,9 @@ def time_deadline(job: Job, summary: Mapping[str, Any], rules: "Rules", now: Opt
     status = summary["status"]
     if status == "training" and "stalled" in on:
         it = summary.get("iter_time_ms")
-        if not it:
+        if not it or not grew:  # a log not seen growing does not stall with time (quiet_verdict)
             return None
-        at = last_write + max(on["stalled"]["factor"] * it["median"] / 1000.0, on["stalled"]["min_s"])
+        at = last_write + stall_limit(it["median"], on["stalled"])
         return at if at >= now else None
     if status == "starting" and "startup-hang" in on and job.first_wall is not None:
         span = (job.last_wall - job.first_wall) if job.last_wall is not None else 0.0
@@ -201,21 +202,63 @@ def time_deadline(job: Job, summary: Mapping[str, Any], rules: "Rules", now: Opt
     return None
 
 
-def _stalled(job: Job, summary: Mapping[str, Any], opts: Mapping[str, float], now: Optional[float],
-             last_write: Optional[float]) -> list[Alert]:
+def quiet_verdict(job: Job, summary: Mapping[str, Any], opts: Mapping[str, float], now: Optional[float],
+                  last_write: Optional[float], grew: bool = True) -> Optional[str]:
+    """What a training job quiet for longer than its limit is: ``stalled`` when it was
+    seen growing and then stopped, or when the log's own clock shows it stopped making
+    progress (lines stamped past the limit after its last step); ``ended`` when the log
+    simply stops: a copied or finished-long-ago log is no stalled run.  None while it is
+    not quiet past its limit.  ``grew``: whether its files were seen written while watched."""
     it = summary.get("iter_time_ms")
-    if not it or now is None or last_write is None:
+    if not it or summary.get("status") != "training":
+        return None
+    limit = stall_limit(it["median"], opts)
+    if job.last_wall is not None and job.last_progress_wall is not None and \
+            job.last_wall - job.last_progress_wall > limit:
+        return "stalled"  # its own stamps: lines went on, progress did not
+    if now is None or last_write is None or now - last_write <= limit:
+        return None
+    return "stalled" if grew else "ended"
+
+
+def stall_limit(median_ms: float, opts: Mapping[str, float]) -> float:
+    return max(opts["factor"] * median_ms / 1000.0, opts["min_s"])
+
+
+def progress_words(summary: Mapping[str, Any]) -> str:
+    """``after iteration 120`` (``after step 12``), or nothing for a job with neither."""
+    if summary.get("last_iteration") is not None:
+        return f" after iteration {summary['last_iteration']}"
+    if summary.get("last_step") is not None:
+        return f" after step {summary['last_step']}"
+    return ""
+
+
+def _stalled(job: Job, summary: Mapping[str, Any], opts: Mapping[str, float], now: Optional[float],
+             last_write: Optional[float], grew: bool) -> list[Alert]:
+    if quiet_verdict(job, summary, opts, now, last_write, grew) != "stalled":
         return []
-    quiet = now - last_write
-    limit = max(opts["factor"] * it["median"] / 1000.0, opts["min_s"])
-    if quiet <= limit:
-        return []
+    it = summary["iter_time_ms"]
+    limit = stall_limit(it["median"], opts)
+    rule = f"limit {limit:.0f} s: {opts['factor']:g}x the median iteration {it['median'] / 1000.0:.2f} s, " \
+           f"at least {opts['min_s']:.0f} s"
+    in_log = job.last_wall is not None and job.last_progress_wall is not None and \
+        job.last_wall - job.last_progress_wall > limit
+    if in_log:
+        assert job.last_wall is not None and job.last_progress_wall is not None
+        text = (f"no progress for {job.last_wall - job.last_progress_wall:.0f} s{progress_words(summary)}, by the "
+                f"log's own time stamps ({rule})")
+        when = job.last_wall
+    else:
+        assert last_write is not None
+        since = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(last_write))
+        text = f"no line since {since}{progress_words(summary)} ({rule})"
+        when = last_write
     last = summary.get("last_iteration")
-    since = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(last_write))
-    return [Alert(summary["job"], "stalled", None, last, last_write,  # no "N s ago": the same alert, whenever read
-                  f"no line since {since} after iteration {last} (limit {limit:.0f} s: {opts['factor']:g}x the "
-                  f"median iteration {it['median'] / 1000.0:.2f} s, at least {opts['min_s']:.0f} s)",
-                  job.last_progress[0] if job.last_progress else None,
+    if last is None:
+        last = summary.get("last_step")
+    return [Alert(summary["job"], "stalled", None, last, when,  # no "N s ago": the same alert, whenever read
+                  text, job.last_progress[0] if job.last_progress else None,
                   job.last_progress[1] if job.last_progress else None)]
 
 

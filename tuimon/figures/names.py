@@ -66,6 +66,8 @@ def distinct_label(name: str, others: Iterable[str], width: int) -> str:
                     any(c.isalpha() for c in tokens[word]) or tokens[word].endswith("#")):
                 essential.append(word)
             essential.append(i)
+    if not essential:  # alone, or nothing tells it apart: the plain cut keeps most of it
+        return name[:width - 1] + ELLIPSIS
     kept: set[int] = set()
     # what tells it apart, the leftmost first (a sweep's parameter before a run's time stamp),
     # each with its key; then the first token
@@ -78,6 +80,13 @@ def distinct_label(name: str, others: Iterable[str], width: int) -> str:
     for i in range(len(tokens)):  # then the head, from the left, as far as it goes on fitting
         if i not in kept:
             if len(_render(tokens, kept | {i})) > width:
+                # and what is left of the width, from the token it stopped at
+                room = width - len(_render(tokens, kept))
+                if room > 1 and i - 1 in kept or i == 0:
+                    cut = tokens[:i] + [tokens[i][:room], ""] + tokens[i + 1:]
+                    shifted = {k if k < i else k + 1 for k in kept} | {i}
+                    if len(_render(cut, shifted)) <= width:
+                        return _render(cut, shifted)
                 break
             kept.add(i)
     return _render(tokens, kept)

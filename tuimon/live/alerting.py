@@ -134,6 +134,8 @@ class AlertFeed:
         self.delivered_count = 0
         #: job key -> (version judged, its last write then, when time alone may next raise an alert or None)
         self._judged: dict[str, tuple[int, Optional[float], Optional[float]]] = {}
+        #: each job's last write when first judged: a later one means it was seen growing (quiet_verdict)
+        self._first_write: dict[str, Optional[float]] = {}
         self._due: list[tuple[float, str]] = []  # (deadline, job key): a heap, for update_some
         self._cost: dict[str, tuple[float, float]] = {}  # job key -> (monotonic end, seconds) of its last judgement
         self._due_mono: list[tuple[float, str]] = []  # (monotonic time, job key): big jobs' next turns
@@ -205,13 +207,15 @@ class AlertFeed:
             return
         self._waiting.discard(job.key)
         summary = summarize(job, now=now, last_write=last_write, startup_timeout=self.startup_timeout)
+        first = self._first_write.setdefault(job.key, last_write)
+        grew = last_write is not None and first is not None and last_write > first
         if version is not None:
-            due = time_deadline(job, summary, self.rules, now, last_write, self.startup_timeout) \
+            due = time_deadline(job, summary, self.rules, now, last_write, self.startup_timeout, grew) \
                 if summary["status"] in _TIME_BOUND else None
             self._judged[job.key] = (version, last_write, due)
             if due is not None:
                 heapq.heappush(self._due, (due, job.key))
-        for alert in evaluate(job, summary, self.rules, now=now, last_write=last_write):
+        for alert in evaluate(job, summary, self.rules, now=now, last_write=last_write, grew=grew):
             key = _plain_key(alert.key)
             if key in self.seen:
                 continue

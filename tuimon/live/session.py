@@ -20,7 +20,7 @@ import numpy as np
 
 from parsers.events import Event
 
-from ..figures.alerts import Alert, Rules
+from ..figures.alerts import Alert, Rules, quiet_verdict
 from ..figures.summary import (
     STARTUP_TIMEOUT_S,
     global_batch,
@@ -43,6 +43,18 @@ NEW_ROWS_PER_SNAPSHOT = 96
 MESSAGE_EVENTS = 1000
 STALL_FACTOR = 5.0  # no iteration for this many typical iteration times (and STALL_MIN_S): stalled
 STALL_MIN_S = 60.0
+_STALL_RULE = {"factor": STALL_FACTOR, "min_s": STALL_MIN_S}
+#: an ETA is shown once the run is this far through (and has enough steady points): 1 of 317,892
+#: iterations at the warm-up's pace says nothing of the weeks ahead
+ETA_MIN_DONE = 0.01
+ETA_MIN_POINTS = 5
+
+
+def eta(train_iters: int, last: int, it: dict) -> Optional[float]:
+    """Seconds to the last iteration at the steady median pace, once that means something."""
+    if it.get("n", 0) < ETA_MIN_POINTS or last < ETA_MIN_DONE * train_iters:
+        return None
+    return max(0, train_iters - last) * it["median"] / 1000.0
 ALERT_EVERY_S = 1.0
 DETAILS_KEPT = 8
 _STARTUP_STATES = ("starting", "stuck-in-startup", "no-iterations")
@@ -150,6 +162,7 @@ class LiveSession:
         self.startup_timeout = startup_timeout
         self.tails: dict[str, deque[str]] = {}
         self.last_update: dict[str, float] = {}  # job key -> when its files were last written
+        self._first_update: dict[str, float] = {}  # job key -> that, when first read (a later one: it grew)
         self._cache: dict[str, tuple[int, JobRow]] = {}
         self._details: dict[str, tuple[int, JobDetail]] = {}  # job key -> (version, detail)
         self._job_versions: dict[str, int] = {}
@@ -294,6 +307,7 @@ class LiveSession:
                 self.store.job_for(file)
                 for job in self.store.runs_of(file)[-2:]:  # a batch that began a new run changed the one before
                     self.last_update[job.key] = max(self.last_update.get(job.key, 0.0), when)
+                    self._first_update.setdefault(job.key, when)
                     self._job_versions[job.key] = self._job_versions.get(job.key, 0) + 1
                     self._changed_jobs.add(job.key)
             self._generation += 1
@@ -440,11 +454,14 @@ class LiveSession:
         row.eta_s = None
         row.stalled = False
         last = last_progress(s)
-        if it and s["train_iters"] and last is not None and s["status"] == "training":
-            if row.age_s is not None and row.age_s > max(STALL_FACTOR * it["median"] / 1000.0, STALL_MIN_S):
-                row.stalled = True  # a stalled job has no ETA: the rate it would be read from is gone
-            else:
-                row.eta_s = max(0, s["train_iters"] - last) * it["median"] / 1000.0
+        if it and s["status"] == "training":
+            grew = written is not None and written > self._first_update.get(job.key, written)
+            verdict = quiet_verdict(job, s, _STALL_RULE, now, written, grew)
+            if verdict == "ended":  # a log that stopped long ago, never seen growing: no stalled run
+                row.summary = s = dict(s, status="ended")
+            row.stalled = verdict == "stalled"  # a stalled job has no ETA: the rate it would be read from is gone
+            if verdict is None and s["train_iters"] and last is not None:
+                row.eta_s = eta(s["train_iters"], last, it)
         if s["status"] in _STARTUP_STATES:  # time passes: measured now, not when the summary was cached
             status, failure = startup_status(s["started"], s["wall_span_s"], now, written, self.startup_timeout,
                                              s["files"][-1] if s["files"] else None)

@@ -75,6 +75,7 @@ class Job:
     truncations: int = 0
     last_iteration: Optional[int] = None
     last_progress: Optional[tuple[str, int]] = None  # (file, line) of the latest iteration/step
+    last_progress_wall: Optional[float] = None  # the latest iteration/step's own time (its stamp)
     last_losses: dict[str, float] = field(default_factory=dict)
     last_iteration_lr: Optional[float] = None
     last_step_lr: Optional[float] = None
@@ -160,7 +161,8 @@ class Job:
         if other.last_progress is not None:
             self.nan_at = other.nan_at
         self.nan_events.extend(other.nan_events[:max(0, MAX_FAILURES - len(self.nan_events))])
-        for name in ("last_progress", "last_iteration_lr", "last_step_lr", "last_step_loss", "last_loss_scale"):
+        for name in ("last_progress", "last_progress_wall", "last_iteration_lr", "last_step_lr", "last_step_loss",
+                     "last_loss_scale"):
             value = getattr(other, name)
             if value is not None:
                 setattr(self, name, value)
@@ -448,6 +450,8 @@ def _on_iteration(job: Job, ev: Iteration, file_rank: Optional[int]) -> None:
     if ev.iteration is not None and (job.last_iteration is None or ev.iteration >= job.last_iteration):
         job.last_iteration = ev.iteration
     job.last_progress = (ev.file, ev.line)
+    if ev.wall_time is not None:
+        job.last_progress_wall = ev.wall_time
     if ev.losses:
         job.last_losses = dict(ev.losses)
     loss = primary_loss(ev.losses) if ev.losses else None
@@ -489,6 +493,8 @@ def _first_step(job: Job, wall: Optional[float]) -> None:
 def _on_step(job: Job, ev: Step, _: Optional[int]) -> None:
     job.steps.append_event(ev, _STEP_FIELDS, job.file_index.get(ev.file, 0))
     job.last_progress = (ev.file, ev.line)
+    if ev.wall_time is not None:
+        job.last_progress_wall = ev.wall_time
     if ev.loss is not None:
         job.last_step_loss = ev.loss
     _nan_check(job, ev.step, ev, ev.loss, None, bool(ev.skipped))

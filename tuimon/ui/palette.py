@@ -31,7 +31,7 @@ def _from_colours(c: Mapping[str, Any]) -> Palette:
     return Palette(
         status={"failed": f"bold {error}", "nan": f"bold {error}", "finished": success, "training": primary,
                 "starting": warning, "stalled": f"bold {warning}", "no-iterations": secondary,
-                "stuck-in-startup": f"bold {secondary}"},
+                "stuck-in-startup": f"bold {secondary}", "ended": secondary},
         alert=f"bold {error}", warn=f"bold {warning}", bar=primary, phase=secondary)
 
 
