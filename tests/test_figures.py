@@ -277,3 +277,28 @@ def test_thetagpu_runs_of_one_cobalt_job():
         ("thetagpu-cobalt-10143818", 131072), ("thetagpu-cobalt-10143818#2", 262144),
         ("thetagpu-cobalt-10143818#3", 278528)]
     assert all(r["iterations_seen"] <= 5 for r in rows)
+
+
+def test_cobalt_streams_join_their_job_from_another_directory(tmp_path):
+    """Cobalt writes <id>.output, <id>.error and <id>.cobaltlog; kept apart in two folders, the
+    scheduler's streams still join the job that has the same id."""
+    from tuimon.engine.ingest import parse_file as parse
+    (tmp_path / "runs").mkdir()
+    (tmp_path / "scheduler").mkdir()
+    out = tmp_path / "runs" / "thetagpu-cobalt-10143687.log"
+    out.write_text(MEGATRON_ARGS + _iters(1, 3, 10))
+    err = tmp_path / "scheduler" / "thetagpu-cobalt-10143687.error.log"
+    err.write_text("RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB\n")
+    log = tmp_path / "scheduler" / "thetagpu-cobalt-10143687.cobaltlog.log"
+    log.write_text("Wed Jul 12 01:23:54 2023 +0000 (UTC) Info: task completed normally with an exit code of 1\n")
+    other = tmp_path / "scheduler" / "unrelated-99999999.error.log"
+    other.write_text("warning\n")
+    store = JobStore()
+    for path in (out, err, log, other):
+        store.add_file(str(path))  # as the pool merges each file's store
+        parse(path, str(path), sink=store.add)
+    jobs = {j.name: sorted(p.rsplit("/", 1)[-1] for p in j.files) for j in store.jobs.values()}
+    assert jobs == {"thetagpu-cobalt-10143687": ["thetagpu-cobalt-10143687.cobaltlog.log",
+                                                 "thetagpu-cobalt-10143687.error.log", "thetagpu-cobalt-10143687.log"],
+                    "unrelated-99999999": ["unrelated-99999999.error.log"]}
+    assert summarize(store.jobs[next(k for k in store.jobs if "10143687" in k)])["status"] == "failed"

@@ -5,7 +5,9 @@
 * Per-rank files of one run (``...rank3...``, ``...rank_3...``, ``log.rank0``) are one job,
   and the number gives the rank.
 * Otherwise each file is its own job.
-Files are only grouped within one directory.
+Files are grouped within one directory; a scheduler's own stream of a job (Cobalt's
+``.cobaltlog``, a job's ``.error``/``.err``) also joins the job of the same id read
+before it from another directory (see :class:`~tuimon.store.job_store.JobStore`).
 """
 from __future__ import annotations
 
@@ -20,11 +22,16 @@ _LOG_SUFFIXES = (".log", ".out", ".err", ".txt")
 _PBS_STREAM = re.compile(r"^(.+)\.[oe](\d{3,10})(?:\.\d+)?$")  # NAME.o<id>, NAME.e<id> (array jobs: .o<id>.<n>)
 
 
+_COMPANION = (".cobaltlog", ".error", ".err")
+
+
 @dataclass(frozen=True)
 class FileIdentity:
     job_key: str
     job_name: str
     rank: Optional[int]
+    job_id: Optional[str] = None  # the scheduler's job id the name carries
+    companion: bool = False  # the scheduler's or the job's error stream, not its output
 
 
 def _stem(name: str) -> str:
@@ -57,5 +64,6 @@ def identify(path: str) -> FileIdentity:
     if job_id:
         jid = job_id[-1]
         name = stem_wo_rank[: stem_wo_rank.rfind(jid) + len(jid)]
-        return FileIdentity(f"{parent}/{name}", name, rank)
+        companion = stem.lower().endswith(_COMPANION) or p.name.lower().endswith(_COMPANION)
+        return FileIdentity(f"{parent}/{name}", name, rank, jid, companion)
     return FileIdentity(f"{parent}/{stem_wo_rank}", stem_wo_rank, rank)

@@ -273,6 +273,7 @@ class JobStore:
         self.jobs: dict[str, Job] = {}
         self._file_job: dict[str, tuple[Job, Optional[int]]] = {}
         self._runs: dict[str, list[Job]] = {}  # file -> the jobs of its runs, in order
+        self._by_job_id: dict[str, Job] = {}  # scheduler job id -> the job of its output (for its companions)
         self.bounded = bounded
 
     def _job(self, key: str, name: str) -> Job:
@@ -288,7 +289,14 @@ class JobStore:
         hit = self._file_job.get(file)
         if hit is None:
             ident = identify(file)
-            job = self._job(ident.job_key, ident.job_name)
+            by_id = self.__dict__.setdefault("_by_job_id", {})  # (a store pickled without it: made here)
+            job = self.jobs.get(ident.job_key)
+            if job is None and ident.companion and ident.job_id in by_id:
+                job = by_id[ident.job_id]  # Cobalt's .cobaltlog, an .error: with the job's output read before
+            if job is None:
+                job = self._job(ident.job_key, ident.job_name)
+            if ident.job_id is not None and not ident.companion:
+                by_id.setdefault(ident.job_id, job)
             job.add_file(file)
             hit = self._file_job[file] = (job, ident.rank)
             self.runs_of(file).append(job)
