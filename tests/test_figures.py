@@ -302,3 +302,27 @@ def test_cobalt_streams_join_their_job_from_another_directory(tmp_path):
                                                  "thetagpu-cobalt-10143687.error.log", "thetagpu-cobalt-10143687.log"],
                     "unrelated-99999999": ["unrelated-99999999.error.log"]}
     assert summarize(store.jobs[next(k for k in store.jobs if "10143687" in k)])["status"] == "failed"
+
+
+def test_the_rank_table_median_is_the_list_s(tmp_path):
+    from tests.conftest import loaded_session
+    (tmp_path / "warm-123456.out").write_text(_iters(1, 1, 30, 60000.0) + _iters(2, 30, 30, 1000.0))
+    session = loaded_session([tmp_path])
+    (row,) = session.snapshot().rows
+    detail = session.job_detail(row.key)
+    (rank,) = detail.ranks
+    assert rank.median_ms == row.summary["iter_time_ms"]["median"] == pytest.approx(1000.0)
+
+
+def test_the_failures_panel_lists_a_job_s_alerts():
+    """A job with a stall alert and no failure: the panel says so, never "none"."""
+    from tuimon.figures.alerts import Alert
+    from tuimon.ui.render import failures_text
+
+    alert = Alert("j", "stalled", None, 120, 0.0, "no line since 2026-11-26 10:00:00 after iteration 120", "f", 9)
+    text = failures_text([], [alert], [], 10).plain
+    assert "none" not in text and "stalled" in text and "after iteration 120" in text
+    assert failures_text([], [], [], 10).plain == "none"
+    failed = Alert("j", "failed", None, 3, 0.0, "oom: CUDA out of memory", "f", 9)
+    text = failures_text([], [failed], [{"kind": "oom", "line": 9, "message": "CUDA out of memory"}], 10).plain
+    assert text.count("CUDA out of memory") == 1  # a failure is said once

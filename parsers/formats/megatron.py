@@ -26,6 +26,19 @@ FORMAT = {
             ],
         },
         {
+            # GPT-NeoX (a Megatron-DeepSpeed fork with its own trainer): its argument class names it
+            "event": "run_config",
+            "anchor": "NeoXArgs.",
+            "regex": r"\bNeoXArgs\.(?:from_ymls|calculate_derived|configure_distributed_args|print)\(\)",
+            "set": {"framework": "gpt-neox"},
+            "samples": [
+                {"line": "NeoXArgs.from_ymls() ['/home/u/gpt-neox/configs/70M.yml']",
+                 "expect": {"framework": "gpt-neox"}},
+                {"line": "INFO:root:NeoXArgs.calculate_derived() Total number of GPUs determined to be: 8",
+                 "expect": {"framework": "gpt-neox"}},
+            ],
+        },
+        {
             "event": "run_config",
             "anchor": "padded vocab (size: ",
             "regex": r"padded vocab \(size: (?P<vocab_size>\d+)\) with \d+ dummy tokens "

@@ -21,6 +21,7 @@ import numpy as np
 from parsers.events import Event
 
 from ..figures.alerts import Alert, Rules, quiet_verdict
+from ..figures.metrics import steady_stats
 from ..figures.summary import (
     STARTUP_TIMEOUT_S,
     global_batch,
@@ -44,6 +45,7 @@ MESSAGE_EVENTS = 1000
 STALL_FACTOR = 5.0  # no iteration for this many typical iteration times (and STALL_MIN_S): stalled
 STALL_MIN_S = 60.0
 _STALL_RULE = {"factor": STALL_FACTOR, "min_s": STALL_MIN_S}
+ALERTS_KEPT = 5  # a job's latest alerts its screen lists
 #: an ETA is shown once the run is this far through (and has enough steady points): 1 of 317,892
 #: iterations at the warm-up's pace says nothing of the weeks ahead
 ETA_MIN_DONE = 0.01
@@ -129,6 +131,7 @@ class JobDetail:
     walls: np.ndarray = field(default_factory=lambda: np.zeros(0))  # of ``iterations``' points
     eval_metric: Optional[str] = None  # the evaluation a row shows (tuimon.store.evals), and its points:
     evals: Curve = field(default_factory=lambda: Curve.empty())
+    alerts: list[Alert] = field(default_factory=list)  # the job's latest alerts (ALERTS_KEPT), oldest first
 
     def curve(self, name: str) -> Curve:
         """The ``tflops``, ``iter`` (seconds), ``loss`` or ``eval`` chart's points."""
@@ -185,6 +188,7 @@ class LiveSession:
         self.started_at = clock()
         self._alert_counts: dict[str, int] = {}
         self._latest_alert: dict[str, Alert] = {}  # job key -> its latest alert (the preview shows it)
+        self._recent_alerts: dict[str, deque[Alert]] = {}  # job key -> its latest ALERTS_KEPT alerts (job screen)
         self.follower: Optional[LocalFollower] = None
         self.remote: Optional[RemoteThread] = None
         if not process:
@@ -406,6 +410,7 @@ class LiveSession:
             key = alert.job_key
             self._alert_counts[key] = self._alert_counts.get(key, 0) + 1
             self._latest_alert[key] = alert
+            self._recent_alerts.setdefault(key, deque(maxlen=ALERTS_KEPT)).append(alert)
             self._generation += 1  # its row's alert badge
             # a job whose logs were last written before this session began is history: its alerts
             # are counted and listed, not announced (toasts and the bell are for what happens now)
@@ -493,8 +498,9 @@ class LiveSession:
                 tail.extend(self.tails.get(file, ()))
             tail = tail[-TAIL_LINES:]
             cached = self._details.get(key)
+            alerts = list(self._recent_alerts.get(key, ()))
             if cached is not None and cached[0] == row.version:
-                return replace(cached[1], row=row, tail=tail)
+                return replace(cached[1], row=row, tail=tail, alerts=alerts)
             primary = job.primary
             main = primary if primary is not None and len(primary) else job.steps
             its = main.column("iteration").copy()
@@ -509,7 +515,7 @@ class LiveSession:
             config = dict(job.config)
             metric = job.evals.primary
             detail = JobDetail(row, its, ms, loss, tflops, timers, ranks, tail, failures, config, walls, metric,
-                               _eval_curve(job, metric, main.wall_base))
+                               _eval_curve(job, metric, main.wall_base), alerts)
             self._details.pop(key, None)
             self._details[key] = (row.version, detail)
             while len(self._details) > DETAILS_KEPT:  # the jobs looked at lately
@@ -532,15 +538,20 @@ class LiveSession:
             buf = io.StringIO()
             writer = csv.writer(buf, lineterminator="\n")
             keys = [f.key for f in FIELDS]
-            writer.writerow(["rank", *keys, "wall_time", "file", "line"])
-            for rank, series in list(job.ranks.items()) + [("steps", job.steps), ("reported", job.reported)]:
+            # source: which lines a point is of (a rank's iteration lines, step lines, throughput lines);
+            # rank: the rank of an iteration point, empty otherwise
+            writer.writerow(["source", "rank", *keys, "wall_time", "file", "line"])
+            sources = [("iteration", rank, series) for rank, series in job.ranks.items()]
+            sources += [("step", "", job.steps), ("throughput", "", job.reported)]
+            for source, rank, series in sources:
                 base = series.wall_base
                 for p in series.points:
                     wall = float(p["wall"]) + base if base is not None and math.isfinite(p["wall"]) else None
                     values: list[Any] = [int(p["iteration"]) if p["iteration"] >= 0 else ""]
-                    values += ["" if not math.isfinite(v) else round(float(v), 6) for v in (p[k] for k in keys[1:])]
+                    # a float32 value as it was logged (6618.7, not 6618.700195): its shortest repr
+                    values += ["" if not math.isfinite(v) else float(str(v)) for v in (p[k] for k in keys[1:])]
                     fid = int(p["file"])
-                    writer.writerow([csv_text(str(rank)), *values, "" if wall is None else round(wall, 3),
+                    writer.writerow([source, csv_text(str(rank)), *values, "" if wall is None else round(wall, 3),
                                      csv_text(job.files[fid]) if fid < len(job.files) else "", int(p["line"])])
             return job.name, buf.getvalue()
 
@@ -774,9 +785,9 @@ def _tflops_series(job: Job) -> list[float]:
 def _rank_rows(job: Job) -> list[RankRow]:
     medians = {}
     for key, series in job.ranks.items():
-        ms = series.column("elapsed_ms").astype(np.float64)
-        ms = ms[np.isfinite(ms)]
-        medians[key] = float(np.median(ms[1:] if ms.size > 1 else ms)) if ms.size else None
+        # the steady median, warm-up left out by the rule the jobs list's median uses
+        stats = steady_stats(series.column("elapsed_ms"))
+        medians[key] = stats.median if stats is not None else None
     known = [m for m in medians.values() if m is not None]
     overall = float(np.median(known)) if known else None
     rows = []

@@ -12,7 +12,7 @@ from textual.widget import Widget
 
 from ..live.session import JobDetail
 from .palette import Palette, of
-from .render import Fitted, num, plain, short_num, timeline, tree_bars
+from .render import Fitted, failures_text, num, plain, short_num, timeline, tree_bars
 
 
 class Panel(Widget):
@@ -113,20 +113,10 @@ class RunPanel(Panel):
 
 
 class FailuresPanel(Panel):
-    """Failures (the last five, with their lines) and doubtful figures, with what to check."""
+    """Failures (the last five, with their lines), the job's other alerts, and doubtful figures,
+    with what to check."""
 
     def build(self, d: JobDetail, width: int) -> Text:
-        alert = self.get_component_rich_style("panel--alert")
-        text = self.title("Failures and checks\n")
-        checks = d.row.summary["checks"]
-        for check in checks:  # doubtful figures: both numbers and what to check
-            text.append("! ", style=alert)
-            text.append_text(plain(check))
-            text.append("\n")
-        if not d.failures and not checks:
-            text.append("none", style=self.get_component_rich_style("panel--muted"))
-        for f in d.failures[-max(1, min(5, self.rows - 1 - len(checks))):]:
-            text.append(f"{f['kind']:9s} line {f['line']}: ", style=alert)
-            text.append_text(plain(f["message"][:160]))
-            text.append("\n")
+        text = self.title("Failures, alerts and checks\n")
+        text.append_text(failures_text(d.row.summary["checks"], d.alerts, d.failures, self.rows, self.palette()))
         return text

@@ -3,7 +3,7 @@ sanitized strings, never from markup."""
 from __future__ import annotations
 
 import math
-from typing import Callable, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 from rich.console import Console, ConsoleOptions, RenderResult
 from rich.text import Text
@@ -158,3 +158,28 @@ def timeline(phases: Sequence[dict], width: int = 40, line_width: Optional[int] 
         out.append(f" {end - start:8.1f} s")
     out.append(f"\n{'job start to ' + sanitize(phases[-1]['name']):24s} {total:.1f} s", style="bold")
     return out
+
+
+def failures_text(checks: Sequence[str], alerts: Sequence[Any], failures: Sequence[dict], rows: int,
+                  palette: Palette = DEFAULT) -> Text:
+    """A job's doubtful figures (``! ...``), its alerts the failures do not already say (a
+    stall, a loss spike, a straggler) and its failures with their lines, within ``rows``."""
+    text = Text()
+    for check in checks:  # doubtful figures: both numbers and what to check
+        text.append("! ", style=palette.alert)
+        text.append_text(plain(check))
+        text.append("\n")
+    others = [a for a in alerts if a.kind != "failed"]
+    if not failures and not checks and not others:
+        text.append("none", style=palette.dim)
+    room = max(1, rows - 1 - len(checks))
+    for a in others[-max(1, min(3, room // 2)):] if others else ():
+        where = f"iteration {a.iteration}" if a.iteration is not None else "alert"
+        text.append(f"{a.kind:9s} {where}: ", style=palette.alert)
+        text.append_text(plain(a.message[:160]))
+        text.append("\n")
+    for f in failures[-max(1, min(5, room - min(3, len(others)))):] if failures else ():
+        text.append(f"{f['kind']:9s} line {f['line']}: ", style=palette.alert)
+        text.append_text(plain(f["message"][:160]))
+        text.append("\n")
+    return text
