@@ -3,9 +3,9 @@
 Runs of one sweep differ in the middle of their names
 (``sc22-stronghold_l-32_hs-2048_bs-4_ws-15_2022-07-02.1656734808`` and ``..._ws-2_...``);
 cut at the end, every one reads the same.  A name is read as tokens (split at ``-_.:/#``
-and spaces); a label keeps, first, the tokens where the name differs from the name most
-like it (with the word before a number that differs: ``ws-15``), then its first token,
-then the others from the left while they fit.  Left-out tokens read ``…``.
+and spaces); a label keeps, first, the tokens where the name differs from the names most
+like it (with the word before a number that differs: ``ws-15``), the leftmost first, then
+its first token, then the others from the left while they fit.  Left-out tokens read ``…``.
 """
 from __future__ import annotations
 
@@ -59,8 +59,11 @@ def distinct_label(name: str, others: Iterable[str], width: int) -> str:
     rivals = [_tokens(o) for o in others if o != name]
     essential: list[int] = []
     if rivals:
-        nearest = min(rivals, key=lambda r: (len(_differences(tokens, r)), -len(r)))
-        for i in _differences(tokens, nearest):
+        # where it differs from the names most like it (fewest tokens apart), all of them
+        apart = [_differences(tokens, r) for r in rivals]
+        fewest = min(len(a) for a in apart)
+        differing = sorted({i for a in apart if len(a) == fewest for i in a})
+        for i in differing:
             word = i - 1  # what a number that differs is of: "ws" of "ws-15", the job of "10143818#2"
             if word >= 0 and _core(tokens[i])[:1].isdigit() and word not in essential and (
                     any(c.isalpha() for c in tokens[word]) or tokens[word].endswith("#")):
@@ -71,7 +74,11 @@ def distinct_label(name: str, others: Iterable[str], width: int) -> str:
     kept: set[int] = set()
     # what tells it apart, the leftmost first (a sweep's parameter before a run's time stamp),
     # each with its key; then the first token
-    for i in dict.fromkeys(essential + [0]):
+    def long_number(i: int) -> bool:  # a time stamp or an id: what tells apart last, when it must
+        core = _core(tokens[i])
+        return core.isdigit() and len(core) >= 6
+    ordered = [i for i in essential if not long_number(i)] + [0] + [i for i in essential if long_number(i)]
+    for i in dict.fromkeys(ordered):
         with_key = {i, i - 1} if i - 1 in essential and i - 1 not in kept else {i}
         if len(_render(tokens, kept | with_key)) <= width:
             kept |= with_key

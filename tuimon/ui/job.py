@@ -156,6 +156,7 @@ class JobScreen(Screen):
         Binding("l", "log", "Log", id="log"),
         Binding("slash", "log(True)", "Search log", id="search"),
         Binding("e", "export", "Export CSV", id="export"),
+        Binding("b", "breakdown", "Breakdown", id="breakdown"),
         Binding("x", "x_axis", "x: iter/time", id="x-axis"),
         Binding("v", "evals", "v: loss/eval", show=False, id="evals"),
         Binding("plus,equals_sign", "zoom(0.5)", "Zoom in", id="zoom-in"),
@@ -251,6 +252,9 @@ class JobScreen(Screen):
 
     # -- actions ----------------------------------------------------------------------------
     def action_back(self) -> None:
+        if self.maximized is not None:  # the breakdown filled the screen: back to the job's
+            self.action_breakdown()
+            return
         self.app.pop_screen()
 
     def action_open_rank(self) -> None:
@@ -291,6 +295,16 @@ class JobScreen(Screen):
 
     def on_zoom_chart(self, message: ZoomChart) -> None:
         self._set_view(self.view.zoom(message.factor, at=message.at))
+
+    def action_breakdown(self) -> None:
+        """The timer breakdown fills the screen (its every row), or goes back to its place."""
+        panel = self.query_one("#breakdown", BreakdownPanel)
+        if self.maximized is not None:
+            self.minimize()
+            self.query_one("#ranks", DataTable).focus()
+        else:
+            self.maximize(panel, container=False)
+            panel.focus()
 
     def action_export(self) -> None:
         self.post_message(ExportSeries(self.key))

@@ -55,16 +55,43 @@ class Panel(Widget):
 
 
 class BreakdownPanel(Panel):
-    """Timers per iteration as a tree of bars, each a share of the iteration."""
+    """Timers per iteration as a tree of bars, each its own time's share of the iteration,
+    and the offload overhead's share in the title.  Short of rows, it shows the rows that
+    matter most (the top level, then the offload timers); ``b`` (the job screen) fills the
+    screen with it, the wheel and the arrow keys scroll the whole list."""
+
+    ALLOW_MAXIMIZE = True
+    can_focus = True
+    BINDINGS = [("down,j", "scroll_rows(1)", "Down"), ("up,k", "scroll_rows(-1)", "Up"),
+                ("pagedown", "scroll_rows(10)", "Page down"), ("pageup", "scroll_rows(-10)", "Page up")]
+    first_row = 0  # scrolled to this row of the whole list (0: the rows that matter most)
 
     def build(self, d: JobDetail, width: int) -> Text:
         s = d.row.summary
         whole = s["breakdown_whole_ms"]
-        text = self.title(f"Timers per iteration ({whole:.1f} ms = 100%)\n" if whole else "Timers per iteration\n")
-        # the deepest parts go first when the panel is short: the top level always shows
-        text.append_text(tree_bars(s["breakdown"], line_width=width, limit=max(1, self.rows - 1),
-                                   palette=self.palette()))
+        head = f"Timers per iteration ({whole:.1f} ms = 100%)" if whole else "Timers per iteration"
+        if s.get("offload_share") is not None:
+            head += f"  offload {100.0 * s['offload_share']:.1f}%"
+        if any(p.get("overlap") for p in s["breakdown"]):
+            head += "  (* overlapping)"
+        text = self.title(head + "\n")
+        parts = s["breakdown"]
+        self.first_row = min(self.first_row, max(0, len(parts) - (self.rows - 1)))
+        text.append_text(tree_bars(parts, line_width=width, limit=max(1, self.rows - 1), palette=self.palette(),
+                                   offset=self.first_row))
         return text
+
+    def action_scroll_rows(self, step: int) -> None:
+        self.first_row = max(0, self.first_row + step)
+        self.refresh(layout=True)
+
+    def on_mouse_scroll_down(self, event) -> None:
+        event.stop()
+        self.action_scroll_rows(1)
+
+    def on_mouse_scroll_up(self, event) -> None:
+        event.stop()
+        self.action_scroll_rows(-1)
 
 
 class StartupPanel(Panel):

@@ -100,21 +100,68 @@ class Fitted:
         yield self.build(options.max_width)
 
 
+def _parent_index(parts: Sequence[dict], i: int) -> Optional[int]:
+    depth = parts[i]["depth"]
+    for j in range(i - 1, -1, -1):
+        if parts[j]["depth"] < depth:
+            return j
+    return None
+
+
+def _offload(name: str) -> bool:
+    n = name.lower()
+    return "offload" in n or "swap" in n
+
+
+def breakdown_rows(parts: Sequence[dict], limit: int) -> list[int]:
+    """Which rows of a breakdown to show in ``limit`` lines, in tree order: the top level,
+    then the offload timers (why an offloading run is watched), then the rest by share,
+    each with the rows that hold it; ``other`` rows after named ones of their share."""
+    if len(parts) <= limit:
+        return list(range(len(parts)))
+
+    def chain(i: int) -> set[int]:
+        out = set()
+        at: Optional[int] = i
+        while at is not None:
+            out.add(at)
+            at = _parent_index(parts, at)
+        return out
+
+    tops = [i for i, p in enumerate(parts) if p["depth"] == 0]
+    offload = sorted((i for i, p in enumerate(parts) if p["depth"] and _offload(p["name"])),
+                     key=lambda i: -parts[i]["share"])
+    rest = sorted((i for i, p in enumerate(parts) if p["depth"] and not _offload(p["name"])),
+                  key=lambda i: (-parts[i]["share"] * (0.5 if parts[i]["name"] == "other" else 1.0)))
+    kept: set[int] = set()
+    for i in tops + offload + rest:
+        trial = kept | chain(i)
+        if len(trial) <= limit:
+            kept = trial
+    return sorted(kept)
+
+
 def tree_bars(parts: Sequence[dict], width: int = 30, line_width: Optional[int] = None,
-              limit: Optional[int] = None, palette: Palette = DEFAULT) -> Text:
+              limit: Optional[int] = None, palette: Palette = DEFAULT, offset: int = 0) -> Text:
     """A timer breakdown (``summary["breakdown"]``): one line per part, indented under
     its parent, its bar the part's share of the iteration (full width: the whole
     iteration), then its mean and its share; within ``line_width`` columns when given
-    (the bars shrink first).  ``limit``: at most so many lines (the deepest parts go first)."""
+    (the bars shrink first).  ``limit``: at most so many lines: the rows that matter most
+    (:func:`breakdown_rows`) and a last line saying how many more there are; ``offset``
+    > 0: the whole list instead, from that row on (the panel scrolled).  A part marked
+    ``overlap`` (it and its siblings add up to more than what holds them) ends in ``*``."""
     if not parts:
         return Text("(nothing logged yet)", style="dim")
-    shown = list(parts)
-    if limit is not None and len(shown) > limit:
-        for depth in sorted({p["depth"] for p in shown if p["depth"] > 0}, reverse=True):  # the top level stays
-            if len(shown) <= limit:
-                break
-            shown = [p for p in shown if p["depth"] < depth]
-        shown = shown[:limit]
+    more = 0
+    if offset > 0:
+        start = min(offset, max(0, len(parts) - (limit or len(parts))))
+        shown = list(parts[start:start + limit] if limit is not None else parts[start:])
+    elif limit is not None and len(parts) > limit:
+        picked = breakdown_rows(parts, max(1, limit - 1))
+        shown = [parts[i] for i in picked]
+        more = len(parts) - len(shown)
+    else:
+        shown = list(parts)
     labels = ["  " * p["depth"] + sanitize(p["name"]) for p in shown]
     name_w = min(34, max(len(label) for label in labels))
     figures = 1 + 10 + 3 + 7
@@ -130,7 +177,9 @@ def tree_bars(parts: Sequence[dict], width: int = 30, line_width: Optional[int] 
         filled = min(width, int(round(width * share)))
         out.append("█" * filled, style=palette.dim if p["name"] == "other" else palette.bar)
         out.append("·" * (width - filled), style="dim")
-        out.append(f" {p['mean_ms']:10.1f} ms {100.0 * share:5.1f}%")
+        out.append(f" {p['mean_ms']:10.1f} ms {100.0 * share:5.1f}%" + ("*" if p.get("overlap") else ""))
+    if more:
+        out.append(f"\n… {more} more row{'s' if more != 1 else ''} (b: expand, wheel or ↓: scroll)", style="dim")
     return out
 
 
