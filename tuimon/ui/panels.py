@@ -12,7 +12,7 @@ from textual.widget import Widget
 
 from ..live.session import JobDetail
 from .palette import Palette, of
-from .render import Fitted, failures_text, num, plain, short_num, timeline, tree_bars
+from .render import Fitted, breakdown_rows, failures_text, num, plain, short_num, timeline, tree_bars
 
 
 class Panel(Widget):
@@ -69,16 +69,26 @@ class BreakdownPanel(Panel):
     def build(self, d: JobDetail, width: int) -> Text:
         s = d.row.summary
         whole = s["breakdown_whole_ms"]
-        head = f"Timers per iteration ({whole:.1f} ms = 100%)" if whole else "Timers per iteration"
-        if s.get("offload_share") is not None:
-            head += f"  offload {100.0 * s['offload_share']:.1f}%"
-        if any(p.get("overlap") for p in s["breakdown"]):
-            head += "  (* overlapping)"
-        text = self.title(head + "\n")
         parts = s["breakdown"]
-        self.first_row = min(self.first_row, max(0, len(parts) - (self.rows - 1)))
-        text.append_text(tree_bars(parts, line_width=width, limit=max(1, self.rows - 1), palette=self.palette(),
-                                   offset=self.first_row))
+        rows = max(1, self.rows - 1)
+        short = rows <= 5  # no line to spare for "N more": the title says it
+        hidden = len(parts) - len(breakdown_rows(parts, rows)) if short and not self.first_row else 0
+        # one line, what matters first: the iteration, the offload share, what is not shown
+        pieces = [f"Timers {whole:.1f} ms/it" if whole else "Timers per iteration"]
+        if s.get("offload_share") is not None:
+            pieces.append(f"offload {100.0 * s['offload_share']:.1f}%")
+        if hidden:
+            pieces.append(f"+{hidden} rows (b)")
+        if any(p.get("overlap") for p in parts):
+            pieces.append("*: overlap")
+        head = pieces[0]
+        for piece in pieces[1:]:
+            if len(head) + 2 + len(piece) <= width:
+                head += ", " + piece
+        text = self.title(head + "\n")
+        self.first_row = min(self.first_row, max(0, len(parts) - rows))
+        text.append_text(tree_bars(parts, line_width=width, limit=rows, palette=self.palette(),
+                                   offset=self.first_row, note_more=not short))
         return text
 
     def action_scroll_rows(self, step: int) -> None:

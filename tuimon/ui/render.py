@@ -128,13 +128,16 @@ def breakdown_rows(parts: Sequence[dict], limit: int) -> list[int]:
             at = _parent_index(parts, at)
         return out
 
-    tops = [i for i, p in enumerate(parts) if p["depth"] == 0]
+    def weight(i: int) -> float:
+        return -parts[i]["share"] * (0.5 if parts[i]["name"] == "other" else 1.0)
+
+    tops = sorted((i for i, p in enumerate(parts) if p["depth"] == 0), key=weight)
+    # the outermost offload timers first (their copies after), by share
     offload = sorted((i for i, p in enumerate(parts) if p["depth"] and _offload(p["name"])),
-                     key=lambda i: -parts[i]["share"])
-    rest = sorted((i for i, p in enumerate(parts) if p["depth"] and not _offload(p["name"])),
-                  key=lambda i: (-parts[i]["share"] * (0.5 if parts[i]["name"] == "other" else 1.0)))
+                     key=lambda i: (len(chain(i)), -parts[i]["share"]))
+    rest = sorted((i for i, p in enumerate(parts) if p["depth"] and not _offload(p["name"])), key=weight)
     kept: set[int] = set()
-    for i in tops + offload + rest:
+    for i in tops[:1] + offload + tops[1:] + rest:
         trial = kept | chain(i)
         if len(trial) <= limit:
             kept = trial
@@ -142,12 +145,14 @@ def breakdown_rows(parts: Sequence[dict], limit: int) -> list[int]:
 
 
 def tree_bars(parts: Sequence[dict], width: int = 30, line_width: Optional[int] = None,
-              limit: Optional[int] = None, palette: Palette = DEFAULT, offset: int = 0) -> Text:
+              limit: Optional[int] = None, palette: Palette = DEFAULT, offset: int = 0,
+              note_more: bool = True) -> Text:
     """A timer breakdown (``summary["breakdown"]``): one line per part, indented under
     its parent, its bar the part's share of the iteration (full width: the whole
     iteration), then its mean and its share; within ``line_width`` columns when given
     (the bars shrink first).  ``limit``: at most so many lines: the rows that matter most
-    (:func:`breakdown_rows`) and a last line saying how many more there are; ``offset``
+    (:func:`breakdown_rows`) and a last line saying how many more there are (unless not
+    ``note_more``: a short panel says it in its title); ``offset``
     > 0: the whole list instead, from that row on (the panel scrolled).  A part marked
     ``overlap`` (it and its siblings add up to more than what holds them) ends in ``*``."""
     if not parts:
@@ -157,7 +162,7 @@ def tree_bars(parts: Sequence[dict], width: int = 30, line_width: Optional[int] 
         start = min(offset, max(0, len(parts) - (limit or len(parts))))
         shown = list(parts[start:start + limit] if limit is not None else parts[start:])
     elif limit is not None and len(parts) > limit:
-        picked = breakdown_rows(parts, max(1, limit - 1))
+        picked = breakdown_rows(parts, max(1, limit - 1) if note_more else limit)
         shown = [parts[i] for i in picked]
         more = len(parts) - len(shown)
     else:
@@ -178,7 +183,7 @@ def tree_bars(parts: Sequence[dict], width: int = 30, line_width: Optional[int] 
         out.append("█" * filled, style=palette.dim if p["name"] == "other" else palette.bar)
         out.append("·" * (width - filled), style="dim")
         out.append(f" {p['mean_ms']:10.1f} ms {100.0 * share:5.1f}%" + ("*" if p.get("overlap") else ""))
-    if more:
+    if more and note_more:
         out.append(f"\n… {more} more row{'s' if more != 1 else ''} (b: expand, wheel or ↓: scroll)", style="dim")
     return out
 
