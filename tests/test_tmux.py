@@ -104,9 +104,11 @@ def test_demo_at_100x30_shows_mfu_no_share_over_100_and_an_empty_filter(tmp_path
         assert re.search(r"\d+\.\d%", screen), screen
         for row in range(5):  # every job screen: no share of 100% or more
             keys(*(["j"] * row), "Enter")
-            job_screen = wait_for(session, "Timers per iteration")
+            job_screen = wait_for(session, "Timers")
             shares = [float(s) for s in re.findall(r"(\d+\.\d)%", job_screen)]
             assert all(s < 100.0 for s in shares), job_screen
+            if row == 4:  # the STRONGHOLD job: its offload rows and share in view at 100x30
+                assert "offload " in job_screen and "offloading-" in job_screen, job_screen
             keys("Escape")
             wait_for(session, "sort: job")
         keys("/")

@@ -52,6 +52,21 @@ MAX_RANKS_SEEN = 1 << 16  # distinct ranks a job counts (the largest runs have t
 
 
 @dataclass
+class FileRun:
+    """What one file has told of the run it is in now, to tell where the next run starts.
+    Kept per file, so that a job built from its files' stores read apart (the pool, the
+    cache) splits and counts as one built from their events read in order."""
+    progressed: bool = False  # an iteration or step was logged
+    last: dict[RankKey, tuple[int, int]] = field(default_factory=dict)  # rank -> (last iteration, its step)
+    shape: dict[str, int] = field(default_factory=dict)  # seq_length, train_iters, num_layers, hidden_size
+
+    def take(self, other: "FileRun") -> None:
+        self.progressed = self.progressed or other.progressed
+        self.last.update(other.last)
+        self.shape.update(other.shape)
+
+
+@dataclass
 class Job:
     key: str
     name: str
@@ -90,8 +105,7 @@ class Job:
     last_wall: Optional[float] = None
     first_step_wall: Optional[float] = None
     first_config_wall: Optional[float] = None  # the earliest stamped configuration line
-    #: each rank's last logged iteration, and its step from the one before (0 before a second)
-    rank_last: dict[RankKey, tuple[int, int]] = field(default_factory=dict)
+    runs_by_file: dict[int, FileRun] = field(default_factory=dict)  # file index -> its run so far
     events: int = 0
 
     def add_file(self, file: str) -> int:
@@ -171,7 +185,8 @@ class Job:
         self.first_wall = _low(self.first_wall, other.first_wall)
         self.first_step_wall = _low(self.first_step_wall, other.first_step_wall)
         self.first_config_wall = _low(self.first_config_wall, other.first_config_wall)
-        self.rank_last.update(other.rank_last)
+        for at, run in other.runs_by_file.items():
+            self.runs_by_file.setdefault(int(mapping[at]) if at < len(mapping) else at, FileRun()).take(run)
         if other.last_wall is not None and (self.last_wall is None or other.last_wall > self.last_wall):
             self.last_wall = other.last_wall
         self.events += other.events
@@ -183,10 +198,13 @@ class Job:
         rank that printed most); thinned-out points count."""
         return max((s.appended for s in self.ranks.values()), default=0)
 
-    @property
-    def progressed(self) -> bool:
-        """Whether the run logged an iteration or a step."""
-        return bool(self.ranks) or bool(len(self.steps))
+    def run_of(self, file: str) -> FileRun:
+        """The state of ``file``'s current run in this job."""
+        at = self.file_index.get(file, 0)
+        state = self.runs_by_file.get(at)
+        if state is None:
+            state = self.runs_by_file[at] = FileRun()
+        return state
 
     @property
     def last_lr(self) -> Optional[float]:
@@ -374,7 +392,8 @@ _RUN_SHAPE = ("seq_length", "train_iters", "num_layers", "hidden_size")
 def _iteration_starts_a_run(job: Job, ev: Iteration, file_rank: Optional[int]) -> bool:
     if ev.iteration is None:
         return False
-    seen = job.rank_last.get(_rank_key(ev, file_rank))
+    run = job.run_of(ev.file)
+    seen = run.last.get(_rank_key(ev, file_rank))
     if seen is None:
         return False
     # the counter went back (to the start, or to a checkpoint): a restart.  By more than one
@@ -383,24 +402,25 @@ def _iteration_starts_a_run(job: Job, ev: Iteration, file_rank: Optional[int]) -
         return True
     # another total where the counter does not go on (1/2, then 1/18141); NeMo's total grows
     # epoch by epoch while its counter goes on
-    known = job.config.get("train_iters")
+    known = run.shape.get("train_iters")
     return ev.iteration <= seen[0] and ev.train_iters is not None and known is not None and ev.train_iters != known
 
 
 def _config_starts_a_run(job: Job, ev: RunConfig, _: Optional[int]) -> bool:
     """A model's shape after the run logged progress: a second argument or config block
     (the same program started again), or another shape."""
-    if not job.progressed:
+    run = job.run_of(ev.file)
+    if not run.progressed:
         return False
     if ev.num_layers is not None and ev.hidden_size is not None:
         return True
-    return any((value := getattr(ev, name)) is not None and job.config.get(name) not in (None, value)
+    return any((value := getattr(ev, name)) is not None and run.shape.get(name) not in (None, value)
                for name in _RUN_SHAPE)
 
 
 def _milestone_starts_a_run(job: Job, ev: Milestone, _: Optional[int]) -> bool:
     # a job script's start stamp; a bare `date` line may as well end a script (detail "date")
-    return ev.name == "job-start" and ev.detail != "date" and job.progressed
+    return ev.name == "job-start" and ev.detail != "date" and job.run_of(ev.file).progressed
 
 
 #: event type -> whether such an event begins a new run of its file (see JobStore)
@@ -427,6 +447,11 @@ def _key_of(rank: Optional[int], node: Optional[str], file_rank: Optional[int]) 
 
 def _on_config(job: Job, ev: RunConfig, _: Optional[int]) -> None:
     job.first_config_wall = _low(job.first_config_wall, ev.wall_time)
+    shape = job.run_of(ev.file).shape
+    for name in _RUN_SHAPE:
+        value = getattr(ev, name)
+        if value is not None:
+            shape[name] = value
     if ev.framework and ev.framework not in job.frameworks:
         job.frameworks.append(ev.framework)
     for name in _CONFIG_FIELDS:
@@ -447,13 +472,16 @@ def _on_iteration(job: Job, ev: Iteration, file_rank: Optional[int]) -> None:
     series = job.ranks.get(key)
     if series is None:
         series = job.ranks[key] = Series(bounded=job.bounded)
+    run = job.run_of(ev.file)
+    run.progressed = True
+    if ev.train_iters is not None:
+        run.shape["train_iters"] = ev.train_iters
     if ev.iteration is not None:
-        seen = job.rank_last.get(key)
+        seen = run.last.get(key)
         if seen is not None and ev.iteration == seen[0]:
             return  # the same iteration again: printed by another rank whose lines carry no rank
-        if seen is not None or len(job.rank_last) < MAX_RANKS_SEEN:
-            job.rank_last[key] = (ev.iteration, ev.iteration - seen[0] if seen is not None and ev.iteration > seen[0]
-                                  else 0)
+        if seen is not None or len(run.last) < MAX_RANKS_SEEN:
+            run.last[key] = (ev.iteration, ev.iteration - seen[0] if seen is not None and ev.iteration > seen[0] else 0)
     series.append_event(ev, _ITERATION_FIELDS, job.file_index.get(ev.file, 0))
     if ev.iteration is not None and (job.last_iteration is None or ev.iteration >= job.last_iteration):
         job.last_iteration = ev.iteration
@@ -499,6 +527,7 @@ def _first_step(job: Job, wall: Optional[float]) -> None:
 
 
 def _on_step(job: Job, ev: Step, _: Optional[int]) -> None:
+    job.run_of(ev.file).progressed = True
     job.steps.append_event(ev, _STEP_FIELDS, job.file_index.get(ev.file, 0))
     job.last_progress = (ev.file, ev.line)
     if ev.wall_time is not None:
@@ -516,7 +545,7 @@ def _on_throughput(job: Job, ev: Throughput, file_rank: Optional[int]) -> None:
 
 
 def _on_timers(job: Job, ev: Timers, _: Optional[int]) -> None:
-    training = bool(job.ranks) or bool(len(job.steps))
+    training = job.run_of(ev.file).progressed  # this file's run had logged progress: no setup timer
     for name, ms in ev.timers.items():
         stat = job.timers.get(name)
         if stat is None:
