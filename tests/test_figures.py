@@ -49,7 +49,7 @@ MEGATRON_STARTUP = (
     "START TIME: mer. 15 avril 2026 11:16:53 CEST",    # fr_FR (Jean Zay)
     "Wed 15 Apr 11:16:53 CEST 2026",                   # en_GB `date` alone
     "Wed Apr 15 11:16:53 AM CEST 2026",                # en_US, 12-hour clock
-    "Mi 15. Apr 11:16:53 CEST 2026",                   # de_DE
+    "START TIME: Mi 15. Apr 11:16:53 CEST 2026",       # de_DE
     "Job started at: 2026-04-15-111653 on nid001234",  # the ALCF scripts
     "Job start time: 2026-04-15 11:16:53",
 ])

@@ -48,11 +48,11 @@ class TimerStat:
 
     def add(self, ms: float, in_training: bool = True) -> None:
         self.in_training += in_training
-        self.total_ms += ms
-        self.count += 1
+        total = self.total_ms = self.total_ms + ms
+        n = self.count = self.count + 1
         self.last_ms = ms
-        if self.count - self._at[-1] >= self._stride:
-            self._mark(self.count, self.total_ms)
+        if n - self._at[-1] >= self._stride:
+            self._mark(n, total)
 
     def _mark(self, at: int, total: float) -> None:
         self._at.append(at)
