@@ -326,3 +326,13 @@ def test_the_failures_panel_lists_a_job_s_alerts():
     failed = Alert("j", "failed", None, 3, 0.0, "oom: CUDA out of memory", "f", 9)
     text = failures_text([], [failed], [{"kind": "oom", "line": 9, "message": "CUDA out of memory"}], 10).plain
     assert text.count("CUDA out of memory") == 1  # a failure is said once
+
+
+def test_runs_in_a_file_are_bounded(tmp_path):
+    """A counter that only goes down (garbage, or a program counting down) would start a run
+    every other line; past MAX_RUNS the last run takes the rest, and no line is lost."""
+    from tuimon.store.job_store import MAX_RUNS
+    lines = [megatron_iteration(i, 5000, 900.0) for i in range(1000, 0, -1)]
+    rows = summaries(tmp_path, "countdown.log", "".join(lines))
+    assert len(rows) == MAX_RUNS
+    assert sum(r["iterations_seen"] for r in rows) == 1000

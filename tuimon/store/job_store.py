@@ -48,6 +48,7 @@ MAX_TIMERS = 512  # names a job keeps: a log printing a new name each line must 
 MAX_MILESTONES = 1024
 MAX_FAILURES = 256
 MAX_WARNING_KINDS = 64
+MAX_RUNS = 64  # runs told apart in one file; past them (two programs interleaving one file) the last takes all
 MAX_RANKS_SEEN = 1 << 16  # distinct ranks a job counts (the largest runs have tens of thousands)
 
 
@@ -368,7 +369,7 @@ class JobStore:
         for ev in events:
             job, file_rank = self.job_for(ev.file)
             starts = _STARTS_A_RUN.get(type(ev))
-            if starts is not None and starts(job, ev, file_rank):
+            if starts is not None and starts(job, ev, file_rank) and len(self.runs_of(ev.file)) < MAX_RUNS:
                 job = self._next_run(ev.file)
             job.events += 1
             if ev.rank is not None and ev.rank not in job.ranks_seen and len(job.ranks_seen) < MAX_RANKS_SEEN:
