@@ -10,7 +10,7 @@ import pytest
 
 from tests.conftest import ROOT, shared_or_skip
 from tuimon.figures.breakdown import build as build_steady
-from tuimon.figures.breakdown import offload_share, one_off
+from tuimon.figures.breakdown import OVERLAP_TOLERANCE, offload_share, one_off
 from tuimon.store.timers import MAX_MARKS, TimerStat
 
 
@@ -45,7 +45,8 @@ def _levels_hold(tree) -> None:
             assert all(p.overlap for p in parts) and not any(p.name == "other" for p in parts)
             assert sum(p.share for p in parts) > cap
         else:
-            assert sum(p.share for p in parts) <= cap + 1e-9, (parent, parts, cap)
+            # within the 0.1% a log's own rounding gives (19.41 ms of micro-steps in a 19.40 ms timer)
+            assert sum(p.share for p in parts) <= cap * (1 + OVERLAP_TOLERANCE) + 1e-9, (parent, parts, cap)
 
 
 def test_stronghold_nesting_and_shares():
@@ -245,3 +246,17 @@ def test_megatron_1x_backward_holds_the_engine_backward():
     parts = _by_name(build(timers, iteration_ms=22560.9))
     assert ("backward_inner", "backward-backward") in parts and ("backward_allreduce", "backward-backward") in parts
     _levels_hold(build(timers, iteration_ms=22560.9))
+
+
+def test_a_global_timer_that_read_zero_leaves_its_real_parts_not_its_micro_steps():
+    """thetagpu-cobalt-10143687's steady report: forward/backward/step 0.00 beside their micro-steps
+    and backward_inner: backward_microstep is backward_inner again, not a part of its own."""
+    timers = {"forward_microstep": 215937.64, "backward_microstep": 678418.19, "backward_inner_microstep": 678398.62,
+              "backward_allreduce_microstep": 19.41, "step_microstep": 173.02, "forward": 0.0, "backward": 0.0,
+              "backward_inner": 678398.69, "backward_allreduce": 19.40, "step": 0.0}
+    tree = build(timers, iteration_ms=894667.875)
+    names = [p.name for p in tree.parts]
+    assert "backward_microstep" not in names and not any(p.overlap for p in tree.parts)
+    top = sum(p.share for p in tree.parts if p.parent is None)
+    assert top == pytest.approx(1.0, abs=1e-3)  # the rest, 0.02%, is below an "other" row's 0.1%
+    _levels_hold(tree)

@@ -96,6 +96,11 @@ def build(steady: Mapping[str, tuple[int, Optional[float]]], iteration_ms: Optio
         name: next((p for p in TIMER_PARENTS.get(name, ()) if p in means), None) for name in means}
     dropped = {n for n, p in parent_of.items() if p is not None and _micro_view(n, p)
                and any(q == p and not _micro_view(s, p) for s, q in parent_of.items())}
+    # the same where the global timer itself measured nothing (DeepSpeed prints it 0.00 at times):
+    # its real parts stand for it, its micro-step view would count them twice
+    dropped |= {n for n in parent_of if n.endswith("_microstep") and n[: -len("_microstep")] not in means
+                and any(n[: -len("_microstep")] in TIMER_PARENTS.get(s, ()) and not s.endswith("_microstep")
+                        for s in means)}
     for name in dropped:  # left out (see the module's note); its own parts move up
         for sub, parent in parent_of.items():
             if parent == name:
