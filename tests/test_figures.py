@@ -336,3 +336,53 @@ def test_runs_in_a_file_are_bounded(tmp_path):
     rows = summaries(tmp_path, "countdown.log", "".join(lines))
     assert len(rows) == MAX_RUNS
     assert sum(r["iterations_seen"] for r in rows) == 1000
+
+
+def test_an_eta_waits_until_it_means_something():
+    from tuimon.live.session import eta
+    steady = {"median": 14287.5, "n": 5}
+    assert eta(317892, 1, steady) is None  # 1 of 317,892 at the pace of five points: not weeks of ETA
+    assert eta(317892, 200, {"median": 14287.5, "n": 3}) is None
+    assert eta(1000, 20, steady) == pytest.approx(980 * 14.2875)
+
+
+async def test_the_breakdown_panel_expands_and_scrolls(tmp_path):
+    """An offloading run's job screen at 100x30: its offload rows and share in view; b fills the
+    screen with the panel, the arrow keys and the wheel scroll the whole list, b and escape go back."""
+    from tests.conftest import copy_fixture_logs, loaded_session, until
+    from tuimon.ui.app import TuimonApp
+    from tuimon.ui.job import JobScreen
+    from tuimon.ui.panels import BreakdownPanel
+
+    app = TuimonApp(loaded_session([copy_fixture_logs(tmp_path)]))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await until(pilot, lambda: app.session.store.jobs)
+        app.open_job(next(k for k in app.session.store.jobs if k.endswith("stronghold-run")))
+        await until(pilot, lambda: isinstance(app.screen, JobScreen) and app.screen.query("#breakdown"))
+        panel = app.screen.query_one("#breakdown", BreakdownPanel)
+        await until(pilot, lambda: panel.detail is not None)
+        await pilot.pause(0.2)
+        shown = panel.build(panel.detail, panel.content_size.width).plain
+        assert "offload" in shown and "offloading-" in shown, shown
+        panel.focus()  # scrolled in place, by keys and by the wheel: the whole list, row by row
+        await pilot.press("down", "down")
+        assert panel.first_row == 2
+        await pilot.press("up")
+        assert panel.first_row == 1
+        await pilot.pause(0.1)
+        assert "…" not in panel.build(panel.detail, 60).plain.split("\n", 1)[0]  # no "rows hidden" note
+        from textual import events
+        panel.post_message(events.MouseScrollDown(panel, 2, 2, 0, 1, 0, False, False, False))  # the wheel
+        await until(pilot, lambda: panel.first_row == 2)
+        await pilot.press("b")  # the screen filled with it: every row
+        await until(pilot, lambda: app.screen.maximized is panel)
+        await pilot.pause(0.2)
+        whole = panel.build(panel.detail, panel.content_size.width).plain
+        assert all(p["name"] in whole for p in panel.detail.row.summary["breakdown"]), whole
+        await pilot.press("b")
+        await until(pilot, lambda: app.screen.maximized is None)
+        await pilot.press("b")
+        await until(pilot, lambda: app.screen.maximized is panel)
+        await pilot.press("escape")  # back from the panel, not from the job
+        await until(pilot, lambda: app.screen.maximized is None)
+        assert isinstance(app.screen, JobScreen)
