@@ -131,3 +131,24 @@ def test_demo_at_100x30_shows_mfu_no_share_over_100_and_an_empty_filter(tmp_path
         assert marker.read_text().strip() == "0"
     finally:
         subprocess.run([*TMUX, "kill-session", "-t", session], capture_output=True)
+
+
+def test_keys_typed_right_after_slash_are_the_filter_s(tmp_path):
+    """"/stro" sent at once (a paste, a fast typist): the letters land in the filter, none runs as
+    a command ("s" would re-sort); after Enter, "s" is a command again."""
+    from tests.conftest import FIXTURES
+    session = f"tuimon-{uuid.uuid4().hex[:8]}"
+    cmd = f"cd {ROOT} && PYTHONPATH={ROOT} {sys.executable} -m tuimon watch --no-cache {FIXTURES}; sleep 30"
+    subprocess.run([*TMUX, "new-session", "-d", "-s", session, "-x", "120", "-y", "30", cmd], check=True,
+                   env=app_env())
+    try:
+        wait_for(session, "stronghold-run")
+        subprocess.run([*TMUX, "send-keys", "-t", session, "/stro"], check=True)
+        screen = wait_for(session, "filter: stro")
+        assert "sort: job" in screen and "1 shown of 1 matching" in screen, screen
+        subprocess.run([*TMUX, "send-keys", "-t", session, "Enter"], check=True)
+        time.sleep(0.5)
+        subprocess.run([*TMUX, "send-keys", "-t", session, "s"], check=True)
+        wait_for(session, "sort: status")
+    finally:
+        subprocess.run([*TMUX, "kill-session", "-t", session], capture_output=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import Optional
 
 from rich.text import Text
+from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
@@ -137,6 +138,7 @@ class JobsScreen(Screen):
         self._labelled: tuple = ()  # (names, width) the labels are of
         self.marked: set[str] = set()  # jobs marked for the comparison (space)
         self._selected_after_rebuild: Optional[str] = None
+        self._typing_filter = False  # "/" was pressed and the filter box has no focus yet
 
     def compose(self) -> ComposeResult:
         yield Static(Text("tuimon: waiting for logs…"), id="progress")
@@ -360,6 +362,23 @@ class JobsScreen(Screen):
         box = self.query_one("#filter", Input)
         box.add_class("visible")
         box.focus()
+
+    def on_key(self, event: events.Key) -> None:
+        """Keys typed right behind "/" (a paste, a fast typist: "/stro" at once) reach the screen
+        before "/" has opened the filter and focused its box: they are the filter's, not commands
+        ("s" would re-sort).  Keys bubble here before the app runs the screen's bindings."""
+        box = self.query_one("#filter", Input)
+        if self.focused is box:
+            self._typing_filter = False
+            return
+        if event.key == "slash":
+            self._typing_filter = True
+        elif self._typing_filter and event.is_printable and event.character:
+            event.stop()
+            event.prevent_default()
+            box.insert_text_at_cursor(event.character)
+        elif self._typing_filter:
+            self._typing_filter = False  # Enter, Escape, arrows: theirs as ever
 
     def action_clear_filter(self) -> None:
         box = self.query_one("#filter", Input)
