@@ -497,12 +497,15 @@ async def test_columns_drop_by_priority_as_the_terminal_narrows(app):
     async with app.run_test(size=(100, 30)) as pilot:
         await until(pilot, lambda: len(rows(app)) == 6)
         narrow = [str(c.label) for c in app.screen.query_one("#jobs").columns.values()]
-        assert narrow[:3] == ["Job", "Status", "Iter"] and {"TFLOPs calc", "MFU", "Iter time"} <= set(narrow)
+        # throughput stays at 100 columns: iteration time and one TFLOPs column (computed, else reported)
+        assert narrow[:3] == ["Job", "Status", "Iter"] and {"TFLOPs", "MFU", "Iter time"} <= set(narrow)
         assert "TFLOPs trend" not in narrow and "Startup" not in narrow
+        assert cell(app, "stronghold-run", "TFLOPs") == "7.2"
         await pilot.resize_terminal(240, 50)
-        await until(pilot, lambda: len(app.screen.query_one("#jobs").columns) == 15)
+        await until(pilot, lambda: "TFLOPs rep" in [str(c.label) for c in app.screen.query_one("#jobs").columns.values()])
         wide = [str(c.label) for c in app.screen.query_one("#jobs").columns.values()]
         assert wide[:3] == ["Job", "Framework", "Status"]  # the usual order when all fit
+        assert "TFLOPs" not in wide and "TFLOPs calc" in wide  # both fit: no combined one
         assert cell(app, "stronghold-run", "TFLOPs rep") == "7.2"
 
 
@@ -623,3 +626,10 @@ async def test_v_charts_the_evaluation_metric_and_its_name_is_shown_literally(tm
         app.session._details.clear()  # the detail is cached by the job's version
         app.refresh_now(screen)
         assert "\x1b" not in chart.title and "\x07" not in chart.title and "val" in chart.title
+
+
+def test_a_run_that_only_reports_tflops_shows_them_in_the_combined_column():
+    from tuimon.ui.jobs import tflops_text
+    assert tflops_text({"tflops_per_gpu": {"reported": 68.6, "computed": None}}) == "68.6r"
+    assert tflops_text({"tflops_per_gpu": {"reported": 68.6, "computed": 50.1}}) == "50.1"
+    assert tflops_text({"tflops_per_gpu": {"reported": None, "computed": None}}) == "-"

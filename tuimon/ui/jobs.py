@@ -23,16 +23,20 @@ from .messages import OpenJob, RefreshRequest
 from .palette import DEFAULT, Palette, of
 from .render import duration, iter_time, num, plain, short_num, spark, status_text
 
-COLUMNS = ("Job", "Framework", "Status", "Iter", "ETA", "Iter time", "Spread", *(f.label for f in SHOWN), "TFLOPs rep",
-           "TFLOPs calc", "MFU", "Loss", "Eval", "Startup", "Updated", "TFLOPs trend")
+COLUMNS = ("Job", "Framework", "Status", "Iter", "ETA", "Iter time", "Spread", *(f.label for f in SHOWN), "TFLOPs",
+           "TFLOPs rep", "TFLOPs calc", "MFU", "Loss", "Eval", "Startup", "Updated", "TFLOPs trend")
 SORTS = ("job", "status", "tflops", "mfu", "iter time", "updated")
 #: column header -> the sort a click on it picks
-HEADER_SORTS = {"Job": "job", "Status": "status", "TFLOPs rep": "tflops", "TFLOPs calc": "tflops", "MFU": "mfu",
+HEADER_SORTS = {"Job": "job", "Status": "status", "TFLOPs": "tflops", "TFLOPs rep": "tflops", "TFLOPs calc": "tflops",
+                "MFU": "mfu",
                 "Iter time": "iter time", "Updated": "updated"}
 MAX_ROWS = 300
 JOB_WIDTH = 34
 #: which columns stay as the terminal narrows, first the longest
-PRIORITY = ("Job", "Status", "Iter", "TFLOPs calc", "MFU", "Iter time", "TFLOPs rep", "Loss", "ETA", "Framework",
+#: "TFLOPs" (computed, else as reported, marked r) stands for both where they do not both fit: a run that
+#: only reports TFLOPs still shows its throughput at 100 columns
+PRIORITY = ("Job", "Status", "Iter", "Iter time", "TFLOPs", "MFU", "TFLOPs calc", "TFLOPs rep", "Loss", "ETA",
+            "Framework",
             "Updated", "Eval", *(f.label for f in SHOWN), "Spread", "Startup", "TFLOPs trend")
 
 
@@ -79,6 +83,7 @@ def cells(row: JobRow, palette: Palette = DEFAULT, label: Optional[str] = None) 
         Text(iter_time(it["median"]) if it else "-", justify="right"),
         Text(spread, justify="right"),
         *(Text(short_num(s[f.key], min(f.digits, 2)), justify="right") for f in SHOWN),
+        Text(tflops_text(s), justify="right"),
         Text(num(s["tflops_per_gpu"]["reported"]), justify="right"),
         Text(num(s["tflops_per_gpu"]["computed"]), justify="right"),
         Text(mfu_text(s), justify="right", style=palette.alert if s["checks"] else ""),
@@ -88,6 +93,14 @@ def cells(row: JobRow, palette: Palette = DEFAULT, label: Optional[str] = None) 
         age_text(row),
         spark(row.tflops_series, palette=palette),
     )
+
+
+def tflops_text(s: dict) -> str:
+    """TFLOPs per GPU in one cell: computed, else as the log reports it (``7.2r``)."""
+    t = s["tflops_per_gpu"]
+    if t["computed"] is not None:
+        return num(t["computed"])
+    return num(t["reported"]) + "r" if t["reported"] is not None else "-"
 
 
 def _value_cell(value) -> str:
@@ -133,6 +146,7 @@ class JobsScreen(Screen):
         self._cell_cache: dict[str, tuple[tuple, str, tuple]] = {}
         self._visible: tuple[str, ...] = ()
         self._job_width = JOB_WIDTH
+        self._widest: dict[str, int] = {}  # column -> the widest it has been (see _fit_columns)
         self._labels: dict[str, str] = {}  # job name -> its label in the table
         self._label_names: dict[str, str] = {}  # and back (the table sorts by the name)
         self._labelled: tuple = ()  # (names, width) the labels are of
@@ -248,12 +262,19 @@ class JobsScreen(Screen):
         for i, name in enumerate(COLUMNS):
             cell_w = max((len(c[i].plain) if hasattr(c[i], "plain") else len(str(c[i])) for c in sample), default=0)
             need[name] = (JOB_WIDTH if name == "Job" else max(len(name), cell_w)) + 2  # cell padding
+        # a column's width is the widest it has been: columns do not come and go as a status text
+        # ("STALLED (training)") or a figure changes width
+        for name, w in need.items():
+            need[name] = self._widest[name] = max(w, self._widest.get(name, 0))
         kept: set[str] = set()
         used = 1  # the scrollbar's room
         for name in PRIORITY:
             if used + need[name] <= width:
                 kept.add(name)
                 used += need[name]
+        if {"TFLOPs rep", "TFLOPs calc"} <= kept:  # both fit: the combined one gives its room back
+            kept.discard("TFLOPs")
+            used -= need["TFLOPs"]
         # the job column takes the room left, up to the longest name
         longest = max((len(r.summary["job"]) for r in rows), default=JOB_WIDTH)
         self._job_width = max(min(JOB_WIDTH, width - 3), min(longest, JOB_WIDTH + max(0, width - used)))
