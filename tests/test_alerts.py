@@ -453,3 +453,27 @@ def test_a_job_slow_to_judge_takes_at_most_a_tenth_of_the_time(tmp_path, monkeyp
     time.sleep(0.7)
     feed.update_some(store.jobs, [], {}, versions, now=1e6)  # its turn came: the last change is judged
     assert judged[0] == before + 1
+
+
+async def test_enter_on_an_alert_opens_the_log_at_its_line(tmp_path):
+    from tests.conftest import copy_fixture_logs, loaded_session, until
+    from tuimon.ui.alerts import AlertsScreen
+    from tuimon.ui.app import TuimonApp
+    from tuimon.ui.logscreen import LogScreen
+
+    app = TuimonApp(loaded_session([copy_fixture_logs(tmp_path)]))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("a")
+        await until(pilot, lambda: isinstance(app.screen, AlertsScreen) and app.screen._alerts)
+        screen = app.screen
+        table = screen.query_one("#alerts")
+        row = next(i for i, a in enumerate(reversed(screen._alerts)) if a.kind == "failed" and a.line)
+        alert = list(reversed(screen._alerts))[row]
+        table.move_cursor(row=row)
+        await pilot.press("enter")
+        await until(pilot, lambda: isinstance(app.screen, LogScreen))
+        log = app.screen
+        await until(pilot, lambda: log._at is None and f"line, {alert.line}" in log.message)
+        view = log.view
+        assert view.top <= alert.line - 1 < view.top + view.size.height  # the alert's line is in view
+        assert log.sources[log.which].name.endswith(os.path.basename(alert.file))

@@ -13,7 +13,7 @@ from textual.widgets import DataTable, Footer, Static
 
 from ..figures.alerts import Alert
 from ..figures.names import distinct_labels
-from .messages import RefreshRequest
+from .messages import OpenLog, RefreshRequest
 from .palette import of
 from .render import plain
 
@@ -40,6 +40,7 @@ class AlertsScreen(Screen):
         Binding("escape,backspace", "back", "Back", id="back"),
         Binding("j", "cursor_down", "Down", show=False, id="down"),
         Binding("k", "cursor_up", "Up", show=False, id="up"),
+        Binding("enter", "open_log", "Log at the line", id="open-log"),
     ]
 
     def __init__(self) -> None:
@@ -106,6 +107,18 @@ class AlertsScreen(Screen):
 
     def action_back(self) -> None:
         self.app.pop_screen()
+
+    def action_open_log(self) -> None:
+        """The job's log, at the alert's line."""
+        row = self.query_one("#alerts", DataTable).cursor_row
+        if row is None or not 0 <= row < len(self._alerts):
+            return
+        alert = list(reversed(self._alerts))[row]
+        self.post_message(OpenLog(alert.job_key, file=alert.file or "", line=alert.line or 0))
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        event.stop()
+        self.action_open_log()
 
     def action_cursor_down(self) -> None:
         self.query_one("#alerts", DataTable).action_cursor_down()

@@ -44,13 +44,16 @@ class LogScreen(Screen):
         Binding("left_square_bracket", "file(-1)", "Previous file", show=False, id="previous-file"),
     ]
 
-    def __init__(self, job: str, sources: list[Lines], search: bool = False, rank: str = "") -> None:
+    def __init__(self, job: str, sources: list[Lines], search: bool = False, rank: str = "",
+                 at: Optional[tuple[int, int]] = None) -> None:
+        """``at``: (file, 0-based line) to open the log at (an alert's line), once indexed that far."""
         super().__init__()
         self.job = job
         # no file (the job is gone): an empty view, so that every key still has a view to act on
         self.sources = sources or [KeptLines("(no file)", [], note="this job has no file to show")]
         self.which = 0
-        self.following = not search  # opened to read the latest lines, as the tail shows them
+        self.following = not search and at is None  # opened to read the latest lines, as the tail shows them
+        self._at = at if at is not None and 0 <= at[0] < len(self.sources) else None
         self.rank = rank
         self.marks: dict[str, tuple[int, int]] = {}  # letter -> (file, line)
         self._pending = ""
@@ -75,6 +78,8 @@ class LogScreen(Screen):
         if self.rank:
             self._to_rank_file()
             self._filter()  # what is indexed so far; the rest as the index grows
+        if self._at is not None and self._at[0] != self.which:
+            self._switch(self._at[0])
         self._index()
         self.set_interval(INDEX_EVERY_S, self._index)
         if self._open_search:
@@ -101,6 +106,12 @@ class LogScreen(Screen):
             view.sync()
         if self.following:
             view.scroll_end(animate=False, immediate=True)
+        if self._at is not None and (len(view.source) > self._at[1] or view.source.complete):
+            line = min(self._at[1], max(0, len(view.source) - 1))
+            self._at = None
+            view.go(view.row_of(line), center=True)
+            view.current = line
+            self.message = f"the alert's line, {line + 1}"
         self._status()
 
     def _status(self) -> None:

@@ -30,10 +30,12 @@ class OpenRank(Message):
 
 class OpenLog(Message):
     """Page through a job's log (``search``: with the search box open; ``rank``: only
-    that rank's lines)."""
+    that rank's lines; ``file`` and ``line`` (1-based): at that line, as an alert names it)."""
 
-    def __init__(self, key: str, search: bool = False, rank: str = "") -> None:
+    def __init__(self, key: str, search: bool = False, rank: str = "", file: str = "", line: int = 0) -> None:
         super().__init__()
         self.key = key
         self.search = search
         self.rank = rank
+        self.file = file
+        self.line = line
