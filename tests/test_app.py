@@ -633,3 +633,20 @@ def test_a_run_that_only_reports_tflops_shows_them_in_the_combined_column():
     assert tflops_text({"tflops_per_gpu": {"reported": 68.6, "computed": None}}) == "68.6r"
     assert tflops_text({"tflops_per_gpu": {"reported": 68.6, "computed": 50.1}}) == "50.1"
     assert tflops_text({"tflops_per_gpu": {"reported": None, "computed": None}}) == "-"
+
+
+async def test_one_theme_system(app):
+    """The palette offers tuimon's three themes, not Textual's picker beside them; --theme takes
+    the three names."""
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: len(rows(app)) == 6)
+        titles = [c.title for c in app.get_system_commands(app.screen)]
+        assert {"Theme: dark", "Theme: light", "Theme: high contrast"} <= set(titles)
+        assert not any(t.lower() in ("theme", "change theme") for t in titles), titles
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+    out = subprocess.run([sys.executable, "-m", "tuimon", "watch", "x", "--theme", "tuimon-dark"], cwd=ROOT,
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1, out.stderr

@@ -91,7 +91,7 @@ def _add_paths(p: argparse.ArgumentParser) -> None:
 def _add_app_options(p: argparse.ArgumentParser) -> None:
     from themes import THEME_ALIASES
 
-    p.add_argument("--theme", default="dark", choices=sorted(THEME_ALIASES) + sorted(THEME_ALIASES.values()),
+    p.add_argument("--theme", default="dark", choices=sorted(THEME_ALIASES),
                    help="colour theme (default dark)")
     _add_rate_options(p)
 

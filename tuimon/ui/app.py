@@ -192,7 +192,9 @@ class TuimonApp(App[int]):
 
     # -- command palette --------------------------------------------------------------------
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
-        yield from super().get_system_commands(screen)
+        # one theme system: ours (dark, light, high contrast, restyling every panel), not Textual's
+        # picker of its own themes beside it
+        yield from (c for c in super().get_system_commands(screen) if c.callback != self.action_change_theme)
         yield SystemCommand("Help", "Keys and what the columns mean", self.action_help)
         yield SystemCommand("Alerts", "Every alert so far, with its log line", self.action_alerts)
         jobs = self._jobs_screen()
