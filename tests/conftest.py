@@ -27,7 +27,8 @@ def shared_or_skip(sub: str) -> Path:
     """Path under ../shared, or a loud skip naming what is missing."""
     path = SHARED / sub
     if not path.exists():
-        pytest.skip(f"SKIPPED: {path} not found -- tests on the shared seeds/corpus need ../shared beside the repo")
+        pytest.skip(f"SKIPPED: {path} not found -- tests on the shared seeds/corpus need ../shared beside the "
+                    "repository, or TUIMON_SHARED=/path/to/shared")
     return path
 
 
