@@ -64,6 +64,7 @@ class LineParser:
     per handler.  Handlers take ``(body, ctx)`` and return a list of events."""
 
     name: ClassVar[str] = "base"
+    READS: ClassVar[str] = ""  # what logs it reads, in a line (`tuimon formats list`)
     framework: ClassVar[Optional[str]] = None
     SNIFF: ClassVar[Optional["Sniff"]] = None  # None: always on
     #: its own lines give the run's steps with their loss (Megatron's iteration lines, say)

@@ -45,6 +45,8 @@ _CKPT_STAGE = re.compile(r"\] Checkpoint global_step(\d{1,12}) is (about to be s
 
 class DeepSpeedParser(LineParser):
     name = "deepspeed"
+    READS = ("DeepSpeed's engine: config block, step= and samples/s lines, ZeRO-Offload/Infinity, "
+             "DeepSpeed-Chat, ezpz on Aurora/Polaris")
     framework = "deepspeed"
     SNIFF = compile_sniff(r"\[logging\.py:\d+:log_dist\]", r"\[timer\.py:\d+:stop\]", r"see_memory_usage",
                           r"\[runner\.py:\d+:main\]", r"DeepSpeed info", r"steps: \d+ loss: ",

@@ -49,6 +49,8 @@ _EVAL_KV = re.compile(r"(?<![\w.-])['\"]?((?:val|valid|validation|eval|test|dev)
 
 class EvalParser(LineParser):
     name = "evals"
+    READS = ("evaluations: Megatron/NeMo/NeoX validation loss and PPL, HF eval_*, torchtitan, MLPerf, "
+             "llm.c, hand-written loops")
     SNIFF = None  # every family evaluates; each route is a literal the block must hold
     ROUTES = (
         (r"validation loss at ", "_on_megatron"),

@@ -70,6 +70,7 @@ _TORCHRUN_EXIT = re.compile(r"failed \(exitcode: (-?\d+)\) local_rank: \d+")
 
 class FailureParser(LineParser):
     name = "failures"
+    READS = "failures: OOM, CUDA, NCCL, tracebacks, Slurm/PBS/Cobalt job verdicts, cancellations"
     SNIFF = None
     ROUTES = (
         (r"Traceback \(most recent", "_on_traceback"),

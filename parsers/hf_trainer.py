@@ -37,6 +37,7 @@ _BAR = re.compile(r"(\d+)/(\d+) \[[\d:]+<[\d:?]+, *([\d.]+|\?)(s/it|it/s)")
 
 class HFTrainerParser(LineParser):
     name = "hf-trainer"
+    READS = "Hugging Face Trainer's metric dicts and progress"
     framework = "hf-trainer"
     STEPS_WITH_LOSS = True
     SNIFF = compile_sniff(r"\{'loss': ", r"\{'train_runtime': ")

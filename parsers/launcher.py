@@ -27,6 +27,7 @@ _EZPZ_PAIR = re.compile(r"(?:^|\s)([A-Za-z_][\w/]*)=([-+]?(?:\d[\d.]*(?:[eE][-+]
 
 class LauncherParser(LineParser):
     name = "launcher"
+    READS = "launchers and schedulers: srun, pdsh, torchrun, mpiexec, deepspeed launcher, Slurm/PBS/Cobalt, ezpz (ALCF)"
     SNIFF = None  # always on: these lines appear in logs of every framework
     ROUTES = ((r"\] - RANK: \d", "_on_ezpz_rank"),
               (r"\]\s*iter=\d", "_on_ezpz_iter"),

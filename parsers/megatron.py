@@ -132,6 +132,8 @@ def parse_record(record: str) -> dict:
 
 class MegatronParser(LineParser):
     name = "megatron"
+    READS = ("Megatron-LM/Core, Megatron-DeepSpeed, STRONGHOLD, L2L, "
+             "GPT-NeoX and NeMo: argument blocks, iteration records, milestones")
     framework = "megatron-lm"
     STEPS_WITH_LOSS = True
     SNIFF = compile_sniff(r"iteration[ =]+\d+/ *\d+ *\|", r"-{3,} arguments -{3,}", r"using world size: \d+",

@@ -39,6 +39,7 @@ _CONFIG_KEYS = {"global_batch_size": "global_batch", "max_sequence_length": "seq
 
 class MLPerfParser(LineParser):
     name = "mlperf"
+    READS = "MLPerf mllog (:::MLLOG) records"
     framework = "mlperf"
     SNIFF = compile_sniff(r":::MLLOG \{")
     ROUTES = ((r":::MLLOG \{", "_on_record"),)

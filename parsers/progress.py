@@ -71,6 +71,7 @@ _OTHERS = re.compile(r"iteration[ =]+\d+/ *\d+ *\||\{'loss'|\[titan\]|\]\s*iter=
 
 class ProgressParser(LineParser):
     name = "progress"
+    READS = "hand-written loops' step lines (step/loss/lr/tok/s), llm.c, modded-nanogpt"
     framework = "custom"
     FALLBACK = True
     # a loss with a number, anywhere: cheap to confirm (no step searched for around it), and

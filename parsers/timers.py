@@ -63,6 +63,8 @@ def _classify(name: str) -> str:
 
 class TimerParser(LineParser):
     name = "timers"
+    READS = ("timer breakdowns: Megatron time (ms), (min, max) timers, "
+             "DeepSpeed wall-clock breakdown and comms logger, STRONGHOLD offloading-*")
     SNIFF = compile_sniff(r"time \(ms\)", r"time across ranks \(ms\)", r"saved checkpoint")
     ROUTES = ((r"time \(ms\)", "_on_time_line"), (r"\.\.: \(", "_on_minmax"), (r"saved checkpoint", "_on_saved"))
     ONCE_FLAGS = ("_offload_announced",)

@@ -28,6 +28,7 @@ _INIT = re.compile(r"local batch size (\d+), global batch size (\d+),.*?sequence
 
 class TorchTitanParser(LineParser):
     name = "torchtitan"
+    READS = "torchtitan's metrics lines (loss, tps, tflops, mfu, memory)"
     framework = "torchtitan"
     STEPS_WITH_LOSS = True
     # the [titan] tag came in 2025; before it, the metrics line alone says torchtitan

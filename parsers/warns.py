@@ -25,6 +25,7 @@ _NCCL_ERROR = re.compile(r"[Ee]rror|[Tt]imeout|[Ff]ailure|[Ff]ailed")
 
 class WarningParser(LineParser):
     name = "warnings"
+    READS = "warnings by kind: NCCL, destroy_process_group, Python warnings, torch W lines"
     SNIFF = None  # any run's stderr
     ROUTES = ((r"destroy_process_group\(\) was not called", "_on_process_group"), (r"NCCL WARN", "_on_nccl"),
               (r"Warning: ", "_on_python"), (r"W\d{4} \d\d:", "_on_glog"))

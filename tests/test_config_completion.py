@@ -6,6 +6,7 @@ import csv
 import io
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -48,10 +49,15 @@ def test_flags_override_the_file_which_overrides_the_defaults(tmp_path):
         assert peak_source(out.stdout) == "--gpu: b200 bf16", out.stderr
     shown = cli("config", "show", env=env).stdout
     config_file = tmp_path / "tuimon" / "config.toml"
-    assert 'gpu                = "h100"' in shown and f"# {config_file}:1" in shown
-    assert "startup_timeout    = 900" in shown and f"# {config_file}:2" in shown
-    assert "theme              = \"dark\"" in shown and "# default" in shown
+    settings = {line.split()[0]: line for line in shown.splitlines()[1:]}
+    assert re.match(r'gpu +=  ?"h100" +# ' + re.escape(f"{config_file}:1"), settings["gpu"]), settings["gpu"]
+    assert re.match(r"startup_timeout += 900 +# " + re.escape(f"{config_file}:2"), settings["startup_timeout"])
+    assert re.match(r'theme += "dark" +# default', settings["theme"])
     assert "loss-spike.k=8" in shown
+    # every value, and every origin, starts in one column, the longest rule name included
+    rows = shown.splitlines()[1:]
+    assert len({line.index(" = ") if " = " in line else line.index(" : ") for line in rows}) == 1, shown
+    assert len({line.index(" # ") for line in rows}) == 1, shown
 
 
 def test_alert_rules_and_cache_dir_from_the_file(tmp_path):

@@ -296,7 +296,7 @@ def show(parser: Any, config: Config) -> str:
             for sub in action.choices.values():
                 for a in sub._actions:
                     defaults.setdefault(a.dest, a.default)
-    lines = [f"# config file: {config.path or default_path() + ' (none)'}"]
+    rows: list[tuple[str, str, str, str]] = []  # key, "=" or ":" (a rule), value, where it came from
     for s in SETTINGS:
         if s.dest in config.values:
             value, origin = config.values[s.dest], config.origins[s.dest]
@@ -306,12 +306,16 @@ def show(parser: Any, config: Config) -> str:
             value, origin = defaults.get(s.dest), "default"
             if s.dest in ("no_cache", "no_bell"):
                 value = not value if isinstance(value, bool) else True
-        lines.append(f"{s.key:18s} = {_toml(value):32s} # {origin}")
+        rows.append((s.key, "=", _toml(value), origin))
     for kind, params in RULE_DEFAULTS.items():
         given = [r for r in config.rules if r.split("=")[0].split(".")[0] == kind]
         origin = (config.path or "") if given else "default"
         text = ", ".join(given) if given else ", ".join(f"{k}={v:g}" for k, v in params.items()) or "on"
-        lines.append(f"alerts.{kind:11s} : {text:32s} # {origin}")
+        rows.append((f"alerts.{kind}", ":", text, origin))
+    key_w = max(len(r[0]) for r in rows)  # aligned on the longest name (alerts.grad-norm-spike)
+    value_w = max(len(r[2]) for r in rows)
+    lines = [f"# config file: {config.path or default_path() + ' (none)'}"]
+    lines += [f"{key:{key_w}} {sep} {value:{value_w}}  # {origin}" for key, sep, value, origin in rows]
     return "\n".join(lines) + "\n"
 
 

@@ -29,15 +29,18 @@ def _list(extra: list[str]) -> int:
         print(f"tuimon: error: --formats: no such file or directory: {sanitize(missing[0])}", file=sys.stderr)
         return EXIT_USAGE
     cat = catalog.load([Path(raw).expanduser() for raw in extra])
-    rows = [(f.name, ", ".join(dict.fromkeys(e.event for e in f.lines)), f.origin, f.description) for f in cat.user]
-    rows += [(f.name, ", ".join(dict.fromkeys(e.event for e in f.lines)), "built-in", f.description)
+    # name, kind (a TOML/data format or a Python hook: "launcher" is both), events, from, what it reads
+    rows = [(f.name, "data", ", ".join(dict.fromkeys(e.event for e in f.lines)), f.origin, f.description)
+            for f in cat.user]
+    rows += [(f.name, "data", ", ".join(dict.fromkeys(e.event for e in f.lines)), "built-in", f.description)
              for f in cat.builtin]
-    rows += [(cls.name, "(hook)", "built-in", (cls.__doc__ or "").strip().split("\n")[0]) for cls in ALL_PARSERS]
+    rows += [(cls.name, "hook", "(any)", "built-in", cls.READS) for cls in ALL_PARSERS]
     width = max(len(r[0]) for r in rows)
-    events = max(len(r[1]) for r in rows)
-    out = [f"{'NAME':{width}}  {'EVENTS':{events}}  FROM"]
-    for name, evs, origin, _ in rows:
-        out.append(f"{name:{width}}  {evs:{events}}  {origin}")
+    events = max(len(r[2]) for r in rows)
+    origin = max(len(r[3]) for r in rows)
+    out = [f"{'NAME':{width}}  KIND  {'EVENTS':{events}}  {'FROM':{origin}}  READS"]
+    for name, kind, evs, where, reads in rows:
+        out.append(f"{name:{width}}  {kind:4}  {evs:{events}}  {where:{origin}}  {reads}")
     sys.stdout.write("".join(sanitize(line) + "\n" for line in out))
     for message in cat.errors:
         print(f"tuimon: warning: format left out: {sanitize(message)}", file=sys.stderr)
