@@ -4,6 +4,9 @@ import os
 import re
 import subprocess
 import sys
+from pathlib import Path
+
+import pytest
 
 from tests.conftest import ROOT
 
@@ -57,3 +60,29 @@ def test_the_demo_logs_show_everything(tmp_path):
     alerts = {(a["job"], a["kind"], a["iteration"]) for a in cli("alerts", "--format", "json")}
     assert {("megatron-deepspeed-gpt-13b-4001", "nan", 40), ("llama-7b-ranks-straggler-4005", "loss-spike", 30),
             ("llama-7b-ranks-straggler-4005", "straggler", None), ("gpt-52b-oom-4004", "failed", 6)} <= alerts
+
+
+@pytest.mark.parametrize("signame", ["SIGHUP", "SIGTERM"])
+def test_the_demo_s_logs_go_when_its_terminal_closes(signame):
+    """A closed terminal (SIGHUP) or a kill ends the demo: its temporary directory goes with it."""
+    import signal
+    import time
+
+    proc = subprocess.Popen([sys.executable, "-m", "tuimon", "demo", "--headless", "--seconds", "60"], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        m = None
+        for _ in range(20):  # its first frame names the directory
+            line = proc.stdout.readline()
+            m = re.search(r"simulated jobs in (\S+)", line)
+            if m:
+                break
+        assert m, line
+        directory = Path(m.group(1))
+        assert directory.is_dir()
+        time.sleep(1.0)
+        proc.send_signal(getattr(signal, signame))
+        assert proc.wait(timeout=20) == -getattr(signal, signame)
+        assert not directory.exists()
+    finally:
+        proc.kill()

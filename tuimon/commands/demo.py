@@ -12,9 +12,11 @@ and a loss spike.  Each names its GPU, so MFU shows.
 """
 from __future__ import annotations
 
+import os
 import random
 import re
 import shutil
+import signal
 import sys
 import tempfile
 import threading
@@ -30,6 +32,7 @@ from parsers.megatron import MegatronParser
 from parsers.timers import TimerParser
 
 from ..engine.ingest import parse_file
+from ..figures.metrics import model_size_billion
 from ..figures.summary import render_table, summarize
 from ..store.job_store import JobStore
 
@@ -96,8 +99,8 @@ def stamp(line: str, when: Optional[time.struct_time] = None, compact: bool = Fa
                       count=1)
 
 
-def _args(layers: int, gbs: int, world: int) -> list[str]:
-    replace = {"num_layers": layers, "global_batch_size": gbs, "tensor_model_parallel_size": 1}
+def _args(layers: int, gbs: int, world: int, hidden: int = 2048) -> list[str]:
+    replace = {"num_layers": layers, "global_batch_size": gbs, "tensor_model_parallel_size": 1, "hidden_size": hidden}
     lines = []
     for line in ARGS:
         m = re.match(r"(\s+)(\w+) (\.+) (\S+)", line)
@@ -109,12 +112,12 @@ def _args(layers: int, gbs: int, world: int) -> list[str]:
 
 
 def megatron_job(rng: random.Random, *, layers: int, gbs: int, world: int, base_ms: float, iters: int,
-                 gpu: str, style: str = "new", offload: bool = False, deepspeed: bool = False,
+                 gpu: str, hidden: int = 2048, style: str = "new", offload: bool = False, deepspeed: bool = False,
                  oom_at: Optional[int] = None, ranks: int = 1, straggler: Optional[int] = None,
                  nan_at: Optional[int] = None, spike_at: Optional[int] = None,
                  err: Optional[list[str]] = None) -> Iterator[list[str]]:
     """The lines one job writes at each tick of the simulation (its ``.err`` lines go to ``err``)."""
-    yield [stamp(JOB_STARTED, compact=True), gpu_line(gpu), INIT, FUSED] + _args(layers, gbs, world)
+    yield [stamp(JOB_STARTED, compact=True), gpu_line(gpu), INIT, FUSED] + _args(layers, gbs, world, hidden)
     yield [stamp(TRAINING_START)]
     for i in range(1, iters + 1):
         out = []
@@ -128,8 +131,10 @@ def megatron_job(rng: random.Random, *, layers: int, gbs: int, world: int, base_
                       "lm loss": loss_text, "grad norm": "nan" if i == nan_at else f"{1.5 + 0.02 * (i % 7):.3f}"}
             if style == "new":
                 values["consumed samples"] = f"{i * gbs:12d}"
+                # the log's own figure, as Megatron's formula gives it (attention included: a little above ours)
                 values["throughput per GPU (TFLOP/s/GPU)"] = "{:.1f}".format(
-                    1.717 * 4 * 2 * 1024 * gbs * (layers / 32) / (ms / 1000 * world * 1e3))
+                    1.03 * model_size_billion(layers, hidden, 1024, 50304) * 4 * 2 * 1024 * gbs
+                    / (ms / 1000 * world * 1e3))
                 line = stamp(fill(NEW_STYLE_ITERATION, values, (i, iters)))
             else:
                 line = fill(OLD_STYLE_ITERATION, values, (i, iters))
@@ -172,18 +177,20 @@ def simulate(directory: Path, seed: int = 0) -> Callable[[], None]:
     rng = random.Random(seed)
     oom_err: list[str] = []
     jobs: dict[str, Iterator[list[str]]] = {
-        "megatron-deepspeed-gpt-13b-4001.out": megatron_job(rng, layers=40, gbs=512, world=64, base_ms=900.0,
-                                                            iters=2000, deepspeed=True, gpu="NVIDIA H100 80GB HBM3",
-                                                            nan_at=40),
+        # each job's shape gives the size its name says (12 l h^2: 13 B, 5 B, 52 B, 7 B), and its
+        # iteration time an MFU such runs reach (about 40% of the GPU's bf16 peak; STRONGHOLD offloading, 5%)
+        "megatron-deepspeed-gpt-13b-4001.out": megatron_job(rng, layers=40, hidden=5120, gbs=512, world=64,
+                                                            base_ms=2150.0, iters=2000, deepspeed=True,
+                                                            gpu="NVIDIA H100 80GB HBM3", nan_at=40),
         "stronghold-5b-offload-4002.out": megatron_job(rng, layers=100, gbs=4, world=1, base_ms=25000.0, iters=500,
                                                        style="old", offload=True, gpu="Tesla V100-SXM2-32GB"),
         "gpt-175b-startup-4003.out": still_starting(),
-        "gpt-52b-oom-4004.out": megatron_job(rng, layers=64, gbs=1024, world=64, base_ms=3500.0, iters=1000,
-                                             oom_at=6, gpu="NVIDIA A100-SXM4-80GB", err=oom_err),
+        "gpt-52b-oom-4004.out": megatron_job(rng, layers=64, hidden=8192, gbs=1024, world=64, base_ms=48000.0,
+                                             iters=1000, oom_at=6, gpu="NVIDIA A100-SXM4-80GB", err=oom_err),
         "gpt-52b-oom-4004.err": _drain(oom_err),
-        "llama-7b-ranks-straggler-4005.out": megatron_job(rng, layers=32, gbs=256, world=4, base_ms=6000.0,
-                                                          iters=3000, ranks=4, straggler=2, spike_at=30,
-                                                          gpu="NVIDIA A100-SXM4-80GB"),
+        "llama-7b-ranks-straggler-4005.out": megatron_job(rng, layers=32, hidden=4096, gbs=256, world=4,
+                                                          base_ms=23000.0, iters=3000, ranks=4, straggler=2,
+                                                          spike_at=30, gpu="NVIDIA A100-SXM4-80GB"),
     }
     handles = {name: open(directory / name, "a", encoding="utf-8") for name in jobs}
 
@@ -262,9 +269,24 @@ def run_headless(directory: Path, seconds: float) -> int:
     return 0
 
 
+def _remove_on_signals(directory: Path) -> None:
+    """A closed terminal (SIGHUP) or a kill (SIGTERM) ends the demo without its ``finally``:
+    the temporary logs go first, then the signal does what it would have done."""
+    def removed_then_default(signum: int, _frame: object) -> None:
+        shutil.rmtree(directory, ignore_errors=True)
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+
+    for name in ("SIGHUP", "SIGTERM"):
+        sig = getattr(signal, name, None)
+        if sig is not None and threading.current_thread() is threading.main_thread():
+            signal.signal(sig, removed_then_default)
+
+
 def run_demo(args) -> int:
     args.startup_timeout = STARTUP_TIMEOUT_S  # the demo runs at accelerated speed
     directory = Path(tempfile.mkdtemp(prefix="tuimon-demo-"))
+    _remove_on_signals(directory)
     sim = Simulator(directory, tick_s=0.25 if args.headless else 0.5)
     sim.first_lines()
     try:
