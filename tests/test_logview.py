@@ -369,3 +369,24 @@ async def test_names_and_lines_reach_the_screen_literally(tmp_path):
         assert "\x1b" not in title.plain and "\x07" not in title.plain and "[bold]run" in title.plain
         row = "".join(seg.text for seg in screen.view.render_line(0))
         assert "\x1b" not in row and "[red]x[/red]" in row
+
+
+async def test_long_lines_move_sideways_with_the_arrow_keys(tmp_path):
+    d = tmp_path / "logs"
+    d.mkdir()
+    srun_log(d / "job-82.out", 5)
+    long = tmp_path / "long.log"
+    long.write_text("".join(f"{i:04d} " + "x" * 400 + f" end-of-line-{i}\n" for i in range(50)))
+    app = TuimonApp(loaded_session([d]))
+    async with app.run_test(size=APP_SIZE) as pilot:
+        await until(pilot, lambda: app.screen.query_one("#jobs").row_count)
+        screen = LogScreen("long", [LogFile(str(long))])
+        await app.push_screen(screen)
+        await until(pilot, lambda: screen.view.row_count() == 50)
+        assert screen.view.scroll_x == 0
+        await pilot.press("right", "right")
+        await until(pilot, lambda: screen.view.scroll_x == 16)
+        await pilot.press("left")
+        await until(pilot, lambda: screen.view.scroll_x == 8)
+        shown = [b.binding.description for b in screen.active_bindings.values() if b.binding.show]
+        assert "→ ← sideways" in shown, ", ".join(shown)  # in the footer

@@ -36,7 +36,13 @@ class LogView(ScrollView, can_focus=True):
         Binding("k,up", "scroll_up", "Up", show=False),
         Binding("space,pagedown,f", "page_down", "Page down", show=False),
         Binding("b,pageup", "page_up", "Page up", show=False),
+        # long lines: in the footer, so that a reader knows there is more to the right
+        Binding("right", "sideways(8)", "→ ← sideways"),
+        Binding("left", "sideways(-8)", "Sideways back", show=False),
     ]
+
+    def action_sideways(self, columns: int) -> None:
+        self.scroll_relative(x=columns, animate=False)
 
     def __init__(self, source: Lines, **kw) -> None:
         super().__init__(**kw)
