@@ -73,3 +73,23 @@ def test_importing_the_package_has_no_side_effects():
             "print(bad); assert not bad")
     r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_xdg_paths_are_resolved_in_one_place(monkeypatch, tmp_path):
+    """The config file, user formats and the cache follow $XDG_CONFIG_HOME and $XDG_CACHE_HOME
+    through tuimon.paths (an empty or relative value is ignored, as the specification says)."""
+    from tuimon.commands.config import default_path
+    from tuimon.engine.cache import cache_dir
+    from tuimon.engine.catalog import config_dir
+    monkeypatch.delenv("TUIMON_CACHE_DIR", raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "c"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "k"))
+    assert default_path() == str(tmp_path / "c" / "tuimon" / "config.toml")
+    assert config_dir() == tmp_path / "c" / "tuimon" and cache_dir() == tmp_path / "k" / "tuimon"
+    monkeypatch.setenv("XDG_CONFIG_HOME", "relative/dir")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert config_dir() == tmp_path / "home" / ".config" / "tuimon"
+    for path in ROOT.glob("tuimon/**/*.py"):
+        if path.name != "paths.py":
+            text = path.read_text()
+            assert 'environ.get("XDG_CONFIG_HOME"' not in text and 'environ.get("XDG_CACHE_HOME"' not in text, path

@@ -29,6 +29,15 @@ def test_wheel_contents(wheel):
     assert "parsers/formats/__init__.py" in names and "tuimon/engine/blocks.py" in names
     assert any(n.startswith("themes/") and n.endswith(".tcss") for n in names)
     assert not any(n.startswith("tests/") for n in names)
+    # typed (PEP 561), licensed, its version from the one place it is written, every direct import declared
+    assert "tuimon/py.typed" in names and "parsers/py.typed" in names
+    assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names)
+    meta = next(zipfile.ZipFile(wheel).read(n).decode() for n in names if n.endswith(".dist-info/METADATA"))
+    from tuimon import __version__
+    assert f"Version: {__version__}" in meta.splitlines()
+    requires = {line.split()[1].split(">")[0].split(";")[0].lower() for line in meta.splitlines()
+                if line.startswith("Requires-Dist:") and "extra ==" not in line}
+    assert {"textual", "rich", "platformdirs", "numpy", "watchdog", "asyncssh", "regex"} <= requires, requires
 
 
 def test_installed_wheel_runs(wheel, tmp_path):

@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Sequence
 
 from ..figures.alerts import DEFAULTS as RULE_DEFAULTS
+from ..paths import config_home
 
 
 class ConfigError(ValueError):
@@ -45,8 +46,7 @@ class ConfigError(ValueError):
 
 
 def default_path() -> str:
-    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
-    return os.path.join(base, "tuimon", "config.toml")
+    return str(config_home() / "config.toml")
 
 
 def _gpu(v: Any) -> bool:

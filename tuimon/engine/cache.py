@@ -34,10 +34,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator, Optional
 
+from ..paths import cache_home
+
 SCHEMA = 8
 HEAD_BYTES = 4096  # hashed from the start of the file
 TAIL_BYTES = 4096  # hashed just before the saved offset
-
 
 DEFAULT_MAX_MB = 2048
 
@@ -56,8 +57,7 @@ def cache_dir() -> Path:
     own = os.environ.get("TUIMON_CACHE_DIR")
     if own:
         return Path(own)
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "tuimon"
+    return cache_home()
 
 
 def db_path() -> Path:

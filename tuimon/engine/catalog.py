@@ -25,6 +25,7 @@ from parsers.formats import BUILTIN_FORMATS
 from parsers.schema import Format, FormatError, format_from_toml, sample_errors
 
 from .. import __version__
+from ..paths import config_home
 from .user_regex import harden
 
 MAX_FORMAT_FILE = 1 << 20  # a format file is a few kB: anything bigger is not one
@@ -45,8 +46,7 @@ class Catalog:
 
 
 def config_dir() -> Path:
-    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
-    return Path(base) / "tuimon"
+    return config_home()
 
 
 def default_dirs() -> list[Path]:
