@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import ast
+from pathlib import Path
 import subprocess
 import sys
 
@@ -93,3 +94,56 @@ def test_xdg_paths_are_resolved_in_one_place(monkeypatch, tmp_path):
         if path.name != "paths.py":
             text = path.read_text()
             assert 'environ.get("XDG_CONFIG_HOME"' not in text and 'environ.get("XDG_CACHE_HOME"' not in text, path
+
+
+def _module_graph() -> dict[str, set[str]]:
+    """tuimon's modules and what each imports of tuimon, function-level imports included."""
+    graph: dict[str, set[str]] = {}
+    base = ROOT / "tuimon"
+    for path in base.rglob("*.py"):
+        rel = path.relative_to(ROOT).with_suffix("")
+        parts = list(rel.parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        name = ".".join(parts)
+        package = parts if path.name == "__init__.py" else parts[:-1]
+        deps: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom):
+                if node.level:
+                    target = package[:len(package) - node.level + 1] + (node.module.split(".") if node.module else [])
+                else:
+                    target = (node.module or "").split(".")
+                if target[:1] != ["tuimon"]:
+                    continue
+                for alias in node.names:  # "from . import x" names a module x
+                    candidate = ".".join(target + [alias.name])
+                    deps.add(candidate if (ROOT / Path(*candidate.split("."))).with_suffix(".py").exists()
+                             else ".".join(target))
+            elif isinstance(node, ast.Import):
+                deps.update(a.name for a in node.names if a.name.split(".")[0] == "tuimon")
+        graph[name] = {d for d in deps if d != name}
+    return graph
+
+
+def test_no_import_circles():
+    """No module of tuimon reaches itself through its imports (lazy ones included): data
+    flows one way (issue 30: cli <-> demo <-> formats, columns <-> summary were circles)."""
+    graph = _module_graph()
+    cycles = []
+
+    def visit(node: str, stack: list[str], done: set[str]) -> None:
+        for dep in sorted(graph.get(node, ())):
+            if dep in stack:
+                cycles.append(stack[stack.index(dep):] + [dep])
+            elif dep not in done and dep in graph:
+                visit(dep, stack + [dep], done)
+        done.add(node)
+
+    done: set[str] = set()
+    for module in sorted(graph):
+        if module not in done:
+            visit(module, [module], done)
+    packages = {m for m in graph if (ROOT / Path(*m.split(".")) / "__init__.py").exists()}
+    real = [c for c in cycles if not set(c) & packages]  # a package and its own modules are no circle
+    assert not real, "\n".join(" -> ".join(c) for c in real[:10])

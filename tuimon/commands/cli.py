@@ -30,8 +30,8 @@ from ..store.job_store import JobStore
 from ..text import sanitize
 from .alerts import AlertOptionError, StoreTicker, add_alert_options, cmd_alerts, feed_from, last_writes
 from .serve import add_retention_options, add_serve_options
-
-EXIT_USAGE = 2
+from .usage import EXIT_USAGE
+from .usage import sub_help as _sub_help
 
 STALL_DEFAULTS = _ALERT_DEFAULTS["stalled"]  # when a run read once counts as ended (quiet_verdict)
 
@@ -270,7 +270,7 @@ def run(parser: argparse.ArgumentParser, args: argparse.Namespace, config=None) 
             return cmd_tflops(args)
         if args.verb == "demo":
             from .demo import run_demo
-            return run_demo(args)
+            return run_demo(args, run_app)  # the app is run as the CLI runs it: no import back
         if args.verb == "watch":
             return cmd_watch(args)
         if args.verb == "serve":
@@ -323,16 +323,6 @@ def cmd_cache(args, parser) -> int:
     return _sub_help(parser, "cache")
 
 
-def _sub_help(parser, verb: str) -> int:
-    """A verb given without its action: its help on stderr, exit status 2."""
-    stdout, sys.stdout = sys.stdout, sys.stderr
-    try:
-        parser.parse_args([verb, "--help"])
-    except SystemExit:
-        pass
-    finally:
-        sys.stdout = stdout
-    return EXIT_USAGE
 
 
 def _use_formats(extra: list[str]) -> None:

@@ -283,7 +283,9 @@ def _remove_on_signals(directory: Path) -> None:
             signal.signal(sig, removed_then_default)
 
 
-def run_demo(args) -> int:
+def run_demo(args, run_app: Callable[..., int]) -> int:
+    """``run_app``: the CLI's, which runs the dashboard as ``watch`` does (passed in, so that
+    the demo needs no import of the CLI that imports it)."""
     args.startup_timeout = STARTUP_TIMEOUT_S  # the demo runs at accelerated speed
     directory = Path(tempfile.mkdtemp(prefix="tuimon-demo-"))
     _remove_on_signals(directory)
@@ -294,7 +296,6 @@ def run_demo(args) -> int:
             sim.run_in_background()
             code = run_headless(directory, args.seconds or 20.0)
         else:
-            from .cli import run_app
             code = run_app([str(directory)], args, quit_after=args.seconds, after_start=sim.run_in_background)
     finally:
         sim.stop()

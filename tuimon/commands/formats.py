@@ -10,8 +10,7 @@ from parsers import ALL_PARSERS
 from ..engine import catalog
 from ..sources.discover import PathError
 from ..text import sanitize
-
-EXIT_USAGE = 2
+from .usage import EXIT_USAGE, sub_help
 
 
 def cmd_formats(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
@@ -19,8 +18,7 @@ def cmd_formats(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
         return _list(getattr(args, "formats", []))
     if args.formats_verb == "check":
         return _check(args.files)
-    from .cli import _sub_help
-    return _sub_help(parser, "formats")
+    return sub_help(parser, "formats")
 
 
 def _list(extra: list[str]) -> int:

@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
+from .cells import csv_text, safe_cell
+
 
 @dataclass(frozen=True)
 class Column:
@@ -140,7 +142,6 @@ def render(summaries: list[dict], columns: tuple[Column, ...], fmt: str) -> str:
     import io
     import json
 
-    from .summary import csv_text, safe_cell
 
     if fmt == "json":
         return json.dumps([{c.name: raw(c, r) for c in columns} for r in summaries], indent=2, allow_nan=False) + "\n"

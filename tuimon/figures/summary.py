@@ -18,6 +18,8 @@ from ..store.evals import finite_or_word
 from ..store.fields import FIELDS, SHOWN, primary_loss
 from ..store.job_store import Job
 from . import breakdown as breakdown_mod
+from .cells import csv_text as csv_text
+from .cells import safe_cell
 from .gpus import Peak, choose_peak
 from .metrics import mfu, model_size_billion, startup_timeline, steady_median, steady_stats, tflops_per_gpu
 
@@ -475,24 +477,6 @@ def _fmt(value: Any, digits: int) -> str:
 def _rows(summaries: list[dict], columns: tuple = TABLE_COLUMNS) -> tuple[list[str], list[list[str]]]:
     head = [name for name, _ in columns]
     return head, [[safe_cell(fn(s)) for _, fn in columns] for s in summaries]
-
-
-def safe_cell(text: str) -> str:
-    """Cells may hold log-derived text (job names): no control characters, no pipes;
-    an undecodable byte of a file name reads ``\\xNN``."""
-    return "".join(ch if ch.isprintable() else (f"\\x{ord(ch) - 0xDC00:02x}" if 0xDC80 <= ord(ch) <= 0xDCFF else "?")
-                   for ch in str(text)).replace("|", "/")
-
-
-FORMULA_LEADS = ("=", "+", "-", "@", "\t", "\r")
-
-
-def csv_text(text: str) -> str:
-    """A text cell of a CSV export: :func:`safe_cell`, and one a spreadsheet would read
-    as a formula (``=HYPERLINK(...)``, ``+``, ``-``, ``@``) starts with ``'`` so it
-    stays text (OWASP's advice for CSV injection)."""
-    cell = safe_cell(text)
-    return "'" + cell if cell.startswith(FORMULA_LEADS) else cell
 
 
 def render_table(summaries: list[dict]) -> str:

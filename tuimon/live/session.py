@@ -528,7 +528,7 @@ class LiveSession:
         import csv
         import io
 
-        from ..figures.summary import csv_text
+        from ..figures.cells import csv_text
         from ..store.fields import FIELDS
 
         with self.lock:
