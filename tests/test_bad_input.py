@@ -198,3 +198,27 @@ def test_ctrl_c_stops_any_verb_within_a_second_during_a_large_backlog(tmp_path, 
             proc.kill()
     took = time.monotonic() - t0
     assert took < 2.0, f"{verb[0]} took {took:.2f} s to stop after Ctrl-C (measured 0.7 s on an idle machine)"
+
+
+def test_debug_and_log_file_log_what_tuimon_does_with_log_text_escaped(tmp_path):
+    """--debug logs to stderr, --log-file to a file (anywhere on the line); a log line's text
+    (an alert's message) is escaped there as everywhere; an unwritable file is one line, exit 2."""
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+    log = tmp_path / "evil-123456.out"
+    log.write_text("Traceback (most recent call last):\n"
+                   "torch.cuda.OutOfMemoryError: CUDA out of memory \x1b]0;pwned\x07\x1b[2J\n")
+    out = subprocess.run([sys.executable, "-m", "tuimon", "--debug", "alerts", str(log)], cwd=ROOT,
+                         capture_output=True, text=True, timeout=60)
+    assert " INFO tuimon.alerts: alert failed: evil-123456" in out.stderr, out.stderr
+    assert "\x1b" not in out.stderr and "\x07" not in out.stderr
+    target = tmp_path / "logs" / "tuimon.log"
+    out = subprocess.run([sys.executable, "-m", "tuimon", "alerts", str(log), f"--log-file={target}"], cwd=ROOT,
+                         capture_output=True, text=True, timeout=60)
+    text = target.read_text()
+    assert "alert failed: evil-123456" in text and "\x1b" not in text and "tuimon.alerts" not in out.stderr
+    out = subprocess.run([sys.executable, "-m", "tuimon", "alerts", str(log), "--log-file", "/proc/no/such"],
+                         cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1, out.stderr

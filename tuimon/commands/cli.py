@@ -29,6 +29,7 @@ from ..sources.specs import split_paths
 from ..store.job_store import JobStore
 from ..text import sanitize
 from .alerts import AlertOptionError, StoreTicker, add_alert_options, cmd_alerts, feed_from, last_writes
+from .diagnostics import LOG
 from .serve import add_retention_options, add_serve_options
 from .usage import EXIT_USAGE
 from .usage import sub_help as _sub_help
@@ -50,6 +51,7 @@ class OneLineParser(argparse.ArgumentParser):
 
 
 def _warn(message: str) -> None:
+    LOG.info("warning: %s", message)  # in the log too (--debug, --log-file): the user sees it below
     print(f"tuimon: warning: {sanitize(message)}", file=sys.stderr, flush=True)
 
 
@@ -124,6 +126,10 @@ def _add_metrics_option(p: argparse.ArgumentParser) -> None:
 def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(prog="tuimon", description="Live monitor for distributed training logs.")
     parser.add_argument("--version", action="version", version=f"tuimon {__version__}")
+    parser.add_argument("--debug", action="store_true",
+                        help="log what tuimon does (files, cache, rotations, connections, alerts) to stderr, or to "
+                             "--log-file; under the app to $XDG_CACHE_HOME/tuimon/tuimon.log")
+    parser.add_argument("--log-file", metavar="FILE", help="write tuimon's log to FILE (warnings, and with --debug all)")
     parser.add_argument("--config", metavar="FILE",
                         help="settings file (default $XDG_CONFIG_HOME/tuimon/config.toml); flags override it")
     verbs = parser.add_subparsers(dest="verb", metavar="VERB")
@@ -231,7 +237,10 @@ def _parse(argv: Optional[Sequence[str]]):
     if "_ARGCOMPLETE" in os.environ:  # the shell asks for completions: answer and exit
         import argcomplete
         argcomplete.autocomplete(parser)
-    path, rest = argv_config(list(sys.argv[1:] if argv is None else argv))
+    from .diagnostics import configure, take_options
+
+    debug, log_file, words = take_options(list(sys.argv[1:] if argv is None else argv))
+    path, rest = argv_config(words)
     try:
         config = load(path, explicit=path is not None)
     except ConfigError as exc:
@@ -240,7 +249,17 @@ def _parse(argv: Optional[Sequence[str]]):
     apply(parser, config)
     if "cache_dir" in config.values:
         os.environ.setdefault("TUIMON_CACHE_DIR", config.values["cache_dir"])
-    return parser, parser.parse_args(rest), config
+    args = parser.parse_args(rest)
+    try:
+        written = configure(debug, log_file, full_screen=args.verb in ("watch", "ssh", "demo")
+                            and not getattr(args, "headless", False))
+    except OSError as exc:
+        _err(f"--log-file: cannot write {log_file}: {exc.strerror or exc}")
+        return EXIT_USAGE
+    if written is not None:
+        LOG.info("tuimon %s: %s, logging to %s", __version__, " ".join(sys.argv[1:] if argv is None else argv),
+                 written)
+    return parser, args, config
 
 
 def run(parser: argparse.ArgumentParser, args: argparse.Namespace, config=None) -> int:

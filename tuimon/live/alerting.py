@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import heapq
 import json
+import logging
 import os
 import shlex
 import shutil
@@ -38,6 +39,8 @@ COST_SHARE = 10.0  # a job is judged again no sooner than this many times its la
 COST_MIN_S = 0.05  # ...when that was this long or longer (a small job is judged at every change)
 #: statuses in which time alone, with no new line, can raise an alert (stalled, startup-hang)
 _TIME_BOUND = ("training", "starting")
+
+LOG = logging.getLogger("tuimon.alerts")
 
 
 class HookError(ValueError):
@@ -225,6 +228,8 @@ class AlertFeed:
         self._cost[job.key] = (ended, ended - started)
 
     def _deliver(self, fresh: list[Alert]) -> list[Alert]:
+        for alert in fresh[:100]:
+            LOG.info("alert %s: %s: %s (%s:%s)", alert.kind, alert.job, alert.message, alert.file, alert.line)
         self.delivered.extend(fresh)
         self.delivered_count += len(fresh)
         if fresh:

@@ -20,6 +20,7 @@ local filesystems; network filesystems (see :mod:`.mounts`) are only polled.
 from __future__ import annotations
 
 import heapq
+import logging
 import os
 import stat
 import threading
@@ -50,6 +51,8 @@ SAVE_EVERY_LINES = 10_000  # with a state file: lines output between two saves, 
 MAX_PARKED = 4096
 CACHE_EVERY = 30.0  # seconds between two commits of the parse cache entries being written
 ERROR_RETRY = 1.0
+
+LOG = logging.getLogger("tuimon.follow")
 
 
 class Gone(OSError):
@@ -227,6 +230,7 @@ class LocalFollower:
         if message in self._warned:
             return
         self._warned.add(message)
+        LOG.warning("%s", message)
         if len(self._warned) > 10_000:
             self._warned.clear()
         if self._on_warning is not None:
@@ -616,6 +620,7 @@ class LocalFollower:
         the path since, oldest first, then open the new one."""
         rotated_from = s or f.previous
         if s is not None:  # rotated, recreated or repointed: finish the old one first
+            LOG.info("%s: a new file at the path (rotated, recreated or repointed): the old one finished", f.path)
             self._detach(s, events)
         # the same inode back at the path is the same file only while we hold it open
         # (once closed, the inode may have been freed and given to a new file)

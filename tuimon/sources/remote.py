@@ -30,6 +30,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import posixpath
 import random
 import time
@@ -50,6 +51,8 @@ MARKER_BYTES = 32
 CACHE_EVERY = 30.0  # seconds between two commits of the parse cache entries being written
 READ_SIZE = 1 << 20
 MAX_DEPTH = 6
+
+LOG = logging.getLogger("tuimon.ssh")
 
 
 class RemoteThread:
@@ -304,6 +307,7 @@ class RemoteHost:
                 async with conn:
                     sftp = await conn.start_sftp_client()
                     self.state.status, self.state.error, self.state.retry_at = "connected", None, None
+                    LOG.info("%s: connected", self.host)
                     await self._follow(sftp, stop)
                     if self.once:
                         return
@@ -336,6 +340,7 @@ class RemoteHost:
     def _warn(self, message: str) -> None:
         if message not in self.warned:
             self.warned.add(message)
+            LOG.warning("%s: %s", self.host, message)
             self.on_warning(f"{self.host}: {message}")
 
     async def _follow(self, sftp, stop: asyncio.Event) -> None:

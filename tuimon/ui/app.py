@@ -3,6 +3,7 @@ a throttled timer and hands them to the visible screen.  No I/O here."""
 from __future__ import annotations
 
 import gc
+import logging
 import os
 import time
 from functools import partial
@@ -205,6 +206,12 @@ class TuimonApp(App[int]):
         for name, label in (("tuimon-dark", "dark"), ("tuimon-light", "light"),
                             ("tuimon-high-contrast", "high contrast")):
             yield SystemCommand(f"Theme: {label}", f"Switch to the {label} theme", partial(self._set_theme, name))
+
+    def notify(self, message, *args, **kwargs) -> None:  # type: ignore[override]
+        """A toast, and the same line in tuimon's log (``--debug``/``--log-file``)."""
+        logging.getLogger("tuimon.app").info("toast: %s%s", f"{kwargs['title']}: " if kwargs.get("title") else "",
+                                             message)
+        super().notify(message, *args, **kwargs)
 
     def _set_theme(self, name: str) -> None:
         self.theme = name
