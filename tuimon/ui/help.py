@@ -16,13 +16,12 @@ HELP = """tuimon keys
 Compare:     o  the table's columns, as summary --columns names them
 Job screen:  x  iterations / wall time   + -  zoom (or the mouse wheel)
              < >  pan   0  reset zoom    e  series to ./<job>-series.csv
-             b  the timer breakdown fills the screen (↑ ↓ or the wheel scroll it)
+             b  the timer breakdown fills the screen (↑ ↓, wheel: scroll)
              l  the log   /  search it   (a rank's screen: l, its lines)
              v  the loss chart shows the evaluation metric, and back
 Log view:    / ?  search on / back       n N  next / previous match
              g G  top / bottom   F  follow the end   r  one rank's lines
-             ← →  long lines sideways
-             m<letter> mark   '<letter> go back to it   [ ]  other files
+             ← →  sideways   m<x> mark   '<x> back to it   [ ]  other files
              Esc clears the search, then the rank, then goes back
 
 Status: training, finished, starting, FAILED <kind>, NO ITERATIONS, NAN
