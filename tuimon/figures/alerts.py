@@ -213,12 +213,18 @@ def quiet_verdict(job: Job, summary: Mapping[str, Any], opts: Mapping[str, float
     if not it or summary.get("status") != "training":
         return None
     limit = stall_limit(it["median"], opts)
-    if job.last_wall is not None and job.last_progress_wall is not None and \
-            job.last_wall - job.last_progress_wall > limit:
+    if _quiet_in_log(job) > limit:
         return "stalled"  # its own stamps: lines went on, progress did not
     if now is None or last_write is None or now - last_write <= limit:
         return None
     return "stalled" if grew else "ended"
+
+
+def _quiet_in_log(job: Job) -> float:
+    """Seconds the log's own stamps went on after its last step (0 without both stamps)."""
+    if job.last_wall is None or job.last_progress_wall is None:
+        return 0.0
+    return job.last_wall - job.last_progress_wall
 
 
 def stall_limit(median_ms: float, opts: Mapping[str, float]) -> float:
@@ -242,16 +248,12 @@ def _stalled(job: Job, summary: Mapping[str, Any], opts: Mapping[str, float], no
     limit = stall_limit(it["median"], opts)
     rule = f"limit {limit:.0f} s: {opts['factor']:g}x the median iteration {it['median'] / 1000.0:.2f} s, " \
            f"at least {opts['min_s']:.0f} s"
-    in_log = job.last_wall is not None and job.last_progress_wall is not None and \
-        job.last_wall - job.last_progress_wall > limit
-    if in_log:
-        assert job.last_wall is not None and job.last_progress_wall is not None
-        text = (f"no progress for {job.last_wall - job.last_progress_wall:.0f} s{progress_words(summary)}, by the "
-                f"log's own time stamps ({rule})")
+    if _quiet_in_log(job) > limit:
+        text = (f"no progress for {_quiet_in_log(job):.0f} s{progress_words(summary)}, by the log's own time "
+                f"stamps ({rule})")
         when = job.last_wall
     else:
-        assert last_write is not None
-        since = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(last_write))
+        since = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(last_write or 0.0))
         text = f"no line since {since}{progress_words(summary)} ({rule})"
         when = last_write
     last = summary.get("last_iteration")

@@ -26,8 +26,8 @@ def _core(token: str) -> str:
 
 
 def _differences(mine: list[str], theirs: list[str]) -> list[int]:
-    n = max(len(mine), len(theirs))
-    return [i for i in range(len(mine)) if i >= len(theirs) or _core(mine[i]) != _core(theirs[i])] if n else []
+    """The positions of ``mine``'s tokens that differ from ``theirs`` (or that it has beyond them)."""
+    return [i for i in range(len(mine)) if i >= len(theirs) or _core(mine[i]) != _core(theirs[i])]
 
 
 def _render(tokens: list[str], kept: set[int]) -> str:

@@ -20,6 +20,7 @@ import numpy as np
 
 from parsers.events import Event
 
+from ..figures.alerts import DEFAULTS as ALERT_DEFAULTS
 from ..figures.alerts import Alert, Rules, quiet_verdict
 from ..figures.metrics import steady_stats
 from ..figures.summary import (
@@ -42,9 +43,6 @@ TAIL_LINES = 2000
 SINK_SLICE = 500
 NEW_ROWS_PER_SNAPSHOT = 96
 MESSAGE_EVENTS = 1000
-STALL_FACTOR = 5.0  # no iteration for this many typical iteration times (and STALL_MIN_S): stalled
-STALL_MIN_S = 60.0
-_STALL_RULE = {"factor": STALL_FACTOR, "min_s": STALL_MIN_S}
 ALERTS_KEPT = 5  # a job's latest alerts its screen lists
 #: an ETA is shown once the run is this far through (and has enough steady points): 1 of 317,892
 #: iterations at the warm-up's pace says nothing of the weeks ahead
@@ -461,7 +459,7 @@ class LiveSession:
         last = last_progress(s)
         if it and s["status"] == "training":
             grew = written is not None and written > self._first_update.get(job.key, written)
-            verdict = quiet_verdict(job, s, _STALL_RULE, now, written, grew)
+            verdict = quiet_verdict(job, s, ALERT_DEFAULTS["stalled"], now, written, grew)
             if verdict == "ended":  # a log that stopped long ago, never seen growing: no stalled run
                 row.summary = s = dict(s, status="ended")
             row.stalled = verdict == "stalled"  # a stalled job has no ETA: the rate it would be read from is gone

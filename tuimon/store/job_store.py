@@ -308,7 +308,7 @@ class JobStore:
         hit = self._file_job.get(file)
         if hit is None:
             ident = identify(file)
-            by_id = self.__dict__.setdefault("_by_job_id", {})  # (a store pickled without it: made here)
+            by_id = self._by_job_id
             job = self.jobs.get(ident.job_key)
             if job is None and ident.companion and ident.job_id in by_id:
                 job = by_id[ident.job_id]  # Cobalt's .cobaltlog, an .error: with the job's output read before
@@ -323,10 +323,7 @@ class JobStore:
 
     def runs_of(self, file: str) -> list[Job]:
         """The jobs of every run ``file`` holds (one, unless the file holds several)."""
-        runs = getattr(self, "_runs", None)
-        if runs is None:  # a store pickled before runs were told apart
-            runs = self._runs = {}
-        return runs.setdefault(file, [])
+        return self._runs.setdefault(file, [])
 
     def _next_run(self, file: str) -> Job:
         """Start a new run of ``file``: its events from here on go to a job of their own."""

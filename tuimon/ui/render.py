@@ -8,6 +8,8 @@ from typing import Any, Callable, Optional, Sequence
 from rich.console import Console, ConsoleOptions, RenderResult
 from rich.text import Text
 
+from parsers.timers import timer_group
+
 from ..text import sanitize
 from .palette import DEFAULT, Palette
 
@@ -109,8 +111,7 @@ def _parent_index(parts: Sequence[dict], i: int) -> Optional[int]:
 
 
 def _offload(name: str) -> bool:
-    n = name.lower()
-    return "offload" in n or "swap" in n
+    return timer_group(name) == "offload"
 
 
 def breakdown_rows(parts: Sequence[dict], limit: int) -> list[int]:
