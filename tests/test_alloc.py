@@ -80,7 +80,7 @@ def test_a_bounded_store_counts_every_iteration_and_its_median_stays_close():
     full, bounded = JobStore(), JobStore(bounded=True)
     full.add(events)
     bounded.add(events)
-    a, b = (summarize(next(iter(s.jobs.values())), now=None) for s in (full, bounded))
+    a, b = (summarize(next(iter(s.jobs.values())), now=None).as_dict() for s in (full, bounded))
     assert a["iterations_seen"] == b["iterations_seen"] == 400_000
     assert abs(a["iter_time_ms"]["median"] - b["iter_time_ms"]["median"]) < 1.0
     series = next(iter(next(iter(bounded.jobs.values())).ranks.values()))

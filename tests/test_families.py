@@ -17,7 +17,9 @@ import pytest
 from tests.conftest import shared_or_skip
 from tuimon.engine.ingest import parse_file
 from tuimon.figures.columns import BY_NAME, raw
-from tuimon.figures.summary import render_csv, summarize
+from tuimon.figures.columns import render_summary
+from tuimon.figures.record import from_dict
+from tuimon.figures.summary import summarize
 from tuimon.store.evals import MAX_POINTS, Evals
 from tuimon.store.job_store import JobStore
 
@@ -28,7 +30,7 @@ def summary(tmp_path: Path, name: str, text: str) -> dict:
     store = JobStore()
     parse_file(path, path.name, sink=store.add)
     (job,) = store.jobs.values()
-    return summarize(job, now=None, last_write=None)
+    return summarize(job, now=None, last_write=None).as_dict()
 
 
 def test_megatron_validation_records_are_evaluations(tmp_path):
@@ -46,8 +48,8 @@ def test_megatron_validation_records_are_evaluations(tmp_path):
     assert s["eval_iteration"] == 100
     assert s["eval_last"]["test lm loss"] == 6.5 and s["eval_last"]["val lm loss PPL"] == pytest.approx(1096.633, rel=1e-6)
     assert s["loss_last"] == pytest.approx(7.0)  # the training loss stays the training loss
-    assert raw(BY_NAME["eval"], s) == pytest.approx(7.0) and raw(BY_NAME["eval_metric"], s) == "val lm loss"
-    header, row = render_csv([s]).splitlines()[:2]
+    assert raw(BY_NAME["eval"], from_dict(s)) == pytest.approx(7.0) and raw(BY_NAME["eval_metric"], from_dict(s)) == "val lm loss"
+    header, row = render_summary([from_dict(s)], "csv").splitlines()[:2]
     assert "eval" in header.split(",") and "val lm loss" in row
 
 
@@ -148,7 +150,7 @@ def test_end_line_without_iterations_is_no_iterations_not_starting(tmp_path):
     store = JobStore()
     parse_file(path, path.name, sink=store.add)
     (job,) = store.jobs.values()
-    s = summarize(job, now=path.stat().st_mtime + 1, last_write=path.stat().st_mtime)  # written just now
+    s = summarize(job, now=path.stat().st_mtime + 1, last_write=path.stat().st_mtime).as_dict()  # written just now
     assert s["status"] == "no-iterations"
 
 
@@ -231,7 +233,7 @@ def test_corpus_families_read_their_new_lines():
                  "torchtitan/qiu-llama3-175m-baseline.log", "hf-trainer/ezpz-hf-trainer-aurora-2025-05.log",
                  "nemo/evo2-bionemo-nemo2-finetune-2025-06.log"):
         parse_file(corpus / name, name, sink=store.add)
-    rows = {job.name: summarize(job) for job in store.jobs.values()}
+    rows = {job.name: summarize(job).as_dict() for job in store.jobs.values()}
     nvidia = rows["mlperf31-nvidia-eos-n64-nemo-gpt3"]
     assert nvidia["startup_s"] == 167.7 and nvidia["run_time_s"] == 3494.812  # init_start..run_start..run_stop
     assert nvidia["tokens_per_sec"] == pytest.approx(345645.4, rel=1e-5) and nvidia["world_size"] == 512

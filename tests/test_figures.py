@@ -21,7 +21,7 @@ def summaries(tmp_path, name: str, text: str) -> list[dict]:
     path.write_text(text)
     store = JobStore()
     parse_file(path, path.name, sink=store.add)
-    return [summarize(job) for job in store.jobs.values()]
+    return [summarize(job).as_dict() for job in store.jobs.values()]
 
 
 def one(tmp_path, name: str, text: str) -> dict:
@@ -301,7 +301,7 @@ def test_cobalt_streams_join_their_job_from_another_directory(tmp_path):
     assert jobs == {"thetagpu-cobalt-10143687": ["thetagpu-cobalt-10143687.cobaltlog.log",
                                                  "thetagpu-cobalt-10143687.error.log", "thetagpu-cobalt-10143687.log"],
                     "unrelated-99999999": ["unrelated-99999999.error.log"]}
-    assert summarize(store.jobs[next(k for k in store.jobs if "10143687" in k)])["status"] == "failed"
+    assert summarize(store.jobs[next(k for k in store.jobs if "10143687" in k)]).status == "failed"
 
 
 def test_the_rank_table_median_is_the_list_s(tmp_path):
@@ -311,7 +311,7 @@ def test_the_rank_table_median_is_the_list_s(tmp_path):
     (row,) = session.snapshot().rows
     detail = session.job_detail(row.key)
     (rank,) = detail.ranks
-    assert rank.median_ms == row.summary["iter_time_ms"]["median"] == pytest.approx(1000.0)
+    assert rank.median_ms == row.summary.iter_time_ms.median == pytest.approx(1000.0)
 
 
 def test_the_failures_panel_lists_a_job_s_alerts():
@@ -339,10 +339,11 @@ def test_runs_in_a_file_are_bounded(tmp_path):
 
 
 def test_an_eta_waits_until_it_means_something():
+    from tuimon.figures.record import IterTime
     from tuimon.live.session import eta
-    steady = {"median": 14287.5, "n": 5}
+    steady = IterTime(14287.5, 14287.5, 14287.5, 14287.5, 14287.5, 14287.5, 5)
     assert eta(317892, 1, steady) is None  # 1 of 317,892 at the pace of five points: not weeks of ETA
-    assert eta(317892, 200, {"median": 14287.5, "n": 3}) is None
+    assert eta(317892, 200, IterTime(14287.5, 14287.5, 14287.5, 14287.5, 14287.5, 14287.5, 3)) is None
     assert eta(1000, 20, steady) == pytest.approx(980 * 14.2875)
 
 
@@ -378,7 +379,7 @@ async def test_the_breakdown_panel_expands_and_scrolls(tmp_path):
         await until(pilot, lambda: app.screen.maximized is panel)
         await pilot.pause(0.2)
         whole = panel.build(panel.detail, panel.content_size.width).plain
-        assert all(p["name"] in whole for p in panel.detail.row.summary["breakdown"]), whole
+        assert all(p["name"] in whole for p in panel.detail.row.summary.breakdown), whole
         await pilot.press("b")
         await until(pilot, lambda: app.screen.maximized is None)
         await pilot.press("b")

@@ -11,7 +11,9 @@ import pytest
 from tests.conftest import ROOT, shared_or_skip
 from tuimon.engine.ingest import parse_file
 from tuimon.figures.gpus import choose_peak, gpu_key
-from tuimon.figures.summary import render_csv, render_markdown, render_table, summarize
+from tuimon.figures.columns import render_summary
+from tuimon.figures.record import from_dict
+from tuimon.figures.summary import summarize
 from tuimon.store.job_store import JobStore
 
 ARGS = """------------------------ arguments ------------------------
@@ -42,7 +44,7 @@ def _summary(tmp_path, text: str, **kw) -> dict:
     store = JobStore()
     parse_file(path, path.name, sink=store.add)
     (job,) = store.jobs.values()
-    return summarize(job, **kw)
+    return summarize(job, **kw).as_dict()
 
 
 @pytest.mark.parametrize("name,key", [
@@ -75,9 +77,9 @@ def test_mfu_from_the_logs_without_flags(tmp_path):
     computed = s["tflops_per_gpu"]["computed"]
     assert computed == pytest.approx(109.1, abs=0.1) and s["mfu"] == pytest.approx(computed / 312.0, abs=1e-4)
     assert s["checks"] == []
-    for render in (render_table, render_markdown):
-        assert f"{100 * s['mfu']:.1f}%" in render([s])
-    assert f",{s['mfu']}," in render_csv([s])  # machines get the ratio
+    for fmt in ("table", "markdown"):
+        assert f"{100 * s['mfu']:.1f}%" in render_summary([from_dict(s)], fmt)
+    assert f",{s['mfu']}," in render_summary([from_dict(s)], "csv")  # machines get the ratio
     fp32 = _summary(tmp_path, text.replace("bf16 ...", "bf16 ...").replace("True", "False"))
     assert fp32["precision"] == "fp32" and fp32["gpu_peak_tflops"] == 156.0
 
@@ -90,9 +92,9 @@ def test_mfu_above_100_and_disagreeing_tflops_are_flagged(tmp_path):
     assert s["mfu"] > 1.0 and reported == 98.1
     assert any("above 100%" in c and "v100 fp16 peak (125 TFLOPs" in c for c in s["checks"])
     assert any(f"reported {reported:.1f} and computed {computed:.1f}" in c for c in s["checks"])
-    table = render_table([s])
+    table = render_summary([from_dict(s)], "table")
     assert "%!" in table and "! run-1: MFU" in table
-    assert render_csv([s]).splitlines()[0].endswith(",checks")
+    assert render_summary([from_dict(s)], "csv").splitlines()[0].endswith(",checks")
 
 
 def test_json_says_why_there_is_no_mfu(tmp_path):

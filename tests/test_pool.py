@@ -39,7 +39,7 @@ def _state(store: JobStore) -> list[str]:
     """What the store keeps, as text: summaries and the facts they come from."""
     out = []
     for job in store.jobs.values():
-        out.append(json.dumps(summarize(job, now=0.0), sort_keys=True, default=str))
+        out.append(json.dumps(summarize(job, now=0.0).as_dict(), sort_keys=True, default=str))
         out.append(repr((job.files, job.frameworks, job.last_progress, job.last_lr, job.last_iteration,
                          job.last_losses, job.config, job.memory, job.first_wall, job.last_wall, job.first_step_wall,
                          job.events, job.truncations, job.milestones, job.failures, job.exits, job.checkpoints,

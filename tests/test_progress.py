@@ -9,7 +9,8 @@ from parsers.events import Step
 from tests.conftest import FORMATS
 from tests.test_summary import summary_of
 from tuimon.engine.blocks import BlockEngine
-from tuimon.figures.summary import progress_text
+from tuimon.figures.columns import progress_text
+from tuimon.figures.record import from_dict
 
 MEGATRON = (" iteration      {i}/    1000 | consumed samples:          {s} | elapsed time per iteration (ms): 2500.0 |"
             " learning rate: 3.000E-04 | global batch size:    64 | lm loss: 2.000000E+00 | loss scale: 4096.0 |"
@@ -78,7 +79,7 @@ def test_custom_loop_run():
     s = summary_of(FORMATS / "custom-loop-run.log")
     assert s["framework"] == "deepspeed" and s["status"] == "finished"  # its last step is the 60th of 60
     assert s["steps_seen"] == 66 and s["train_iters"] == 60 and s["last_step"] == 60
-    assert s["last_iteration"] is None and progress_text(s) == "60/60"  # the Iter column
+    assert s["last_iteration"] is None and progress_text(from_dict(s)) == "60/60"  # the Iter column
     assert s["loss_last"] == 1.5
     assert 250 < s["iter_time_ms"]["median"] < 280 and s["iter_time_ms"]["n"] >= 50
     assert 110 < s["samples_per_sec"] < 130

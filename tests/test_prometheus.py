@@ -80,6 +80,8 @@ def test_metrics_of_the_fixtures_parse_and_hold_every_job(tmp_path):
         assert tflops[("megatron-deepspeed-8gpu-1234567", "computed")] == 45.0
         status = {(s.labels["job"], s.labels["status"]): s.value for s in fams["tuimon_job_status"].samples}
         assert status[("oom-run", "failed")] == 1.0 and status[("oom-run", "training")] == 0.0
+        for job in {j for j, _ in status}:  # one status each, "ended" too (a log quiet for an hour)
+            assert sum(v for (j, _), v in status.items() if j == job) == 1.0, job
         assert status[("no-iterations-888001", "stuck-in-startup")] == 1.0
         secs = {(s.labels["job"], s.labels["stat"]): s.value for s in fams["tuimon_job_iteration_seconds"].samples}
         assert secs[("stronghold-run", "median")] == pytest.approx(7.7766)
@@ -110,6 +112,11 @@ def test_evaluation_metrics_are_served_by_metric(tmp_path):
         assert got[("hf-trainer-run", "eval_loss")] == pytest.approx(2.4012)
         assert got[("mlperf-run", "eval_accuracy")] == pytest.approx(3.92)
         assert got[("torchtitan-run", "validation loss")] == pytest.approx(5.1234)
+        # the field registry's figures, each a family of its own: per-GPU tokens and the run's own MFU
+        per_gpu = jobs_in(fams, "tuimon_job_tokens_per_gpu_per_second")
+        assert per_gpu["torchtitan-run"] == pytest.approx(65622, abs=1)
+        assert jobs_in(fams, "tuimon_job_mfu_reported_ratio")["torchtitan-run"] == pytest.approx(0.1459, abs=1e-4)
+        assert "mlperf-run" not in jobs_in(fams, "tuimon_job_mfu_reported_ratio")  # no figure, no sample
     finally:
         serve.close()
 

@@ -26,9 +26,9 @@ def test_pbs_and_slurm_streams_of_one_job_are_one_row(tmp_path):
     assert {"train.o4242", "train.e4242", "array.o4444.3", "array.e4444.3"} <= found
     assert identify(str(tmp_path / "train.o4242")).job_key != identify(str(tmp_path / "other.o4242")).job_key
     session = loaded_session([tmp_path])
-    rows = {r.summary["job"]: r for r in session.snapshot().rows}
+    rows = {r.summary.job: r for r in session.snapshot().rows}
     assert set(rows) == {"train-4242", "train-4343", "array-4444"}
-    assert all(r.summary["status"] == "failed" and r.summary["failure"]["kind"] == "nccl" for r in rows.values())
+    assert all(r.summary.status == "failed" and r.summary.failure.kind == "nccl" for r in rows.values())
 
 
 def test_a_log_that_stopped_long_ago_has_ended_and_one_seen_growing_then_quiet_has_stalled(tmp_path):
@@ -39,10 +39,10 @@ def test_a_log_that_stopped_long_ago_has_ended_and_one_seen_growing_then_quiet_h
     log.write_text("".join(lines))
     os.utime(log, (FIXED_NOW - 3600, FIXED_NOW - 3600))  # an hour without a line; iterations take 2.5 s
     (row,) = loaded_session([tmp_path]).snapshot().rows
-    assert row.summary["status"] == "ended" and not row.stalled and row.eta_s is None
+    assert row.summary.status == "ended" and not row.stalled and row.eta_s is None
     os.utime(log, (FIXED_NOW - 30, FIXED_NOW - 30))  # 30 s: within max(5 x 2.5 s, 60 s)
     (row,) = loaded_session([tmp_path]).snapshot().rows
-    assert row.summary["status"] == "training" and not row.stalled and row.eta_s == (100 - 20) * 2.5
+    assert row.summary.status == "training" and not row.stalled and row.eta_s == (100 - 20) * 2.5
 
     last_iteration = next(ln for ln in reversed(lines) if " iteration " in ln)
     log.write_text("".join(lines[:lines.index(last_iteration)]))
@@ -60,7 +60,7 @@ def test_a_log_that_stopped_long_ago_has_ended_and_one_seen_growing_then_quiet_h
             break
         time.sleep(0.05)
     (row,) = session.snapshot().rows
-    assert row.summary["status"] == "training" and not row.stalled
+    assert row.summary.status == "training" and not row.stalled
     clock[0] += 3600  # then nothing for an hour
     (row,) = session.snapshot().rows
     assert row.stalled and row.eta_s is None
@@ -89,7 +89,7 @@ def _status(tmp_path, text: str) -> dict:
     store = JobStore()
     parse_file(path, path.name, sink=store.add)
     (job,) = store.jobs.values()
-    return summarize(job)
+    return summarize(job).as_dict()
 
 
 def test_a_nan_loss_or_grad_norm_reads_nan_but_a_loss_scale_skip_does_not(tmp_path):
@@ -162,8 +162,8 @@ def test_the_live_view_turns_starting_into_stuck_as_time_passes(tmp_path):
     for _ in range(3):
         session.follower.poll()
     (row,) = session.snapshot().rows
-    assert row.summary["status"] == "starting"
+    assert row.summary.status == "starting"
     clock[0] += 300  # five minutes and not a step
     (row,) = session.snapshot().rows
-    assert row.summary["status"] == "stuck-in-startup"
-    assert row.summary["failure"]["last_line"].startswith("NCCL INFO Bootstrap")
+    assert row.summary.status == "stuck-in-startup"
+    assert row.summary.failure.last_line.startswith("NCCL INFO Bootstrap")

@@ -19,7 +19,7 @@ def summary_of(path) -> dict:
     store = JobStore()
     parse_file(path, path.name, sink=store.add)
     (job,) = store.jobs.values()
-    return summarize(job, now=None, last_write=None)
+    return summarize(job, now=None, last_write=None).as_dict()
 
 
 @pytest.mark.parametrize("path", FIXTURE_LOGS, ids=lambda p: p.name)
@@ -244,12 +244,12 @@ def test_last_loss_of_steps_is_the_last_one_logged():
     store = JobStore()
     store.add([Step(file="f", line=1, step=1, loss=2.5), Step(file="f", line=2, step=2, lr=0.1)])
     (job,) = store.jobs.values()
-    assert summarize(job)["loss_last"] == 2.5
+    assert summarize(job).as_dict()["loss_last"] == 2.5
     store.add([Step(file="f", line=3, step=3, loss=float("nan")), Step(file="f", line=4, step=4)])
-    assert summarize(job)["loss_last"] == "nan"
+    assert summarize(job).as_dict()["loss_last"] == "nan"
     store = JobStore()
     store.add([Step(file="g", line=1, step=1, lr=0.1)])
-    assert summarize(next(iter(store.jobs.values())))["loss_last"] is None
+    assert summarize(next(iter(store.jobs.values()))).loss_last is None
 
 
 def _summary_of_text(tmp_path, name: str, text: str) -> dict:
@@ -334,7 +334,7 @@ def test_offloading_methods_name_the_run(frameworks, expected):
     from parsers.events import RunConfig
     store = JobStore()
     store.add([RunConfig(file="f.log", line=i + 1, framework=name) for i, name in enumerate(frameworks)])
-    assert summarize(next(iter(store.jobs.values())))["framework"] == expected
+    assert summarize(next(iter(store.jobs.values()))).framework == expected
 
 
 def test_the_first_step_completes_after_training_starts_plus_its_time(tmp_path):

@@ -273,7 +273,7 @@ def test_a_watch_ingest_process_reads_user_formats_even_when_spawned(tmp_path, m
         row = None
         while time.monotonic() < deadline:
             rows = session.snapshot().rows
-            row = next((r.summary for r in rows if r.summary["job"] == "nano-run"), None)
+            row = next((r.summary.as_dict() for r in rows if r.summary.job == "nano-run"), None)
             if row and row["last_iteration"] == 12:
                 break
             time.sleep(0.2)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import os
@@ -18,11 +19,11 @@ from ..figures.alerts import DEFAULTS as _ALERT_DEFAULTS
 from ..figures.alerts import quiet_verdict
 from ..figures.columns import DEFAULT as COLUMN_DEFAULT
 from ..figures.columns import NAMES as COLUMN_NAMES
-from ..figures.columns import ColumnError, parse_columns
+from ..figures.columns import ColumnError, parse_columns, render_summary
 from ..figures.columns import render as render_columns
 from ..figures.gpus import GPU_PEAK_TFLOPS
 from ..figures.metrics import parse_size, tflops_per_gpu
-from ..figures.summary import RENDERERS, STARTUP_TIMEOUT_S, summarize
+from ..figures.summary import STARTUP_TIMEOUT_S, summarize
 from ..sources.discover import DEFAULT_INCLUDE, PathError, discover
 from ..sources.files import last_line
 from ..sources.specs import split_paths
@@ -136,7 +137,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = verbs.add_parser("summary", help="one row per job: iteration time, TFLOPs, startup, failures")
     _add_paths(p)
-    p.add_argument("--format", choices=sorted(RENDERERS), default="table")
+    p.add_argument("--format", choices=("csv", "json", "markdown", "table"), default="table")
     columns = p.add_argument("--columns", metavar="A,B,C",
                              help="only these columns, in this order (seed 001's table: "
                                   f"{','.join(COLUMN_DEFAULT)}); names: {', '.join(COLUMN_NAMES)}")
@@ -505,17 +506,17 @@ def cmd_summary(args) -> int:
         # read once, never seen growing: a run quiet past its limit ended, or stalled by its own stamps
         verdict = quiet_verdict(job, row, STALL_DEFAULTS, now, last_write, grew=False)
         if verdict is not None:
-            row["status"] = verdict
-        if row["status"] == "stuck-in-startup" and row["failure"]:
+            row = row.with_(status=verdict)
+        if row.status == "stuck-in-startup" and row.failure:
             latest = max(job.files, key=lambda f: mtime_of(f) or 0.0)
-            row["failure"]["file"] = latest
-            row["failure"]["last_line"] = seen[latest][1] if latest in seen else last_line(latest)
+            row = row.with_(failure=dataclasses.replace(
+                row.failure, file=latest, last_line=seen[latest][1] if latest in seen else last_line(latest)))
         rows.append(row)
-    rows.sort(key=lambda r: r["job"])
+    rows.sort(key=lambda r: r.job)
     if args.columns:
         sys.stdout.write(render_columns(rows, parse_columns(args.columns), args.format))
     else:
-        sys.stdout.write(RENDERERS[args.format](rows))
+        sys.stdout.write(render_summary(rows, args.format))
     sys.stdout.flush()
     _report(stats, len(files) + len(remote_files), time.perf_counter() - t0)
     return 0

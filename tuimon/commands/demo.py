@@ -32,8 +32,9 @@ from parsers.megatron import MegatronParser
 from parsers.timers import TimerParser
 
 from ..engine.ingest import parse_file
+from ..figures.columns import render_summary
 from ..figures.metrics import model_size_billion
-from ..figures.summary import render_table, summarize
+from ..figures.summary import summarize
 from ..store.job_store import JobStore
 
 
@@ -250,8 +251,8 @@ def frame(directory: Path) -> str:
         parse_file(path, path.name, sink=store.add)
     now = time.time()
     rows = [summarize(job, now=now, last_write=now, startup_timeout=STARTUP_TIMEOUT_S) for job in store.jobs.values()]
-    rows.sort(key=lambda r: r["job"])
-    return render_table(rows)
+    rows.sort(key=lambda r: r.job)
+    return render_summary(rows, "table")
 
 
 def run_headless(directory: Path, seconds: float) -> int:

@@ -19,13 +19,13 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.exposition import choose_encoder
 from prometheus_client.registry import Collector, CollectorRegistry
 
-from ..figures.summary import last_progress
+from ..figures.record import STATUSES
 from ..live.session import JobRow, LiveSession, Snapshot
 from ..sources.specs import host_and_path
+from ..store.fields import FIELDS
 from .listen import DEFAULT_LISTEN, ListenError, parse_listen, url_host
 
-STATUSES = ("starting", "training", "finished", "failed", "nan", "stuck-in-startup", "no-iterations", "stalled")
-ENDED = ("finished", "failed", "no-iterations")
+ENDED = ("finished", "ended", "failed", "no-iterations")
 
 
 def label_text(value: Any) -> str:
@@ -48,7 +48,7 @@ class SessionCollector(Collector):
     def rows(self, snap: Snapshot) -> list[JobRow]:
         """The jobs exported: not ended more than ``retain_s`` ago, the ``max_jobs`` latest."""
         kept = [r for r in snap.rows
-                if not (r.summary["status"] in ENDED and r.age_s is not None and r.age_s > self.retain_s)]
+                if not (r.summary.status in ENDED and r.age_s is not None and r.age_s > self.retain_s)]
         kept.sort(key=lambda r: r.age_s if r.age_s is not None else float("inf"))
         return kept[:self.max_jobs]
 
@@ -97,8 +97,8 @@ def _job_metrics(rows: list[JobRow], alerts: list, now: float) -> Iterable[Any]:
     it = gauge("tuimon_job_iteration", "Last training iteration (or step) logged")
     total = gauge("tuimon_job_train_iters", "Iterations the run is set to train")
     secs = gauge("tuimon_job_iteration_seconds", "Iteration time: steady median, and the last", ["stat"])
-    sps = gauge("tuimon_job_samples_per_second", "Samples per second (steady median)")
-    tps = gauge("tuimon_job_tokens_per_second", "Tokens per second (steady median)")
+    # the field registry's own figures: one family each (a new registry field is a new family)
+    registry = [(f.key, gauge(f.metric_name, f.metric_help)) for f in FIELDS if f.summary]
     tflops = gauge("tuimon_job_tflops_per_gpu", "TFLOPs per GPU as the log reports them and as computed",
                    ["source"])
     mfu = gauge("tuimon_job_mfu_ratio", "Model FLOPs utilisation: achieved over the GPU's peak")
@@ -114,39 +114,40 @@ def _job_metrics(rows: list[JobRow], alerts: list, now: float) -> Iterable[Any]:
         by_job[(a.job, a.kind)] = by_job.get((a.job, a.kind), 0) + 1
     for row in rows:
         s = row.summary
-        host, path = host_and_path(s["files"][0] if s["files"] else "")
-        labels = [label_text(s["job"]), label_text(s["framework"]), label_text(host), label_text(path)]
+        host, path = host_and_path(s.files[0] if s.files else "")
+        labels = [label_text(s.job), label_text(s.framework), label_text(host), label_text(path)]
 
         def put(family: GaugeMetricFamily, value: Any, *extra: str) -> None:
             if value is not None and not isinstance(value, str):
                 family.add_metric(labels + list(extra), float(value))
 
-        put(it, last_progress(s))
-        put(total, s["train_iters"])
-        if s["iter_time_ms"]:
-            put(secs, s["iter_time_ms"]["median"] / 1000.0, "median")
-        if s.get("iter_time_last_ms") is not None:
-            put(secs, s["iter_time_last_ms"] / 1000.0, "last")
-        put(sps, s["samples_per_sec"])
-        put(tps, s["tokens_per_sec"])
-        put(tflops, s["tflops_per_gpu"]["reported"], "reported")
-        put(tflops, s["tflops_per_gpu"]["computed"], "computed")
-        put(mfu, s["mfu"])
-        loss_value = s["loss_last"]
+        put(it, s.last_progress)
+        put(total, s.train_iters)
+        if s.iter_time_ms:
+            put(secs, s.iter_time_ms.median / 1000.0, "median")
+        if s.iter_time_last_ms is not None:
+            put(secs, s.iter_time_last_ms / 1000.0, "last")
+        for key, family in registry:
+            put(family, s.metric(key))
+        put(tflops, s.tflops_per_gpu.reported, "reported")
+        put(tflops, s.tflops_per_gpu.computed, "computed")
+        put(mfu, s.mfu)
+        loss_value = s.loss_last
         put(loss, float(loss_value) if isinstance(loss_value, str) else loss_value)  # "nan" is news too
-        for metric, value in s["eval_last"].items():  # at most MAX_METRICS names a job (tuimon.store.evals)
+        for metric, value in s.eval_last.items():  # at most MAX_METRICS names a job (tuimon.store.evals)
             put(evaluation, float(value) if isinstance(value, str) else value, label_text(metric))
-        put(startup, s["startup_s"])
+        put(startup, s.startup_s)
         if row.age_s is not None:
             put(updated, now - row.age_s)
-        current = "stalled" if row.stalled else s["status"]
+        current = "stalled" if row.stalled else s.status
         for name in STATUSES:
             status.add_metric(labels + [name], 1.0 if name == current else 0.0)
-        put(world, s["world_size"])
+        put(world, s.world_size)
         for (job, kind), n in by_job.items():
-            if job == s["job"]:
+            if job == s.job:
                 counts.add_metric(labels + [label_text(kind)], float(n))
-    yield from (it, total, secs, sps, tps, tflops, mfu, loss, evaluation, startup, updated, status, world, counts)
+    yield from (it, total, secs, *(family for _, family in registry), tflops, mfu, loss, evaluation, startup, updated,
+                status, world, counts)
 
 
 def registry_for(session: LiveSession, **kw: Any) -> CollectorRegistry:

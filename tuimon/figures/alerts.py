@@ -35,6 +35,7 @@ import numpy as np
 from ..store.job_store import Job
 from ..store.series import Series
 from .metrics import steady_median
+from .record import Summary
 
 DEFAULTS: dict[str, dict[str, float]] = {
     "failed": {},
@@ -120,26 +121,23 @@ class Rules:
         return cls({k: v for k, v in settings.items() if v is not None})
 
 
-def evaluate(job: Job, summary: Mapping[str, Any], rules: Rules, *, now: Optional[float] = None,
+def evaluate(job: Job, summary: Summary, rules: Rules, *, now: Optional[float] = None,
              last_write: Optional[float] = None, grew: bool = True) -> list[Alert]:
     """Every alert ``job`` has earned, by rule, oldest first within a rule.  ``grew``: its
     files were seen written while watched (see :func:`quiet_verdict`)."""
     out: list[Alert] = []
     on = rules.settings
-    name = summary["job"]
-    status, failure = summary["status"], summary.get("failure") or {}
-    last_it = summary.get("last_iteration")
-    if last_it is None:
-        last_it = summary.get("last_step")
-    if "failed" in on and status == "failed":
+    name = summary.job
+    status, failure = summary.status, summary.failure
+    last_it = summary.last_progress
+    if "failed" in on and status == "failed" and failure is not None:
         out.append(Alert(name, "failed", None, last_it, job.last_wall,
-                         f"{failure.get('kind')}: {failure.get('message', '')}"[:300], failure.get("file"),
-                         failure.get("line")))
-    if "startup-hang" in on and status == "stuck-in-startup":
-        text = failure.get("message", "")
-        if failure.get("last_line"):
-            text += f"; last line: {failure['last_line']}"
-        out.append(Alert(name, "startup-hang", None, None, job.last_wall, text[:300], failure.get("file"), None))
+                         f"{failure.kind}: {failure.message}"[:300], failure.file, failure.line))
+    if "startup-hang" in on and status == "stuck-in-startup" and failure is not None:
+        text = failure.message
+        if failure.last_line:
+            text += f"; last line: {failure.last_line}"
+        out.append(Alert(name, "startup-hang", None, None, job.last_wall, text[:300], failure.file, None))
     if "nan" in on:
         for step, rank, file, line, wall in job.nan_events:
             where = f"at iteration {step}" if step is not None else f"at line {line}"
@@ -179,7 +177,7 @@ def _point(job: Job, series: Series, i: int) -> tuple[Optional[int], Optional[fl
     return it, wall, job.files[fid] if fid < len(job.files) else None, int(p["line"]) or None
 
 
-def time_deadline(job: Job, summary: Mapping[str, Any], rules: "Rules", now: Optional[float],
+def time_deadline(job: Job, summary: Summary, rules: "Rules", now: Optional[float],
                   last_write: Optional[float], startup_timeout: float, grew: bool = True) -> Optional[float]:
     """When time alone, with no new line and no new write, could next change ``job``'s
     alerts: the moment it stalls (``training``) or hangs in startup (``starting``).
@@ -188,12 +186,12 @@ def time_deadline(job: Job, summary: Mapping[str, Any], rules: "Rules", now: Opt
     if now is None or last_write is None:
         return None
     on = rules.settings
-    status = summary["status"]
+    status = summary.status
     if status == "training" and "stalled" in on:
-        it = summary.get("iter_time_ms")
+        it = summary.iter_time_ms
         if not it or not grew:  # a log not seen growing does not stall with time (quiet_verdict)
             return None
-        at = last_write + stall_limit(it["median"], on["stalled"])
+        at = last_write + stall_limit(it.median, on["stalled"])
         return at if at >= now else None
     if status == "starting" and "startup-hang" in on and job.first_wall is not None:
         span = (job.last_wall - job.first_wall) if job.last_wall is not None else 0.0
@@ -202,17 +200,17 @@ def time_deadline(job: Job, summary: Mapping[str, Any], rules: "Rules", now: Opt
     return None
 
 
-def quiet_verdict(job: Job, summary: Mapping[str, Any], opts: Mapping[str, float], now: Optional[float],
+def quiet_verdict(job: Job, summary: Summary, opts: Mapping[str, float], now: Optional[float],
                   last_write: Optional[float], grew: bool = True) -> Optional[str]:
     """What a training job quiet for longer than its limit is: ``stalled`` when it was
     seen growing and then stopped, or when the log's own clock shows it stopped making
     progress (lines stamped past the limit after its last step); ``ended`` when the log
     simply stops: a copied or finished-long-ago log is no stalled run.  None while it is
     not quiet past its limit.  ``grew``: whether its files were seen written while watched."""
-    it = summary.get("iter_time_ms")
-    if not it or summary.get("status") != "training":
+    it = summary.iter_time_ms
+    if not it or summary.status != "training":
         return None
-    limit = stall_limit(it["median"], opts)
+    limit = stall_limit(it.median, opts)
     if _quiet_in_log(job) > limit:
         return "stalled"  # its own stamps: lines went on, progress did not
     if now is None or last_write is None or now - last_write <= limit:
@@ -231,22 +229,23 @@ def stall_limit(median_ms: float, opts: Mapping[str, float]) -> float:
     return max(opts["factor"] * median_ms / 1000.0, opts["min_s"])
 
 
-def progress_words(summary: Mapping[str, Any]) -> str:
+def progress_words(summary: Summary) -> str:
     """``after iteration 120`` (``after step 12``), or nothing for a job with neither."""
-    if summary.get("last_iteration") is not None:
-        return f" after iteration {summary['last_iteration']}"
-    if summary.get("last_step") is not None:
-        return f" after step {summary['last_step']}"
+    if summary.last_iteration is not None:
+        return f" after iteration {summary.last_iteration}"
+    if summary.last_step is not None:
+        return f" after step {summary.last_step}"
     return ""
 
 
-def _stalled(job: Job, summary: Mapping[str, Any], opts: Mapping[str, float], now: Optional[float],
+def _stalled(job: Job, summary: Summary, opts: Mapping[str, float], now: Optional[float],
              last_write: Optional[float], grew: bool) -> list[Alert]:
     if quiet_verdict(job, summary, opts, now, last_write, grew) != "stalled":
         return []
-    it = summary["iter_time_ms"]
-    limit = stall_limit(it["median"], opts)
-    rule = f"limit {limit:.0f} s: {opts['factor']:g}x the median iteration {it['median'] / 1000.0:.2f} s, " \
+    it = summary.iter_time_ms
+    assert it is not None  # quiet_verdict said stalled: it has one
+    limit = stall_limit(it.median, opts)
+    rule = f"limit {limit:.0f} s: {opts['factor']:g}x the median iteration {it.median / 1000.0:.2f} s, " \
            f"at least {opts['min_s']:.0f} s"
     if _quiet_in_log(job) > limit:
         text = (f"no progress for {_quiet_in_log(job):.0f} s{progress_words(summary)}, by the log's own time "
@@ -256,10 +255,7 @@ def _stalled(job: Job, summary: Mapping[str, Any], opts: Mapping[str, float], no
         since = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(last_write or 0.0))
         text = f"no line since {since}{progress_words(summary)} ({rule})"
         when = last_write
-    last = summary.get("last_iteration")
-    if last is None:
-        last = summary.get("last_step")
-    return [Alert(summary["job"], "stalled", None, last, when,  # no "N s ago": the same alert, whenever read
+    return [Alert(summary.job, "stalled", None, summary.last_progress, when,  # no "N s ago": the same alert, whenever read
                   text, job.last_progress[0] if job.last_progress else None,
                   job.last_progress[1] if job.last_progress else None)]
 

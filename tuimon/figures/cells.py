@@ -1,6 +1,9 @@
-"""A table's cells from untrusted text: what every rendering of the figures (table,
-markdown, CSV) makes of a job name or a log's text."""
+"""A table's cells: what every rendering of the figures (table, markdown, CSV, the
+app) makes of a job name or a log's text, and the compact number texts of narrow cells."""
 from __future__ import annotations
+
+import math
+from typing import Optional
 
 
 def safe_cell(text: str) -> str:
@@ -19,3 +22,43 @@ def csv_text(text: str) -> str:
     stays text (OWASP's advice for CSV injection)."""
     cell = safe_cell(text)
     return "'" + cell if cell.startswith(FORMULA_LEADS) else cell
+
+
+def num(value: Optional[float], digits: int = 1, suffix: str = "") -> str:
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return "-"
+    return f"{value:.{digits}f}{suffix}"
+
+
+def short_num(value: Optional[float], digits: int = 1) -> str:
+    """A rate in a narrow cell: as :func:`num` below 10,000, else three figures and k, M or G
+    (``1.98M`` tokens/s)."""
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return "-"
+    if abs(value) < 10_000:
+        return num(value, digits)
+    for scale, unit in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(value) >= scale:
+            scaled = value / scale
+            return f"{scaled:.{max(0, 2 - int(math.log10(abs(scaled))))}f}{unit}"
+    return num(value, digits)
+
+
+def iter_time(ms: Optional[float]) -> str:
+    """An iteration time: seconds, or milliseconds under 10 ms (``0.00s`` says nothing)."""
+    if ms is None or not math.isfinite(ms):
+        return "-"
+    return f"{ms:.2f}ms" if ms < 10.0 else f"{ms / 1000.0:.2f}s"
+
+
+def duration(seconds: Optional[float]) -> str:
+    if seconds is None or not math.isfinite(seconds):
+        return "-"
+    seconds = max(0.0, seconds)
+    if seconds < 90:
+        return f"{seconds:.0f}s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f}m"
+    if seconds < 172800:
+        return f"{seconds / 3600:.1f}h"
+    return f"{seconds / 86400:.1f}d"

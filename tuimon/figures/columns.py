@@ -1,120 +1,239 @@
-"""Named summary columns (``tuimon summary --columns job,gpus,size,speed,tflops``): the
-tables users put in reports (seed 001 by GPUs, size, DP, PP, batch, speed and TFLOPs;
-seed 004 by method, throughput, size, layers, hidden, heads, sequence and batch).
+"""The column registry: every column of every table tuimon shows or writes.
 
-A column is a name, a header, a getter over a summary row and the decimals a table
-shows.  Machines get raw values: JSON numbers or null, CSV numbers or an empty cell;
-a fraction people read as a percent (MFU) is a percent in tables and on screen, and the
-fraction in JSON and CSV.
+``tuimon summary`` (table, markdown, CSV), ``--columns``, the compare screen, the app's
+jobs screen (its columns, the order they drop in at narrow widths, its sorts) and the
+tables users put in reports (seed 001 by GPUs, size, DP, PP, batch, speed and TFLOPs;
+seed 004 by method, throughput, size, layers, hidden, heads, sequence and batch) are
+all read from :data:`COLUMNS`.  The field registry's own summary metrics
+(:data:`tuimon.store.fields.FIELDS`) become columns here without a line of their own.
+
+A column is a name, a header, a getter over a :class:`~tuimon.figures.record.Summary`
+and the decimals a table shows.  Machines get raw values: JSON numbers or null, CSV
+numbers or an empty cell; a fraction people read as a percent (MFU) is a percent in
+tables and on screen, and the fraction in JSON and CSV.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
-from .cells import csv_text, safe_cell
+from ..store.fields import FIELDS, SHOWN, Field
+from .cells import csv_text, duration, iter_time, num, safe_cell, short_num
+from .record import SCHEMA_VERSION, Figure, Summary
 
 
 @dataclass(frozen=True)
 class Column:
     name: str
     header: str
-    get: Callable[[dict], Any]
+    get: Callable[[Summary], Any]
     digits: Optional[int] = None  # None: text
     #: a fraction that people read as a percent (MFU: ``41.2%``); machines (JSON, CSV) get the fraction
     percent: bool = False
+    #: the text people read where it says more than the value (``12/20``, ``failed (oom)``)
+    show: Optional[Callable[[Summary], str]] = None
+    right: Optional[bool] = None  # aligned right; by default numbers are
+    #: the jobs screen: its header there (None: not on the screen), its compact text, the order
+    #: columns drop in as the terminal narrows (lowest stays longest) and the sort a click picks
+    screen: Optional[str] = None
+    compact: Optional[Callable[[Summary], str]] = None
+    keep: int = 99
+    sort: Optional[str] = None
+    #: the live view's own figure (ETA, last update, the trend): not a summary's, not in --columns
+    live: bool = False
+
+    @property
+    def aligned_right(self) -> bool:
+        return self.right if self.right is not None else self.digits is not None
 
 
-def _cfg(key: str) -> Callable[[dict], Any]:
-    return lambda r: r["config"].get(key)
+def _cfg(key: str) -> Callable[[Summary], Any]:
+    return lambda r: getattr(r.config, key)
 
 
-def _method(r: dict) -> str:
-    """A job's framework is already named by its offloading method when it has one
-    (``Job.framework``): stronghold, l2l, zero-offload, zero-infinity, else megatron-lm..."""
-    return str(r["framework"])
-
-
-def _gas(r: dict) -> Optional[int]:
-    gbs, mbs, dp = r["global_batch"], r["config"].get("micro_batch"), r["config"].get("dp")
+def _gas(r: Summary) -> Optional[int]:
+    gbs, mbs, dp = r.global_batch, r.config.micro_batch, r.config.dp
     if gbs and mbs and dp and gbs % (mbs * dp) == 0:
         return gbs // (mbs * dp)
     return None
 
 
-def _speed(r: dict) -> Optional[float]:
-    return r["iter_time_ms"]["median"] / 1000.0 if r["iter_time_ms"] else None
+def _speed(r: Summary) -> Optional[float]:
+    return r.iter_time_ms.median / 1000.0 if r.iter_time_ms else None
 
 
-def _tflops(r: dict) -> Optional[float]:
-    t = r["tflops_per_gpu"]
-    return t["computed"] if t["computed"] is not None else t["reported"]
+def _tflops(r: Summary) -> Optional[float]:
+    t = r.tflops_per_gpu
+    return t.computed if t.computed is not None else t.reported
 
 
-def _iterations(r: dict) -> Optional[int]:
-    return r["last_iteration"] if r["last_iteration"] is not None else r.get("last_step")
+def tflops_text(r: Summary) -> str:
+    """TFLOPs per GPU in one cell: computed, else as the log reports it (``7.2r``)."""
+    t = r.tflops_per_gpu
+    if t.computed is not None:
+        return num(t.computed)
+    return num(t.reported) + "r" if t.reported is not None else "-"
 
 
-def _memory(r: dict) -> Optional[float]:
-    mb = r["memory"]["gpu_max_allocated_mb"]
+def _memory(r: Summary) -> Optional[float]:
+    mb = r.memory.gpu_max_allocated_mb
     return round(mb / 1024.0, 2) if mb is not None else None
 
 
-COLUMNS: tuple[Column, ...] = (
-    Column("job", "Job", lambda r: r["job"]),
-    Column("method", "Method", _method),
-    Column("framework", "Framework", lambda r: r["framework"]),
-    Column("status", "Status", lambda r: r["status"]),
-    Column("iterations", "Iterations", _iterations, 0),
-    Column("gpus", "GPUs", lambda r: r["world_size"], 0),
-    Column("size", "Size (B)", lambda r: r["params_billion"], 3),
+def status_label(r: Summary) -> str:
+    return r.status + (f" ({r.failure.kind})" if r.failure and r.status == "failed" else "")
+
+
+def progress_text(r: Summary) -> str:
+    """``last/total`` (:attr:`Summary.last_progress`), ``-`` when the job has none."""
+    last = r.last_progress
+    if last is None:
+        return "-"
+    return f"{last}/{r.train_iters}" if r.train_iters else str(last)
+
+
+def mfu_text(r: Summary) -> str:
+    """``41.2%``; ``!`` marks a job whose figures are doubtful (see its ``checks``)."""
+    if r.mfu is None:
+        return "-" + ("!" if r.checks else "")
+    return f"{100.0 * r.mfu:.1f}%" + ("!" if r.checks else "")
+
+
+def figure_text(value: Figure, digits: int = 4) -> str:
+    """A loss or evaluation figure; a diverged one (``nan``, ``inf``) stays a word."""
+    return value if isinstance(value, str) else num(value, digits)
+
+
+def eval_text(r: Summary) -> str:
+    """``val lm loss 2.3456``: the evaluation metric a row shows, named (``-`` without one)."""
+    if r.eval_metric is None:
+        return "-"
+    return f"{r.eval_metric} {figure_text(r.eval_value)}"
+
+
+def _spread(r: Summary) -> Optional[str]:
+    it = r.iter_time_ms
+    return f"{it.p10 / 1000.0:.3f}-{it.p90 / 1000.0:.3f}" if it else None
+
+
+def _spread_compact(r: Summary) -> str:
+    it = r.iter_time_ms
+    if not it:
+        return "-"
+    return f"{it.p10:.2f}-{it.p90:.2f}ms" if it.p90 < 10.0 else f"{it.p10 / 1000:.2f}-{it.p90 / 1000:.2f}s"
+
+
+def _registry(f: Field, keep: int) -> Column:
+    """A column of the field registry's own summary metric."""
+    def get(r: Summary) -> Optional[float]:
+        return r.metric(f.key)
+
+    def compact(r: Summary) -> str:
+        return short_num(r.metric(f.key), min(f.digits, 2))
+    percent = f.unit == "ratio"  # a fraction people read as a percent, as MFU
+    digits = 1 if percent else f.digits
+    return Column(f.key, f.label, get, digits, percent=percent, screen=f.label if f.shown else None, keep=keep,
+                  compact=compact)
+
+
+def _none(_: Summary) -> None:
+    return None
+
+
+_BUILT_IN: tuple[Column, ...] = (
+    Column("job", "Job", lambda r: r.job, screen="Job", keep=0, sort="job"),
+    Column("method", "Method", lambda r: r.framework),  # already named by its offloading method when it has one
+    Column("framework", "Framework", lambda r: r.framework, screen="Framework", keep=10),
+    Column("status", "Status", lambda r: r.status, show=status_label, screen="Status", keep=1, sort="status"),
+    Column("iterations", "Iterations", lambda r: r.last_progress, 0),
+    Column("progress", "Iter", lambda r: r.last_progress, show=progress_text, right=True,
+           screen="Iter", compact=progress_text, keep=2),
+    Column("eta", "ETA", _none, screen="ETA", keep=9, live=True),
+    Column("train_iters", "Train iters", lambda r: r.train_iters, 0),
+    Column("gpus", "GPUs", lambda r: r.world_size, 0),
+    Column("size", "Size (B)", lambda r: r.params_billion, 3),
     Column("layers", "Layers", _cfg("num_layers"), 0),
     Column("hidden", "Hidden", _cfg("hidden_size"), 0),
     Column("heads", "Heads", _cfg("num_heads"), 0),
-    Column("seq", "Seq", lambda r: r["seq_length"], 0),
+    Column("seq", "Seq", lambda r: r.seq_length, 0),
     Column("tp", "TP", _cfg("tp"), 0),
     Column("pp", "PP", _cfg("pp"), 0),
     Column("dp", "DP", _cfg("dp"), 0),
     Column("mbs", "MBS", _cfg("micro_batch"), 0),
-    Column("gbs", "GBS", lambda r: r["global_batch"], 0),
+    Column("gbs", "GBS", lambda r: r.global_batch, 0),
     Column("gas", "GAS", _gas, 0),
-    Column("speed", "Speed (s/it)", _speed, 3),
-    Column("tflops", "TFLOPs", _tflops, 1),
-    Column("tflops_reported", "TFLOPs rep", lambda r: r["tflops_per_gpu"]["reported"], 1),
-    Column("tflops_computed", "TFLOPs calc", lambda r: r["tflops_per_gpu"]["computed"], 1),
-    Column("mfu", "MFU", lambda r: r["mfu"], 1, percent=True),
-    Column("samples_per_sec", "Samples/s", lambda r: r["samples_per_sec"], 3),
-    Column("tokens_per_sec", "Tokens/s", lambda r: r["tokens_per_sec"], 0),
-    Column("tokens_per_gpu_per_sec", "Tokens/s/GPU", lambda r: r["tokens_per_gpu_per_sec"], 0),
-    Column("startup", "Startup (s)", lambda r: r["startup_s"], 0),
-    Column("loss", "Loss", lambda r: r["loss_last"], 4),
-    Column("eval", "Eval", lambda r: r["eval_value"], 4),
-    Column("eval_metric", "Eval metric", lambda r: r["eval_metric"]),
-    Column("warnings", "Warnings", lambda r: sum(r["warnings"].values()), 0),
-    Column("ranks", "Ranks seen", lambda r: r["ranks_seen"], 0),
-    Column("gpu", "GPU", lambda r: r["gpu"]),
+    Column("speed", "Speed (s/it)", _speed, 3, screen="Iter time", keep=3, sort="iter time",
+           compact=lambda r: iter_time(r.iter_time_ms.median if r.iter_time_ms else None)),
+    Column("spread", "p10-p90 (s)", _spread, right=True, screen="Spread", compact=_spread_compact, keep=15),
+    Column("tflops", "TFLOPs", _tflops, 1, screen="TFLOPs", compact=tflops_text, keep=4, sort="tflops"),
+    Column("tflops_reported", "TFLOPs rep", lambda r: r.tflops_per_gpu.reported, 1, screen="TFLOPs rep", keep=7,
+           sort="tflops", compact=lambda r: num(r.tflops_per_gpu.reported)),
+    Column("tflops_computed", "TFLOPs calc", lambda r: r.tflops_per_gpu.computed, 1, screen="TFLOPs calc", keep=6,
+           sort="tflops", compact=lambda r: num(r.tflops_per_gpu.computed)),
+    Column("mfu", "MFU", lambda r: r.mfu, 1, percent=True, show=mfu_text, screen="MFU", compact=mfu_text, keep=5,
+           sort="mfu"),
+    Column("loss", "Loss", lambda r: r.loss_last, 4, screen="Loss", keep=8, compact=lambda r: figure_text(r.loss_last)),
+    Column("eval", "Eval", lambda r: r.eval_value, 4, show=eval_text, screen="Eval", keep=12,
+           compact=lambda r: figure_text(r.eval_value)),
+    Column("eval_metric", "Eval metric", lambda r: r.eval_metric),
+    Column("startup", "Startup (s)", lambda r: r.startup_s, 0, screen="Startup", keep=16,
+           compact=lambda r: duration(r.startup_s)),
+    Column("warnings", "Warnings", lambda r: sum(r.warnings.values()), 0),
+    Column("ranks", "Ranks seen", lambda r: r.ranks_seen, 0),
+    Column("gpu", "GPU", lambda r: r.gpu),
     Column("memory", "Memory (GB)", _memory, 2),
+    Column("updated", "Updated", _none, screen="Updated", keep=11, sort="updated", live=True),
+    Column("trend", "TFLOPs trend", _none, screen="TFLOPs trend", keep=17, live=True),
+    Column("checks", "Checks", lambda r: "; ".join(r.checks) or None),
 )
+
+
+def _with_registry(built_in: tuple[Column, ...]) -> tuple[Column, ...]:
+    """The registry's metrics after the throughput columns (shown ones on the screen)."""
+    named = {c.name for c in built_in}
+    extra = tuple(_registry(f, 13 + i) for i, f in enumerate(f for f in FIELDS if f.summary) if f.key not in named)
+    at = next(i for i, c in enumerate(built_in) if c.name == "spread") + 1
+    return built_in[:at] + extra + built_in[at:]
+
+
+COLUMNS: tuple[Column, ...] = _with_registry(_BUILT_IN)
 BY_NAME = {c.name: c for c in COLUMNS}
-NAMES = tuple(BY_NAME)
+#: what --columns and the compare screen take (the live view's own are not a summary's)
+NAMES = tuple(c.name for c in COLUMNS if not c.live)
 #: seed 001's table
 DEFAULT = ("job", "gpus", "size", "dp", "pp", "mbs", "gbs", "speed", "tflops")
+#: ``tuimon summary``'s table: progress, rates, TFLOPs both ways, MFU, the model, startup, loss, eval
+SUMMARY = ("job", "framework", "status", "progress", "speed", "spread", *(f.key for f in SHOWN),
+           "tflops_reported", "tflops_computed", "mfu", "size", "gpus", "startup", "loss", "eval")
+#: the CSV export: every summary column, one value a cell
+CSV = tuple(n for n in NAMES if n not in ("progress", "spread"))
+#: the jobs screen, left to right
+SCREEN = tuple(c for c in COLUMNS if c.screen is not None)
+#: the jobs screen's columns, the one kept longest first
+SCREEN_PRIORITY = tuple(c.screen for c in sorted(SCREEN, key=lambda c: c.keep) if c.screen)
+#: the jobs screen's sorts, and which header picks which
+SORTS = tuple(dict.fromkeys(c.sort for c in SCREEN if c.sort))
+HEADER_SORTS = {c.screen: c.sort for c in SCREEN if c.sort and c.screen}
 
 
 class ColumnError(ValueError):
     """A --columns the user gave with a name we do not know (one line, exit status 2)."""
 
 
+def columns_named(names: tuple[str, ...]) -> tuple[Column, ...]:
+    return tuple(BY_NAME[n] for n in names)
+
+
 def parse_columns(text: str) -> tuple[Column, ...]:
     names = [n.strip() for n in text.split(",") if n.strip()]
-    unknown = [n for n in names if n not in BY_NAME]
+    unknown = [n for n in names if n not in NAMES]
     if unknown or not names:
         what = f"unknown column {unknown[0]!r}" if unknown else "no column named"
         raise ColumnError(f"--columns: {what} (columns: {', '.join(NAMES)})")
     return tuple(BY_NAME[n] for n in names)
 
 
-def raw(column: Column, row: dict) -> Any:
+def raw(column: Column, row: Summary) -> Any:
     """The value for machines: a number, a string, or None."""
     value = column.get(row)
     if isinstance(value, float):
@@ -125,7 +244,10 @@ def raw(column: Column, row: dict) -> Any:
     return value
 
 
-def text(column: Column, row: dict) -> str:
+def text(column: Column, row: Summary) -> str:
+    """The text people read."""
+    if column.show is not None:
+        return column.show(row)
     value = raw(column, row)
     if value is None:
         return "-"
@@ -136,15 +258,26 @@ def text(column: Column, row: dict) -> str:
     return f"{value:.{column.digits}f}"
 
 
-def render(summaries: list[dict], columns: tuple[Column, ...], fmt: str) -> str:
-    """The rows in ``columns``, as table, markdown, csv or json."""
+def notes(summaries: list[Summary], bullet: str = "!") -> list[str]:
+    """One line per doubtful figure (the ``!`` of a row's MFU) and per job stuck in
+    startup (with the last line it printed), below a table."""
+    out = [f"{bullet} {safe_cell(s.job)}: {check}" for s in summaries for check in s.checks]
+    out += [f"{bullet} {safe_cell(s.job)}: stuck in startup: {s.failure.message}; last line: "
+            f"{safe_cell(s.failure.last_line or '-')[:200]}"
+            for s in summaries if s.status == "stuck-in-startup" and s.failure]
+    return [""] + out if out else []
+
+
+def render(summaries: list[Summary], columns: tuple[Column, ...], fmt: str) -> str:
+    """The rows in ``columns``, as table, markdown, csv or json: the one table renderer.
+    A table or markdown with the MFU column says below it why a figure is marked ``!``."""
     import csv
     import io
     import json
 
-
     if fmt == "json":
-        return json.dumps([{c.name: raw(c, r) for c in columns} for r in summaries], indent=2, allow_nan=False) + "\n"
+        records = [{"schema_version": SCHEMA_VERSION, **{c.name: raw(c, r) for c in columns}} for r in summaries]
+        return json.dumps(records, indent=2, allow_nan=False) + "\n"
     if fmt == "csv":
         buf = io.StringIO()
         writer = csv.writer(buf, lineterminator="\n")
@@ -155,13 +288,28 @@ def render(summaries: list[dict], columns: tuple[Column, ...], fmt: str) -> str:
         return buf.getvalue()
     head = [c.header for c in columns]
     rows = [[safe_cell(text(c, r)) for c in columns] for r in summaries]
-    numeric = [c.digits is not None for c in columns]
+    right = [c.aligned_right for c in columns]
+    below = notes(summaries, "-" if fmt == "markdown" else "!") if any(c.name == "mfu" for c in columns) else []
     if fmt == "markdown":
-        out = ["| " + " | ".join(head) + " |", "| " + " | ".join("--:" if n else "---" for n in numeric) + " |"]
+        out = ["| " + " | ".join(head) + " |", "| " + " | ".join("--:" if r else "---" for r in right) + " |"]
         out += ["| " + " | ".join(r) + " |" for r in rows]
-        return "\n".join(out) + "\n"
+        return "\n".join(out + below) + "\n"
     widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(head)]
 
     def line(cells: list[str]) -> str:
-        return "  ".join(c.rjust(w) if numeric[i] else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths)))
-    return "\n".join([line(head), line(["-" * w for w in widths])] + [line(r) for r in rows]) + "\n"
+        return "  ".join(c.rjust(w) if right[i] else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths)))
+    return "\n".join([line(head), line(["-" * w for w in widths])] + [line(r) for r in rows] + below) + "\n"
+
+
+def render_json(summaries: list[Summary]) -> str:
+    """Every summary whole, as its record's JSON form (with ``schema_version``)."""
+    import json
+
+    return json.dumps([s.as_dict() for s in summaries], indent=2, allow_nan=False) + "\n"
+
+
+def render_summary(summaries: list[Summary], fmt: str) -> str:
+    """``tuimon summary --format fmt`` without ``--columns``."""
+    if fmt == "json":
+        return render_json(summaries)
+    return render(summaries, columns_named(CSV if fmt == "csv" else SUMMARY), fmt)

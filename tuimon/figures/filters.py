@@ -8,18 +8,20 @@ from __future__ import annotations
 
 from typing import Callable
 
+from .record import Summary
+
 FIELDS = {"status": "status", "fw": "framework", "framework": "framework", "host": "host", "job": "job"}
 
 
-def host_of(summary: dict) -> str:
+def host_of(summary: Summary) -> str:
     """``local``, or the SSH alias of a job whose file labels are ``alias:path``."""
     from ..sources.specs import host_and_path
 
-    files = summary.get("files") or []
+    files = summary.files
     return host_and_path(files[0])[0] if files else "local"
 
 
-def compile_filter(text: str) -> Callable[[dict, bool], bool]:
+def compile_filter(text: str) -> Callable[[Summary, bool], bool]:
     """A predicate over (summary, stalled) for the filter ``text``."""
     terms: list[tuple[str, str]] = []
     for word in text.split():
@@ -29,16 +31,16 @@ def compile_filter(text: str) -> Callable[[dict, bool], bool]:
         else:
             terms.append(("job", word.lower()))
 
-    def matches(summary: dict, stalled: bool = False) -> bool:
+    def matches(summary: Summary, stalled: bool = False) -> bool:
         for field, value in terms:
             if field == "status":
-                status = "stalled" if stalled else str(summary["status"])
+                status = "stalled" if stalled else summary.status
                 if value not in status.lower() and not (value == "stalled" and stalled):
                     return False
             elif field == "host":
                 if value not in host_of(summary).lower():
                     return False
-            elif value not in str(summary.get(field) or "").lower():
+            elif value not in str(getattr(summary, field) or "").lower():
                 return False
         return True
     return matches

@@ -87,6 +87,31 @@ def steady_median(values: Sequence[float] | np.ndarray) -> Optional[float]:
     return stats.median if stats else None
 
 
+def _last(values: np.ndarray) -> Optional[float]:
+    finite = values[np.isfinite(values)]
+    return float(finite[-1]) if finite.size else None
+
+
+def _max(values: np.ndarray) -> Optional[float]:
+    finite = values[np.isfinite(values)]
+    return float(finite.max()) if finite.size else None
+
+
+def _sum(values: np.ndarray) -> Optional[float]:
+    finite = values[np.isfinite(values)]
+    return float(finite.sum(dtype=np.float64)) if finite.size else None
+
+
+#: a registry field's ``agg``: how a job's points become its summary figure.  Only the median
+#: leaves warm-up out (a rate); the last, the largest and the total are of every point.
+AGGREGATES = {"median": lambda v: steady_median(v), "last": _last, "max": _max, "sum": _sum}
+
+
+def aggregate(agg: str, values: Sequence[float] | np.ndarray) -> Optional[float]:
+    """A job's figure from its points, as the field's ``agg`` says (NaN points are missing ones)."""
+    return AGGREGATES[agg](np.asarray(values, dtype=np.float64))
+
+
 @dataclass(frozen=True)
 class Phase:
     name: str

@@ -1,27 +1,25 @@
-"""Per-job summary figures derived from the store, and their table renderings.
+"""Per-job summary figures derived from the store (:class:`~tuimon.figures.record.Summary`);
+tables of them are :mod:`tuimon.figures.columns`.
 
 Rates (iteration time, samples/s, TFLOPs) are steady-state medians: warm-up
 points are left out (see :func:`tuimon.figures.metrics.warmup_count`).
 """
 from __future__ import annotations
 
-import json
 import math
-from operator import itemgetter
-from typing import Any, Optional
+from typing import Optional
 
 import numpy as np
 
 from parsers.events import JOB_END, LOG_START, RUN_START, RUN_STOP
 
 from ..store.evals import finite_or_word
-from ..store.fields import FIELDS, SHOWN, primary_loss
+from ..store.fields import FIELDS, primary_loss
 from ..store.job_store import Job
 from . import breakdown as breakdown_mod
-from .cells import csv_text as csv_text
-from .cells import safe_cell
 from .gpus import Peak, choose_peak
-from .metrics import mfu, model_size_billion, startup_timeline, steady_median, steady_stats, tflops_per_gpu
+from .metrics import aggregate, mfu, model_size_billion, startup_timeline, steady_stats, tflops_per_gpu
+from .record import Failure, IterTime, Memory, ModelConfig, Summary, Tflops
 
 #: A job with no iteration whose files were written less than this long ago is still starting.
 LIVE_WINDOW_S = 600.0
@@ -293,7 +291,7 @@ def tokens_check(reported: Optional[float], computed: Optional[float]) -> list[s
 
 def summarize(job: Job, *, now: Optional[float] = None, last_write: Optional[float] = None,
               gpu_peak: Optional[float] = None, gpu: Optional[str] = None,
-              startup_timeout: float = STARTUP_TIMEOUT_S) -> dict[str, Any]:
+              startup_timeout: float = STARTUP_TIMEOUT_S) -> Summary:
     """``gpu_peak`` (TFLOPs) or ``gpu`` (a table GPU) override the GPU the logs name, for MFU."""
     cfg = job.config
     primary = job.primary
@@ -304,8 +302,8 @@ def summarize(job: Job, *, now: Optional[float] = None, last_write: Optional[flo
         elapsed = _column(job.reported, "elapsed_ms")
     it_stats = steady_stats(elapsed)
 
-    rates = {f.key: steady_median(_first_known(f.key, primary, job.reported, job.steps))
-             for f in FIELDS if f.summary and f.agg == "median"}
+    rates = {f.key: aggregate(f.agg, _first_known(f.key, primary, job.reported, job.steps))
+             for f in FIELDS if f.summary}
     samples_per_sec = rates["samples_per_sec"]
     gbs = global_batch(cfg)
     if samples_per_sec is None and it_stats and gbs:
@@ -319,7 +317,7 @@ def summarize(job: Job, *, now: Optional[float] = None, last_write: Optional[flo
     reported = _column(primary, "tflops")
     if not _finite(reported).size:
         reported = _column(job.reported, "tflops")
-    tflops_reported = steady_median(reported)
+    tflops_reported = aggregate("median", reported)
 
     params = params_billion(cfg)
     computed = None
@@ -351,181 +349,64 @@ def summarize(job: Job, *, now: Optional[float] = None, last_write: Optional[flo
     mem = job.memory
     evals = job.evals
     eval_metric = evals.primary
-    return {
-        "job": job.name,
-        "files": list(job.files),
-        "framework": job.framework,
-        "status": status,
-        "iterations_seen": job.iterations_seen,
-        "steps_seen": job.steps.appended,
-        "last_iteration": job.last_iteration,
-        "last_step": top_step,
-        "train_iters": cfg.get("train_iters"),
-        "iter_time_ms": {k: (round(v, 3) if isinstance(v, float) else v) for k, v in it_stats.as_dict().items()}
+    rates["samples_per_sec"] = samples_per_sec
+    failure_record = Failure(**failure) if failure else None
+    return Summary(
+        job=job.name,
+        files=list(job.files),
+        framework=job.framework,
+        status=status,
+        iterations_seen=job.iterations_seen,
+        steps_seen=job.steps.appended,
+        last_iteration=job.last_iteration,
+        last_step=top_step,
+        train_iters=cfg.get("train_iters"),
+        iter_time_ms=IterTime(round(it_stats.median, 3), round(it_stats.mean, 3), round(it_stats.min, 3),
+                              round(it_stats.max, 3), round(it_stats.p10, 3), round(it_stats.p90, 3), it_stats.n)
         if it_stats else None,
-        "iter_time_last_ms": _clean(float(finite_elapsed[-1]), 3) if finite_elapsed.size else None,
-        **{key: _clean(value, 4) for key, value in rates.items()},
-        "samples_per_sec": _clean(samples_per_sec, 4),
-        "tflops_per_gpu": {"reported": _clean(tflops_reported, 2), "computed": _clean(computed, 2)},
-        "mfu": _clean(mfu_value, 4),
-        "gpu": cfg.get("gpu"),
-        "precision": cfg.get("precision"),
-        "gpu_peak_tflops": peak.tflops if peak is not None else None,
-        "gpu_peak_source": mfu_source,
-        "tokens_per_sec_computed": _clean(tokens_computed, 4),
-        "tokens_per_sec_source": tokens_source,
-        "checks": checks(tflops_reported, computed, mfu_value, peak)
+        iter_time_last_ms=_clean(float(finite_elapsed[-1]), 3) if finite_elapsed.size else None,
+        tflops_per_gpu=Tflops(_clean(tflops_reported, 2), _clean(computed, 2)),
+        mfu=_clean(mfu_value, 4),
+        gpu=cfg.get("gpu"),
+        precision=cfg.get("precision"),
+        gpu_peak_tflops=peak.tflops if peak is not None else None,
+        gpu_peak_source=mfu_source,
+        tokens_per_sec_computed=_clean(tokens_computed, 4),
+        tokens_per_sec_source=tokens_source,
+        checks=checks(tflops_reported, computed, mfu_value, peak)
         + tokens_check(rates["tokens_per_sec"] if (tokens_source or "").startswith("log") else None, tokens_computed),
-        "params_billion": _clean(params, 3),
-        "world_size": gpus,
-        "global_batch": gbs,
-        "seq_length": cfg.get("seq_length"),
-        "config": {k: cfg.get(k) for k in ("num_layers", "hidden_size", "num_heads", "tp", "pp", "dp", "micro_batch")},
-        "activation_checkpointing": cfg.get("activation_checkpointing"),
-        "startup_s": startup_s,
-        "startup_note": startup_note,  # why startup_s is unknown, when it is
-        "run_time_s": run_time(job),
-        "startup": phases,
-        "offload_ms": offload,
-        "timers_ms": timers,
-        "breakdown": tree.as_list(),
-        "breakdown_whole_ms": _clean(tree.whole_ms, 3) if tree.parts else None,
-        "breakdown_whole": tree.whole_source if tree.parts else None,
-        "offload_share": _clean(breakdown_mod.offload_share(tree.parts), 4),
-        "startup_timers": breakdown_mod.one_off({n: t.mean_ms for n, t in job.timers.items() if t.count})
-        + tree.apart,
-        "memory": {"gpu_max_allocated_mb": _clean(mem.get("gpu_max_allocated_mb"), 1),
-                   "gpu_max_reserved_mb": _clean(mem.get("gpu_max_reserved_mb"), 1),
-                   "cpu_used_gb": _clean(mem.get("cpu_used_gb"), 2)},
-        "checkpoints": [job.checkpoints[k] for k in sorted(job.checkpoints)],
-        "loss_last": _loss_value(loss_last),
-        # evaluations: every metric's latest value, and the one a row shows (a validation loss first)
-        "eval_last": {name: finite_or_word(value) for name, value in evals.last.items()},
-        "eval_metric": eval_metric,
-        "eval_value": _loss_value(evals.last[eval_metric]) if eval_metric is not None else None,
-        "eval_iteration": evals.last_iteration,
-        "warnings": dict(sorted(job.warnings.items())),  # kind -> count
-        "ranks_seen": len(job.ranks_seen),
-        "failure": failure,
-        # what a live view needs to tell starting from stuck as time passes (startup_status)
-        "started": _started(job),
+        params_billion=_clean(params, 3),
+        world_size=gpus,
+        global_batch=gbs,
+        seq_length=cfg.get("seq_length"),
+        config=ModelConfig(**{k: cfg.get(k) for k in ("num_layers", "hidden_size", "num_heads", "tp", "pp", "dp",
+                                                       "micro_batch")}),
+        activation_checkpointing=cfg.get("activation_checkpointing"),
+        startup_s=startup_s,
+        startup_note=startup_note,
+        run_time_s=run_time(job),
+        startup=phases,
+        offload_ms=offload,
+        timers_ms=timers,
+        breakdown=tree.as_list(),
+        breakdown_whole_ms=_clean(tree.whole_ms, 3) if tree.parts else None,
+        breakdown_whole=tree.whole_source if tree.parts else None,
+        offload_share=_clean(breakdown_mod.offload_share(tree.parts), 4),
+        startup_timers=breakdown_mod.one_off({n: t.mean_ms for n, t in job.timers.items() if t.count}) + tree.apart,
+        memory=Memory(_clean(mem.get("gpu_max_allocated_mb"), 1), _clean(mem.get("gpu_max_reserved_mb"), 1),
+                      _clean(mem.get("cpu_used_gb"), 2)),
+        checkpoints=[job.checkpoints[k] for k in sorted(job.checkpoints)],
+        loss_last=_loss_value(loss_last),
+        eval_last={name: finite_or_word(value) for name, value in evals.last.items()},
+        eval_metric=eval_metric,
+        eval_value=_loss_value(evals.last[eval_metric]) if eval_metric is not None else None,
+        eval_iteration=evals.last_iteration,
+        warnings=dict(sorted(job.warnings.items())),
+        ranks_seen=len(job.ranks_seen),
+        failure=failure_record,
+        started=_started(job),
         # a span needs two stamps: one alone says nothing of how long the log ran
-        "wall_span_s": _clean(job.last_wall - job.first_wall, 3)
+        wall_span_s=_clean(job.last_wall - job.first_wall, 3)
         if job.first_wall is not None and job.last_wall is not None and job.last_wall > job.first_wall else None,
-    }
-
-
-# -- renderings ---------------------------------------------------------------------------
-TABLE_COLUMNS = (
-    ("Job", lambda r: r["job"]),
-    ("Framework", lambda r: r["framework"]),
-    ("Status", lambda r: r["status"] + (f" ({r['failure']['kind']})" if r["failure"] and r["status"] == "failed"
-                                        else "")),
-    ("Iter", lambda r: progress_text(r)),  # defined below
-    ("Iter time (s)", lambda r: _fmt(r["iter_time_ms"]["median"] / 1000.0, 3) if r["iter_time_ms"] else "-"),
-    ("p10-p90 (s)", lambda r: (f"{r['iter_time_ms']['p10'] / 1000.0:.3f}-{r['iter_time_ms']['p90'] / 1000.0:.3f}"
-                               if r["iter_time_ms"] else "-")),
-    *((f.label, lambda r, k=f.key, d=f.digits: _fmt(r[k], d)) for f in SHOWN),  # the registry's
-    ("TFLOPs rep", lambda r: _fmt(r["tflops_per_gpu"]["reported"], 1)),
-    ("TFLOPs calc", lambda r: _fmt(r["tflops_per_gpu"]["computed"], 1)),
-    ("MFU", lambda r: mfu_text(r)),
-    ("Size (B)", lambda r: _fmt(r["params_billion"], 3)),
-    ("GPUs", lambda r: _fmt(r["world_size"], 0)),
-    ("Startup (s)", lambda r: _fmt(r["startup_s"], 0)),
-    ("Loss", lambda r: _fmt(r["loss_last"], 4)),
-    ("Eval", lambda r: eval_text(r)),
-)
-
-
-def eval_text(r: dict) -> str:
-    """``val lm loss 2.3456``: the evaluation metric a row shows, named (``-`` without one)."""
-    if r.get("eval_metric") is None:
-        return "-"
-    return f"{r['eval_metric']} {_fmt(r['eval_value'], 4)}"
-
-
-def mfu_text(r: dict) -> str:
-    """``41.2%``; ``!`` marks a job whose figures are doubtful (see its ``checks``)."""
-    if r["mfu"] is None:
-        return "-" + ("!" if r["checks"] else "")
-    return f"{100.0 * r['mfu']:.1f}%" + ("!" if r["checks"] else "")
-
-
-def last_progress(r: dict) -> Optional[int]:
-    """A summary row's last iteration, else its last step (a run that logs steps only)."""
-    return r["last_iteration"] if r["last_iteration"] is not None else r.get("last_step")
-
-
-def progress_text(r: dict) -> str:
-    """``last/total`` of a summary row (:func:`last_progress`), ``-`` when it has none."""
-    last = last_progress(r)
-    if last is None:
-        return "-"
-    return f"{last}/{r['train_iters']}" if r["train_iters"] else str(last)
-
-
-def _fmt(value: Any, digits: int) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, str):
-        return value
-    if digits == 0:
-        return f"{value:.0f}"
-    return f"{value:.{digits}f}"
-
-
-def _rows(summaries: list[dict], columns: tuple = TABLE_COLUMNS) -> tuple[list[str], list[list[str]]]:
-    head = [name for name, _ in columns]
-    return head, [[safe_cell(fn(s)) for _, fn in columns] for s in summaries]
-
-
-def render_table(summaries: list[dict]) -> str:
-    head, rows = _rows(summaries)
-    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(head)]
-    numeric = [i >= 3 for i in range(len(head))]
-    def line(cells):
-        return "  ".join(c.rjust(w) if numeric[i] else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths)))
-    out = [line(head), line(["-" * w for w in widths])]
-    out.extend(line(r) for r in rows)
-    out.extend(_notes(summaries))
-    return "\n".join(out) + "\n"
-
-
-def _notes(summaries: list[dict], bullet: str = "!") -> list[str]:
-    """One line per doubtful figure (the ``!`` of a row's MFU) and per job stuck in
-    startup (with the last line it printed), below the table."""
-    notes = [f"{bullet} {safe_cell(s['job'])}: {check}" for s in summaries for check in s["checks"]]
-    notes += [f"{bullet} {safe_cell(s['job'])}: stuck in startup: {s['failure']['message']}; last line: "
-              f"{safe_cell(s['failure'].get('last_line') or '-')[:200]}"
-              for s in summaries if s["status"] == "stuck-in-startup" and s["failure"]]
-    return [""] + notes if notes else []
-
-
-def render_markdown(summaries: list[dict]) -> str:
-    head, rows = _rows(summaries)
-    align = ["---" if i < 3 else "--:" for i in range(len(head))]
-    out = ["| " + " | ".join(head) + " |", "| " + " | ".join(align) + " |"]
-    out.extend("| " + " | ".join(r) + " |" for r in rows)
-    out.extend(_notes(summaries, "-"))
-    return "\n".join(out) + "\n"
-
-
-def render_csv(summaries: list[dict]) -> str:
-    """Every named column (:mod:`tuimon.figures.columns`), one value a cell: numbers or
-    empty, never ``-`` or ``12/20`` (machines read it), then the job's checks."""
-    from .columns import COLUMNS, Column, render
-
-    checks = Column("checks", "Checks", lambda r: "; ".join(r["checks"]) or None)
-    train_iters = Column("train_iters", "Train iters", lambda r: r["train_iters"], 0)
-    named = {c.name for c in COLUMNS}
-    registry = tuple(Column(f.key, f.label, itemgetter(f.key), f.digits)  # a new registry field: a CSV column
-                     for f in FIELDS if f.summary and f.key not in named)
-    columns = COLUMNS[:5] + (train_iters,) + COLUMNS[5:] + registry + (checks,)
-    return render(summaries, columns, "csv")
-
-
-def render_json(summaries: list[dict]) -> str:
-    return json.dumps(summaries, indent=2, allow_nan=False) + "\n"
-
-
-RENDERERS = {"table": render_table, "markdown": render_markdown, "csv": render_csv, "json": render_json}
+        metrics={key: _clean(value, 4) for key, value in rates.items()},
+    )

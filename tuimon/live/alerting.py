@@ -214,7 +214,7 @@ class AlertFeed:
         grew = last_write is not None and first is not None and last_write > first
         if version is not None:
             due = time_deadline(job, summary, self.rules, now, last_write, self.startup_timeout, grew) \
-                if summary["status"] in _TIME_BOUND else None
+                if summary.status in _TIME_BOUND else None
             self._judged[job.key] = (version, last_write, due)
             if due is not None:
                 heapq.heappush(self._due, (due, job.key))

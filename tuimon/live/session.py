@@ -23,10 +23,10 @@ from parsers.events import Event
 from ..figures.alerts import DEFAULTS as ALERT_DEFAULTS
 from ..figures.alerts import Alert, Rules, quiet_verdict
 from ..figures.metrics import steady_stats
+from ..figures.record import Failure, IterTime, Summary
 from ..figures.summary import (
     STARTUP_TIMEOUT_S,
     global_batch,
-    last_progress,
     params_billion,
     startup_status,
     summarize,
@@ -50,11 +50,11 @@ ETA_MIN_DONE = 0.01
 ETA_MIN_POINTS = 5
 
 
-def eta(train_iters: int, last: int, it: dict) -> Optional[float]:
+def eta(train_iters: int, last: int, it: IterTime) -> Optional[float]:
     """Seconds to the last iteration at the steady median pace, once that means something."""
-    if it.get("n", 0) < ETA_MIN_POINTS or last < ETA_MIN_DONE * train_iters:
+    if it.n < ETA_MIN_POINTS or last < ETA_MIN_DONE * train_iters:
         return None
-    return max(0, train_iters - last) * it["median"] / 1000.0
+    return max(0, train_iters - last) * it.median / 1000.0
 ALERT_EVERY_S = 1.0
 DETAILS_KEPT = 8
 _STARTUP_STATES = ("starting", "stuck-in-startup", "no-iterations")
@@ -64,7 +64,7 @@ _STARTUP_STATES = ("starting", "stuck-in-startup", "no-iterations")
 class JobRow:
     key: str
     version: int  # changes whenever the job's figures change (the UI caches per version)
-    summary: dict
+    summary: Summary
     age_s: Optional[float]
     eta_s: Optional[float]
     stalled: bool
@@ -453,24 +453,25 @@ class LiveSession:
         row.age_s = now - written if written is not None else None
         row.alerts = self._alert_counts.get(job.key, 0)
         s = row.summary
-        it = s["iter_time_ms"]
+        it = s.iter_time_ms
         row.eta_s = None
         row.stalled = False
-        last = last_progress(s)
-        if it and s["status"] == "training":
+        last = s.last_progress
+        if it and s.status == "training":
             grew = written is not None and written > self._first_update.get(job.key, written)
             verdict = quiet_verdict(job, s, ALERT_DEFAULTS["stalled"], now, written, grew)
             if verdict == "ended":  # a log that stopped long ago, never seen growing: no stalled run
-                row.summary = s = dict(s, status="ended")
+                row.summary = s = s.with_(status="ended")
             row.stalled = verdict == "stalled"  # a stalled job has no ETA: the rate it would be read from is gone
-            if verdict is None and s["train_iters"] and last is not None:
-                row.eta_s = eta(s["train_iters"], last, it)
-        if s["status"] in _STARTUP_STATES:  # time passes: measured now, not when the summary was cached
-            status, failure = startup_status(s["started"], s["wall_span_s"], now, written, self.startup_timeout,
-                                             s["files"][-1] if s["files"] else None)
-            if status == "stuck-in-startup" and failure is not None:
-                failure["last_line"] = self._last_line(job)
-            row.summary = dict(s, status=status, failure=failure)
+            if verdict is None and s.train_iters and last is not None:
+                row.eta_s = eta(s.train_iters, last, it)
+        if s.status in _STARTUP_STATES:  # time passes: measured now, not when the summary was cached
+            status, failure = startup_status(s.started, s.wall_span_s, now, written, self.startup_timeout,
+                                             s.files[-1] if s.files else None)
+            record = Failure(**failure) if failure is not None else None
+            if status == "stuck-in-startup" and record is not None:
+                record = replace(record, last_line=self._last_line(job))
+            row.summary = s.with_(status=status, failure=record)
         return row
 
     def _last_line(self, job: Job) -> Optional[str]:
@@ -692,7 +693,7 @@ TIME_REFRESH_S = 5.0  # rows reused while nothing changed are measured again aga
 def _time_signature(rows: list[JobRow]) -> tuple:
     """What time alone changes in the rows, as shown (ages and ETAs to the unit the
     screen prints them in)."""
-    return tuple((r.summary["status"], r.stalled, _coarse(r.age_s), _coarse(r.eta_s)) for r in rows)
+    return tuple((r.summary.status, r.stalled, _coarse(r.age_s), _coarse(r.eta_s)) for r in rows)
 
 
 def _coarse(seconds: Optional[float]) -> Optional[int]:

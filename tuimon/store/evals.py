@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Mapping, Optional
+from typing import Mapping, Optional, Union
 
 MAX_METRICS = 32
 MAX_POINTS = 2048
@@ -93,7 +93,7 @@ def primary_metric(names: Mapping[str, float]) -> Optional[str]:
     return next(iter(names))
 
 
-def finite_or_word(value: float) -> object:
+def finite_or_word(value: float) -> Union[float, str]:
     """A value for JSON: nan and inf as words (a diverged evaluation is news)."""
     if math.isfinite(value):
         return round(value, 6)

@@ -50,6 +50,29 @@ class Field:
     #: values at or below this (a duration of -5 ms, a negative rate) are bad values: the
     #: point keeps its other fields, this one is missing (NaN), never a minimum or a median
     floor: Optional[float] = None
+    #: the Prometheus family of a summary figure (``tuimon serve``'s /metrics); by default
+    #: ``tuimon_job_`` and the key, a rate's ``_sec`` spelt ``_second`` as Prometheus names units
+    prometheus: Optional[str] = None
+
+    def __post_init__(self) -> None:
+        if self.agg not in AGGS:
+            raise ValueError(f"field {self.key}: agg {self.agg!r} is none of {', '.join(AGGS)}")
+
+    @property
+    def metric_name(self) -> str:
+        if self.prometheus:
+            return self.prometheus
+        name = self.key[:-4] + "_second" if self.key.endswith("_sec") else self.key
+        return f"tuimon_job_{name.replace('_per_sec_', '_per_second_')}"
+
+    @property
+    def metric_help(self) -> str:
+        how = {"median": "steady median", "last": "latest", "max": "largest", "sum": "total"}[self.agg]
+        return f"{self.label} ({self.unit}, {how})" if self.unit else f"{self.label} ({how})"
+
+
+#: how a job's points become its figure (tuimon.figures.metrics.AGGREGATES implements each)
+AGGS = ("median", "last", "max", "sum")
 
 
 FIELDS: tuple[Field, ...] = (
@@ -73,7 +96,8 @@ FIELDS: tuple[Field, ...] = (
     Field("tokens_per_gpu_per_sec", "<f4", {"iteration": _attr("tokens_per_gpu_per_sec"),
                                             "throughput": _attr("tokens_per_gpu_per_sec")},
           "median", "tokens/s/GPU", "Tokens/s/GPU", 0, floor=0.0),
-    Field("mfu_reported", "<f4", {"throughput": _attr("mfu", 0.01)}, "median", "ratio", "MFU rep", 4, floor=0.0),
+    Field("mfu_reported", "<f4", {"throughput": _attr("mfu", 0.01)}, "median", "ratio", "MFU rep", 4, floor=0.0,
+          prometheus="tuimon_job_mfu_reported_ratio"),
 )
 
 BY_KEY = {f.key: f for f in FIELDS}

@@ -151,8 +151,8 @@ class TuimonApp(App[int]):
 
     def on_open_log(self, message: OpenLog) -> None:
         detail = self.session.job_detail(message.key)
-        name = detail.row.summary["job"] if detail is not None else message.key
-        files = detail.row.summary["files"] if detail is not None else []
+        name = detail.row.summary.job if detail is not None else message.key
+        files = detail.row.summary.files if detail is not None else []
         at = (files.index(message.file), message.line - 1) if message.file in files and message.line > 0 else None
         self.push_screen(LogScreen(name, self.session.log_sources(message.key), search=message.search,
                                    rank=message.rank, at=at))

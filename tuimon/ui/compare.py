@@ -52,7 +52,7 @@ class CompareScreen(Screen):
             series = []
             for d in details:
                 xs, ys = curve_xy(d.curve(chart_id.removeprefix("compare-")), FULL)
-                series.append((d.row.summary["job"], xs, ys))
+                series.append((d.row.summary.job, xs, ys))
             self.query_one(f"#{chart_id}", Static).update(OverlayChart(series, styles, unit=unit, palette=palette,
                                                                         warmup=warmup))
         table = self.query_one("#compare-table", DataTable)

@@ -207,8 +207,8 @@ class JobScreen(Screen):
         if not self._ready or not self.query("#chart-tflops"):
             return  # still mounting
         s = d.row.summary
-        title = Text.assemble(plain(s["job"], "bold"), "  ", status_text(s, d.row.stalled, palette=of(self)), "  ",
-                              plain(s["framework"]))
+        title = Text.assemble(plain(s.job, "bold"), "  ", status_text(s, d.row.stalled, palette=of(self)), "  ",
+                              plain(s.framework))
         self.query_one("#job-title", Static).update(title)
         self._detail = d
         show_charts(self, "chart", d, self.view, self.evals)

@@ -13,48 +13,43 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Static
 
 from ..figures.alerts import Alert
+from ..figures.columns import HEADER_SORTS as HEADER_SORTS
+from ..figures.columns import SCREEN, SCREEN_PRIORITY, Column, progress_text
+from ..figures.columns import SORTS as SORTS
+from ..figures.columns import tflops_text as tflops_text
 from ..figures.filters import compile_filter
 from ..figures.names import distinct_labels
-from ..figures.summary import mfu_text, progress_text
 from ..live.session import JobDetail, JobRow, Snapshot
-from ..store.fields import SHOWN
 from .job import Chart, show_charts
 from .messages import OpenJob, RefreshRequest
 from .palette import DEFAULT, Palette, of
-from .render import duration, iter_time, num, plain, short_num, spark, status_text
+from .render import duration, plain, spark, status_text
 
-COLUMNS = ("Job", "Framework", "Status", "Iter", "ETA", "Iter time", "Spread", *(f.label for f in SHOWN), "TFLOPs",
-           "TFLOPs rep", "TFLOPs calc", "MFU", "Loss", "Eval", "Startup", "Updated", "TFLOPs trend")
-SORTS = ("job", "status", "tflops", "mfu", "iter time", "updated")
-#: column header -> the sort a click on it picks
-HEADER_SORTS = {"Job": "job", "Status": "status", "TFLOPs": "tflops", "TFLOPs rep": "tflops", "TFLOPs calc": "tflops",
-                "MFU": "mfu",
-                "Iter time": "iter time", "Updated": "updated"}
+#: the screen's columns, left to right: the column registry's (tuimon.figures.columns)
+COLUMNS = tuple(c.screen for c in SCREEN if c.screen)
 MAX_ROWS = 300
 JOB_WIDTH = 34
-#: which columns stay as the terminal narrows, first the longest
+#: which columns stay as the terminal narrows, first the longest (the registry's ``keep``).
 #: "TFLOPs" (computed, else as reported, marked r) stands for both where they do not both fit: a run that
 #: only reports TFLOPs still shows its throughput at 100 columns
-PRIORITY = ("Job", "Status", "Iter", "Iter time", "TFLOPs", "MFU", "TFLOPs calc", "TFLOPs rep", "Loss", "ETA",
-            "Framework",
-            "Updated", "Eval", *(f.label for f in SHOWN), "Spread", "Startup", "TFLOPs trend")
+PRIORITY = SCREEN_PRIORITY
 
 
 def _sort_key(name: str):
     def key(row: JobRow):
         s = row.summary
         if name == "status":
-            return (s["status"] != "failed", not row.stalled, s["status"], s["job"])
+            return (s.status != "failed", not row.stalled, s.status, s.job)
         if name == "tflops":
-            t = s["tflops_per_gpu"]["computed"] or s["tflops_per_gpu"]["reported"] or 0.0
-            return (-t, s["job"])
+            t = s.tflops_per_gpu.computed or s.tflops_per_gpu.reported or 0.0
+            return (-t, s.job)
         if name == "mfu":
-            return (-(s["mfu"] or 0.0), s["job"])
+            return (-(s.mfu or 0.0), s.job)
         if name == "iter time":
-            return (-(s["iter_time_ms"] or {}).get("median", 0.0), s["job"])
+            return (-(s.iter_time_ms.median if s.iter_time_ms else 0.0), s.job)
         if name == "updated":
-            return (row.age_s if row.age_s is not None else 1e18, s["job"])
-        return (s["job"],)
+            return (row.age_s if row.age_s is not None else 1e18, s.job)
+        return (s.job,)
     return key
 
 
@@ -65,47 +60,30 @@ def age_text(row: JobRow) -> Text:
     return Text(duration(row.age_s) + " ago" if row.age_s is not None else "-", justify="right")
 
 
+def _cell(column: Column, row: JobRow, palette: Palette, label: Optional[str]) -> Text:
+    """One cell: the registry's compact text; the live view's own columns and the styled ones here."""
+    s = row.summary
+    name = column.name
+    if name == "job":
+        return plain(label if label is not None else s.job)
+    if name == "framework":
+        return plain(s.framework)
+    if name == "status":
+        return status_text(s, row.stalled, row.alerts, palette)
+    if name == "eta":
+        return Text(duration(row.eta_s), justify="right")
+    if name == "updated":
+        return age_text(row)
+    if name == "trend":
+        return spark(row.tflops_series, palette=palette)
+    assert column.compact is not None, f"screen column {name} has no compact text"
+    style = palette.alert if name == "mfu" and s.checks else ""
+    return Text(column.compact(s), justify="right", style=style)
+
+
 def cells(row: JobRow, palette: Palette = DEFAULT, label: Optional[str] = None) -> tuple:
     """``label``: the job's name as the table shows it (:func:`distinct_label`)."""
-    s = row.summary
-    it = s["iter_time_ms"]
-    iters = progress_text(s)
-    spread = "-"
-    if it:
-        spread = (f"{it['p10']:.2f}-{it['p90']:.2f}ms" if it["p90"] < 10.0
-                  else f"{it['p10'] / 1000:.2f}-{it['p90'] / 1000:.2f}s")
-    return (
-        plain(label if label is not None else s["job"]),
-        plain(s["framework"]),
-        status_text(s, row.stalled, row.alerts, palette),
-        Text(iters, justify="right"),
-        Text(duration(row.eta_s), justify="right"),
-        Text(iter_time(it["median"]) if it else "-", justify="right"),
-        Text(spread, justify="right"),
-        *(Text(short_num(s[f.key], min(f.digits, 2)), justify="right") for f in SHOWN),
-        Text(tflops_text(s), justify="right"),
-        Text(num(s["tflops_per_gpu"]["reported"]), justify="right"),
-        Text(num(s["tflops_per_gpu"]["computed"]), justify="right"),
-        Text(mfu_text(s), justify="right", style=palette.alert if s["checks"] else ""),
-        Text(_value_cell(s["loss_last"]), justify="right"),
-        Text(_value_cell(s["eval_value"]), justify="right"),
-        Text(duration(s["startup_s"]), justify="right"),
-        age_text(row),
-        spark(row.tflops_series, palette=palette),
-    )
-
-
-def tflops_text(s: dict) -> str:
-    """TFLOPs per GPU in one cell: computed, else as the log reports it (``7.2r``)."""
-    t = s["tflops_per_gpu"]
-    if t["computed"] is not None:
-        return num(t["computed"])
-    return num(t["reported"]) + "r" if t["reported"] is not None else "-"
-
-
-def _value_cell(value) -> str:
-    """A loss or evaluation figure, 4 decimals; a diverged one (``nan``, ``inf``) stays a word."""
-    return value if isinstance(value, str) else num(value, 4)
+    return tuple(_cell(c, row, palette, label) for c in SCREEN)
 
 
 class CompareJobs(Message):
@@ -276,13 +254,13 @@ class JobsScreen(Screen):
             kept.discard("TFLOPs")
             used -= need["TFLOPs"]
         # the job column takes the room left, up to the longest name
-        longest = max((len(r.summary["job"]) for r in rows), default=JOB_WIDTH)
+        longest = max((len(r.summary.job) for r in rows), default=JOB_WIDTH)
         self._job_width = max(min(JOB_WIDTH, width - 3), min(longest, JOB_WIDTH + max(0, width - used)))
         return tuple(name for name in COLUMNS if name in kept)
 
     def _label_jobs(self, rows) -> None:
         """Labels for every job's name at the job column's width, each told apart from the others."""
-        names = tuple(sorted({r.summary["job"] for r in rows}))
+        names = tuple(sorted({r.summary.job for r in rows}))
         if (names, self._job_width) != self._labelled:
             self._labels = distinct_labels(names, self._job_width)
             self._label_names = {label: name for name, label in self._labels.items()}
@@ -292,8 +270,8 @@ class JobsScreen(Screen):
         """Cells of a row, rebuilt only when the job changed; the age cell when its text does."""
         cached = self._cell_cache.get(row.key)
         palette = of(self)
-        label = self._labels.get(row.summary["job"])
-        state = (row.version, row.stalled, row.summary["status"], row.alerts, palette, label)
+        label = self._labels.get(row.summary.job)
+        state = (row.version, row.stalled, row.summary.status, row.alerts, palette, label)
         age = duration(row.age_s) + " ago" if row.age_s is not None else "-"
         if cached is not None and cached[0] == state:
             if cached[1] == age:
@@ -306,7 +284,7 @@ class JobsScreen(Screen):
 
     def _progress(self, snap: Snapshot, shown: int) -> None:
         if self._counted[0] != snap.generation:  # counted once per generation, not a frame
-            self._counted = (snap.generation, sum(1 for r in snap.rows if r.summary["status"] == "failed"),
+            self._counted = (snap.generation, sum(1 for r in snap.rows if r.summary.status == "failed"),
                              sum(1 for r in snap.rows if r.stalled))
         _, failed, stalled = self._counted
         parts = [f"{len(snap.rows)} jobs", f"{snap.files} files"]
@@ -348,7 +326,7 @@ class JobsScreen(Screen):
             show_charts(self, "preview", None)
             return
         s = detail.row.summary
-        line = Text.assemble(plain(s["job"], "bold"), "  ", status_text(s, detail.row.stalled, detail.row.alerts,
+        line = Text.assemble(plain(s.job, "bold"), "  ", status_text(s, detail.row.stalled, detail.row.alerts,
                                                                            of(self)), "  ", plain(progress_text(s)))
         if alert is not None:
             line.append("  latest alert: ", style="dim")

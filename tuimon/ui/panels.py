@@ -68,15 +68,15 @@ class BreakdownPanel(Panel):
 
     def build(self, d: JobDetail, width: int) -> Text:
         s = d.row.summary
-        whole = s["breakdown_whole_ms"]
-        parts = s["breakdown"]
+        whole = s.breakdown_whole_ms
+        parts = s.breakdown
         rows = max(1, self.rows - 1)
         short = rows <= 5  # no line to spare for "N more": the title says it
         hidden = len(parts) - len(breakdown_rows(parts, rows)) if short and not self.first_row else 0
         # one line, what matters first: the iteration, the offload share, what is not shown
         pieces = [f"Timers {whole:.1f} ms/it" if whole else "Timers per iteration"]
-        if s.get("offload_share") is not None:
-            pieces.append(f"offload {100.0 * s['offload_share']:.1f}%")
+        if s.offload_share is not None:
+            pieces.append(f"offload {100.0 * s.offload_share:.1f}%")
         if hidden:
             pieces.append(f"+{hidden} rows (b)")
         if any(p.get("overlap") for p in parts):
@@ -110,14 +110,14 @@ class StartupPanel(Panel):
     def build(self, d: JobDetail, width: int) -> Text:
         s = d.row.summary
         text = self.title("Startup timeline\n")
-        if s.get("startup_note"):
-            text.append_text(plain(s["startup_note"], "dim"))
+        if s.startup_note:
+            text.append_text(plain(s.startup_note, "dim"))
         else:
-            text.append_text(timeline(s["startup"], line_width=width, palette=self.palette()))
+            text.append_text(timeline(s.startup, line_width=width, palette=self.palette()))
         room = self.rows - len(text.plain.split("\n")) - 1
-        if s["startup_timers"] and room > 0:
+        if s.startup_timers and room > 0:
             text.append_text(self.title("\nSetup and checkpoint timers"))
-            for t in s["startup_timers"][:min(6, room)]:
+            for t in s.startup_timers[:min(6, room)]:
                 text.append("\n")
                 text.append_text(plain(f"{t['name'][:40]:40s} {t['ms']:10.1f} ms"))
         return text
@@ -129,18 +129,19 @@ class RunPanel(Panel):
     def build(self, d: JobDetail, width: int) -> Text:
         s, c = d.row.summary, d.config
         lines = [
-            f"model      {num(s['params_billion'], 3)} B params, {c.get('num_layers', '-')} layers, "
+            f"model      {num(s.params_billion, 3)} B params, {c.get('num_layers', '-')} layers, "
             f"hidden {c.get('hidden_size', '-')}, seq {c.get('seq_length', '-')}",
             f"parallel   TP {c.get('tp', '-')}  PP {c.get('pp', '-')}  DP {c.get('dp', '-')}  "
-            f"world {s['world_size'] or '-'}",
-            f"batch      global {s['global_batch'] or '-'}  micro {c.get('micro_batch', '-')}  "
-            f"act. ckpt {s['activation_checkpointing']}",
-            f"throughput {short_num(s['tokens_per_sec'], 0)} tokens/s, {short_num(s['tokens_per_gpu_per_sec'], 0)} "
-            f"/GPU ({s['tokens_per_sec_source'] or '-'}), {num(s['samples_per_sec'], 2)} samples/s",
-            f"memory     GPU max alloc {num(s['memory']['gpu_max_allocated_mb'], 0)} MB, "
-            f"reserved {num(s['memory']['gpu_max_reserved_mb'], 0)} MB, CPU {num(s['memory']['cpu_used_gb'], 1)} GB",
+            f"world {s.world_size or '-'}",
+            f"batch      global {s.global_batch or '-'}  micro {c.get('micro_batch', '-')}  "
+            f"act. ckpt {s.activation_checkpointing}",
+            f"throughput {short_num(s.metric('tokens_per_sec'), 0)} tokens/s, "
+            f"{short_num(s.metric('tokens_per_gpu_per_sec'), 0)} "
+            f"/GPU ({s.tokens_per_sec_source or '-'}), {num(s.metric('samples_per_sec'), 2)} samples/s",
+            f"memory     GPU max alloc {num(s.memory.gpu_max_allocated_mb, 0)} MB, "
+            f"reserved {num(s.memory.gpu_max_reserved_mb, 0)} MB, CPU {num(s.memory.cpu_used_gb, 1)} GB",
             "checkpoint " + (", ".join(f"{ck['iteration']}: {num(ck['save_ms'], 0)} ms"
-                                       for ck in s["checkpoints"][-3:]) or "-"),
+                                       for ck in s.checkpoints[-3:]) or "-"),
         ]
         text = self.title("Run")
         for line in lines:
@@ -155,5 +156,5 @@ class FailuresPanel(Panel):
 
     def build(self, d: JobDetail, width: int) -> Text:
         text = self.title("Failures, alerts and checks\n")
-        text.append_text(failures_text(d.row.summary["checks"], d.alerts, d.failures, self.rows, self.palette()))
+        text.append_text(failures_text(d.row.summary.checks, d.alerts, d.failures, self.rows, self.palette()))
         return text

@@ -52,7 +52,7 @@ class RankScreen(Screen):
 
     def update_detail(self, d: JobDetail, mine: Curve, others: Curve) -> None:
         row = next((r for r in d.ranks if r.rank == self.rank), None)
-        title = Text.assemble(plain(d.row.summary["job"], "bold"), plain(f"  rank {self.rank}  "),
+        title = Text.assemble(plain(d.row.summary.job, "bold"), plain(f"  rank {self.rank}  "),
                               Text(f"{row.points if row else 0} points, median "
                                    f"{num(row.median_ms / 1000 if row and row.median_ms else None, 3)} s"),
                               Text("  STRAGGLER", style=of(self).warn) if row and row.straggler else Text(""))

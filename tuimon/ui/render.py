@@ -10,6 +10,11 @@ from rich.text import Text
 
 from parsers.timers import timer_group
 
+from ..figures.cells import duration as duration
+from ..figures.cells import iter_time as iter_time
+from ..figures.cells import num as num
+from ..figures.cells import short_num as short_num
+from ..figures.record import Summary
 from ..text import sanitize
 from .palette import DEFAULT, Palette
 
@@ -31,11 +36,11 @@ def spark(values: Sequence[float], width: int = 16, palette: Palette = DEFAULT) 
     return Text("".join(BLOCKS[min(7, int((v - lo) / span * 7.999))] for v in finite), style=palette.bar)
 
 
-def status_text(summary: dict, stalled: bool, alerts: int = 0, palette: Palette = DEFAULT) -> Text:
-    status = summary["status"]
+def status_text(summary: Summary, stalled: bool, alerts: int = 0, palette: Palette = DEFAULT) -> Text:
+    status = summary.status
     label = status
-    if status == "failed" and summary.get("failure"):
-        label = f"FAILED {summary['failure']['kind']}"
+    if status == "failed" and summary.failure:
+        label = f"FAILED {summary.failure.kind}"
     elif status == "no-iterations":
         label = "NO ITERATIONS"
     elif status == "nan":
@@ -49,46 +54,6 @@ def status_text(summary: dict, stalled: bool, alerts: int = 0, palette: Palette 
     if alerts:  # the badge: how many alerts the job raised (the Alerts screen lists them)
         text.append(f" !{alerts}", style=palette.alert)
     return text
-
-
-def num(value: Optional[float], digits: int = 1, suffix: str = "") -> str:
-    if value is None or (isinstance(value, float) and not math.isfinite(value)):
-        return "-"
-    return f"{value:.{digits}f}{suffix}"
-
-
-def short_num(value: Optional[float], digits: int = 1) -> str:
-    """A rate in a narrow cell: as :func:`num` below 10,000, else three figures and k, M or G
-    (``1.98M`` tokens/s)."""
-    if value is None or (isinstance(value, float) and not math.isfinite(value)):
-        return "-"
-    if abs(value) < 10_000:
-        return num(value, digits)
-    for scale, unit in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if abs(value) >= scale:
-            scaled = value / scale
-            return f"{scaled:.{max(0, 2 - int(math.log10(abs(scaled))))}f}{unit}"
-    return num(value, digits)
-
-
-def iter_time(ms: Optional[float]) -> str:
-    """An iteration time: seconds, or milliseconds under 10 ms (``0.00s`` says nothing)."""
-    if ms is None or not math.isfinite(ms):
-        return "-"
-    return f"{ms:.2f}ms" if ms < 10.0 else f"{ms / 1000.0:.2f}s"
-
-
-def duration(seconds: Optional[float]) -> str:
-    if seconds is None or not math.isfinite(seconds):
-        return "-"
-    seconds = max(0.0, seconds)
-    if seconds < 90:
-        return f"{seconds:.0f}s"
-    if seconds < 5400:
-        return f"{seconds / 60:.0f}m"
-    if seconds < 172800:
-        return f"{seconds / 3600:.1f}h"
-    return f"{seconds / 86400:.1f}d"
 
 
 class Fitted:
@@ -148,7 +113,7 @@ def breakdown_rows(parts: Sequence[dict], limit: int) -> list[int]:
 def tree_bars(parts: Sequence[dict], width: int = 30, line_width: Optional[int] = None,
               limit: Optional[int] = None, palette: Palette = DEFAULT, offset: int = 0,
               note_more: bool = True) -> Text:
-    """A timer breakdown (``summary["breakdown"]``): one line per part, indented under
+    """A timer breakdown (``Summary.breakdown``): one line per part, indented under
     its parent, its bar the part's share of the iteration (full width: the whole
     iteration), then its mean and its share; within ``line_width`` columns when given
     (the bars shrink first).  ``limit``: at most so many lines: the rows that matter most
