@@ -69,6 +69,7 @@ def loaded_session(paths, **kw):
     session = LiveSession([str(p) for p in paths], clock=lambda: FIXED_NOW, poll=0.1, **kw)
     for _ in range(3):
         session.follower.poll()
+    session.tick()  # the figures thread's work: alerts judged, rows built
     return session
 
 

@@ -355,7 +355,7 @@ def test_alerts_are_judged_again_when_the_session_clock_stands_still(tmp_path):
     log.write_text(log_of(megatron_line(i) for i in range(1, 4)))
     session = loaded_session([log.parent])
     assert session.clock() == FIXED_NOW
-    session.snapshot()
+    session.tick()
     assert session.alerts() == []
     with open(log, "a") as fh:
         fh.write("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n")
@@ -366,7 +366,7 @@ def test_alerts_are_judged_again_when_the_session_clock_stands_still(tmp_path):
         time.sleep(0.1)
     assert job.failures
     time.sleep(1.1)
-    session.snapshot()
+    session.tick()
     assert [a.kind for a in session.alerts()] == ["failed"]
 
 

@@ -312,6 +312,7 @@ async def test_alerts_reach_the_header_the_rows_a_toast_and_the_alerts_screen(tm
     session = LiveSession([str(logs)], clock=lambda: clock[0], poll=0.1)
     for _ in range(3):
         session.follower.poll()
+    session.start_figures()  # the figures thread judges; the test feeds the follower by hand
     app = TuimonApp(session)
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: len(rows(app)) == 6)

@@ -59,9 +59,11 @@ def test_a_log_that_stopped_long_ago_has_ended_and_one_seen_growing_then_quiet_h
         if max(session.last_update.values()) >= FIXED_NOW:
             break
         time.sleep(0.05)
+    session.tick()
     (row,) = session.snapshot().rows
     assert row.summary.status == "training" and not row.stalled
     clock[0] += 3600  # then nothing for an hour
+    session.tick()
     (row,) = session.snapshot().rows
     assert row.stalled and row.eta_s is None
 
@@ -161,9 +163,11 @@ def test_the_live_view_turns_starting_into_stuck_as_time_passes(tmp_path):
     session = LiveSession([str(tmp_path)], clock=lambda: clock[0], poll=0.1, startup_timeout=120.0)
     for _ in range(3):
         session.follower.poll()
+    session.tick()
     (row,) = session.snapshot().rows
     assert row.summary.status == "starting"
     clock[0] += 300  # five minutes and not a step
+    session.tick()
     (row,) = session.snapshot().rows
     assert row.summary.status == "stuck-in-startup"
     assert row.summary.failure.last_line.startswith("NCCL INFO Bootstrap")

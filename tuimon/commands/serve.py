@@ -11,7 +11,7 @@ from typing import Any, Callable, Optional
 
 from ..exports.listen import DEFAULT_LISTEN, ListenError
 
-JUDGE_EVERY_S = 1.0  # alerts (and their --on-alert) come without waiting for a scrape
+WARN_EVERY_S = 1.0  # how often the ingest's warnings and errors are said
 
 
 class RetainError(ValueError):
@@ -73,8 +73,7 @@ def cmd_serve(args: Any, *, make_session: Callable[[], Any], warn: Callable[[str
     signal.signal(signal.SIGTERM, on_term)  # systemd stops a unit with SIGTERM
     interrupted = False
     try:
-        while not stop.wait(JUDGE_EVERY_S):
-            session.judge()  # alerts, so --on-alert fires between scrapes
+        while not stop.wait(WARN_EVERY_S):  # the session's figures thread judges alerts (--on-alert)
             while session.warnings:
                 warn(session.warnings.popleft())
             if session.error:

@@ -54,10 +54,10 @@ class SessionCollector(Collector):
 
     def collect(self) -> Iterator[Any]:
         with self.lock:
-            # a scrape only reads (serve's loop judges), and waits at most LOCK_WAIT_S for the session:
-            # while a big job is being judged it answers with the figures of the scrape before
-            snap = self.session.try_snapshot(judge=False, wait=LOCK_WAIT_S) if self._last is not None \
-                else self.session.snapshot(judge=False)
+            # a scrape only reads (the session's figures thread judges), and waits at most LOCK_WAIT_S for
+            # the session: while a big batch is being stored it answers with the figures of the scrape before
+            snap = self.session.try_snapshot(wait=LOCK_WAIT_S) if self._last is not None \
+                else self.session.snapshot()
             alerts = self.session.try_alerts(LOCK_WAIT_S) if snap is not None else None
             if snap is None or alerts is None:
                 assert self._last is not None

@@ -8,6 +8,7 @@ stamps may come from clocks that are off).
 """
 from __future__ import annotations
 
+import logging
 import math
 import os
 import threading
@@ -38,7 +39,9 @@ from ..sources.remote import RemoteThread, split_paths
 from ..store.job_store import Job, JobStore
 from ..store.series import Series
 from .alerting import AlertFeed
+from .messages import Batch, IngestError, IngestWarning, Message, Progress
 
+LOG = logging.getLogger("tuimon.session")
 TAIL_LINES = 2000
 SINK_SLICE = 500
 NEW_ROWS_PER_SNAPSHOT = 96
@@ -172,6 +175,7 @@ class LiveSession:
         self._rows: Optional[tuple[int, list[JobRow]]] = None  # (generation, rows) of the last snapshot
         self._rows_at = 0.0  # the session clock when they were built
         self._rows_sig: tuple = ()
+        self._built: tuple[int, list[JobRow], float] = (-1, [], clock())  # (generation, rows, when): what tick built
         self._paths = list(paths)
         self._options = dict(poll=poll, head_tail=head_tail, **follower_kw)
         self._ssh_config = ssh_config
@@ -191,15 +195,17 @@ class LiveSession:
         self.remote: Optional[RemoteThread] = None
         if not process:
             local, remote = split_paths(self._paths)
-            self.follower = LocalFollower(local, self._sink, on_block=self._on_block, on_warning=self.warnings.append,
-                                          **self._options)
+            # thread mode: the follower's callbacks are the same messages the ingest process sends
+            self.follower = LocalFollower(local, self._batch, on_block=self._on_block,
+                                          on_warning=lambda text: self.apply(IngestWarning(text)), **self._options)
             if remote:
-                self.remote = RemoteThread(remote, self._sink, **self._remote_options)
+                self.remote = RemoteThread(remote, self._batch, **self._remote_options)
         self._progress = (0, 0, 0)  # bytes done, bytes total, files
         self._statuses: dict[str, str] = {}
         self._hosts: dict[str, str] = {}  # of _statuses, the hosts' and the ingest's
         self._stop = threading.Event()
         self._thread: Optional[threading.Thread] = None
+        self._figures: Optional[threading.Thread] = None
         self._proc: Optional[Any] = None
         self._queue: Optional[Any] = None
         self._proc_stop = None
@@ -225,6 +231,25 @@ class LiveSession:
                 self.remote.start()
         self._thread = threading.Thread(target=target, name="tuimon-follower", daemon=True)
         self._thread.start()
+        self.start_figures()
+
+    def start_figures(self) -> None:
+        """Start the figures thread alone (a test that feeds the session by hand)."""
+        if self._figures is None:
+            self._figures = threading.Thread(target=self._tick_loop, name="tuimon-figures", daemon=True)
+            self._figures.start()
+
+    def _tick_loop(self) -> None:
+        """The figures thread: summaries and alerts, so the UI thread only draws."""
+        while not self._stop.is_set():
+            try:
+                self.tick()
+            except Exception as exc:  # a figure that cannot be computed must not stop the others
+                message = f"figures: {type(exc).__name__}: {exc}"
+                if message != self.error:
+                    LOG.exception("figures tick failed")
+                self.error = message
+            self._stop.wait(TICK_S)
 
     def _run(self) -> None:
         assert self.follower is not None
@@ -245,22 +270,24 @@ class LiveSession:
                 continue
             except (EOFError, OSError):
                 return
-            kind = msg[0]
-            if kind == "data":
-                _, events, tails = msg
-                for label, lines in tails.items():
-                    self._append_tail(label, lines)
-                if events:
-                    self._sink(events)
-            elif kind == "status":
-                _, self._progress, states = msg
-                if states is not None:  # None: as before
-                    self._statuses = states
-                    self._hosts = {n: st for n, st in states.items() if n.startswith("ssh ") or n == "ingest"}
-            elif kind == "error":
-                self.error = msg[1]
-            elif kind == "warning":
-                self.warnings.append(msg[1])
+            self.apply(msg)
+
+    def apply(self, msg: Message) -> None:
+        """One message of the ingest, whichever mode sent it."""
+        if isinstance(msg, Batch):
+            for label, lines in msg.tails.items():
+                self._append_tail(label, lines)
+            if msg.events:
+                self._sink(msg.events)
+        elif isinstance(msg, Progress):
+            self._progress = (msg.bytes_done, msg.bytes_total, msg.files)
+            if msg.states is not None:  # None: as before
+                self._statuses = msg.states
+                self._hosts = {n: st for n, st in msg.states.items() if n.startswith("ssh ") or n == "ingest"}
+        elif isinstance(msg, IngestError):
+            self.error = msg.text
+        elif isinstance(msg, IngestWarning):
+            self.warnings.append(msg.text)
 
     def stop(self, wait: float = 5.0) -> None:
         """Stop following; ``wait``: how long the ingest may take to end its block (Ctrl-C
@@ -272,6 +299,8 @@ class LiveSession:
             self._proc_stop.set()
         if self._thread is not None:
             self._thread.join(timeout=wait)
+        if self._figures is not None:
+            self._figures.join(timeout=wait)
         if self._proc is not None:
             self._proc.join(timeout=wait)
             if self._proc.is_alive():
@@ -281,8 +310,11 @@ class LiveSession:
         if self.remote is not None:
             self.remote.stop()
 
+    def _batch(self, events: list[Event]) -> None:
+        self.apply(Batch(events))
+
     def _on_block(self, label: str, text: str, first_line: int) -> None:
-        self._append_tail(label, _last_lines(text))
+        self.apply(Batch([], {label: _last_lines(text)}))
 
     def _append_tail(self, label: str, lines: list[str]) -> None:
         with self.lock:
@@ -341,58 +373,66 @@ class LiveSession:
             self.remote.warnings.clear()
         return out
 
-    # -- UI side ---------------------------------------------------------------------------------
-    def snapshot(self, judge: bool = True) -> Snapshot:
-        """The rows and states now; with ``judge``, alerts are judged first (the app's
-        frames do; a scrape does not: it only reads)."""
-        snap = self.try_snapshot(judge)
+    # -- the figures: judged and built by tick(), off the UI thread ---------------------------------
+    def tick(self) -> None:
+        """Judge alerts and build the rows (summaries) a snapshot shows: the figures thread's
+        work while the session runs (a test's or a headless verb's otherwise).  Every job
+        whose events changed is summarized here, at most NEW_ROWS_PER_SNAPSHOT a tick, so the
+        lock is never held long; :meth:`snapshot` only reads what this built."""
+        now = self.clock()
+        with self.lock:
+            self._judge_alerts(now)
+            self._build_rows(now)
+
+    def _build_rows(self, now: float) -> None:
+        generation = self._generation
+        if self._rows is not None and self._rows[0] == generation and 0 <= now - self._rows_at < TIME_REFRESH_S:
+            return  # nothing changed since: an idle tick costs no pass over the jobs
+        retimed = self._rows is not None and self._rows[0] == generation  # only time passed
+        rows = []
+        budget = NEW_ROWS_PER_SNAPSHOT  # thousands of new jobs appear over a few ticks, not in one
+        for job in self.store.jobs.values():
+            cached = self._cache.get(job.key)
+            if cached is None or cached[0] != self._job_versions.get(job.key, 0):
+                if budget <= 0:
+                    if cached is not None:
+                        rows.append(cached[1])
+                    continue
+                budget -= 1
+            rows.append(self._row(job, now))
+        if budget > 0:  # every row is up to date: the next tick may reuse them
+            # what time alone changes (age, ETA, stalled, stuck in startup) is measured again every
+            # TIME_REFRESH_S; the screens redraw only if what they show of it changed
+            sig = _time_signature(rows)
+            if retimed and sig != self._rows_sig:
+                self._generation += 1
+                generation = self._generation
+            self._rows, self._rows_at, self._rows_sig = (generation, rows), now, sig
+        else:
+            self._rows = None
+            self._generation += 1  # rows still to build: the next tick is not an idle one
+            generation = self._generation
+        self._built = (generation, rows, now)
+
+    # -- UI side: reads only ----------------------------------------------------------------------
+    def snapshot(self) -> Snapshot:
+        """The rows the last :meth:`tick` built, and the states now."""
+        snap = self.try_snapshot()
         assert snap is not None
         return snap
 
-    def try_snapshot(self, judge: bool = False, wait: Optional[float] = None) -> Optional[Snapshot]:
+    def try_snapshot(self, wait: Optional[float] = None) -> Optional[Snapshot]:
         """:meth:`snapshot`, or None when the session's lock is not free within ``wait``
-        seconds (a scrape then answers with the figures it had: a big job being judged
-        holds the lock for a while)."""
-        now = self.clock()
+        seconds (a scrape then answers with the figures it had)."""
         if not self.lock.acquire(timeout=-1 if wait is None else wait):
             return None
         try:
-            if judge:
-                self._judge_alerts(now)
-            generation = self._generation
-            if self._rows is not None and self._rows[0] == generation and 0 <= now - self._rows_at < TIME_REFRESH_S:
-                rows = self._rows[1]  # nothing changed since: an idle frame costs no pass over the jobs
-            else:
-                retimed = self._rows is not None and self._rows[0] == generation  # only time passed
-                rows = []
-                budget = NEW_ROWS_PER_SNAPSHOT  # thousands of new jobs appear over a few frames, not in one
-                for job in self.store.jobs.values():
-                    cached = self._cache.get(job.key)
-                    if cached is None or cached[0] != self._job_versions.get(job.key, 0):
-                        if budget <= 0:
-                            if cached is not None:
-                                rows.append(cached[1])
-                            continue
-                        budget -= 1
-                    rows.append(self._row(job, now))
-                if budget > 0:  # every row is up to date: the next frame may reuse them
-                    # what time alone changes (age, ETA, stalled, stuck in startup) is measured again every
-                    # TIME_REFRESH_S; the screens redraw only if what they show of it changed
-                    sig = _time_signature(rows)
-                    if retimed and sig != self._rows_sig:
-                        self._generation += 1
-                        generation = self._generation
-                    self._rows, self._rows_at, self._rows_sig = (generation, rows), now, sig
-                else:
-                    self._rows = None
-                    self._generation += 1  # rows still to build: the next frame is not an idle one
-                    generation = self._generation
+            generation, rows, taken_at = self._built
         finally:
             self.lock.release()
         done, total, files = self.progress()
-        snap = Snapshot(rows=rows, bytes_done=done, bytes_total=total, files=files, statuses=self.host_statuses(),
-                        taken_at=now, alerts=self.alert_feed.delivered_count, generation=generation)
-        return snap
+        return Snapshot(rows=rows, bytes_done=done, bytes_total=total, files=files, statuses=self.host_statuses(),
+                        taken_at=taken_at, alerts=self.alert_feed.delivered_count, generation=generation)
 
     def _judge_alerts(self, now: float) -> None:
         """New alerts of every job (under the lock), at most every ALERT_EVERY_S of real time:
@@ -420,11 +460,6 @@ class LiveSession:
         """The latest alert of the job ``key`` (no copy of every alert a frame)."""
         with self.lock:
             return self._latest_alert.get(key)
-
-    def judge(self) -> None:
-        """Judge alerts (a headless verb's tick; the app's snapshot does it too)."""
-        with self.lock:
-            self._judge_alerts(self.clock())
 
     def alerts(self) -> list[Alert]:
         with self.lock:
@@ -491,7 +526,8 @@ class LiveSession:
             job = self.store.jobs.get(key)
             if job is None:
                 return None
-            row = self._row(job, now)
+            built = self._cache.get(key)  # the row the figures thread built last: no summary on the UI thread
+            row = built[1] if built is not None else self._row(job, now)
             tail: list[str] = []
             for file in job.files:
                 tail.extend(self.tails.get(file, ()))
@@ -629,7 +665,7 @@ def ingest_main(paths: list[str], options: dict, out, stop, remote_options: Opti
         del lines[:-TAIL_LINES]
 
     def warn(message: str) -> None:
-        out.put(("warning", message))
+        out.put(IngestWarning(message))
 
     remote_thread: Optional[RemoteThread] = None
     try:
@@ -647,7 +683,7 @@ def ingest_main(paths: list[str], options: dict, out, stop, remote_options: Opti
             if batch or tails:
                 # small messages: unpickling one is a single call that holds the UI process's GIL
                 for start in range(0, max(1, len(batch)), MESSAGE_EVENTS):
-                    out.put(("data", batch[start:start + MESSAGE_EVENTS], tails if start == 0 else {}))
+                    out.put(Batch(batch[start:start + MESSAGE_EVENTS], tails if start == 0 else {}))
                 tails = {}
             now = time.monotonic()
             if now - last_status >= 0.25:
@@ -656,7 +692,7 @@ def ingest_main(paths: list[str], options: dict, out, stop, remote_options: Opti
                 if remote_thread is not None:
                     states.update(remote_thread.states())
                     for message in remote_thread.errors:
-                        out.put(("error", message))
+                        out.put(IngestError(message))
                     remote_thread.errors.clear()
                     for message in remote_thread.warnings:
                         warn(message)
@@ -664,13 +700,13 @@ def ingest_main(paths: list[str], options: dict, out, stop, remote_options: Opti
                 progress = (p.bytes_done, p.bytes_total, len(follower.followed))
                 # sent when it changed: a status of 4,096 files pickled four times a second cost a core's 5 %
                 if states != sent_states or progress != sent_progress:
-                    out.put(("status", progress, states if states != sent_states else None))
+                    out.put(Progress(*progress, states if states != sent_states else None))
                     sent_states, sent_progress = states, progress
                 last_status = now
             follower.sleep(0.25)
         follower.close()
     except Exception as exc:  # the UI shows it; the ingest process must not die silently
-        out.put(("error", f"ingest stopped: {exc}"))
+        out.put(IngestError(f"ingest stopped: {exc}"))
     finally:
         if remote_thread is not None:
             remote_thread.stop()
@@ -687,6 +723,8 @@ def _poll_supervised(follower: LocalFollower, warn: Callable[[str], None]) -> No
         time.sleep(0.5)
 
 
+#: how often the figures thread judges alerts and builds rows (the app draws every 0.5 s)
+TICK_S = 0.25
 TIME_REFRESH_S = 5.0  # rows reused while nothing changed are measured again against the clock this often
 
 

@@ -103,7 +103,6 @@ class TuimonApp(App[int]):
 
     def _show(self, screen: Screen) -> None:
         if isinstance(screen, AlertsScreen):
-            self.session.judge()  # as the jobs screen's snapshot would
             screen.show(self.session.alerts())
         elif isinstance(screen, JobsScreen):
             screen.update_snapshot(self.session.snapshot())
