@@ -447,11 +447,23 @@ def _cache(args):
 
 def _parse_into(store: JobStore, files: list[Path], jobs: Optional[int] = None, cache=None) -> ParseStats:
     from ..engine.pool import parse_files_into
+    from .progress import ReadProgress
 
     for path in files:
         store.add_file(str(path))
-    return parse_files_into(store, files, jobs=jobs, cache=cache,
-                            on_error=lambda path, exc: _err(f"cannot read {path}: {exc.strerror or exc}"))
+    progress = ReadProgress(sum(_size(p) for p in files), len(files))
+    try:
+        return parse_files_into(store, files, jobs=jobs, cache=cache, progress=progress,
+                                on_error=lambda path, exc: _err(f"cannot read {path}: {exc.strerror or exc}"))
+    finally:
+        progress.done()
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
 
 
 def _cmd_alerts(args) -> int:

@@ -174,10 +174,12 @@ def _from_cache(cache: Optional[ParseCache], label: str, fd: int, out: Callable[
 
 
 def parse_file_store(path: Path, label: Optional[str] = None, read_size: int = READ_SIZE,
-                     catalog: Optional[Catalog] = None, cache: Optional[ParseCache] = None) -> tuple[Any, ParseStats]:
+                     catalog: Optional[Catalog] = None, cache: Optional[ParseCache] = None,
+                     on_bytes: Optional[Callable[[int], None]] = None) -> tuple[Any, ParseStats]:
     """A store of the file's events alone (merge it with :meth:`JobStore.merge_file`),
     and the stats.  With ``cache``, a file read before is taken in from its saved
-    store at once, and only what it gained since is parsed."""
+    store at once, and only what it gained since is parsed.  ``on_bytes``: told how many
+    bytes each block read was (a progress display)."""
     from ..sources.files import open_regular
     from ..store.job_store import JobStore
 
@@ -199,14 +201,17 @@ def parse_file_store(path: Path, label: Optional[str] = None, read_size: int = R
         if fp is None or store is None:
             store, fp, offset = JobStore(), FileParser(label, catalog), 0
         start = offset
-        offset = _read_on(fh, fp, offset, read_size, store.add)
+        if on_bytes is not None and start:
+            on_bytes(start)  # taken in from the cache
+        offset = _read_on(fh, fp, offset, read_size, store.add, on_bytes)
         if cache is not None and (offset > start or not fp.cached):
             cache.save_store(key, fh.fileno(), offset, fp, store)  # before the end-of-input flush
         store.add(fp.finish())
     return store, fp.stats
 
 
-def _read_on(fh: Any, fp: FileParser, offset: int, read_size: int, out: Callable[[list[Event]], None]) -> int:
+def _read_on(fh: Any, fp: FileParser, offset: int, read_size: int, out: Callable[[list[Event]], None],
+             on_bytes: Optional[Callable[[int], None]] = None) -> int:
     """Feed ``fp`` the file from ``offset`` to its end; returns the offset reached."""
     fh.seek(offset)
     while True:
@@ -214,6 +219,8 @@ def _read_on(fh: Any, fp: FileParser, offset: int, read_size: int, out: Callable
         if not chunk:
             return offset
         offset += len(chunk)
+        if on_bytes is not None:
+            on_bytes(len(chunk))
         events = fp.feed(chunk)
         if events:
             out(events)

@@ -60,10 +60,17 @@ def _result(future: Future) -> Optional[tuple]:
 
 
 def parse_files_into(store: JobStore, files: list[Path], *, jobs: Optional[int] = None,
-                     on_error: Callable[[Path, OSError], None], cache: Optional[ParseCache] = None) -> ParseStats:
+                     on_error: Callable[[Path, OSError], None], cache: Optional[ParseCache] = None,
+                     progress: Optional[Callable[[int, int], None]] = None) -> ParseStats:
     """Each file parsed into a store of its own (by a worker, or here), merged into
     ``store`` in the order of ``files``: what adding their events in turn would give.
-    With ``cache``, files read before are taken in from their saved stores."""
+    With ``cache``, files read before are taken in from their saved stores.  ``progress``
+    is told (bytes, files) as they are done: a big file read here by block, a worker's or
+    a cached one whole."""
+    def told(n: int) -> None:
+        if progress is not None:
+            progress(n, 0)
+
     jobs = jobs or cores()
     cache_path = str(cache.path) if cache is not None and cache.usable() else None
     sizes: dict[Path, int] = {}
@@ -87,10 +94,16 @@ def parse_files_into(store: JobStore, files: list[Path], *, jobs: Optional[int] 
         for path in files:
             try:
                 whole = ready.get(path) or (_result(futures[path]) if path in futures else None)
-                part, stats = whole if whole is not None else parse_file_store(path, str(path), cache=cache)
+                if whole is not None:
+                    told(sizes[path])
+                part, stats = whole if whole is not None else parse_file_store(path, str(path), cache=cache,
+                                                                               on_bytes=told)
             except OSError as exc:
                 on_error(path, exc)
                 continue
+            finally:
+                if progress is not None:
+                    progress(0, 1)
             store.merge_file(str(path), part)
             total.add(stats)
     finally:

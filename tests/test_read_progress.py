@@ -1,0 +1,75 @@
+"""The progress line of a batch read: on a terminal's stderr after a second, never on a
+pipe, wiped before the figures."""
+from __future__ import annotations
+
+import io
+import os
+import pty
+import subprocess
+import sys
+
+from tests.conftest import ROOT
+from tuimon.commands.progress import ReadProgress
+
+
+def test_the_line_waits_a_second_redraws_sparingly_and_is_wiped():
+    now = [0.0]
+    out = io.StringIO()
+    p = ReadProgress(200_000_000, 4, stream=out, clock=lambda: now[0], force=True)
+    p(50_000_000, 1)
+    assert out.getvalue() == ""  # under a second: silent
+    now[0] = 2.0
+    p(50_000_000, 1)
+    assert out.getvalue().endswith("tuimon: reading 2/4 files, 100/200 MB, 50 MB/s")
+    drawn = out.getvalue()
+    now[0] = 2.05
+    p(1, 0)
+    assert out.getvalue() == drawn  # at most every REDRAW_S
+    p.done()
+    assert out.getvalue().endswith("\r\x1b[K")
+
+
+def test_not_a_terminal_no_line():
+    out = io.StringIO()
+    p = ReadProgress(10, 1, stream=out, clock=iter([0.0, 5.0, 6.0]).__next__)
+    p(10, 1)
+    p.done()
+    assert out.getvalue() == ""
+
+
+def _big_log(path, mb: int) -> None:
+    line = (" iteration {i:8d}/ 1000000 | consumed samples: {c} | elapsed time per iteration (ms): 1234.5 | "
+            "learning rate: 1.000E-04 | global batch size:   512 | lm loss: 2.345678E+00 | loss scale: 1.0 |\n")
+    with open(path, "w") as fh:
+        i = 0
+        while fh.tell() < mb * 1_000_000:
+            fh.write("".join(line.format(i=j, c=j * 512) for j in range(i, i + 5000)))
+            i += 5000
+
+
+def test_a_long_read_shows_progress_on_a_terminal_and_keeps_stdout_clean(tmp_path):
+    log = tmp_path / "big-123.out"
+    _big_log(log, 20)  # about 2 s of reading here: past the 1 s the line waits
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "tuimon", "summary", "--no-cache", "--jobs", "1", "--format",
+                             "csv", str(log)], cwd=ROOT, stdout=subprocess.PIPE, stderr=follower)
+    os.close(follower)
+    err = b""
+    while True:
+        try:
+            chunk = os.read(leader, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        err += chunk
+    out, _ = proc.communicate(timeout=300)
+    os.close(leader)
+    assert proc.returncode == 0
+    text = err.decode()
+    assert "tuimon: reading 0/1 files" in text and "MB/s" in text, text[:500]
+    assert "\r\x1b[K" in text  # wiped
+    assert b"reading" not in out and out.startswith(b"job,")
+    piped = subprocess.run([sys.executable, "-m", "tuimon", "summary", "--no-cache", "--jobs", "1", str(log)],
+                           cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert "reading" not in piped.stderr
