@@ -139,7 +139,7 @@ def test_summary_columns_give_seed_tables_in_every_format():
     stronghold = next(r for r in rows if r["job"] == "stronghold-run")
     assert stronghold["method"] == "stronghold" and stronghold["speed"] and stronghold["gpus"]
     data = json.loads(cli("summary", "--columns", "job,speed,gas", "--format", "json", str(FIXTURES)).stdout)
-    assert all(set(r) == {"job", "speed", "gas"} for r in data)
+    assert all(set(r) == {"schema_version", "job", "speed", "gas"} and r["schema_version"] == 1 for r in data)
     md = cli("summary", "--columns", "job,speed", "--format", "markdown", str(FIXTURES)).stdout
     assert md.splitlines()[1] == "| --- | --: |"
     bad = cli("summary", "--columns", "job,bogus", str(FIXTURES))

@@ -147,3 +147,33 @@ def test_no_import_circles():
     packages = {m for m in graph if (ROOT / Path(*m.split(".")) / "__init__.py").exists()}
     real = [c for c in cycles if not set(c) & packages]  # a package and its own modules are no circle
     assert not real, "\n".join(" -> ".join(c) for c in real[:10])
+
+
+def test_no_argparse_namespace_below_the_cli_parser():
+    """Settings are built once (tuimon.commands.settings) and passed down typed: only the
+    parser and the settings builder know argparse; nothing reads options by getattr."""
+    for path in (ROOT / "tuimon").rglob("*.py"):
+        text = path.read_text()
+        if path.name not in ("cli.py", "settings.py"):  # the parser, and the settings built from what it parsed
+            assert "Namespace" not in text, path
+        if "commands" not in path.relative_to(ROOT / "tuimon").parts:  # verbs add their options to the parser
+            assert "import argparse" not in text, path
+        assert "getattr(args" not in text and "getattr(settings" not in text, path
+
+
+def test_every_option_of_every_verb_is_a_setting():
+    from tuimon.commands.cli import build_parser
+    from tuimon.commands.settings import Settings
+
+    parser = build_parser()
+    minimal = {"summary": ["x"], "events": ["x"], "alerts": ["x"], "watch": ["x"], "serve": ["x"], "ssh": ["h:x"],
+               "demo": [], "tflops": ["--params", "1B", "--seq", "1", "--gbs", "1", "--iter-time", "1", "--gpus", "1"],
+               "completion": ["bash"], "config": ["show"], "cache": ["info"], "formats": ["list"]}
+    verbs = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction").choices
+    assert set(verbs) == set(minimal), "a new verb: add it here"
+    for verb, rest in minimal.items():
+        settings = Settings.from_args(parser.parse_args([verb, *rest]))
+        assert settings.verb == verb
+    got = Settings.from_args(parser.parse_args(["serve", "x", "--retain", "2h", "--max-jobs", "5"]))
+    assert (got.retain, got.max_jobs, got.listen) == (7200.0, 5, "127.0.0.1:9464")
+    assert Settings.from_args(parser.parse_args(["summary", "x"])).retain == 86400.0  # a verb without it: the default

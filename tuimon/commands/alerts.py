@@ -7,12 +7,13 @@ import os
 import sys
 import threading
 import time
-from typing import Any, Callable, Optional
+from typing import Callable, Optional
 
 from ..figures.alerts import KINDS, Alert, RuleError, Rules
 from ..live.alerting import AlertFeed, HookError, split_command
 from ..store.job_store import JobStore
 from ..text import sanitize
+from .settings import Settings
 
 TICK_S = 1.0  # how often a follower looks for new alerts (stalls need time to pass, not lines)
 
@@ -33,18 +34,17 @@ def add_alert_options(p: argparse.ArgumentParser, *, hooks: bool = True, app: bo
         p.add_argument("--no-bell", action="store_true", help="do not ring the terminal bell on a new alert")
 
 
-def feed_from(args: Any, *, seen_path: Optional[str] = None, on_warning: Callable[[str], None] = lambda m: None,
+def feed_from(settings: Settings, *, seen_path: Optional[str] = None, on_warning: Callable[[str], None] = lambda m: None,
               clock: Callable[[], float] = time.time) -> AlertFeed:
     """The alert feed the options ask for; raises :class:`AlertOptionError`."""
-    from ..figures.summary import STARTUP_TIMEOUT_S
 
     try:
-        rules = Rules.parse(getattr(args, "alert", None) or [])
-        command = split_command(args.on_alert) if getattr(args, "on_alert", None) else None
+        rules = Rules.parse(settings.alert or [])
+        command = split_command(settings.on_alert) if settings.on_alert else None
     except (RuleError, HookError) as exc:
         raise AlertOptionError(str(exc)) from None
-    return AlertFeed(rules, command=command, notify=getattr(args, "notify", False), seen_path=seen_path,
-                     startup_timeout=getattr(args, "startup_timeout", STARTUP_TIMEOUT_S), on_warning=on_warning,
+    return AlertFeed(rules, command=command, notify=settings.notify, seen_path=seen_path,
+                     startup_timeout=settings.startup_timeout, on_warning=on_warning,
                      clock=clock)
 
 
@@ -86,13 +86,13 @@ def render_alerts(alerts: list[Alert], fmt: str) -> str:
     return "\n".join(out) + "\n"
 
 
-def cmd_alerts(args, *, parse_into, files_of, warn: Callable[[str], None]) -> int:
+def cmd_alerts(settings: Settings, *, parse_into, files_of, warn: Callable[[str], None]) -> int:
     """One-shot: every alert of the logs (``--follow`` is the followers' :func:`cli.cmd_follow`)."""
-    feed = feed_from(args, on_warning=warn)
+    feed = feed_from(settings, on_warning=warn)
     store = JobStore()
-    remote_mtimes = parse_into(store, files_of(args))
+    remote_mtimes = parse_into(store, files_of(settings))
     alerts = feed.update(list(store.jobs.values()), last_writes(store, remote_mtimes))
-    sys.stdout.write(render_alerts(alerts, args.format))
+    sys.stdout.write(render_alerts(alerts, settings.format))
     sys.stdout.flush()
     feed.close()
     return 0

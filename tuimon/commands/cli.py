@@ -32,9 +32,12 @@ from ..text import sanitize
 from .alerts import AlertOptionError, StoreTicker, add_alert_options, cmd_alerts, feed_from, last_writes
 from .diagnostics import LOG
 from .serve import add_retention_options, add_serve_options
+from .settings import Settings
 from .usage import EXIT_USAGE
 from .usage import sub_help as _sub_help
 
+#: the verbs that read logs (and so take --formats)
+READS_LOGS = ("summary", "events", "alerts", "watch", "serve", "ssh")
 STALL_DEFAULTS = _ALERT_DEFAULTS["stalled"]  # when a run read once counts as ended (quiet_verdict)
 
 
@@ -230,7 +233,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 
 def _parse(argv: Optional[Sequence[str]]):
-    """(parser, args, config) with the config file's defaults in place; or an exit status
+    """(parser, settings, config) with the config file's defaults in place; or an exit status
     when the config file cannot be used (after its one line)."""
     from .config import ConfigError, apply, argv_config, load
 
@@ -250,56 +253,60 @@ def _parse(argv: Optional[Sequence[str]]):
     apply(parser, config)
     if "cache_dir" in config.values:
         os.environ.setdefault("TUIMON_CACHE_DIR", config.values["cache_dir"])
-    args = parser.parse_args(rest)
     try:
-        written = configure(debug, log_file, full_screen=args.verb in ("watch", "ssh", "demo")
-                            and not getattr(args, "headless", False))
+        settings = Settings.from_args(parser.parse_args(rest))
+    except TypeError as exc:  # a flag added without its setting: the developer's bug, said plainly
+        _err(f"internal error: {exc}")
+        return EXIT_USAGE
+    try:
+        written = configure(debug, log_file, full_screen=settings.verb in ("watch", "ssh", "demo")
+                            and not settings.headless)
     except OSError as exc:
         _err(f"--log-file: cannot write {log_file}: {exc.strerror or exc}")
         return EXIT_USAGE
     if written is not None:
         LOG.info("tuimon %s: %s, logging to %s", __version__, " ".join(sys.argv[1:] if argv is None else argv),
                  written)
-    return parser, args, config
+    return parser, settings, config
 
 
-def run(parser: argparse.ArgumentParser, args: argparse.Namespace, config=None) -> int:
+def run(parser: argparse.ArgumentParser, settings: Settings, config=None) -> int:
     try:
-        if args.verb == "completion":
+        if settings.verb == "completion":
             import argcomplete
-            sys.stdout.write(argcomplete.shellcode(["tuimon"], shell=args.shell))
+            sys.stdout.write(argcomplete.shellcode(["tuimon"], shell=settings.shell or "bash"))
             return 0
-        if args.verb == "config":
+        if settings.verb == "config":
             from .config import Config, show
             sys.stdout.write(show(parser, config or Config()))
             return 0
-        if args.verb == "cache":
-            return cmd_cache(args, parser)
-        if args.verb == "formats":
+        if settings.verb == "cache":
+            return cmd_cache(settings, parser)
+        if settings.verb == "formats":
             from .formats import cmd_formats
-            return cmd_formats(args, parser)
-        if hasattr(args, "formats"):
-            _use_formats(args.formats)
-        if args.verb == "summary":
-            return cmd_summary(args)
-        if args.verb == "events":
-            return cmd_events(args)
-        if args.verb == "alerts":
-            return _cmd_alerts(args)
-        if args.verb == "tflops":
-            return cmd_tflops(args)
-        if args.verb == "demo":
+            return cmd_formats(settings, parser)
+        if settings.verb in READS_LOGS:
+            _use_formats(settings.formats)
+        if settings.verb == "summary":
+            return cmd_summary(settings)
+        if settings.verb == "events":
+            return cmd_events(settings)
+        if settings.verb == "alerts":
+            return _cmd_alerts(settings)
+        if settings.verb == "tflops":
+            return cmd_tflops(settings)
+        if settings.verb == "demo":
             from .demo import run_demo
-            return run_demo(args, run_app)  # the app is run as the CLI runs it: no import back
-        if args.verb == "watch":
-            return cmd_watch(args)
-        if args.verb == "serve":
-            return cmd_serve(args)
-        if args.verb == "ssh":
-            local, remote = split_paths(args.paths)
+            return run_demo(settings, run_app)  # the app is run as the CLI runs it: no import back
+        if settings.verb == "watch":
+            return cmd_watch(settings)
+        if settings.verb == "serve":
+            return cmd_serve(settings)
+        if settings.verb == "ssh":
+            local, remote = split_paths(settings.paths)
             if local:
                 raise PathError(f"not a remote spec: {local[0]} (use [user@]host[:port]:path, or tuimon watch)")
-            return cmd_watch(args)
+            return cmd_watch(settings)
         parser.print_help()
         return EXIT_USAGE
     except (PathError, AlertOptionError, ListenError, ColumnError) as exc:
@@ -325,11 +332,11 @@ class _Reported(Exception):
 BATCH_VERBS = ("summary", "events", "alerts", "tflops", "formats", "cache", "config", "completion")
 
 
-def cmd_cache(args, parser) -> int:
+def cmd_cache(settings: Settings, parser) -> int:
     from ..engine.cache import ParseCache
 
     cache = ParseCache(on_warning=_warn)
-    if args.cache_verb == "info":
+    if settings.cache_verb == "info":
         info = cache.info()
         print(f"parse cache: {sanitize(info['path'])}")
         print(f"  files: {info['files']:,} ({info['log_bytes'] / 1e6:,.1f} MB of logs)")
@@ -337,7 +344,7 @@ def cmd_cache(args, parser) -> int:
               f"database {info['database_bytes'] / 1e6:,.1f} MB (at most {info['limit_bytes'] / 1e6:,.0f} MB: "
               "TUIMON_CACHE_MAX_MB; the least recently saved files go first)")
         return 0
-    if args.cache_verb == "clear":
+    if settings.cache_verb == "clear":
         print(f"parse cache cleared: {cache.clear():,} files forgotten ({sanitize(str(cache.path))})")
         return 0
     return _sub_help(parser, "cache")
@@ -366,9 +373,9 @@ def entry(argv: Optional[Sequence[str]] = None) -> None:
     parsed = _parse(argv)
     if isinstance(parsed, int):
         sys.exit(parsed)
-    parser, args, config = parsed
-    code = run(parser, args, config)
-    if args.verb in BATCH_VERBS and not getattr(args, "follow", False):
+    parser, settings, config = parsed
+    code = run(parser, settings, config)
+    if settings.verb in BATCH_VERBS and not settings.follow:
         for stream in (sys.stdout, sys.stderr):
             try:
                 stream.flush()
@@ -378,13 +385,13 @@ def entry(argv: Optional[Sequence[str]] = None) -> None:
     sys.exit(code)
 
 
-def _include(args) -> tuple[str, ...]:
-    return tuple(args.include) if args.include else DEFAULT_INCLUDE
+def _include(settings: Settings) -> tuple[str, ...]:
+    return tuple(settings.include) if settings.include else DEFAULT_INCLUDE
 
 
-def _files(args, local: Optional[list[str]] = None) -> list[Path]:
-    include = _include(args)
-    paths = args.paths if local is None else local
+def _files(settings: Settings, local: Optional[list[str]] = None) -> list[Path]:
+    include = _include(settings)
+    paths = settings.paths if local is None else local
     if not paths:
         return []
     files = discover(paths, include=include, on_skip=_warn)
@@ -393,7 +400,7 @@ def _files(args, local: Optional[list[str]] = None) -> list[Path]:
     return files
 
 
-def _read_remote(args, specs, sink, seen: Optional[dict] = None, stats: Optional[ParseStats] = None,
+def _read_remote(settings: Settings, specs, sink, seen: Optional[dict] = None, stats: Optional[ParseStats] = None,
                  counted: Optional[list] = None) -> bool:
     """Read every remote spec once into ``sink``; False (after one line each) on errors.
     ``seen`` gets each remote file's (mtime, last line), as local files give theirs;
@@ -404,8 +411,8 @@ def _read_remote(args, specs, sink, seen: Optional[dict] = None, stats: Optional
 
     errors: list[str] = []
     hosts: list = []
-    asyncio.run(read_remote(specs, sink, ssh_config=args.ssh_config, on_error=errors.append,
-                            on_warning=_warn, include=_include(args), cache=not args.no_cache, hosts_out=hosts))
+    asyncio.run(read_remote(specs, sink, ssh_config=settings.ssh_config, on_error=errors.append,
+                            on_warning=_warn, include=_include(settings), cache=not settings.no_cache, hosts_out=hosts))
     if seen is not None:
         seen.update(last_seen(hosts))
     files, read = parsed(hosts)
@@ -435,9 +442,9 @@ def _report(stats: ParseStats, files: int, seconds: float) -> None:
         _warn(f"format {name!r} turned off: {why}; the other formats went on")
 
 
-def _cache(args):
+def _cache(settings: Settings):
     """The parse cache for this command, or None with --no-cache."""
-    if getattr(args, "no_cache", False):
+    if settings.no_cache:
         return None
     from ..engine import catalog
     from ..engine.cache import ParseCache
@@ -466,44 +473,44 @@ def _size(path: Path) -> int:
         return 0
 
 
-def _cmd_alerts(args) -> int:
-    local, remote = split_paths(args.paths)
-    if args.state and not args.follow:
+def _cmd_alerts(settings: Settings) -> int:
+    local, remote = split_paths(settings.paths)
+    if settings.state and not settings.follow:
         raise PathError("--state goes with --follow")
-    if args.follow:
-        return cmd_follow(args, show_events=False, alerts_format=args.format)
+    if settings.follow:
+        return cmd_follow(settings, show_events=False, alerts_format=settings.format)
 
     def parse_into(store: JobStore, files: list[Path]) -> dict[str, float]:
         """Parse into ``store``; the remote files' mtimes."""
-        cache = _cache(args)
+        cache = _cache(settings)
         try:
-            _parse_into(store, files, args.jobs, cache)
+            _parse_into(store, files, settings.jobs, cache)
         finally:
             if cache is not None:
                 cache.close()
         seen: dict[str, tuple[Optional[float], Optional[str]]] = {}
-        if remote and not _read_remote(args, remote, store.add, seen):
+        if remote and not _read_remote(settings, remote, store.add, seen):
             raise _Reported()
         return {label: mtime for label, (mtime, _) in seen.items() if mtime is not None}
 
-    return cmd_alerts(args, parse_into=parse_into, files_of=lambda a: _files(a, local), warn=_warn)
+    return cmd_alerts(settings, parse_into=parse_into, files_of=lambda a: _files(a, local), warn=_warn)
 
 
-def cmd_summary(args) -> int:
-    local, remote = split_paths(args.paths)
-    files = _files(args, local)
+def cmd_summary(settings: Settings) -> int:
+    local, remote = split_paths(settings.paths)
+    files = _files(settings, local)
     keep_freed_memory()
     t0 = time.perf_counter()
     store = JobStore()
-    cache = _cache(args)
+    cache = _cache(settings)
     try:
-        stats = _parse_into(store, files, args.jobs, cache)
+        stats = _parse_into(store, files, settings.jobs, cache)
     finally:
         if cache is not None:
             cache.close()
     seen: dict[str, tuple[Optional[float], Optional[str]]] = {}  # remote label -> (mtime, last line)
     remote_files: list = []
-    if remote and not _read_remote(args, remote, store.add, seen, stats, remote_files):
+    if remote and not _read_remote(settings, remote, store.add, seen, stats, remote_files):
         return EXIT_USAGE
 
     def mtime_of(f: str) -> Optional[float]:
@@ -513,8 +520,8 @@ def cmd_summary(args) -> int:
     rows = []
     for job in store.jobs.values():
         last_write = max((m for m in map(mtime_of, job.files) if m is not None), default=None)
-        row = summarize(job, now=now, last_write=last_write, gpu_peak=args.gpu_peak, gpu=args.gpu,
-                        startup_timeout=args.startup_timeout)
+        row = summarize(job, now=now, last_write=last_write, gpu_peak=settings.gpu_peak, gpu=settings.gpu,
+                        startup_timeout=settings.startup_timeout)
         # read once, never seen growing: a run quiet past its limit ended, or stalled by its own stamps
         verdict = quiet_verdict(job, row, STALL_DEFAULTS, now, last_write, grew=False)
         if verdict is not None:
@@ -525,10 +532,10 @@ def cmd_summary(args) -> int:
                 row.failure, file=latest, last_line=seen[latest][1] if latest in seen else last_line(latest)))
         rows.append(row)
     rows.sort(key=lambda r: r.job)
-    if args.columns:
-        sys.stdout.write(render_columns(rows, parse_columns(args.columns), args.format))
+    if settings.columns:
+        sys.stdout.write(render_columns(rows, parse_columns(settings.columns), settings.format))
     else:
-        sys.stdout.write(render_summary(rows, args.format))
+        sys.stdout.write(render_summary(rows, settings.format))
     sys.stdout.flush()
     _report(stats, len(files) + len(remote_files), time.perf_counter() - t0)
     return 0
@@ -541,11 +548,11 @@ def _mtime(path: str) -> Optional[float]:
         return None
 
 
-def cmd_events(args) -> int:
-    if args.follow:
-        return cmd_follow(args)
-    local, remote = split_paths(args.paths)
-    files = _files(args, local)
+def cmd_events(settings: Settings) -> int:
+    if settings.follow:
+        return cmd_follow(settings)
+    local, remote = split_paths(settings.paths)
+    files = _files(settings, local)
     keep_freed_memory()
     t0 = time.perf_counter()
     out = sys.stdout
@@ -557,7 +564,7 @@ def cmd_events(args) -> int:
         store.add(events)
         write(events)
 
-    cache = _cache(args)
+    cache = _cache(settings)
     for path in files:
         try:
             _, stats = parse_file(path, str(path), sink=emit, cache=cache)
@@ -572,9 +579,9 @@ def cmd_events(args) -> int:
     if cache is not None:
         cache.close()
     remote_files: list = []
-    if remote and not _read_remote(args, remote, emit, stats=total, counted=remote_files):
+    if remote and not _read_remote(settings, remote, emit, stats=total, counted=remote_files):
         return EXIT_USAGE
-    feed = feed_from(args, on_warning=_warn)
+    feed = feed_from(settings, on_warning=_warn)
     out.write("".join(json.dumps(a.to_dict(), allow_nan=False) + "\n"
                       for a in feed.update(list(store.jobs.values()), last_writes(store))))
     out.flush()
@@ -582,10 +589,10 @@ def cmd_events(args) -> int:
     return 0
 
 
-def _check_follow_args(args) -> bool:
+def _check_follow_args(settings: Settings) -> bool:
     """Local paths must exist when following starts, remote hosts must let us in and
     have the paths (checked once, before anything is shown).  Raises PathError."""
-    local, remote = split_paths(args.paths)
+    local, remote = split_paths(settings.paths)
     for raw in local:
         if not os.path.exists(os.path.expanduser(raw)):
             raise PathError(f"no such file or directory: {raw}")
@@ -594,7 +601,7 @@ def _check_follow_args(args) -> bool:
 
         from ..sources.remote import check_remote
 
-        errors, passing = asyncio.run(check_remote(remote, getattr(args, "ssh_config", None)))
+        errors, passing = asyncio.run(check_remote(remote, settings.ssh_config))
         for message in passing:
             _warn(f"{message}; retrying in the background")
         for message in errors:
@@ -612,7 +619,7 @@ def _json_lines(out, flush: bool = False):
     return emit
 
 
-def cmd_follow(args, *, show_events: bool = True, alerts_format: str = "json") -> int:
+def cmd_follow(settings: Settings, *, show_events: bool = True, alerts_format: str = "json") -> int:
     """``events --follow`` (events and alerts as JSON lines) and ``alerts --follow``
     (alerts alone, ``alerts_format`` table or json)."""
     import threading
@@ -622,7 +629,7 @@ def cmd_follow(args, *, show_events: bool = True, alerts_format: str = "json") -
     from ..sources.local import LocalFollower, supervise
     from .alerts import alert_lines
 
-    if not _check_follow_args(args):
+    if not _check_follow_args(settings):
         return EXIT_USAGE
     lock = threading.Lock()
     write = _json_lines(sys.stdout, flush=True)
@@ -632,7 +639,7 @@ def cmd_follow(args, *, show_events: bool = True, alerts_format: str = "json") -
             sys.stdout.write(alert_lines(alerts, alerts_format))
             sys.stdout.flush()
 
-    feed = feed_from(args, seen_path=seen_path_for(args.state), on_warning=_warn)  # bad options: before anything
+    feed = feed_from(settings, seen_path=seen_path_for(settings.state), on_warning=_warn)  # bad options: before anything
 
     def emit(events) -> None:  # local and remote events come from two threads (after the ticker exists)
         ticker.add(events)
@@ -640,10 +647,10 @@ def cmd_follow(args, *, show_events: bool = True, alerts_format: str = "json") -
             with lock:
                 write(events)
 
-    local, remote = split_paths(args.paths)
-    follower = LocalFollower(local, emit, include=_include(args),
-                             exclude=tuple(args.exclude) if args.exclude else DEFAULT_EXCLUDE, poll=args.poll,
-                             state_path=args.state, on_warning=_warn, cache=not args.no_cache and not args.state)
+    local, remote = split_paths(settings.paths)
+    follower = LocalFollower(local, emit, include=_include(settings),
+                             exclude=tuple(settings.exclude) if settings.exclude else DEFAULT_EXCLUDE, poll=settings.poll,
+                             state_path=settings.state, on_warning=_warn, cache=not settings.no_cache and not settings.state)
     ticker = StoreTicker(feed, alerts_out, follower.take_mtimes)  # last writes as the follower saw them
     stop = threading.Event()
     thread = threading.Thread(target=supervise, args=(follower, stop, _warn), daemon=True) if local else None
@@ -653,7 +660,7 @@ def cmd_follow(args, *, show_events: bool = True, alerts_format: str = "json") -
         if thread is not None:
             thread.start()
         if remote:
-            failed = not _follow_remote(args, remote, emit)
+            failed = not _follow_remote(settings, remote, emit)
         else:
             while not stop.wait(3600):
                 pass
@@ -666,17 +673,17 @@ def cmd_follow(args, *, show_events: bool = True, alerts_format: str = "json") -
             thread.join(timeout=0.4 if interrupted else 5)
         stopped = thread is None or not thread.is_alive()
         ticker.close(interrupted=interrupted)
-        if args.state and stopped:  # else the last periodic save stands (a restart doubles at most its bound)
+        if settings.state and stopped:  # else the last periodic save stands (a restart doubles at most its bound)
             try:
                 follower.save_state()
             except (OSError, PathError) as exc:
-                _err(f"cannot save state to {args.state}: {getattr(exc, 'strerror', None) or exc}")
+                _err(f"cannot save state to {settings.state}: {getattr(exc, 'strerror', None) or exc}")
         if stopped:
             follower.close()
     return EXIT_USAGE if failed else 0
 
 
-def _follow_remote(args, specs, emit) -> bool:
+def _follow_remote(settings: Settings, specs, emit) -> bool:
     """Follow remote specs until Ctrl-C; each host's state changes go to stderr.
     False (after one line each) when a host refused us for good."""
     import asyncio
@@ -695,9 +702,9 @@ def _follow_remote(args, specs, emit) -> bool:
     async def main() -> None:
         hosts: list = []
         stop.append(asyncio.Event())
-        task = asyncio.ensure_future(read_remote(specs, emit, ssh_config=args.ssh_config, follow=True,
-                                                 on_error=fatal, on_warning=_warn, poll=args.poll or 1.0,
-                                                 hosts_out=hosts, cache=not args.no_cache and not args.state,
+        task = asyncio.ensure_future(read_remote(specs, emit, ssh_config=settings.ssh_config, follow=True,
+                                                 on_error=fatal, on_warning=_warn, poll=settings.poll or 1.0,
+                                                 hosts_out=hosts, cache=not settings.no_cache and not settings.state,
                                                  stop=stop[0]))
         tasks.append(task)
         shown: dict[str, str] = {}
@@ -729,38 +736,38 @@ def _follow_remote(args, specs, emit) -> bool:
     return not errors
 
 
-def make_session(paths: list[str], args, *, poll: Optional[float] = None):
+def make_session(paths: list[str], settings: Settings, *, poll: Optional[float] = None):
     """The live session the app and ``serve`` show (not started)."""
     from ..engine import catalog
     from ..live.session import LiveSession
 
-    feed = feed_from(args)  # a bad --alert or --on-alert: one line, before anything starts
-    session = LiveSession(paths, poll=poll, gpu_peak=args.gpu_peak, gpu=args.gpu, alerts=feed,
-                          startup_timeout=getattr(args, "startup_timeout", STARTUP_TIMEOUT_S), process=True,
-                          ssh_config=getattr(args, "ssh_config", None),
-                          cache=hasattr(args, "no_cache") and not args.no_cache,  # the demo's logs: not worth it
+    feed = feed_from(settings)  # a bad --alert or --on-alert: one line, before anything starts
+    session = LiveSession(paths, poll=poll, gpu_peak=settings.gpu_peak, gpu=settings.gpu, alerts=feed,
+                          startup_timeout=settings.startup_timeout, process=True,
+                          ssh_config=settings.ssh_config,
+                          cache=True and not settings.no_cache,  # the demo's logs: not worth it
                           catalog_spec=catalog.current().spec)
     feed.on_warning = session.warnings.append  # shown by the app (stderr is under its screen) or by serve
     return session
 
 
-def run_app(paths: list[str], args, *, poll: Optional[float] = None, quit_after: Optional[float] = None,
+def run_app(paths: list[str], settings: Settings, *, poll: Optional[float] = None, quit_after: Optional[float] = None,
             on_quit=None, after_start=None) -> int:
     """``after_start`` runs once the ingest process exists (it is forked while this
     process still has a single thread, which is fast and safe)."""
     from ..ui.app import TuimonApp
     from .serve import start_metrics
 
-    session = make_session(paths, args, poll=poll)
+    session = make_session(paths, settings, poll=poll)
     session.start()
     server = None
     try:
-        if getattr(args, "metrics", None):
-            server = start_metrics(session, args.metrics, args)
+        if settings.metrics:
+            server = start_metrics(session, settings.metrics, settings)
         if after_start is not None:
             after_start()
-        app = TuimonApp(session, theme=args.theme, quit_after=quit_after, on_quit=on_quit,
-                        bell=not getattr(args, "no_bell", False))
+        app = TuimonApp(session, theme=settings.theme, quit_after=quit_after, on_quit=on_quit,
+                        bell=not settings.no_bell)
         code = app.run()
     finally:
         if server is not None:
@@ -769,40 +776,44 @@ def run_app(paths: list[str], args, *, poll: Optional[float] = None, quit_after:
     return code or 0
 
 
-def cmd_watch(args) -> int:
-    if not _check_follow_args(args):
+def cmd_watch(settings: Settings) -> int:
+    if not _check_follow_args(settings):
         return EXIT_USAGE
-    return run_app(args.paths, args, poll=args.poll)
+    return run_app(settings.paths, settings, poll=settings.poll)
 
 
-def cmd_serve(args) -> int:
+def cmd_serve(settings: Settings) -> int:
     from .serve import cmd_serve as serve
 
-    if not _check_follow_args(args):
+    if not _check_follow_args(settings):
         return EXIT_USAGE
 
     def session():
-        made = make_session(args.paths, args, poll=args.poll)
+        made = make_session(settings.paths, settings, poll=settings.poll)
         made.start()
         return made
 
-    return serve(args, make_session=session, warn=_warn)
+    return serve(settings, make_session=session, warn=_warn)
 
 
-def cmd_tflops(args) -> int:
-    try:
-        params = parse_size(args.params)
-    except ValueError:
-        _err(f"--params: not a model size: {args.params!r} (try 52B or 350M)")
+def cmd_tflops(settings: Settings) -> int:
+    seq, gbs, iter_time, gpus = settings.seq, settings.gbs, settings.iter_time, settings.gpus
+    if settings.params is None or seq is None or gbs is None or iter_time is None or gpus is None:
+        _err("tflops needs --params, --seq, --gbs, --iter-time and --gpus")  # argparse requires them: a guard
         return EXIT_USAGE
-    value = tflops_per_gpu(params, args.seq, args.gbs, args.iter_time, args.gpus,
-                           activation_checkpointing=not args.no_activation_checkpointing)
+    try:
+        params = parse_size(settings.params)
+    except ValueError:
+        _err(f"--params: not a model size: {settings.params!r} (try 52B or 350M)")
+        return EXIT_USAGE
+    value = tflops_per_gpu(params, seq, gbs, iter_time, gpus,
+                           activation_checkpointing=not settings.no_activation_checkpointing)
     if value is None:
         _err("--iter-time and --gpus must be positive")
         return EXIT_USAGE
     print(f"{value:.1f}")
-    if args.gpu_peak:
-        print(f"MFU {100.0 * value / args.gpu_peak:.1f}%")
+    if settings.gpu_peak:
+        print(f"MFU {100.0 * value / settings.gpu_peak:.1f}%")
     return 0
 
 

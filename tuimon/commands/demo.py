@@ -36,6 +36,7 @@ from ..figures.columns import render_summary
 from ..figures.metrics import model_size_billion
 from ..figures.summary import summarize
 from ..store.job_store import JobStore
+from .settings import Settings
 
 
 def _sample(cls, *texts: str) -> Sample:
@@ -284,20 +285,20 @@ def _remove_on_signals(directory: Path) -> None:
             signal.signal(sig, removed_then_default)
 
 
-def run_demo(args, run_app: Callable[..., int]) -> int:
+def run_demo(settings: Settings, run_app: Callable[..., int]) -> int:
     """``run_app``: the CLI's, which runs the dashboard as ``watch`` does (passed in, so that
     the demo needs no import of the CLI that imports it)."""
-    args.startup_timeout = STARTUP_TIMEOUT_S  # the demo runs at accelerated speed
+    settings = settings.with_(startup_timeout=STARTUP_TIMEOUT_S)  # the demo runs at accelerated speed
     directory = Path(tempfile.mkdtemp(prefix="tuimon-demo-"))
     _remove_on_signals(directory)
-    sim = Simulator(directory, tick_s=0.25 if args.headless else 0.5)
+    sim = Simulator(directory, tick_s=0.25 if settings.headless else 0.5)
     sim.first_lines()
     try:
-        if args.headless:
+        if settings.headless:
             sim.run_in_background()
-            code = run_headless(directory, args.seconds or 20.0)
+            code = run_headless(directory, settings.seconds or 20.0)
         else:
-            code = run_app([str(directory)], args, quit_after=args.seconds, after_start=sim.run_in_background)
+            code = run_app([str(directory)], settings, quit_after=settings.seconds, after_start=sim.run_in_background)
     finally:
         sim.stop()
         shutil.rmtree(directory, ignore_errors=True)

@@ -10,14 +10,15 @@ from parsers import ALL_PARSERS
 from ..engine import catalog
 from ..sources.discover import PathError
 from ..text import sanitize
+from .settings import Settings
 from .usage import EXIT_USAGE, sub_help
 
 
-def cmd_formats(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    if args.formats_verb == "list":
-        return _list(getattr(args, "formats", []))
-    if args.formats_verb == "check":
-        return _check(args.files)
+def cmd_formats(settings: Settings, parser: argparse.ArgumentParser) -> int:
+    if settings.formats_verb == "list":
+        return _list(settings.formats)
+    if settings.formats_verb == "check":
+        return _check(settings.files or [])
     return sub_help(parser, "formats")
 
 

@@ -10,6 +10,7 @@ import threading
 from typing import Any, Callable, Optional
 
 from ..exports.listen import DEFAULT_LISTEN, ListenError
+from .settings import Settings
 
 WARN_EVERY_S = 1.0  # how often the ingest's warnings and errors are said
 
@@ -48,19 +49,19 @@ def add_retention_options(p: argparse.ArgumentParser) -> None:
                    help="export at most N jobs, the most recently updated (default 1000)")
 
 
-def start_metrics(session: Any, listen: str, args: Any) -> Any:
+def start_metrics(session: Any, listen: str, settings: Settings) -> Any:
     """Serve ``session``'s figures at ``listen`` (a started MetricsServer); raises :class:`ListenError`."""
     from ..exports.prometheus import MetricsServer, registry_for
 
-    registry = registry_for(session, retain_s=getattr(args, "retain", 86400.0),
-                            max_jobs=max(1, getattr(args, "max_jobs", 1000)))
+    registry = registry_for(session, retain_s=settings.retain,
+                            max_jobs=max(1, settings.max_jobs))
     return MetricsServer(registry, listen).start()
 
 
-def cmd_serve(args: Any, *, make_session: Callable[[], Any], warn: Callable[[str], None]) -> int:
+def cmd_serve(settings: Settings, *, make_session: Callable[[], Any], warn: Callable[[str], None]) -> int:
     session = make_session()
     try:
-        server = start_metrics(session, args.listen, args)
+        server = start_metrics(session, settings.listen, settings)
     except ListenError:
         session.stop()
         raise

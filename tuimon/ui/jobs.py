@@ -143,7 +143,7 @@ class JobsScreen(Screen):
                 yield Chart("iteration time (s)", "preview-iter", unit="s")
                 yield Chart("loss", "preview-loss", warmup=False)
         yield Input(placeholder="filter: words in the job name, status:failed fw:megatron host:jz (Enter keeps, Esc clears)",
-                    id="filter")
+                    id="filter", select_on_focus=False)  # what was typed before it took the focus stays
         yield Footer()
 
     def on_mount(self) -> None:
@@ -367,12 +367,11 @@ class JobsScreen(Screen):
         before "/" has opened the filter and focused its box: they are the filter's, not commands
         ("s" would re-sort).  Keys bubble here before the app runs the screen's bindings."""
         box = self.query_one("#filter", Input)
-        if self.focused is box:
-            self._typing_filter = False
-            return
-        if event.key == "slash":
+        if event.key == "slash" and self.focused is not box:
             self._typing_filter = True
         elif self._typing_filter and event.is_printable and event.character:
+            # a printable key reaching the screen was not the box's, even if the box took the focus
+            # meanwhile (the box stops those it types): dispatched before the focus moved
             event.stop()
             event.prevent_default()
             box.insert_text_at_cursor(event.character)
@@ -380,6 +379,7 @@ class JobsScreen(Screen):
             self._typing_filter = False  # Enter, Escape, arrows: theirs as ever
 
     def action_clear_filter(self) -> None:
+        self._typing_filter = False
         box = self.query_one("#filter", Input)
         box.value = ""
         box.remove_class("visible")
@@ -396,6 +396,7 @@ class JobsScreen(Screen):
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         if event.input.id == "filter":
+            self._typing_filter = False
             if not event.value:
                 event.input.remove_class("visible")
             self.query_one("#jobs", DataTable).focus()
