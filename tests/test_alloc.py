@@ -74,7 +74,7 @@ def test_a_bounded_store_counts_every_iteration_and_its_median_stays_close():
 
     rng = np.random.default_rng(3)
     times = 2500.0 + rng.normal(0, 20, 400_000)
-    from parsers.events import Iteration
+    from tuimon.parsers.events import Iteration
     events = [Iteration(file="run.log", line=i, rank=None, node=None, wall_time=float(i), iteration=i,
                         elapsed_ms=float(times[i - 1]), global_batch=64) for i in range(1, 400_001)]
     full, bounded = JobStore(), JobStore(bounded=True)

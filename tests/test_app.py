@@ -364,7 +364,7 @@ async def test_a_screenshot_without_a_downloads_directory_goes_to_the_current_on
 
 
 async def test_status_and_badge_colours_come_from_the_theme(tmp_path):
-    from themes import THEME_SPECS
+    from tuimon.themes import THEME_SPECS
 
     app = TuimonApp(loaded_session([copy_fixture_logs(tmp_path)]))
     async with app.run_test(size=SIZE) as pilot:

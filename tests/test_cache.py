@@ -119,7 +119,7 @@ def test_a_new_format_set_invalidates(tmp_path, counted):
 def test_a_new_build_of_the_parsers_invalidates_at_the_same_version(tmp_path, monkeypatch):
     """The key holds a digest of the parsers', engine's and store's code, so an entry saved
     by another build (whose parser objects may lack what this one reads) is not restored."""
-    import parsers
+    from tuimon import parsers
     from tuimon.engine.catalog import code_digest
 
     timers = Path(parsers.__file__).parent / "timers.py"

@@ -42,11 +42,11 @@ def test_corpus_file(path):
 def _all_lines_events(path):
     """Reference: every line fed to every parser that the file switches on, with no
     block regex between them (LineParser.feed tests each route on the line itself)."""
-    from parsers import ALL_PARSERS, LineContext
-    from parsers.events import EVENT_TYPES, Milestone
-    from parsers.formats import BUILTIN_FORMATS
-    from parsers.prefix import split_prefix
-    from parsers.timestamps import line_stamp
+    from tuimon.parsers import ALL_PARSERS, LineContext
+    from tuimon.parsers.events import EVENT_TYPES, Milestone
+    from tuimon.parsers.formats import BUILTIN_FORMATS
+    from tuimon.parsers.prefix import split_prefix
+    from tuimon.parsers.timestamps import line_stamp
     from tuimon.engine.blocks import BlockEngine
     from tuimon.sources.framing import Framer
 

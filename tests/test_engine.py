@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from parsers.megatron import MegatronParser
+from tuimon.parsers.megatron import MegatronParser
 from tests.conftest import FIXTURE_LOGS, SHARED
 from tuimon.commands.cli import _report
 from tuimon.engine.ingest import FileParser, ParseStats, parse_file
@@ -87,7 +87,7 @@ def test_a_regex_run_on_its_anchors_lines_finds_what_a_scan_of_the_block_finds(m
     """Where a rule's anchors are rare, its regex runs only on the lines holding them;
     the matches must be those a search over the whole block gives, at line ends too
     (a lookahead seeing the newline, a match that would run into the next line)."""
-    from parsers.schema import Format, compile_line
+    from tuimon.parsers.schema import Format, compile_line
     from tuimon.engine import blocks, rules
 
     regexes = [r'^\s*"(stage|device)": (\d+)', r"(?<![\w-])(bf16|fp16)=True,", r"x(\d+)(?=\s)", r"x(\d+)\s+y",
@@ -123,7 +123,7 @@ def test_a_dormant_parser_s_sniff_has_a_presence_test():
     """A parser that a log does not use is woken by its SNIFF, which must not scan every
     block of every log: each pattern has texts one of which a match holds (a SNIFF with
     an alternation of two shapes cost every DeepSpeed-timer log 7 % of its parse)."""
-    from parsers import ALL_PARSERS
+    from tuimon.parsers import ALL_PARSERS
     from tuimon.engine.blocks import _sniff_needles
 
     for cls in ALL_PARSERS:

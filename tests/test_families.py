@@ -166,7 +166,7 @@ def test_cuda_fault_is_the_root_cause_not_the_nccl_symptom(tmp_path):
 
 
 def test_user_format_cumulative_time_from_stamp_and_bad_numbers(tmp_path):
-    from parsers.schema import format_from_toml
+    from tuimon.parsers.schema import format_from_toml
     from tuimon.engine.blocks import BlockEngine
 
     fmt = format_from_toml('''

@@ -99,8 +99,8 @@ def test_a_restarted_job_that_logs_its_startup_has_a_startup(tmp_path):
 def test_a_date_line_with_more_after_it_is_no_job_start():
     """Cobalt's own log stamps its lines in UTC (``... +0000 (UTC) Command:``), the job's are local:
     such a line is another program's, not the job script's ``date``."""
-    from parsers.formats.launcher import FORMAT
-    from parsers.schema import format_from_dict
+    from tuimon.parsers.formats.launcher import FORMAT
+    from tuimon.parsers.schema import format_from_dict
     fmt = format_from_dict(FORMAT)
     for line in ("Wed Jul 12 00:46:13 2023 +0000 (UTC) Command: '/usr/bin/ssh'", "Wed Jul 12 00:46:13 2023 +0000 (UTC) ",
                  "Mon at 12:00:00 the cluster reboots", "START TIME: unknown"):

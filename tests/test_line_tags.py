@@ -4,7 +4,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from parsers.prefix import _PREFIX, may_have_prefix, split_prefix
+from tuimon.parsers.prefix import _PREFIX, may_have_prefix, split_prefix
 
 PIECES = ["12: ", "0:  ", "nid001234: ", "gpu-node7.cluster: ", "10.0.0.1: ", "localhost: ", "[default3]:",
           "[rank5]: ", "time (ms) | a: 1", "iteration 5/ 10 |", ":", " ", "a", "7", "-", ".", "x1:y "]

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from parsers.timestamps import parse_compact, parse_iso
+from tuimon.parsers.timestamps import parse_compact, parse_iso
 from tests.conftest import shared_or_skip
 from tuimon.figures.metrics import (
     model_size_billion,

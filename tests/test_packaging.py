@@ -25,12 +25,13 @@ def wheel(tmp_path_factory):
 
 def test_wheel_contents(wheel):
     names = zipfile.ZipFile(wheel).namelist()
-    assert "parsers/__init__.py" in names and "tuimon/commands/cli.py" in names
-    assert "parsers/formats/__init__.py" in names and "tuimon/engine/blocks.py" in names
-    assert any(n.startswith("themes/") and n.endswith(".tcss") for n in names)
-    assert not any(n.startswith("tests/") for n in names)
+    assert "tuimon/parsers/__init__.py" in names and "tuimon/commands/cli.py" in names
+    assert "tuimon/parsers/formats/__init__.py" in names and "tuimon/engine/blocks.py" in names
+    assert any(n.startswith("tuimon/themes/") and n.endswith(".tcss") for n in names)
+    # one top-level name: no generic `parsers` or `themes` beside it
+    assert {n.split("/")[0] for n in names if not n.split("/")[0].endswith(".dist-info")} == {"tuimon"}, names
     # typed (PEP 561), licensed, its version from the one place it is written, every direct import declared
-    assert "tuimon/py.typed" in names and "parsers/py.typed" in names
+    assert "tuimon/py.typed" in names and "tuimon/parsers/py.typed" in names
     assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names)
     meta = next(zipfile.ZipFile(wheel).read(n).decode() for n in names if n.endswith(".dist-info/METADATA"))
     from tuimon import __version__
@@ -53,11 +54,15 @@ def test_installed_wheel_runs(wheel, tmp_path):
     r = subprocess.run([str(py), "-m", "pip", "install", "-q", "--no-deps", "--force-reinstall", str(wheel)],
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stderr[-2000:]
-    code = ("import parsers, themes, tuimon, pathlib; "
+    # one top-level name, tuimon: the repository's parsers/ and themes/ are installed inside it, so
+    # no other distribution's `parsers` or `themes` is shadowed (nor shadows ours)
+    code = ("import importlib.util, pathlib, tuimon; from tuimon import parsers, themes; "
             "base = pathlib.Path(tuimon.__file__).parent.parent; "
             f"assert base == pathlib.Path({own!r}), base; "
-            "assert pathlib.Path(parsers.__file__).parent.parent == base, parsers.__file__; "
-            "assert pathlib.Path(themes.__file__).parent.parent == base, themes.__file__; "
+            "assert pathlib.Path(parsers.__file__).parent.parent == base / 'tuimon', parsers.__file__; "
+            "assert pathlib.Path(themes.__file__).parent.parent == base / 'tuimon', themes.__file__; "
+            "assert not (base / 'parsers').exists() and not (base / 'themes').exists(); "
+            "assert importlib.util.find_spec('parsers') is None and importlib.util.find_spec('themes') is None; "
             "assert list(pathlib.Path(themes.__file__).parent.glob('*.tcss')); print('ok')")
     r = subprocess.run([str(py), "-c", code], capture_output=True, text=True, cwd=tmp_path)
     assert r.stdout.strip() == "ok", r.stderr

@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from parsers import ALL_PARSERS, LineContext
-from parsers.formats import BUILTIN_FORMATS
-from parsers.schema import sample_errors
+from tuimon.parsers import ALL_PARSERS, LineContext
+from tuimon.parsers.formats import BUILTIN_FORMATS
+from tuimon.parsers.schema import sample_errors
 from tuimon.engine.blocks import BlockEngine
 from tuimon.engine.ingest import parse_file
 
@@ -33,7 +33,7 @@ def test_builtin_data_formats_check_their_samples(fmt):
     each gives what it expects, read alone and through the engine."""
     assert fmt.lines and all(entry.samples for entry in fmt.lines)
     assert sample_errors(fmt) == []
-    from parsers.schema import _expected_view
+    from tuimon.parsers.schema import _expected_view
 
     for entry in fmt.lines:
         for sample in entry.samples:
@@ -81,7 +81,7 @@ def test_samples_are_sniffed(cls):
 
 
 def test_events_are_immutable_and_typed():
-    from parsers.events import EVENT_TYPES, Iteration
+    from tuimon.parsers.events import EVENT_TYPES, Iteration
 
     ev = Iteration(file="f", line=3, iteration=7, losses={"lm loss": 1.0})
     with pytest.raises(AttributeError):
@@ -95,7 +95,7 @@ def test_events_are_immutable_and_typed():
 
 
 def test_every_event_starts_with_the_common_fields():
-    from parsers.events import EVENT_TYPES
+    from tuimon.parsers.events import EVENT_TYPES
 
     for cls in EVENT_TYPES.values():
         assert cls._fields[:5] == ("file", "line", "rank", "node", "wall_time"), cls.__name__
@@ -130,7 +130,7 @@ def test_command_flags_split_as_the_shell_would():
     import random
     import shlex
 
-    from parsers.common import flags_from_command
+    from tuimon.parsers.common import flags_from_command
 
     def reference(command: str) -> dict[str, str]:
         words = shlex.split(command, posix=True)
@@ -170,7 +170,7 @@ def test_a_torchtitan_log_from_before_its_titan_tag_is_read_as_torchtitan(tmp_pa
     assert [e.gpu_max_reserved_mb for e in events if e.type == "memory"] == [30.12 * 1024] * 2
 
 
-from parsers.prefix import split_prefix  # noqa: E402
+from tuimon.parsers.prefix import split_prefix  # noqa: E402
 
 PREFIXES = ("0: ", " 3: ", "[rank0]: ", "[default0]:", "nid001234: ")
 

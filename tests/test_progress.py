@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from parsers import ALL_PARSERS
-from parsers.events import Step
+from tuimon.parsers import ALL_PARSERS
+from tuimon.parsers.events import Step
 from tests.conftest import FORMATS
 from tests.test_summary import summary_of
 from tuimon.engine.blocks import BlockEngine

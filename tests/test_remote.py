@@ -483,14 +483,18 @@ def test_a_remote_file_that_grows_by_hundreds_of_mb_streams_in_bounded_memory(se
                 fh.write(block)
         total = 1 + 120 * 20000
         t0 = time.monotonic()
-        peak, first_out = 0.0, None
-        while seen[0] < total and time.monotonic() - t0 < 25:
+        peak, counts = 0.0, []
+        def partway() -> int:
+            return len({c for c in counts if 1 < c < total})
+        # RSS watched for 25 s of the read (longer on a loaded machine, until the stream shows)
+        while seen[0] < total and (time.monotonic() - t0 < 25 or (partway() < 3 and time.monotonic() - t0 < 120)):
             time.sleep(0.25)
-            if first_out is None and seen[0] > 1:
-                first_out = time.monotonic() - t0
+            counts.append(seen[0])
             status = Path(f"/proc/{proc.pid}/status").read_text()
             peak = max(peak, int(next(ln for ln in status.splitlines() if ln.startswith("VmRSS:")).split()[1]) / 1024)
-        assert first_out is not None and first_out < 10, "events come out while the backlog is read"
+        # events come out while the backlog is read, not after it: counts part-way through, however slow the
+        # machine (a follower that waited for the whole backlog would jump from 1 to all of it)
+        assert partway() >= 3, counts[-10:]
         assert peak < 500, f"RSS peaked at {peak:.0f} MB while reading 240 MB (bounded by blocks, not the backlog)"
         assert seen[0] > 1
         t1 = time.monotonic()

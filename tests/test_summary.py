@@ -225,7 +225,7 @@ def test_last_learning_rate_does_not_depend_on_the_order_of_kinds():
     """The store's latest lr: the latest iteration line's where one gives it, else
     the latest DeepSpeed step line's; the same whichever kind's batch comes first
     (events of several files may reach the store kind by kind)."""
-    from parsers.events import Iteration, Step
+    from tuimon.parsers.events import Iteration, Step
     steps = [Step(file="f", line=i, step=i, lr=0.1 * i) for i in (1, 3, 5)]
     bare = [Iteration(file="f", line=i, iteration=i) for i in (2, 4)]
     with_lr = [Iteration(file="f", line=i, iteration=i, lr=0.01 * i) for i in (2, 4)]
@@ -240,7 +240,7 @@ def test_last_learning_rate_does_not_depend_on_the_order_of_kinds():
 def test_last_loss_of_steps_is_the_last_one_logged():
     """DeepSpeed's step lines carry no loss: a run of them shows none, not nan (a
     diverged run's nan, logged, still shows)."""
-    from parsers.events import Step
+    from tuimon.parsers.events import Step
     store = JobStore()
     store.add([Step(file="f", line=1, step=1, loss=2.5), Step(file="f", line=2, step=2, lr=0.1)])
     (job,) = store.jobs.values()
@@ -331,7 +331,7 @@ def test_offloading_methods_name_the_run(frameworks, expected):
     """Runs are compared by method (seed 004's table: Megatron-LM, L2L, ZeRO-Offload,
     ZeRO-Infinity, STRONGHOLD): an offloading method names a Megatron or DeepSpeed
     run, while a trainer that drives the run (Hugging Face's) keeps its name."""
-    from parsers.events import RunConfig
+    from tuimon.parsers.events import RunConfig
     store = JobStore()
     store.add([RunConfig(file="f.log", line=i + 1, framework=name) for i, name in enumerate(frameworks)])
     assert summarize(next(iter(store.jobs.values()))).framework == expected

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from parsers import ALL_PARSERS
-from parsers.schema import FormatError, format_from_toml, sample_errors
+from tuimon.parsers import ALL_PARSERS
+from tuimon.parsers.schema import FormatError, format_from_toml, sample_errors
 from tuimon.engine.blocks import BlockEngine
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -73,13 +73,13 @@ def test_the_readme_example_compiles_and_its_sample_checks():
     ("42", 42.0), ("nan", "nan"),
 ])
 def test_si_numbers(text, where):
-    from parsers.schema import CONVERTERS
+    from tuimon.parsers.schema import CONVERTERS
     got = CONVERTERS["si"](text)
     assert (got != got) if where == "nan" else got == pytest.approx(where)
 
 
 def test_percent_int_and_str_types():
-    from parsers.schema import CONVERTERS
+    from tuimon.parsers.schema import CONVERTERS
     assert CONVERTERS["percent"]("15.38%") == pytest.approx(15.38)
     assert CONVERTERS["int"]("1,024") == 1024
     assert CONVERTERS["str"](" x ") == " x "
@@ -286,7 +286,7 @@ def test_a_watch_ingest_process_reads_user_formats_even_when_spawned(tmp_path, m
 def test_a_regex_that_backtracks_without_end_is_refused_by_check(tmp_path):
     """No nested repeat (the static test passes it), yet exponential: the probe runs it
     on long lines with a time bound, and refuses it in bounded time, at check and at load."""
-    from parsers.regex_safety import unbounded_nesting
+    from tuimon.parsers.regex_safety import unbounded_nesting
 
     fmt = tmp_path / "slow.toml"
     fmt.write_text('name = "slow"\n[[lines]]\nevent = "step"\nregex = \'\'\'^(?:a|aa)+$(?P<step>\\d)\'\'\'\n')

@@ -95,7 +95,7 @@ def _add_paths(p: argparse.ArgumentParser) -> None:
 
 
 def _add_app_options(p: argparse.ArgumentParser) -> None:
-    from themes import THEME_ALIASES
+    from tuimon.themes import THEME_ALIASES
 
     p.add_argument("--theme", default="dark", choices=sorted(THEME_ALIASES),
                    help="colour theme (default dark)")

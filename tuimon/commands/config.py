@@ -56,7 +56,7 @@ def _gpu(v: Any) -> bool:
 
 
 def _theme(v: Any) -> bool:
-    from themes import THEME_ALIASES
+    from tuimon.themes import THEME_ALIASES
 
     return isinstance(v, str) and (v in THEME_ALIASES or v in THEME_ALIASES.values())
 

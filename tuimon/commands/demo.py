@@ -24,12 +24,12 @@ import time
 from pathlib import Path
 from typing import Callable, Iterator, Optional
 
-from parsers.base import Sample
-from parsers.deepspeed import DeepSpeedParser
-from parsers.failures import FailureParser
-from parsers.formats import BUILTIN_FORMATS
-from parsers.megatron import MegatronParser
-from parsers.timers import TimerParser
+from tuimon.parsers.base import Sample
+from tuimon.parsers.deepspeed import DeepSpeedParser
+from tuimon.parsers.failures import FailureParser
+from tuimon.parsers.formats import BUILTIN_FORMATS
+from tuimon.parsers.megatron import MegatronParser
+from tuimon.parsers.timers import TimerParser
 
 from ..engine.ingest import parse_file
 from ..figures.columns import render_summary

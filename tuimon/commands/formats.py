@@ -5,7 +5,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from parsers import ALL_PARSERS
+from tuimon.parsers import ALL_PARSERS
 
 from ..engine import catalog
 from ..sources.discover import PathError

@@ -21,12 +21,12 @@ from functools import lru_cache
 from operator import itemgetter
 from typing import Any, Callable, Optional, Sequence
 
-from parsers.base import LineContext, LineParser
-from parsers.events import EVENT_TYPES, LOG_START, Event, Milestone, RunConfig, Timers, frozen_map
-from parsers.prefix import split_prefix
-from parsers.schema import Format, LineFormat, Running
-from parsers.timers import timer_group
-from parsers.timestamps import line_stamp
+from tuimon.parsers.base import LineContext, LineParser
+from tuimon.parsers.events import EVENT_TYPES, LOG_START, Event, Milestone, RunConfig, Timers, frozen_map
+from tuimon.parsers.prefix import split_prefix
+from tuimon.parsers.schema import Format, LineFormat, Running
+from tuimon.parsers.timers import timer_group
+from tuimon.parsers.timestamps import line_stamp
 
 from . import guard
 from .presence import Presence

@@ -36,7 +36,7 @@ from typing import Any, Callable, Iterator, Optional
 
 from ..paths import cache_home
 
-SCHEMA = 8
+SCHEMA = 9
 HEAD_BYTES = 4096  # hashed from the start of the file
 TAIL_BYTES = 4096  # hashed just before the saved offset
 

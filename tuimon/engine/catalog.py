@@ -20,9 +20,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Iterable, Optional, Sequence
 
-from parsers import ALL_PARSERS
-from parsers.formats import BUILTIN_FORMATS
-from parsers.schema import Format, FormatError, format_from_toml, sample_errors
+from tuimon.parsers import ALL_PARSERS
+from tuimon.parsers.formats import BUILTIN_FORMATS
+from tuimon.parsers.schema import Format, FormatError, format_from_toml, sample_errors
 
 from .. import __version__
 from ..paths import config_home
@@ -103,7 +103,7 @@ def code_digest() -> bytes:
     the engine and the store.  A build that changes any of them reads its files again,
     even at the same version (a parser restored from an older build may lack state the
     new code reads, and its events are not the new code's)."""
-    import parsers
+    from tuimon import parsers
 
     from .. import store
 

@@ -8,7 +8,7 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
-from parsers.events import Event
+from tuimon.parsers.events import Event
 
 from ..sources.framing import Block, Framer
 from . import catalog as catalog_mod

@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Optional
 
-from parsers.schema import Format, FormatError
+from tuimon.parsers.schema import Format, FormatError
 
 USER_REGEX_TIMEOUT_S = 1.0
 

@@ -28,7 +28,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Collection, Mapping, Optional
 
-from parsers.timers import TIMER_PARENTS, WHOLE_TIMERS, one_off_timer, timer_group
+from tuimon.parsers.timers import TIMER_PARENTS, WHOLE_TIMERS, one_off_timer, timer_group
 
 OTHER = "other"
 

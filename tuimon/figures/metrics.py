@@ -13,7 +13,7 @@ from typing import Iterable, Optional, Sequence
 
 import numpy as np
 
-from parsers.events import NOT_PHASES
+from tuimon.parsers.events import NOT_PHASES
 
 # the warm-up rule is the store's: it keeps timers' sums past it (see tuimon.store.timers)
 from ..store.timers import warmup_count as warmup_count

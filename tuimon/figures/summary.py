@@ -11,7 +11,7 @@ from typing import Optional
 
 import numpy as np
 
-from parsers.events import JOB_END, LOG_START, RUN_START, RUN_STOP
+from tuimon.parsers.events import JOB_END, LOG_START, RUN_START, RUN_STOP
 
 from ..store.evals import finite_or_word
 from ..store.fields import FIELDS, primary_loss

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional, Union
 
-from parsers.events import Event
+from tuimon.parsers.events import Event
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
-from parsers.events import Event
+from tuimon.parsers.events import Event
 
 from ..figures.alerts import DEFAULTS as ALERT_DEFAULTS
 from ..figures.alerts import Alert, Rules, quiet_verdict

@@ -29,7 +29,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Callable, Optional, Sequence
 
-from parsers.events import Event, Truncated
+from tuimon.parsers.events import Event, Truncated
 
 from ..engine import catalog, guard
 from ..engine.cache import EntryWriter, ParseCache, recorded

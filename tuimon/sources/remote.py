@@ -37,7 +37,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
-from parsers.events import Event, Truncated
+from tuimon.parsers.events import Event, Truncated
 
 from ..engine import catalog, guard
 from ..engine.cache import EntryWriter, Ident, ParseCache, recorded

@@ -12,7 +12,7 @@ from typing import Any, Callable, Iterable, Optional, Union
 
 import numpy as np
 
-from parsers.events import (
+from tuimon.parsers.events import (
     Checkpoint,
     Evaluation,
     Event,
@@ -28,7 +28,7 @@ from parsers.events import (
     Timers,
     Truncated,
 )
-from parsers.timers import COMM_OP
+from tuimon.parsers.timers import COMM_OP
 
 from .evals import Evals
 from .fields import primary_loss

@@ -14,7 +14,7 @@ from textual.binding import Binding
 from textual.css.query import NoMatches
 from textual.screen import Screen
 
-from themes import STYLESHEET, THEME_ALIASES, textual_themes
+from tuimon.themes import STYLESHEET, THEME_ALIASES, textual_themes
 
 from ..live.session import LiveSession
 from ..text import sanitize

@@ -15,7 +15,7 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import Footer, Input, Static
 
-from parsers.prefix import rank_line_pattern
+from tuimon.parsers.prefix import rank_line_pattern
 
 from ..sources.logfile import KeptLines, Lines
 from ..text import sanitize

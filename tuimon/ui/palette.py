@@ -10,7 +10,7 @@ from typing import Any, Mapping
 
 from rich.style import StyleType
 
-from themes import THEME_SPECS
+from tuimon.themes import THEME_SPECS
 
 
 @dataclass(frozen=True)

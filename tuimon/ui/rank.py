@@ -11,7 +11,7 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import Footer, Log, Static
 
-from parsers.prefix import rank_line_pattern
+from tuimon.parsers.prefix import rank_line_pattern
 
 from ..figures.metrics import warmup_count
 from ..live.session import Curve, JobDetail

@@ -8,7 +8,7 @@ from typing import Any, Callable, Optional, Sequence
 from rich.console import Console, ConsoleOptions, RenderResult
 from rich.text import Text
 
-from parsers.timers import timer_group
+from tuimon.parsers.timers import timer_group
 
 from ..figures.cells import duration as duration
 from ..figures.cells import iter_time as iter_time
