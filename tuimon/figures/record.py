@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional, Union
 
 from ..store.fields import FIELDS
+from .metrics import SpreadStats
 
 #: bumped whenever a key changes meaning or goes away (a new key keeps the version)
 SCHEMA_VERSION = 1
@@ -31,16 +32,8 @@ STATUSES = ("starting", "training", "finished", "ended", "failed", "nan", "stuck
 Figure = Union[float, str, None]
 
 
-@dataclass(frozen=True)
-class IterTime:
-    """Steady-state iteration time, ms (warm-up points left out)."""
-    median: float
-    mean: float
-    min: float
-    max: float
-    p10: float
-    p90: float
-    n: int
+#: steady-state iteration time, ms (warm-up points left out): the spread of a job's steady points
+IterTime = SpreadStats
 
 
 @dataclass(frozen=True)
