@@ -388,7 +388,7 @@ def test_descriptor_budget_in_process(tmp_path, mode):
     try:
         for _ in range(3):
             fol.poll()
-        assert len(fol._open_fds) <= 8
+        assert len(fol.fds) <= 8
         for i in range(40):
             with open(tmp_path / f"f{i}.log", "ab") as fh:
                 fh.write(line(100 + i))
@@ -398,7 +398,7 @@ def test_descriptor_budget_in_process(tmp_path, mode):
             time.sleep(0.05)
         assert sorted(e.iteration for e in got if e.type == "iteration") == sorted(
             list(range(40)) + list(range(100, 140)))
-        assert len(fol._open_fds) <= 8
+        assert len(fol.fds) <= 8
     finally:
         fol.close()
 

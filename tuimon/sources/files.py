@@ -14,15 +14,13 @@ from __future__ import annotations
 
 import bisect
 import os
-import re
 import resource
 import stat
 import time
 from dataclasses import dataclass
 from typing import Optional
 
-COMPRESSED = (".gz", ".bz2", ".xz", ".zst", ".lz4", ".lzma", ".Z", ".zip", ".tgz")
-_SUFFIX_NUMBER = re.compile(r"(\d{1,4})$")
+from .rotation import is_sibling, rotation_order, same_content
 
 
 class NotRegular(OSError):
@@ -114,7 +112,7 @@ class Directories:
         directory, base = os.path.split(path)
         out = []
         for name in self.names_with_prefix(directory or ".", base, fresh):
-            if name == base or name.endswith(COMPRESSED):
+            if not is_sibling(base, name):
                 continue
             full = os.path.join(directory, name)
             try:
@@ -123,21 +121,17 @@ class Directories:
                 continue
             if stat.S_ISREG(st.st_mode):
                 out.append(Sibling(full, (st.st_dev, st.st_ino), st.st_mtime_ns, st.st_size))
-        return sorted(out, key=_rotation_order)
-
-
-def _rotation_order(s: Sibling) -> tuple:
-    """Oldest first: by mtime, and at equal mtimes (coarse clocks) ``x.log.2`` before ``x.log.1``."""
-    m = _SUFFIX_NUMBER.search(s.path)
-    return (s.mtime_ns, -int(m.group(1)) if m else 0, s.path)
+        return sorted(out, key=lambda sib: rotation_order(sib.mtime_ns, sib.path))
 
 
 def continues(fd: int, head: bytes, offset: int, last: bytes) -> bool:
-    """Whether the file behind ``fd`` starts with ``head`` and holds ``last`` just
-    before ``offset``: the same content that was read up to ``offset``."""
-    if head and os.pread(fd, len(head), 0) != head:
-        return False
-    return not last or os.pread(fd, len(last), offset - len(last)) == last
+    """Whether the file behind ``fd`` holds what was read up to ``offset`` (the rotation
+    model's rule, :func:`tuimon.sources.rotation.same_content`, over local reads)."""
+    head_now = os.pread(fd, len(head), 0) if head else b""
+    if head and head_now != head:
+        return False  # no second read when the first bytes differ already
+    before = os.pread(fd, len(last), offset - len(last)) if last else b""
+    return same_content(head, last, head_now, before)
 
 
 def display(path: str) -> str:

@@ -35,6 +35,7 @@ from ..engine import catalog, guard
 from ..engine.cache import EntryWriter, ParseCache, recorded
 from ..engine.ingest import FileParser, restored
 from . import state as saved
+from .descriptors import DescriptorPool
 from .discover import DEFAULT_EXCLUDE, DEFAULT_INCLUDE, PathError, matches
 from .files import Directories, NotRegular, Sibling, continues, display, fd_budget, kind_of, next_data, open_regular
 from .mounts import needs_polling
@@ -213,8 +214,7 @@ class LocalFollower:
         self._lines_unsaved = 0
         self._hurry = False  # a read stopped early to save the state: poll again at once
         self._bounded_saves = False  # set by run(), which saves after each bounded read
-        self.max_open = max_open or fd_budget()
-        self._open_fds: OrderedDict[Stream, None] = OrderedDict()  # least recently used first
+        self.fds = DescriptorPool(max_open or fd_budget(), self._closable)
         self._dirs = Directories()
         self._walker = DirectoryWalker(self._wants, self._warn, clock)
         self.restarts = 0
@@ -491,8 +491,7 @@ class LocalFollower:
             except Exception:  # noqa: BLE001
                 pass
             self._observer = None
-        for s in list(self._open_fds):
-            self._close_fd(s)
+        self.fds.close_all()
         if self._state_lock is not None:
             self._state_lock.release()
             self._state_lock = None
@@ -507,62 +506,32 @@ class LocalFollower:
             out, self._mtimes_changed = self._mtimes_changed, {}
         return out
 
-    # -- descriptors ----------------------------------------------------------------------------
+    # -- descriptors (the pool's; reopening by identity is the follower's) ------------------------
+    def _closable(self, s: Stream) -> bool:
+        """An attached stream not being read through (a detached or back-filling one keeps its file)."""
+        return s.detached_at is None and s.history is None and s.key in self.streams
+
     def _fd(self, s: Stream) -> int:
         """The stream's descriptor, reopened by identity if it was closed."""
         if s.fd is None:
             self._reopen(s)
         else:
-            self._open_fds.move_to_end(s)
+            self.fds.used(s)
         assert s.fd is not None
         return s.fd
 
     def _reopen(self, s: Stream) -> None:
         for path in [s.path] + [sib.path for sib in self._dirs.siblings(s.label) if sib.key == s.key]:
             try:
-                fd, st = self._open_path(path)
+                fd, st = self.fds.open_path(path)
             except OSError:
                 continue
             if (st.st_dev, st.st_ino) == s.key:
                 s.path = path
-                self._adopt(s, fd)
+                self.fds.adopt(s, fd)
                 return
             os.close(fd)
         raise Gone(f"{display(s.label)} was moved or deleted while closed")
-
-    def _open_path(self, path: str) -> tuple[int, os.stat_result]:
-        try:
-            return open_regular(path)
-        except OSError as exc:
-            if exc.errno not in (23, 24):  # ENFILE, EMFILE: make room and try once more
-                raise
-        self._evict(len(self._open_fds) // 2)
-        self.max_open = max(8, len(self._open_fds))
-        return open_regular(path)
-
-    def _adopt(self, s: Stream, fd: int) -> None:
-        s.fd = fd
-        self._open_fds[s] = None
-        self._evict(self.max_open)
-
-    def _evict(self, limit: int) -> None:
-        """Close the least recently used descriptors of idle, attached streams."""
-        if len(self._open_fds) <= limit:
-            return
-        for s in list(self._open_fds):
-            if len(self._open_fds) <= limit:
-                return
-            if s.detached_at is None and s.history is None and s.key in self.streams:
-                self._close_fd(s)
-
-    def _close_fd(self, s: Stream) -> None:
-        self._open_fds.pop(s, None)
-        if s.fd is not None:
-            try:
-                os.close(s.fd)
-            except OSError:
-                pass
-            s.fd = None
 
     # -- one path -----------------------------------------------------------------------------
     def _poll_path(self, f: Followed, events: list[Event]) -> bool:
@@ -664,7 +633,7 @@ class LocalFollower:
 
     def _open(self, f: Followed, key: tuple[int, int], size: int) -> Optional[Stream]:
         try:
-            fd, st = self._open_path(f.path)
+            fd, st = self.fds.open_path(f.path)
         except PermissionError:
             f.status = "permission denied"
             self._warn(f"{display(f.path)}: permission denied (retrying)")
@@ -679,7 +648,7 @@ class LocalFollower:
             os.close(fd)
             return self.streams[real_key]
         s = Stream(real_key, None, f.path, f.path, self._parser(f.path))
-        self._adopt(s, fd)
+        self.fds.adopt(s, fd)
         parked = self.parked.pop(real_key, None)
         if parked is not None and parked.offset and parked.matches(fd):
             self._resume_parked(s, parked, fd)  # a file already read under another name: go on from there
@@ -1029,7 +998,7 @@ class LocalFollower:
 
     def _park(self, s: Stream, events: list[Event]) -> None:
         events.extend(s.parser.finish())
-        self._close_fd(s)
+        self.fds.close(s)
         self.parked[s.key] = Parked.of(s)
         self.parked.move_to_end(s.key)
         while len(self.parked) > MAX_PARKED:
@@ -1074,7 +1043,7 @@ class LocalFollower:
                     del self.parked[parked.key]
                     s = Stream(sib.key, None, sib.path, label, self._parser(label))
                     self._resume_parked(s, parked, fd)
-                    self._adopt(s, fd)
+                    self.fds.adopt(s, fd)
                     fd = -1
                     self._finish_sibling(s, events)
                     return True
@@ -1101,7 +1070,7 @@ class LocalFollower:
         except OSError:
             return
         s = Stream((st.st_dev, st.st_ino), None, sib.path, f.path, self._parser(f.path))
-        self._adopt(s, fd)
+        self.fds.adopt(s, fd)
         self._finish_sibling(s, events)
 
     def _finish_sibling(self, s: Stream, events: list[Event]) -> None:

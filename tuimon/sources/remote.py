@@ -43,6 +43,7 @@ from ..engine import catalog, guard
 from ..engine.cache import EntryWriter, Ident, ParseCache, recorded
 from ..engine.ingest import FileParser, ParseStats, restored
 from .discover import DEFAULT_EXCLUDE, DEFAULT_INCLUDE, matches
+from .rotation import is_sibling, rotation_order, same_content
 from .specs import RemoteSpec, parse_spec, split_paths  # noqa: F401  (re-exported)
 
 HEAD_BYTES = 1024
@@ -627,13 +628,15 @@ class RemoteHost:
             return
         history = rf.history if rf.history is not None else set()
         fresh = [e for e in _Listing(entries).sibling_entries(base) if (e.attrs.size, e.attrs.mtime) not in history]
-        fresh.sort(key=_generation_order)
+        fresh.sort(key=lambda e: rotation_order(e.attrs.mtime or 0, e.filename))
         for entry in fresh:
             path = posixpath.join(directory, entry.filename)
             try:
                 async with sftp.open(path, "rb") as fh:
-                    if rf.offset and rf.head and await fh.read(len(rf.head), 0) == rf.head and \
-                            (not rf.last or await fh.read(len(rf.last), rf.offset - len(rf.last)) == rf.last):
+                    head_now = await fh.read(len(rf.head), 0) if rf.offset and rf.head else b""
+                    before = await fh.read(len(rf.last), rf.offset - len(rf.last)) \
+                        if rf.offset and rf.head and head_now == rf.head and rf.last else b""
+                    if rf.offset and rf.head and same_content(rf.head, rf.last, head_now, before):
                         while True:  # the rest of the file read before
                             data = await fh.read(READ_SIZE, rf.offset)
                             if not data:
@@ -675,7 +678,6 @@ class RemoteHost:
 
 
 TAIL_BYTES = 4096
-_COMPRESSED = (".gz", ".bz2", ".xz", ".zst", ".zip", ".lz4")
 
 
 class _Listing:
@@ -698,18 +700,12 @@ class _Listing:
             name = self.names[i]
             if not name.startswith(base):
                 break
-            if not name.endswith(_COMPRESSED):
+            if is_sibling(base, name):
                 out.append(self.entries[i])
         return out
 
     def siblings(self, base: str) -> set:
         return {(e.attrs.size, e.attrs.mtime) for e in self.sibling_entries(base)}
-
-
-def _generation_order(entry) -> tuple:
-    """Oldest first: by mtime, and at equal mtimes (whole seconds) ``x.log.2`` before ``x.log.1``."""
-    tail = entry.filename.rsplit(".", 1)[-1]
-    return (entry.attrs.mtime or 0, -int(tail) if tail.isdigit() else 0, entry.filename)
 
 
 def parsed(hosts: list[RemoteHost]) -> tuple[int, ParseStats]:
