@@ -26,22 +26,21 @@ import stat
 import threading
 import time
 from collections import OrderedDict
-from dataclasses import dataclass
-from typing import Any, Callable, Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 from tuimon.parsers.events import Event, Truncated
 
 from ..engine import catalog, guard
-from ..engine.cache import EntryWriter, ParseCache, recorded
+from ..engine.cache import ParseCache, recorded
 from ..engine.ingest import FileParser, restored
 from . import state as saved
 from .descriptors import DescriptorPool
 from .discover import DEFAULT_EXCLUDE, DEFAULT_INCLUDE, PathError, matches
 from .files import Directories, NotRegular, Sibling, continues, display, fd_budget, kind_of, next_data, open_regular
-from .mounts import needs_polling
+from .streams import MIN_INTERVAL, Followed, Gone, History, Parked, Progress, Stream
 from .walk import DirectoryWalker
+from .watches import Watches
 
-MIN_INTERVAL = 0.05
 READ_SIZE = 1 << 20
 MAX_READ_PER_POLL = 16 << 20  # keeps one busy file from starving the others
 #: a quiet file inotify watches is stat'ed on one sweep in this many (a missed event costs seconds, not the
@@ -54,98 +53,6 @@ CACHE_EVERY = 30.0  # seconds between two commits of the parse cache entries bei
 ERROR_RETRY = 1.0
 
 LOG = logging.getLogger("tuimon.follow")
-
-
-class Gone(OSError):
-    """A followed file can no longer be found by its identity (deleted, moved away)."""
-
-
-@dataclass(eq=False)
-class Stream:
-    key: tuple[int, int]
-    fd: Optional[int]  # None while closed to stay under the descriptor budget
-    path: str  # where the file is now (for reopening)
-    label: str  # the followed path its events are attributed to
-    parser: FileParser
-    offset: int = 0
-    head: bytes = b""  # the first bytes of the file (up to HEAD_BYTES)
-    last: bytes = b""  # the bytes just before ``offset`` (up to MARKER_BYTES)
-    skip_nuls: bool = False
-    mtime_ns: int = 0
-    history: Optional["History"] = None
-    detached_at: Optional[float] = None
-    #: the parse cache entry being written for this file (only while it is read whole, in order)
-    writer: Optional[EntryWriter] = None
-    skip_events: int = 0  # events the parser is yet to give again (a cache entry cut short)
-
-
-@dataclass(eq=False)
-class History:
-    """The middle of a large file, read after its head and tail (see ``head_tail``)."""
-
-    start: int
-    end: int
-    parser: FileParser
-    offset: int = 0
-
-
-@dataclass
-class Parked:
-    """A file that left its path and was closed, or the file a state file names:
-    enough to know it again by its content, under any name (its first bytes and
-    the bytes before ``offset``), and to read on from ``offset``."""
-
-    key: tuple[int, int]
-    label: str
-    head_len: int
-    head_digest: str
-    offset: int
-    last: bytes
-    next_line: int
-
-    @classmethod
-    def of(cls, s: "Stream") -> "Parked":
-        head = s.head[:saved.HEAD_BYTES]
-        return cls(s.key, s.label, len(head), saved.head_digest(head), s.offset, s.last, s.parser.framer.next_line)
-
-    @classmethod
-    def saved(cls, label: str, p: dict) -> "Parked":
-        return cls((p["dev"], p["ino"]), label, p["head_len"], p["head"], p["offset"], bytes.fromhex(p["marker"]),
-                   p["line"] + 1)
-
-    def to_saved(self) -> dict:
-        return {"dev": self.key[0], "ino": self.key[1], "head_len": self.head_len, "head": self.head_digest,
-                "offset": self.offset, "marker": self.last.hex(), "line": self.next_line - 1}
-
-    def matches(self, fd: int) -> bool:
-        head = os.pread(fd, self.head_len, 0)
-        if len(head) != self.head_len or saved.head_digest(head) != self.head_digest:
-            return False
-        n = len(self.last)
-        return not n or os.pread(fd, n, self.offset - n) == self.last
-
-
-@dataclass(eq=False)
-class Followed:
-    path: str
-    explicit: bool
-    stream: Optional[Stream] = None
-    status: str = "waiting"
-    interval: float = MIN_INTERVAL
-    due: float = 0.0
-    dead: bool = False
-    missing_since: Optional[float] = None
-    previous: Optional[Stream] = None  # the stream that was at the path before it went missing
-    hot: bool = True  # recently changed: polled on its own backoff schedule
-    siblings: Optional[set] = None  # signatures of the siblings that were history when we started
-    watched: Optional[bool] = None  # under a live inotify watch on a local filesystem (None: not known yet)
-    slot: int = 0  # which of the sweeps looks at it while it is watched and quiet
-
-
-@dataclass
-class Progress:
-    bytes_done: int = 0
-    bytes_total: int = 0
 
 
 class LocalFollower:
@@ -187,9 +94,7 @@ class LocalFollower:
         self._wake = threading.Event()
         self._woken: set[str] = set()
         self._lock = threading.Lock()
-        self._observer: Any = None
-        self._watched: dict[str, object] = {}
-        self.use_inotify = use_inotify and not self.forced_poll
+        self.watches = Watches(self._on_watch_event, enabled=use_inotify and not self.forced_poll)
         self.state_path = state_path
         self.head_tail = head_tail  # files larger than this: head and tail first, history after
         self.on_block = on_block  # sees the raw text of each block of lines (for log tails)
@@ -281,49 +186,24 @@ class LocalFollower:
         self._seq += 1
         heapq.heappush(self._heap, (when, self._seq, f))
 
-    # -- watchdog (optional, only lowers latency) -----------------------------------------
+    # -- watches (optional, only lower latency: tuimon.sources.watches) -------------------------
+    def _on_watch_event(self, paths: set[str]) -> None:  # watchdog's thread
+        with self._lock:
+            self._woken.update(paths)
+        self._wake.set()
+
     def _ensure_watch(self, directory: str) -> None:
-        if not self.use_inotify or directory in self._watched or needs_polling(directory):
-            return
-        try:
-            from watchdog.events import FileSystemEventHandler
-            from watchdog.observers import Observer
-        except ImportError:  # pragma: no cover - watchdog is a dependency
-            self.use_inotify = False
-            return
-        follower = self
-
-        class Handler(FileSystemEventHandler):
-            def on_any_event(self, event) -> None:  # runs in watchdog's thread
-                paths = {os.fsdecode(event.src_path)}
-                if getattr(event, "dest_path", None):
-                    paths.add(os.fsdecode(event.dest_path))
-                with follower._lock:
-                    follower._woken.update(paths)
-                follower._wake.set()
-
-        try:
-            if self._observer is None:
-                self._observer = Observer()
-                self._observer.daemon = True
-                self._observer.start()
-            self._watched[directory] = self._observer.schedule(Handler(), directory, recursive=True)
-        except Exception:  # noqa: BLE001 - e.g. the inotify watch limit: polling still covers it
-            self._watched[directory] = None
-        for f in self.followed.values():
-            f.watched = None  # coverage is judged again
-        self._plan = None
+        if self.watches.ensure(directory):
+            self._coverage_changed()
 
     def _forget_watch(self, directory: str) -> None:
+        self._coverage_changed()
+        self.watches.forget(directory)
+
+    def _coverage_changed(self) -> None:
         for f in self.followed.values():
-            f.watched = None
+            f.watched = None  # judged again
         self._plan = None
-        watch = self._watched.pop(directory, None)
-        if watch is not None and self._observer is not None:
-            try:
-                self._observer.unschedule(watch)
-            except Exception:  # noqa: BLE001 - watchdog's own cleanup; polling goes on
-                pass
 
     # -- polling ----------------------------------------------------------------------------
     def poll(self) -> list[Event]:
@@ -390,9 +270,7 @@ class LocalFollower:
         """Whether inotify sees ``f``'s changes: a live watch holds its directory, on a
         local filesystem."""
         if f.watched is None:
-            d = os.path.dirname(f.path)
-            f.watched = any(w is not None and (d == root or d.startswith(root.rstrip(os.sep) + os.sep))
-                            for root, w in self._watched.items()) and not needs_polling(d)
+            f.watched = self.watches.covers(os.path.dirname(f.path))
         return f.watched
 
     def _sweep(self, now: float, events: list[Event]) -> None:
@@ -485,12 +363,7 @@ class LocalFollower:
             if self._cache is not None:
                 self._cache.close()
                 self._cache = None
-        if self._observer is not None:
-            try:
-                self._observer.stop()
-            except Exception:  # noqa: BLE001
-                pass
-            self._observer = None
+        self.watches.stop()
         self.fds.close_all()
         if self._state_lock is not None:
             self._state_lock.release()
