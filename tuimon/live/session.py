@@ -176,6 +176,7 @@ class LiveSession:
         self._rows_at = 0.0  # the session clock when they were built
         self._rows_sig: tuple = ()
         self._built: tuple[int, list[JobRow], float] = (-1, [], clock())  # (generation, rows, when): what tick built
+        self._read_since_built = True
         self._paths = list(paths)
         self._options = dict(poll=poll, head_tail=head_tail, **follower_kw)
         self._ssh_config = ssh_config
@@ -206,6 +207,7 @@ class LiveSession:
         self._stop = threading.Event()
         self._thread: Optional[threading.Thread] = None
         self._figures: Optional[threading.Thread] = None
+        self._changed = threading.Event()  # set when events came in: the figures thread ticks soon
         self._proc: Optional[Any] = None
         self._queue: Optional[Any] = None
         self._proc_stop = None
@@ -242,14 +244,20 @@ class LiveSession:
     def _tick_loop(self) -> None:
         """The figures thread: summaries and alerts, so the UI thread only draws."""
         while not self._stop.is_set():
+            started = time.monotonic()
             try:
+                self._changed.clear()
                 self.tick()
             except Exception as exc:  # a figure that cannot be computed must not stop the others
                 message = f"figures: {type(exc).__name__}: {exc}"
                 if message != self.error:
                     LOG.exception("figures tick failed")
                 self.error = message
-            self._stop.wait(TICK_S)
+            # at most TICK_S apart while events come in (or rows are still to build); between changes only
+            # what the clock alone changes (alerts of quiet jobs, ages, ETAs), each IDLE_TICK_S
+            if self._stop.wait(max(0.0, TICK_S - (time.monotonic() - started))):
+                return
+            self._changed.wait(IDLE_TICK_S - TICK_S)
 
     def _run(self) -> None:
         assert self.follower is not None
@@ -345,6 +353,7 @@ class LiveSession:
                     self._job_versions[job.key] = self._job_versions.get(job.key, 0) + 1
                     self._changed_jobs.add(job.key)
             self._generation += 1
+        self._changed.set()
 
     def progress(self) -> tuple[int, int, int]:
         if self.follower is not None:
@@ -386,8 +395,9 @@ class LiveSession:
 
     def _build_rows(self, now: float) -> None:
         generation = self._generation
-        if self._rows is not None and self._rows[0] == generation and 0 <= now - self._rows_at < TIME_REFRESH_S:
-            return  # nothing changed since: an idle tick costs no pass over the jobs
+        if self._rows is not None and self._rows[0] == generation and (
+                0 <= now - self._rows_at < TIME_REFRESH_S or not self._read_since_built):
+            return  # nothing changed since (or only time, and nobody looked): an idle tick costs no pass
         retimed = self._rows is not None and self._rows[0] == generation  # only time passed
         rows = []
         budget = NEW_ROWS_PER_SNAPSHOT  # thousands of new jobs appear over a few ticks, not in one
@@ -411,8 +421,10 @@ class LiveSession:
         else:
             self._rows = None
             self._generation += 1  # rows still to build: the next tick is not an idle one
+            self._changed.set()
             generation = self._generation
         self._built = (generation, rows, now)
+        self._read_since_built = False
 
     # -- UI side: reads only ----------------------------------------------------------------------
     def snapshot(self) -> Snapshot:
@@ -428,6 +440,7 @@ class LiveSession:
             return None
         try:
             generation, rows, taken_at = self._built
+            self._read_since_built = True  # what time alone changes is measured again for the next reader
         finally:
             self.lock.release()
         done, total, files = self.progress()
@@ -723,8 +736,10 @@ def _poll_supervised(follower: LocalFollower, warn: Callable[[str], None]) -> No
         time.sleep(0.5)
 
 
-#: how often the figures thread judges alerts and builds rows (the app draws every 0.5 s)
+#: the figures thread judges alerts and builds rows at most this often (the app draws every 0.5 s), and at
+#: least every IDLE_TICK_S (what time alone changes: stalls, ages, ETAs)
 TICK_S = 0.25
+IDLE_TICK_S = 1.0
 TIME_REFRESH_S = 5.0  # rows reused while nothing changed are measured again against the clock this often
 
 
