@@ -634,7 +634,7 @@ async def test_v_charts_the_evaluation_metric_and_its_name_is_shown_literally(tm
 def test_a_run_that_only_reports_tflops_shows_them_in_the_combined_column():
     from tests.helpers.records import summary_of_text
     from tuimon.figures.record import Tflops
-    from tuimon.ui.jobs import tflops_text
+    from tuimon.figures.columns import tflops_text
     s = summary_of_text(" iteration       10/     100 | elapsed time per iteration (ms): 1000.0 |\n")
     assert tflops_text(s.with_(tflops_per_gpu=Tflops(68.6, None))) == "68.6r"
     assert tflops_text(s.with_(tflops_per_gpu=Tflops(68.6, 50.1))) == "50.1"

@@ -15,15 +15,16 @@ from tuimon.commands.progress import ReadProgress
 def test_the_line_waits_a_second_redraws_sparingly_and_is_wiped():
     now = [0.0]
     out = io.StringIO()
-    p = ReadProgress(200_000_000, 4, stream=out, clock=lambda: now[0], force=True)
-    p(50_000_000, 1)
+    p = ReadProgress(stream=out, clock=lambda: now[0], force=True)
+    p.begin(200_000_000, 4)
+    p.advance(50_000_000, 1)
     assert out.getvalue() == ""  # under a second: silent
     now[0] = 2.0
-    p(50_000_000, 1)
+    p.advance(50_000_000, 1)
     assert out.getvalue().endswith("tuimon: reading 2/4 files, 100/200 MB, 50 MB/s")
     drawn = out.getvalue()
     now[0] = 2.05
-    p(1, 0)
+    p.advance(1, 0)
     assert out.getvalue() == drawn  # at most every REDRAW_S
     p.done()
     assert out.getvalue().endswith("\r\x1b[K")
@@ -31,8 +32,9 @@ def test_the_line_waits_a_second_redraws_sparingly_and_is_wiped():
 
 def test_not_a_terminal_no_line():
     out = io.StringIO()
-    p = ReadProgress(10, 1, stream=out, clock=iter([0.0, 5.0, 6.0]).__next__)
-    p(10, 1)
+    p = ReadProgress(stream=out, clock=iter([0.0, 5.0, 6.0]).__next__)
+    p.begin(10, 1)
+    p.advance(10, 1)
     p.done()
     assert out.getvalue() == ""
 

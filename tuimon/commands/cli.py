@@ -458,19 +458,13 @@ def _parse_into(store: JobStore, files: list[Path], jobs: Optional[int] = None, 
 
     for path in files:
         store.add_file(str(path))
-    progress = ReadProgress(sum(_size(p) for p in files), len(files))
+    progress = ReadProgress()
     try:
         return parse_files_into(store, files, jobs=jobs, cache=cache, progress=progress,
                                 on_error=lambda path, exc: _err(f"cannot read {path}: {exc.strerror or exc}"))
     finally:
         progress.done()
 
-
-def _size(path: Path) -> int:
-    try:
-        return path.stat().st_size
-    except OSError:
-        return 0
 
 
 def _cmd_alerts(settings: Settings) -> int:

@@ -15,17 +15,21 @@ REDRAW_S = 0.1
 
 
 class ReadProgress:
-    def __init__(self, total_bytes: int, total_files: int, stream: Optional[TextIO] = None,
-                 clock: Callable[[], float] = time.monotonic, force: bool = False) -> None:
+    def __init__(self, stream: Optional[TextIO] = None, clock: Callable[[], float] = time.monotonic,
+                 force: bool = False) -> None:
         self.stream = stream if stream is not None else sys.stderr
         self.on = force or _is_tty(self.stream)
-        self.total_bytes, self.total_files = total_bytes, total_files
+        self.total_bytes = self.total_files = 0
         self.bytes = self.files = 0
         self.clock = clock
         self.started = clock()
         self.drawn_at: Optional[float] = None
 
-    def __call__(self, nbytes: int, nfiles: int) -> None:
+    def begin(self, total_bytes: int, total_files: int) -> None:
+        """The sizes the reader found (it stats every file anyway)."""
+        self.total_bytes, self.total_files = total_bytes, total_files
+
+    def advance(self, nbytes: int, nfiles: int) -> None:
         self.bytes += nbytes
         self.files += nfiles
         if not self.on:

@@ -15,7 +15,7 @@ import pickle
 import threading
 from concurrent.futures import Future, ProcessPoolExecutor
 from pathlib import Path
-from typing import Callable, Optional, Sequence
+from typing import Callable, Optional, Protocol, Sequence
 
 from ..store.job_store import JobStore
 from . import catalog
@@ -59,17 +59,25 @@ def _result(future: Future) -> Optional[tuple]:
         return None
 
 
+class ReadObserver(Protocol):
+    """What a progress display is told of a batch read."""
+
+    def begin(self, total_bytes: int, total_files: int) -> None: ...
+
+    def advance(self, nbytes: int, nfiles: int) -> None: ...
+
+
 def parse_files_into(store: JobStore, files: list[Path], *, jobs: Optional[int] = None,
                      on_error: Callable[[Path, OSError], None], cache: Optional[ParseCache] = None,
-                     progress: Optional[Callable[[int, int], None]] = None) -> ParseStats:
+                     progress: Optional["ReadObserver"] = None) -> ParseStats:
     """Each file parsed into a store of its own (by a worker, or here), merged into
     ``store`` in the order of ``files``: what adding their events in turn would give.
     With ``cache``, files read before are taken in from their saved stores.  ``progress``
-    is told (bytes, files) as they are done: a big file read here by block, a worker's or
-    a cached one whole."""
+    is told the total first, then (bytes, files) as they are done: a big file read here by
+    block, a worker's or a cached one whole."""
     def told(n: int) -> None:
         if progress is not None:
-            progress(n, 0)
+            progress.advance(n, 0)
 
     jobs = jobs or cores()
     cache_path = str(cache.path) if cache is not None and cache.usable() else None
@@ -79,6 +87,8 @@ def parse_files_into(store: JobStore, files: list[Path], *, jobs: Optional[int] 
             sizes[path] = path.stat().st_size
         except OSError:
             sizes[path] = 0  # reading it will say what is wrong
+    if progress is not None:
+        progress.begin(sum(sizes.values()), len(files))
     # files whose saved store is still theirs need no worker: taken in here at once
     ready = {p: hit for p in files if (hit := cached_store(p, cache)) is not None} if cache is not None else {}
     small = [p for p in files if sizes[p] <= WORKER_MAX and p not in ready]
@@ -103,7 +113,7 @@ def parse_files_into(store: JobStore, files: list[Path], *, jobs: Optional[int] 
                 continue
             finally:
                 if progress is not None:
-                    progress(0, 1)
+                    progress.advance(0, 1)
             store.merge_file(str(path), part)
             total.add(stats)
     finally:

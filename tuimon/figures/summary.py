@@ -127,17 +127,15 @@ def _started(job: Job) -> bool:
 
 
 def status_of(job: Job, now: Optional[float], last_write: Optional[float],
-              top_step: Optional[int] = None, startup_timeout: float = STARTUP_TIMEOUT_S) -> tuple[str, Optional[dict]]:
+              top_step: Optional[int] = None, startup_timeout: float = STARTUP_TIMEOUT_S) -> tuple[str, Optional[Failure]]:
     """``top_step``: :func:`last_step` of the job, when the caller has it."""
     failure = job.fatal_failure
     if failure is not None:
-        return "failed", {"kind": failure.kind, "message": failure.message, "line": failure.line,
-                          "file": failure.file}
+        return "failed", Failure(failure.kind, failure.message, failure.line, failure.file)
     if job.nan_at is not None:
         step, file, line = job.nan_at
         where = f"at iteration {step}" if step is not None else f"at line {line}"
-        return "nan", {"kind": "nan", "message": f"loss or grad norm not finite {where}",
-                       "line": line, "file": file}
+        return "nan", Failure("nan", f"loss or grad norm not finite {where}", line, file)
     train_iters = job.config.get("train_iters")
     last = job.last_iteration if job.last_iteration is not None else (
         top_step if top_step is not None else last_step(job))
@@ -149,15 +147,15 @@ def status_of(job: Job, now: Optional[float], last_write: Optional[float],
         return "training", None
     ended = next((m for m in job.milestones if m.name == JOB_END), None)
     if ended is not None:  # the job script said it was over: it never trained, whatever the clock says
-        return "no-iterations", {"kind": "no-iterations", "line": ended.line, "file": ended.file,
-                                 "message": "the job ended without logging a training iteration"}
+        return "no-iterations", Failure("no-iterations", "the job ended without logging a training iteration",
+                                        ended.line, ended.file)
     started = _started(job)
     span = (job.last_wall - job.first_wall) if job.first_wall is not None and job.last_wall is not None else None
     return startup_status(started, span, now, last_write, startup_timeout, job.files[0] if job.files else None)
 
 
 def startup_status(started: bool, span_s: Optional[float], now: Optional[float], last_write: Optional[float],
-                   timeout_s: float, file: Optional[str]) -> tuple[str, Optional[dict]]:
+                   timeout_s: float, file: Optional[str]) -> tuple[str, Optional[Failure]]:
     """The status of a job with no step yet: ``starting``, ``stuck-in-startup`` or
     ``no-iterations``.  How long it has been starting is the span of its own stamps plus
     the time since its files were last written: two differences on one clock each, so a
@@ -166,14 +164,13 @@ def startup_status(started: bool, span_s: Optional[float], now: Optional[float],
     if started:
         elapsed = (span_s or 0.0) + (quiet or 0.0)
         if elapsed > timeout_s:
-            return "stuck-in-startup", {"kind": "stuck-in-startup", "line": None, "file": file,
-                                        "message": f"no first step {timeout_s:.0f} s after the job started"}
+            return "stuck-in-startup", Failure("stuck-in-startup", f"no first step {timeout_s:.0f} s after the job started",
+                                               None, file)
         if quiet is not None:  # without a clock, a job is not said to be starting
             return "starting", None
     if quiet is not None and quiet < LIVE_WINDOW_S:
         return "starting", None
-    return "no-iterations", {"kind": "no-iterations", "message": "no training iteration was logged",
-                             "line": None, "file": file}
+    return "no-iterations", Failure("no-iterations", "no training iteration was logged", None, file)
 
 
 def last_step(job: Job) -> Optional[int]:
@@ -350,7 +347,6 @@ def summarize(job: Job, *, now: Optional[float] = None, last_write: Optional[flo
     evals = job.evals
     eval_metric = evals.primary
     rates["samples_per_sec"] = samples_per_sec
-    failure_record = Failure(**failure) if failure else None
     return Summary(
         job=job.name,
         files=list(job.files),
@@ -403,7 +399,7 @@ def summarize(job: Job, *, now: Optional[float] = None, last_write: Optional[flo
         eval_iteration=evals.last_iteration,
         warnings=dict(sorted(job.warnings.items())),
         ranks_seen=len(job.ranks_seen),
-        failure=failure_record,
+        failure=failure,
         started=_started(job),
         # a span needs two stamps: one alone says nothing of how long the log ran
         wall_span_s=_clean(job.last_wall - job.first_wall, 3)

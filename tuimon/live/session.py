@@ -24,7 +24,7 @@ from tuimon.parsers.events import Event
 from ..figures.alerts import DEFAULTS as ALERT_DEFAULTS
 from ..figures.alerts import Alert, Rules, quiet_verdict
 from ..figures.metrics import steady_stats
-from ..figures.record import Failure, IterTime, Summary
+from ..figures.record import IterTime, Summary
 from ..figures.summary import (
     STARTUP_TIMEOUT_S,
     global_batch,
@@ -516,10 +516,9 @@ class LiveSession:
         if s.status in _STARTUP_STATES:  # time passes: measured now, not when the summary was cached
             status, failure = startup_status(s.started, s.wall_span_s, now, written, self.startup_timeout,
                                              s.files[-1] if s.files else None)
-            record = Failure(**failure) if failure is not None else None
-            if status == "stuck-in-startup" and record is not None:
-                record = replace(record, last_line=self._last_line(job))
-            row.summary = s.with_(status=status, failure=record)
+            if status == "stuck-in-startup" and failure is not None:
+                failure = replace(failure, last_line=self._last_line(job))
+            row.summary = s.with_(status=status, failure=failure)
         return row
 
     def _last_line(self, job: Job) -> Optional[str]:

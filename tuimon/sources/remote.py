@@ -633,10 +633,13 @@ class RemoteHost:
             path = posixpath.join(directory, entry.filename)
             try:
                 async with sftp.open(path, "rb") as fh:
-                    head_now = await fh.read(len(rf.head), 0) if rf.offset and rf.head else b""
-                    before = await fh.read(len(rf.last), rf.offset - len(rf.last)) \
-                        if rf.offset and rf.head and head_now == rf.head and rf.last else b""
-                    if rf.offset and rf.head and same_content(rf.head, rf.last, head_now, before):
+                    continues = False
+                    if rf.offset and rf.head:  # the file read before, gone on under another name?
+                        head_now = await fh.read(len(rf.head), 0)
+                        before = await fh.read(len(rf.last), rf.offset - len(rf.last)) \
+                            if rf.last and head_now == rf.head else b""
+                        continues = same_content(rf.head, rf.last, head_now, before)
+                    if continues:
                         while True:  # the rest of the file read before
                             data = await fh.read(READ_SIZE, rf.offset)
                             if not data:

@@ -16,7 +16,6 @@ from ..figures.alerts import Alert
 from ..figures.columns import HEADER_SORTS as HEADER_SORTS
 from ..figures.columns import SCREEN, SCREEN_PRIORITY, Column, progress_text
 from ..figures.columns import SORTS as SORTS
-from ..figures.columns import tflops_text as tflops_text
 from ..figures.filters import compile_filter
 from ..figures.names import distinct_labels
 from ..live.session import JobDetail, JobRow, Snapshot
