@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, NoReturn, Optional, Sequence
 
 from .. import __version__
+from ..engine import native
 from ..engine.alloc import keep_freed_memory
 from ..engine.ingest import ParseStats, parse_file
 from ..exports.listen import ListenError
@@ -129,7 +130,7 @@ def _add_metrics_option(p: argparse.ArgumentParser) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(prog="tuimon", description="Live monitor for distributed training logs.")
-    parser.add_argument("--version", action="version", version=f"tuimon {__version__}")
+    parser.add_argument("--version", action="version", version=f"tuimon {__version__}, engine: {native.name()}")
     parser.add_argument("--debug", action="store_true",
                         help="log what tuimon does (files, cache, rotations, connections, alerts) to stderr, or to "
                              "--log-file; under the app to $XDG_CACHE_HOME/tuimon/tuimon.log")
@@ -265,8 +266,14 @@ def _parse(argv: Optional[Sequence[str]]):
         _err(f"--log-file: cannot write {log_file}: {exc.strerror or exc}")
         return EXIT_USAGE
     if written is not None:
-        LOG.info("tuimon %s: %s, logging to %s", __version__, " ".join(sys.argv[1:] if argv is None else argv),
-                 written)
+        LOG.info("tuimon %s (engine: %s): %s, logging to %s", __version__, native.name(),
+                 " ".join(sys.argv[1:] if argv is None else argv), written)
+    trouble = native.problem() if settings.verb in READS_LOGS or settings.verb == "demo" else None
+    if trouble is not None:  # said once, here: a missing core is a note, a bad TUIMON_ENGINE a usage error
+        message, fatal = trouble
+        (_err if fatal else _warn)(message)
+        if fatal:
+            return EXIT_USAGE
     return parser, settings, config
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 from operator import itemgetter
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Callable, Mapping, Optional, Sequence
 
 from tuimon.parsers.base import LineContext, LineParser
 from tuimon.parsers.events import EVENT_TYPES, LOG_START, Event, Milestone, RunConfig, Timers, frozen_map
@@ -28,7 +28,7 @@ from tuimon.parsers.schema import Format, LineFormat, Running
 from tuimon.parsers.timers import timer_group
 from tuimon.parsers.timestamps import line_stamp
 
-from . import guard
+from . import guard, native
 from .presence import Presence
 from .rules import HookRule, anchors_of, lines_holding, starts_with_literal
 from .user_regex import USER_REGEX_TIMEOUT_S, RegexTimeout
@@ -141,19 +141,20 @@ class BlockEngine:
         number ``first_line``."""
         if not text:
             return []
-        present = self._presence.of(text)  # the rules' literals this block holds, found in one pass
+        # the rules' literals this block holds, found in one pass (with the core, the lines holding each)
+        present, held = self._presence.scan(text)
         if self._dormant:
             asked = self._presence
             self.sniff(text, present)
             if self._presence is not asked:  # parsers woke: their rules' literals too
-                present = self._presence.of(text)
+                present, held = self._presence.scan(text)
         hits: list[tuple[int, int, Any, Any]] = []  # (line start, order, rule, match or None)
         for rule in self._data:
             if not rule.anchors or any(a in present for a in rule.anchors):
                 if rule.user:
-                    self._user_hits(text, rule, hits)
+                    self._user_hits(text, rule, hits, held)
                 else:
-                    _data_hits(text, rule, hits)
+                    _data_hits(text, rule, hits, held)
         if hits and not self._user_steps and any(r.entry.event in _STEPS for _, _, r, _ in hits):
             self._user_steps = True  # a format gives this run's steps: fallbacks are off
             self._drop_fallbacks()
@@ -161,7 +162,7 @@ class BlockEngine:
         hook_base = len(self._data) + 1
         for n, hook in enumerate(self._hooks):
             if hook.present(present):
-                hook.lines(text, hook_base + n, hits)
+                hook.lines(text, hook_base + n, hits, held)
         if hits:
             hits.sort(key=_FIRST)
         events = self._events(text, first_line, hits) if hits else []
@@ -169,14 +170,14 @@ class BlockEngine:
             self._log_start(text, first_line, events)
         return events
 
-    def _user_hits(self, text: str, rule: DataRule, hits: list) -> None:
+    def _user_hits(self, text: str, rule: DataRule, hits: list, held: Optional[Mapping[str, list[int]]]) -> None:
         """A user rule's hits; a regex that runs over its time bound turns its format off
         (here and in every file of the process), the block's other rules go on."""
         if guard.is_disabled(rule.fmt.name):
             return
         mark = len(hits)
         try:
-            _data_hits(text, rule, hits)
+            _data_hits(text, rule, hits, held)
         except RegexTimeout:
             del hits[mark:]
             guard.disable(rule.fmt.name, f"a regex of {rule.fmt.origin} ran over {USER_REGEX_TIMEOUT_S:g} s on a line "
@@ -205,20 +206,31 @@ class BlockEngine:
         number, at = first_line, 0
         count = text.count
         i, n = 0, len(hits)
+        # the compiled core frames every hit line at once: number, end, launcher prefix, stamp
+        frames = iter(native.core.frame(text, [h[0] for h in hits], first_line)) if native.core is not None else None
         while i < n:
             start = hits[i][0]
-            number += count("\n", at, start)
-            at = start
-            end = text.find("\n", start)
-            raw = text[start:end if end >= 0 else len(text)]
-            pre = split_prefix(raw)
-            body = pre.body
-            wall = own = line_stamp(body)
+            if frames is not None:
+                number, end, body_at, rank, local_rank, node, own = next(frames)
+                if body_at is None:  # not ASCII: the Python definitions read it
+                    pre = split_prefix(text[start:end])
+                    body, rank, local_rank, node = pre.body, pre.rank, pre.local_rank, pre.node
+                    own = line_stamp(body)
+                else:
+                    body = text[body_at:end]
+            else:
+                number += count("\n", at, start)
+                at = start
+                end = text.find("\n", start)
+                pre = split_prefix(text[start:end if end >= 0 else len(text)])
+                body, rank, local_rank, node = pre.body, pre.rank, pre.local_rank, pre.node
+                own = line_stamp(body)
+            wall = own
             if wall is None:
                 wall = self._last_wall
             else:
                 self._last_wall = wall
-            ctx = LineContext(self.file, number, pre.rank, pre.local_rank, pre.node, wall, own is not None)
+            ctx = LineContext(self.file, number, rank, local_rank, node, wall, own is not None)
             self.lines_fed += 1
             line_events: list[Event] = []
             user_types: set[str] = set()
@@ -335,14 +347,14 @@ def _routes(parser: LineParser) -> list[tuple[str, Handler]]:
     return [(trigger, getattr(parser, handler)) for trigger, handler in parser.ROUTES]
 
 
-def _data_hits(text: str, rule: DataRule, hits: list) -> None:
+def _data_hits(text: str, rule: DataRule, hits: list, held: Optional[Mapping[str, list[int]]] = None) -> None:
     """Matches of a data rule, each confined to its line, with the declared anchors
     on that line (so what a line gives never depends on where a block ends)."""
     search = rule.entry.pattern.search
     anchors = rule.entry.anchors
     order = rule.order
     find, rfind = text.find, text.rfind
-    starts = lines_holding(text, rule.anchors) if rule.by_line else None
+    starts = lines_holding(text, rule.anchors, held) if rule.by_line else None
     if starts is not None:  # few candidate lines: the regex runs on them alone
         for start in starts:
             _line_hits(text, start, rule, hits)

@@ -17,9 +17,11 @@ The answer is the same as asking each literal; it only costs less.
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Iterable, Optional
+from typing import Iterable, Mapping, Optional
 
 import numpy as np
+
+from . import native
 
 #: below this many characters, asking each literal costs less than the pass
 SMALL = 16_384
@@ -49,11 +51,22 @@ def _grams(literal: str) -> Optional[np.ndarray]:
 class Presence:
     """The literals of a rule set, asked about a block at a time."""
 
-    __slots__ = ("literals", "_grams")
+    __slots__ = ("literals", "_grams", "_core")
 
     def __init__(self, literals: Iterable[str]) -> None:
         self.literals = tuple(sorted({lit for lit in literals if lit}))
         self._grams = [(lit, _grams(lit)) for lit in self.literals]
+        # the compiled core: one Aho-Corasick pass gives the literals and the lines holding each
+        self._core = native.core.Literals(list(self.literals)) if native.core is not None and self.literals else None
+
+    def scan(self, text: str) -> tuple[frozenset[str], Optional[Mapping[str, list[int]]]]:
+        """(the literals ``text`` holds, and with the compiled core the starts of the lines
+        holding each: ascending, each once; None without it)."""
+        if self._core is None:
+            return self.of(text), None
+        lits = self.literals
+        lines = {lits[k]: starts for k, starts in self._core.scan(text)}
+        return frozenset(lines), lines
 
     def of(self, text: str) -> frozenset[str]:
         """The literals ``text`` holds."""

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
-from typing import Any, Callable, Container, Optional
+from typing import Any, Callable, Container, Mapping, Optional
 
 from .anchors import literal_of, required_anchors
 
@@ -38,12 +38,16 @@ class HookRule:
             return self.literal in literals
         return self.anchors is None or any(a in literals for a in self.anchors)
 
-    def lines(self, text: str, order: int, hits: list) -> None:
-        """Append (line start, order, self, None) for each line holding the trigger."""
+    def lines(self, text: str, order: int, hits: list, held: Optional[Mapping[str, list[int]]] = None) -> None:
+        """Append (line start, order, self, None) for each line holding the trigger
+        (``held``: the lines holding each literal, when the compiled core found them)."""
         find, rfind = text.find, text.rfind
         literal, search = self.literal, self.regex.search
+        if literal is not None and held is not None:
+            hits.extend([(start, order, self, None) for start in held.get(literal, ())])
+            return
         if literal is None and self.by_line and self.anchors:
-            starts = lines_holding(text, self.anchors)
+            starts = lines_holding(text, self.anchors, held)
             if starts is not None:  # few candidates: the regex runs on their lines alone
                 for start in starts:
                     end = find("\n", start)
@@ -89,13 +93,19 @@ def starts_with_literal(regex: str) -> bool:
     return rest not in ("*", "?", "{")
 
 
-def lines_holding(text: str, anchors: tuple[str, ...]) -> Optional[list[int]]:
+def lines_holding(text: str, anchors: tuple[str, ...],
+                  held: Optional[Mapping[str, list[int]]] = None) -> Optional[list[int]]:
     """The starts of the lines of ``text`` holding one of ``anchors``, in order, when
     they are few; else None.  A regex that cannot start with a literal (``^\\s*"``,
     ``(?<!x)(a|b)``) steps through every character of a block; on a few lines it costs
-    a few microseconds each, so where its anchors are rare this is many times faster."""
+    a few microseconds each, so where its anchors are rare this is many times faster.
+    ``held``: the lines holding each literal, when the compiled core found them."""
     if any("\n" in a for a in anchors):
         return None
+    if held is not None:  # the compiled core found them: a regex on its lines alone is never slower
+        if len(anchors) == 1:
+            return held.get(anchors[0], [])
+        return sorted({start for a in anchors for start in held.get(a, ())})
     most = 16 + (len(text) >> 11)  # about where scanning the lines costs what the regex does
     starts: set[int] = set()
     find, rfind = text.find, text.rfind

@@ -1,0 +1,53 @@
+"""Which engine reads the logs: the compiled core (``tuimon._core``, from ``core/``) or Python.
+
+The core does per block what the Python engine does per line (the literals a block
+holds, the lines holding them, each hit line's launcher prefix and stamp); the Python
+definitions stay the reference, and ``tests/test_core.py`` holds the two to the same
+events.  ``TUIMON_ENGINE=python`` runs the Python engine alone (the oracle, and the
+fallback when the extension is missing); ``TUIMON_ENGINE=core`` insists on the core.
+"""
+from __future__ import annotations
+
+import os
+from types import ModuleType
+from typing import Optional
+
+ENV = "TUIMON_ENGINE"
+CHOICES = ("auto", "core", "python")
+
+
+class EngineError(RuntimeError):
+    """``TUIMON_ENGINE`` asks for what cannot run (a usage error: one line, exit 2)."""
+
+
+def _load() -> tuple[Optional[ModuleType], str]:
+    choice = os.environ.get(ENV, "").strip().lower() or "auto"
+    if choice not in CHOICES:
+        return None, f"{ENV}={choice!r} is not one of {', '.join(CHOICES)}"
+    if choice == "python":
+        return None, f"python ({ENV}=python)"
+    try:
+        from .. import _core
+    except ImportError as exc:
+        return None, f"python: the compiled core tuimon._core is missing ({exc})"
+    return _core, f"core {_core.__version__} (compiled)"
+
+
+core, description = _load()
+
+
+def name() -> str:
+    """The engine in use, for ``--version`` and the debug log."""
+    return description
+
+
+def problem() -> Optional[tuple[str, bool]]:
+    """What to tell the user once, and whether it stops tuimon (a usage error); None if all is well."""
+    choice = os.environ.get(ENV, "").strip().lower() or "auto"
+    if choice not in CHOICES:
+        return description, True
+    if core is None and choice == "core":
+        return description.replace("python: ", "", 1) + f" ({ENV}=core)", True
+    if core is None and choice == "auto":
+        return f"{description}; reading with the Python engine (slower)", False
+    return None
