@@ -1,0 +1,170 @@
+"""The compiled core (tuimon._core) against the Python engine, its oracle: the same events.
+
+Both engines read every fixture, every corpus file, the bench shapes (small sizes) and
+generated logs (launcher prefixes, stamps, CRLF and lone CR, invalid UTF-8, huge lines,
+interleaved ranks, block edges anywhere), and must give identical events.  The core's
+line pieces (prefix, stamp) are also held to the Python definitions one line at a time.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests.conftest import FIXTURE_LOGS, ROOT, shared_or_skip
+from tuimon.engine import native
+from tuimon.engine.ingest import parse_file
+from tuimon.parsers.prefix import split_prefix
+from tuimon.parsers.timestamps import line_stamp
+
+core = native.core
+if core is None:  # loud: the README's test command builds it; a test that cannot compare must not pass
+    pytest.skip(f"the compiled core is not importable ({native.name()}): "
+                "pip install -e '.[test]' builds it (cargo and maturin)", allow_module_level=True)
+
+
+def _events(path: Path, engine: str, monkeypatch, read_size: int = 1 << 20) -> list[str]:
+    with monkeypatch.context() as m:
+        m.setattr(native, "core", core if engine == "core" else None)
+        events, stats = parse_file(path, read_size=read_size)
+    return [repr(ev) for ev in events] + [repr((stats.lines, stats.too_long, stats.invalid_utf8, stats.failed))]
+
+
+def _same(path: Path, monkeypatch, read_size: int = 1 << 20) -> int:
+    want = _events(path, "python", monkeypatch, read_size)
+    got = _events(path, "core", monkeypatch, read_size)
+    for k, (a, b) in enumerate(zip(want, got)):
+        assert a == b, f"{path.name}: event {k} differs:\n python: {a}\n core:   {b}"
+    assert len(want) == len(got), f"{path.name}: {len(want)} events from Python, {len(got)} from the core"
+    return len(want)
+
+
+# -- whole logs ---------------------------------------------------------------------------
+@pytest.mark.parametrize("path", FIXTURE_LOGS, ids=lambda p: p.name)
+def test_fixtures_give_the_same_events(path, monkeypatch):
+    assert _same(path, monkeypatch) > 1
+
+
+def test_corpus_gives_the_same_events(monkeypatch):
+    corpus = shared_or_skip("corpus")
+    files = sorted(p for p in corpus.rglob("*") if p.is_file() and p.suffix not in (".tsv", ".md", ".gz", ".zst"))
+    assert len(files) > 50, f"only {len(files)} corpus files under {corpus}"
+    total = sum(_same(path, monkeypatch) for path in files)
+    assert total > 10_000, total
+
+
+@pytest.mark.parametrize("shape", ["dense", "sparse", "srun-mcore", "titan-hf", "corpus-megatron",
+                                   "ds-neox-stronghold"])
+def test_bench_shapes_give_the_same_events(shape, tmp_path, monkeypatch):
+    sys.path.insert(0, str(ROOT / "bench"))
+    try:
+        import matrix
+    finally:
+        sys.path.remove(str(ROOT / "bench"))
+    path = tmp_path / "train.log"
+    if not matrix.build(shape, path, 0.5):
+        pytest.skip(f"the {shape} shape needs ../shared's corpus (or TUIMON_SHARED=/path/to/shared)")
+    assert _same(path, monkeypatch, read_size=1 << 16) > 100
+
+
+# -- generated logs -----------------------------------------------------------------------
+_PREFIXES = st.sampled_from(["", "0: ", "12: ", "  3: ", "      7: ", "       8: ", "gpu-node12: ", "10.0.0.1: ",
+                             "localhost: ", "node: ", "[default3]: ", "[default0]:", "[rank5]: ", "[rank5]:[rank5]: ",
+                             "0: [default1]: [rank9]: ", "x1000c0s0b0n0: [rank3]: ", "1: [rank1]:", "abc1:def "])
+_STAMPS = st.sampled_from(["", "[2024-05-01 10:00:01,250] ", "[2024-05-01 10:00:01] ", "2021-05-27T21:42:11 ",
+                           "[titan] 2026-05-19 23:02:48,804 - root - INFO - ", " [2026-04-15 11:19:02.524672] ",
+                           "[2024-13-01 10:00:01] ", "[0000-01-01 00:00:00] ", "[2023-02-31 23:59:61.123456789] ",
+                           "\x1c2024-05-01 10:00:01 ", "[2024-05-01 10:00:01,1234567890] ", "[INFO] [2024-05-01 1"])
+_BODIES = st.sampled_from([
+    " iteration       10/ 1000 | consumed samples: 640 | elapsed time per iteration (ms): 2500.5 | learning rate: "
+    "3.000E-04 | global batch size: 64 | lm loss: 2.5E+00 | loss scale: 4096.0 | grad norm: 1.2 | number of skipped "
+    "iterations: 0 | number of nan iterations: 0 |",
+    "time (ms) | forward-compute: 612.1 | backward-compute: 1501.2 | optimizer: 250.1",
+    "(min, max) time across ranks (ms):", "    forward-backward ...........: (1000.12, 1100.34)",
+    "[Rank 0] (after 5 iterations) memory (MB) | allocated: 15382.8 | max allocated: 19070.7 | reserved: 26762.0",
+    "[INFO] [logging.py:96:log_dist] [Rank 0] step=10, skipped=0, lr=[0.0001], mom=[(0.9, 0.95)]",
+    "step: 10  loss:  7.1234  memory: 30.12GiB(31.70%)  tps: 65,622  tflops: 304.53  mfu: 14.59%",
+    "{'loss': 2.1, 'grad_norm': 0.5, 'learning_rate': 5e-05, 'epoch': 0.1}",
+    "Effective Tera Flops per GPU: 41.2 and total parameters 52.005 B",
+    "------------------------ arguments ------------------------", "  num_layers ...................... 24",
+    "-------------------- end of arguments ---------------------", "using world size: 8",
+    "NumWorkers: 1; SamplesPerStep: 4; IterationTime: 7.123;  SamplesPerSecond: 0.5512",
+    "Traceback (most recent call last):", "torch.OutOfMemoryError: CUDA out of memory.",
+    ":::MLLOG {\"namespace\": \"\", \"time_ms\": 1, \"event_type\": \"POINT_IN_TIME\", \"key\": \"eval_accuracy\", "
+    "\"value\": 0.5, \"metadata\": {\"epoch_num\": 1}}",
+    "iter 100: loss 3.24, time 123ms", "plain noise line", "", "é█ progress 47%|████▋  | 7/15 [06:19<07:13]",
+])
+_ENDS = st.sampled_from([b"\n", b"\n", b"\n", b"\r\n", b"\r", b"\r\r\n"])
+_JUNK = st.sampled_from([b"", b"", b"", b"\xff\xfe", b"\xc3", b"\x00", b"\xe2\x96", "ŝ".encode()])
+
+
+@st.composite
+def _log(draw) -> bytes:
+    out = []
+    for _ in range(draw(st.integers(1, 60))):
+        line = (draw(_PREFIXES) + draw(_STAMPS) + draw(_BODIES)).encode()
+        cut = draw(st.integers(0, len(line)))
+        line = line[:cut] + draw(_JUNK) + line[cut:]
+        if draw(st.integers(0, 40)) == 0:
+            line = line * draw(st.integers(50, 400))  # a huge line (some past the framer's limit)
+        out.append(line + draw(_ENDS))
+    return b"".join(out)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=_log(), read_size=st.sampled_from([64, 1000, 1 << 16]))
+def test_generated_logs_give_the_same_events(data, read_size, tmp_path, monkeypatch):
+    path = tmp_path / "gen.log"
+    path.write_bytes(data)
+    _same(path, monkeypatch, read_size)
+
+
+# -- line pieces ---------------------------------------------------------------------------
+_ALPHABET = st.sampled_from(list("0123456789 :-.,T[]abcdefghlkmnoprstuxz") + ["[rank", "[default", "\t", "\x1c", "\x0b",
+                                                                             "2024-05-01 10:00:01", "]: "])
+
+
+@settings(max_examples=2000, deadline=None)
+@given(pieces=st.lists(_ALPHABET, max_size=24))
+def test_prefix_and_stamp_follow_the_python_definitions(pieces):
+    line = "".join(pieces)
+    pre = split_prefix(line)
+    assert core.split_prefix(line) == (len(line) - len(pre.body), pre.rank, pre.local_rank, pre.node), line
+    assert core.line_stamp(line) == line_stamp(line), line
+    assert core.line_stamp(pre.body) == line_stamp(pre.body), line
+
+
+def test_non_ascii_lines_are_left_to_python():
+    assert core.split_prefix("0: é") is None and core.line_stamp("[2024-05-01 10:00:01] é") is None
+    # the frame says so (body None) and gives the offsets in characters, as Python slices
+    text = "é█\n0: [2024-05-01 10:00:01] x\n"
+    frames = core.frame(text, [0, 3, 3], 7)
+    assert frames == [(7, 2, None, None, None, None, None), (8, 29, 6, 0, None, None, 1714557601.0)]
+    assert text[6:29] == "[2024-05-01 10:00:01] x"
+
+
+def test_literal_scan_counts_characters_not_bytes():
+    lits = core.Literals(["loss", "step"])
+    text = "█ step 1\nloss █ loss\nnone\nstep loss"
+    assert dict(lits.scan(text)) == {0: [9, 26], 1: [0, 26]}
+    assert lits.present(text) == [0, 1] and lits.present("nothing") == []
+
+
+def test_the_engine_is_named_and_can_be_chosen(tmp_path):
+    env = {**os.environ, "TUIMON_ENGINE": "python"}
+    r = subprocess.run([sys.executable, "-m", "tuimon", "--version"], capture_output=True, text=True, env=env)
+    assert r.returncode == 0 and "engine: python (TUIMON_ENGINE=python)" in r.stdout, r.stdout
+    r = subprocess.run([sys.executable, "-m", "tuimon", "--version"], capture_output=True, text=True,
+                       env={k: v for k, v in os.environ.items() if k != "TUIMON_ENGINE"})
+    assert f"engine: core {core.__version__} (compiled)" in r.stdout, r.stdout
+    log = tmp_path / "x.log"
+    log.write_text("iteration 1/ 10 | lm loss: 1.0 |\n")
+    r = subprocess.run([sys.executable, "-m", "tuimon", "summary", str(log)], capture_output=True, text=True,
+                       env={**os.environ, "TUIMON_ENGINE": "fast"})
+    assert r.returncode == 2 and r.stderr.strip().splitlines() == [
+        "tuimon: error: TUIMON_ENGINE='fast' is not one of auto, core, python"], r.stderr
