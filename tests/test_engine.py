@@ -148,3 +148,43 @@ def test_the_literals_a_block_holds_are_found_in_one_pass_as_asking_each_would()
             assert presence.of(text) == {lit for lit in set(literals) if lit in text}
     text = "x" * SMALL + "time (ms) | forward: 1.0\n"
     assert presence.of(text) >= {"time (ms)"} and "Xid (PCI:" not in presence.of(text)
+
+
+def test_one_line_holding_two_ranks_memory_reports_gives_two_events(tmp_path):
+    """Ranks printing at once write two reports on one physical line (2021 BigScience logs):
+    each is its own rank with its own values, not the first rank with the last one's values."""
+    line = ("[Rank 0] (after 1 iterations) memory (MB) | allocated: 15382.8 | max allocated: 19070.7 | "
+            "reserved: 26762.0 | max reserved: 26762.0[Rank 3] (after 1 iterations) memory (MB) | allocated: 1.5 | "
+            "max allocated: 2.5 | reserved: 3.5 | max reserved: 4.5\n")
+    log = tmp_path / "mem.log"
+    log.write_text(" iteration        1/      10 | lm loss: 1.0 |\n" + line)
+    events, _ = parse_file(log)
+    mem = [(e.rank, e.gpu_allocated_mb, e.gpu_max_allocated_mb, e.gpu_reserved_mb, e.gpu_max_reserved_mb, e.line)
+           for e in events if e.type == "memory"]
+    assert mem == [(0, 15382.8, 19070.7, 26762.0, 26762.0, 2), (3, 1.5, 2.5, 3.5, 4.5, 2)]
+
+
+def test_argument_trigger_leaves_min_max_timer_lines_alone(tmp_path, monkeypatch):
+    """The argument-line route takes argument lines (``name ..... value``), not every
+    ``(min, max)`` timer line (``name .....: (1.0, 2.0)``), which it used to be handed."""
+    calls = []
+    original = MegatronParser._on_arg_line
+
+    def counted(self, body, ctx):
+        calls.append(body)
+        return original(self, body, ctx)
+
+    monkeypatch.setattr(MegatronParser, "_on_arg_line", counted)
+    args = ["------------------------ arguments ------------------------",
+            "  num_layers ...................................... 24",
+            "  hidden_size ..................................... 2048",
+            "-------------------- end of arguments ---------------------"]
+    timers = ["(min, max) time across ranks (ms):"] + [
+        f"    {name} {'.' * (40 - len(name))}: (1000.12, 1100.34)" for name in ("forward-backward", "optimizer")]
+    log = tmp_path / "args.log"
+    log.write_text("\n".join(args + [" iteration        1/      10 | lm loss: 1.0 |"] + timers * 50) + "\n")
+    events, _ = parse_file(log)
+    assert [c.strip() for c in calls] == [args[1].strip(), args[2].strip()], calls
+    config = next(e for e in events if type(e).__name__ == "RunConfig" and e.num_layers)
+    assert (config.num_layers, config.hidden_size) == (24, 2048)
+    assert sum(e.type == "timers" for e in events) == 100  # one a (min, max) line

@@ -27,7 +27,8 @@ _ARGS_END = re.compile(r"-{3,} end of arguments -{3,}")
 _ARG_LINE = re.compile(r"^\s*(\w+) \.{2,} ?(.*?)\s*$")
 _EFFECTIVE = re.compile(r"Effective Tera Flops per GPU: (\S+) and total parameters (\S+) B")
 _NUMWORKERS = re.compile(r"NumWorkers: (\d+); SamplesPerStep: (\d+); IterationTime: (\S+);\s*SamplesPerSecond: (\S+)")
-_MEMORY = re.compile(r"(?:\[Rank (\d+)\] )?\(?after (\d+) iterations\)? memory \(MB\) \| (.*)")
+# one report; ranks printing at once can write several on one physical line, each with its tag
+_MEMORY = re.compile(r"(?:\[Rank (\d+)\] )?\(?after (\d+) iterations\)? memory \(MB\) \| ")
 # NeMo 2's progress printer: "Training epoch 1, iteration 5/49 | ... | global_step: 55 | ...": the
 # iteration counts within the epoch and its total is the epoch's (max_steps when resumed)
 _NEMO2 = re.compile(r"Training epoch (\d+), iteration \d+/(\d+) \|.*?\| global_step: (\d+)\b")
@@ -144,7 +145,8 @@ class MegatronParser(LineParser):
         (r"iteration[ =]+\d+/", "_on_iteration"),
         (r"reduced_train_loss=", "_on_progress_bar"),
         (r" arguments -{3}", "_on_args_marker"),
-        (r" \.\.\.\.", "_on_arg_line"),
+        # "  num_layers ...... 24": dots then a space (a "(min, max)" timer's dots end in a colon)
+        (r" \.\.\.\.+ ", "_on_arg_line"),
         (r"Effective Tera Flops", "_on_effective"),
         (r"NumWorkers: ", "_on_numworkers"),
         (r"memory \(MB\) \|", "_on_memory"),
@@ -375,18 +377,23 @@ class MegatronParser(LineParser):
         return events
 
     def _on_memory(self, body: str, ctx: LineContext) -> list[Event]:
-        m = _MEMORY.search(body)
-        if not m:
-            return []
-        values: dict[str, Optional[float]] = {}
-        for seg in m.group(3).split("|"):
-            key, _, value = seg.partition(":")
-            values[norm_key(key)] = to_float(value)
-        return [Memory(file=self.file, line=ctx.line, rank=_memory_rank(m, ctx.rank), node=ctx.node,
-                       wall_time=ctx.wall_time,
-                       label=f"after {m.group(2)} iterations",
-                       gpu_allocated_mb=values.get("allocated"), gpu_max_allocated_mb=values.get("max allocated"),
-                       gpu_reserved_mb=values.get("reserved"), gpu_max_reserved_mb=values.get("max reserved"))]
+        """One event a report: ranks printing at once write several on one line (BigScience's
+        ``...| max reserved: 26762.0[Rank 3] (after 1 iterations) memory (MB) | ...``), each
+        report's values running to the next one's tag."""
+        reports = list(_MEMORY.finditer(body))
+        events: list[Event] = []
+        for k, m in enumerate(reports):
+            end = reports[k + 1].start() if k + 1 < len(reports) else len(body)
+            values: dict[str, Optional[float]] = {}
+            for seg in body[m.end():end].split("|"):
+                key, _, value = seg.partition(":")
+                values[norm_key(key)] = to_float(value)
+            events.append(Memory(file=self.file, line=ctx.line, rank=_memory_rank(m, ctx.rank), node=ctx.node,
+                                 wall_time=ctx.wall_time, label=f"after {m.group(2)} iterations",
+                                 gpu_allocated_mb=values.get("allocated"),
+                                 gpu_max_allocated_mb=values.get("max allocated"),
+                                 gpu_reserved_mb=values.get("reserved"), gpu_max_reserved_mb=values.get("max reserved")))
+        return events
 
     def _milestone(self, name: str, m: re.Match, ctx: LineContext) -> Event:
         duration = wall = None
