@@ -19,6 +19,9 @@ from hypothesis import strategies as st
 from tests.conftest import FIXTURE_LOGS, ROOT, shared_or_skip
 from tuimon.engine import native
 from tuimon.engine.ingest import parse_file
+from tuimon.parsers import megatron, timers
+from tuimon.parsers.events import frozen_map
+from tuimon.parsers.numbers import to_float, to_int
 from tuimon.parsers.prefix import split_prefix
 from tuimon.parsers.timestamps import line_stamp
 
@@ -29,9 +32,11 @@ if core is None:  # loud: the README's test command builds it; a test that canno
 
 
 def _events(path: Path, engine: str, monkeypatch, read_size: int = 1 << 20) -> list[str]:
-    with monkeypatch.context() as m:
-        m.setattr(native, "core", core if engine == "core" else None)
+    before = native.use(core if engine == "core" else None)
+    try:
         events, stats = parse_file(path, read_size=read_size)
+    finally:
+        native.use(before)
     return [repr(ev) for ev in events] + [repr((stats.lines, stats.too_long, stats.invalid_utf8, stats.failed))]
 
 
@@ -137,6 +142,33 @@ def test_prefix_and_stamp_follow_the_python_definitions(pieces):
     assert core.split_prefix(line) == (len(line) - len(pre.body), pre.rank, pre.local_rank, pre.node), line
     assert core.line_stamp(line) == line_stamp(line), line
     assert core.line_stamp(pre.body) == line_stamp(pre.body), line
+
+
+_KEYS = st.sampled_from(["iteration", " consumed samples", " elapsed time per iteration (ms)", " learning rate",
+                         " lm loss", " lm-loss", "loss scale", " grad norm", " number of skipped iterations",
+                         " throughput per GPU (TFLOP/s/GPU)", " samples per second", " train_step_timing in s",
+                         "lr", " mtp_1 loss", "forward-compute", " backward-compute ", "optimizer", " élan loss",
+                         " tokens per gpu per second (tgs)", "", " x"])
+_VALUES = st.sampled_from([" 1", " 2500.5", "  1.052111E+01", " 3.000E-04", " 64 ", " nan", " inf", " -inf", " 9,921",
+                           " 13.3TFLOPS", " 1_000", " n/a", "", " 1e309", " .5", " 5.", " +7", " -3", " ٣", "\x1c1.5 ",
+                           " 12345678901234567890", " 0x10", " 1.5e", " é"])
+
+
+@settings(max_examples=1500, deadline=None)
+@given(parts=st.lists(st.tuples(_KEYS, st.sampled_from([":", "=", "", "::"]), _VALUES), max_size=12))
+def test_records_follow_the_python_definitions(parts):
+    records = core.Records(megatron.spec_of, to_float, to_int, frozen_map)
+    text = "|".join(k + d + v for k, d, v in parts)
+    want, got = megatron.parse_record(text), records.record(text)
+    assert repr(got) == repr(want), text
+    want, got = timers.pairs(text), records.pairs(text)
+    assert repr(got) == repr(want), text
+
+
+def test_records_keep_256_timers_at_most():
+    records = core.Records(megatron.spec_of, to_float, to_int, frozen_map)
+    text = " | ".join(f"t{k}: {k}.5" for k in range(300)) + " | t1: 9.0"
+    assert records.pairs(text) == timers.pairs(text) and len(records.pairs(text)) == 256
 
 
 def test_non_ascii_lines_are_left_to_python():

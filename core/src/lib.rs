@@ -9,8 +9,11 @@
 
 use aho_corasick::{AhoCorasick, MatchKind};
 use pyo3::prelude::*;
-use pyo3::types::{PyString, PyTuple};
+use pyo3::types::{PyDict, PyFloat, PyString, PyTuple};
+use std::collections::HashMap;
+use std::sync::Mutex;
 
+pub mod numbers;
 pub mod prefix;
 pub mod stamp;
 pub mod text;
@@ -151,9 +154,142 @@ fn line_stamp(body: &str) -> Option<f64> {
     if body.is_ascii() { stamp::line_stamp(body.as_bytes()) } else { None }
 }
 
+/// What a record's raw key means (`parsers.megatron._spec_of`'s answer, asked once a key).
+enum Spec {
+    Skip,
+    Loss(Py<PyString>),
+    Int(Py<PyString>),
+    Float(Py<PyString>, Option<f64>),
+}
+
+const MAX_KEYS: usize = 4096; // raw keys remembered (as the Python definition's cache)
+
+/// The compiled readers of two record kinds, `|`-separated `key: value` lists:
+/// `parsers.megatron.parse_record` (an iteration's fields) and `parsers.timers._pairs`
+/// (timer lists).  The Python functions stay the definitions: the key table is asked
+/// through `spec_of`, and every value but a plain number goes to `to_float`/`to_int`.
+#[pyclass(frozen, module = "tuimon._core")]
+struct Records {
+    spec_of: Py<PyAny>,
+    to_float: Py<PyAny>,
+    to_int: Py<PyAny>,
+    frozen_map: Py<PyAny>,
+    specs: Mutex<HashMap<String, Spec>>,
+}
+
+impl Records {
+    fn float<'py>(&self, py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyAny>> {
+        match numbers::fast_float(text) {
+            Some(v) => Ok(PyFloat::new(py, v).into_any()),
+            None => self.to_float.bind(py).call1((text,)),
+        }
+    }
+
+    fn int<'py>(&self, py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyAny>> {
+        match numbers::fast_int(text) {
+            Some(v) => Ok(v.into_pyobject(py)?.into_any()),
+            None => self.to_int.bind(py).call1((text,)),
+        }
+    }
+
+    fn spec(&self, py: Python<'_>, raw: &str) -> PyResult<Spec> {
+        if let Some(spec) = self.specs.lock().expect("not poisoned").get(raw) {
+            return Ok(match spec {
+                Spec::Skip => Spec::Skip,
+                Spec::Loss(k) => Spec::Loss(k.clone_ref(py)),
+                Spec::Int(n) => Spec::Int(n.clone_ref(py)),
+                Spec::Float(n, scale) => Spec::Float(n.clone_ref(py), *scale),
+            });
+        }
+        let answer = self.spec_of.bind(py).call1((raw,))?;
+        let (name, kind): (Option<Bound<'_, PyString>>, Bound<'_, PyAny>) = answer.extract()?;
+        let spec = match name {
+            None => Spec::Skip,
+            Some(n) if n.to_str()? == "loss" => Spec::Loss(kind.cast_into::<PyString>()?.unbind()),
+            Some(n) if kind.is_instance_of::<PyString>() && kind.extract::<String>()? == "int" => Spec::Int(n.unbind()),
+            Some(n) => Spec::Float(n.unbind(), if kind.is_instance_of::<PyFloat>() { Some(kind.extract()?) } else { None }),
+        };
+        let mut specs = self.specs.lock().expect("not poisoned");
+        if specs.len() < MAX_KEYS {
+            let copy = match &spec {
+                Spec::Skip => Spec::Skip,
+                Spec::Loss(k) => Spec::Loss(k.clone_ref(py)),
+                Spec::Int(n) => Spec::Int(n.clone_ref(py)),
+                Spec::Float(n, scale) => Spec::Float(n.clone_ref(py), *scale),
+            };
+            specs.insert(raw.to_string(), copy);
+        }
+        Ok(spec)
+    }
+}
+
+#[pymethods]
+impl Records {
+    #[new]
+    fn new(spec_of: Py<PyAny>, to_float: Py<PyAny>, to_int: Py<PyAny>, frozen_map: Py<PyAny>) -> Self {
+        Records { spec_of, to_float, to_int, frozen_map, specs: Mutex::new(HashMap::new()) }
+    }
+
+    /// `parse_record(record)`: an iteration record's fields.
+    fn record<'py>(&self, py: Python<'py>, record: &str) -> PyResult<Bound<'py, PyDict>> {
+        let out = PyDict::new(py);
+        let losses = PyDict::new(py);
+        for seg in record.split('|') {
+            let (raw, value) = match seg.split_once(':').or_else(|| seg.split_once('=')) {
+                Some(pair) => pair,
+                None => continue,
+            };
+            match self.spec(py, raw)? {
+                Spec::Skip => {}
+                Spec::Loss(key) => {
+                    let v = self.float(py, value)?;
+                    if !v.is_none() {
+                        losses.set_item(key, v)?;
+                    }
+                }
+                Spec::Int(name) => out.set_item(name, self.int(py, value)?)?,
+                Spec::Float(name, scale) => {
+                    let v = self.float(py, value)?;
+                    match scale {
+                        Some(f) if !v.is_none() => out.set_item(name, v.extract::<f64>()? * f)?,
+                        _ => out.set_item(name, v)?,
+                    }
+                }
+            }
+        }
+        if !losses.is_empty() {
+            out.set_item("losses", self.frozen_map.bind(py).call1((losses,))?)?;
+        }
+        Ok(out)
+    }
+
+    /// `_pairs(text)`: a timer list's `name: value` pairs (the last colon of each part),
+    /// at most 256.
+    fn pairs<'py>(&self, py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyDict>> {
+        let out = PyDict::new(py);
+        for seg in text.split('|') {
+            let (name, value) = match seg.rsplit_once(':') {
+                Some(pair) => pair,
+                None => continue,
+            };
+            let v = self.float(py, value)?;
+            let name: Bound<'_, PyAny> = if name.is_ascii() {
+                PyString::new(py, numbers::py_strip(name)).into_any()
+            } else {
+                PyString::new(py, name).call_method0("strip")?
+            };
+            if !v.is_none() && name.len()? > 0 && out.len() < 256 {
+                out.set_item(name, v)?;
+            }
+        }
+        Ok(out)
+    }
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Literals>()?;
+    m.add_class::<Records>()?;
     m.add_function(wrap_pyfunction!(frame, m)?)?;
     m.add_function(wrap_pyfunction!(split_prefix, m)?)?;
     m.add_function(wrap_pyfunction!(line_stamp, m)?)?;

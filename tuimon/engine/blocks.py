@@ -41,6 +41,8 @@ _DATE = re.compile(r"-\d\d-\d\d[ T]\d\d:")  # in every stamp (parsers.timestamps
 #: a log with no stamp in its first blocks is taken to have none (each look costs a scan)
 LOG_START_BLOCKS = 8
 
+native.use(native.core)  # the parsers' record readers: the compiled ones when the core is there
+
 
 class DataRule:
     """A compiled line format, with the format it belongs to."""

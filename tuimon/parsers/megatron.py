@@ -90,7 +90,7 @@ _SKIP = (None, None)
 _key_cache: dict[str, tuple] = {}
 
 
-def _spec_of(raw: str) -> tuple:
+def spec_of(raw: str) -> tuple:
     """What a raw key (as written, padding included) means; cached, keys repeat every line."""
     spec = _key_cache.get(raw)
     if spec is None:
@@ -112,7 +112,7 @@ def parse_record(record: str) -> dict:
             raw, sep, value = seg.partition("=")
             if not sep:
                 continue
-        name, kind = _spec_of(raw)
+        name, kind = spec_of(raw)
         if name is None:
             continue
         if name == "loss":
@@ -129,6 +129,10 @@ def parse_record(record: str) -> dict:
     if losses:
         out["losses"] = frozen_map(losses)
     return out
+
+
+#: what reads a record: parse_record, or its compiled stand-in (tuimon.engine.native plugs it in)
+read_record = parse_record
 
 
 class MegatronParser(LineParser):
@@ -360,7 +364,7 @@ class MegatronParser(LineParser):
         for i, m in enumerate(matches):
             start = 0 if i == 0 else m.start()
             end = matches[i + 1].start() if i + 1 < len(matches) else len(body)
-            fields = parse_record(body[start:end])
+            fields = read_record(body[start:end])
             it, total = to_int(m.group(1)), to_int(m.group(2))
             nemo = _NEMO2.match(body) if i == 0 and body.startswith("Training epoch") else None
             if nemo:  # numbered through the run as users count steps; done at the end of this epoch, at least

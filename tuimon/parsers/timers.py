@@ -137,7 +137,7 @@ class TimerParser(LineParser):
         tail = body[pos + 9:]
         if tail.startswith(":"):  # one collective's time, not a breakdown: its sizes and bandwidths are no timers
             return self._comm_op(body, tail, ctx)
-        return self._timers(_pairs(tail), body, ctx)
+        return self._timers(read_pairs(tail), body, ctx)
 
     def _comm_op(self, body: str, tail: str, ctx: LineContext) -> list[Event]:
         """A line of DeepSpeed's comms logger: the op's time, as a timer named by the op, of
@@ -179,7 +179,8 @@ class TimerParser(LineParser):
                 self._groups[names] = groups
         return groups
 
-def _pairs(text: str) -> dict[str, float]:
+def pairs(text: str) -> dict[str, float]:
+    """A timer list's ``name: value`` pairs (the last colon of each ``|``-separated part), at most 256."""
     out: dict[str, float] = {}
     for seg in text.split("|"):
         name, sep, value = seg.rpartition(":")
@@ -190,6 +191,10 @@ def _pairs(text: str) -> dict[str, float]:
         if v is not None and name and len(out) < 256:
             out[name] = v
     return out
+
+
+#: what reads a timer list: pairs, or its compiled stand-in (tuimon.engine.native plugs it in)
+read_pairs = pairs
 
 
 # -- how frameworks nest their timers (read off their timer code) ----------------------------
