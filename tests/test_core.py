@@ -200,3 +200,22 @@ def test_the_engine_is_named_and_can_be_chosen(tmp_path):
                        env={**os.environ, "TUIMON_ENGINE": "fast"})
     assert r.returncode == 2 and r.stderr.strip().splitlines() == [
         "tuimon: error: TUIMON_ENGINE='fast' is not one of auto, core, python"], r.stderr
+
+
+def test_a_saved_engine_reads_on_as_one_that_never_stopped(tmp_path):
+    """The parse cache and a follower's saved position keep the engine (pickled); with the
+    core, a restored one reads the rest of a file as the one that read it all."""
+    import pickle
+
+    from tuimon.engine.ingest import FileParser
+
+    data = (ROOT / "tests" / "fixtures" / "megatron-deepspeed-8gpu-1234567.log").read_bytes()
+    whole = FileParser("x.log")
+    want = whole.feed(data) + whole.finish()
+    for cut in (len(data) // 3, len(data) // 2 + 7):
+        first = FileParser("x.log")
+        got = first.feed(data[:cut])
+        restored = pickle.loads(pickle.dumps(first))
+        restored.engine.attach(first.engine.formats, first.engine.builtin_formats)
+        got += restored.feed(data[cut:]) + restored.finish()
+        assert [repr(e) for e in got] == [repr(e) for e in want], cut

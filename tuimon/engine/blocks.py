@@ -87,7 +87,7 @@ class BlockEngine:
     def __getstate__(self) -> dict:
         """What decides what the next lines give, without compiled rules or bound handlers."""
         state = dict(self.__dict__)
-        for name in ("formats", "builtin_formats", "_data", "_hooks"):
+        for name in ("formats", "builtin_formats", "_data", "_hooks", "_presence"):  # rebuilt on restore
             state.pop(name, None)
         return state
 
