@@ -507,7 +507,7 @@ async def test_columns_drop_by_priority_as_the_terminal_narrows(app):
         await until(pilot, lambda: {"TFLOPs rep", "Framework"} <= {str(c.label) for c in
                                                                app.screen.query_one("#jobs").columns.values()})
         wide = [str(c.label) for c in app.screen.query_one("#jobs").columns.values()]
-        assert wide[:3] == ["Job", "Framework", "Status"]  # the usual order when all fit
+        assert wide[:3] == ["Job", "Framework", "Status"], wide  # the usual order when all fit
         assert "TFLOPs" not in wide and "TFLOPs calc" in wide  # both fit: no combined one
         assert cell(app, "stronghold-run", "TFLOPs rep") == "7.2"
 

@@ -156,7 +156,11 @@ class JobsScreen(Screen):
     def update_snapshot(self, snap: Snapshot) -> None:
         if not self._ready:
             return
-        view = (snap.generation, self.filter_text, self.sort, frozenset(self.marked), self.size, self.app.theme)
+        table = self.query_one("#jobs", DataTable)
+        # the table's own width too: a resize reaches the screen before the table, and columns fitted
+        # to the table's old width must be fitted again when its width follows
+        view = (snap.generation, self.filter_text, self.sort, frozenset(self.marked), self.size, table.size.width,
+                self.app.theme)
         if view == self._last_view:  # the same rows shown the same way: only the progress line
             self._progress(snap, self._last_count)
             return
@@ -167,7 +171,6 @@ class JobsScreen(Screen):
         self._matching = len(rows)
         rows = rows[:MAX_ROWS]  # a table of thousands is unreadable and slow: filter to narrow it
         order = [r.key for r in rows]
-        table = self.query_one("#jobs", DataTable)
         width = self._job_width
         visible = self._fit_columns(table, rows)
         self._label_jobs(snap.rows)
