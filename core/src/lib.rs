@@ -7,7 +7,7 @@
 //! engines to the same answers.  Offsets in and out are character offsets, as Python
 //! slices a `str`.
 
-use aho_corasick::{AhoCorasick, MatchKind};
+use aho_corasick::{AhoCorasick, AhoCorasickKind, MatchKind};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyFloat, PyString, PyTuple};
 use std::collections::HashMap;
@@ -33,6 +33,7 @@ impl Literals {
     fn new(literals: Vec<String>) -> PyResult<Self> {
         let automaton = AhoCorasick::builder()
             .match_kind(MatchKind::Standard)
+            .kind(Some(AhoCorasickKind::DFA))
             .build(&literals)
             .map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))?;
         Ok(Literals { automaton, count: literals.len() })
@@ -78,19 +79,23 @@ impl Literals {
             }
             starts
         });
-        let ascii = s.is_ascii();
+        if s.is_ascii() {
+            return Ok(found.into_iter().enumerate().filter(|(_, v)| !v.is_empty()).collect());
+        }
+        // every offset is a line start: one pass numbers the lines' starts in characters
+        let mut starts_in_chars: HashMap<usize, usize> = HashMap::new();
+        let mut cursor = Cursor::new(s);
+        let mut wanted: Vec<usize> = found.iter().flatten().copied().collect();
+        wanted.sort_unstable();
+        wanted.dedup();
+        for b in wanted {
+            starts_in_chars.insert(b, cursor.char_of(b));
+        }
         Ok(found
             .into_iter()
             .enumerate()
             .filter(|(_, v)| !v.is_empty())
-            .map(|(k, v)| {
-                if ascii {
-                    (k, v)
-                } else {
-                    let mut cursor = Cursor::new(s);
-                    (k, v.into_iter().map(|b| cursor.char_of(b)).collect())
-                }
-            })
+            .map(|(k, v)| (k, v.into_iter().map(|b| starts_in_chars[&b]).collect()))
             .collect())
     }
 }

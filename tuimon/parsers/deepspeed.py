@@ -54,7 +54,8 @@ class DeepSpeedParser(LineParser):
     ROUTES = ((r"step=\d+, skipped=", "_on_step"), (r"SamplesPerSec=", "_on_samples"),
               (r"see_memory_usage", "_on_memory"), (r"steps: \d+ loss", "_on_pipe"),
               (r"Initializing TorchBackend", "_on_init"), (r"DeepSpeed info: ", "_on_init"),
-              (r" \.\.\.\.", "_on_config_print"), (r"CPU Offload: ", "_on_cpu_offload"),
+              # the line its handler reads (a bare " ...." took every argument and "(min, max)" timer line)
+              (r"zero_config \.+ stage=\d", "_on_config_print"), (r"CPU Offload: ", "_on_cpu_offload"),
               (r"Saving model checkpoint: ", "_on_checkpoint"), (r"\] Checkpoint global_step", "_on_checkpoint"),
               (r"(?:zero_config \.+ |json = )\{\s*$", "_on_json_open"),
               # at a line's start, or after a launcher's prefix ("0: ", "[rank0]: "): the handler sees the body
