@@ -234,6 +234,22 @@ class BlockEngine:
                 self._last_wall = wall
             ctx = LineContext(self.file, number, rank, local_rank, node, wall, own is not None)
             self.lines_fed += 1
+            if i + 1 == n or hits[i + 1][0] != start:  # one rule on the line, the common case: nothing to merge
+                rule, m = hits[i][2], hits[i][3]
+                i += 1
+                if m is not None:
+                    ev = self._data_event(rule, m, ctx, own)
+                    if ev is not None:
+                        events.extend(self._announce(rule, ev, ctx))
+                    continue
+                try:
+                    out = rule.handler(body, ctx)
+                except Exception:  # a hook bug must not stop the stream: counted, reported
+                    self.failed += 1
+                    continue
+                if out:
+                    events.extend(out)
+                continue
             line_events: list[Event] = []
             user_types: set[str] = set()
             done: list[Handler] = []
