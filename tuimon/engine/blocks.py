@@ -372,7 +372,12 @@ def _data_hits(text: str, rule: DataRule, hits: list, held: Optional[Mapping[str
     anchors = rule.entry.anchors
     order = rule.order
     find, rfind = text.find, text.rfind
-    starts = lines_holding(text, rule.anchors, held) if rule.by_line else None
+    if rule.by_line:
+        starts = lines_holding(text, rule.anchors, held)
+    elif held is not None and rule.anchors:  # starts with a literal: by line only when the lines are few
+        starts = lines_holding(text, rule.anchors, held, few=True)
+    else:
+        starts = None
     if starts is not None:  # few candidate lines: the regex runs on them alone
         for start in starts:
             _line_hits(text, start, rule, hits)

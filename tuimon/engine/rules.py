@@ -46,8 +46,9 @@ class HookRule:
         if literal is not None and held is not None:
             hits.extend([(start, order, self, None) for start in held.get(literal, ())])
             return
-        if literal is None and self.by_line and self.anchors:
-            starts = lines_holding(text, self.anchors, held)
+        if literal is None and self.anchors and (self.by_line or held is not None):
+            # a regex that starts with a literal finds its own candidates fast, unless they are few and known
+            starts = lines_holding(text, self.anchors, held, few=not self.by_line)
             if starts is not None:  # few candidates: the regex runs on their lines alone
                 for start in starts:
                     end = find("\n", start)
@@ -93,20 +94,23 @@ def starts_with_literal(regex: str) -> bool:
     return rest not in ("*", "?", "{")
 
 
-def lines_holding(text: str, anchors: tuple[str, ...],
-                  held: Optional[Mapping[str, list[int]]] = None) -> Optional[list[int]]:
+def lines_holding(text: str, anchors: tuple[str, ...], held: Optional[Mapping[str, list[int]]] = None,
+                  few: bool = False) -> Optional[list[int]]:
     """The starts of the lines of ``text`` holding one of ``anchors``, in order, when
     they are few; else None.  A regex that cannot start with a literal (``^\\s*"``,
     ``(?<!x)(a|b)``) steps through every character of a block; on a few lines it costs
     a few microseconds each, so where its anchors are rare this is many times faster.
-    ``held``: the lines holding each literal, when the compiled core found them."""
+    ``held``: the lines holding each literal, when the compiled core found them; with
+    ``few``, those lines only when they are few (else None)."""
     if any("\n" in a for a in anchors):
         return None
-    if held is not None:  # the compiled core found them: a regex on its lines alone is never slower
-        if len(anchors) == 1:
-            return held.get(anchors[0], [])
-        return sorted({start for a in anchors for start in held.get(a, ())})
     most = 16 + (len(text) >> 11)  # about where scanning the lines costs what the regex does
+    if held is not None:  # the compiled core found them
+        if len(anchors) == 1:
+            starts = held.get(anchors[0], [])
+        else:
+            starts = sorted({start for a in anchors for start in held.get(a, ())})
+        return None if few and len(starts) > most else starts
     starts: set[int] = set()
     find, rfind = text.find, text.rfind
     for anchor in anchors:
