@@ -107,8 +107,8 @@ def test_a_regex_run_on_its_anchors_lines_finds_what_a_scan_of_the_block_finds(m
             found: dict[bool, tuple[list, list]] = {}
             for few in (True, False):
                 if not few:
-                    monkeypatch.setattr(blocks, "lines_holding", lambda *a: None)
-                    monkeypatch.setattr(rules, "lines_holding", lambda *a: None)
+                    monkeypatch.setattr(blocks, "lines_holding", lambda *a, **k: None)
+                    monkeypatch.setattr(rules, "lines_holding", lambda *a, **k: None)
                 data: list = []
                 blocks._data_hits(text, rule, data)
                 lines: list = []
