@@ -219,3 +219,39 @@ def test_a_saved_engine_reads_on_as_one_that_never_stopped(tmp_path):
         restored.engine.attach(first.engine.formats, first.engine.builtin_formats)
         got += restored.feed(data[cut:]) + restored.finish()
         assert [repr(e) for e in got] == [repr(e) for e in want], cut
+
+
+def test_rules_on_the_cores_line_lists_find_what_a_block_search_finds(monkeypatch):
+    """A rule run on the lines the core says hold its anchors (the regex starting with a
+    literal or not) finds what a search of the whole block finds, at line ends too."""
+    import random
+
+    from tuimon.engine import blocks, rules
+    from tuimon.parsers.schema import Format, compile_line
+
+    regexes = [r'^\s*"(stage|device)": (\d+)', r"(?<![\w-])(bf16|fp16)=True,", r"x(\d+)(?=\s)", r"x(\d+)\s+y",
+               r"(ab)?c", r"^\}\s*$", r"bf16=(\w+)", r"stage.: (\d)"]
+    pieces = ['  "stage": 3', '"device": 1', "bf16=True,", "-fp16=True,", "x12", "x7 y", "x7", "y", "c", "abc",
+              "}", "}  ", " }", "noise", "", "\t", "é"]
+    rng = random.Random(7)
+    for _ in range(300):
+        text = "\n".join(" ".join(rng.choice(pieces) for _ in range(rng.randint(1, 3)))
+                         for _ in range(rng.randint(1, 40))) + rng.choice(["\n", ""])
+        for regex in regexes:
+            fmt = Format(name="t", description="", lines=(compile_line({"event": "failure", "regex": regex}),))
+            rule = blocks.DataRule(fmt, fmt.lines[0], False, 0)
+            hook = rules.HookRule(regex, print, (0, 0))
+            literals = sorted(set(rule.anchors) | set(hook.anchors or ()))
+            held = {literals[k]: starts for k, starts in core.Literals(literals).scan(text)}
+            found = []
+            for source in (held, None):
+                with monkeypatch.context() as m:
+                    if source is None:  # the whole block searched
+                        m.setattr(blocks, "lines_holding", lambda *a, **k: None)
+                        m.setattr(rules, "lines_holding", lambda *a, **k: None)
+                    data: list = []
+                    blocks._data_hits(text, rule, data, source)
+                    lines: list = []
+                    hook.lines(text, 0, lines, source)
+                found.append(([(s, m.span(), m.groups()) for s, _, _, m in data], [s for s, *_ in lines]))
+            assert found[0] == found[1], (regex, text)
