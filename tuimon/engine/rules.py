@@ -107,10 +107,10 @@ def lines_holding(text: str, anchors: tuple[str, ...], held: Optional[Mapping[st
     most = 16 + (len(text) >> 11)  # about where scanning the lines costs what the regex does
     if held is not None:  # the compiled core found them
         if len(anchors) == 1:
-            starts = held.get(anchors[0], [])
+            known = held.get(anchors[0], [])
         else:
-            starts = sorted({start for a in anchors for start in held.get(a, ())})
-        return None if few and len(starts) > most else starts
+            known = sorted({start for a in anchors for start in held.get(a, ())})
+        return None if few and len(known) > most else known
     starts: set[int] = set()
     find, rfind = text.find, text.rfind
     for anchor in anchors:
