@@ -10,7 +10,8 @@ Shapes (each about --mb megabytes):
   ds-neox-stronghold  ../shared/corpus DeepSpeed, GPT-NeoX and STRONGHOLD logs, replicated
 
 For each: perl MB/s, tuimon summary MB/s by default and with --jobs 1 (best of
---runs, runs alternating), the ratios, and the peak RSS of the whole process tree.
+--runs, runs alternating), the ratios, the peak RSS of the whole process tree and the
+ratio of CPU seconds (user and system, the process tree) beside the wall-clock one.
 With --reopen, also the time to summarise an unchanged directory of --reopen-mb
 megabytes a second time (the parse cache) and after appending 10 MB to it, each
 against perl over the same files.
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -35,6 +37,7 @@ from summary_throughput import PERL, generate  # noqa: E402
 from summary_throughput import block as sparse_block  # noqa: E402
 
 SHARED = Path(os.environ.get("TUIMON_SHARED", HERE.parent.parent / "shared")) / "corpus"
+LAST_CPU = 0.0  # CPU seconds of the last timed() process tree
 
 
 def _dense(i: int) -> str:
@@ -155,7 +158,10 @@ def _tree_rss_kb(root: int) -> int:
 
 
 def timed(cmd: list[str], cwd: str | None = None, env: dict | None = None) -> tuple[float, int, str]:
-    """(seconds, peak process-tree RSS in kB, stdout)."""
+    """(seconds, peak process-tree RSS in kB, stdout); the CPU seconds of the process tree
+    (user and system, every descendant it waited for) are in :data:`LAST_CPU`."""
+    global LAST_CPU
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=cwd, env=env, text=True)
     peak = [0]
@@ -170,6 +176,8 @@ def timed(cmd: list[str], cwd: str | None = None, env: dict | None = None) -> tu
     t.start()
     out, _ = proc.communicate()
     elapsed = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    LAST_CPU = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     done.set()
     t.join()
     if proc.returncode != 0:
@@ -208,22 +216,25 @@ def main() -> None:
                 continue
             mb = log.stat().st_size / 1e6
             best = {"perl": float("inf"), "default": float("inf"), "jobs1": float("inf"), "base": float("inf")}
+            cpu = dict(best)  # least CPU seconds of each, over the runs
             rss = {"default": 0, "jobs1": 0, "base": 0}
             runs = [("default", [], args.repo), ("jobs1", ["--jobs", "1"], args.repo)]
             if args.baseline:
                 runs.append(("base", [], args.baseline))
             for _ in range(args.runs):  # alternating, best of each
                 best["perl"] = min(best["perl"], timed(["perl", "-lne", PERL, str(log)])[0])
+                cpu["perl"] = min(cpu["perl"], LAST_CPU)
                 for name, extra, repo in runs:
                     t, peak, _ = timed(tui + extra + _no_cache(repo) + [str(log)], cwd=repo, env=env)
                     best[name] = min(best[name], t)
+                    cpu[name] = min(cpu[name], LAST_CPU)
                     rss[name] = max(rss[name], peak)
             row = (shape, mb, mb / best["perl"], mb / best["default"], mb / best["jobs1"],
                    best["perl"] / best["default"], best["perl"] / best["jobs1"], rss["default"] / 1024,
-                   rss["jobs1"] / 1024)
+                   rss["jobs1"] / 1024, cpu["perl"] / max(cpu["default"], 1e-9), cpu["perl"] / max(cpu["jobs1"], 1e-9))
             rows.append(row)
             print("{:20s} {:7.1f} MB  perl {:7.1f} MB/s  default {:6.1f} MB/s  jobs1 {:6.1f} MB/s  "
-                  "ratio {:.3f} / {:.3f}  RSS {:5.0f} / {:5.0f} MB".format(*row), flush=True)
+                  "ratio {:.3f} / {:.3f}  RSS {:5.0f} / {:5.0f} MB  CPU ratio {:.3f} / {:.3f}".format(*row), flush=True)
             if args.baseline:
                 print(f"{'':20s} baseline default {mb / best['base']:6.1f} MB/s (ratio {best['perl'] / best['base']:.3f}, "
                       f"RSS {rss['base'] / 1024:.0f} MB); this checkout / baseline: {best['base'] / best['default']:.2f}x",
@@ -231,10 +242,11 @@ def main() -> None:
             log.unlink()
         if rows:
             print("\n| shape | MB | perl MB/s | default MB/s | --jobs 1 MB/s | ratio default | ratio --jobs 1 "
-                  "| peak RSS default | peak RSS --jobs 1 |")
-            print("|---|---|---|---|---|---|---|---|---|")
+                  "| peak RSS default | peak RSS --jobs 1 | CPU ratio default | CPU ratio --jobs 1 |")
+            print("|---|---|---|---|---|---|---|---|---|---|---|")
             for r in rows:
-                print("| {} | {:.0f} | {:.0f} | {:.1f} | {:.1f} | {:.3f} | {:.3f} | {:.0f} MB | {:.0f} MB |".format(*r))
+                print("| {} | {:.0f} | {:.0f} | {:.1f} | {:.1f} | {:.3f} | {:.3f} | {:.0f} MB | {:.0f} MB | {:.3f} | {:.3f} |"
+                      .format(*r))
             worst = min(rows, key=lambda r: r[5])
             print(f"\nworst shape: {worst[0]}, ratio {worst[5]:.3f} (default), {worst[6]:.3f} (--jobs 1)")
         if args.reopen:
