@@ -255,3 +255,22 @@ def test_rules_on_the_cores_line_lists_find_what_a_block_search_finds(monkeypatc
                     hook.lines(text, 0, lines, source)
                 found.append(([(s, m.span(), m.groups()) for s, _, _, m in data], [s for s, *_ in lines]))
             assert found[0] == found[1], (regex, text)
+
+
+def test_a_missing_core_is_said_once_and_python_reads(tmp_path):
+    """Without the extension (a build that failed, an interpreter it was not built for),
+    tuimon says so once, on stderr, and the Python engine gives the same table."""
+    log = tmp_path / "x.log"
+    log.write_text(" iteration        1/      10 | elapsed time per iteration (ms): 100.0 | lm loss: 1.0 |\n"
+                   " iteration        2/      10 | elapsed time per iteration (ms): 100.0 | lm loss: 1.0 |\n")
+    code = ("import sys; sys.modules['tuimon._core'] = None; from tuimon.commands.cli import main; "
+            f"sys.exit(main(['summary', '--no-cache', {str(log)!r}]))")
+    env = {k: v for k, v in os.environ.items() if k != "TUIMON_ENGINE"}
+    missing = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=ROOT)
+    present = subprocess.run([sys.executable, "-m", "tuimon", "summary", "--no-cache", str(log)], capture_output=True,
+                             text=True, env=env, cwd=ROOT)
+    assert missing.returncode == 0 and present.returncode == 0, missing.stderr
+    notes = [line for line in missing.stderr.splitlines() if "compiled core" in line]
+    assert len(notes) == 1 and "missing" in notes[0] and "Python engine" in notes[0], missing.stderr
+    assert "compiled core" not in present.stderr
+    assert missing.stdout == present.stdout and "megatron" in present.stdout
