@@ -66,7 +66,7 @@ def problem() -> Optional[tuple[str, bool]]:
     if choice not in CHOICES:
         return description, True
     if core is None and choice == "core":
-        return description.replace("python: ", "", 1) + f" ({ENV}=core)", True
+        return description.removeprefix("python: ") + f" ({ENV}=core)", True
     if core is None and choice == "auto":
-        return f"{description}; reading with the Python engine (slower)", False
+        return f"{description.removeprefix('python: ')}; reading with the Python engine (slower)", False
     return None
