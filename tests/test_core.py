@@ -274,3 +274,105 @@ def test_a_missing_core_is_said_once_and_python_reads(tmp_path):
     assert len(notes) == 1 and "missing" in notes[0] and "Python engine" in notes[0], missing.stderr
     assert "compiled core" not in present.stderr
     assert missing.stdout == present.stdout and "megatron" in present.stdout
+
+
+# -- user formats: their line regexes in the core --------------------------------------------
+_ATOMS = st.sampled_from(["a", "b", "x", "1", " ", ":", "-", r"\.", r"\d", r"\w", r"\s", r"\S", r"\D", r"\W", ".",
+                          "[a-c]", "[^ab]", "[0-9.]", r"\b", r"\B", "^", "$", "é"])
+
+
+@st.composite
+def _regex(draw, depth: int = 0) -> str:
+    parts = []
+    for _ in range(draw(st.integers(1, 4))):
+        kind = draw(st.integers(0, 9 if depth < 2 else 5))
+        if kind <= 5:
+            part = draw(_ATOMS)
+        elif kind == 6:
+            part = "(" + draw(_regex(depth + 1)) + ")"
+        elif kind == 7:
+            part = f"(?P<g{draw(st.integers(0, 99))}_{depth}_{len(parts)}>" + draw(_regex(depth + 1)) + ")"
+        elif kind == 8:
+            part = "(?:" + draw(_regex(depth + 1)) + "|" + draw(_regex(depth + 1)) + ")"
+        else:
+            part = "(?:" + draw(_regex(depth + 1)) + ")"
+        if part not in ("^", "$", r"\b", r"\B"):
+            part += draw(st.sampled_from(["", "", "", "*", "+", "?", "{1,3}", "*?", "+?", "??", "{2}"]))
+        parts.append(part)
+    return "".join(parts)
+
+
+_LINE = st.lists(st.sampled_from(list("abx1 :.-\t") + ["é", "\x1c", "ab", "11"]), max_size=20).map("".join)
+
+
+@settings(max_examples=int(os.environ.get("TUIMON_CORE_EXAMPLES", 600)), deadline=None)
+@given(regex=_regex(), lines=st.lists(_LINE, min_size=1, max_size=4))
+def test_user_regexes_in_the_core_find_what_pythons_regex_finds(regex, lines):
+    """On every line, at every start the engine uses (a line's start, after a match, with
+    and without the newline), the core's match and groups are those of the `regex` module."""
+    import re as stdlib_re
+
+    from tuimon.engine.user_regex import CorePattern, TimedPattern, core_reason
+
+    try:
+        stdlib_re.compile(regex)
+    except stdlib_re.error:
+        return
+    if core_reason(regex) is not None:
+        return
+    timed, ours = TimedPattern(regex, multiline=True), CorePattern(regex, multiline=True)
+    text = "\n".join(lines) + "\n"
+    start = 0
+    for line in lines:
+        end = start + len(line)
+        for pos in sorted({start, min(end, start + 1), min(end, start + 3), end}):
+            for endpos in (end + 1, end, None):
+                want, got = timed.search(text, pos, endpos), ours.search(text, pos, endpos)
+                assert (want is None) == (got is None), (regex, text, pos, endpos, want, got)
+                if want is not None:
+                    assert want.span() == got.span() and want.groups() == got.groups(), (regex, text, pos, endpos)
+                    assert want.groupdict() == got.groupdict()
+        start = end + 1
+
+
+def test_a_pathological_user_regex_is_harmless_in_the_core(tmp_path):
+    """(a+)+b backtracks without end on a line of a's: Python's regex refuses it (the probe),
+    the core runs it in time linear in the line, and the format reads its lines."""
+    import time
+
+    from tuimon.engine import catalog
+    from tuimon.engine.user_regex import CorePattern, core_reason
+
+    fmt = tmp_path / "fmt.toml"
+    fmt.write_text('name = "slowpoke"\ndescription = "a pathological regex"\n[[lines]]\nevent = "step"\n'
+                   'regex = \'step (?P<step>\\d+) (a+)+b\'\nsamples = [{ line = "step 3 aab", expect = { step = 3 } }]\n')
+    assert core_reason(r"step (?P<step>\d+) (a+)+b") is None
+    cat = catalog.load([fmt])
+    assert not cat.errors, cat.errors
+    entry = cat.user[0].lines[0]
+    assert isinstance(entry.pattern, CorePattern)
+    log = tmp_path / "run.log"
+    log.write_text("".join(f"step {k} " + "a" * 5000 + ("b" if k % 2 else "c") + "\n" for k in range(40)))
+    before = catalog.current()
+    catalog.use(cat)
+    try:
+        t0 = time.perf_counter()
+        events, stats = parse_file(log)
+        took = time.perf_counter() - t0
+    finally:
+        catalog.use(before)
+    assert [e.step for e in events if e.type == "step"] == list(range(1, 40, 2)), events[:3]
+    assert not stats.disabled and took < 5, (stats.disabled, took)
+
+
+def test_formats_check_says_which_engine_runs_each_entry(tmp_path):
+    fmt = tmp_path / "two.toml"
+    fmt.write_text('name = "two"\ndescription = "one line regex each way"\n'
+                   '[[lines]]\nevent = "step"\nregex = \'step (?P<step>\\d+)\'\n'
+                   'samples = [{ line = "step 3", expect = { step = 3 } }]\n'
+                   '[[lines]]\nevent = "step"\nregex = \'(?<=at )iter (?P<step>\\d+)\'\n'
+                   'samples = [{ line = "at iter 4", expect = { step = 4 } }]\n')
+    r = subprocess.run([sys.executable, "-m", "tuimon", "formats", "check", str(fmt)], capture_output=True, text=True,
+                       cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    assert "compiled core" in r.stdout and "look-around" in r.stdout, r.stdout

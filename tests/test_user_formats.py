@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from tuimon.engine import native
+
 from tuimon.parsers import ALL_PARSERS
 from tuimon.parsers.schema import FormatError, format_from_toml, sample_errors
 from tuimon.engine.blocks import BlockEngine
@@ -117,14 +119,21 @@ def test_a_catastrophic_regex_is_refused_at_check_time(tmp_path):
     fmt = tmp_path / "slow.toml"
     fmt.write_text('name = "slow"\n[[lines]]\nevent = "step"\nregex = \'\'\'^(\\w+\\s?)+$(?P<step>\\d)\'\'\'\n')
     t0 = time.monotonic()
-    r = _run("formats", "check", str(fmt))
+    python = {"TUIMON_ENGINE": "python"}  # the Python engine's regexes backtrack: refused
+    r = _run("formats", "check", str(fmt), env=python)
     assert r.returncode == 2 and "unbounded repeat inside another" in r.stderr, r.stderr
     # and a run with it in the format dirs reads the other formats, said once, without hanging
     log = tmp_path / "x.log"
     log.write_text("a" * 5000 + "!\n" + " iteration 1/ 10 | elapsed time per iteration (ms): 5.0 | lm loss: 1.0 |\n")
-    r = _run("summary", "--format", "json", "--formats", str(tmp_path), str(log))
+    r = _run("summary", "--format", "json", "--formats", str(tmp_path), str(log), env=python)
     assert r.returncode == 0 and "format left out" in r.stderr and json.loads(r.stdout)[0]["last_iteration"] == 1
     assert time.monotonic() - t0 < 30
+    if native.core is not None:  # the compiled core runs it in linear time: accepted, and the run reads it
+        r = _run("formats", "check", str(fmt))
+        assert r.returncode == 0 and "run by the compiled core" in r.stdout, r.stdout + r.stderr
+        r = _run("summary", "--format", "json", "--formats", str(tmp_path), str(log))
+        assert r.returncode == 0 and "format left out" not in r.stderr, r.stderr
+        assert json.loads(r.stdout)[0]["last_iteration"] == 1
 
 
 def test_bounded_inner_repeats_are_accepted():
@@ -293,12 +302,19 @@ def test_a_regex_that_backtracks_without_end_is_refused_by_check(tmp_path):
     assert unbounded_nesting(r"^(?:a|aa)+$(?P<step>\d)") is None, "the static test lets it through"
     from tuimon.engine.user_regex import harden
 
-    with pytest.raises(FormatError, match="took over 2 s"):
-        harden(format_from_toml(fmt.read_text(), "slow.toml"))
+    before = native.use(None)  # the probe guards the Python engine's regexes
+    try:
+        with pytest.raises(FormatError, match="took over 2 s"):
+            harden(format_from_toml(fmt.read_text(), "slow.toml"))
+    finally:
+        native.use(before)
     t0 = time.monotonic()
-    r = _run("formats", "check", str(fmt))
+    r = _run("formats", "check", str(fmt), env={"TUIMON_ENGINE": "python"})
     assert r.returncode == 2 and "took over 2 s" in r.stderr and str(fmt) in r.stderr, r.stderr
     assert time.monotonic() - t0 < 20
+    if native.core is not None:  # linear in the core: no probe to fail
+        r = _run("formats", "check", str(fmt))
+        assert r.returncode == 0 and "run by the compiled core" in r.stdout, r.stdout + r.stderr
     good = tmp_path / "nanotron.toml"
     good.write_text(NANOTRON)
     assert _run("formats", "check", str(good)).returncode == 0
@@ -334,9 +350,12 @@ def test_a_format_dropped_in_the_directory_gets_the_check_of_formats_check(tmp_p
         'name = "slowa"\n[[lines]]\nevent = "step"\nregex = \'\'\'(?:a|aa)+$(?P<step>\\d)\'\'\'\n')
     (logs / "run.log").write_text("a" * 20000 + "\n")
     t0 = time.monotonic()
-    r = _run("summary", "--no-cache", "--formats", str(fmts), str(logs))
+    r = _run("summary", "--no-cache", "--formats", str(fmts), str(logs), env={"TUIMON_ENGINE": "python"})
     assert r.returncode == 0 and time.monotonic() - t0 < 30, r.stderr
     assert r.stderr.count("format left out") == 1 and "slowa.toml" in r.stderr, r.stderr
+    if native.core is not None:  # the core's check takes it (linear time): nothing left out
+        r = _run("summary", "--no-cache", "--formats", str(fmts), str(logs))
+        assert r.returncode == 0 and "format left out" not in r.stderr, r.stderr
 
 
 def test_a_regex_that_hangs_at_run_time_turns_its_format_off_and_the_rest_go_on(tmp_path):
@@ -352,7 +371,7 @@ def test_a_regex_that_hangs_at_run_time_turns_its_format_off_and_the_rest_go_on(
                                    .read_bytes())
     for verb in (["summary", "--format", "json"], ["events"]):
         t0 = time.monotonic()
-        r = _run(*verb, "--no-cache", "--formats", str(fmts), str(logs))
+        r = _run(*verb, "--no-cache", "--formats", str(fmts), str(logs), env={"TUIMON_ENGINE": "python"})
         assert r.returncode == 0 and time.monotonic() - t0 < 30, r.stderr
         assert r.stderr.count("format 'slowb' turned off") == 1, r.stderr
         if verb[0] == "summary":
@@ -360,6 +379,10 @@ def test_a_regex_that_hangs_at_run_time_turns_its_format_off_and_the_rest_go_on(
             assert rows["meg"]["last_iteration"] == 20
         else:
             assert sum('"type": "iteration"' in line for line in r.stdout.splitlines()) == 20
+    if native.core is not None:  # the core runs it on these ASCII lines in linear time: nothing to turn off
+        r = _run("summary", "--format", "json", "--no-cache", "--formats", str(fmts), str(logs))
+        assert r.returncode == 0 and "turned off" not in r.stderr, r.stderr
+        assert {row["job"]: row for row in json.loads(r.stdout)}["meg"]["last_iteration"] == 20
 
 
 def test_following_goes_on_past_a_regex_that_hangs(tmp_path):
@@ -378,7 +401,7 @@ def test_following_goes_on_past_a_regex_that_hangs(tmp_path):
 
     proc = subprocess.Popen([sys.executable, "-m", "tuimon", "events", "--follow", "--no-cache", "--poll", "0.1",
                              "--formats", str(fmts), str(logs)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+                            text=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT), "TUIMON_ENGINE": "python"})
     steps: set = set()
 
     def read() -> None:  # drained as it comes: a full pipe would stall the writer, not tuimon

@@ -291,10 +291,61 @@ impl Records {
     }
 }
 
+/// A user format's line regex, run by the `regex` crate (linear in the line: no input
+/// makes it backtrack).  It reads ASCII lines without the separators \x1c-\x1f, where
+/// its classes (`\w`, `\s`, `\d`, `\b`, case folding) mean what they mean to Python's
+/// `re`; any other line is left to the Python regex (`tuimon.engine.user_regex`).
+#[pyclass(frozen, module = "tuimon._core")]
+struct LineRegex {
+    re: regex::Regex,
+}
+
+/// (whether the line was read here, the group spans of the first match: None for a group
+/// that took no part; None for no match)
+type Searched = (bool, Option<Vec<Option<(usize, usize)>>>);
+
+#[pymethods]
+impl LineRegex {
+    #[new]
+    fn new(pattern: &str) -> PyResult<Self> {
+        // multi-line, as the engine compiles a format's regexes: ^ and $ at every line's ends
+        regex::RegexBuilder::new(pattern)
+            .multi_line(true)
+            .size_limit(8 << 20)
+            .dfa_size_limit(8 << 20)
+            .build()
+            .map(|re| LineRegex { re })
+            .map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))
+    }
+
+    /// The first match in `hay[..end]` at or after `start` (byte offsets: the caller passes
+    /// an ASCII text, or one line of another), as `re`'s `search(hay, start, end)` finds it:
+    /// what lies before `start` is seen by `^` and `\b`, and `end` is the text's end.  Not
+    /// read here (false) when the characters from just before `start` to `end` are not all
+    /// ASCII without \x1c-\x1f.
+    fn search(&self, py: Python<'_>, hay: &str, start: usize, end: usize) -> Searched {
+        let end = end.min(hay.len());
+        if start > end {
+            return (true, None);
+        }
+        let seen = &hay.as_bytes()[start.saturating_sub(1)..end];
+        if !seen.iter().all(|&b| b.is_ascii() && !(0x1c..=0x1f).contains(&b)) {
+            return (false, None);
+        }
+        let hay = &hay[..end];
+        let found = py.detach(|| {
+            let mut locs = self.re.capture_locations();
+            self.re.captures_read_at(&mut locs, hay, start).map(|_| (0..locs.len()).map(|g| locs.get(g)).collect())
+        });
+        (true, found)
+    }
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Literals>()?;
     m.add_class::<Records>()?;
+    m.add_class::<LineRegex>()?;
     m.add_function(wrap_pyfunction!(frame, m)?)?;
     m.add_function(wrap_pyfunction!(split_prefix, m)?)?;
     m.add_function(wrap_pyfunction!(line_stamp, m)?)?;

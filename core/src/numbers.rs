@@ -2,7 +2,8 @@
 //! spellings, read exactly as Python reads them.  Anything else (`9,921`, `13.3TFLOPS`,
 //! `inf`, non-ASCII) is `None` here, and the caller asks the Python definition.
 
-/// Python's `str.isspace()` on ASCII (what `float()` and `str.strip()` skip).
+/// Python's `str.isspace()` on ASCII (what `float()` and `str.strip()` skip, and `re`'s `\s`):
+/// the C set and the four separators \x1c-\x1f.
 pub fn py_space(b: u8) -> bool {
     matches!(b, b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r' | 0x1c..=0x1f)
 }

@@ -1,13 +1,9 @@
 //! The stamp a line starts with (`parsers/timestamps.py`'s `line_stamp`, the definition),
 //! for ASCII lines, as POSIX seconds read as UTC.
 
+use crate::numbers::py_space;
 use regex::Regex;
 use std::sync::OnceLock;
-
-/// Python's `str.isspace()` and `re`'s `\s` on ASCII: the C set and the four separators.
-fn py_space(b: u8) -> bool {
-    matches!(b, b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r' | 0x1c..=0x1f)
-}
 
 fn leading() -> &'static Regex {
     static RE: OnceLock<Regex> = OnceLock::new();

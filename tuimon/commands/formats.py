@@ -8,6 +8,7 @@ from pathlib import Path
 from tuimon.parsers import ALL_PARSERS
 
 from ..engine import catalog
+from ..engine.user_regex import USER_REGEX_TIMEOUT_S
 from ..sources.discover import PathError
 from ..text import sanitize
 from .settings import Settings
@@ -67,7 +68,7 @@ def _check(files: list[str]) -> int:
         for k, entry in enumerate(fmt.lines):
             given = entry_fields(entry)
             print(sanitize(f"  lines[{k}]: {entry.event}: gives {', '.join(given) or 'no field'}; feeds "
-                           f"{', '.join(figures_fed(entry.event, given)) or 'no figure'}"))
+                           f"{', '.join(figures_fed(entry.event, given)) or 'no figure'}; {_engine_of(entry)}"))
     return EXIT_USAGE if bad else 0
 
 
@@ -87,6 +88,15 @@ _FEEDS: dict[str, tuple[str, ...]] = {
     "save_ms": ("checkpoints",), "name": ("Startup (s)",), "duration_s": ("Startup (s)",),
     "kind": ("Status",), "status": ("Status",), "timers": ("timer breakdown",),
 }
+
+
+def _engine_of(entry) -> str:
+    """Which engine runs an entry's line regex, and why not the compiled core."""
+    from ..engine.user_regex import CorePattern, core_reason
+
+    if isinstance(entry.pattern, CorePattern):
+        return "run by the compiled core (linear time; a line that is not ASCII goes to Python's regex)"
+    return f"run by Python's regex, {USER_REGEX_TIMEOUT_S:g} s a search at most ({core_reason(entry.regex)})"
 
 
 def entry_fields(entry) -> list[str]:

@@ -31,7 +31,7 @@ from tuimon.parsers.timestamps import line_stamp
 from . import guard, native
 from .presence import Presence
 from .rules import HookRule, anchors_of, lines_holding, starts_with_literal
-from .user_regex import USER_REGEX_TIMEOUT_S, RegexTimeout
+from .user_regex import USER_REGEX_TIMEOUT_S, CorePattern, RegexTimeout
 
 Handler = Callable[[str, LineContext], list[Event]]
 _FIRST = itemgetter(0, 1)
@@ -54,7 +54,10 @@ class DataRule:
         self.key = (order, index)  # whose running state (parsers.schema.Running) the entry keeps
         self.anchors = entry.anchors or tuple(anchors_of(entry.regex) or ())
         self.cls = EVENT_TYPES[entry.event]
-        self.by_line = bool(self.anchors) and not starts_with_literal(entry.regex)
+        # by line: a regex re cannot find by a literal prefix, and one the core runs (line by line,
+        # a line that is not ASCII goes to Python's regex alone, not the whole block with it)
+        core_run = isinstance(entry.pattern, CorePattern)
+        self.by_line = bool(self.anchors) and (core_run or not starts_with_literal(entry.regex))
 
 
 class BlockEngine:

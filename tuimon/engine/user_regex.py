@@ -12,8 +12,10 @@ and probes them, as ``tuimon formats check`` and every load do.  (Here, not in
 from __future__ import annotations
 
 import dataclasses
+import re
 from typing import Any, Optional
 
+from tuimon.parsers import schema
 from tuimon.parsers.schema import Format, FormatError
 
 USER_REGEX_TIMEOUT_S = 1.0
@@ -61,14 +63,221 @@ class TimedPattern:
         return (TimedPattern, (self.pattern, bool(self._compiled.flags & 8), self.timeout))
 
 
+class CoreMatch:
+    """A match the compiled core found, with the part of ``re.Match`` the engine reads."""
+
+    __slots__ = ("string", "_spans", "_names")
+
+    def __init__(self, string: str, offset: int, spans: list, names: dict[str, int]) -> None:
+        self.string = string
+        self._spans = [None if s is None else (s[0] + offset, s[1] + offset) for s in spans]
+        self._names = names
+
+    def _index(self, group: Any) -> int:
+        return self._names[group] if isinstance(group, str) else group
+
+    def span(self, group: Any = 0) -> tuple[int, int]:
+        s = self._spans[self._index(group)]
+        return (-1, -1) if s is None else s
+
+    def start(self, group: Any = 0) -> int:
+        return self.span(group)[0]
+
+    def end(self, group: Any = 0) -> int:
+        return self.span(group)[1]
+
+    def group(self, *groups: Any) -> Any:
+        picked = [self._text(g) for g in (groups or (0,))]
+        return picked[0] if len(picked) == 1 else tuple(picked)
+
+    def _text(self, group: Any) -> Optional[str]:
+        s = self._spans[self._index(group)]
+        return None if s is None else self.string[s[0]:s[1]]
+
+    def groups(self) -> tuple:
+        return tuple(self._text(g) for g in range(1, len(self._spans)))
+
+    def groupdict(self) -> dict[str, Optional[str]]:
+        return {name: self._text(k) for name, k in self._names.items()}
+
+
+class CorePattern(TimedPattern):
+    """A user line regex the compiled core runs, in time linear in the line whatever the
+    regex (a pathological one is harmless there).  Python's classes and the core's agree
+    on ASCII text without the separators \\x1c-\\x1f; a search over any other text is
+    left to the time-bounded ``regex`` (:class:`TimedPattern`), as is ``finditer``."""
+
+    __slots__ = ("_core",)
+
+    def __init__(self, source: str, multiline: bool = False, timeout: float = USER_REGEX_TIMEOUT_S) -> None:
+        super().__init__(source, multiline, timeout)
+        from . import native
+
+        self._core = native.core.LineRegex(source)  # type: ignore[union-attr]  # (core_reason said it can)
+
+    def search(self, string: str, pos: int = 0, endpos: Optional[int] = None) -> Any:
+        end = len(string) if endpos is None else min(endpos, len(string))
+        if string.isascii():  # character offsets are byte offsets: the text as it is
+            handled, spans = self._core.search(string, pos, end)
+            offset = 0
+        else:  # one line of it (the engine searches line by line), its offsets its own
+            offset = string.rfind("\n", 0, pos) + 1
+            newline = string.find("\n", pos, end)
+            if newline >= 0 and newline != end - 1:
+                return super().search(string, pos, endpos)
+            line = string[offset:end]
+            if not line.isascii():  # (the core counts bytes; here they are not the characters)
+                return super().search(string, pos, endpos)
+            handled, spans = self._core.search(line, pos - offset, end - offset)
+        if not handled:
+            return super().search(string, pos, endpos)
+        return None if spans is None else CoreMatch(string, offset, spans, self.groupindex)
+
+    def __reduce__(self) -> tuple:  # decided again where it is loaded (that process may have no core)
+        return (compile_user, (self.pattern, bool(self._compiled.flags & 8)))
+
+
+_INLINE_FLAGS_LATER = re.compile(r"(?<!^)\((?:\?[aiLmsux]+)\)")
+_VERBOSE = re.compile(r"\(\?[a-zA-Z-]*x")
+
+
+def core_reason(source: str) -> Optional[str]:
+    """None when the compiled core can run ``source`` with Python's meaning; else why not."""
+    from . import native
+
+    if native.core is None:
+        return "the compiled core is not in use"
+    if _VERBOSE.search(source):
+        return "verbose mode (?x)"
+    if _INLINE_FLAGS_LATER.search(source):
+        return "inline flags after the start"
+    if _possessive(source):
+        return "a possessive quantifier (*+, ++, ?+), which the core reads as a repeated repeat"
+    odd = _class_syntax(source)
+    if odd is not None:
+        return f"a character class holding {odd!r}, which the two read differently"
+    if _empty_repeat(source):
+        return "a repeat of what may match nothing (re ends such a loop where the core goes on)"
+    try:
+        native.core.LineRegex(source)
+    except ValueError as exc:
+        return "the core cannot run it: " + _first_line(str(exc))
+    return None
+
+
+def _first_line(message: str) -> str:
+    lines = [line.strip() for line in message.splitlines() if line.strip() and not set(line.strip()) <= set("^~")]
+    return lines[-1].removeprefix("error: ") if lines else message
+
+
+def _empty_repeat(source: str) -> bool:
+    """Whether a loop (``*``, ``+``, ``{2,}``...) repeats what may match the empty text:
+    ``re`` ends the loop at an empty round (and a group in it keeps ``''``: ``(a*)*`` on
+    ``a``), where the core tries the round's other ways (``(?:a*|[^ab]\\B)*`` on ``a\\n``)."""
+    from re import _constants as c  # type: ignore[attr-defined]
+    from re import _parser  # type: ignore[attr-defined]
+
+    try:
+        tree = _parser.parse(source)
+    except Exception:
+        return True
+
+    def odd(sub: Any) -> bool:
+        for op, av in sub:
+            if op in (c.MAX_REPEAT, c.MIN_REPEAT) and av[1] > 1 and av[2].getwidth()[0] == 0:
+                return True
+            if _nested(av, odd):
+                return True
+        return False
+
+    return odd(tree)
+
+
+def _nested(av: Any, test: Any) -> bool:
+    """``test`` on every sub-pattern inside a node's argument."""
+    from re import _parser  # type: ignore[attr-defined]
+
+    if isinstance(av, _parser.SubPattern):
+        return bool(test(av))
+    if isinstance(av, (tuple, list)):
+        return any(_nested(x, test) for x in av)
+    return False
+
+
+def _possessive(source: str) -> bool:
+    """Whether a quantifier of ``source`` is followed by ``+`` (outside classes and escapes)."""
+    i, n = 0, len(source)
+    while i < n:
+        ch = source[i]
+        if ch == "\\":
+            i += 2
+            continue
+        if ch == "[":
+            i = _class_end(source, i)
+            continue
+        if ch in "*+?}" and source[i + 1:i + 2] == "+" and i > 0:
+            return True
+        i += 1
+    return False
+
+
+def _class_end(source: str, i: int) -> int:
+    """The offset after the character class opening at ``i``."""
+    j, n = i + 1, len(source)
+    if j < n and source[j] == "^":
+        j += 1
+    if j < n and source[j] == "]":
+        j += 1
+    while j < n and source[j] != "]":
+        j += 2 if source[j] == "\\" else 1
+    return j + 1
+
+
+def _class_syntax(source: str) -> Optional[str]:
+    """What in a character class the core would read as set syntax (nesting, ``&&``,
+    ``--``, ``~~``, ``[:name:]``) and Python as plain characters; None if nothing."""
+    i, n = 0, len(source)
+    while i < n:
+        ch = source[i]
+        if ch == "\\":
+            i += 2
+            continue
+        if ch != "[":
+            i += 1
+            continue
+        j = i + 1
+        if j < n and source[j] == "^":
+            j += 1
+        if j < n and source[j] == "]":
+            j += 1
+        while j < n and source[j] != "]":
+            if source[j] == "\\":
+                j += 2
+                continue
+            if source[j] == "[":
+                return "["
+            if source[j:j + 2] in ("&&", "--", "~~"):
+                return source[j:j + 2]
+            j += 1
+        i = j + 1
+    return None
+
+
+def _runs_in_the_core(source: str) -> bool:
+    return core_reason(source) is None
+
+
+schema.linear_time = _runs_in_the_core  # a format's line regex the core runs may nest repeats
+
+
 def compile_user(source: str, multiline: bool = False) -> TimedPattern:
     """A user regex, time-bounded; raises ``re.error`` (as ``re.compile`` would) when it
     does not compile."""
-    import re
-
     import regex
 
     try:
+        if multiline and core_reason(source) is None:  # a line regex: the compiled core runs it
+            return CorePattern(source, multiline)
         return TimedPattern(source, multiline)
     except regex.error as exc:
         raise re.error(str(exc)) from None
@@ -130,7 +339,8 @@ def harden(fmt: Format) -> Format:
                                              pairs_pattern=pairs))
     except re.error as exc:
         raise FormatError(f"{fmt.origin}: bad regex: {exc}") from None
-    patterns = [p for e in lines for p in (e.pattern, e.pairs_pattern) if p is not None]
+    # the probe asks what Python's regex does: a line regex the core runs is linear in the line
+    patterns = [p for e in lines for p in (e.pattern, e.pairs_pattern) if p is not None and not isinstance(p, CorePattern)]
     slow = slow_patterns(patterns, [s.line for e in lines for s in e.samples])
     if slow is not None:
         raise FormatError(f"{fmt.origin}: {slow}")
