@@ -167,6 +167,17 @@ enum Spec {
     Float(Py<PyString>, Option<f64>),
 }
 
+impl Spec {
+    fn clone_ref(&self, py: Python<'_>) -> Spec {
+        match self {
+            Spec::Skip => Spec::Skip,
+            Spec::Loss(k) => Spec::Loss(k.clone_ref(py)),
+            Spec::Int(n) => Spec::Int(n.clone_ref(py)),
+            Spec::Float(n, scale) => Spec::Float(n.clone_ref(py), *scale),
+        }
+    }
+}
+
 const MAX_KEYS: usize = 4096; // raw keys remembered (as the Python definition's cache)
 
 /// The compiled readers of two record kinds, `|`-separated `key: value` lists:
@@ -199,12 +210,7 @@ impl Records {
 
     fn spec(&self, py: Python<'_>, raw: &str) -> PyResult<Spec> {
         if let Some(spec) = self.specs.lock().expect("not poisoned").get(raw) {
-            return Ok(match spec {
-                Spec::Skip => Spec::Skip,
-                Spec::Loss(k) => Spec::Loss(k.clone_ref(py)),
-                Spec::Int(n) => Spec::Int(n.clone_ref(py)),
-                Spec::Float(n, scale) => Spec::Float(n.clone_ref(py), *scale),
-            });
+            return Ok(spec.clone_ref(py));
         }
         let answer = self.spec_of.bind(py).call1((raw,))?;
         let (name, kind): (Option<Bound<'_, PyString>>, Bound<'_, PyAny>) = answer.extract()?;
@@ -216,13 +222,7 @@ impl Records {
         };
         let mut specs = self.specs.lock().expect("not poisoned");
         if specs.len() < MAX_KEYS {
-            let copy = match &spec {
-                Spec::Skip => Spec::Skip,
-                Spec::Loss(k) => Spec::Loss(k.clone_ref(py)),
-                Spec::Int(n) => Spec::Int(n.clone_ref(py)),
-                Spec::Float(n, scale) => Spec::Float(n.clone_ref(py), *scale),
-            };
-            specs.insert(raw.to_string(), copy);
+            specs.insert(raw.to_string(), spec.clone_ref(py));
         }
         Ok(spec)
     }

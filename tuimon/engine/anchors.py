@@ -137,7 +137,7 @@ def _literal_runs(pattern: str) -> Optional[list[str]]:
             continue
         elif ch == "[":
             close()
-            i = _skip_class(pattern, i)
+            i = skip_class(pattern, i)
             continue
         elif ch in _META:  # a quantifier after a group or class, an anchor, "."
             close()
@@ -164,7 +164,7 @@ def _skip_group(pattern: str, i: int) -> int:
             i += 2
             continue
         if ch == "[":
-            i = _skip_class(pattern, i)
+            i = skip_class(pattern, i)
             continue
         if ch == "(":
             depth += 1
@@ -176,7 +176,7 @@ def _skip_group(pattern: str, i: int) -> int:
     return n
 
 
-def _skip_class(pattern: str, i: int) -> int:
+def skip_class(pattern: str, i: int) -> int:
     n = len(pattern)
     j = i + 1
     if j < n and pattern[j] == "^":

@@ -14,26 +14,24 @@ from typing import Optional
 
 ENV = "TUIMON_ENGINE"
 CHOICES = ("auto", "core", "python")
+CHOICE = os.environ.get(ENV, "").strip().lower() or "auto"
 
 
-class EngineError(RuntimeError):
-    """``TUIMON_ENGINE`` asks for what cannot run (a usage error: one line, exit 2)."""
-
-
-def _load() -> tuple[Optional[ModuleType], str]:
-    choice = os.environ.get(ENV, "").strip().lower() or "auto"
-    if choice not in CHOICES:
-        return None, f"{ENV}={choice!r} is not one of {', '.join(CHOICES)}"
-    if choice == "python":
-        return None, f"python ({ENV}=python)"
+def _load() -> tuple[Optional[ModuleType], str, Optional[str]]:
+    """(the core or None, the engine's name, what is wrong with the choice or None)."""
+    if CHOICE not in CHOICES:
+        return None, "python", f"{ENV}={CHOICE!r} is not one of {', '.join(CHOICES)}"
+    if CHOICE == "python":
+        return None, f"python ({ENV}=python)", None
     try:
         from .. import _core
     except ImportError as exc:
-        return None, f"python: the compiled core tuimon._core is missing ({exc})"
-    return _core, f"core {_core.__version__} (compiled)"
+        missing = f"the compiled core tuimon._core is missing ({exc})"
+        return None, f"python ({missing})", missing
+    return _core, f"core {_core.__version__} (compiled)", None
 
 
-core, description = _load()
+core, description, _trouble = _load()
 
 
 def use(module: Optional[ModuleType]) -> Optional[ModuleType]:
@@ -62,11 +60,8 @@ def name() -> str:
 
 def problem() -> Optional[tuple[str, bool]]:
     """What to tell the user once, and whether it stops tuimon (a usage error); None if all is well."""
-    choice = os.environ.get(ENV, "").strip().lower() or "auto"
-    if choice not in CHOICES:
-        return description, True
-    if core is None and choice == "core":
-        return description.removeprefix("python: ") + f" ({ENV}=core)", True
-    if core is None and choice == "auto":
-        return f"{description.removeprefix('python: ')}; reading with the Python engine (slower)", False
-    return None
+    if _trouble is None:
+        return None
+    if CHOICE == "auto":  # a missing core: said, and Python reads
+        return f"{_trouble}; reading with the Python engine (slower)", False
+    return (f"{_trouble} ({ENV}=core)" if CHOICE == "core" else _trouble), True

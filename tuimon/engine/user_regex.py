@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from typing import Any, Optional
+from typing import Any, Iterator, Optional
 
 from tuimon.parsers import schema
 from tuimon.parsers.schema import Format, FormatError
+
+from .anchors import skip_class
 
 USER_REGEX_TIMEOUT_S = 1.0
 
@@ -204,62 +206,38 @@ def _nested(av: Any, test: Any) -> bool:
     return False
 
 
-def _possessive(source: str) -> bool:
-    """Whether a quantifier of ``source`` is followed by ``+`` (outside classes and escapes)."""
+def _pieces(source: str) -> Iterator[tuple[int, str]]:
+    """(offset, text) of each top-level piece of a regex: an escape, a character class, a character."""
     i, n = 0, len(source)
     while i < n:
-        ch = source[i]
-        if ch == "\\":
-            i += 2
-            continue
-        if ch == "[":
-            i = _class_end(source, i)
-            continue
-        if ch in "*+?}" and source[i + 1:i + 2] == "+" and i > 0:
-            return True
-        i += 1
-    return False
+        end = i + 2 if source[i] == "\\" else skip_class(source, i) if source[i] == "[" else i + 1
+        yield i, source[i:end]
+        i = end
 
 
-def _class_end(source: str, i: int) -> int:
-    """The offset after the character class opening at ``i``."""
-    j, n = i + 1, len(source)
-    if j < n and source[j] == "^":
-        j += 1
-    if j < n and source[j] == "]":
-        j += 1
-    while j < n and source[j] != "]":
-        j += 2 if source[j] == "\\" else 1
-    return j + 1
+def _possessive(source: str) -> bool:
+    """Whether a quantifier of ``source`` is followed by ``+`` (outside classes and escapes)."""
+    return any(i > 0 and piece in ("*", "+", "?", "}") and source[i + 1:i + 2] == "+" for i, piece in _pieces(source))
 
 
 def _class_syntax(source: str) -> Optional[str]:
     """What in a character class the core would read as set syntax (nesting, ``&&``,
     ``--``, ``~~``, ``[:name:]``) and Python as plain characters; None if nothing."""
-    i, n = 0, len(source)
-    while i < n:
-        ch = source[i]
-        if ch == "\\":
-            i += 2
+    for _, piece in _pieces(source):
+        if not piece.startswith("["):
             continue
-        if ch != "[":
-            i += 1
-            continue
-        j = i + 1
-        if j < n and source[j] == "^":
-            j += 1
-        if j < n and source[j] == "]":
-            j += 1
-        while j < n and source[j] != "]":
-            if source[j] == "\\":
+        body = piece[1:-1]
+        j = 1 if body.startswith("^") else 0
+        j += 1 if body[j:j + 1] == "]" else 0  # a leading "]" is a member
+        while j < len(body):
+            if body[j] == "\\":
                 j += 2
                 continue
-            if source[j] == "[":
+            if body[j] == "[":
                 return "["
-            if source[j:j + 2] in ("&&", "--", "~~"):
-                return source[j:j + 2]
+            if body[j:j + 2] in ("&&", "--", "~~"):
+                return body[j:j + 2]
             j += 1
-        i = j + 1
     return None
 
 
