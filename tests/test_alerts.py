@@ -100,6 +100,28 @@ def test_a_straggler_rank(tmp_path):
     assert [(a.kind, a.rank) for a in alerts] == [("straggler", "2")]
 
 
+def test_alert_texts_name_their_figures_from_the_field_registry(tmp_path, monkeypatch):
+    """An alert names a figure as the tables head it (the registry's label) and gives its
+    value as they show it; renaming a field in the registry renames it in the alerts."""
+    from dataclasses import replace
+
+    from tuimon.store import fields
+
+    slow = [megatron_line(i, loss=noisy(i), ms=(1600.0 if i >= 150 else 1000.0)) for i in range(1, 260)]
+    spike = [megatron_line(i, loss=noisy(i) + (1.2 if i == 120 else 0.0)) for i in range(1, 200)]
+    (slowdown,) = alerts_of(write(tmp_path, "slow.log", log_of(slow)))
+    assert slowdown.message == ("Iter time 1.60s (median of the last 20 points), 1.60x the steady 1.00s before "
+                                "them")
+    (spiked,) = alerts_of(write(tmp_path, "spike.log", log_of(spike)))
+    assert spiked.message.startswith(f"Loss {noisy(120) + 1.2:.4f} at iteration 120, median of the 50 before ")
+    monkeypatch.setitem(fields.BY_KEY, "elapsed_ms", replace(fields.BY_KEY["elapsed_ms"], label="Step time"))
+    monkeypatch.setitem(fields.BY_KEY, "loss", replace(fields.BY_KEY["loss"], label="Train loss", digits=2))
+    (slowdown,) = alerts_of(write(tmp_path, "slow.log", log_of(slow)))
+    assert slowdown.message.startswith("Step time 1.60s (median")
+    (spiked,) = alerts_of(write(tmp_path, "spike.log", log_of(spike)))
+    assert spiked.message.startswith(f"Train loss {noisy(120) + 1.2:.2f} at iteration 120")
+
+
 def test_fp16_loss_scale_skips_are_no_alert(tmp_path):
     lines = []
     scale = 65536.0

@@ -32,8 +32,10 @@ from typing import Any, Iterable, Mapping, Optional
 
 import numpy as np
 
+from ..store.fields import BY_KEY
 from ..store.job_store import Job
 from ..store.series import Series
+from .cells import iter_time, num
 from .metrics import steady_median
 from .record import Summary
 
@@ -53,6 +55,18 @@ _WARMUP = 2
 #: a MAD below this share of the median is taken as this share: a loss logged as an average over an
 #: interval is so smooth that a 2% wiggle would be six MADs
 _MAD_FLOOR = 0.01
+
+
+def named(key: str) -> str:
+    """A figure's name in an alert's text: the field registry's label (as every table heads it)."""
+    return BY_KEY[key].label
+
+
+def said(key: str, value: float) -> str:
+    """A figure's value in an alert's text, as the tables show it: an iteration time in
+    seconds (milliseconds under 10 ms), others to the registry's decimals."""
+    f = BY_KEY[key]
+    return iter_time(value) if f.unit == "ms" else num(value, f.digits)
 
 
 @dataclass(frozen=True)
@@ -141,7 +155,8 @@ def evaluate(job: Job, summary: Summary, rules: Rules, *, now: Optional[float] =
     if "nan" in on:
         for step, rank, file, line, wall in job.nan_events:
             where = f"at iteration {step}" if step is not None else f"at line {line}"
-            out.append(Alert(name, "nan", rank, step, wall, f"loss or grad norm not finite {where}",
+            out.append(Alert(name, "nan", rank, step, wall,
+                             f"{named('loss')} or {named('grad_norm').lower()} not finite {where}",
                              file, line))
     if "stalled" in on and status == "training":
         out.extend(_stalled(job, summary, on["stalled"], now, last_write, grew))
@@ -245,8 +260,8 @@ def _stalled(job: Job, summary: Summary, opts: Mapping[str, float], now: Optiona
     it = summary.iter_time_ms
     assert it is not None  # quiet_verdict said stalled: it has one
     limit = stall_limit(it.median, opts)
-    rule = f"limit {limit:.0f} s: {opts['factor']:g}x the median iteration {it.median / 1000.0:.2f} s, " \
-           f"at least {opts['min_s']:.0f} s"
+    rule = f"limit {limit:.0f} s: {opts['factor']:g}x the steady {named('elapsed_ms').lower()} " \
+           f"{said('elapsed_ms', it.median)}, at least {opts['min_s']:.0f} s"
     if _quiet_in_log(job) > limit:
         text = (f"no progress for {_quiet_in_log(job):.0f} s{progress_words(summary)}, by the log's own time "
                 f"stamps ({rule})")
@@ -272,7 +287,6 @@ def _segments(series: Series) -> list[tuple[int, int]]:
 def _spikes(job: Job, name: str, kind: str, column: str, rank: Optional[str], series: Series,
             opts: Mapping[str, float]) -> list[Alert]:
     window, k, least = int(opts["window"]), opts["k"], int(opts["min_points"])
-    label = "loss" if column == "loss" else "grad norm"
     out = []
     all_values = series.column(column).astype(np.float64)
     for a, b in _segments(series):
@@ -286,8 +300,8 @@ def _spikes(job: Job, name: str, kind: str, column: str, rank: Optional[str], se
             step, wall, file, line = _point(job, series, int(finite[j]))
             base = float(np.median(v[max(0, j - window):j]))
             out.append(Alert(name, kind, rank, step, wall,
-                             f"{label} {v[j]:.4g} at iteration {step}, median of the {min(int(j), window)} before "
-                             f"{base:.4g}", file, line))
+                             f"{named(column)} {said(column, float(v[j]))} at iteration {step}, median of the "
+                             f"{min(int(j), window)} before {said(column, base)}", file, line))
     return out
 
 
@@ -342,8 +356,9 @@ def _slowdowns(job: Job, name: str, rank: Optional[str], series: Series, opts: M
                     continue  # judged while it was recent
                 step, wall, file, line = _point(job, series, int(finite[end]))
                 out.append(Alert(name, "slowdown", rank, step, wall,
-                                 f"median iteration time of the last {window} points {rolling[start] / 1000.0:.3f} s,"
-                                 f" {ratio:.2f}x the steady {base / 1000.0:.3f} s before them", file, line))
+                                 f"{named('elapsed_ms')} {said('elapsed_ms', float(rolling[start]))} (median of the "
+                                 f"last {window} points), {ratio:.2f}x the steady {said('elapsed_ms', base)} before "
+                                 "them", file, line))
             elif slow and ratio < rearm:
                 slow = False
     return out
@@ -381,8 +396,9 @@ def _stragglers(job: Job, name: str, opts: Mapping[str, float]) -> list[Alert]:
             series = job.ranks[_rank_key(job, rank)]
             step, wall, file, line = _point(job, series, len(series) - 1)
             out.append(Alert(name, "straggler", rank, None, wall,
-                             f"rank {rank}: median iteration {med / 1000.0:.3f} s, {med / middle:.2f}x the median "
-                             f"rank's {middle / 1000.0:.3f} s (last seen at iteration {step})", file, line))
+                             f"rank {rank}: {named('elapsed_ms')} {said('elapsed_ms', med)} (steady median), "
+                             f"{med / middle:.2f}x the median rank's {said('elapsed_ms', middle)} (last seen at "
+                             f"iteration {step})", file, line))
     return out
 
 
