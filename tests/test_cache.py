@@ -15,7 +15,7 @@ import pytest
 
 from tests.conftest import FIXTURES
 from tuimon.engine import catalog
-from tuimon.engine.cache import ParseCache
+from tuimon.engine.cache import ParseCache, db_path
 from tuimon.engine.ingest import FileParser, parse_file
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -246,12 +246,12 @@ def test_following_starts_from_the_cache_and_saves_to_it(tmp_path, counted):
     root.mkdir()
     log = root / "a.log"
     log.write_text(_lines(1, 3000))
-    first = _follow_once(root, cache=True)
+    first = _follow_once(root, cache=db_path())
     assert counted[0] == log.stat().st_size
     with open(log, "a") as fh:
         fh.write(_lines(3000, 3100))
     counted[0] = 0
-    again = _follow_once(root, cache=True)
+    again = _follow_once(root, cache=db_path())
     assert counted[0] == len(_lines(3000, 3100)), "only the appended lines are parsed"
     fresh = _follow_once(root)
     assert _dicts(again) == _dicts(fresh) and _dicts(first) == _dicts(fresh)[:len(first)]
@@ -266,10 +266,10 @@ def test_a_truncated_followed_file_restarts_its_entry(tmp_path):
     root.mkdir()
     log = root / "a.log"
     log.write_text(_lines(1, 500))
-    _follow_once(root, cache=True)
+    _follow_once(root, cache=db_path())
     log.write_text(_lines(1, 20))
-    assert [e.iteration for e in _follow_once(root, cache=True) if e.type == "iteration"] == list(range(1, 20))
-    assert [e.iteration for e in _follow_once(root, cache=True) if e.type == "iteration"] == list(range(1, 20))
+    assert [e.iteration for e in _follow_once(root, cache=db_path()) if e.type == "iteration"] == list(range(1, 20))
+    assert [e.iteration for e in _follow_once(root, cache=db_path()) if e.type == "iteration"] == list(range(1, 20))
 
 
 def test_the_cache_stays_under_its_size_limit_dropping_the_oldest(tmp_path, monkeypatch):

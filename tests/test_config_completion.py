@@ -73,6 +73,9 @@ def test_alert_rules_and_cache_dir_from_the_file(tmp_path):
     assert json.loads(cli("alerts", "--format", "json", "--alert", "loss-spike=on", str(logs), env=env).stdout)
     cli("summary", str(logs), env=env)
     assert (tmp_path / "mycache" / "parse-cache.sqlite3").exists()
+    # the environment beats the file (the settings' order: file, environment, flags)
+    cli("summary", str(logs), env={**env, "TUIMON_CACHE_DIR": str(tmp_path / "envcache")})
+    assert (tmp_path / "envcache" / "parse-cache.sqlite3").exists()
 
 
 @pytest.mark.parametrize("text,want", [

@@ -453,7 +453,7 @@ def test_large_file_head_and_tail_first_then_history(tmp_path):
     batches = []
     fol = LocalFollower([str(tmp_path)], lambda evs: batches.append([e for e in evs if e.type == "iteration"]),
                         poll=0.1, head_tail=2 << 20)
-    fol.HEAD, fol.TAIL = 64 << 10, 512 << 10
+    fol.backfill.HEAD, fol.backfill.TAIL = 64 << 10, 512 << 10
     for _ in range(20):
         fol.poll()
     fol.close()

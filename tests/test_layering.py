@@ -162,6 +162,17 @@ def test_no_argparse_namespace_below_the_cli_parser():
         assert "getattr(args" not in text and "getattr(settings" not in text, path
 
 
+def test_settings_reach_the_layers_as_values_not_through_the_environment():
+    """The cache directory (a setting of the file and the environment) is read in the
+    commands and handed down as a path; nothing sets the environment to pass it on (a
+    spawned ingest process gets what it is given, test_user_formats)."""
+    for path in (ROOT / "tuimon").rglob("*.py"):
+        text = path.read_text()
+        assert 'environ.setdefault("TUIMON' not in text and 'environ["TUIMON' not in text, path
+        if "commands" not in path.relative_to(ROOT / "tuimon").parts:
+            assert 'environ.get("TUIMON_CACHE_DIR"' not in text, path
+
+
 def test_every_option_of_every_verb_is_a_setting():
     from tuimon.commands.cli import build_parser
     from tuimon.commands.settings import Settings

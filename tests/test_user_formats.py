@@ -12,10 +12,9 @@ from pathlib import Path
 import pytest
 
 from tuimon.engine import native
-
+from tuimon.engine.blocks import BlockEngine
 from tuimon.parsers import ALL_PARSERS
 from tuimon.parsers.schema import FormatError, format_from_toml, sample_errors
-from tuimon.engine.blocks import BlockEngine
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -275,7 +274,9 @@ def test_a_watch_ingest_process_reads_user_formats_even_when_spawned(tmp_path, m
     _log(logs / "nano-run.log", 12)
     monkeypatch.setattr(pool, "process_context", lambda: multiprocessing.get_context("spawn"))
     cat = catalog.load([fmt], defaults=False)
-    session = LiveSession([str(logs)], poll=0.1, process=True, catalog_spec=cat.spec, cache=True)
+    own_cache = tmp_path / "own-cache" / "parse-cache.sqlite3"  # the settings' cache, not the environment's
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))  # where the default would be
+    session = LiveSession([str(logs)], poll=0.1, process=True, catalog_spec=cat.spec, cache=own_cache)
     session.start()
     try:
         deadline = time.monotonic() + 30
@@ -290,6 +291,7 @@ def test_a_watch_ingest_process_reads_user_formats_even_when_spawned(tmp_path, m
         assert row["tokens_per_gpu_per_sec"] == 13300.0
     finally:
         session.stop()
+    assert own_cache.exists() and not (tmp_path / "xdg").exists(), "the spawned process used the cache it was given"
 
 
 def test_a_regex_that_backtracks_without_end_is_refused_by_check(tmp_path):

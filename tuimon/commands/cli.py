@@ -252,10 +252,10 @@ def _parse(argv: Optional[Sequence[str]]):
         _err(str(exc))
         return EXIT_USAGE
     apply(parser, config)
-    if "cache_dir" in config.values:
-        os.environ.setdefault("TUIMON_CACHE_DIR", config.values["cache_dir"])
     try:
         settings = Settings.from_args(parser.parse_args(rest))
+        # the cache's directory has no flag: the environment, else the file
+        settings = settings.with_(cache_dir=os.environ.get("TUIMON_CACHE_DIR") or config.values.get("cache_dir"))
     except TypeError as exc:  # a flag added without its setting: the developer's bug, said plainly
         _err(f"internal error: {exc}")
         return EXIT_USAGE
@@ -342,7 +342,7 @@ BATCH_VERBS = ("summary", "events", "alerts", "tflops", "formats", "cache", "con
 def cmd_cache(settings: Settings, parser) -> int:
     from ..engine.cache import ParseCache
 
-    cache = ParseCache(on_warning=_warn)
+    cache = ParseCache(settings.with_(no_cache=False).cache_path, on_warning=_warn)
     if settings.cache_verb == "info":
         info = cache.info()
         print(f"parse cache: {sanitize(info['path'])}")
@@ -419,7 +419,7 @@ def _read_remote(settings: Settings, specs, sink, seen: Optional[dict] = None, s
     errors: list[str] = []
     hosts: list = []
     asyncio.run(read_remote(specs, sink, ssh_config=settings.ssh_config, on_error=errors.append,
-                            on_warning=_warn, include=_include(settings), cache=not settings.no_cache, hosts_out=hosts))
+                            on_warning=_warn, include=_include(settings), cache=settings.cache_path, hosts_out=hosts))
     if seen is not None:
         seen.update(last_seen(hosts))
     files, read = parsed(hosts)
@@ -451,12 +451,12 @@ def _report(stats: ParseStats, files: int, seconds: float) -> None:
 
 def _cache(settings: Settings):
     """The parse cache for this command, or None with --no-cache."""
-    if settings.no_cache:
+    if settings.cache_path is None:
         return None
     from ..engine import catalog
     from ..engine.cache import ParseCache
 
-    return ParseCache(key=catalog.current().key, on_warning=_warn)
+    return ParseCache(settings.cache_path, key=catalog.current().key, on_warning=_warn)
 
 
 def _parse_into(store: JobStore, files: list[Path], jobs: Optional[int] = None, cache=None) -> ParseStats:
@@ -651,7 +651,8 @@ def cmd_follow(settings: Settings, *, show_events: bool = True, alerts_format: s
     local, remote = split_paths(settings.paths)
     follower = LocalFollower(local, emit, include=_include(settings),
                              exclude=tuple(settings.exclude) if settings.exclude else DEFAULT_EXCLUDE, poll=settings.poll,
-                             state_path=settings.state, on_warning=_warn, cache=not settings.no_cache and not settings.state)
+                             state_path=settings.state, on_warning=_warn,
+                             cache=None if settings.state else settings.cache_path)
     ticker = StoreTicker(feed, alerts_out, follower.take_mtimes)  # last writes as the follower saw them
     stop = threading.Event()
     thread = threading.Thread(target=supervise, args=(follower, stop, _warn), daemon=True) if local else None
@@ -705,7 +706,7 @@ def _follow_remote(settings: Settings, specs, emit) -> bool:
         stop.append(asyncio.Event())
         task = asyncio.ensure_future(read_remote(specs, emit, ssh_config=settings.ssh_config, follow=True,
                                                  on_error=fatal, on_warning=_warn, poll=settings.poll or 1.0,
-                                                 hosts_out=hosts, cache=not settings.no_cache and not settings.state,
+                                                 hosts_out=hosts, cache=None if settings.state else settings.cache_path,
                                                  stop=stop[0]))
         tasks.append(task)
         shown: dict[str, str] = {}
@@ -746,7 +747,7 @@ def make_session(paths: list[str], settings: Settings, *, poll: Optional[float] 
     session = LiveSession(paths, poll=poll, gpu_peak=settings.gpu_peak, gpu=settings.gpu, alerts=feed,
                           startup_timeout=settings.startup_timeout, process=True,
                           ssh_config=settings.ssh_config,
-                          cache=True and not settings.no_cache,  # the demo's logs: not worth it
+                          cache=settings.cache_path,
                           catalog_spec=catalog.current().spec)
     feed.on_warning = session.warnings.append  # shown by the app (stderr is under its screen) or by serve
     return session

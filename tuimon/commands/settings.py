@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Optional
 
 from ..figures.summary import STARTUP_TIMEOUT_S
@@ -28,6 +29,9 @@ class Settings:
     ssh_config: Optional[str] = None
     jobs: Optional[int] = None
     no_cache: bool = False
+    #: the parse cache's directory: ``$TUIMON_CACHE_DIR``, else the config file's ``cache_dir``
+    #: (no flag); None: the default (``$XDG_CACHE_HOME/tuimon``)
+    cache_dir: Optional[str] = None
     poll: Optional[float] = None
     follow: bool = False
     state: Optional[str] = None
@@ -76,6 +80,15 @@ class Settings:
             raise TypeError(f"options with no setting: {', '.join(unknown)}")
         # an option a verb lacks is None in argparse only when it was given no default: keep ours then
         return cls(**{k: v for k, v in given.items() if v is not None or _optional(k)})
+
+    @property
+    def cache_path(self) -> Optional[Path]:
+        """The parse cache database this run uses; None with ``--no-cache``."""
+        if self.no_cache:
+            return None
+        from ..engine.cache import db_path
+
+        return db_path(Path(self.cache_dir) if self.cache_dir else None)
 
     def with_(self, **changes: Any) -> "Settings":
         return dataclasses.replace(self, **changes)

@@ -53,15 +53,15 @@ def max_bytes() -> int:
 
 
 def cache_dir() -> Path:
-    """``$TUIMON_CACHE_DIR`` (the config file's ``cache_dir``), else ``$XDG_CACHE_HOME/tuimon``."""
-    own = os.environ.get("TUIMON_CACHE_DIR")
-    if own:
-        return Path(own)
+    """Where the parse cache lives unless the settings say otherwise (``cache_dir`` in the
+    config file, ``$TUIMON_CACHE_DIR``: :class:`tuimon.commands.settings.Settings`):
+    ``$XDG_CACHE_HOME/tuimon``."""
     return cache_home()
 
 
-def db_path() -> Path:
-    return cache_dir() / "parse-cache.sqlite3"
+def db_path(directory: Optional[Path] = None) -> Path:
+    """The cache database in ``directory`` (by default :func:`cache_dir`)."""
+    return (directory or cache_dir()) / "parse-cache.sqlite3"
 
 
 class Untrusted(OSError):

@@ -155,6 +155,32 @@ def restored(entry: Optional[Entry], label: str, catalog: Optional[Catalog] = No
     return fp
 
 
+@dataclass(frozen=True)
+class Resumed:
+    """A file's parse cache entry taken in by a reader: ``parser`` goes on from the entry's
+    offset (its events were handed on), with ``entry`` the base of what is saved next; or,
+    with ``parser`` None, the file is read from 0, its first ``skip_events`` events
+    already handed on (a chunk of the entry could not be read: the same bytes give the
+    same events)."""
+
+    parser: Optional[FileParser] = None
+    entry: Optional[Entry] = None
+    skip_events: int = 0
+
+
+def resume(cache: ParseCache, key: str, entry: Optional[Entry], label: str, out: Callable[[list[Event]], None],
+           catalog: Optional[Catalog] = None) -> Resumed:
+    """Take in ``entry`` (checked by the caller to be of the file as it is now, each
+    transport its own way): its saved events go to ``out`` and its parser is restored."""
+    fp = restored(entry if entry is not None and entry.chunks is not None else None, label, catalog)
+    if fp is None or entry is None:
+        return Resumed()
+    cut_short = cache.replay(key, entry, out)
+    if cut_short is not None:
+        return Resumed(skip_events=cut_short)
+    return Resumed(fp, entry)
+
+
 def _from_cache(cache: Optional[ParseCache], label: str, fd: int, out: Callable[[list[Event]], None],
                 catalog: Optional[Catalog]) -> tuple[Optional[FileParser], Optional[EntryWriter], int, int]:
     """(parser or None, cache writer or None, offset, events to skip): the file's saved
@@ -162,15 +188,11 @@ def _from_cache(cache: Optional[ParseCache], label: str, fd: int, out: Callable[
     if cache is None:
         return None, None, 0, 0
     key = _cache_key(label)
-    entry = cache.load(key, fd)
-    fp = restored(entry if entry is not None and entry.chunks is not None else None, label, catalog)
-    if fp is None or entry is None:
-        return None, cache.writer(key, None), 0, 0
-    cut_short = cache.replay(key, entry, out)
-    if cut_short is not None:
-        return None, cache.writer(key, None), 0, cut_short
-    grown = os.fstat(fd).st_size > entry.offset
-    return fp, (cache.writer(key, entry) if grown else None), entry.offset, 0
+    got = resume(cache, key, cache.load(key, fd), label, out, catalog)
+    if got.parser is None or got.entry is None:
+        return None, cache.writer(key, None), 0, got.skip_events
+    grown = os.fstat(fd).st_size > got.entry.offset
+    return got.parser, (cache.writer(key, got.entry) if grown else None), got.entry.offset, 0
 
 
 def parse_file_store(path: Path, label: Optional[str] = None, read_size: int = READ_SIZE,

@@ -155,8 +155,8 @@ class LiveSession:
                  startup_timeout: float = STARTUP_TIMEOUT_S, clock: Callable[[], float] = time.time, process: bool = False,
                  ssh_config: Optional[str] = None, catalog_spec: Sequence[tuple[str, str]] = (),
                  alerts: Optional[AlertFeed] = None, **follower_kw) -> None:
-        """``follower_kw`` go to the LocalFollower (``cache=True``: start from, and
-        save to, the parse cache); ``catalog_spec``: the user formats, for the
+        """``follower_kw`` go to the LocalFollower (``cache``: the parse cache database
+        to start from and save to, or None); ``catalog_spec``: the user formats, for the
         ingest process (a spawned one does not inherit them)."""
         self.store = JobStore(bounded=True)  # a long-running verb: series keep a thinned history
         self.lock = threading.Lock()
@@ -180,7 +180,7 @@ class LiveSession:
         self._paths = list(paths)
         self._options = dict(poll=poll, head_tail=head_tail, **follower_kw)
         self._ssh_config = ssh_config
-        self._remote_options = dict(ssh_config=ssh_config, poll=poll or 1.0, cache=bool(follower_kw.get("cache")))
+        self._remote_options = dict(ssh_config=ssh_config, poll=poll or 1.0, cache=follower_kw.get("cache"))
         self._catalog_spec = tuple(catalog_spec)
         self.process = process
         self.warnings: deque[str] = deque(maxlen=50)  # for the UI to show once each, then drop

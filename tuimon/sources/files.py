@@ -12,7 +12,6 @@ Timestamps are only used to order files already known to be new.
 """
 from __future__ import annotations
 
-import bisect
 import os
 import resource
 import stat
@@ -20,7 +19,7 @@ import time
 from dataclasses import dataclass
 from typing import Optional
 
-from .rotation import is_sibling, rotation_order, same_content
+from .rotation import rotation_order, same_content, sibling_names
 
 
 class NotRegular(OSError):
@@ -73,6 +72,15 @@ class Sibling:
         """Unchanged by a rename; changed by a write, and by an inode's reuse."""
         return (self.key[0], self.key[1], self.mtime_ns, self.size)
 
+    # the rotation model's view of a generation (tuimon.sources.rotation.Generation)
+    @property
+    def name(self) -> str:
+        return self.path
+
+    @property
+    def mtime(self) -> float:
+        return self.mtime_ns
+
 
 RACY_NS = 2_000_000_000
 
@@ -86,7 +94,7 @@ class Directories:
     def __init__(self) -> None:
         self._cache: dict[str, tuple[int, list[str]]] = {}
 
-    def names_with_prefix(self, directory: str, prefix: str, fresh: bool = False) -> list[str]:
+    def sibling_names(self, directory: str, base: str, fresh: bool = False) -> list[str]:
         try:
             mtime = os.stat(directory).st_mtime_ns
         except OSError:
@@ -102,18 +110,13 @@ class Directories:
                 self._cache[directory] = cached
                 if len(self._cache) > 4096:
                     self._cache.pop(next(iter(self._cache)))
-        names = cached[1]
-        lo = bisect.bisect_left(names, prefix)
-        hi = bisect.bisect_left(names, prefix + "\U0010ffff", lo)
-        return names[lo:hi]
+        return sibling_names(cached[1], base)
 
     def siblings(self, path: str, fresh: bool = True) -> list[Sibling]:
         """Regular, uncompressed files whose names extend ``path``'s, in rotation order."""
         directory, base = os.path.split(path)
         out = []
-        for name in self.names_with_prefix(directory or ".", base, fresh):
-            if not is_sibling(base, name):
-                continue
+        for name in self.sibling_names(directory or ".", base, fresh):
             full = os.path.join(directory, name)
             try:
                 st = os.stat(full)

@@ -19,36 +19,36 @@ local filesystems; network filesystems (see :mod:`.mounts`) are only polled.
 """
 from __future__ import annotations
 
-import heapq
 import logging
 import os
 import stat
 import threading
 import time
-from collections import OrderedDict
+from pathlib import Path
 from typing import Callable, Optional, Sequence
 
 from tuimon.parsers.events import Event, Truncated
 
 from ..engine import catalog, guard
 from ..engine.cache import ParseCache, recorded
-from ..engine.ingest import FileParser, restored
+from ..engine.ingest import FileParser, resume
 from . import state as saved
+from .backfill import Backfill
 from .descriptors import DescriptorPool
 from .discover import DEFAULT_EXCLUDE, DEFAULT_INCLUDE, PathError, matches
 from .files import Directories, NotRegular, Sibling, continues, display, fd_budget, kind_of, next_data, open_regular
-from .streams import MIN_INTERVAL, Followed, Gone, History, Parked, Progress, Stream
+from .parking import COPY_HEAD, MAX_PARKED, Parking
+from .positions import SavedPositions, read_so_far
+from .rotation import rotated_through
+from .schedule import Schedule
+from .streams import MIN_INTERVAL, Followed, Gone, Parked, Progress, Stream
 from .walk import DirectoryWalker
 from .watches import Watches
 
 READ_SIZE = 1 << 20
 MAX_READ_PER_POLL = 16 << 20  # keeps one busy file from starving the others
-#: a quiet file inotify watches is stat'ed on one sweep in this many (a missed event costs seconds, not the
-#: change); the others on every sweep
-WATCHED_SWEEP_EVERY = 5
 HOLE_MIN = 1 << 20  # sparse holes at least this large are skipped, not read as NULs
 SAVE_EVERY_LINES = 10_000  # with a state file: lines output between two saves, at most
-MAX_PARKED = 4096
 CACHE_EVERY = 30.0  # seconds between two commits of the parse cache entries being written
 ERROR_RETRY = 1.0
 
@@ -66,9 +66,9 @@ class LocalFollower:
                  on_block: Optional[Callable[[str, str, int], None]] = None,
                  on_warning: Optional[Callable[[str], None]] = None,
                  max_open: Optional[int] = None,
-                 cache: bool = False,
+                 cache: Optional[Path] = None,
                  clock: Callable[[], float] = time.monotonic) -> None:
-        """With ``cache``, a file read before starts from its parse cache entry
+        """With ``cache`` (a parse cache database), a file read before starts from its entry
         (events and parser state), and what is read is saved there every
         :data:`CACHE_EVERY` seconds and on :meth:`close`."""
         self.sink = sink
@@ -81,16 +81,11 @@ class LocalFollower:
         self._root_is_dir = {r: os.path.isdir(r) for r in self.roots}
         self.followed: dict[str, Followed] = {}
         self._mtimes_changed: dict[str, float] = {}  # label -> mtime (s), changed since taken
-        self._sweeps = 0
         self._stop: Optional[threading.Event] = None
         self.streams: dict[tuple[int, int], Stream] = {}
         self.detached: list[Stream] = []
-        self.parked: OrderedDict[tuple[int, int], Parked] = OrderedDict()
+        self.parking = Parking()
         self._retired: dict[str, Followed] = {}  # paths missing long enough to stop polling them
-        self._generations: dict[str, list[tuple[bytes, int]]] = {}
-        self._with_history: list[Stream] = []
-        self._heap: list[tuple[float, int, Followed]] = []
-        self._seq = 0
         self._wake = threading.Event()
         self._woken: set[str] = set()
         self._lock = threading.Lock()
@@ -101,29 +96,23 @@ class LocalFollower:
         self.warnings: list[str] = []
         self._warned: set[str] = set()
         self._on_warning = on_warning
-        self._positions: dict[str, saved.Position] = {}
-        self._state_lock: Optional[saved.StateLock] = None
-        if state_path:
-            self._state_lock = saved.acquire(state_path)  # raises PathError: misuse, before any write
-            self._positions, warning = saved.load(state_path)
-            if warning:
-                self._warn(warning)
+        self.positions = SavedPositions(state_path, self._warn)
         self.progress = Progress()
+        self.backfill = Backfill(self._fd, self.progress, self._warn)
         self.root_status: dict[str, str] = {}
         self._next_scan = 0.0
         self._next_sweep = 0.0
-        self._cold: list[Followed] = []  # idle files, all checked in one sweep per interval
-        #: per sweep turn, the idle files it stats (every unwatched one, a fifth of the watched); None: to redo
-        self._plan: Optional[list[list[Followed]]] = None
         self._dirty_state = False
         self._lines_unsaved = 0
         self._hurry = False  # a read stopped early to save the state: poll again at once
         self._bounded_saves = False  # set by run(), which saves after each bounded read
         self.fds = DescriptorPool(max_open or fd_budget(), self._closable)
         self._dirs = Directories()
+        self.schedule = Schedule(self.max_interval, self._covered)
         self._walker = DirectoryWalker(self._wants, self._warn, clock)
         self.restarts = 0
-        self.use_cache = cache
+        self.cache_path = cache
+        self.use_cache = cache is not None
         self._cache: Optional[ParseCache] = None  # opened in the thread that polls (SQLite's rule)
         self._cache_saved = clock()
 
@@ -176,15 +165,8 @@ class LocalFollower:
             f = self._retired.pop(path, None)  # back after a long absence: what it knew still holds
             if f is None:
                 f = Followed(path, explicit)
-            f.dead, f.missing_since, f.hot, f.interval = False, None, True, MIN_INTERVAL
-            f.slot = len(self.followed) % WATCHED_SWEEP_EVERY
             self.followed[path] = f
-            self._schedule(f, self.clock())
-
-    def _schedule(self, f: Followed, when: float) -> None:
-        f.due = when
-        self._seq += 1
-        heapq.heappush(self._heap, (when, self._seq, f))
+            self.schedule.add(f, self.clock())
 
     # -- watches (optional, only lower latency: tuimon.sources.watches) -------------------------
     def _on_watch_event(self, paths: set[str]) -> None:  # watchdog's thread
@@ -203,7 +185,7 @@ class LocalFollower:
     def _coverage_changed(self) -> None:
         for f in self.followed.values():
             f.watched = None  # judged again
-        self._plan = None
+        self.schedule.coverage_changed()
 
     # -- polling ----------------------------------------------------------------------------
     def poll(self) -> list[Event]:
@@ -220,27 +202,17 @@ class LocalFollower:
         for path in woken:
             f = self.followed.get(path)
             if f is not None:
-                self._heat(f, now)
+                self.schedule.heat(f, now)
             elif os.path.isdir(path) or not os.path.exists(path):
                 self._next_scan = now
         # files rotated away hold older lines than whatever is now at their names: first
         self._poll_detached(now, events)
-        while self._heap and self._heap[0][0] <= now:
-            due, _, f = heapq.heappop(self._heap)
-            if f.dead or due != f.due or not f.hot:
-                continue  # superseded entry
-            grew = self._guarded(f, events)
-            f.interval = MIN_INTERVAL if grew else min(f.interval * 2, self.max_interval)
-            if f.interval >= self.max_interval and not f.dead:
-                f.hot = False
-                self._cold.append(f)
-                self._plan = None
-            else:
-                self._schedule(f, now + f.interval)
+        for f in self.schedule.due(now):
+            self.schedule.polled(f, self._guarded(f, events), now)
         if now >= self._next_sweep:
             self._sweep(now, events)
             self._next_sweep = now + self.max_interval
-        self._poll_history(events)
+        self.backfill.poll(MAX_READ_PER_POLL, events)
         if events:
             self._dirty_state = True
             self.sink(events)
@@ -258,14 +230,6 @@ class LocalFollower:
             self._warn(f"{display(f.path)}: {_describe(exc)} (retrying)")
             return False
 
-    def _heat(self, f: Followed, now: float) -> None:
-        f.interval = MIN_INTERVAL
-        if not f.hot:
-            f.hot = True
-            self._cold.remove(f)
-            self._plan = None
-        self._schedule(f, now)
-
     def _covered(self, f: Followed) -> bool:
         """Whether inotify sees ``f``'s changes: a live watch holds its directory, on a
         local filesystem."""
@@ -280,12 +244,7 @@ class LocalFollower:
         :data:`WATCHED_SWEEP_EVERY`, in turn: 4,096 quiet files cost a fifth of a sweep."""
         stat_ = os.stat
         changed: list[Followed] = []
-        self._sweeps += 1
-        if self._plan is None:
-            covered = self._covered
-            self._plan = [[f for f in self._cold if f.slot == turn or not covered(f)]
-                          for turn in range(WATCHED_SWEEP_EVERY)]
-        for f in self._plan[self._sweeps % WATCHED_SWEEP_EVERY]:
+        for f in self.schedule.sweep_turn():
             try:
                 st = stat_(f.path)
             except OSError:
@@ -299,20 +258,20 @@ class LocalFollower:
             if f.dead:
                 continue
             if self._guarded(f, events):
-                self._heat(f, now)
+                self.schedule.heat(f, now)
         if changed:
-            self._cold = [f for f in self._cold if not f.dead and not f.hot]
-            self._plan = None
+            self.schedule.swept()
 
     def next_wakeup(self) -> float:
         if self._hurry:
             return 0.0
         candidates = [self._next_scan, self._next_sweep]
-        if self._heap:
-            candidates.append(self._heap[0][0])
+        due = self.schedule.next_due()
+        if due is not None:
+            candidates.append(due)
         if self.detached:
             candidates.append(self.clock() + MIN_INTERVAL * 4)
-        if self._with_history:
+        if self.backfill:
             candidates.append(self.clock())
         return max(0.0, min(candidates) - self.clock())
 
@@ -365,9 +324,7 @@ class LocalFollower:
                 self._cache = None
         self.watches.stop()
         self.fds.close_all()
-        if self._state_lock is not None:
-            self._state_lock.release()
-            self._state_lock = None
+        self.positions.release()
 
     def status(self) -> dict[str, str]:
         return {p: f.status for p, f in self.followed.items()}
@@ -468,12 +425,13 @@ class LocalFollower:
         # (once closed, the inode may have been freed and given to a new file)
         if rotated_from is not None and (rotated_from.key != key or rotated_from.fd is None):
             self._read_rotated_siblings(f, key, events)
-        elif rotated_from is None and f.siblings is None and self._restore(f, key):
+        elif rotated_from is None and f.siblings is None and self.positions.restore(
+                f, key, self.parking.files, lambda: self._dirs.siblings(f.path)):
             self._read_rotated_siblings(f, key, events)  # rotated while we were stopped
         f.previous = None
         s = self.streams.get(key) or self._reattach(key, f.path)
         if s is None:
-            had_position = f.path in self._positions
+            had_position = f.path in self.positions
             s = self._open(f, key, st.st_size)
             if s is None:
                 f.previous = rotated_from  # gone again before we could open it: next poll looks again
@@ -482,7 +440,7 @@ class LocalFollower:
                 # rotated again between our stat and our open: the file we stat'ed is
                 # now a sibling, and it comes before the one we opened
                 self._read_rotated_siblings(f, s.key, events)
-            elif had_position and s.key in self.parked and f.siblings is not None:
+            elif had_position and s.key in self.parking and f.siblings is not None:
                 self._read_rotated_siblings(f, s.key, events)  # truncated while we were stopped: its copy
         if f.siblings is None:
             f.siblings = {sib.sig for sib in self._dirs.siblings(f.path, fresh=False)}
@@ -522,24 +480,26 @@ class LocalFollower:
             return self.streams[real_key]
         s = Stream(real_key, None, f.path, f.path, self._parser(f.path))
         self.fds.adopt(s, fd)
-        parked = self.parked.pop(real_key, None)
+        parked = self.parking.take(real_key)
         if parked is not None and parked.offset and parked.matches(fd):
             self._resume_parked(s, parked, fd)  # a file already read under another name: go on from there
-            self._positions.pop(f.path, None)
+            self.positions.forget(f.path)
         else:
-            self._resume(s, f.path)
+            self.positions.resume(s, f.path, self._fd, self.parking.files)
             if s.offset == 0 and self.use_cache:
                 self._from_cache(s, fd, st.st_size)
         self.streams[real_key] = s
         self.progress.bytes_total += max(0, st.st_size - s.offset)
         if self.head_tail and s.offset == 0 and st.st_size > self.head_tail:
-            self._head_and_tail(s, st.st_size)
+            events = self.backfill.start(s, st.st_size, self._consume)
+            if events:
+                self.sink(events)
         return s
 
     # -- the parse cache ------------------------------------------------------------------------
     def _parse_cache(self) -> Optional[ParseCache]:
         if self._cache is None:
-            self._cache = ParseCache(key=catalog.current().key, on_warning=self._warn)
+            self._cache = ParseCache(self.cache_path, key=catalog.current().key, on_warning=self._warn)
         return self._cache if self._cache.usable() else None
 
     def _from_cache(self, s: Stream, fd: int, size: int) -> None:
@@ -549,25 +509,17 @@ class LocalFollower:
         if cache is None:
             return
         key = os.path.abspath(s.label)
-        entry = cache.load(key, fd)
-        parser = restored(entry, s.label) if entry is not None and entry.chunks is not None else None  # events kept
-        if parser is None or entry is None:
-            entry = None
-        else:
-            cut_short = cache.replay(key, entry, self.sink)
-            if cut_short is not None:  # read again from 0, skipping the events already out
-                entry, s.skip_events = None, cut_short
-            else:
-                parser.on_block = self.on_block
-                s.parser = parser
-                s.offset = entry.offset
-                s.head = os.pread(fd, min(saved.HEAD_BYTES, entry.offset), 0)
-                s.last = os.pread(fd, saved.MARKER_BYTES, max(0, entry.offset - saved.MARKER_BYTES)) \
-                    if entry.offset >= saved.MARKER_BYTES else os.pread(fd, entry.offset, 0)
-                self._dirty_state = True
+        got = resume(cache, key, cache.load(key, fd), s.label, self.sink)
+        s.skip_events = got.skip_events
+        if got.parser is not None and got.entry is not None:
+            got.parser.on_block = self.on_block
+            s.parser, s.offset = got.parser, got.entry.offset
+            s.head = os.pread(fd, min(saved.HEAD_BYTES, s.offset), 0)
+            s.last = os.pread(fd, min(saved.MARKER_BYTES, s.offset), s.offset - min(saved.MARKER_BYTES, s.offset))
+            self._dirty_state = True
         if s.offset == 0 and self.head_tail and size > self.head_tail:
             return  # read head, tail, then middle: not in order, not for the cache
-        s.writer = cache.writer(key, entry, keep_store=False)  # a follower: memory does not grow with the file
+        s.writer = cache.writer(key, got.entry, keep_store=False)  # a follower: memory does not grow with the file
 
     def save_cache(self) -> None:
         """Commit every stream's cache entry that took events since the last commit."""
@@ -586,108 +538,6 @@ class LocalFollower:
         s.offset, s.last = parked.offset, parked.last
         s.head = os.pread(fd, min(saved.HEAD_BYTES, parked.offset), 0)
         s.parser.framer.next_line = parked.next_line
-
-    HEAD = 1 << 20
-    TAIL = 4 << 20
-
-    def _head_and_tail(self, s: Stream, size: int) -> None:
-        """Parse the first MiB (config, startup) and the last MiBs (current state) now,
-        and leave the middle to :meth:`_poll_history`, so a job's state is known fast."""
-        fd = self._fd(s)
-        head = os.pread(fd, self.HEAD, 0)
-        head_end = head.rfind(b"\n") + 1
-        tail_probe = os.pread(fd, self.TAIL, size - self.TAIL)
-        tail_start = size - self.TAIL + tail_probe.find(b"\n") + 1
-        if head_end <= 0 or tail_start <= head_end:
-            return
-        events: list[Event] = []
-        self._consume(s, head[:head_end], events)
-        lines_before_tail = head[:head_end].count(b"\n")
-        pos = head_end
-        while pos < tail_start:  # count lines at memory speed, to number the tail's lines
-            chunk = os.pread(fd, min(8 << 20, tail_start - pos), pos)
-            if not chunk:
-                break
-            lines_before_tail += chunk.count(b"\n")
-            pos += len(chunk)
-        history = History(head_end, tail_start, FileParser(s.label), head_end)  # old lines: not for the live tail
-        history.parser.framer.next_line = s.parser.framer.next_line
-        s.parser.framer.next_line = lines_before_tail + 1
-        s.offset = tail_start
-        s.last = os.pread(fd, saved.MARKER_BYTES, tail_start - saved.MARKER_BYTES)
-        s.history = history
-        self._with_history.append(s)
-        if events:
-            self.sink(events)
-
-    def _poll_history(self, events: list[Event]) -> None:
-        budget = MAX_READ_PER_POLL
-        for s in list(self._with_history):
-            h = s.history
-            if h is None:
-                self._with_history.remove(s)
-                continue
-            try:
-                fd = self._fd(s)
-                while h.offset < h.end and budget > 0:
-                    data = os.pread(fd, min(READ_SIZE, h.end - h.offset, budget), h.offset)
-                    if not data:
-                        break
-                    h.offset += len(data)
-                    budget -= len(data)
-                    self.progress.bytes_done += len(data)
-                    events.extend(h.parser.feed(data))
-                    time.sleep(0)
-            except OSError as exc:
-                self._warn(f"{display(s.label)}: history not read: {_describe(exc)}")
-                h.offset = h.end
-            if h.offset >= h.end:
-                events.extend(h.parser.finish())
-                s.history = None
-                self._with_history.remove(s)
-            if budget <= 0:
-                return
-
-    def _resume(self, s: Stream, path: str) -> None:
-        """Go on from the saved position if the file at the path is the one saved,
-        with the same content; else (a reused inode, truncated while we were
-        stopped) read it from 0, and let the saved file be found by its content."""
-        pos = self._positions.pop(path, None)
-        if pos is None or (pos.dev, pos.ino) != s.key:
-            return
-        fd = self._fd(s)
-        parked = _parked_position(path, pos)
-        if not parked.matches(fd):
-            if parked.offset:
-                self.parked[parked.key] = parked  # its rest may be in a copy (copytruncate)
-            return
-        s.offset = pos.offset
-        s.head = os.pread(fd, min(saved.HEAD_BYTES, pos.offset), 0)
-        s.last = parked.last
-        s.parser.framer.next_line = pos.line + 1
-
-    def _restore(self, f: Followed, key: tuple[int, int]) -> bool:
-        """What the state file says of ``f``'s siblings: which were history, which
-        were read up to where.  True when the saved file is no longer at the path
-        (rotated while we were stopped): the siblings must then be looked through."""
-        pos = self._positions.get(f.path)
-        if pos is None:
-            return False
-        for p in pos.parked:
-            parked = Parked.saved(f.path, p)
-            self.parked[parked.key] = parked
-        if pos.siblings is not None:
-            f.siblings = {tuple(sig) for sig in pos.siblings}
-        else:  # a state file from before siblings were saved: what is there now is history
-            f.siblings = {sib.sig for sib in self._dirs.siblings(f.path)
-                          if sib.key != (pos.dev, pos.ino)}
-        if (pos.dev, pos.ino) == key:
-            return False
-        self._positions.pop(f.path, None)
-        parked = _parked_position(f.path, pos)
-        if parked.offset:
-            self.parked[parked.key] = parked
-        return True
 
     def _read(self, s: Stream, size: int, events: list[Event], mtime_ns: Optional[int] = None) -> bool:
         fd = self._fd(s)
@@ -781,17 +631,9 @@ class LocalFollower:
             events.extend(new)
             self._lines_unsaved += s.parser.framer.next_line - before
 
-    def _remember(self, s: Stream) -> None:
-        """What one generation of a path started with and how much of it was read:
-        a copy of it (copytruncate's) found next to the path is not new data."""
-        if s.head:
-            gens = self._generations.setdefault(s.label, [])
-            gens.append((s.head[:256], s.offset))
-            del gens[:-64]
-
     def _truncated(self, s: Stream, events: list[Event], reason: str) -> None:
         self._read_copy(s, events)
-        self._remember(s)
+        self.parking.remember(s)
         events.extend(s.parser.finish())
         f = self.followed.get(s.label)
         if f is not None and f.stream is s and f.siblings is not None:
@@ -838,7 +680,7 @@ class LocalFollower:
             self._drain(s, events)
         except Gone as exc:
             self._warn(f"{exc}: its last lines, if any, were not read")
-        self._remember(s)
+        self.parking.remember(s)
         if s.detached_at is None:
             s.detached_at = self.clock()
             self.detached.append(s)
@@ -872,40 +714,31 @@ class LocalFollower:
     def _park(self, s: Stream, events: list[Event]) -> None:
         events.extend(s.parser.finish())
         self.fds.close(s)
-        self.parked[s.key] = Parked.of(s)
-        self.parked.move_to_end(s.key)
-        while len(self.parked) > MAX_PARKED:
-            self.parked.popitem(last=False)
+        self.parking.park(s)
 
     def _read_rotated_siblings(self, f: Followed, new_key: tuple[int, int], events: list[Event],
                                not_after: Optional[int] = None) -> None:
         """Files rotated through ``f.path`` between two polls (``x.log`` -> ``x.log.1``
         -> ``x.log.2``...) that were never seen at the path, and the file that left
         it if it was closed meanwhile: read them, oldest first, before the file now
-        at the path.  Siblings that were there when we started are history."""
-        known = set(self.streams) | {s.key for s in self.detached} | {new_key}
+        at the path (the rotation model's procedure, :func:`.rotation.rotated_through`).
+        Siblings that were there when we started are history."""
         history = f.siblings or set()
-        listed = self._dirs.siblings(f.path)
-        if not_after is not None:  # only files written before the one at the path was
-            listed = [sib for sib in listed if sib.mtime_ns <= not_after]
-        for sib in listed:
-            if sib.key in known or (sib.sig in history and sib.key not in self.parked):
-                continue
+        known = set(self.streams) | {s.key for s in self.detached} | {new_key}
+        pending, f.siblings = rotated_through(self._dirs.siblings(f.path), history, known=known,
+                                              found_again=self.parking, not_after=not_after)
+        for sib in pending:
             if self._is_copy(f.path, sib) or self._read_parked(f.path, sib, events):
                 continue
             if sib.sig not in history:
                 self._read_whole(f, sib, events)
-        # only what was handled is history: not newer files, nor the one about to be opened
-        # (if it moves before we open it, it is a rotated sibling like the others)
-        f.siblings = history | {sib.sig for sib in listed if sib.key not in known}
 
     def _read_parked(self, label: str, sib: Sibling, events: list[Event]) -> bool:
         """A parked file of ``label`` found again by its content, under any name (a
         rotation, or copytruncate's copy of it): read what was added since."""
-        candidates = [p for p in self.parked.values() if p.label == label and p.offset and p.offset <= sib.size]
+        candidates = self.parking.candidates(label, sib.key, sib.size)
         if not candidates:
             return False
-        candidates.sort(key=lambda p: p.key != sib.key)  # its own inode first
         try:
             fd, _ = open_regular(sib.path)
         except OSError:
@@ -913,7 +746,7 @@ class LocalFollower:
         try:
             for parked in candidates:
                 if parked.matches(fd):
-                    del self.parked[parked.key]
+                    self.parking.take(parked.key)
                     s = Stream(sib.key, None, sib.path, label, self._parser(label))
                     self._resume_parked(s, parked, fd)
                     self.fds.adopt(s, fd)
@@ -927,15 +760,14 @@ class LocalFollower:
 
     def _is_copy(self, label: str, sib: Sibling) -> bool:
         """A copy of data already read (copytruncate's), recognised by its first bytes."""
-        gens = self._generations.get(label, ())
-        if not gens:
+        if not self.parking.knows_generations(label):
             return False
         try:
             with open(sib.path, "rb") as fh:
-                head = fh.read(256)
+                head = fh.read(COPY_HEAD)
         except OSError:
             return True
-        return any(head == g[: len(head)] and sib.size <= n for g, n in gens)
+        return self.parking.is_copy(label, head, sib.size)
 
     def _read_whole(self, f: Followed, sib: Sibling, events: list[Event]) -> None:
         try:
@@ -953,54 +785,10 @@ class LocalFollower:
         finally:
             self._park(s, events)
 
-    # -- saved positions -------------------------------------------------------------------------
-    def _complete(self, s: Stream) -> Parked:
-        """Where ``s`` was read to, up to its last complete line (a held partial line
-        is read again after a restart)."""
-        parked = Parked.of(s)
-        pending = s.parser.framer.pending
-        if pending:
-            parked.offset -= pending
-            parked.next_line = s.parser.framer.next_line
-            n = min(saved.MARKER_BYTES, parked.offset)
-            try:
-                parked.last = os.pread(self._fd(s), n, parked.offset - n) if n else b""
-            except OSError:
-                parked.offset = 0  # not saved: unknown
-        return parked
-
+    # -- saved positions (tuimon.sources.positions) -----------------------------------------------
     def save_state(self) -> None:
-        if not self.state_path:
-            return
-        positions = dict(self._positions)
-        # rotated files read up to an offset, by path (those still open count as read so far)
-        read_to: dict[str, list[Parked]] = {}
-        for p in list(self.parked.values()) + [self._complete(d) for d in self.detached]:
-            if p.offset:
-                read_to.setdefault(p.label, []).append(p)
-        for f in self.followed.values():
-            s = f.stream
-            if s is None:
-                continue
-            complete = s.offset - s.parser.framer.pending
-            if complete < 0:
-                continue
-            n = min(saved.MARKER_BYTES, complete)
-            if s.parser.framer.pending == 0 and len(s.last) >= n:
-                marker = s.last[len(s.last) - n:] if n else b""
-            else:
-                try:
-                    marker = os.pread(self._fd(s), n, complete - n) if n else b""
-                except OSError:
-                    continue
-            head = s.head[:min(saved.HEAD_BYTES, complete)]
-            parked = [p.to_saved() for p in read_to.get(f.path, ())[-16:]]
-            positions[f.path] = saved.Position(dev=s.key[0], ino=s.key[1], head=saved.head_digest(head),
-                                               head_len=len(head), offset=complete, marker=marker.hex(),
-                                               line=s.parser.framer.next_line - 1, mtime_ns=s.mtime_ns,
-                                               siblings=sorted(list(sig) for sig in f.siblings or ()),
-                                               parked=parked)
-        saved.save(self.state_path, positions)
+        rotated = list(self.parking) + [read_so_far(d, self._fd) for d in self.detached]
+        self.positions.save(self.followed.values(), rotated, self._fd)
         self._dirty_state = False
         self._lines_unsaved = 0
 
@@ -1023,8 +811,3 @@ def supervise(follower: LocalFollower, stop: threading.Event, say: Callable[[str
             follower.restarts += 1
             say(f"the follower stopped ({_describe(exc)}); restarted")
             stop.wait(ERROR_RETRY)
-
-
-def _parked_position(label: str, pos: saved.Position) -> Parked:
-    return Parked((pos.dev, pos.ino), label, pos.head_len, pos.head, pos.offset, bytes.fromhex(pos.marker),
-                  pos.line + 1)

@@ -35,15 +35,16 @@ import posixpath
 import random
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable, Optional
 
 from tuimon.parsers.events import Event, Truncated
 
 from ..engine import catalog, guard
 from ..engine.cache import EntryWriter, Ident, ParseCache, recorded
-from ..engine.ingest import FileParser, ParseStats, restored
+from ..engine.ingest import FileParser, ParseStats, resume
 from .discover import DEFAULT_EXCLUDE, DEFAULT_INCLUDE, matches
-from .rotation import is_sibling, rotation_order, same_content
+from .rotation import rotated_through, same_content, sibling_names
 from .specs import RemoteSpec, parse_spec, split_paths  # noqa: F401  (re-exported)
 
 HEAD_BYTES = 1024
@@ -229,7 +230,8 @@ class RemoteHost:
     hot: set = field(default_factory=set)  # files that changed lately: polled by stat until quiet
     roots_seen: bool = False  # every root existed once: a missing one later is a state, not an error
     warned: set = field(default_factory=set)
-    cache: bool = False  # start files from the parse cache (keyed by this host) and save to it
+    #: the parse cache database to start files from (keyed by this host) and save to; None: none
+    cache: Optional[Path] = None
     _cache: Optional[ParseCache] = None
     _cache_saved: float = 0.0
     _stopping: Optional[asyncio.Event] = None
@@ -242,7 +244,7 @@ class RemoteHost:
     def _parse_cache(self) -> Optional[ParseCache]:
         if self._cache is None:
             host, user, port = self.endpoint
-            self._cache = ParseCache(key=catalog.current().key, host=f"ssh:{user or ''}@{host}:{port or ''}",
+            self._cache = ParseCache(self.cache, key=catalog.current().key, host=f"ssh:{user or ''}@{host}:{port or ''}",
                                      on_warning=self.on_warning)
         return self._cache if self._cache.usable() else None
 
@@ -259,18 +261,13 @@ class RemoteHost:
             head = await fh.read(row.head_len, 0) if row.head_len else b""
             tail = await fh.read(row.tail_len, row.offset - row.tail_len) if row.tail_len else b""
             entry = cache.check(row, Ident(0, 0, head, tail, size, _ns(mtime)), size)
-        parser = restored(entry, rf.label) if entry is not None and entry.chunks is not None else None  # events kept
-        if parser is None or entry is None:
-            entry = None
-        else:
-            cut_short = cache.replay(rf.path, entry, events.extend)
-            if cut_short is not None:  # read from 0, skipping the events already out
-                rf.skip_events, entry = cut_short, None
-            else:
-                rf.parser, rf.offset = parser, entry.offset
-                rf.head = await fh.read(min(HEAD_BYTES, rf.offset), 0)
-                rf.last = await fh.read(min(MARKER_BYTES, rf.offset), rf.offset - min(MARKER_BYTES, rf.offset))
-        rf.writer = cache.writer(rf.path, entry, keep_store=False)  # memory does not grow with the file
+        got = resume(cache, rf.path, entry, rf.label, events.extend)
+        rf.skip_events = got.skip_events
+        if got.parser is not None and got.entry is not None:
+            rf.parser, rf.offset = got.parser, got.entry.offset
+            rf.head = await fh.read(min(HEAD_BYTES, rf.offset), 0)
+            rf.last = await fh.read(min(MARKER_BYTES, rf.offset), rf.offset - min(MARKER_BYTES, rf.offset))
+        rf.writer = cache.writer(rf.path, got.entry, keep_store=False)  # memory does not grow with the file
 
     def _save_cache(self) -> None:
         self._cache_saved = time.monotonic()
@@ -613,12 +610,11 @@ class RemoteHost:
             return set()
 
     async def _drain_generations(self, sftp, rf: RemoteFile, events: list[Event]) -> None:
-        """The model local following has, over SFTP: files rotated through ``rf``'s path
-        since it was last read (``x.log`` -> ``x.log.1`` -> ``x.log.2``, copytruncate's
-        copy), oldest first.  The one that continues what was read (same first bytes,
-        same bytes before the offset) is read on from the offset; the others, never
-        seen, are read whole; those that were there before are history.  Siblings are
-        told apart by (size, mtime), which a rename keeps."""
+        """The rotation model's procedure (:func:`.rotation.rotated_through`) over SFTP:
+        files rotated through ``rf``'s path since it was last read (``x.log`` ->
+        ``x.log.1`` -> ``x.log.2``, copytruncate's copy), oldest first.  The one that
+        continues what was read is read on from the offset; the others, never seen, are
+        read whole.  SFTP has no inode: a generation is known by (size, mtime)."""
         import asyncssh
 
         directory, base = posixpath.split(rf.path)
@@ -627,38 +623,43 @@ class RemoteHost:
         except asyncssh.SFTPError:
             return
         history = rf.history if rf.history is not None else set()
-        fresh = [e for e in _Listing(entries).sibling_entries(base) if (e.attrs.size, e.attrs.mtime) not in history]
-        fresh.sort(key=lambda e: rotation_order(e.attrs.mtime or 0, e.filename))
-        for entry in fresh:
-            path = posixpath.join(directory, entry.filename)
+        pending, rf.history = rotated_through(_Listing(entries).generations(base), history)
+        for gen in pending:
             try:
-                async with sftp.open(path, "rb") as fh:
-                    continues = False
-                    if rf.offset and rf.head:  # the file read before, gone on under another name?
-                        head_now = await fh.read(len(rf.head), 0)
-                        before = await fh.read(len(rf.last), rf.offset - len(rf.last)) \
-                            if rf.last and head_now == rf.head else b""
-                        continues = same_content(rf.head, rf.last, head_now, before)
-                    if continues:
-                        while True:  # the rest of the file read before
-                            data = await fh.read(READ_SIZE, rf.offset)
-                            if not data:
-                                break
-                            self._consume(rf, data, events)
-                    else:  # a generation that never was read at the path
-                        parser, at = FileParser(rf.label), 0
-                        while True:
-                            data = await fh.read(READ_SIZE, at)
-                            if not data:
-                                break
-                            at += len(data)
-                            self.state.bytes_read += len(data)
-                            events.extend(parser.feed(data))
-                        events.extend(parser.finish())
+                async with sftp.open(posixpath.join(directory, gen.name), "rb") as fh:
+                    if await self._continues(fh, rf):
+                        await self._read_on(fh, rf, events)
+                    else:
+                        await self._read_whole(fh, rf.label, events)
             except asyncssh.SFTPError:
-                continue
-            history.add((entry.attrs.size, entry.attrs.mtime))
-        rf.history = history
+                continue  # gone or closed to us: like a local file that cannot be opened
+
+    async def _continues(self, fh, rf: RemoteFile) -> bool:
+        """Whether the file behind ``fh`` holds what was read of ``rf`` (the file read
+        before, gone on under another name)."""
+        if not (rf.offset and rf.head):
+            return False
+        head_now = await fh.read(len(rf.head), 0)
+        before = await fh.read(len(rf.last), rf.offset - len(rf.last)) if rf.last and head_now == rf.head else b""
+        return same_content(rf.head, rf.last, head_now, before)
+
+    async def _read_on(self, fh, rf: RemoteFile, events: list[Event]) -> None:
+        while True:
+            data = await fh.read(READ_SIZE, rf.offset)
+            if not data:
+                return
+            self._consume(rf, data, events)
+
+    async def _read_whole(self, fh, label: str, events: list[Event]) -> None:
+        parser, at = FileParser(label), 0
+        while True:
+            data = await fh.read(READ_SIZE, at)
+            if not data:
+                break
+            at += len(data)
+            self.state.bytes_read += len(data)
+            events.extend(parser.feed(data))
+        events.extend(parser.finish())
 
     def _restart(self, rf: RemoteFile, events: list[Event], reason: str) -> None:
         events.extend(rf.parser.finish())
@@ -683,6 +684,20 @@ class RemoteHost:
 TAIL_BYTES = 4096
 
 
+@dataclass(frozen=True)
+class RemoteGeneration:
+    """A rotated sibling in an SFTP listing, as the rotation model sees it."""
+
+    name: str
+    mtime: float
+    size: int
+    key: None = None  # SFTP has no inode
+
+    @property
+    def sig(self) -> tuple[int, float]:
+        return (self.size, self.mtime)
+
+
 class _Listing:
     """One directory listing, its names sorted: a file's rotated siblings (names that
     extend its own) by bisection, not a scan of the listing per file."""
@@ -691,24 +706,16 @@ class _Listing:
         import asyncssh
 
         regular = asyncssh.FILEXFER_TYPE_REGULAR
-        self.entries = sorted((e for e in entries if isinstance(e.filename, str) and e.attrs.type == regular),
-                              key=lambda e: e.filename)
-        self.names = [e.filename for e in self.entries]
+        self.attrs = {e.filename: e.attrs for e in entries
+                      if isinstance(e.filename, str) and e.attrs.type == regular}
+        self.names = sorted(self.attrs)
 
-    def sibling_entries(self, base: str) -> list:
-        import bisect
-
-        out = []
-        for i in range(bisect.bisect_right(self.names, base), len(self.names)):
-            name = self.names[i]
-            if not name.startswith(base):
-                break
-            if is_sibling(base, name):
-                out.append(self.entries[i])
-        return out
+    def generations(self, base: str) -> list[RemoteGeneration]:
+        return [RemoteGeneration(name, self.attrs[name].mtime or 0, self.attrs[name].size)
+                for name in sibling_names(self.names, base)]
 
     def siblings(self, base: str) -> set:
-        return {(e.attrs.size, e.attrs.mtime) for e in self.sibling_entries(base)}
+        return {g.sig for g in self.generations(base)}
 
 
 def parsed(hosts: list[RemoteHost]) -> tuple[int, ParseStats]:

@@ -1,0 +1,138 @@
+"""A follower's saved positions (``--state``): where each followed path was read to, and
+what of its rotated files was history or read up to where, so that a restarted follower
+neither repeats nor loses a line.  The file format and its safety rules are
+:mod:`.state`'s; this is the follower's side: which saved position a file resumes from,
+and what is saved of the files being read."""
+from __future__ import annotations
+
+import os
+from typing import Callable, Iterable, Optional
+
+from . import state as saved
+from .files import Sibling
+from .streams import Followed, Parked, Stream
+
+FdOf = Callable[[Stream], int]  # a stream's descriptor, reopened by identity if it was closed
+
+
+class SavedPositions:
+    """The positions a follower started with (each used once, by the first file seen at
+    its path) and the saving of new ones.  Without a state path, it holds nothing."""
+
+    def __init__(self, path: Optional[str], warn: Callable[[str], None]) -> None:
+        self.path = path
+        self._pending: dict[str, saved.Position] = {}
+        self._lock: Optional[saved.StateLock] = None
+        if path:
+            self._lock = saved.acquire(path)  # raises PathError: misuse, before any write
+            self._pending, warning = saved.load(path)
+            if warning:
+                warn(warning)
+
+    def __contains__(self, path: str) -> bool:
+        return path in self._pending
+
+    def forget(self, path: str) -> None:
+        self._pending.pop(path, None)
+
+    def resume(self, s: Stream, path: str, fd_of: FdOf, parked: dict[tuple[int, int], Parked]) -> None:
+        """Go on from the saved position if the file at the path is the one saved, with
+        the same content; else (a reused inode, truncated while we were stopped) read it
+        from 0, and let the saved file be found by its content (``parked``)."""
+        pos = self._pending.pop(path, None)
+        if pos is None or (pos.dev, pos.ino) != s.key:
+            return
+        fd = fd_of(s)
+        was = parked_at(path, pos)
+        if not was.matches(fd):
+            if was.offset:
+                parked[was.key] = was  # its rest may be in a copy (copytruncate)
+            return
+        s.offset = pos.offset
+        s.head = os.pread(fd, min(saved.HEAD_BYTES, pos.offset), 0)
+        s.last = was.last
+        s.parser.framer.next_line = pos.line + 1
+
+    def restore(self, f: Followed, key: tuple[int, int], parked: dict[tuple[int, int], Parked],
+                siblings_now: Callable[[], list[Sibling]]) -> bool:
+        """What the state file says of ``f``'s siblings: which were history, which were
+        read up to where (into ``parked``).  True when the saved file is no longer at the
+        path (rotated while we were stopped): the siblings must then be looked through."""
+        pos = self._pending.get(f.path)
+        if pos is None:
+            return False
+        for p in pos.parked:
+            was = Parked.saved(f.path, p)
+            parked[was.key] = was
+        if pos.siblings is not None:
+            f.siblings = {tuple(sig) for sig in pos.siblings}
+        else:  # a state file from before siblings were saved: what is there now is history
+            f.siblings = {sib.sig for sib in siblings_now() if sib.key != (pos.dev, pos.ino)}
+        if (pos.dev, pos.ino) == key:
+            return False
+        self._pending.pop(f.path, None)
+        was = parked_at(f.path, pos)
+        if was.offset:
+            parked[was.key] = was
+        return True
+
+    def save(self, followed: Iterable[Followed], rotated: Iterable[Parked], fd_of: FdOf) -> None:
+        """Save where every followed path's file was read to (its last complete line),
+        with its rotated files read up to an offset (``rotated``: parked, or still open
+        and counted as read so far).  Positions not yet used are kept."""
+        if not self.path:
+            return
+        positions = dict(self._pending)
+        read_to: dict[str, list[Parked]] = {}
+        for p in rotated:
+            if p.offset:
+                read_to.setdefault(p.label, []).append(p)
+        for f in followed:
+            s = f.stream
+            if s is None:
+                continue
+            complete = s.offset - s.parser.framer.pending
+            if complete < 0:
+                continue
+            n = min(saved.MARKER_BYTES, complete)
+            if s.parser.framer.pending == 0 and len(s.last) >= n:
+                marker = s.last[len(s.last) - n:] if n else b""
+            else:
+                try:
+                    marker = os.pread(fd_of(s), n, complete - n) if n else b""
+                except OSError:
+                    continue
+            head = s.head[:min(saved.HEAD_BYTES, complete)]
+            positions[f.path] = saved.Position(dev=s.key[0], ino=s.key[1], head=saved.head_digest(head),
+                                               head_len=len(head), offset=complete, marker=marker.hex(),
+                                               line=s.parser.framer.next_line - 1, mtime_ns=s.mtime_ns,
+                                               siblings=sorted(list(sig) for sig in f.siblings or ()),
+                                               parked=[p.to_saved() for p in read_to.get(f.path, ())[-16:]])
+        saved.save(self.path, positions)
+
+    def release(self) -> None:
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
+
+
+def read_so_far(s: Stream, fd_of: FdOf) -> Parked:
+    """Where an open stream was read to, up to its last complete line (a held partial
+    line is read again after a restart)."""
+    parked = Parked.of(s)
+    pending = s.parser.framer.pending
+    if pending:
+        parked.offset -= pending
+        parked.next_line = s.parser.framer.next_line
+        n = min(saved.MARKER_BYTES, parked.offset)
+        try:
+            parked.last = os.pread(fd_of(s), n, parked.offset - n) if n else b""
+        except OSError:
+            parked.offset = 0  # not saved: unknown
+    return parked
+
+
+def parked_at(label: str, pos: saved.Position) -> Parked:
+    """A saved position as a parked file: known again by its content, under any name."""
+    return Parked((pos.dev, pos.ino), label, pos.head_len, pos.head, pos.offset, bytes.fromhex(pos.marker),
+                  pos.line + 1)
