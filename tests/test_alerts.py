@@ -8,8 +8,10 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -263,24 +265,35 @@ def test_following_with_state_across_a_restart_gives_no_duplicates(tmp_path):
     log.write_text(log_of(megatron_line(i, loss=noisy(i) + (1.2 if i == 120 else 0.0)) for i in range(1, 150)))
     state = tmp_path / "state.json"
 
-    def follow_once(extra_lines: str = "") -> list[dict]:
-        proc = subprocess.Popen([sys.executable, "-m", "tuimon", "alerts", "--follow", "--format", "json",
-                                 "--poll", "0.2", "--state", str(state), str(logs)], cwd=ROOT,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        time.sleep(3)
+    def follow_once(extra_lines: str, expected: int) -> list[dict]:
+        """Append ``extra_lines``, follow until ``expected`` alerts came out (an event,
+        not a time: a loaded machine starts tuimon slowly), then Ctrl-C.  A duplicate would
+        come with them: the lines are read in one block and judged in one tick."""
         if extra_lines:
             with open(log, "a") as fh:
                 fh.write(extra_lines)
-            time.sleep(3)
+        proc = subprocess.Popen([sys.executable, "-m", "tuimon", "alerts", "--follow", "--format", "json",
+                                 "--poll", "0.2", "--state", str(state), str(logs)], cwd=ROOT,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert proc.stdout is not None
+        got: list[dict] = []
+        reader = threading.Thread(target=lambda: got.extend(json.loads(line) for line in proc.stdout
+                                                            if line.strip()), daemon=True)
+        reader.start()
+        deadline = time.monotonic() + 120
+        while len(got) < expected and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.05)
         proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=30)
-        return [json.loads(line) for line in out.splitlines() if line.strip()]
+        _, err = proc.communicate(timeout=60)
+        reader.join(timeout=10)
+        return got
 
-    first = follow_once()
+    first = follow_once("", 1)
     assert [(a["kind"], a["iteration"]) for a in first] == [("loss-spike", 120)]
-    second = follow_once(megatron_line(150, loss=float("nan"), grad="nan"))
+    second = follow_once(megatron_line(150, loss=float("nan"), grad="nan"), 1)
     assert [(a["kind"], a["iteration"]) for a in second] == [("nan", 150)]  # the spike is not delivered again
-    assert follow_once() == []
+    third = follow_once(megatron_line(151, loss=float("nan"), grad="nan"), 1)
+    assert [(a["kind"], a["iteration"]) for a in third] == [("nan", 151)]  # nor the first nan
 
 
 #: what the corpus really shows (checked by eye in each log at the line given): job, kind, iteration
@@ -456,23 +469,26 @@ def test_a_job_slow_to_judge_takes_at_most_a_tenth_of_the_time(tmp_path, monkeyp
     store = JobStore()
     store.add(events)
     real, judged = alerting.evaluate, [0]
+    clock = [1000.0]  # the feed's monotonic clock, moved by the test: no wall-clock bound (a loaded machine)
+    monkeypatch.setattr(alerting, "time", SimpleNamespace(monotonic=lambda: clock[0], time=time.time))
 
     def slow(*a, **kw):
         judged[0] += 1
-        time.sleep(0.06)
+        clock[0] += 0.06  # judging this job takes 0.06 s
         return real(*a, **kw)
     monkeypatch.setattr(alerting, "evaluate", slow)
     feed = AlertFeed(Rules.default())
     key = next(iter(store.jobs))
     versions = {key: 0}
-    t_end = time.monotonic() + 1.0
-    while time.monotonic() < t_end:
+    for _ in range(100):  # a change every 0.01 s for 1 s
         versions[key] += 1
         feed.update_some(store.jobs, [key], {}, versions, now=1e6)
-        time.sleep(0.01)
-    assert 1 <= judged[0] <= 3, judged[0]  # about 1 s / (0.06 s x 11)
+        clock[0] += 0.01
+    assert judged[0] == 2, judged[0]  # at 0 and at 0.67 s (0.06 s, then ten times that to wait)
     before = judged[0]
-    time.sleep(0.7)
+    feed.update_some(store.jobs, [], {}, versions, now=1e6)
+    assert judged[0] == before, "not before its turn"
+    clock[0] += 0.7
     feed.update_some(store.jobs, [], {}, versions, now=1e6)  # its turn came: the last change is judged
     assert judged[0] == before + 1
 

@@ -223,21 +223,29 @@ def test_an_unusable_cache_directory_costs_a_warning_not_the_run(tmp_path):
     assert json.loads(r.stdout) and r.stderr.count("parse cache off") == 1
 
 
-def _follow_once(root: Path, seconds: float = 0.6, **kw) -> list:
-    import threading
+def _follow_once(root: Path, **kw) -> list:
+    """Follow ``root`` until every file in it is read to its end (polled here, no thread:
+    what is waited on is the reading, not a time), then close (which saves the cache)."""
+    import time
 
     from tuimon.sources.local import LocalFollower
 
     got: list = []
     follower = LocalFollower([str(root)], got.extend, poll=0.05, **kw)
-    stop = threading.Event()
-    thread = threading.Thread(target=follower.run, args=(stop,))
-    thread.start()
-    import time
-    time.sleep(seconds)
-    stop.set()
-    thread.join()
-    follower.close()
+    files = [p for p in root.rglob("*") if p.is_file()]
+    deadline = time.monotonic() + 120
+
+    def read_all() -> bool:
+        streams = {str(p): follower.followed.get(str(p)) for p in files}
+        return all(f is not None and f.stream is not None and f.stream.offset == p.stat().st_size
+                   for p, f in zip(files, streams.values()))
+    try:
+        follower.poll()
+        while not read_all() and time.monotonic() < deadline:
+            follower.sleep(0.05)
+            follower.poll()
+    finally:
+        follower.close()
     return got
 
 

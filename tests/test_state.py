@@ -68,10 +68,13 @@ def test_a_log_that_stopped_long_ago_has_ended_and_one_seen_growing_then_quiet_h
     assert row.stalled and row.eta_s is None
 
 
-def test_iteration_times_under_10_ms_read_in_ms():
+def test_iteration_times_read_to_three_figures():
     assert iter_time(5.234) == "5.23ms"
     assert iter_time(0.5) == "0.50ms"
     assert iter_time(2500.0) == "2.50s"
+    # three figures below a second: the corpus' 16.8 ms Megatron steps were "0.02s"
+    assert iter_time(16.8) == "16.8ms" and iter_time(850.4) == "850ms" and iter_time(999.4) == "999ms"
+    assert iter_time(1000.0) == "1.00s" and iter_time(9.996) == "10.00ms"
     assert iter_time(None) == "-" and iter_time(float("nan")) == "-"
 
 
