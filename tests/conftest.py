@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import tempfile
 from pathlib import Path
@@ -21,6 +22,12 @@ _HOME = tempfile.mkdtemp(prefix="tuimon-tests-")
 os.environ["XDG_CACHE_HOME"] = os.path.join(_HOME, "cache")
 os.environ["XDG_CONFIG_HOME"] = os.path.join(_HOME, "config")
 os.environ.pop("TUIMON_FORMATS", None)
+
+# A suite started in the background of a script (``cmd &``, nohup) inherits SIGINT ignored,
+# and so would every tuimon it starts: the tests that press Ctrl-C (SIGINT) would wait on a
+# process that cannot hear it.  Handled here, SIGINT is back to its default in the children.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def shared_or_skip(sub: str) -> Path:
