@@ -166,6 +166,28 @@ def test_merged_timers_read_as_one_stream():
     assert a.steady() == one.steady() and a.count == 80
 
 
+@pytest.mark.parametrize("n", [1, 80, MAX_MARKS - 1, MAX_MARKS + 1, 5 * MAX_MARKS + 7])
+def test_merging_into_an_empty_timer_is_marking_each_report(n):
+    """The first part merged (most jobs are one file) is taken whole: the same marks, and
+    so the same steady figures, as merging report by report, and a later part still merges."""
+    part, by_mark, whole, later = (TimerStat("fwd") for _ in range(4))
+    for i in range(n):
+        part.add(900.0 if i == 0 else 10.0 + (i % 7))
+    for at, total in zip(part._at[1:], part._sum[1:]):  # what merging did report by report
+        by_mark._mark(at, total)
+    by_mark._stride, by_mark.total_ms, by_mark.count = part._stride, part.total_ms, part.count
+    by_mark.in_training, by_mark.last_ms = part.in_training, part.last_ms
+    whole.merge(part)
+    assert list(whole._at) == list(by_mark._at) and list(whole._sum) == list(by_mark._sum)
+    assert whole.steady() == by_mark.steady() and whole._stride == part._stride
+    assert whole._at is not part._at  # its own arrays: the part's store is not changed by what follows
+    for i in range(50):
+        later.add(20.0)
+    whole.merge(later)
+    by_mark.merge(later)
+    assert whole.steady() == by_mark.steady() and whole.count == n + 50
+
+
 def test_stronghold_steady_breakdown_from_the_log(tmp_path):
     """The first report's 1505.9 ms func-call overhead is warm-up: left out as the first
     iteration time is; the whole is the steady mean of e2e-time."""

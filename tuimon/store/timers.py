@@ -75,8 +75,11 @@ class TimerStat:
     def merge(self, other: "TimerStat") -> None:
         """Take in ``other``'s reports, as if they followed this one's."""
         base_n, base_sum = self.count, self.total_ms
-        for at, total in zip(other._at[1:], other._sum[1:]):
-            self._mark(base_n + at, base_sum + total)
+        if not base_n and len(self._at) == 1:  # the first part (most jobs are one file): its marks as they are
+            self._at, self._sum = array("q", other._at), array("d", other._sum)  # (what marking each gives)
+        else:
+            for at, total in zip(other._at[1:], other._sum[1:]):
+                self._mark(base_n + at, base_sum + total)
         self._stride = max(self._stride, other._stride)
         self.total_ms += other.total_ms
         self.count += other.count
