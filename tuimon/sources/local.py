@@ -725,13 +725,14 @@ class LocalFollower:
         Siblings that were there when we started are history."""
         history = f.siblings or set()
         known = set(self.streams) | {s.key for s in self.detached} | {new_key}
-        pending, f.siblings = rotated_through(self._dirs.siblings(f.path), history, known=known,
-                                              found_again=self.parking, not_after=not_after)
+        pending, after = rotated_through(self._dirs.siblings(f.path), history, known=known,
+                                         found_again=self.parking, not_after=not_after)
         for sib in pending:
             if self._is_copy(f.path, sib) or self._read_parked(f.path, sib, events):
                 continue
             if sib.sig not in history:
                 self._read_whole(f, sib, events)
+        f.siblings = after  # only once all were read: a read that failed part-way is tried again
 
     def _read_parked(self, label: str, sib: Sibling, events: list[Event]) -> bool:
         """A parked file of ``label`` found again by its content, under any name (a

@@ -622,8 +622,8 @@ class RemoteHost:
             entries = await sftp.readdir(directory or ".")
         except asyncssh.SFTPError:
             return
-        history = rf.history if rf.history is not None else set()
-        pending, rf.history = rotated_through(_Listing(entries).generations(base), history)
+        history = set(rf.history) if rf.history is not None else set()
+        pending, _ = rotated_through(_Listing(entries).generations(base), history)
         for gen in pending:
             try:
                 async with sftp.open(posixpath.join(directory, gen.name), "rb") as fh:
@@ -632,7 +632,11 @@ class RemoteHost:
                     else:
                         await self._read_whole(fh, rf.label, events)
             except asyncssh.SFTPError:
-                continue  # gone or closed to us: like a local file that cannot be opened
+                continue  # gone or closed to us for now: looked at again at the next drain
+            # history one generation at a time, once read: a link dropped part-way leaves the
+            # rest to be read after the reconnection (all of them up front lost 453 lines in a soak)
+            history.add(gen.sig)
+            rf.history = set(history)
 
     async def _continues(self, fh, rf: RemoteFile) -> bool:
         """Whether the file behind ``fh`` holds what was read of ``rf`` (the file read

@@ -72,7 +72,8 @@ G = TypeVar("G", bound=Generation)
 def rotated_through(listed: Iterable[G], history: AbstractSet[Hashable], *, known: Container = (),
                     found_again: Container = (), not_after: Optional[float] = None) -> tuple[list[G], set]:
     """The generations rotated through a followed path since it was last read, oldest
-    first, and the history after they are handled: the one procedure of both transports.
+    first, and the history once all are handled (not before: a read that fails part-way is
+    tried again): the one procedure of both transports.
 
     ``history`` holds the signatures of the siblings already accounted for (there when the
     path was first seen, or read since).  Left out: files the transport still reads by
