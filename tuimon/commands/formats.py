@@ -29,18 +29,28 @@ def _list(extra: list[str]) -> int:
         print(f"tuimon: error: --formats: no such file or directory: {sanitize(missing[0])}", file=sys.stderr)
         return EXIT_USAGE
     cat = catalog.load([Path(raw).expanduser() for raw in extra])
-    # name, kind (a TOML/data format or a Python hook: "launcher" is both), events, from, what it reads
+    # name, kind (a TOML/data format, a Python hook, or both), events, from, what it reads
     rows = [(f.name, "data", ", ".join(dict.fromkeys(e.event for e in f.lines)), f.origin, f.description)
             for f in cat.user]
     rows += [(f.name, "data", ", ".join(dict.fromkeys(e.event for e in f.lines)), "built-in", f.description)
              for f in cat.builtin]
     rows += [(cls.name, "hook", "(any)", "built-in", cls.READS) for cls in ALL_PARSERS]
+    # one row per reader: a built-in that is both data and a hook (the launcher) is listed once
+    merged: dict[tuple[str, str], tuple[str, str, str, str, str]] = {}
+    for row in rows:
+        key = (row[0], row[3])
+        if key in merged:
+            was = merged[key]
+            row = (was[0], f"{was[1]}+{row[1]}", f"{was[2]}, {row[2]}", was[3], f"{was[4]}; {row[4]}")
+        merged[key] = row
+    rows = list(merged.values())
     width = max(len(r[0]) for r in rows)
+    kinds = max(len("KIND"), *(len(r[1]) for r in rows))
     events = max(len(r[2]) for r in rows)
     origin = max(len(r[3]) for r in rows)
-    out = [f"{'NAME':{width}}  KIND  {'EVENTS':{events}}  {'FROM':{origin}}  READS"]
+    out = [f"{'NAME':{width}}  {'KIND':{kinds}}  {'EVENTS':{events}}  {'FROM':{origin}}  READS"]
     for name, kind, evs, where, reads in rows:
-        out.append(f"{name:{width}}  {kind:4}  {evs:{events}}  {where:{origin}}  {reads}")
+        out.append(f"{name:{width}}  {kind:{kinds}}  {evs:{events}}  {where:{origin}}  {reads}")
     sys.stdout.write("".join(sanitize(line) + "\n" for line in out))
     for message in cat.errors:
         print(f"tuimon: warning: format left out: {sanitize(message)}", file=sys.stderr)
