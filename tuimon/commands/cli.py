@@ -342,7 +342,7 @@ BATCH_VERBS = ("summary", "events", "alerts", "tflops", "formats", "cache", "con
 def cmd_cache(settings: Settings, parser) -> int:
     from ..engine.cache import ParseCache
 
-    cache = ParseCache(settings.with_(no_cache=False).cache_path, on_warning=_warn)
+    cache = ParseCache(settings.cache_db, on_warning=_warn)
     if settings.cache_verb == "info":
         info = cache.info()
         print(f"parse cache: {sanitize(info['path'])}")

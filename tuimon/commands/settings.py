@@ -82,13 +82,16 @@ class Settings:
         return cls(**{k: v for k, v in given.items() if v is not None or _optional(k)})
 
     @property
-    def cache_path(self) -> Optional[Path]:
-        """The parse cache database this run uses; None with ``--no-cache``."""
-        if self.no_cache:
-            return None
+    def cache_db(self) -> Path:
+        """Where the parse cache database is (``tuimon cache`` looks there even with ``--no-cache``)."""
         from ..engine.cache import db_path
 
         return db_path(Path(self.cache_dir) if self.cache_dir else None)
+
+    @property
+    def cache_path(self) -> Optional[Path]:
+        """The parse cache database this run reads and writes; None with ``--no-cache``."""
+        return None if self.no_cache else self.cache_db
 
     def with_(self, **changes: Any) -> "Settings":
         return dataclasses.replace(self, **changes)

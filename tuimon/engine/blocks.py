@@ -84,7 +84,7 @@ class BlockEngine:
         self.lines_fed = 0
         self.failed = 0  # lines a hook raised on
         self._drop_fallbacks()
-        self._rebuild()
+        self._rules_changed()
 
     # -- saved state (the parse cache) ---------------------------------------------------
     def __getstate__(self) -> dict:
@@ -98,12 +98,12 @@ class BlockEngine:
         self.__dict__.update(state)
         self.__dict__.setdefault("_running", Running())
         self.formats, self.builtin_formats = (), ()
-        self._rebuild()
+        self._rules_changed()
 
     def attach(self, formats: Sequence[Format], builtin_formats: Sequence[Format]) -> None:
         """The formats of a restored engine (the cache keys entries by the format set)."""
         self.formats, self.builtin_formats = tuple(formats), tuple(builtin_formats)
-        self._rebuild()
+        self._rules_changed()
 
     # -- parser activation --------------------------------------------------------------
     def _drop_fallbacks(self) -> None:
@@ -111,11 +111,15 @@ class BlockEngine:
             self._dormant = [cls for cls in self._dormant if not cls.FALLBACK]
             self.active = [p for p in self.active if not p.FALLBACK]
 
-    def _rebuild(self) -> None:
+    def _rules_changed(self) -> None:
         """The rules follow the formats and the active parsers: built when next needed (an
         engine restored from the parse cache for a file that did not grow is never fed:
         compiling its rules cost 0.06 s a file, twice, on every reopen)."""
         self._stale = True
+
+    def _ready(self) -> None:
+        if self._stale:
+            self._build()
 
     def _build(self) -> None:
         self._stale = False
@@ -134,8 +138,7 @@ class BlockEngine:
     def sniff(self, text: str, present: Optional[frozenset[str]] = None) -> None:
         """Wake the dormant parsers whose SNIFF shows up in ``text`` (``present``: the
         rules' literals it holds, when known)."""
-        if self._stale:
-            self._build()
+        self._ready()
         if present is None:
             present = self._presence.of(text)
         woken = [cls for cls in self._dormant if _sniffed(cls, text, present)]
@@ -143,7 +146,7 @@ class BlockEngine:
             self._dormant = [cls for cls in self._dormant if cls not in woken]
             self.active.extend(cls(self.file) for cls in woken)
             self._drop_fallbacks()
-            self._rebuild()
+            self._rules_changed()
 
     @property
     def active_names(self) -> list[str]:
@@ -155,16 +158,13 @@ class BlockEngine:
         number ``first_line``."""
         if not text:
             return []
-        if self._stale:
-            self._build()
+        self._ready()
         # the rules' literals this block holds, found in one pass (with the core, the lines holding each)
         present, held = self._presence.scan(text)
         if self._dormant:
-            asked = self._presence
             self.sniff(text, present)
-            if self._stale:
+            if self._stale:  # parsers woke: their rules, and their rules' literals in this block
                 self._build()
-            if self._presence is not asked:  # parsers woke: their rules' literals too
                 present, held = self._presence.scan(text)
         hits: list[tuple[int, int, Any, Any]] = []  # (line start, order, rule, match or None)
         for rule in self._data:

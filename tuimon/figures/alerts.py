@@ -63,8 +63,8 @@ def named(key: str) -> str:
 
 
 def said(key: str, value: float) -> str:
-    """A figure's value in an alert's text, as the tables show it: an iteration time in
-    seconds (milliseconds under 10 ms), others to the registry's decimals."""
+    """A figure's value in an alert's text, as the tables show it: an iteration time to
+    three figures (:func:`.cells.iter_time`), others to the registry's decimals."""
     f = BY_KEY[key]
     return iter_time(value) if f.unit == "ms" else num(value, f.digits)
 

@@ -41,7 +41,7 @@ from .parking import COPY_HEAD, MAX_PARKED, Parking
 from .positions import SavedPositions, read_so_far
 from .rotation import rotated_through
 from .schedule import Schedule
-from .streams import MIN_INTERVAL, Followed, Gone, Parked, Progress, Stream
+from .streams import MIN_INTERVAL, Followed, Gone, Progress, Stream
 from .walk import DirectoryWalker
 from .watches import Watches
 
@@ -112,7 +112,6 @@ class LocalFollower:
         self._walker = DirectoryWalker(self._wants, self._warn, clock)
         self.restarts = 0
         self.cache_path = cache
-        self.use_cache = cache is not None
         self._cache: Optional[ParseCache] = None  # opened in the thread that polls (SQLite's rule)
         self._cache_saved = clock()
 
@@ -216,7 +215,7 @@ class LocalFollower:
         if events:
             self._dirty_state = True
             self.sink(events)
-        if self.use_cache and self.clock() - self._cache_saved >= CACHE_EVERY:
+        if self.cache_path is not None and self.clock() - self._cache_saved >= CACHE_EVERY:
             self.save_cache()
         return events
 
@@ -317,7 +316,7 @@ class LocalFollower:
             self._warn(f"cannot save state to {display(self.state_path or '')}: {_describe(exc)}")
 
     def close(self) -> None:
-        if self.use_cache:
+        if self.cache_path is not None:
             self.save_cache()
             if self._cache is not None:
                 self._cache.close()
@@ -426,7 +425,7 @@ class LocalFollower:
         if rotated_from is not None and (rotated_from.key != key or rotated_from.fd is None):
             self._read_rotated_siblings(f, key, events)
         elif rotated_from is None and f.siblings is None and self.positions.restore(
-                f, key, self.parking.files, lambda: self._dirs.siblings(f.path)):
+                f, key, self.parking, lambda: self._dirs.siblings(f.path)):
             self._read_rotated_siblings(f, key, events)  # rotated while we were stopped
         f.previous = None
         s = self.streams.get(key) or self._reattach(key, f.path)
@@ -482,11 +481,11 @@ class LocalFollower:
         self.fds.adopt(s, fd)
         parked = self.parking.take(real_key)
         if parked is not None and parked.offset and parked.matches(fd):
-            self._resume_parked(s, parked, fd)  # a file already read under another name: go on from there
+            parked.resume(s, fd)  # a file already read under another name: go on from there
             self.positions.forget(f.path)
         else:
-            self.positions.resume(s, f.path, self._fd, self.parking.files)
-            if s.offset == 0 and self.use_cache:
+            self.positions.resume(s, f.path, self._fd, self.parking)
+            if s.offset == 0 and self.cache_path is not None:
                 self._from_cache(s, fd, st.st_size)
         self.streams[real_key] = s
         self.progress.bytes_total += max(0, st.st_size - s.offset)
@@ -532,12 +531,6 @@ class LocalFollower:
                 w.commit(self._fd(s), s.offset, s.parser)
             except OSError:
                 s.writer = None
-
-    @staticmethod
-    def _resume_parked(s: Stream, parked: Parked, fd: int) -> None:
-        s.offset, s.last = parked.offset, parked.last
-        s.head = os.pread(fd, min(saved.HEAD_BYTES, parked.offset), 0)
-        s.parser.framer.next_line = parked.next_line
 
     def _read(self, s: Stream, size: int, events: list[Event], mtime_ns: Optional[int] = None) -> bool:
         fd = self._fd(s)
@@ -749,7 +742,7 @@ class LocalFollower:
                 if parked.matches(fd):
                     self.parking.take(parked.key)
                     s = Stream(sib.key, None, sib.path, label, self._parser(label))
-                    self._resume_parked(s, parked, fd)
+                    parked.resume(s, fd)
                     self.fds.adopt(s, fd)
                     fd = -1
                     self._finish_sibling(s, events)

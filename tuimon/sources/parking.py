@@ -22,8 +22,12 @@ class Parking:
 
     def park(self, s: Stream) -> None:
         """``s`` is closed (its parser finished): remember it by identity and content."""
-        self.files[s.key] = Parked.of(s)
-        self.files.move_to_end(s.key)
+        self.keep(Parked.of(s))
+
+    def keep(self, p: Parked) -> None:
+        """Remember ``p`` (a closed file, or one a state file says was read up to an offset)."""
+        self.files[p.key] = p
+        self.files.move_to_end(p.key)
         while len(self.files) > MAX_PARKED:
             self.files.popitem(last=False)
 

@@ -10,6 +10,7 @@ from typing import Callable, Iterable, Optional
 
 from . import state as saved
 from .files import Sibling
+from .parking import Parking
 from .streams import Followed, Parked, Stream
 
 FdOf = Callable[[Stream], int]  # a stream's descriptor, reopened by identity if it was closed
@@ -35,10 +36,10 @@ class SavedPositions:
     def forget(self, path: str) -> None:
         self._pending.pop(path, None)
 
-    def resume(self, s: Stream, path: str, fd_of: FdOf, parked: dict[tuple[int, int], Parked]) -> None:
+    def resume(self, s: Stream, path: str, fd_of: FdOf, parking: Parking) -> None:
         """Go on from the saved position if the file at the path is the one saved, with
         the same content; else (a reused inode, truncated while we were stopped) read it
-        from 0, and let the saved file be found by its content (``parked``)."""
+        from 0, and let the saved file be found by its content (``parking``)."""
         pos = self._pending.pop(path, None)
         if pos is None or (pos.dev, pos.ino) != s.key:
             return
@@ -46,24 +47,20 @@ class SavedPositions:
         was = parked_at(path, pos)
         if not was.matches(fd):
             if was.offset:
-                parked[was.key] = was  # its rest may be in a copy (copytruncate)
+                parking.keep(was)  # its rest may be in a copy (copytruncate)
             return
-        s.offset = pos.offset
-        s.head = os.pread(fd, min(saved.HEAD_BYTES, pos.offset), 0)
-        s.last = was.last
-        s.parser.framer.next_line = pos.line + 1
+        was.resume(s, fd)
 
-    def restore(self, f: Followed, key: tuple[int, int], parked: dict[tuple[int, int], Parked],
+    def restore(self, f: Followed, key: tuple[int, int], parking: Parking,
                 siblings_now: Callable[[], list[Sibling]]) -> bool:
         """What the state file says of ``f``'s siblings: which were history, which were
-        read up to where (into ``parked``).  True when the saved file is no longer at the
+        read up to where (into ``parking``).  True when the saved file is no longer at the
         path (rotated while we were stopped): the siblings must then be looked through."""
         pos = self._pending.get(f.path)
         if pos is None:
             return False
         for p in pos.parked:
-            was = Parked.saved(f.path, p)
-            parked[was.key] = was
+            parking.keep(Parked.saved(f.path, p))
         if pos.siblings is not None:
             f.siblings = {tuple(sig) for sig in pos.siblings}
         else:  # a state file from before siblings were saved: what is there now is history
@@ -73,7 +70,7 @@ class SavedPositions:
         self._pending.pop(f.path, None)
         was = parked_at(f.path, pos)
         if was.offset:
-            parked[was.key] = was
+            parking.keep(was)
         return True
 
     def save(self, followed: Iterable[Followed], rotated: Iterable[Parked], fd_of: FdOf) -> None:

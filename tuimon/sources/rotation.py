@@ -85,10 +85,7 @@ def rotated_through(listed: Iterable[G], history: AbstractSet[Hashable], *, know
     bytes, no longer than what was read) is left alone; a file read before, found again by
     its content (same first bytes, same bytes before the offset), is read on from the
     offset; one whose signature is not in ``history`` was never seen, and is read whole."""
-    if not_after is not None:
-        listed = [g for g in listed if g.mtime <= not_after]
-    else:
-        listed = list(listed)
+    listed = [g for g in listed if not_after is None or g.mtime <= not_after]
     pending = [g for g in listed
                if g.key not in known and (g.sig not in history or g.key in found_again)]
     pending.sort(key=lambda g: rotation_order(g.mtime, g.name))

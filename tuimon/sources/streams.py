@@ -76,6 +76,12 @@ class Parked:
         return {"dev": self.key[0], "ino": self.key[1], "head_len": self.head_len, "head": self.head_digest,
                 "offset": self.offset, "marker": self.last.hex(), "line": self.next_line - 1}
 
+    def resume(self, s: "Stream", fd: int) -> None:
+        """Read ``s`` (the file behind ``fd``, found to match) on from where this was left."""
+        s.offset, s.last = self.offset, self.last
+        s.head = os.pread(fd, min(saved.HEAD_BYTES, self.offset), 0)
+        s.parser.framer.next_line = self.next_line
+
     def matches(self, fd: int) -> bool:
         head = os.pread(fd, self.head_len, 0)
         if len(head) != self.head_len or saved.head_digest(head) != self.head_digest:
