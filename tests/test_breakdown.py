@@ -188,6 +188,37 @@ def test_merging_into_an_empty_timer_is_marking_each_report(n):
     assert whole.steady() == by_mark.steady() and whole.count == n + 50
 
 
+def _state(t: TimerStat) -> tuple:
+    return (t.total_ms, t.count, t.last_ms, t.in_training, list(t._at), list(t._sum), t._stride)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_adding_in_bulk_is_adding_one_by_one(seed):
+    """The compiled core's timer rows are added a block at a time (``add_many``): the same
+    float sums and the same marks as ``add`` report by report, across thinnings, after
+    merges and with training and setup reports mixed."""
+    import random
+
+    import numpy as np
+
+    rng = random.Random(seed)
+    one, bulk = TimerStat("x"), TimerStat("x")
+    for _ in range(rng.randrange(1, 9)):
+        if rng.random() < 0.3:  # a part merged in
+            part = TimerStat("x")
+            for _ in range(rng.randrange(0, 3 * MAX_MARKS)):
+                part.add(rng.random() * 100)
+            one.merge(part)
+            bulk.merge(part)
+        values = [rng.random() * 10 ** rng.randrange(-3, 6) for _ in range(rng.choice([0, 1, 2, 7, 900, 2500]))]
+        training = rng.random() < 0.5
+        for v in values:
+            one.add(v, training)
+        bulk.add_many(np.array(values, dtype=np.float64), training)
+        assert _state(bulk) == _state(one)
+    assert bulk.steady() == one.steady()
+
+
 def test_stronghold_steady_breakdown_from_the_log(tmp_path):
     """The first report's 1505.9 ms func-call overhead is warm-up: left out as the first
     iteration time is; the whole is the steady mean of e2e-time."""

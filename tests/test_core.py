@@ -11,6 +11,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -19,11 +20,14 @@ from hypothesis import strategies as st
 from tests.conftest import FIXTURE_LOGS, ROOT, shared_or_skip
 from tuimon.engine import native
 from tuimon.engine.ingest import parse_file
+from tuimon.figures.summary import summarize
+from tuimon.parsers.columns import TimerRows, expand
 from tuimon.parsers import megatron, timers
 from tuimon.parsers.events import frozen_map
 from tuimon.parsers.numbers import to_float, to_int
 from tuimon.parsers.prefix import split_prefix
 from tuimon.parsers.timestamps import line_stamp
+from tuimon.store.job_store import JobStore
 
 core = native.core
 if core is None:  # loud: the README's test command builds it; a test that cannot compare must not pass
@@ -31,21 +35,43 @@ if core is None:  # loud: the README's test command builds it; a test that canno
                 "pip install -e '.[test]' builds it (cargo and maturin)", allow_module_level=True)
 
 
-def _events(path: Path, engine: str, monkeypatch, read_size: int = 1 << 20) -> list[str]:
+def _items(path: Path, engine: str, read_size: int = 1 << 20) -> tuple[list, Any]:
+    """What a reader is handed (the core's plain timer lines as rows), and the stats."""
     before = native.use(core if engine == "core" else None)
+    items: list = []
     try:
-        events, stats = parse_file(path, read_size=read_size)
+        return items, parse_file(path, read_size=read_size, sink=items.extend)[1]
     finally:
         native.use(before)
-    return [repr(ev) for ev in events] + [repr((stats.lines, stats.too_long, stats.invalid_utf8, stats.failed))]
+
+
+def _reprs(items: list, stats: Any) -> list[str]:
+    # the core's timer rows stand for the events the Python hook gives
+    return [repr(ev) for ev in expand(items)] + [repr((stats.lines, stats.too_long, stats.invalid_utf8, stats.failed))]
+
+
+def _store_state(items: list) -> list:
+    """Everything a store keeps of its jobs' timers, and every job's summary."""
+    store = JobStore()
+    store.add(items)
+    out = []
+    for key, job in store.jobs.items():
+        timers = [(name, t.group, t.total_ms, t.count, t.last_ms, t.in_training, list(t._at), list(t._sum), t._stride)
+                  for name, t in job.timers.items()]
+        out.append((key, job.events, sorted(job.ranks_seen), job.first_wall, job.last_wall, repr(timers),
+                    repr(summarize(job, now=0.0).as_dict())))
+    return out
 
 
 def _same(path: Path, monkeypatch, read_size: int = 1 << 20) -> int:
-    want = _events(path, "python", monkeypatch, read_size)
-    got = _events(path, "core", monkeypatch, read_size)
+    python_items, python_stats = _items(path, "python", read_size)
+    core_items, core_stats = _items(path, "core", read_size)
+    want, got = _reprs(python_items, python_stats), _reprs(core_items, core_stats)
     for k, (a, b) in enumerate(zip(want, got)):
         assert a == b, f"{path.name}: event {k} differs:\n python: {a}\n core:   {b}"
     assert len(want) == len(got), f"{path.name}: {len(want)} events from Python, {len(got)} from the core"
+    # the store folds the rows in bulk to what it makes of the events one by one
+    assert _store_state(core_items) == _store_state(python_items), path.name
     return len(want)
 
 
@@ -75,6 +101,9 @@ def test_bench_shapes_give_the_same_events(shape, tmp_path, monkeypatch):
     if not matrix.build(shape, path, 0.5):
         pytest.skip(f"the {shape} shape needs ../shared's corpus (or TUIMON_SHARED=/path/to/shared)")
     assert _same(path, monkeypatch, read_size=1 << 16) > 100
+    rows = sum(len(item) for item in _items(path, "core", 1 << 16)[0] if type(item) is TimerRows)
+    if shape in ("dense", "srun-mcore", "corpus-megatron", "ds-neox-stronghold"):
+        assert rows > 100, f"{shape}: {rows} timer lines read in columns"
 
 
 # -- generated logs -----------------------------------------------------------------------
@@ -103,6 +132,13 @@ _BODIES = st.sampled_from([
     ":::MLLOG {\"namespace\": \"\", \"time_ms\": 1, \"event_type\": \"POINT_IN_TIME\", \"key\": \"eval_accuracy\", "
     "\"value\": 0.5, \"metadata\": {\"epoch_num\": 1}}",
     "iter 100: loss 3.24, time 123ms", "plain noise line", "", "é█ progress 47%|████▋  | 7/15 [06:19<07:13]",
+    # timer lines the core reads, and those it leaves to the hook (a save, the first offloading
+    # timer, a comms-logger line, a number only to_float reads, a [Rank N] tag)
+    "time (ms) | offloading-fwd-overhead: 31.5 | offloading-bwd-overhead: 40.2 | forward-compute: 1.0",
+    "time (ms) | save-checkpoint: 66891.40 | forward-compute: 2.0", "  successfully saved checkpoint at iteration "
+    "50 to ckpt", "[Rank 3] rank=3 time (ms) | forward: 1.5 | step: 2.5", "time (ms) | a: n/a | b: 1,234.5 | c: inf",
+    "rank=0 | comm op: broadcast | time (ms): 3907.38 | msg size: 576.0 B", "    save-checkpoint .....: (1.0, 2.0)",
+    "    offloading-x ..: (1.0, nan)", "time (ms) | forward: 1e400 | backward: -0.0",
 ])
 _ENDS = st.sampled_from([b"\n", b"\n", b"\n", b"\r\n", b"\r", b"\r\r\n"])
 _JUNK = st.sampled_from([b"", b"", b"", b"\xff\xfe", b"\xc3", b"\x00", b"\xe2\x96", "ŝ".encode()])
@@ -218,7 +254,7 @@ def test_a_saved_engine_reads_on_as_one_that_never_stopped(tmp_path):
         restored = pickle.loads(pickle.dumps(first))
         restored.engine.attach(first.engine.formats, first.engine.builtin_formats)
         got += restored.feed(data[cut:]) + restored.finish()
-        assert [repr(e) for e in got] == [repr(e) for e in want], cut
+        assert [repr(e) for e in expand(got)] == [repr(e) for e in expand(want)], cut
 
 
 def test_rules_on_the_cores_line_lists_find_what_a_block_search_finds(monkeypatch):

@@ -11,6 +11,7 @@ from tuimon.parsers.megatron import MegatronParser
 from tests.conftest import FIXTURE_LOGS, SHARED
 from tuimon.commands.cli import _report
 from tuimon.engine.ingest import FileParser, ParseStats, parse_file
+from tuimon.parsers.columns import expand
 
 CORPUS = sorted((SHARED / "corpus").rglob("*.log"))[::7] if (SHARED / "corpus").exists() else []
 
@@ -29,7 +30,7 @@ def _chunked(path, seed: int) -> list[dict]:
         step = rng.choice((1, 7, 100, 4096, 65536, 1 << 20)) if seed else len(data)
         events += fp.feed(data[at:at + step])
         at += step
-    return [e.to_dict() for e in events + fp.finish()]
+    return [e.to_dict() for e in expand(events + fp.finish())]
 
 
 @pytest.mark.parametrize("path", FIXTURE_LOGS + CORPUS, ids=lambda p: p.name)

@@ -17,6 +17,7 @@ pub mod numbers;
 pub mod prefix;
 pub mod stamp;
 pub mod text;
+pub mod timers;
 
 use text::Cursor;
 
@@ -341,11 +342,78 @@ impl LineRegex {
     }
 }
 
+/// Timer lines read into columns (`core/src/timers.rs`; the definitions are
+/// `parsers/timers.py`'s hooks, whose `(min, max)` pattern this is given).
+#[pyclass(frozen, module = "tuimon._core")]
+struct TimerLines {
+    minmax: regex::Regex,
+}
+
+/// (per line: 0 nothing, 1 to the hook, 2 timers; per timer line: its rank tag and how
+/// many timers; the names met, each once; per timer: its name's index and its ms)
+type TimerColumns = (Vec<u8>, Vec<Option<i64>>, Vec<u32>, Vec<String>, Vec<u32>, Vec<f64>);
+
+#[pymethods]
+impl TimerLines {
+    #[new]
+    fn new(minmax: &str) -> PyResult<Self> {
+        regex::Regex::new(minmax)
+            .map(|minmax| TimerLines { minmax })
+            .map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))
+    }
+
+    /// The lines `(body start, end, kind)` of `text` (character offsets, ascending; kind 0
+    /// a `time (ms)` list, 1 a `(min, max)` line), read as the hooks read them;
+    /// `offload_said`: the run's offloading was announced (the first line of offloading
+    /// timers goes to the hook, which announces it).
+    fn read(&self, py: Python<'_>, text: &Bound<'_, PyString>, lines: Vec<(usize, usize, u8)>, offload_said: bool)
+        -> PyResult<TimerColumns> {
+        let s = text.to_str()?;
+        let mut cursor = Cursor::new(s);
+        let bodies: Vec<&str> = lines.iter().map(|&(a, z, _)| {
+            let a = cursor.byte_of(a);
+            &s[a..cursor.byte_of(z).max(a)]
+        }).collect();
+        Ok(py.detach(|| {
+            let mut out: TimerColumns = Default::default();
+            let mut index: HashMap<String, u32> = HashMap::new();
+            let mut said = offload_said;
+            for (body, &(_, _, kind)) in bodies.iter().zip(&lines) {
+                let read = if kind == 0 {
+                    timers::time_line(body, &mut said)
+                } else {
+                    timers::minmax_line(&self.minmax, body, &mut said)
+                };
+                match read {
+                    timers::Read::Nothing => out.0.push(0),
+                    timers::Read::Hook => out.0.push(1),
+                    timers::Read::Timers(pairs, rank) => {
+                        out.0.push(2);
+                        out.1.push(rank);
+                        out.2.push(pairs.len() as u32);
+                        for (name, ms) in pairs {
+                            let next = index.len() as u32;
+                            let id = *index.entry(name).or_insert_with_key(|n| {
+                                out.3.push(n.clone());
+                                next
+                            });
+                            out.4.push(id);
+                            out.5.push(ms);
+                        }
+                    }
+                }
+            }
+            out
+        }))
+    }
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Literals>()?;
     m.add_class::<Records>()?;
     m.add_class::<LineRegex>()?;
+    m.add_class::<TimerLines>()?;
     m.add_function(wrap_pyfunction!(frame, m)?)?;
     m.add_function(wrap_pyfunction!(split_prefix, m)?)?;
     m.add_function(wrap_pyfunction!(line_stamp, m)?)?;

@@ -25,6 +25,7 @@ from ..figures.columns import render as render_columns
 from ..figures.gpus import GPU_PEAK_TFLOPS
 from ..figures.metrics import parse_size, tflops_per_gpu
 from ..figures.summary import STARTUP_TIMEOUT_S, summarize
+from ..parsers.columns import expand
 from ..sources.discover import DEFAULT_INCLUDE, PathError, discover
 from ..sources.files import last_line
 from ..sources.specs import split_paths
@@ -614,7 +615,7 @@ def _check_follow_args(settings: Settings) -> bool:
 
 def _json_lines(out, flush: bool = False):
     def emit(events) -> None:
-        out.write("".join(json.dumps(e.to_dict(), allow_nan=False) + "\n" for e in events))
+        out.write("".join(json.dumps(e.to_dict(), allow_nan=False) + "\n" for e in expand(events)))
         if flush:
             out.flush()
     return emit

@@ -22,10 +22,11 @@ from operator import itemgetter
 from typing import Any, Callable, Mapping, Optional, Sequence
 
 from tuimon.parsers.base import LineContext, LineParser
+from tuimon.parsers.columns import Item, TimerRows, expand
 from tuimon.parsers.events import EVENT_TYPES, LOG_START, Event, Milestone, RunConfig, Timers, frozen_map
 from tuimon.parsers.prefix import split_prefix
 from tuimon.parsers.schema import Format, LineFormat, Running
-from tuimon.parsers.timers import timer_group
+from tuimon.parsers.timers import MINMAX, timer_group
 from tuimon.parsers.timestamps import line_stamp
 
 from . import guard, native
@@ -128,8 +129,10 @@ class BlockEngine:
                        for k, f in enumerate(self.builtin_formats) for j, e in enumerate(f.lines)]
         self._hooks: list[HookRule] = []
         for k, parser in enumerate(self.active):
-            for j, (trigger, handler) in enumerate(_routes(parser)):
-                self._hooks.append(HookRule(trigger, handler, (k, j)))
+            for j, (trigger, name) in enumerate(parser.ROUTES):
+                kind = parser.COLUMNS.get(name) if native.core is not None else None
+                column = _COLUMN_KINDS.get(kind) if kind is not None else None
+                self._hooks.append(HookRule(trigger, getattr(parser, name), (k, j), column))
         literals = [a for rule in self._data for a in rule.anchors]
         literals += [a for hook in self._hooks for a in ((hook.literal,) if hook.literal else hook.anchors or ())]
         literals += [n for cls in self._dormant for n in _sniff_needles(cls) or ()]  # type: ignore[arg-type]
@@ -153,7 +156,7 @@ class BlockEngine:
         return [p.name for p in self.active]
 
     # -- feeding ------------------------------------------------------------------------
-    def feed_block(self, text: str, first_line: int) -> list[Event]:
+    def feed_block(self, text: str, first_line: int) -> list[Item]:
         """Parse ``text`` (complete lines, each ending in ``\\n``) whose first line is
         number ``first_line``."""
         if not text:
@@ -183,7 +186,7 @@ class BlockEngine:
                 hook.lines(text, hook_base + n, hits, held)
         if hits:
             hits.sort(key=_FIRST)
-        events = self._events(text, first_line, hits) if hits else []
+        events: list[Item] = self._events(text, first_line, hits) if hits else []
         if not self._log_started and self._stamp_blocks < LOG_START_BLOCKS:
             self._log_start(text, first_line, events)
         return events
@@ -201,7 +204,7 @@ class BlockEngine:
             guard.disable(rule.fmt.name, f"a regex of {rule.fmt.origin} ran over {USER_REGEX_TIMEOUT_S:g} s on a line "
                                          f"of {self.file} (it backtracks without end on some lines)")
 
-    def _log_start(self, text: str, first_line: int, events: list[Event]) -> None:
+    def _log_start(self, text: str, first_line: int, events: list[Item]) -> None:
         """The log's first stamp, matched or not, as a ``log-start`` milestone among
         ``events`` (in line order): when a job started, if it says no more (no
         ``Job started at``), is no later than that.  Looked for in the first blocks only."""
@@ -214,22 +217,29 @@ class BlockEngine:
                 continue
             self._log_started = True
             line = first_line + text.count("\n", 0, start)
-            at = next((k for k, ev in enumerate(events) if ev.line >= line), len(events))
+            if any(isinstance(ev, TimerRows) for ev in events):  # (once a file) placed among the rows' events
+                events[:] = expand(events)
+            at = next((k for k, ev in enumerate(events) if not isinstance(ev, TimerRows) and ev.line >= line),
+                      len(events))
             events.insert(at, Milestone(file=self.file, line=line, rank=pre.rank, node=pre.node, wall_time=wall,
                                         name=LOG_START))
             return
 
-    def _events(self, text: str, first_line: int, hits: list) -> list[Event]:
-        events: list[Event] = []
+    def _events(self, text: str, first_line: int, hits: list) -> list[Item]:
+        events: list[Item] = []
         number, at = first_line, 0
         count = text.count
         i, n = 0, len(hits)
         # the compiled core frames every hit line at once: number, end, launcher prefix, stamp
-        frames = iter(native.core.frame(text, [h[0] for h in hits], first_line)) if native.core is not None else None
+        frames = native.core.frame(text, [h[0] for h in hits], first_line) if native.core is not None else None
+        rows = _Rows(self, text, hits, frames) if frames is not None else None
+        verdict = rows.verdict if rows is not None else None
+        line_no = -1  # the frame of the line at hand
         while i < n:
             start = hits[i][0]
+            line_no += 1
             if frames is not None:
-                number, end, body_at, rank, local_rank, node, own = next(frames)
+                number, end, body_at, rank, local_rank, node, own = frames[line_no]
                 if body_at is None:  # not ASCII: the Python definitions read it
                     pre = split_prefix(text[start:end])
                     body, rank, local_rank, node = pre.body, pre.rank, pre.local_rank, pre.node
@@ -248,8 +258,12 @@ class BlockEngine:
                 wall = self._last_wall
             else:
                 self._last_wall = wall
-            ctx = LineContext(self.file, number, rank, local_rank, node, wall, own is not None)
             self.lines_fed += 1
+            if verdict and line_no in verdict:  # read by the core: into the block's rows, or nothing to read
+                rows.take(line_no, number, rank, node, wall)  # type: ignore[union-attr]
+                i += 1
+                continue
+            ctx = LineContext(self.file, number, rank, local_rank, node, wall, own is not None)
             if i + 1 == n or hits[i + 1][0] != start:  # one rule on the line, the common case: nothing to merge
                 rule, m = hits[i][2], hits[i][3]
                 i += 1
@@ -264,6 +278,8 @@ class BlockEngine:
                     self.failed += 1
                     continue
                 if out:
+                    if verdict:
+                        rows.before(out, number, events)  # type: ignore[union-attr]
                     events.extend(out)
                 continue
             line_events: list[Event] = []
@@ -294,7 +310,11 @@ class BlockEngine:
                 if user_types:
                     out = [e for e in out if e.type not in user_types]
                 line_events.extend(out)
+            if verdict and line_events:
+                rows.before(line_events, number, events)  # type: ignore[union-attr]
             events.extend(line_events)
+        if rows is not None:
+            rows.close(events)
         return events
 
     def _data_event(self, rule: DataRule, m: Any, ctx: LineContext, own_stamp: Optional[float]) -> Optional[Event]:
@@ -342,8 +362,8 @@ class BlockEngine:
                           framework=name), ev]
 
     def feed_line(self, line: str, lineno: int) -> list[Event]:
-        """One line on its own (tests and samples)."""
-        return self.feed_block(line + "\n", lineno)
+        """One line on its own, as events (tests and samples)."""
+        return expand(self.feed_block(line + "\n", lineno))
 
     def flush(self) -> list[Event]:
         events: list[Event] = []
@@ -390,8 +410,93 @@ def _sniffed(cls: type[LineParser], text: str, present: frozenset[str]) -> bool:
     return False
 
 
-def _routes(parser: LineParser) -> list[tuple[str, Handler]]:
-    return [(trigger, getattr(parser, handler)) for trigger, handler in parser.ROUTES]
+#: LineParser.COLUMNS' kinds -> the kind numbers of tuimon._core.TimerLines
+_COLUMN_KINDS = {"time-list": 0, "minmax": 1}
+
+
+@lru_cache(maxsize=4)
+def _timer_lines(core: Any) -> Any:
+    return core.TimerLines(MINMAX)
+
+
+class _Rows:
+    """A block's plain timer lines, read by the core into one :class:`TimerRows` that
+    follows the block's other events.  The lines are read before the block's events are
+    made, so a line the core leaves to its hook still goes to it in line order."""
+
+    __slots__ = ("file", "verdict", "taken", "names", "name_index", "ms", "counts", "ranks", "read_at",
+                 "line", "rank", "node", "wall", "pairs_at")
+
+    def __init__(self, engine: "BlockEngine", text: str, hits: list, frames: list) -> None:
+        self.file = engine.file
+        self.verdict: dict[int, int] = {}  # frame -> the core's verdict (0 nothing, 2 timers; hooks not kept)
+        spans: list[tuple[int, int, int]] = []
+        at: list[int] = []
+        parser = None
+        line_no = -1
+        last = None
+        for k, hit in enumerate(hits):
+            if hit[0] == last:
+                continue
+            last = hit[0]
+            line_no += 1
+            rule = hit[2]
+            if hit[3] is not None or rule.column is None or (k + 1 < len(hits) and hits[k + 1][0] == last):
+                continue  # a data rule's, no core reader, or more than one rule on the line
+            frame = frames[line_no]
+            if frame[2] is None:
+                continue  # not ASCII
+            spans.append((frame[2], frame[1], rule.column))
+            at.append(line_no)
+            parser = rule.handler.__self__
+        self.line: list[int] = []
+        self.rank: list[Optional[int]] = []
+        self.node: list[Optional[str]] = []
+        self.wall: list[Optional[float]] = []
+        self.pairs_at = 0  # rows and pairs of the rows closed already
+        self.read_at = 0
+        if not spans:
+            self.ranks: list = []
+            self.counts: list = []
+            self.names: list = []
+            self.name_index: list = []
+            self.ms: list = []
+            return
+        assert parser is not None
+        verdicts, self.ranks, self.counts, self.names, self.name_index, self.ms = \
+            _timer_lines(native.core).read(text, spans, parser.offload_said())
+        self.verdict = {line_no: v for line_no, v in zip(at, verdicts) if v != 1}
+
+    def take(self, line_no: int, number: int, rank: Optional[int], node: Optional[str],
+             wall: Optional[float]) -> None:
+        """Line ``line_no``, which the core read: its row, if it gives one."""
+        if self.verdict[line_no] == 2:
+            tag = self.ranks[len(self.line) + self.read_at]
+            self.line.append(number)
+            self.rank.append(rank if tag is None else tag)
+            self.node.append(node)
+            self.wall.append(wall)
+
+    def before(self, out: list, number: int, events: list) -> None:
+        """``out``, a line's events, go after ``events``: the rows so far go first when one
+        of them is of an earlier line (a held-back event: rows and events stay in line order)."""
+        if self.line:
+            for e in out:
+                if e.line != number:
+                    self.close(events)
+                    return
+
+    def close(self, events: list) -> None:
+        if not self.line:
+            return
+        a, b = self.read_at, self.read_at + len(self.line)
+        counts = self.counts[a:b]
+        lo = self.pairs_at
+        hi = lo + sum(counts)
+        events.append(TimerRows(self.file, self.line, self.rank, self.node, self.wall, counts, self.names,
+                                self.name_index[lo:hi], self.ms[lo:hi]))
+        self.read_at, self.pairs_at = b, hi
+        self.line, self.rank, self.node, self.wall = [], [], [], []
 
 
 def _data_hits(text: str, rule: DataRule, hits: list, held: Optional[Mapping[str, list[int]]] = None) -> None:

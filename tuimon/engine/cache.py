@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator, Optional
 
+from ..parsers.columns import expand, weight
 from ..paths import cache_home
 
 SCHEMA = 10
@@ -384,7 +385,7 @@ class ParseCache:
         try:
             for events in self.events(path, entry):
                 out(events)
-                handed += len(events)
+                handed += weight(events)  # in events: a parse from 0 skips events (its blocks may differ)
         except CacheMiss:
             return handed
         return None
@@ -525,9 +526,17 @@ def recorded(new: list, writer: Optional["EntryWriter"], skip: int) -> tuple[lis
     if writer is not None:
         writer.add(new)
     if skip:
-        drop = min(skip, len(new))
-        return new[drop:], skip - drop
+        return skipped(new, skip)
     return new, 0
+
+
+def skipped(items: list, skip: int) -> tuple[list, int]:
+    """``items`` without their first ``skip`` events (timer rows counted as their events:
+    chunks end between blocks, so what was handed on is a prefix of the events in line
+    order); and how many are still to be skipped."""
+    events = expand(items)
+    drop = min(skip, len(events))
+    return events[drop:], skip - drop
 
 
 class CacheMiss(Exception):

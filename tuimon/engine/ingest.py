@@ -8,13 +8,14 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
+from tuimon.parsers.columns import Item, expand
 from tuimon.parsers.events import Event
 
 from ..sources.framing import Block, Framer
 from . import catalog as catalog_mod
 from . import guard
 from .blocks import BlockEngine
-from .cache import Entry, EntryWriter, ParseCache
+from .cache import Entry, EntryWriter, ParseCache, skipped
 from .catalog import Catalog
 
 READ_SIZE = 1 << 20  # the block size; the local follower reads as much at a time
@@ -64,15 +65,17 @@ class FileParser:
         state["on_block"] = None
         return state
 
-    def feed(self, data: bytes) -> list[Event]:
+    def feed(self, data: bytes) -> list[Item]:
+        """The events of the complete lines so far (a block's plain timer lines as one
+        :class:`~tuimon.parsers.columns.TimerRows`, after its other events)."""
         return self._parse(self.framer.feed(data))
 
-    def finish(self) -> list[Event]:
+    def finish(self) -> list[Item]:
         events = self._parse(self.framer.flush())
         events.extend(self.engine.flush())
         return events
 
-    def _parse(self, block: Block) -> list[Event]:
+    def _parse(self, block: Block) -> list[Item]:
         """The block's events (``on_block`` shown its lines first).  Segments of one line
         (a lone ``\\r`` ended them) are parsed with the block, as lines of their own, and
         their events then given the number of the file line they are in."""
@@ -85,7 +88,8 @@ class FileParser:
         if self.on_block is not None:
             for text, first in block.runs():
                 self.on_block(self.label, text, first)
-        events = self.engine.feed_block(block.text, block.first_line)
+        # timer rows as events, merged by the segments' own numbers: renumbered, two segments share a line
+        events = expand(self.engine.feed_block(block.text, block.first_line))
         later = np.asarray([i for i in block.continued if i > 0], dtype=np.int64)
         first = block.first_line
         return [ev._replace(line=ev.line - int(np.searchsorted(later, ev.line - first, side="right")))
@@ -100,18 +104,19 @@ class FileParser:
 
 
 def parse_file(path: Path, label: Optional[str] = None,
-               sink: Optional[Callable[[list[Event]], None]] = None,
+               sink: Optional[Callable[[list[Item]], None]] = None,
                read_size: int = READ_SIZE, catalog: Optional[Catalog] = None,
                cache: Optional[ParseCache] = None) -> tuple[list[Event], ParseStats]:
-    """Parse a whole file.  With ``sink``, events are handed over per block and the
-    returned list stays empty (bounded memory on huge files); without, the list holds
-    every record, in line order.  With ``cache``, a file read before is not parsed
+    """Parse a whole file.  With ``sink``, events are handed over per block (a block's
+    plain timer lines as :class:`~tuimon.parsers.columns.TimerRows`) and the returned
+    list stays empty (bounded memory on huge files); without, the list holds every
+    event, in line order.  With ``cache``, a file read before is not parsed
     again (see :mod:`tuimon.engine.cache`): its saved events come first, then those
     of what it gained since."""
     from ..sources.files import open_regular  # a name swapped for a FIFO after discovery must not block
 
     label = label or str(path)
-    collected: list[Event] = []
+    collected: list[Item] = []
     out = sink or collected.extend
     fd, _ = open_regular(str(path))
     with open(fd, "rb", closefd=True) as fh:
@@ -120,13 +125,11 @@ def parse_file(path: Path, label: Optional[str] = None,
             fp = FileParser(label, catalog)
         skip_left = [skip]
 
-        def taken(events: list[Event]) -> None:
+        def taken(events: list[Item]) -> None:
             if writer is not None:
                 writer.add(events)
             if skip_left[0]:  # given already, from an entry cut short
-                drop = min(skip_left[0], len(events))
-                skip_left[0] -= drop
-                events = events[drop:]
+                events, skip_left[0] = skipped(events, skip_left[0])
             if events:
                 out(events)
 
@@ -136,7 +139,7 @@ def parse_file(path: Path, label: Optional[str] = None,
         tail = fp.finish()
         if tail:
             out(tail)
-    return collected, fp.stats
+    return expand(collected), fp.stats
 
 
 def _cache_key(label: str) -> str:
@@ -168,7 +171,7 @@ class Resumed:
     skip_events: int = 0
 
 
-def resume(cache: ParseCache, key: str, entry: Optional[Entry], label: str, out: Callable[[list[Event]], None],
+def resume(cache: ParseCache, key: str, entry: Optional[Entry], label: str, out: Callable[[list[Item]], None],
            catalog: Optional[Catalog] = None) -> Resumed:
     """Take in ``entry`` (checked by the caller to be of the file as it is now, each
     transport its own way): its saved events go to ``out`` and its parser is restored."""
@@ -181,7 +184,7 @@ def resume(cache: ParseCache, key: str, entry: Optional[Entry], label: str, out:
     return Resumed(fp, entry)
 
 
-def _from_cache(cache: Optional[ParseCache], label: str, fd: int, out: Callable[[list[Event]], None],
+def _from_cache(cache: Optional[ParseCache], label: str, fd: int, out: Callable[[list[Item]], None],
                 catalog: Optional[Catalog]) -> tuple[Optional[FileParser], Optional[EntryWriter], int, int]:
     """(parser or None, cache writer or None, offset, events to skip): the file's saved
     events handed to ``out`` and its parser restored, or what to read from 0 with."""
@@ -232,7 +235,7 @@ def parse_file_store(path: Path, label: Optional[str] = None, read_size: int = R
     return store, fp.stats
 
 
-def _read_on(fh: Any, fp: FileParser, offset: int, read_size: int, out: Callable[[list[Event]], None],
+def _read_on(fh: Any, fp: FileParser, offset: int, read_size: int, out: Callable[[list[Item]], None],
              on_bytes: Optional[Callable[[int], None]] = None) -> int:
     """Feed ``fp`` the file from ``offset`` to its end; returns the offset reached."""
     fh.seek(offset)

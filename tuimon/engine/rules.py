@@ -24,10 +24,12 @@ def _compiled(trigger: str) -> tuple[Optional[str], re.Pattern[str], Optional[tu
 class HookRule:
     """Lines holding a match of ``trigger`` go to ``handler`` (once a line)."""
 
-    __slots__ = ("trigger", "handler", "key", "literal", "regex", "anchors", "by_line")
+    __slots__ = ("trigger", "handler", "key", "literal", "regex", "anchors", "by_line", "column")
 
-    def __init__(self, trigger: str, handler: Callable[..., Any], key: tuple[int, int]) -> None:
+    def __init__(self, trigger: str, handler: Callable[..., Any], key: tuple[int, int],
+                 column: Optional[int] = None) -> None:
         self.trigger, self.handler, self.key = trigger, handler, key
+        self.column = column  # the compiled core's reader of its plain lines (see BlockEngine._events), if any
         self.literal, self.regex, self.anchors = _compiled(trigger)
         self.by_line = bool(self.anchors) and not starts_with_literal(trigger)
 

@@ -7,13 +7,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional, Union
 
-from tuimon.parsers.events import Event
+from tuimon.parsers.columns import Item
 
 
 @dataclass(frozen=True)
 class Batch:
-    """Parsed events, and the last lines of the files they came from (label -> lines)."""
-    events: list[Event]
+    """Parsed events (and timer rows), and the last lines of the files they came from (label -> lines)."""
+    events: list[Item]
     tails: dict[str, list[str]] = field(default_factory=dict)
 
 

@@ -19,7 +19,7 @@ from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
-from tuimon.parsers.events import Event
+from tuimon.parsers.columns import Item
 
 from ..figures.alerts import DEFAULTS as ALERT_DEFAULTS
 from ..figures.alerts import Alert, Rules, quiet_verdict
@@ -318,7 +318,7 @@ class LiveSession:
         if self.remote is not None:
             self.remote.stop()
 
-    def _batch(self, events: list[Event]) -> None:
+    def _batch(self, events: list[Item]) -> None:
         self.apply(Batch(events))
 
     def _on_block(self, label: str, text: str, first_line: int) -> None:
@@ -331,7 +331,7 @@ class LiveSession:
                 tail = self.tails[label] = deque(maxlen=TAIL_LINES)
             tail.extend(lines)
 
-    def _sink(self, events: list[Event]) -> None:
+    def _sink(self, events: list[Item]) -> None:
         now = self.clock()
         written: dict[str, float] = {}
         for e in events:
@@ -663,11 +663,11 @@ def ingest_main(paths: list[str], options: dict, out, stop, remote_options: Opti
 
     if catalog_spec:
         catalog.use(catalog.from_spec(catalog_spec))
-    events: list[Event] = []
+    events: list[Item] = []
     tails: dict[str, list[str]] = {}
     lock = threading.Lock()
 
-    def sink(batch: list[Event]) -> None:
+    def sink(batch: list[Item]) -> None:
         with lock:  # remote events arrive from the asyncio thread
             events.extend(batch)
 

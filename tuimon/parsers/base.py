@@ -73,6 +73,10 @@ class LineParser:
     #: (or never on) once one is on, and they never both read a line
     FALLBACK: ClassVar[bool] = False
     ROUTES: ClassVar[tuple[tuple[str, str], ...]] = ()
+    #: handler -> the kind of line the compiled core reads for it into columns
+    #: (``tuimon._core.TimerLines``): a line it reads gives the event the handler would
+    #: give, and any other line of the route still goes to the handler
+    COLUMNS: ClassVar[dict[str, str]] = {}
     TRIGGERS: ClassVar[tuple[str, ...]] = ()
     SAMPLES: ClassVar[tuple[Sample, ...]] = ()
     _ROUTE_RES: ClassVar[tuple[tuple[Pattern[str], str], ...]] = ()

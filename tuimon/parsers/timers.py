@@ -16,7 +16,9 @@ from .common import rank_or
 from .events import Checkpoint, Event, RunConfig, Timers, frozen_map
 from .numbers import to_float, to_int
 
-_MINMAX = re.compile(r"^\s*(\S.*?) \.{2,}: \(([^,()]+), ([^,()]+)\)\s*$")
+#: also the compiled core's, for the lines it reads in columns (what it reads must stay what re reads)
+MINMAX = r"^\s*(\S.*?) \.{2,}: \(([^,()]+), ([^,()]+)\)\s*$"
+_MINMAX = re.compile(MINMAX)
 # DeepSpeed's comms logger: "rank=0 | comm op: broadcast | time (ms): 3907.38 | msg size: 576.0 B | ..."
 _COMM_OP = re.compile(r"\bcomm op: ([^|]*?)\s*\|")
 _SAVED = re.compile(r"successfully saved checkpoint (?:from iteration|at iteration)\s+(\d+) to (\S+)")
@@ -69,6 +71,9 @@ class TimerParser(LineParser):
     ROUTES = ((r"time \(ms\)", "_on_time_line"), (r"\.\.: \(", "_on_minmax"), (r"saved checkpoint", "_on_saved"))
     ONCE_FLAGS = ("_offload_announced",)
     CACHES = ("_groups",)
+    # the core reads plain timer lines as _timers does; a save, the first offloading timer, a
+    # comms-logger line or a number only to_float reads still comes here (core/src/timers.rs)
+    COLUMNS = {"_on_time_line": "time-list", "_on_minmax": "minmax"}
 
     SAMPLES = (
         Sample("time (ms) | e2e-time: 6051.73 | forward-compute: 852.50 | backward-compute: 5188.55 | "
@@ -115,6 +120,11 @@ class TimerParser(LineParser):
         self._saved_iteration: Optional[int] = None
         self._offload_announced = False
         self._groups: dict[tuple[str, ...], Mapping[str, str]] = {}
+
+    def offload_said(self) -> bool:
+        """Whether the run's offloading is known to be announced (the core then reads
+        offloading timers; else their first line comes here)."""
+        return self.reported("_offload_announced")
 
     def _on_saved(self, body: str, ctx: LineContext) -> list[Event]:
         m = _SAVED.search(body)

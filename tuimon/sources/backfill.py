@@ -9,7 +9,7 @@ import os
 import time
 from typing import Callable
 
-from tuimon.parsers.events import Event
+from tuimon.parsers.columns import Item
 
 from ..engine.ingest import FileParser
 from . import state as saved
@@ -35,7 +35,7 @@ class Backfill:
     def __bool__(self) -> bool:
         return bool(self.streams)
 
-    def start(self, s: Stream, size: int, consume: Callable[[Stream, bytes, list[Event]], None]) -> list[Event]:
+    def start(self, s: Stream, size: int, consume: Callable[[Stream, bytes, list[Item]], None]) -> list[Item]:
         """Read the head and the tail of ``s`` (at 0) now, through ``consume``; returns
         their events.  The middle is left to :meth:`poll`.  Nothing is done to a file
         whose head and tail meet."""
@@ -44,7 +44,7 @@ class Backfill:
         head_end = head.rfind(b"\n") + 1
         tail_probe = os.pread(fd, self.TAIL, size - self.TAIL)
         tail_start = size - self.TAIL + tail_probe.find(b"\n") + 1
-        events: list[Event] = []
+        events: list[Item] = []
         if head_end <= 0 or tail_start <= head_end:
             return events
         consume(s, head[:head_end], events)
@@ -65,7 +65,7 @@ class Backfill:
         self.streams.append(s)
         return events
 
-    def poll(self, budget: int, events: list[Event]) -> None:
+    def poll(self, budget: int, events: list[Item]) -> None:
         """Read on in the middles, ``budget`` bytes at most; a middle read to its end
         gives its parser's last events and is done."""
         for s in list(self.streams):

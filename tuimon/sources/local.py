@@ -27,7 +27,8 @@ import time
 from pathlib import Path
 from typing import Callable, Optional, Sequence
 
-from tuimon.parsers.events import Event, Truncated
+from tuimon.parsers.columns import Item
+from tuimon.parsers.events import Truncated
 
 from ..engine import catalog, guard
 from ..engine.cache import ParseCache, recorded
@@ -58,7 +59,7 @@ LOG = logging.getLogger("tuimon.follow")
 class LocalFollower:
     """Call :meth:`poll` repeatedly (or :meth:`run`); events go to ``sink``."""
 
-    def __init__(self, paths: Sequence[str], sink: Callable[[list[Event]], None], *,
+    def __init__(self, paths: Sequence[str], sink: Callable[[list[Item]], None], *,
                  include: Sequence[str] = DEFAULT_INCLUDE, exclude: Sequence[str] = DEFAULT_EXCLUDE,
                  poll: Optional[float] = None, max_interval: float = 1.0, grace: float = 2.0,
                  state_path: Optional[str] = None, use_inotify: bool = True,
@@ -187,10 +188,10 @@ class LocalFollower:
         self.schedule.coverage_changed()
 
     # -- polling ----------------------------------------------------------------------------
-    def poll(self) -> list[Event]:
+    def poll(self) -> list[Item]:
         """One pass over what is due; returns (and sinks) the events read."""
         now = self.clock()
-        events: list[Event] = []
+        events: list[Item] = []
         self._hurry = False
         if now >= self._next_scan:
             self.scan()
@@ -219,7 +220,7 @@ class LocalFollower:
             self.save_cache()
         return events
 
-    def _guarded(self, f: Followed, events: list[Event]) -> bool:
+    def _guarded(self, f: Followed, events: list[Item]) -> bool:
         """:meth:`_poll_path`, with any error kept to this file: reported once,
         retried on the idle schedule.  Events read before the error are kept."""
         try:
@@ -236,7 +237,7 @@ class LocalFollower:
             f.watched = self.watches.covers(os.path.dirname(f.path))
         return f.watched
 
-    def _sweep(self, now: float, events: list[Event]) -> None:
+    def _sweep(self, now: float, events: list[Item]) -> None:
         """Check idle files: one stat each, inline, since this loop is what following
         thousands of quiet files costs.  Polling stays the source of truth, but a file
         inotify watches (its changes wake the loop at once) is looked at on one sweep in
@@ -363,7 +364,7 @@ class LocalFollower:
         raise Gone(f"{display(s.label)} was moved or deleted while closed")
 
     # -- one path -----------------------------------------------------------------------------
-    def _poll_path(self, f: Followed, events: list[Event]) -> bool:
+    def _poll_path(self, f: Followed, events: list[Item]) -> bool:
         try:
             st = os.stat(f.path)
         except FileNotFoundError:
@@ -404,7 +405,7 @@ class LocalFollower:
         f.status = "following"
         return self._read(s, st.st_size, events, st.st_mtime_ns)
 
-    def _lose_path(self, f: Followed, events: list[Event], status: str) -> None:
+    def _lose_path(self, f: Followed, events: list[Item], status: str) -> None:
         """The path no longer names the file we follow: drain that file (it may still be
         written through a descriptor), keep it to look for among the siblings."""
         if f.stream is not None:
@@ -413,7 +414,7 @@ class LocalFollower:
         f.status = status
 
     def _switch(self, f: Followed, s: Optional[Stream], key: tuple[int, int], st: os.stat_result,
-                events: list[Event]) -> Optional[Stream]:
+                events: list[Item]) -> Optional[Stream]:
         """A new file at the path: finish the old one and every file rotated through
         the path since, oldest first, then open the new one."""
         rotated_from = s or f.previous
@@ -532,7 +533,7 @@ class LocalFollower:
             except OSError:
                 s.writer = None
 
-    def _read(self, s: Stream, size: int, events: list[Event], mtime_ns: Optional[int] = None) -> bool:
+    def _read(self, s: Stream, size: int, events: list[Item], mtime_ns: Optional[int] = None) -> bool:
         fd = self._fd(s)
         changed = size != s.offset or (mtime_ns is not None and mtime_ns != s.mtime_ns)
         if changed and s.offset == 0 and s.mtime_ns and mtime_ns is not None:
@@ -593,7 +594,7 @@ class LocalFollower:
         self.progress.bytes_done += hole
         return True
 
-    def _copies_of_empty(self, s: Stream, mtime_ns: int, events: list[Event]) -> None:
+    def _copies_of_empty(self, s: Stream, mtime_ns: int, events: list[Item]) -> None:
         """``s`` was empty when we last looked and was written since: if it was also
         copied and truncated meanwhile (copytruncate), the copy alone holds what came
         first.  Such a copy is older than the file's last write; files rotated
@@ -607,7 +608,7 @@ class LocalFollower:
         first bytes or the bytes before the offset are no longer what was read."""
         return not continues(fd, s.head, s.offset, s.last)
 
-    def _consume(self, s: Stream, data: bytes, events: list[Event]) -> None:
+    def _consume(self, s: Stream, data: bytes, events: list[Item]) -> None:
         if len(s.head) < saved.HEAD_BYTES and len(s.head) == s.offset:
             s.head += data[: saved.HEAD_BYTES - len(s.head)]
         s.offset += len(data)
@@ -624,7 +625,7 @@ class LocalFollower:
             events.extend(new)
             self._lines_unsaved += s.parser.framer.next_line - before
 
-    def _truncated(self, s: Stream, events: list[Event], reason: str) -> None:
+    def _truncated(self, s: Stream, events: list[Item], reason: str) -> None:
         self._read_copy(s, events)
         self.parking.remember(s)
         events.extend(s.parser.finish())
@@ -643,7 +644,7 @@ class LocalFollower:
         s.last = b""
         s.skip_nuls = True  # copytruncate with a writer that keeps its offset leaves NULs
 
-    def _read_copy(self, s: Stream, events: list[Event]) -> None:
+    def _read_copy(self, s: Stream, events: list[Item]) -> None:
         """copytruncate: what was written after our last read and before the copy is
         only in the copy.  Read the copy on from our offset, as if nothing happened."""
         if not s.head:
@@ -668,7 +669,7 @@ class LocalFollower:
                 os.close(fd)
 
     # -- streams that left their path ----------------------------------------------------------
-    def _detach(self, s: Stream, events: list[Event]) -> None:
+    def _detach(self, s: Stream, events: list[Item]) -> None:
         try:
             self._drain(s, events)
         except Gone as exc:
@@ -679,7 +680,7 @@ class LocalFollower:
             self.detached.append(s)
         self.streams.pop(s.key, None)
 
-    def _drain(self, s: Stream, events: list[Event]) -> None:
+    def _drain(self, s: Stream, events: list[Item]) -> None:
         while True:
             try:
                 st = os.fstat(self._fd(s))
@@ -690,7 +691,7 @@ class LocalFollower:
             if not self._read(s, st.st_size, events, st.st_mtime_ns):
                 return
 
-    def _poll_detached(self, now: float, events: list[Event]) -> None:
+    def _poll_detached(self, now: float, events: list[Item]) -> None:
         keep = []
         for s in self.detached:
             try:
@@ -704,12 +705,12 @@ class LocalFollower:
                 keep.append(s)
         self.detached = keep
 
-    def _park(self, s: Stream, events: list[Event]) -> None:
+    def _park(self, s: Stream, events: list[Item]) -> None:
         events.extend(s.parser.finish())
         self.fds.close(s)
         self.parking.park(s)
 
-    def _read_rotated_siblings(self, f: Followed, new_key: tuple[int, int], events: list[Event],
+    def _read_rotated_siblings(self, f: Followed, new_key: tuple[int, int], events: list[Item],
                                not_after: Optional[int] = None) -> None:
         """Files rotated through ``f.path`` between two polls (``x.log`` -> ``x.log.1``
         -> ``x.log.2``...) that were never seen at the path, and the file that left
@@ -727,7 +728,7 @@ class LocalFollower:
                 self._read_whole(f, sib, events)
         f.siblings = after  # only once all were read: a read that failed part-way is tried again
 
-    def _read_parked(self, label: str, sib: Sibling, events: list[Event]) -> bool:
+    def _read_parked(self, label: str, sib: Sibling, events: list[Item]) -> bool:
         """A parked file of ``label`` found again by its content, under any name (a
         rotation, or copytruncate's copy of it): read what was added since."""
         candidates = self.parking.candidates(label, sib.key, sib.size)
@@ -763,7 +764,7 @@ class LocalFollower:
             return True
         return self.parking.is_copy(label, head, sib.size)
 
-    def _read_whole(self, f: Followed, sib: Sibling, events: list[Event]) -> None:
+    def _read_whole(self, f: Followed, sib: Sibling, events: list[Item]) -> None:
         try:
             fd, st = open_regular(sib.path)
         except OSError:
@@ -772,7 +773,7 @@ class LocalFollower:
         self.fds.adopt(s, fd)
         self._finish_sibling(s, events)
 
-    def _finish_sibling(self, s: Stream, events: list[Event]) -> None:
+    def _finish_sibling(self, s: Stream, events: list[Item]) -> None:
         """A rotated-through file is complete: read it to its end and park it."""
         try:
             self._drain(s, events)

@@ -38,7 +38,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from tuimon.parsers.events import Event, Truncated
+from tuimon.parsers.columns import Item
+from tuimon.parsers.events import Truncated
 
 from ..engine import catalog, guard
 from ..engine.cache import EntryWriter, Ident, ParseCache, recorded
@@ -61,7 +62,7 @@ class RemoteThread:
     """Remote hosts followed by an asyncio loop in a thread of its own (for the
     live session, whose other work is synchronous)."""
 
-    def __init__(self, specs: list[RemoteSpec], sink: Callable[[list[Event]], None], **kw) -> None:
+    def __init__(self, specs: list[RemoteSpec], sink: Callable[[list[Item]], None], **kw) -> None:
         import threading
 
         self.specs = specs
@@ -212,7 +213,7 @@ class RemoteHost:
 
     endpoint: tuple[str, Optional[str], Optional[int]]
     paths: list[str]
-    sink: Callable[[list[Event]], None]
+    sink: Callable[[list[Item]], None]
     ssh_config: Optional[str] = None
     include: tuple[str, ...] = DEFAULT_INCLUDE
     exclude: tuple[str, ...] = DEFAULT_EXCLUDE
@@ -248,7 +249,7 @@ class RemoteHost:
                                      on_warning=self.on_warning)
         return self._cache if self._cache.usable() else None
 
-    async def _from_cache(self, fh, rf: RemoteFile, size: int, mtime, events: list[Event]) -> None:
+    async def _from_cache(self, fh, rf: RemoteFile, size: int, mtime, events: list[Item]) -> None:
         """A file read from 0: start from its cache entry if it is still the file saved
         (no inode over SFTP: its first bytes and those before the saved offset tell)."""
         rf.cache_checked = True
@@ -387,7 +388,7 @@ class RemoteHost:
             if self.cache and (self.once or time.monotonic() - self._cache_saved >= CACHE_EVERY):
                 self._save_cache()  # before the end-of-input flush of a one-off read
             if self.once:
-                events: list[Event] = []
+                events: list[Item] = []
                 for rf in self.files.values():
                     events.extend(rf.parser.finish())
                 if events:
@@ -550,7 +551,7 @@ class RemoteHost:
     async def _read_file(self, sftp, rf: RemoteFile, size: int, mtime) -> None:
         """Read what is new in one file.  Its events are handed on however the read
         ends (a dropped link included): they and its offset advance together."""
-        events: list[Event] = []
+        events: list[Item] = []
         try:
             async with sftp.open(rf.path, "rb") as fh:
                 if rf.history is None:  # a file named on its own: its siblings now are history
@@ -609,7 +610,7 @@ class RemoteHost:
         except asyncssh.SFTPError:
             return set()
 
-    async def _drain_generations(self, sftp, rf: RemoteFile, events: list[Event]) -> None:
+    async def _drain_generations(self, sftp, rf: RemoteFile, events: list[Item]) -> None:
         """The rotation model's procedure (:func:`.rotation.rotated_through`) over SFTP:
         files rotated through ``rf``'s path since it was last read (``x.log`` ->
         ``x.log.1`` -> ``x.log.2``, copytruncate's copy), oldest first.  The one that
@@ -647,14 +648,14 @@ class RemoteHost:
         before = await fh.read(len(rf.last), rf.offset - len(rf.last)) if rf.last and head_now == rf.head else b""
         return same_content(rf.head, rf.last, head_now, before)
 
-    async def _read_on(self, fh, rf: RemoteFile, events: list[Event]) -> None:
+    async def _read_on(self, fh, rf: RemoteFile, events: list[Item]) -> None:
         while True:
             data = await fh.read(READ_SIZE, rf.offset)
             if not data:
                 return
             self._consume(rf, data, events)
 
-    async def _read_whole(self, fh, label: str, events: list[Event]) -> None:
+    async def _read_whole(self, fh, label: str, events: list[Item]) -> None:
         parser, at = FileParser(label), 0
         while True:
             data = await fh.read(READ_SIZE, at)
@@ -665,7 +666,7 @@ class RemoteHost:
             events.extend(parser.feed(data))
         events.extend(parser.finish())
 
-    def _restart(self, rf: RemoteFile, events: list[Event], reason: str) -> None:
+    def _restart(self, rf: RemoteFile, events: list[Item], reason: str) -> None:
         events.extend(rf.parser.finish())
         events.append(Truncated(file=rf.label, line=rf.parser.framer.next_line, reason=reason))
         rf.parser = FileParser(rf.label)
@@ -674,7 +675,7 @@ class RemoteHost:
             rf.writer.abandon()
             rf.writer = rf.writer.restart()
 
-    def _consume(self, rf: RemoteFile, data: bytes, events: list[Event]) -> None:
+    def _consume(self, rf: RemoteFile, data: bytes, events: list[Item]) -> None:
         if len(rf.head) < HEAD_BYTES:
             rf.head += data[: HEAD_BYTES - len(rf.head)]
         rf.offset += len(data)
@@ -751,7 +752,7 @@ def group_by_host(specs: list[RemoteSpec]) -> dict[tuple, list[str]]:
     return hosts
 
 
-async def read_remote(specs: list[RemoteSpec], sink: Callable[[list[Event]], None], *,
+async def read_remote(specs: list[RemoteSpec], sink: Callable[[list[Item]], None], *,
                       ssh_config: Optional[str] = None, follow: bool = False,
                       on_error: Callable[[str], None] = lambda m: None,
                       on_warning: Callable[[str], None] = lambda m: None,

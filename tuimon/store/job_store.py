@@ -12,6 +12,7 @@ from typing import Any, Callable, Iterable, Optional, Union
 
 import numpy as np
 
+from tuimon.parsers.columns import Item, TimerRows
 from tuimon.parsers.events import (
     Checkpoint,
     Evaluation,
@@ -34,6 +35,7 @@ from .evals import Evals
 from .fields import primary_loss
 from .identity import identify
 from .series import Series, point_plan
+from .timer_fold import Segment, fold
 from .timers import TimerStat
 
 RankKey = Union[int, str]
@@ -362,10 +364,24 @@ class JobStore:
             job = self.job_for(file)[0] if k == 0 else self._next_run(file)
             job.merge(other)
 
-    def add(self, events: Iterable[Event]) -> None:
+    def add(self, events: Iterable[Item]) -> None:
+        """Take in events in their files' line order, and the compiled core's timer rows
+        (a block's, after the block's other events; see :mod:`tuimon.store.timer_fold`)."""
+        segments: dict[str, Segment] = {}  # per file: its events since its last rows
         for ev in events:
+            if isinstance(ev, TimerRows):
+                segment = segments.pop(ev.file, None)
+                if segment is None:
+                    job = self.job_for(ev.file)[0]
+                    segment = Segment((job, job.run_of(ev.file).progressed))
+                fold(segment, ev, MAX_TIMERS, MAX_RANKS_SEEN)
+                continue
             job, file_rank = self.job_for(ev.file)
-            starts = _STARTS_A_RUN.get(type(ev))
+            segment = segments.get(ev.file)
+            if segment is None:
+                segment = segments[ev.file] = Segment((job, job.run_of(ev.file).progressed))
+            kind = type(ev)
+            starts = _STARTS_A_RUN.get(kind)
             if starts is not None and starts(job, ev, file_rank) and len(self.runs_of(ev.file)) < MAX_RUNS:
                 job = self._next_run(ev.file)
             job.events += 1
@@ -376,9 +392,17 @@ class JobStore:
                     job.first_wall = ev.wall_time
                 if job.last_wall is None or ev.wall_time > job.last_wall:
                     job.last_wall = ev.wall_time
-            handler = _HANDLERS.get(type(ev))
+            if kind is Timers:  # held, for the rows it may interleave with
+                segment.held.append((ev.line or 0, (job, job.run_of(ev.file).progressed), ev))  # type: ignore[arg-type]
+                continue
+            handler = _HANDLERS.get(kind)
             if handler is not None:
                 handler(job, ev, file_rank)
+            if kind in _MOVES_TIMER_STATE:
+                segment.mark(ev.line, (job, job.run_of(ev.file).progressed))
+        for segment in segments.values():
+            if segment.held:
+                fold(segment, None, MAX_TIMERS, MAX_RANKS_SEEN)
 
 
 #: what a file's next run takes from its run before until it says otherwise
@@ -542,18 +566,6 @@ def _on_throughput(job: Job, ev: Throughput, file_rank: Optional[int]) -> None:
     job.reported.append_event(ev, _THROUGHPUT_FIELDS, job.file_index.get(ev.file, 0))
 
 
-def _on_timers(job: Job, ev: Timers, _: Optional[int]) -> None:
-    training = job.run_of(ev.file).progressed  # this file's run had logged progress: no setup timer
-    for name, ms in ev.timers.items():
-        stat = job.timers.get(name)
-        if stat is None:
-            if len(job.timers) >= MAX_TIMERS:
-                continue
-            stat = job.timers[name] = TimerStat(ev.groups.get(name, "other"))
-        if math.isfinite(ms):
-            stat.add(ms, training)
-
-
 def _on_memory(job: Job, ev: Memory, _: Optional[int]) -> None:
     for name in ("gpu_max_allocated_mb", "gpu_max_reserved_mb", "cpu_used_gb", "gpu_allocated_mb",
                  "gpu_reserved_mb"):
@@ -597,8 +609,11 @@ def _on_truncated(job: Job, ev: Truncated, _: Optional[int]) -> None:
 
 
 
+#: events after which a file's timers may count to another job, or as training (see timer_fold)
+_MOVES_TIMER_STATE = frozenset((Iteration, Step, RunConfig, Milestone))
+
 _HANDLERS: dict[type, Callable[[Job, Any, Optional[int]], None]] = {
     RunConfig: _on_config, Iteration: _on_iteration, Step: _on_step, Throughput: _on_throughput,
-    Timers: _on_timers, Memory: _on_memory, Milestone: _on_milestone, Checkpoint: _on_checkpoint,
+    Memory: _on_memory, Milestone: _on_milestone, Checkpoint: _on_checkpoint,
     Evaluation: _on_eval, LogWarning: _on_warning, Failure: _on_failure, Exit: _on_exit, Truncated: _on_truncated,
 }

@@ -18,6 +18,8 @@ from bisect import bisect_left
 from dataclasses import dataclass, field
 from typing import Optional
 
+import numpy as np
+
 MAX_MARKS = 1024  # 16 KB a timer; a job keeps at most MAX_TIMERS timers
 
 
@@ -54,12 +56,41 @@ class TimerStat:
         if n - self._at[-1] >= self._stride:
             self._mark(n, total)
 
+    def add_many(self, ms: np.ndarray, in_training: bool = True) -> None:
+        """:meth:`add` of each of ``ms`` (float64, in order), in bulk: the same sums (a
+        cumulative sum adds one after the other, as ``add`` does) and the same marks."""
+        k = len(ms)
+        if not k:
+            return
+        if in_training:
+            self.in_training += k
+        n0 = self.count
+        sums = np.cumsum(np.concatenate(((self.total_ms,), ms)))  # sums[j]: the total after j of them
+        while True:
+            # the first report at which a mark is due, as add() finds it (never behind the count)
+            first = max(self._at[-1] + self._stride, n0 + 1)
+            if first > n0 + k:
+                break
+            # the marks due until the next thinning, every stride reports from the first
+            room = MAX_MARKS + 1 - len(self._at)
+            at = np.arange(first, min(n0 + k, first + (room - 1) * self._stride) + 1, self._stride)
+            self._at.extend(at.tolist())
+            self._sum.extend(sums[at - n0].tolist())
+            if len(self._at) > MAX_MARKS:
+                self._thin()
+        self.total_ms = float(sums[-1])
+        self.count = n0 + k
+        self.last_ms = float(ms[-1])
+
     def _mark(self, at: int, total: float) -> None:
         self._at.append(at)
         self._sum.append(total)
         if len(self._at) > MAX_MARKS:
-            self._at, self._sum = self._at[::2], self._sum[::2]  # keeps marks[0]
-            self._stride *= 2
+            self._thin()
+
+    def _thin(self) -> None:
+        self._at, self._sum = self._at[::2], self._sum[::2]  # keeps marks[0]
+        self._stride *= 2
 
     def steady(self) -> tuple[int, Optional[float]]:
         """(steady reports, their mean ms): the reports after the warm-up."""

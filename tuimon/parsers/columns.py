@@ -1,0 +1,108 @@
+"""Events in columns: many lines of one kind, without an event object a line.
+
+The compiled core reads plain timer lines (``time (ms) | a: 1 | b: 2``, ``name ....:
+(min, max)``) of a block into one :class:`TimerRows`; the store folds them in bulk
+(:mod:`tuimon.store.timers`).  Each row is exactly the :class:`~.events.Timers` event
+the Python hook gives for its line (:meth:`TimerRows.events`, which the tests hold to
+the Python engine), so anything that wants events can have them.
+
+A block's rows come after the block's other events, in the same list; they are in line
+order among themselves.  :func:`expand` gives such a list as events in line order.
+"""
+from __future__ import annotations
+
+from array import array
+from itertools import accumulate
+from typing import Any, Iterable, Optional, Sequence, Union
+
+from .events import Event, Timers, frozen_map
+from .timers import timer_group
+
+
+class TimerRows:
+    """Timer lines of one file: per row its line, rank, node and stamp, and its timers
+    (``count`` of them: names by index into ``names``, and their ms)."""
+
+    __slots__ = ("file", "line", "rank", "node", "wall_time", "count", "names", "name_index", "ms")
+    type = "timer_rows"
+
+    def __init__(self, file: str, line: Sequence[int], rank: Sequence[Optional[int]], node: Sequence[Optional[str]],
+                 wall_time: Sequence[Optional[float]], count: Sequence[int], names: Sequence[str],
+                 name_index: Sequence[int], ms: Sequence[float]) -> None:
+        self.file = file
+        self.line, self.rank, self.node, self.wall_time = list(line), list(rank), list(node), list(wall_time)
+        self.count = array("I", count)
+        self.names = tuple(names)
+        self.name_index = array("I", name_index)
+        self.ms = array("d", ms)
+
+    def __len__(self) -> int:
+        return len(self.line)
+
+    def __getstate__(self) -> tuple:
+        return tuple(getattr(self, name) for name in self.__slots__)
+
+    def __setstate__(self, state: tuple) -> None:
+        for name, value in zip(self.__slots__, state):
+            setattr(self, name, value)
+
+    def __repr__(self) -> str:
+        return f"TimerRows({self.file!r}, {len(self)} rows, lines {self.line[:1]}..{self.line[-1:]})"
+
+    def events(self) -> list[Event]:
+        """Each row as the event the hook gives for its line."""
+        out: list[Event] = []
+        groups: dict[tuple[int, ...], Any] = {}
+        names, index, ms = self.names, self.name_index, self.ms
+        for k, end in enumerate(accumulate(self.count)):
+            start = end - self.count[k]
+            ids = tuple(index[start:end])
+            group = groups.get(ids)
+            if group is None:
+                group = groups[ids] = frozen_map({names[i]: timer_group(names[i]) for i in ids})
+            out.append(Timers(file=self.file, line=self.line[k], rank=self.rank[k], node=self.node[k],
+                              wall_time=self.wall_time[k],
+                              timers=frozen_map({names[i]: ms[j] for i, j in zip(ids, range(start, end))}),
+                              groups=group))
+        return out
+
+
+Item = Union[Event, TimerRows]
+
+
+def expand(items: Iterable[Item]) -> list[Event]:
+    """Events and rows (a block's rows after its events) as events alone, in line order
+    within each file's run of items (the order the Python engine gives them)."""
+    out: list[Event] = []
+    for item in items:
+        if type(item) is TimerRows:
+            _merge(out, item.events())
+        else:
+            out.append(item)  # type: ignore[arg-type]
+    return out
+
+
+def _merge(out: list[Event], evs: list[Event]) -> None:
+    """Merge rows' events (of one file, in line order) into the tail of ``out`` holding their block."""
+    if not evs:
+        return
+    first = evs[0].line
+    # the block's events: the tail of ``out`` of the same file at lines from just before the rows
+    k = len(out)
+    while k > 0 and out[k - 1].file == evs[0].file and (out[k - 1].line or 0) > first:
+        k -= 1
+    tail = out[k:]
+    del out[k:]
+    i = j = 0
+    while i < len(tail) or j < len(evs):
+        if j == len(evs) or (i < len(tail) and (tail[i].line or 0) <= evs[j].line):
+            out.append(tail[i])
+            i += 1
+        else:
+            out.append(evs[j])
+            j += 1
+
+
+def weight(items: Sequence[Item]) -> int:
+    """How many events ``items`` stand for."""
+    return len(items) + sum(len(item) - 1 for item in items if type(item) is TimerRows)

@@ -1,0 +1,158 @@
+"""Timers into a job's running sums, in bulk and in line order.
+
+A timer's sums depend on the order of its reports (float sums, the marks of
+:class:`~tuimon.store.timers.TimerStat`), and a report counts as training or setup by
+the state of its file when it was logged (the job of the file's run, whether that run
+had logged progress).  Timer events and the compiled core's :class:`TimerRows` (a
+block's plain timer lines, after the block's other events) are both taken in here:
+
+* a file's events since its last rows form a *segment*; a timer event is held in it
+  with the state at its place, and every event that moves the state leaves a mark
+  (its line, the state after it);
+* rows take the state of the last mark before their line (the engine closes a batch
+  of rows before any event that comes out of line order, so the segment's events
+  are in line order) and are merged with the held events by line;
+* the merged reports are added name by name, a run of one state at a time.
+"""
+from __future__ import annotations
+
+from bisect import bisect_left
+from typing import Any, Optional
+
+import numpy as np
+
+from tuimon.parsers.columns import TimerRows
+from tuimon.parsers.events import Timers
+from tuimon.parsers.timers import timer_group
+
+from .timers import TimerStat
+
+#: (the job of the file's run, a store.job_store.Job; whether that run had logged progress)
+State = tuple[Any, bool]
+
+
+class Segment:
+    """One file's events since its last rows (see the module's doc)."""
+
+    __slots__ = ("start", "lines", "states", "held")
+
+    def __init__(self, start: State) -> None:
+        self.start = start
+        self.lines: list[int] = []  # marks: the line of each event that moved the state ...
+        self.states: list[State] = []  # ... and the state after it
+        self.held: list[tuple[int, State, Timers]] = []
+
+    def mark(self, line: Optional[int], state: State) -> None:
+        last = self.states[-1] if self.states else self.start
+        if state[0] is not last[0] or state[1] != last[1]:
+            self.lines.append(line or 0)
+            self.states.append(state)
+
+    def state_before(self, line: int) -> State:
+        i = bisect_left(self.lines, line)
+        return self.states[i - 1] if i else self.start
+
+
+def fold(segment: Segment, rows: Optional[TimerRows], max_timers: int, max_ranks: int) -> None:
+    """Add ``segment``'s held timer events and ``rows`` (of its file) to their jobs."""
+    runs: list[tuple[State, list[Any]]] = []  # (state, parts): each part a held event or a (start, end) of rows
+
+    def put(state: State, part: Any) -> None:
+        if runs and runs[-1][0][0] is state[0] and runs[-1][0][1] == state[1]:
+            runs[-1][1].append(part)
+        else:
+            runs.append((state, [part]))
+
+    held = segment.held
+    i = 0
+    if rows is not None and len(rows):
+        _count_rows(segment, rows, max_ranks)
+        a = 0
+        lines = rows.line
+        state = segment.state_before(lines[0])
+        for k, line in enumerate(lines):
+            while i < len(held) and held[i][0] <= line:  # (a held event and a row never share a line)
+                if k > a:
+                    put(state, (a, k))
+                    a = k
+                put(held[i][1], held[i][2])
+                i += 1
+            now = segment.state_before(line)
+            if now[0] is not state[0] or now[1] != state[1]:
+                if k > a:
+                    put(state, (a, k))
+                a, state = k, now
+        put(state, (a, len(lines)))
+    for _, st, ev in held[i:]:
+        put(st, ev)
+    for (job, training), parts in runs:
+        _add(job, training, parts, rows, max_timers)
+
+
+def _count_rows(segment: Segment, rows: TimerRows, max_ranks: int) -> None:
+    """What every event counts for its job (see ``JobStore.add``), for each row."""
+    for k, line in enumerate(rows.line):
+        job = segment.state_before(line)[0]
+        job.events += 1
+        rank = rows.rank[k]
+        if rank is not None and rank not in job.ranks_seen and len(job.ranks_seen) < max_ranks:
+            job.ranks_seen.add(rank)
+        wall = rows.wall_time[k]
+        if wall is not None:
+            if job.first_wall is None or wall < job.first_wall:
+                job.first_wall = wall
+            if job.last_wall is None or wall > job.last_wall:
+                job.last_wall = wall
+
+
+def _add(job: Any, training: bool, parts: list[Any], rows: Optional[TimerRows], max_timers: int) -> None:
+    """The reports of ``parts`` (in order), name by name."""
+    names: list[str] = []  # the names in order of first report, with their group
+    groups: list[str] = []
+    index: dict[str, int] = {}
+    ids: list[np.ndarray] = []
+    values: list[np.ndarray] = []
+    for part in parts:
+        if type(part) is tuple:  # rows a..b of the batch
+            assert rows is not None
+            a, b = part
+            starts = np.frombuffer(rows.count, dtype=np.uint32)
+            lo = int(starts[:a].sum())
+            hi = lo + int(starts[a:b].sum())
+            local = np.frombuffer(rows.name_index, dtype=np.uint32)[lo:hi]
+            remap = np.empty(len(rows.names), dtype=np.int64)
+            for j in _first_seen(local):
+                name = rows.names[j]
+                if name not in index:
+                    index[name] = len(names)
+                    names.append(name)
+                    groups.append(timer_group(name))
+                remap[j] = index[name]
+            ids.append(remap[local])
+            values.append(np.frombuffer(rows.ms, dtype=np.float64)[lo:hi])
+        else:  # a held timer event
+            ev = part
+            for name in ev.timers:
+                if name not in index:
+                    index[name] = len(names)
+                    names.append(name)
+                    groups.append(ev.groups.get(name, "other"))
+            ids.append(np.fromiter((index[n] for n in ev.timers), dtype=np.int64, count=len(ev.timers)))
+            values.append(np.fromiter(ev.timers.values(), dtype=np.float64, count=len(ev.timers)))
+    all_ids = np.concatenate(ids) if len(ids) > 1 else ids[0]
+    all_values = np.concatenate(values) if len(values) > 1 else values[0]
+    finite = np.isfinite(all_values)
+    for k, name in enumerate(names):
+        stat = job.timers.get(name)
+        if stat is None:
+            if len(job.timers) >= max_timers:
+                continue
+            stat = job.timers[name] = TimerStat(groups[k])
+        mine = (all_ids == k) & finite
+        stat.add_many(all_values[mine], training)
+
+
+def _first_seen(ids: np.ndarray) -> list[int]:
+    """The distinct values of ``ids`` in order of first appearance."""
+    unique, first = np.unique(ids, return_index=True)
+    return [int(unique[j]) for j in np.argsort(first, kind="stable")]
