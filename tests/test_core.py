@@ -139,6 +139,8 @@ _BODIES = st.sampled_from([
     "50 to ckpt", "[Rank 3] rank=3 time (ms) | forward: 1.5 | step: 2.5", "time (ms) | a: n/a | b: 1,234.5 | c: inf",
     "rank=0 | comm op: broadcast | time (ms): 3907.38 | msg size: 576.0 B", "    save-checkpoint .....: (1.0, 2.0)",
     "    offloading-x ..: (1.0, nan)", "time (ms) | forward: 1e400 | backward: -0.0",
+    "time (ms) | broadcast: 2.5 | forward: 1.0", "[Rank 1] rank=1 | comm op: all_reduce | time (ms): n/a | x",
+    "rank=0 | comm op:  | time (ms): 1.0 | msg size: 1 KB",
 ])
 _ENDS = st.sampled_from([b"\n", b"\n", b"\n", b"\r\n", b"\r", b"\r\r\n"])
 _JUNK = st.sampled_from([b"", b"", b"", b"\xff\xfe", b"\xc3", b"\x00", b"\xe2\x96", "ŝ".encode()])

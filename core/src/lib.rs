@@ -343,27 +343,31 @@ impl LineRegex {
 }
 
 /// Timer lines read into columns (`core/src/timers.rs`; the definitions are
-/// `parsers/timers.py`'s hooks, whose `(min, max)` pattern this is given).
+/// `parsers/timers.py`'s hooks, whose `(min, max)` and comms-logger patterns these are).
 #[pyclass(frozen, module = "tuimon._core")]
 struct TimerLines {
     minmax: regex::Regex,
+    comm_op: regex::Regex,
 }
 
-/// (per line: 0 nothing, 1 to the hook, 2 timers; per timer line: its rank tag and how
-/// many timers; the names met, each once; per timer: its name's index and its ms)
-type TimerColumns = (Vec<u8>, Vec<Option<i64>>, Vec<u32>, Vec<String>, Vec<u32>, Vec<f64>);
+/// (per line: 0 nothing, 1 to the hook, 2 timers; per timer line: its rank tag, how many
+/// timers and whether it is a comms-logger op; the names met, each once; per timer: its
+/// name's index and its ms)
+type TimerColumns = (Vec<u8>, Vec<Option<i64>>, Vec<u32>, Vec<u8>, Vec<String>, Vec<u32>, Vec<f64>);
+
+fn pattern(p: &str) -> PyResult<regex::Regex> {
+    regex::Regex::new(p).map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))
+}
 
 #[pymethods]
 impl TimerLines {
     #[new]
-    fn new(minmax: &str) -> PyResult<Self> {
-        regex::Regex::new(minmax)
-            .map(|minmax| TimerLines { minmax })
-            .map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))
+    fn new(minmax: &str, comm_op: &str) -> PyResult<Self> {
+        Ok(TimerLines { minmax: pattern(minmax)?, comm_op: pattern(comm_op)? })
     }
 
     /// The lines `(body start, end, kind)` of `text` (character offsets, ascending; kind 0
-    /// a `time (ms)` list, 1 a `(min, max)` line), read as the hooks read them;
+    /// a `time (ms)` line, 1 a `(min, max)` line), read as the hooks read them;
     /// `offload_said`: the run's offloading was announced (the first line of offloading
     /// timers goes to the hook, which announces it).
     fn read(&self, py: Python<'_>, text: &Bound<'_, PyString>, lines: Vec<(usize, usize, u8)>, offload_said: bool)
@@ -378,9 +382,16 @@ impl TimerLines {
             let mut out: TimerColumns = Default::default();
             let mut index: HashMap<String, u32> = HashMap::new();
             let mut said = offload_said;
+            let mut name_id = |out: &mut TimerColumns, name: String| {
+                let next = index.len() as u32;
+                *index.entry(name).or_insert_with_key(|n| {
+                    out.4.push(n.clone());
+                    next
+                })
+            };
             for (body, &(_, _, kind)) in bodies.iter().zip(&lines) {
                 let read = if kind == 0 {
-                    timers::time_line(body, &mut said)
+                    timers::time_line(&self.comm_op, body, &mut said)
                 } else {
                     timers::minmax_line(&self.minmax, body, &mut said)
                 };
@@ -391,15 +402,21 @@ impl TimerLines {
                         out.0.push(2);
                         out.1.push(rank);
                         out.2.push(pairs.len() as u32);
+                        out.3.push(0);
                         for (name, ms) in pairs {
-                            let next = index.len() as u32;
-                            let id = *index.entry(name).or_insert_with_key(|n| {
-                                out.3.push(n.clone());
-                                next
-                            });
-                            out.4.push(id);
-                            out.5.push(ms);
+                            let id = name_id(&mut out, name);
+                            out.5.push(id);
+                            out.6.push(ms);
                         }
+                    }
+                    timers::Read::CommOp(op, ms, rank) => {
+                        out.0.push(2);
+                        out.1.push(rank);
+                        out.2.push(1);
+                        out.3.push(1);
+                        let id = name_id(&mut out, op);
+                        out.5.push(id);
+                        out.6.push(ms);
                     }
                 }
             }

@@ -16,7 +16,12 @@ pub enum Read {
     Hook,
     /// timers (name, ms) in the order a Python dict keeps them, and the line's `[Rank N]` tag
     Timers(Vec<(String, f64)>, Option<i64>),
+    /// one collective's time (DeepSpeed's comms logger): the op, its ms, the line's rank tag
+    CommOp(String, f64, Option<i64>),
 }
+
+/// The longest op name kept (`TimerParser._comm_op`).
+const MAX_OP: usize = 120;
 
 /// The most pairs a list keeps (`timers.pairs`).
 const MAX_PAIRS: usize = 256;
@@ -76,18 +81,30 @@ fn checked(timers: Vec<(String, f64)>, body: &str, offload_said: &mut bool) -> R
         *offload_said = true;
         return Read::Hook;
     }
-    Read::Timers(timers, if body.contains("[Rank") { rank_tag(body) } else { None })
+    Read::Timers(timers, tag(body))
 }
 
-/// A `time (ms) | ...` line's body.
-pub fn time_line(body: &str, offload_said: &mut bool) -> Read {
+fn tag(body: &str) -> Option<i64> {
+    if body.contains("[Rank") { rank_tag(body) } else { None }
+}
+
+/// A `time (ms) | ...` line's body; `comm_op` is the definition's pattern of a comms-logger
+/// line's op (`rank=0 | comm op: broadcast | time (ms): 3907.38 | msg size: ...`).
+pub fn time_line(comm_op: &Regex, body: &str, offload_said: &mut bool) -> Read {
     if !plain(body) {
         return Read::Hook;
     }
     let Some(pos) = body.find("time (ms)") else { return Read::Nothing };
     let tail = &body[pos + 9..];
-    if tail.starts_with(':') {
-        return Read::Hook; // one collective's time (DeepSpeed's comms logger)
+    if let Some(rest) = tail.strip_prefix(':') {
+        // one collective's time: no breakdown, its sizes and bandwidths are no timers
+        let Some(op) = comm_op.captures(body).and_then(|c| c.get(1)) else { return Read::Nothing };
+        let op = py_strip(op.as_str());
+        let Some(ms) = fast_float(rest.split('|').next().unwrap_or("")) else { return Read::Hook };
+        if op.is_empty() {
+            return Read::Nothing;
+        }
+        return Read::CommOp(op[..op.len().min(MAX_OP)].to_string(), ms, tag(body));
     }
     match pairs(tail) {
         Some(timers) => checked(timers, body, offload_said),
@@ -122,22 +139,37 @@ mod tests {
     #[test]
     fn reads_lists_as_a_python_dict_does() {
         let said = &mut true;
-        let t = timers(time_line("time (ms) | a: 1.5 | b : 2 | a: 3 | junk | c:: 4", said));
+        let c = &comm();
+        let t = timers(time_line(c, "time (ms) | a: 1.5 | b : 2 | a: 3 | junk | c:: 4", said));
         assert_eq!(t, vec![("a".into(), 3.0), ("b".into(), 2.0), ("c:".into(), 4.0)]);
-        assert_eq!(time_line("time (ms) | a: n/a", said), Read::Hook);
-        assert_eq!(time_line("x time (ms): 3.0 | msg size: 1", said), Read::Hook);
-        assert_eq!(time_line("time (ms) | save-checkpoint: 5.0", said), Read::Hook);
-        assert_eq!(time_line("time (ms)", said), Read::Nothing);
-        assert_eq!(time_line("time (ms) | é: 1", said), Read::Hook);
+        assert_eq!(time_line(c, "time (ms) | a: n/a", said), Read::Hook);
+        assert_eq!(time_line(c, "time (ms) | save-checkpoint: 5.0", said), Read::Hook);
+        assert_eq!(time_line(c, "time (ms)", said), Read::Nothing);
+        assert_eq!(time_line(c, "time (ms) | é: 1", said), Read::Hook);
+    }
+
+    fn comm() -> Regex {
+        Regex::new(r"\bcomm op: ([^|]*?)\s*\|").unwrap()
+    }
+
+    #[test]
+    fn reads_comms_logger_lines() {
+        let (c, said) = (&comm(), &mut false);
+        assert_eq!(time_line(c, "[Rank 2] rank=2 | comm op: all_reduce | time (ms): 3.5 | msg size: 1 KB", said),
+                   Read::CommOp("all_reduce".into(), 3.5, Some(2)));
+        assert_eq!(time_line(c, "x time (ms): 3.0 | msg size: 1", said), Read::Nothing);
+        assert_eq!(time_line(c, "comm op:  | time (ms): 3.0 |", said), Read::Nothing);
+        assert_eq!(time_line(c, "comm op: x | time (ms): n/a |", said), Read::Hook);
+        assert_eq!(time_line(c, "xcomm op: x | time (ms): 1 |", said), Read::Nothing);
     }
 
     #[test]
     fn the_first_offloading_line_goes_to_the_hook() {
-        let said = &mut false;
-        assert_eq!(time_line("time (ms) | a: 1", said), Read::Timers(vec![("a".into(), 1.0)], None));
-        assert_eq!(time_line("time (ms) | offloading-x: 5.0", said), Read::Hook);
+        let (c, said) = (&comm(), &mut false);
+        assert_eq!(time_line(c, "time (ms) | a: 1", said), Read::Timers(vec![("a".into(), 1.0)], None));
+        assert_eq!(time_line(c, "time (ms) | offloading-x: 5.0", said), Read::Hook);
         assert!(*said);
-        assert!(matches!(time_line("[Rank 3] time (ms) | offloading-x: 5.0", said), Read::Timers(_, Some(3))));
+        assert!(matches!(time_line(c, "[Rank 3] time (ms) | offloading-x: 5.0", said), Read::Timers(_, Some(3))));
     }
 
     #[test]

@@ -26,7 +26,7 @@ from tuimon.parsers.columns import Item, TimerRows, expand
 from tuimon.parsers.events import EVENT_TYPES, LOG_START, Event, Milestone, RunConfig, Timers, frozen_map
 from tuimon.parsers.prefix import split_prefix
 from tuimon.parsers.schema import Format, LineFormat, Running
-from tuimon.parsers.timers import MINMAX, timer_group
+from tuimon.parsers.timers import COMM_OP_NAME, MINMAX, timer_group
 from tuimon.parsers.timestamps import line_stamp
 
 from . import guard, native
@@ -416,7 +416,7 @@ _COLUMN_KINDS = {"time-list": 0, "minmax": 1}
 
 @lru_cache(maxsize=4)
 def _timer_lines(core: Any) -> Any:
-    return core.TimerLines(MINMAX)
+    return core.TimerLines(MINMAX, COMM_OP_NAME)
 
 
 class _Rows:
@@ -424,7 +424,7 @@ class _Rows:
     follows the block's other events.  The lines are read before the block's events are
     made, so a line the core leaves to its hook still goes to it in line order."""
 
-    __slots__ = ("file", "verdict", "taken", "names", "name_index", "ms", "counts", "ranks", "read_at",
+    __slots__ = ("file", "verdict", "names", "name_index", "ms", "counts", "comm", "ranks", "read_at",
                  "line", "rank", "node", "wall", "pairs_at")
 
     def __init__(self, engine: "BlockEngine", text: str, hits: list, frames: list) -> None:
@@ -458,12 +458,13 @@ class _Rows:
         if not spans:
             self.ranks: list = []
             self.counts: list = []
+            self.comm: list = []
             self.names: list = []
             self.name_index: list = []
             self.ms: list = []
             return
         assert parser is not None
-        verdicts, self.ranks, self.counts, self.names, self.name_index, self.ms = \
+        verdicts, self.ranks, self.counts, self.comm, self.names, self.name_index, self.ms = \
             _timer_lines(native.core).read(text, spans, parser.offload_said())
         self.verdict = {line_no: v for line_no, v in zip(at, verdicts) if v != 1}
 
@@ -493,8 +494,8 @@ class _Rows:
         counts = self.counts[a:b]
         lo = self.pairs_at
         hi = lo + sum(counts)
-        events.append(TimerRows(self.file, self.line, self.rank, self.node, self.wall, counts, self.names,
-                                self.name_index[lo:hi], self.ms[lo:hi]))
+        events.append(TimerRows(self.file, self.line, self.rank, self.node, self.wall, counts, self.comm[a:b],
+                                self.names, self.name_index[lo:hi], self.ms[lo:hi]))
         self.read_at, self.pairs_at = b, hi
         self.line, self.rank, self.node, self.wall = [], [], [], []
 

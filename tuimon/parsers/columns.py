@@ -16,22 +16,24 @@ from itertools import accumulate
 from typing import Any, Iterable, Optional, Sequence, Union
 
 from .events import Event, Timers, frozen_map
-from .timers import timer_group
+from .timers import COMM_OP, timer_group
 
 
 class TimerRows:
     """Timer lines of one file: per row its line, rank, node and stamp, and its timers
-    (``count`` of them: names by index into ``names``, and their ms)."""
+    (``count`` of them: names by index into ``names``, and their ms); a ``comm`` row is
+    one collective's time (DeepSpeed's comms logger), of the group ``COMM_OP``."""
 
-    __slots__ = ("file", "line", "rank", "node", "wall_time", "count", "names", "name_index", "ms")
+    __slots__ = ("file", "line", "rank", "node", "wall_time", "count", "comm", "names", "name_index", "ms")
     type = "timer_rows"
 
     def __init__(self, file: str, line: Sequence[int], rank: Sequence[Optional[int]], node: Sequence[Optional[str]],
-                 wall_time: Sequence[Optional[float]], count: Sequence[int], names: Sequence[str],
-                 name_index: Sequence[int], ms: Sequence[float]) -> None:
+                 wall_time: Sequence[Optional[float]], count: Sequence[int], comm: Sequence[int],
+                 names: Sequence[str], name_index: Sequence[int], ms: Sequence[float]) -> None:
         self.file = file
         self.line, self.rank, self.node, self.wall_time = list(line), list(rank), list(node), list(wall_time)
         self.count = array("I", count)
+        self.comm = array("B", comm)
         self.names = tuple(names)
         self.name_index = array("I", name_index)
         self.ms = array("d", ms)
@@ -57,9 +59,11 @@ class TimerRows:
         for k, end in enumerate(accumulate(self.count)):
             start = end - self.count[k]
             ids = tuple(index[start:end])
-            group = groups.get(ids)
+            group = groups.get(ids) if not self.comm[k] else None
             if group is None:
-                group = groups[ids] = frozen_map({names[i]: timer_group(names[i]) for i in ids})
+                group = frozen_map({names[i]: COMM_OP if self.comm[k] else timer_group(names[i]) for i in ids})
+                if not self.comm[k]:
+                    groups[ids] = group
             out.append(Timers(file=self.file, line=self.line[k], rank=self.rank[k], node=self.node[k],
                               wall_time=self.wall_time[k],
                               timers=frozen_map({names[i]: ms[j] for i, j in zip(ids, range(start, end))}),

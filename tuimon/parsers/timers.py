@@ -20,7 +20,8 @@ from .numbers import to_float, to_int
 MINMAX = r"^\s*(\S.*?) \.{2,}: \(([^,()]+), ([^,()]+)\)\s*$"
 _MINMAX = re.compile(MINMAX)
 # DeepSpeed's comms logger: "rank=0 | comm op: broadcast | time (ms): 3907.38 | msg size: 576.0 B | ..."
-_COMM_OP = re.compile(r"\bcomm op: ([^|]*?)\s*\|")
+COMM_OP_NAME = r"\bcomm op: ([^|]*?)\s*\|"  # (the core's too)
+_COMM_OP = re.compile(COMM_OP_NAME)
 _SAVED = re.compile(r"successfully saved checkpoint (?:from iteration|at iteration)\s+(\d+) to (\S+)")
 _COMM_WORDS = ("allreduce", "all-reduce", "all_reduce", "allgather", "all-gather", "reduce-scatter",
                "reduce_scatter", "send", "recv", "broadcast", "grads-reduce", "params-all-gather")
@@ -71,8 +72,8 @@ class TimerParser(LineParser):
     ROUTES = ((r"time \(ms\)", "_on_time_line"), (r"\.\.: \(", "_on_minmax"), (r"saved checkpoint", "_on_saved"))
     ONCE_FLAGS = ("_offload_announced",)
     CACHES = ("_groups",)
-    # the core reads plain timer lines as _timers does; a save, the first offloading timer, a
-    # comms-logger line or a number only to_float reads still comes here (core/src/timers.rs)
+    # the core reads plain timer lines as _timers and _comm_op do; a save, the first offloading
+    # timer or a number only to_float reads still comes here (core/src/timers.rs)
     COLUMNS = {"_on_time_line": "time-list", "_on_minmax": "minmax"}
 
     SAMPLES = (

@@ -23,7 +23,7 @@ import numpy as np
 
 from tuimon.parsers.columns import TimerRows
 from tuimon.parsers.events import Timers
-from tuimon.parsers.timers import timer_group
+from tuimon.parsers.timers import COMM_OP, timer_group
 
 from .timers import TimerStat
 
@@ -120,13 +120,14 @@ def _add(job: Any, training: bool, parts: list[Any], rows: Optional[TimerRows], 
             lo = int(starts[:a].sum())
             hi = lo + int(starts[a:b].sum())
             local = np.frombuffer(rows.name_index, dtype=np.uint32)[lo:hi]
+            comm = np.repeat(np.frombuffer(rows.comm, dtype=np.uint8)[a:b], starts[a:b])  # per timer
             remap = np.empty(len(rows.names), dtype=np.int64)
-            for j in _first_seen(local):
+            for j, at in _first_seen(local):
                 name = rows.names[j]
                 if name not in index:
                     index[name] = len(names)
                     names.append(name)
-                    groups.append(timer_group(name))
+                    groups.append(COMM_OP if comm[at] else timer_group(name))  # (as its first report says)
                 remap[j] = index[name]
             ids.append(remap[local])
             values.append(np.frombuffer(rows.ms, dtype=np.float64)[lo:hi])
@@ -152,7 +153,7 @@ def _add(job: Any, training: bool, parts: list[Any], rows: Optional[TimerRows], 
         stat.add_many(all_values[mine], training)
 
 
-def _first_seen(ids: np.ndarray) -> list[int]:
-    """The distinct values of ``ids`` in order of first appearance."""
+def _first_seen(ids: np.ndarray) -> list[tuple[int, int]]:
+    """The distinct values of ``ids`` in order of first appearance, each with where it is first."""
     unique, first = np.unique(ids, return_index=True)
-    return [int(unique[j]) for j in np.argsort(first, kind="stable")]
+    return [(int(unique[j]), int(first[j])) for j in np.argsort(first, kind="stable")]
