@@ -238,6 +238,16 @@ class BlockEngine:
         while i < n:
             start = hits[i][0]
             line_no += 1
+            if verdict and line_no in verdict:  # read by the core (an ASCII line): a row, or nothing to read
+                number, _, _, rank, _, node, own = frames[line_no]  # type: ignore[index]
+                if own is None:
+                    own = self._last_wall
+                else:
+                    self._last_wall = own
+                self.lines_fed += 1
+                rows.take(line_no, number, rank, node, own)  # type: ignore[union-attr]
+                i += 1
+                continue
             if frames is not None:
                 number, end, body_at, rank, local_rank, node, own = frames[line_no]
                 if body_at is None:  # not ASCII: the Python definitions read it
@@ -259,10 +269,6 @@ class BlockEngine:
             else:
                 self._last_wall = wall
             self.lines_fed += 1
-            if verdict and line_no in verdict:  # read by the core: into the block's rows, or nothing to read
-                rows.take(line_no, number, rank, node, wall)  # type: ignore[union-attr]
-                i += 1
-                continue
             ctx = LineContext(self.file, number, rank, local_rank, node, wall, own is not None)
             if i + 1 == n or hits[i + 1][0] != start:  # one rule on the line, the common case: nothing to merge
                 rule, m = hits[i][2], hits[i][3]
