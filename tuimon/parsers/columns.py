@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from array import array
 from itertools import accumulate
-from typing import Any, Iterable, Optional, Sequence, Union
+from typing import Any, Optional, Sequence, Union
 
 from .events import Event, Timers, frozen_map
 from .timers import COMM_OP, timer_group
@@ -74,9 +74,11 @@ class TimerRows:
 Item = Union[Event, TimerRows]
 
 
-def expand(items: Iterable[Item]) -> list[Event]:
+def expand(items: Sequence[Item]) -> list[Event]:
     """Events and rows (a block's rows after its events) as events alone, in line order
     within each file's run of items (the order the Python engine gives them)."""
+    if not any(type(item) is TimerRows for item in items):
+        return list(items)  # type: ignore[arg-type]
     out: list[Event] = []
     for item in items:
         if type(item) is TimerRows:
