@@ -21,7 +21,7 @@ from tests.conftest import FIXTURE_LOGS, ROOT, shared_or_skip
 from tuimon.engine import native
 from tuimon.engine.ingest import parse_file
 from tuimon.figures.summary import summarize
-from tuimon.parsers.columns import TimerRows, expand
+from tuimon.parsers.columns import TimerRows, expand, slices
 from tuimon.parsers import megatron, timers
 from tuimon.parsers.events import frozen_map
 from tuimon.parsers.numbers import to_float, to_int
@@ -50,10 +50,12 @@ def _reprs(items: list, stats: Any) -> list[str]:
     return [repr(ev) for ev in expand(items)] + [repr((stats.lines, stats.too_long, stats.invalid_utf8, stats.failed))]
 
 
-def _store_state(items: list) -> list:
-    """Everything a store keeps of its jobs' timers, and every job's summary."""
+def _store_state(items: list, slice_size: int = 0) -> list:
+    """Everything a store keeps of its jobs' timers, and every job's summary (the items
+    added at once, or in slices as a live session adds them)."""
     store = JobStore()
-    store.add(items)
+    for part in slices(items, slice_size) if slice_size else (items,):
+        store.add(part)
     out = []
     for key, job in store.jobs.items():
         timers = [(name, t.group, t.total_ms, t.count, t.last_ms, t.in_training, list(t._at), list(t._sum), t._stride)
@@ -71,7 +73,9 @@ def _same(path: Path, monkeypatch, read_size: int = 1 << 20) -> int:
         assert a == b, f"{path.name}: event {k} differs:\n python: {a}\n core:   {b}"
     assert len(want) == len(got), f"{path.name}: {len(want)} events from Python, {len(got)} from the core"
     # the store folds the rows in bulk to what it makes of the events one by one
-    assert _store_state(core_items) == _store_state(python_items), path.name
+    want_state = _store_state(python_items)
+    assert _store_state(core_items) == want_state, path.name
+    assert _store_state(core_items, 7) == want_state, f"{path.name}: in slices"
     return len(want)
 
 

@@ -19,7 +19,7 @@ from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
-from tuimon.parsers.columns import Item
+from tuimon.parsers.columns import Item, slices
 
 from ..figures.alerts import DEFAULTS as ALERT_DEFAULTS
 from ..figures.alerts import Alert, Rules, quiet_verdict
@@ -341,9 +341,9 @@ class LiveSession:
                 except OSError:
                     written[e.file] = now
         # in slices, so that the UI thread never waits long for the lock
-        for start in range(0, len(events), SINK_SLICE):
+        for part in slices(events, SINK_SLICE):
             with self.lock:
-                self.store.add(events[start:start + SINK_SLICE])
+                self.store.add(part)
         with self.lock:
             for file, when in written.items():
                 self.store.job_for(file)

@@ -112,3 +112,26 @@ def _merge(out: list[Event], evs: list[Event]) -> None:
 def weight(items: Sequence[Item]) -> int:
     """How many events ``items`` stand for."""
     return len(items) + sum(len(item) - 1 for item in items if type(item) is TimerRows)
+
+
+def slices(items: Sequence[Item], size: int) -> list[Sequence[Item]]:
+    """``items`` in slices of about ``size``, each one a store can take on its own: a cut
+    never falls between a block's events and the timer rows that follow them (their rows
+    take the state those events leave).  A cut is moved past the first rows of its file
+    that come before the file changes: at worst a slice holds one more block."""
+    out: list[Sequence[Item]] = []
+    start, n = 0, len(items)
+    while start < n:
+        end = min(start + size, n)
+        if end < n and type(items[end - 1]) is not TimerRows:
+            file = items[end - 1].file
+            j = end
+            while j < n and items[j].file == file:
+                if type(items[j]) is TimerRows:
+                    end = j + 1
+                    break
+                j += 1
+        out.append(items[start:end])
+        start = end
+    return out
+

@@ -382,7 +382,8 @@ class JobStore:
                 segment = segments[ev.file] = Segment((job, job.run_of(ev.file).progressed))
             kind = type(ev)
             starts = _STARTS_A_RUN.get(kind)
-            if starts is not None and starts(job, ev, file_rank) and len(self.runs_of(ev.file)) < MAX_RUNS:
+            new_run = starts is not None and starts(job, ev, file_rank) and len(self.runs_of(ev.file)) < MAX_RUNS
+            if new_run:
                 job = self._next_run(ev.file)
             job.events += 1
             if ev.rank is not None and ev.rank not in job.ranks_seen and len(job.ranks_seen) < MAX_RANKS_SEEN:
@@ -398,7 +399,8 @@ class JobStore:
             handler = _HANDLERS.get(kind)
             if handler is not None:
                 handler(job, ev, file_rank)
-            if kind in _MOVES_TIMER_STATE:
+            # the state its timers count in moves with a new run, and with a run's first progress
+            if new_run or (kind in _PROGRESS and not segment.progressed):
                 segment.mark(ev.line, (job, job.run_of(ev.file).progressed))
         for segment in segments.values():
             if segment.held:
@@ -609,8 +611,8 @@ def _on_truncated(job: Job, ev: Truncated, _: Optional[int]) -> None:
 
 
 
-#: events after which a file's timers may count to another job, or as training (see timer_fold)
-_MOVES_TIMER_STATE = frozenset((Iteration, Step, RunConfig, Milestone))
+#: events that log a run's progress (its timers count as training from then on; see timer_fold)
+_PROGRESS = frozenset((Iteration, Step))
 
 _HANDLERS: dict[type, Callable[[Job, Any, Optional[int]], None]] = {
     RunConfig: _on_config, Iteration: _on_iteration, Step: _on_step, Throughput: _on_throughput,

@@ -34,16 +34,19 @@ State = tuple[Any, bool]
 class Segment:
     """One file's events since its last rows (see the module's doc)."""
 
-    __slots__ = ("start", "lines", "states", "held")
+    __slots__ = ("start", "lines", "states", "held", "progressed")
 
     def __init__(self, start: State) -> None:
         self.start = start
         self.lines: list[int] = []  # marks: the line of each event that moved the state ...
         self.states: list[State] = []  # ... and the state after it
         self.held: list[tuple[int, State, Timers]] = []
+        self.progressed = start[1]  # the latest state's (progress once logged is never unlogged)
 
     def mark(self, line: Optional[int], state: State) -> None:
+        """The state after the event at ``line`` (kept if it moved)."""
         last = self.states[-1] if self.states else self.start
+        self.progressed = state[1]
         if state[0] is not last[0] or state[1] != last[1]:
             self.lines.append(line or 0)
             self.states.append(state)
