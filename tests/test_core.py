@@ -171,6 +171,25 @@ def test_generated_logs_give_the_same_events(data, read_size, tmp_path, monkeypa
     _same(path, monkeypatch, read_size)
 
 
+def test_timer_segments_of_a_line_other_items_share_keep_their_order(tmp_path, monkeypatch):
+    """A lone carriage return makes segments of one file line, numbered alike: a timer row
+    on the line of an iteration (in the same block, or going on from the block before)
+    cannot order itself by line, so it becomes an event in its segment's place (counted
+    as training: the iteration came first)."""
+    record = (b" iteration       10/ 1000 | elapsed time per iteration (ms): 2500.5 | lm loss: 2.5E+00 | "
+              b"number of skipped iterations: 0 | number of nan iterations: 0 |")
+    timers = b"time (ms) | forward-compute: 612.1 | backward-compute: 1501.2\n"
+    for data in (record * 40 + b"\r" + timers, record + b"\r" + timers + timers, timers + record + b"\r" + timers):
+        path = tmp_path / "cr.log"
+        path.write_bytes(data)
+        for read_size in (64, 1000, 1 << 16):
+            _same(path, monkeypatch, read_size)
+        store = JobStore()
+        store.add(_items(path, "core", 64)[0])
+        (job,) = store.jobs.values()
+        assert job.timers["forward-compute"].in_training >= 1
+
+
 # -- line pieces ---------------------------------------------------------------------------
 _ALPHABET = st.sampled_from(list("0123456789 :-.,T[]abcdefghlkmnoprstuxz") + ["[rank", "[default", "\t", "\x1c", "\x0b",
                                                                              "2024-05-01 10:00:01", "]: "])

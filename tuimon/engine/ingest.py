@@ -8,7 +8,7 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
-from tuimon.parsers.columns import Item, expand
+from tuimon.parsers.columns import Item, TimerRows, expand
 from tuimon.parsers.events import Event
 
 from ..sources.framing import Block, Framer
@@ -88,12 +88,33 @@ class FileParser:
         if self.on_block is not None:
             for text, first in block.runs():
                 self.on_block(self.label, text, first)
-        # timer rows as events, merged by the segments' own numbers: renumbered, two segments share a line
-        events = expand(self.engine.feed_block(block.text, block.first_line))
+        items: list[Item] = self.engine.feed_block(block.text, block.first_line)
         later = np.asarray([i for i in block.continued if i > 0], dtype=np.int64)
         first = block.first_line
-        return [ev._replace(line=ev.line - int(np.searchsorted(later, ev.line - first, side="right")))
-                if ev.line is not None and ev.line > first else ev for ev in events]
+
+        def renumbered(lines: np.ndarray) -> np.ndarray:
+            return np.where(lines > first, lines - np.searchsorted(later, lines - first, side="right"), lines)
+
+        rows = [item for item in items if type(item) is TimerRows]
+        if rows:
+            # timer rows order themselves by line: a row sharing its file line with another item
+            # (segments of one line) could not; then the rows become events, in the segments' order.
+            # The block's first line may go on from the block before (whose items are out already)
+            row_lines = renumbered(np.concatenate([np.asarray(r.line, dtype=np.int64) for r in rows]))
+            others = renumbered(np.asarray([e.line for e in items if type(e) is not TimerRows and e.line is not None],
+                                           dtype=np.int64))
+            if len(np.unique(row_lines)) < len(row_lines) or np.intersect1d(row_lines, others).size or \
+                    (block.continued[0] == 0 and (row_lines == first).any()):
+                items = list(expand(items))
+        out: list[Item] = []
+        for item in items:
+            if isinstance(item, TimerRows):
+                out.append(item.renumbered(renumbered(np.asarray(item.line, dtype=np.int64)).tolist()))
+            elif item.line is not None and item.line > first:
+                out.append(item._replace(line=item.line - int(np.searchsorted(later, item.line - first, side="right"))))
+            else:
+                out.append(item)
+        return out
 
     @property
     def stats(self) -> ParseStats:

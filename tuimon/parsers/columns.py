@@ -51,6 +51,13 @@ class TimerRows:
     def __repr__(self) -> str:
         return f"TimerRows({self.file!r}, {len(self)} rows, lines {self.line[:1]}..{self.line[-1:]})"
 
+    def renumbered(self, lines: list[int]) -> "TimerRows":
+        """The same rows at ``lines`` (segments of a file line take the line's number)."""
+        out = TimerRows.__new__(TimerRows)
+        out.__setstate__(self.__getstate__())
+        out.line = lines
+        return out
+
     def events(self) -> list[Event]:
         """Each row as the event the hook gives for its line."""
         out: list[Event] = []
