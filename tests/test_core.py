@@ -190,6 +190,22 @@ def test_timer_segments_of_a_line_other_items_share_keep_their_order(tmp_path, m
         assert job.timers["forward-compute"].in_training >= 1
 
 
+def test_the_block_holding_the_first_stamp_keeps_its_rows(tmp_path, monkeypatch):
+    """The log-start milestone goes before the first event at or after the first stamped
+    line, rows included: a small log (one block) has its timer lines read in columns too."""
+    lines = ["time (ms) | setup: 5.0", "Effective Tera Flops per GPU: 41.2 and total parameters 52.005 B"]
+    lines += [f"[2024-05-01 10:00:{k:02d},250] [INFO] [logging.py:96:log_dist] [Rank 0] rank=0 time (ms) | "
+              f"forward: {k}.5 | step: 2.5" for k in range(10)]
+    path = tmp_path / "small.log"
+    path.write_text("\n".join(lines) + "\n")
+    assert _same(path, monkeypatch) == 15  # 1 + 2 events, the milestone, 10 timers, and the stats
+    items = _items(path, "core")[0]
+    assert sum(len(item) for item in items if type(item) is TimerRows) == 11
+    events = expand(items)
+    at = next(k for k, e in enumerate(events) if e.type == "milestone")
+    assert events[at].line == 3 and events[at + 1].line == 3 and events[at + 1].type == "timers"
+
+
 # -- line pieces ---------------------------------------------------------------------------
 _ALPHABET = st.sampled_from(list("0123456789 :-.,T[]abcdefghlkmnoprstuxz") + ["[rank", "[default", "\t", "\x1c", "\x0b",
                                                                              "2024-05-01 10:00:01", "]: "])

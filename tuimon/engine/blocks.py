@@ -186,10 +186,11 @@ class BlockEngine:
                 hook.lines(text, hook_base + n, hits, held)
         if hits:
             hits.sort(key=_FIRST)
-        events: list[Item] = self._events(text, first_line, hits) if hits else []
-        if not self._log_started and self._stamp_blocks < LOG_START_BLOCKS:
-            self._log_start(text, first_line, events)
-        return events
+        start = self._log_start(text, first_line) if not self._log_started and \
+            self._stamp_blocks < LOG_START_BLOCKS else None
+        if not hits:
+            return [start] if start is not None else []
+        return self._events(text, first_line, hits, start)
 
     def _user_hits(self, text: str, rule: DataRule, hits: list, held: Optional[Mapping[str, list[int]]]) -> None:
         """A user rule's hits; a regex that runs over its time bound turns its format off
@@ -204,10 +205,10 @@ class BlockEngine:
             guard.disable(rule.fmt.name, f"a regex of {rule.fmt.origin} ran over {USER_REGEX_TIMEOUT_S:g} s on a line "
                                          f"of {self.file} (it backtracks without end on some lines)")
 
-    def _log_start(self, text: str, first_line: int, events: list[Item]) -> None:
-        """The log's first stamp, matched or not, as a ``log-start`` milestone among
-        ``events`` (in line order): when a job started, if it says no more (no
-        ``Job started at``), is no later than that.  Looked for in the first blocks only."""
+    def _log_start(self, text: str, first_line: int) -> Optional[Milestone]:
+        """The log's first stamp, matched or not, as a ``log-start`` milestone, to go before
+        the block's first event at or after its line: when a job started, if it says no more
+        (no ``Job started at``), is no later than that.  Looked for in the first blocks only."""
         self._stamp_blocks += 1
         for m in _DATE.finditer(text):
             start = text.rfind("\n", 0, m.start()) + 1
@@ -216,18 +217,28 @@ class BlockEngine:
             if wall is None:
                 continue
             self._log_started = True
-            line = first_line + text.count("\n", 0, start)
-            if any(isinstance(ev, TimerRows) for ev in events):  # (once a file) placed among the rows' events
-                events[:] = expand(events)
-            at = next((k for k, ev in enumerate(events) if not isinstance(ev, TimerRows) and ev.line >= line),
-                      len(events))
-            events.insert(at, Milestone(file=self.file, line=line, rank=pre.rank, node=pre.node, wall_time=wall,
-                                        name=LOG_START))
-            return
+            return Milestone(file=self.file, line=first_line + text.count("\n", 0, start), rank=pre.rank,
+                             node=pre.node, wall_time=wall, name=LOG_START)
+        return None
 
-    def _events(self, text: str, first_line: int, hits: list) -> list[Item]:
+    def _events(self, text: str, first_line: int, hits: list, log_start: Optional[Milestone] = None) -> list[Item]:
+        """The events of the hit lines, in the order their lines give them, ``log_start``
+        (if any) before the first at or after its line."""
         events: list[Item] = []
         number, at = first_line, 0
+
+        def emit(out: list) -> None:
+            """A line's events (``number``'s) after those before them."""
+            nonlocal log_start
+            if log_start is not None:
+                k = next((k for k, e in enumerate(out) if e.line >= log_start.line), None)
+                if k is not None:
+                    out = [*out[:k], log_start, *out[k:]]
+                    log_start = None
+            if verdict:
+                rows.before(out, number, events)  # type: ignore[union-attr]
+            events.extend(out)
+
         count = text.count
         i, n = 0, len(hits)
         # the compiled core frames every hit line at once: number, end, launcher prefix, stamp
@@ -245,6 +256,10 @@ class BlockEngine:
                 else:
                     self._last_wall = own
                 self.lines_fed += 1
+                if log_start is not None and number >= log_start.line and verdict[line_no] == 2:
+                    rows.close(events)  # type: ignore[union-attr]  # (the rows so far are of earlier lines)
+                    events.append(log_start)
+                    log_start = None
                 rows.take(line_no, number, rank, node, own)  # type: ignore[union-attr]
                 i += 1
                 continue
@@ -276,7 +291,7 @@ class BlockEngine:
                 if m is not None:
                     ev = self._data_event(rule, m, ctx, own)
                     if ev is not None:
-                        events.extend(self._announce(rule, ev, ctx))
+                        emit(self._announce(rule, ev, ctx))
                     continue
                 try:
                     out = rule.handler(body, ctx)
@@ -284,9 +299,7 @@ class BlockEngine:
                     self.failed += 1
                     continue
                 if out:
-                    if verdict:
-                        rows.before(out, number, events)  # type: ignore[union-attr]
-                    events.extend(out)
+                    emit(out)
                 continue
             line_events: list[Event] = []
             user_types: set[str] = set()
@@ -316,11 +329,12 @@ class BlockEngine:
                 if user_types:
                     out = [e for e in out if e.type not in user_types]
                 line_events.extend(out)
-            if verdict and line_events:
-                rows.before(line_events, number, events)  # type: ignore[union-attr]
-            events.extend(line_events)
+            if line_events:
+                emit(line_events)
         if rows is not None:
             rows.close(events)
+        if log_start is not None:
+            events.append(log_start)
         return events
 
     def _data_event(self, rule: DataRule, m: Any, ctx: LineContext, own_stamp: Optional[float]) -> Optional[Event]:
