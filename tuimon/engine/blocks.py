@@ -22,15 +22,16 @@ from operator import itemgetter
 from typing import Any, Callable, Mapping, Optional, Sequence
 
 from tuimon.parsers.base import LineContext, LineParser
-from tuimon.parsers.columns import Item, TimerRows, expand
+from tuimon.parsers.columns import Item, expand
 from tuimon.parsers.events import EVENT_TYPES, LOG_START, Event, Milestone, RunConfig, Timers, frozen_map
 from tuimon.parsers.prefix import split_prefix
 from tuimon.parsers.schema import Format, LineFormat, Running
-from tuimon.parsers.timers import COMM_OP_NAME, MINMAX, timer_group
+from tuimon.parsers.timers import timer_group
 from tuimon.parsers.timestamps import line_stamp
 
 from . import guard, native
 from .presence import Presence
+from .rows import COLUMN_KINDS, BlockRows
 from .rules import HookRule, anchors_of, lines_holding, starts_with_literal
 from .user_regex import USER_REGEX_TIMEOUT_S, CorePattern, RegexTimeout
 
@@ -131,7 +132,7 @@ class BlockEngine:
         for k, parser in enumerate(self.active):
             for j, (trigger, name) in enumerate(parser.ROUTES):
                 kind = parser.COLUMNS.get(name) if native.core is not None else None
-                column = _COLUMN_KINDS.get(kind) if kind is not None else None
+                column = COLUMN_KINDS.get(kind) if kind is not None else None
                 self._hooks.append(HookRule(trigger, getattr(parser, name), (k, j), column))
         literals = [a for rule in self._data for a in rule.anchors]
         literals += [a for hook in self._hooks for a in ((hook.literal,) if hook.literal else hook.anchors or ())]
@@ -243,7 +244,7 @@ class BlockEngine:
         i, n = 0, len(hits)
         # the compiled core frames every hit line at once: number, end, launcher prefix, stamp
         frames = native.core.frame(text, [h[0] for h in hits], first_line) if native.core is not None else None
-        rows = _Rows(self, text, hits, frames) if frames is not None else None
+        rows = BlockRows(self.file, text, hits, frames) if frames is not None else None
         verdict = rows.verdict if rows is not None else None
         line_no = -1  # the frame of the line at hand
         while i < n:
@@ -428,96 +429,6 @@ def _sniffed(cls: type[LineParser], text: str, present: frozenset[str]) -> bool:
         if pattern.search(text) is not None:
             return True
     return False
-
-
-#: LineParser.COLUMNS' kinds -> the kind numbers of tuimon._core.TimerLines
-_COLUMN_KINDS = {"time-list": 0, "minmax": 1}
-
-
-@lru_cache(maxsize=4)
-def _timer_lines(core: Any) -> Any:
-    return core.TimerLines(MINMAX, COMM_OP_NAME)
-
-
-class _Rows:
-    """A block's plain timer lines, read by the core into one :class:`TimerRows` that
-    follows the block's other events.  The lines are read before the block's events are
-    made, so a line the core leaves to its hook still goes to it in line order."""
-
-    __slots__ = ("file", "verdict", "names", "name_index", "ms", "counts", "comm", "ranks", "read_at",
-                 "line", "rank", "node", "wall", "pairs_at")
-
-    def __init__(self, engine: "BlockEngine", text: str, hits: list, frames: list) -> None:
-        self.file = engine.file
-        self.verdict: dict[int, int] = {}  # frame -> the core's verdict (0 nothing, 2 timers; hooks not kept)
-        spans: list[tuple[int, int, int]] = []
-        at: list[int] = []
-        parser = None
-        line_no = -1
-        last = None
-        for k, hit in enumerate(hits):
-            if hit[0] == last:
-                continue
-            last = hit[0]
-            line_no += 1
-            rule = hit[2]
-            if hit[3] is not None or rule.column is None or (k + 1 < len(hits) and hits[k + 1][0] == last):
-                continue  # a data rule's, no core reader, or more than one rule on the line
-            frame = frames[line_no]
-            if frame[2] is None:
-                continue  # not ASCII
-            spans.append((frame[2], frame[1], rule.column))
-            at.append(line_no)
-            parser = rule.handler.__self__
-        self.line: list[int] = []
-        self.rank: list[Optional[int]] = []
-        self.node: list[Optional[str]] = []
-        self.wall: list[Optional[float]] = []
-        self.pairs_at = 0  # rows and pairs of the rows closed already
-        self.read_at = 0
-        if not spans:
-            self.ranks: list = []
-            self.counts: list = []
-            self.comm: list = []
-            self.names: list = []
-            self.name_index: list = []
-            self.ms: list = []
-            return
-        assert parser is not None
-        verdicts, self.ranks, self.counts, self.comm, self.names, self.name_index, self.ms = \
-            _timer_lines(native.core).read(text, spans, parser.offload_said())
-        self.verdict = {line_no: v for line_no, v in zip(at, verdicts) if v != 1}
-
-    def take(self, line_no: int, number: int, rank: Optional[int], node: Optional[str],
-             wall: Optional[float]) -> None:
-        """Line ``line_no``, which the core read: its row, if it gives one."""
-        if self.verdict[line_no] == 2:
-            tag = self.ranks[len(self.line) + self.read_at]
-            self.line.append(number)
-            self.rank.append(rank if tag is None else tag)
-            self.node.append(node)
-            self.wall.append(wall)
-
-    def before(self, out: list, number: int, events: list) -> None:
-        """``out``, a line's events, go after ``events``: the rows so far go first when one
-        of them is of an earlier line (a held-back event: rows and events stay in line order)."""
-        if self.line:
-            for e in out:
-                if e.line != number:
-                    self.close(events)
-                    return
-
-    def close(self, events: list) -> None:
-        if not self.line:
-            return
-        a, b = self.read_at, self.read_at + len(self.line)
-        counts = self.counts[a:b]
-        lo = self.pairs_at
-        hi = lo + sum(counts)
-        events.append(TimerRows(self.file, self.line, self.rank, self.node, self.wall, counts, self.comm[a:b],
-                                self.names, self.name_index[lo:hi], self.ms[lo:hi]))
-        self.read_at, self.pairs_at = b, hi
-        self.line, self.rank, self.node, self.wall = [], [], [], []
 
 
 def _data_hits(text: str, rule: DataRule, hits: list, held: Optional[Mapping[str, list[int]]] = None) -> None:
