@@ -59,17 +59,11 @@ class BlockRows:
         self.wall: list[Optional[float]] = []
         self.pairs_at = 0  # rows and pairs of the rows closed already
         self.read_at = 0
-        if not spans:
-            self.ranks: list = []
-            self.counts: list = []
-            self.comm: list = []
-            self.names: list = []
-            self.name_index: list = []
-            self.ms: list = []
-            return
-        assert parser is not None
-        verdicts, self.ranks, self.counts, self.comm, self.names, self.name_index, self.ms = \
-            _timer_lines(native.core).read(text, spans, parser.offload_said())
+        verdicts: list[int] = []
+        self.ranks, self.counts, self.comm, self.names, self.name_index, self.ms = [], [], [], [], [], []
+        if parser is not None:  # (the core's answer: tuimon._core.TimerLines.read)
+            verdicts, self.ranks, self.counts, self.comm, self.names, self.name_index, self.ms = \
+                _timer_lines(native.core).read(text, spans, parser.offload_said())
         self.verdict = {line_no: v for line_no, v in zip(at, verdicts) if v != 1}
 
     def take(self, line_no: int, number: int, rank: Optional[int], node: Optional[str],

@@ -348,6 +348,12 @@ class JobStore:
         self._file_job[file] = (job, rank)
         return job
 
+    def _timer_state(self, file: str) -> tuple[Job, bool]:
+        """What a timer report of ``file`` counts to now: its run's job, and whether that run
+        had logged progress (a report before is a setup timer)."""
+        job = self.job_for(file)[0]
+        return job, job.run_of(file).progressed
+
     def job_of(self, file: str) -> Optional[Job]:
         """The job ``file``'s latest events went to, or None (no job is made for it)."""
         hit = self._file_job.get(file)
@@ -370,16 +376,13 @@ class JobStore:
         segments: dict[str, Segment] = {}  # per file: its events since its last rows
         for ev in events:
             if isinstance(ev, TimerRows):
-                segment = segments.pop(ev.file, None)
-                if segment is None:
-                    job = self.job_for(ev.file)[0]
-                    segment = Segment((job, job.run_of(ev.file).progressed))
-                fold(segment, ev, MAX_TIMERS, MAX_RANKS_SEEN)
+                held = segments.pop(ev.file) if ev.file in segments else Segment(self._timer_state(ev.file))
+                fold(held, ev, MAX_TIMERS, MAX_RANKS_SEEN)
                 continue
             job, file_rank = self.job_for(ev.file)
             segment = segments.get(ev.file)
             if segment is None:
-                segment = segments[ev.file] = Segment((job, job.run_of(ev.file).progressed))
+                segment = segments[ev.file] = Segment(self._timer_state(ev.file))
             kind = type(ev)
             starts = _STARTS_A_RUN.get(kind)
             new_run = starts is not None and starts(job, ev, file_rank) and len(self.runs_of(ev.file)) < MAX_RUNS
@@ -394,14 +397,14 @@ class JobStore:
                 if job.last_wall is None or ev.wall_time > job.last_wall:
                     job.last_wall = ev.wall_time
             if kind is Timers:  # held, for the rows it may interleave with
-                segment.held.append((ev.line or 0, (job, job.run_of(ev.file).progressed), ev))  # type: ignore[arg-type]
+                segment.held.append((ev.line or 0, self._timer_state(ev.file), ev))  # type: ignore[arg-type]
                 continue
             handler = _HANDLERS.get(kind)
             if handler is not None:
                 handler(job, ev, file_rank)
             # the state its timers count in moves with a new run, and with a run's first progress
             if new_run or (kind in _PROGRESS and not segment.progressed):
-                segment.mark(ev.line, (job, job.run_of(ev.file).progressed))
+                segment.mark(ev.line, self._timer_state(ev.file))
         for segment in segments.values():
             if segment.held:
                 fold(segment, None, MAX_TIMERS, MAX_RANKS_SEEN)

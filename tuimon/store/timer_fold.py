@@ -16,7 +16,6 @@ block's plain timer lines, after the block's other events) are both taken in her
 """
 from __future__ import annotations
 
-from bisect import bisect_left
 from typing import Any, Optional
 
 import numpy as np
@@ -51,9 +50,12 @@ class Segment:
             self.lines.append(line or 0)
             self.states.append(state)
 
-    def state_before(self, line: int) -> State:
-        i = bisect_left(self.lines, line)
-        return self.states[i - 1] if i else self.start
+    def states_of(self, lines: list[int]) -> list[State]:
+        """The state each of ``lines`` is in: that of the last mark before it."""
+        states = [self.start, *self.states]
+        if len(states) == 1:
+            return [self.start] * len(lines)
+        return [states[i] for i in np.searchsorted(self.lines, lines, side="left").tolist()]
 
 
 def fold(segment: Segment, rows: Optional[TimerRows], max_timers: int, max_ranks: int) -> None:
@@ -69,10 +71,10 @@ def fold(segment: Segment, rows: Optional[TimerRows], max_timers: int, max_ranks
     held = segment.held
     i = 0
     if rows is not None and len(rows):
-        _count_rows(segment, rows, max_ranks)
-        a = 0
         lines = rows.line
-        state = segment.state_before(lines[0])
+        states = segment.states_of(lines)
+        _count_rows(rows, [state[0] for state in states], max_ranks)
+        a, state = 0, states[0]
         for k, line in enumerate(lines):
             while i < len(held) and held[i][0] <= line:  # (a held event and a row never share a line)
                 if k > a:
@@ -80,7 +82,7 @@ def fold(segment: Segment, rows: Optional[TimerRows], max_timers: int, max_ranks
                     a = k
                 put(held[i][1], held[i][2])
                 i += 1
-            now = segment.state_before(line)
+            now = states[k]
             if now[0] is not state[0] or now[1] != state[1]:
                 if k > a:
                     put(state, (a, k))
@@ -92,15 +94,12 @@ def fold(segment: Segment, rows: Optional[TimerRows], max_timers: int, max_ranks
         _add(job, training, parts, rows, max_timers)
 
 
-def _count_rows(segment: Segment, rows: TimerRows, max_ranks: int) -> None:
-    """What every event counts for its job (see ``JobStore.add``), for each row."""
-    for k, line in enumerate(rows.line):
-        job = segment.state_before(line)[0]
+def _count_rows(rows: TimerRows, jobs: list[Any], max_ranks: int) -> None:
+    """What every event counts for its job (see ``JobStore.add``), for each row (``jobs``: its job)."""
+    for job, rank, wall in zip(jobs, rows.rank, rows.wall_time):
         job.events += 1
-        rank = rows.rank[k]
         if rank is not None and rank not in job.ranks_seen and len(job.ranks_seen) < max_ranks:
             job.ranks_seen.add(rank)
-        wall = rows.wall_time[k]
         if wall is not None:
             if job.first_wall is None or wall < job.first_wall:
                 job.first_wall = wall
@@ -119,11 +118,11 @@ def _add(job: Any, training: bool, parts: list[Any], rows: Optional[TimerRows], 
         if type(part) is tuple:  # rows a..b of the batch
             assert rows is not None
             a, b = part
-            starts = np.frombuffer(rows.count, dtype=np.uint32)
-            lo = int(starts[:a].sum())
-            hi = lo + int(starts[a:b].sum())
+            counts = np.frombuffer(rows.count, dtype=np.uint32)
+            lo = int(counts[:a].sum())
+            hi = lo + int(counts[a:b].sum())
             local = np.frombuffer(rows.name_index, dtype=np.uint32)[lo:hi]
-            comm = np.repeat(np.frombuffer(rows.comm, dtype=np.uint8)[a:b], starts[a:b])  # per timer
+            comm = np.repeat(np.frombuffer(rows.comm, dtype=np.uint8)[a:b], counts[a:b])  # per timer
             remap = np.empty(len(rows.names), dtype=np.int64)
             for j, at in _first_seen(local):
                 name = rows.names[j]
