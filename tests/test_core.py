@@ -389,7 +389,7 @@ def test_user_regexes_in_the_core_find_what_pythons_regex_finds(regex, lines):
     and without the newline), the core's match and groups are those of the `regex` module."""
     import re as stdlib_re
 
-    from tuimon.engine.user_regex import CorePattern, TimedPattern, core_reason
+    from tuimon.engine.user_regex import CorePattern, RegexTimeout, TimedPattern, core_reason
 
     try:
         stdlib_re.compile(regex)
@@ -404,7 +404,11 @@ def test_user_regexes_in_the_core_find_what_pythons_regex_finds(regex, lines):
         end = start + len(line)
         for pos in sorted({start, min(end, start + 1), min(end, start + 3), end}):
             for endpos in (end + 1, end, None):
-                want, got = timed.search(text, pos, endpos), ours.search(text, pos, endpos)
+                try:
+                    want = timed.search(text, pos, endpos)
+                except RegexTimeout:  # the oracle backtracks past its bound: it has no answer to compare
+                    return
+                got = ours.search(text, pos, endpos)
                 assert (want is None) == (got is None), (regex, text, pos, endpos, want, got)
                 if want is not None:
                     assert want.span() == got.span() and want.groups() == got.groups(), (regex, text, pos, endpos)
