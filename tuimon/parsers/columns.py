@@ -11,6 +11,7 @@ order among themselves.  :func:`expand` gives such a list as events in line orde
 """
 from __future__ import annotations
 
+import heapq
 from array import array
 from itertools import accumulate
 from typing import Any, Optional, Sequence, Union
@@ -61,16 +62,15 @@ class TimerRows:
     def events(self) -> list[Event]:
         """Each row as the event the hook gives for its line."""
         out: list[Event] = []
-        groups: dict[tuple[int, ...], Any] = {}
+        groups: dict[tuple[int, tuple[int, ...]], Any] = {}
         names, index, ms = self.names, self.name_index, self.ms
         for k, end in enumerate(accumulate(self.count)):
             start = end - self.count[k]
-            ids = tuple(index[start:end])
-            group = groups.get(ids) if not self.comm[k] else None
-            if group is None:
-                group = frozen_map({names[i]: COMM_OP if self.comm[k] else timer_group(names[i]) for i in ids})
-                if not self.comm[k]:
-                    groups[ids] = group
+            ids, comm = tuple(index[start:end]), self.comm[k]
+            group = groups.get((comm, ids))
+            if group is None:  # the same timers come back every iteration: one read-only map for them
+                group = groups[comm, ids] = frozen_map({names[i]: COMM_OP if comm else timer_group(names[i])
+                                                        for i in ids})
             out.append(Timers(file=self.file, line=self.line[k], rank=self.rank[k], node=self.node[k],
                               wall_time=self.wall_time[k],
                               timers=frozen_map({names[i]: ms[j] for i, j in zip(ids, range(start, end))}),
@@ -106,14 +106,11 @@ def _merge(out: list[Event], evs: list[Event]) -> None:
         k -= 1
     tail = out[k:]
     del out[k:]
-    i = j = 0
-    while i < len(tail) or j < len(evs):
-        if j == len(evs) or (i < len(tail) and (tail[i].line or 0) <= evs[j].line):
-            out.append(tail[i])
-            i += 1
-        else:
-            out.append(evs[j])
-            j += 1
+    out.extend(heapq.merge(tail, evs, key=_line))  # (on a tie the block's event first, as the hook gave it)
+
+
+def _line(ev: Event) -> int:
+    return ev.line or 0
 
 
 def weight(items: Sequence[Item]) -> int:
