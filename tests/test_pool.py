@@ -126,3 +126,27 @@ def test_a_big_file_is_read_here_beside_the_workers(tmp_path, monkeypatch):
     big.write_bytes(b"".join(f.read_bytes() for f in files))
     files.append(big)
     assert _run(files, 2) == _run(files, 1)
+
+
+def test_several_big_files_are_read_on_every_core(tmp_path, monkeypatch):
+    """The biggest file is read here, every other big one by a worker (a directory of big
+    logs was read one file after the other): the store is the same as --jobs 1's."""
+    monkeypatch.setattr(pool, "WORKER_MAX", 4096)
+    sent: list[str] = []
+    real_submit = pool.ProcessPoolExecutor.submit
+
+    def submit(self, fn, path, *args):
+        sent.append(os.path.basename(path))
+        return real_submit(self, fn, path, *args)
+
+    monkeypatch.setattr(pool.ProcessPoolExecutor, "submit", submit)
+    files = _copies(tmp_path, 1)
+    bigs = []
+    for k in range(3):
+        big = tmp_path / f"big{k}.log"
+        big.write_bytes(b"".join(f.read_bytes() for f in files) * (4 - k))  # big0 > big1 > big2 > the others
+        bigs.append(big)
+    files = [bigs[2], *files, bigs[0], bigs[1]]
+    assert _run(files, 2) == _run(files, 1) and _run(files, 1)[0] == _replayed(files)
+    assert "big0.log" not in sent, "the biggest is read here"
+    assert sent[:2] == ["big1.log", "big2.log"], "the other big ones go to workers, the biggest first"

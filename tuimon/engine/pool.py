@@ -3,9 +3,11 @@
 A file's lines are read in order by one engine (parser state runs from line to
 line), so the unit of parallel work is the file.  Each file is parsed into a job
 store of its own, merged into the caller's in the order of the files (what adding
-their events in turn gives).  Workers take the small files (a store pickled back
-is a few numpy arrays); the big ones are read here meanwhile, so one big file
-costs what ``--jobs 1`` costs.
+their events in turn gives).  The biggest file past :data:`WORKER_MAX` is read here,
+streamed a block at a time (so one big file costs what ``--jobs 1`` costs, and its
+events never wait in memory); workers take every other file, the biggest first (a
+store pickled back is a few numpy arrays: 17 MB for a 200 MB log), so a directory
+of several big logs is read on every core.
 """
 from __future__ import annotations
 
@@ -23,8 +25,7 @@ from .alloc import keep_freed_memory
 from .cache import ParseCache
 from .ingest import ParseStats, cached_store, parse_file_store
 
-#: files up to this size go to workers; a bigger one is parsed here, streamed to the
-#: sink a block at a time (its events never wait in memory)
+#: the biggest file past this size is parsed here, streamed to the store a block at a time
 WORKER_MAX = 32 << 20
 
 
@@ -91,21 +92,34 @@ def parse_files_into(store: JobStore, files: list[Path], *, jobs: Optional[int] 
         progress.begin(sum(sizes.values()), len(files))
     # files whose saved store is still theirs need no worker: taken in here at once
     ready = {p: hit for p in files if (hit := cached_store(p, cache)) is not None} if cache is not None else {}
-    small = [p for p in files if sizes[p] <= WORKER_MAX and p not in ready]
+    unread = sorted((p for p in dict.fromkeys(files) if p not in ready), key=lambda p: -sizes[p])
+    here = unread.pop(0) if unread and sizes[unread[0]] > WORKER_MAX else None  # the biggest, read here
     total = ParseStats()
     pool = None
     futures: dict[Path, Future] = {}
-    if jobs > 1 and len(small) > 1:
-        pool = ProcessPoolExecutor(min(jobs, len(small)), mp_context=process_context())
+    if jobs > 1 and len(unread) > 1:
+        pool = ProcessPoolExecutor(min(jobs, len(unread)), mp_context=process_context())
         spec = catalog.current().spec
-        # a big file is read here while the workers get on with the small ones
-        futures = {p: pool.submit(_parse_whole, str(p), spec, cache_path) for p in small}
+        # the biggest first: the last to finish is then a small one (the pool takes them in turn)
+        futures = {p: pool.submit(_parse_whole, str(p), spec, cache_path) for p in unread}
+    own: Optional[tuple] = None  # the file read here: (store, stats), or the OSError reading it raised
     try:
+        if here is not None and futures:  # read while the workers read theirs, not after waiting for them
+            try:
+                own = parse_file_store(here, str(here), cache=cache, on_bytes=told)
+            except OSError as exc:
+                own = (exc,)
         for path in files:
             try:
-                whole = ready.get(path) or (_result(futures[path]) if path in futures else None)
-                if whole is not None:
-                    told(sizes[path])
+                whole: Optional[tuple]
+                if path == here and own is not None:
+                    whole, own = own, None
+                    if isinstance(whole[0], OSError):
+                        raise whole[0]
+                else:
+                    whole = ready.get(path) or (_result(futures[path]) if path in futures else None)
+                    if whole is not None:
+                        told(sizes[path])
                 part, stats = whole if whole is not None else parse_file_store(path, str(path), cache=cache,
                                                                                on_bytes=told)
             except OSError as exc:
