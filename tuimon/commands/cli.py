@@ -17,14 +17,14 @@ from ..engine.alloc import keep_freed_memory
 from ..engine.ingest import ParseStats, parse_file
 from ..exports.listen import ListenError
 from ..figures.alerts import DEFAULTS as _ALERT_DEFAULTS
-from ..figures.alerts import quiet_verdict
+from ..figures.alerts import quiet_verdict_of
 from ..figures.columns import DEFAULT as COLUMN_DEFAULT
 from ..figures.columns import NAMES as COLUMN_NAMES
 from ..figures.columns import ColumnError, parse_columns, render_summary
 from ..figures.columns import render as render_columns
 from ..figures.gpus import GPU_PEAK_TFLOPS
 from ..figures.metrics import parse_size, tflops_per_gpu
-from ..figures.summary import STARTUP_TIMEOUT_S, summarize
+from ..figures.summary import STARTUP_TIMEOUT_S, on_clock, summarize_timeless
 from ..parsers.columns import expand
 from ..sources.discover import DEFAULT_INCLUDE, PathError, discover
 from ..sources.files import last_line
@@ -460,7 +460,8 @@ def _cache(settings: Settings):
     return ParseCache(settings.cache_path, key=catalog.current().key, on_warning=_warn)
 
 
-def _parse_into(store: JobStore, files: list[Path], jobs: Optional[int] = None, cache=None) -> ParseStats:
+def _parse_into(store: JobStore, files: list[Path], jobs: Optional[int] = None, cache=None,
+                per_file: Optional[dict[Path, ParseStats]] = None) -> ParseStats:
     from ..engine.pool import parse_files_into
     from .progress import ReadProgress
 
@@ -468,7 +469,7 @@ def _parse_into(store: JobStore, files: list[Path], jobs: Optional[int] = None, 
         store.add_file(str(path))
     progress = ReadProgress()
     try:
-        return parse_files_into(store, files, jobs=jobs, cache=cache, progress=progress,
+        return parse_files_into(store, files, jobs=jobs, cache=cache, progress=progress, per_file=per_file,
                                 on_error=lambda path, exc: _err(f"cannot read {path}: {exc.strerror or exc}"))
     finally:
         progress.done()
@@ -504,36 +505,47 @@ def cmd_summary(settings: Settings) -> int:
     keep_freed_memory()
     t0 = time.perf_counter()
     store = JobStore()
+    for path in files:
+        store.add_file(str(path))
     cache = _cache(settings)
     try:
-        stats = _parse_into(store, files, settings.jobs, cache)
+        made = _summaries(settings, store, files, cache, reuse_kept=not remote)
+        if made is None:  # a group's parse touched another group's jobs: every file read, nothing kept
+            store = JobStore()
+            made = _summaries(settings, store, files, cache, reuse_kept=False)
+            assert made is not None
     finally:
         if cache is not None:
             cache.close()
+    timeless, stats = made
     seen: dict[str, tuple[Optional[float], Optional[str]]] = {}  # remote label -> (mtime, last line)
     remote_files: list = []
-    if remote and not _read_remote(settings, remote, store.add, seen, stats, remote_files):
-        return EXIT_USAGE
+    if remote:
+        if not _read_remote(settings, remote, store.add, seen, stats, remote_files):
+            return EXIT_USAGE
+        # summarised again once all are read: a remote file may join a local job
+        timeless = [summarize_timeless(job, gpu_peak=settings.gpu_peak, gpu=settings.gpu)
+                    for job in store.jobs.values()]
 
     def mtime_of(f: str) -> Optional[float]:
         return seen[f][0] if f in seen else _mtime(f)
 
     now = time.time()
     rows = []
-    for job in store.jobs.values():
-        last_write = max((m for m in map(mtime_of, job.files) if m is not None), default=None)
-        row = summarize(job, now=now, last_write=last_write, gpu_peak=settings.gpu_peak, gpu=settings.gpu,
-                        startup_timeout=settings.startup_timeout)
+    for row, facts in timeless:
+        last_write = max((m for m in map(mtime_of, row.files) if m is not None), default=None)
+        row = on_clock(row, facts, now, last_write, settings.startup_timeout)
         # read once, never seen growing: a run quiet past its limit ended, or stalled by its own stamps
-        verdict = quiet_verdict(job, row, STALL_DEFAULTS, now, last_write, grew=False)
+        verdict = quiet_verdict_of(row, facts.quiet_in_log_s, STALL_DEFAULTS, now, last_write, grew=False)
         if verdict is not None:
             row = row.with_(status=verdict)
         if row.status == "stuck-in-startup" and row.failure:
-            latest = max(job.files, key=lambda f: mtime_of(f) or 0.0)
+            latest = max(row.files, key=lambda f: mtime_of(f) or 0.0)
             row = row.with_(failure=dataclasses.replace(
                 row.failure, file=latest, last_line=seen[latest][1] if latest in seen else last_line(latest)))
         rows.append(row)
-    rows.sort(key=lambda r: r.job)
+    order = {str(f): k for k, f in enumerate(files)}
+    rows.sort(key=lambda r: (r.job, order.get(r.files[0], len(order)) if r.files else len(order)))
     if settings.columns:
         sys.stdout.write(render_columns(rows, parse_columns(settings.columns), settings.format))
     else:
@@ -541,6 +553,50 @@ def cmd_summary(settings: Settings) -> int:
     sys.stdout.flush()
     _report(stats, len(files) + len(remote_files), time.perf_counter() - t0)
     return 0
+
+
+def _summaries(settings: Settings, store: JobStore, files: list[Path], cache,
+               reuse_kept: bool) -> Optional[tuple[list, ParseStats]]:
+    """The timeless summaries of ``files``' jobs (see :mod:`.reuse`): kept ones where their
+    files did not change, the others made from the files (and kept).  None when a group's
+    files made or joined a job of another group (then no group's summaries may be reused)."""
+    from ..engine import catalog
+    from . import reuse
+
+    names = reuse.file_groups(store, files) if reuse_kept and cache is not None and cache.usable() else None
+    ctx = reuse.context(catalog.current().key, (settings.gpu_peak, settings.gpu))
+    groups = [reuse.group(names_, ctx) for names_ in names] if names is not None else []
+    for g in groups:
+        reuse.load(cache, g)
+    kept = {f for g in groups if g.kept is not None for f in g.files}
+    per_file: dict[Path, ParseStats] = {}
+    stats = _parse_into(store, [f for f in files if str(f) not in kept], settings.jobs, cache, per_file)
+    timeless: list = []
+    placeholders = {id(store.job_for(f)[0]) for g in groups if g.kept is not None for f in g.files}
+    owner: dict[int, int] = {}  # job -> the group its files made it
+    for k, g in enumerate(groups):
+        if g.kept is not None:
+            timeless += g.kept
+            assert g.stats is not None
+            stats.add(g.stats)
+            continue
+        jobs = list({id(j): j for f in g.files for j in store.runs_of(f)}.values())
+        for job in jobs:
+            if owner.setdefault(id(job), k) != k or id(job) in placeholders:
+                return None
+        made = [summarize_timeless(job, gpu_peak=settings.gpu_peak, gpu=settings.gpu) for job in jobs]
+        timeless += made
+        group_stats = ParseStats()
+        for f in g.files:
+            group_stats.add(per_file.get(Path(f), ParseStats()))
+        if cache is not None:
+            reuse.save(cache, g, made, group_stats)
+    if names is None:
+        timeless = [summarize_timeless(job, gpu_peak=settings.gpu_peak, gpu=settings.gpu)
+                    for job in store.jobs.values()]
+    elif len(owner) + len(placeholders) != len(store.jobs):
+        return None  # a job no group's files made
+    return timeless, stats
 
 
 def _mtime(path: str) -> Optional[float]:

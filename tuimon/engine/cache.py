@@ -14,6 +14,10 @@ from the start; so is a file of the size saved whose mtime or ctime changed (rew
 in place, or deleted and recreated on a reused inode).  A database that cannot be
 read is moved aside and rebuilt, with one warning.
 
+It also keeps what commands made of files (``results``: the summaries of a group of
+files, :mod:`tuimon.commands.reuse`), each in a slot, valid while the signature of the
+inputs it was made of holds.
+
 Nothing in the cache is trusted blindly: the directory and the database must be the
 user's and writable by no one else, and no symlink (else one warning and no cache,
 as pip does), and every blob carries a keyed BLAKE2b tag made with a per-user key
@@ -255,6 +259,9 @@ class ParseCache:
             # events a chunk at a time, written as they are parsed: memory stays bounded
             db.execute("CREATE TABLE IF NOT EXISTS chunks (host TEXT, path BLOB, gen INTEGER, seq INTEGER, "
                        "events BLOB, PRIMARY KEY (host, path, gen, seq))")
+            # what commands made of files (summaries), by a slot of the files, valid while the signature holds
+            db.execute("CREATE TABLE IF NOT EXISTS results (host TEXT, slot BLOB, sig BLOB, blob BLOB, saved REAL, "
+                       "PRIMARY KEY (host, slot))")
             db.execute(f"PRAGMA user_version = {SCHEMA}")
             db.execute("SELECT count(*) FROM files").fetchone()  # reads the pages: a corrupt file fails here
         except BaseException:
@@ -408,6 +415,24 @@ class ParseCache:
             return
         _commit_row(self, _key(path), Ident.of(fd, offset), offset, 0, None, state, partial)
 
+    def result(self, slot: bytes, sig: bytes) -> Optional[bytes]:
+        """What :meth:`save_result` kept in ``slot``, if it was kept under ``sig`` (the inputs
+        it was made of) and sealed by this user; else None."""
+        rows = self._query("SELECT sig, blob FROM results WHERE host = ? AND slot = ?", (self.host, slot))
+        if not rows or rows[0][0] != sig or self.sealer is None:
+            return None
+        try:
+            return self.sealer.open(rows[0][1])
+        except Forged:
+            return None
+
+    def save_result(self, slot: bytes, sig: bytes, blob: bytes) -> None:
+        """Keep ``blob`` in ``slot`` (what was there goes), valid for ``sig``."""
+        if self._connect() is None or self.sealer is None:
+            return
+        self._query("INSERT OR REPLACE INTO results VALUES (?, ?, ?, ?, ?)",
+                    (self.host, slot, sig, self.sealer.seal(blob), time.time()))
+
     def used_bytes(self) -> int:
         """Bytes the database's live pages hold (free pages excluded)."""
         pages = self._query("PRAGMA page_count", ())
@@ -430,6 +455,8 @@ class ParseCache:
             for host, path in rows:
                 self._query("DELETE FROM files WHERE host = ? AND path = ?", (host, path))
                 self._query("DELETE FROM chunks WHERE host = ? AND path = ?", (host, path))
+            self._query("DELETE FROM results WHERE saved <= (SELECT max(saved) FROM (SELECT saved FROM results "
+                        "ORDER BY saved LIMIT max(1, (SELECT count(*) FROM results) / 4)))", ())
             gone += len(rows)
         return gone
 
@@ -447,6 +474,7 @@ class ParseCache:
         rows = self._query("SELECT count(*) FROM files", ())
         self._query("DELETE FROM files", ())
         self._query("DELETE FROM chunks", ())
+        self._query("DELETE FROM results", ())
         db = self._connect()
         if db is not None:
             try:

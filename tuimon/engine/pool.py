@@ -70,12 +70,13 @@ class ReadObserver(Protocol):
 
 def parse_files_into(store: JobStore, files: list[Path], *, jobs: Optional[int] = None,
                      on_error: Callable[[Path, OSError], None], cache: Optional[ParseCache] = None,
-                     progress: Optional["ReadObserver"] = None) -> ParseStats:
+                     progress: Optional["ReadObserver"] = None,
+                     per_file: Optional[dict[Path, ParseStats]] = None) -> ParseStats:
     """Each file parsed into a store of its own (by a worker, or here), merged into
     ``store`` in the order of ``files``: what adding their events in turn would give.
     With ``cache``, files read before are taken in from their saved stores.  ``progress``
     is told the total first, then (bytes, files) as they are done: a big file read here by
-    block, a worker's or a cached one whole."""
+    block, a worker's or a cached one whole.  ``per_file`` is given each file's stats."""
     def told(n: int) -> None:
         if progress is not None:
             progress.advance(n, 0)
@@ -130,6 +131,8 @@ def parse_files_into(store: JobStore, files: list[Path], *, jobs: Optional[int] 
                     progress.advance(0, 1)
             store.merge_file(str(path), part)
             total.add(stats)
+            if per_file is not None:
+                per_file.setdefault(path, ParseStats()).add(stats)
     finally:
         if pool is not None:
             pool.shutdown(cancel_futures=True)

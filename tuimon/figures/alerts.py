@@ -222,18 +222,25 @@ def quiet_verdict(job: Job, summary: Summary, opts: Mapping[str, float], now: Op
     progress (lines stamped past the limit after its last step); ``ended`` when the log
     simply stops: a copied or finished-long-ago log is no stalled run.  None while it is
     not quiet past its limit.  ``grew``: whether its files were seen written while watched."""
+    return quiet_verdict_of(summary, quiet_in_log(job), opts, now, last_write, grew)
+
+
+def quiet_verdict_of(summary: Summary, quiet_in_log_s: float, opts: Mapping[str, float], now: Optional[float],
+                     last_write: Optional[float], grew: bool = True) -> Optional[str]:
+    """:func:`quiet_verdict` of a job known by its summary and how long its log's stamps
+    went on after its last step (:func:`quiet_in_log`)."""
     it = summary.iter_time_ms
     if not it or summary.status != "training":
         return None
     limit = stall_limit(it.median, opts)
-    if _quiet_in_log(job) > limit:
+    if quiet_in_log_s > limit:
         return "stalled"  # its own stamps: lines went on, progress did not
     if now is None or last_write is None or now - last_write <= limit:
         return None
     return "stalled" if grew else "ended"
 
 
-def _quiet_in_log(job: Job) -> float:
+def quiet_in_log(job: Job) -> float:
     """Seconds the log's own stamps went on after its last step (0 without both stamps)."""
     if job.last_wall is None or job.last_progress_wall is None:
         return 0.0
@@ -262,8 +269,8 @@ def _stalled(job: Job, summary: Summary, opts: Mapping[str, float], now: Optiona
     limit = stall_limit(it.median, opts)
     rule = f"limit {limit:.0f} s: {opts['factor']:g}x the steady {named('elapsed_ms').lower()} " \
            f"{said('elapsed_ms', it.median)}, at least {opts['min_s']:.0f} s"
-    if _quiet_in_log(job) > limit:
-        text = (f"no progress for {_quiet_in_log(job):.0f} s{progress_words(summary)}, by the log's own time "
+    if quiet_in_log(job) > limit:
+        text = (f"no progress for {quiet_in_log(job):.0f} s{progress_words(summary)}, by the log's own time "
                 f"stamps ({rule})")
         when = job.last_wall
     else:

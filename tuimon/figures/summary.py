@@ -7,6 +7,7 @@ points are left out (see :func:`tuimon.figures.metrics.warmup_count`).
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Optional
 
 import numpy as np
@@ -17,6 +18,7 @@ from ..store.evals import finite_or_word
 from ..store.fields import FIELDS, primary_loss
 from ..store.job_store import Job
 from . import breakdown as breakdown_mod
+from .alerts import quiet_in_log
 from .gpus import Peak, choose_peak
 from .metrics import aggregate, mfu, model_size_billion, startup_timeline, steady_stats, tflops_per_gpu
 from .record import Failure, IterTime, Memory, ModelConfig, Summary, Tflops
@@ -129,6 +131,16 @@ def _started(job: Job) -> bool:
 def status_of(job: Job, now: Optional[float], last_write: Optional[float],
               top_step: Optional[int] = None, startup_timeout: float = STARTUP_TIMEOUT_S) -> tuple[str, Optional[Failure]]:
     """``top_step``: :func:`last_step` of the job, when the caller has it."""
+    settled = settled_status(job, top_step)
+    if settled is not None:
+        return settled
+    return startup_status(_started(job), _span(job), now, last_write, startup_timeout,
+                          job.files[0] if job.files else None)
+
+
+def settled_status(job: Job, top_step: Optional[int] = None) -> Optional[tuple[str, Optional[Failure]]]:
+    """A job's status where its log alone says it (failed, nan, finished, training, a job
+    script's end without a step); None where it depends on the clock (:func:`startup_status`)."""
     failure = job.fatal_failure
     if failure is not None:
         return "failed", Failure(failure.kind, failure.message, failure.line, failure.file)
@@ -149,9 +161,12 @@ def status_of(job: Job, now: Optional[float], last_write: Optional[float],
     if ended is not None:  # the job script said it was over: it never trained, whatever the clock says
         return "no-iterations", Failure("no-iterations", "the job ended without logging a training iteration",
                                         ended.line, ended.file)
-    started = _started(job)
-    span = (job.last_wall - job.first_wall) if job.first_wall is not None and job.last_wall is not None else None
-    return startup_status(started, span, now, last_write, startup_timeout, job.files[0] if job.files else None)
+    return None
+
+
+def _span(job: Job) -> Optional[float]:
+    """Seconds from the job's first stamp to its last."""
+    return (job.last_wall - job.first_wall) if job.first_wall is not None and job.last_wall is not None else None
 
 
 def startup_status(started: bool, span_s: Optional[float], now: Optional[float], last_write: Optional[float],
@@ -286,10 +301,37 @@ def tokens_check(reported: Optional[float], computed: Optional[float]) -> list[s
     return []
 
 
+@dataclass(frozen=True)
+class ClockFacts:
+    """What a job's status needs besides its summary once the clock is read (:func:`on_clock`):
+    a summary without them is the same whenever it is made, so it can be kept."""
+    settled: bool  # the summary's status is the log's own word (settled_status): no clock changes it
+    span_s: Optional[float]  # first stamp to last
+    quiet_in_log_s: float  # the log's stamps after its last step (figures.alerts.quiet_in_log)
+
+
 def summarize(job: Job, *, now: Optional[float] = None, last_write: Optional[float] = None,
               gpu_peak: Optional[float] = None, gpu: Optional[str] = None,
               startup_timeout: float = STARTUP_TIMEOUT_S) -> Summary:
     """``gpu_peak`` (TFLOPs) or ``gpu`` (a table GPU) override the GPU the logs name, for MFU."""
+    row, facts = summarize_timeless(job, gpu_peak=gpu_peak, gpu=gpu)
+    return on_clock(row, facts, now, last_write, startup_timeout)
+
+
+def on_clock(row: Summary, facts: ClockFacts, now: Optional[float], last_write: Optional[float],
+             startup_timeout: float = STARTUP_TIMEOUT_S) -> Summary:
+    """A timeless summary's status at ``now``, its files last written at ``last_write``."""
+    if facts.settled:
+        return row
+    status, failure = startup_status(row.started, facts.span_s, now, last_write, startup_timeout,
+                                     row.files[0] if row.files else None)
+    return row.with_(status=status, failure=failure)
+
+
+def summarize_timeless(job: Job, *, gpu_peak: Optional[float] = None,
+                       gpu: Optional[str] = None) -> tuple[Summary, ClockFacts]:
+    """Every figure of :func:`summarize` that no clock changes, and what :func:`on_clock`
+    needs to finish it (a status not settled is left as if no clock were read)."""
     cfg = job.config
     primary = job.primary
     elapsed = _column(primary, "elapsed_ms")
@@ -331,7 +373,10 @@ def summarize(job: Job, *, now: Optional[float] = None, last_write: Optional[flo
         mfu_value, mfu_source = rates["mfu_reported"], "log: the run's own MFU"
 
     top_step = last_step(job)
-    status, failure = status_of(job, now, last_write, top_step, startup_timeout)
+    settled = settled_status(job, top_step)
+    started = _started(job)
+    status, failure = settled if settled is not None else \
+        startup_status(started, _span(job), None, None, STARTUP_TIMEOUT_S, job.files[0] if job.files else None)
     startup_s, phases, startup_note = startup(job)
     loss_last = primary_loss(job.last_losses) if job.last_losses else job.last_step_loss
 
@@ -400,9 +445,9 @@ def summarize(job: Job, *, now: Optional[float] = None, last_write: Optional[flo
         warnings=dict(sorted(job.warnings.items())),
         ranks_seen=len(job.ranks_seen),
         failure=failure,
-        started=_started(job),
+        started=started,
         # a span needs two stamps: one alone says nothing of how long the log ran
         wall_span_s=_clean(job.last_wall - job.first_wall, 3)
         if job.first_wall is not None and job.last_wall is not None and job.last_wall > job.first_wall else None,
         metrics={key: _clean(value, 4) for key, value in rates.items()},
-    )
+    ), ClockFacts(settled is not None, _span(job), quiet_in_log(job))
