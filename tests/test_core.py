@@ -242,6 +242,23 @@ def test_records_follow_the_python_definitions(parts):
     assert repr(got) == repr(want), text
 
 
+_METRIC_PIECES = st.sampled_from(["step: ", "step:", "loss: ", " ", "  ", "\t", ":", "_", "a", "n", "i", "f", "x", "1",
+                                  "2.5", ",", "e", "E", "-", "+", "nan", "inf", "GiB", "(92.83%)", "\x1b[31m",
+                                  "\x1b[38;2;1;2;3m", "\x1b[", "m", "\x1b", "validate step", "memory: ", "tps: 2,579",
+                                  "é", "\x1c", "\x85", "\u2003", "\n", "٣", "\x0b"])
+
+
+@settings(max_examples=3000, deadline=None)
+@given(pieces=st.lists(_METRIC_PIECES, max_size=30))
+def test_metrics_lines_follow_the_python_definition(pieces):
+    from tuimon.parsers import torchtitan
+
+    body = "".join(pieces)
+    got = core.MetricLines(torchtitan.metric_values).read(body)
+    want = torchtitan.metric_values(body)
+    assert got == want and (got is None or list(got.items()) == list(want.items())), body
+
+
 def test_records_keep_256_timers_at_most():
     records = core.Records(megatron.spec_of, to_float, to_int, frozen_map)
     text = " | ".join(f"t{k}: {k}.5" for k in range(300)) + " | t1: 9.0"

@@ -13,7 +13,8 @@ use pyo3::types::{PyDict, PyFloat, PyString, PyTuple};
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-pub mod numbers;
+pub mod metrics;
+mod numbers;
 pub mod prefix;
 pub mod stamp;
 pub mod text;
@@ -342,6 +343,41 @@ impl LineRegex {
     }
 }
 
+/// TorchTitan's metrics line read into its `key: value` pairs (`core/src/metrics.rs`):
+/// `parsers.torchtitan.metric_values`, whose definition stays there.  A line that is not
+/// ASCII, or holds the separators \x1c-\x1f (where `\s` means more to Python), goes to it.
+#[pyclass(frozen, module = "tuimon._core")]
+struct MetricLines {
+    fallback: Py<PyAny>,
+}
+
+#[pymethods]
+impl MetricLines {
+    #[new]
+    fn new(fallback: Py<PyAny>) -> Self {
+        MetricLines { fallback }
+    }
+
+    /// `metric_values(body)`: {key: (value, unit)} of the pairs from `step:` on, the last of
+    /// a key winning; None for a validation line.
+    fn read<'py>(&self, py: Python<'py>, body: &str) -> PyResult<Bound<'py, PyAny>> {
+        if !body.bytes().all(|b| b.is_ascii() && !(0x1c..=0x1f).contains(&b)) {
+            return self.fallback.bind(py).call1((body,));
+        }
+        let text = metrics::strip_sgr(body);
+        if text.contains("validate step") {
+            return Ok(py.None().into_bound(py));
+        }
+        // as Python's text[text.find("step:"):] (not found: the last character)
+        let start = text.find("step:").unwrap_or(text.len().saturating_sub(1));
+        let out = PyDict::new(py);
+        for (key, value, unit) in metrics::pairs(&text[start..]) {
+            out.set_item(key, (value, unit))?;
+        }
+        Ok(out.into_any())
+    }
+}
+
 /// Timer lines read into columns (`core/src/timers.rs`; the definitions are
 /// `parsers/timers.py`'s hooks, whose `(min, max)` and comms-logger patterns these are).
 #[pyclass(frozen, module = "tuimon._core")]
@@ -431,6 +467,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Records>()?;
     m.add_class::<LineRegex>()?;
     m.add_class::<TimerLines>()?;
+    m.add_class::<MetricLines>()?;
     m.add_function(wrap_pyfunction!(frame, m)?)?;
     m.add_function(wrap_pyfunction!(split_prefix, m)?)?;
     m.add_function(wrap_pyfunction!(line_stamp, m)?)?;

@@ -36,20 +36,22 @@ core, description, _trouble = _load()
 
 def use(module: Optional[ModuleType]) -> Optional[ModuleType]:
     """Read with ``module`` (the compiled core) or, given None, with Python alone; returns
-    the one in use before.  The parsers' record readers follow: ``parse_record`` and
-    ``pairs`` stay their definitions, the core's stand-ins read the same keys (asked of
+    the one in use before.  The parsers' record readers follow: ``parse_record``,
+    ``pairs`` and ``metric_values`` stay their definitions, the core's stand-ins read the same keys (asked of
     the Python key table) and hand every number but a plain one to the Python reader."""
     global core
-    from ..parsers import megatron, timers
+    from ..parsers import megatron, timers, torchtitan
     from ..parsers.events import frozen_map
     from ..parsers.numbers import to_float, to_int
 
     before, core = core, module
     if module is None:
         megatron.read_record, timers.read_pairs = megatron.parse_record, timers.pairs
+        torchtitan.read_metrics = torchtitan.metric_values
     else:
         records = module.Records(megatron.spec_of, to_float, to_int, frozen_map)
         megatron.read_record, timers.read_pairs = records.record, records.pairs
+        torchtitan.read_metrics = module.MetricLines(torchtitan.metric_values).read
     return before
 
 

@@ -8,12 +8,12 @@ from typing import Optional
 from .numbers import to_int
 
 _RANK_TAG = re.compile(r"\[Rank (\d{1,6})\]")
-_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+ANSI = re.compile(r"\x1b\[[0-9;]*m")  # an SGR colour code (core/src/metrics.rs reads them so too)
 
 
 def strip_ansi(text: str) -> str:
     """``text`` without its SGR colour codes (torchtitan colours its metrics line)."""
-    return _ANSI.sub("", text) if "\x1b" in text else text
+    return ANSI.sub("", text) if "\x1b" in text else text
 
 
 def message_of(body: str, limit: int = 500) -> str:

@@ -20,10 +20,25 @@ from .common import strip_ansi
 from .events import Checkpoint, Event, Exit, Memory, RunConfig, Step, Throughput
 from .numbers import to_float, to_int
 
-_METRIC = re.compile(r"([a-z_]+):\s+([-+]?[\d.,]+(?:[eE][-+]?\d+)?|nan|inf)(GiB)?")
+# a metrics line's pairs (core/src/metrics.rs finds them so too)
+METRIC = re.compile(r"([a-z_]+):\s+([-+]?[\d.,]+(?:[eE][-+]?\d+)?|nan|inf)(GiB)?")
 # "Finished saving the checkpoint (or staging if async is enabled)in 12.34 seconds."
 _SAVED = re.compile(r"Finished saving the checkpoint\b.*?\bin (\d{1,9}(?:\.\d+)?) seconds")
 _INIT = re.compile(r"local batch size (\d+), global batch size (\d+),.*?sequence length (\d+), total steps (\d+)")
+
+
+def metric_values(body: str) -> Optional[dict[str, tuple[str, str]]]:
+    """A metrics line's ``key: value`` pairs from ``step:`` on, as {key: (value, unit)} (the
+    last of a key wins); None for a validation line."""
+    text = strip_ansi(body)
+    if "validate step" in text:
+        return None
+    return {key: (value, unit) for key, value, unit in METRIC.findall(text[text.find("step:"):])}
+
+
+#: what reads a metrics line: :func:`metric_values`, or the compiled core's reader of the same
+#: patterns where it is in use (``tuimon.engine.native``)
+read_metrics = metric_values
 
 
 class TorchTitanParser(LineParser):
@@ -85,10 +100,9 @@ class TorchTitanParser(LineParser):
         self._last_stamp: dict[Optional[int], tuple[int, float]] = {}
 
     def _on_metrics(self, body: str, ctx: LineContext) -> list[Event]:
-        text = strip_ansi(body)
-        if "validate step" in text:
+        values = read_metrics(body)
+        if values is None:
             return []
-        values = {key: (value, unit) for key, value, unit in _METRIC.findall(text[text.find("step:"):])}
         step = to_int(values.get("step", ("",))[0]) if "step" in values else None
         if step is None or "loss" not in values:
             return []

@@ -1,0 +1,128 @@
+//! TorchTitan's metrics line (`parsers/torchtitan.py`, `metric_values`): its colour codes
+//! (`common.ANSI`, `\x1b\[[0-9;]*m`) taken out, then the pairs of `torchtitan.METRIC`,
+//! `([a-z_]+):\s+([-+]?[\d.,]+(?:[eE][-+]?\d+)?|nan|inf)(GiB)?`, found as Python's `findall`
+//! finds them, by hand: the regex crate's captures cost more than Python's own regex here.
+//! Only ASCII text without \x1c-\x1f comes here (where `\s` and `\d` mean what they mean to
+//! Python); tests/test_core.py holds the two to the same answers.
+
+/// `text` without its SGR colour codes (`\x1b[` then digits and `;`, then `m`).
+pub fn strip_sgr(text: &str) -> String {
+    let b = text.as_bytes();
+    let mut out = String::with_capacity(text.len());
+    let (mut i, mut kept) = (0, 0);
+    while i < b.len() {
+        if b[i] == 0x1b && b.get(i + 1) == Some(&b'[') {
+            let mut j = i + 2;
+            while j < b.len() && (b[j].is_ascii_digit() || b[j] == b';') {
+                j += 1;
+            }
+            if b.get(j) == Some(&b'm') {
+                out.push_str(&text[kept..i]);
+                i = j + 1;
+                kept = i;
+                continue;
+            }
+        }
+        i += 1;
+    }
+    out.push_str(&text[kept..]);
+    out
+}
+
+fn key_char(c: u8) -> bool {
+    c.is_ascii_lowercase() || c == b'_'
+}
+
+/// Python's `\s` on ASCII without \x1c-\x1f.
+fn space(c: u8) -> bool {
+    matches!(c, b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c)
+}
+
+/// The end of the value starting at `j`, if one does.
+fn value_end(b: &[u8], j: usize) -> Option<usize> {
+    let mut k = j;
+    if k < b.len() && (b[k] == b'-' || b[k] == b'+') {
+        k += 1;
+    }
+    let digits = k;
+    while k < b.len() && (b[k].is_ascii_digit() || b[k] == b'.' || b[k] == b',') {
+        k += 1;
+    }
+    if k > digits {
+        if k < b.len() && (b[k] == b'e' || b[k] == b'E') {
+            let mut e = k + 1;
+            if e < b.len() && (b[e] == b'-' || b[e] == b'+') {
+                e += 1;
+            }
+            let exp = e;
+            while e < b.len() && b[e].is_ascii_digit() {
+                e += 1;
+            }
+            if e > exp {
+                k = e;
+            }
+        }
+        return Some(k);
+    }
+    for word in [&b"nan"[..], &b"inf"[..]] {
+        if b[j..].starts_with(word) {
+            return Some(j + 3);
+        }
+    }
+    None
+}
+
+/// The `(key, value, unit)` of every pair in `text`, in order.
+pub fn pairs(text: &str) -> Vec<(&str, &str, &str)> {
+    let b = text.as_bytes();
+    let mut out = Vec::new();
+    let mut p = 0;
+    while p < b.len() {
+        if !key_char(b[p]) {
+            p += 1;
+            continue;
+        }
+        let mut r = p;
+        while r < b.len() && key_char(b[r]) {
+            r += 1;
+        }
+        // a match starts here or nowhere in this run: from inside it the same colon is needed
+        if r < b.len() && b[r] == b':' && r + 1 < b.len() && space(b[r + 1]) {
+            let mut j = r + 1;
+            while j < b.len() && space(b[j]) {
+                j += 1;
+            }
+            if let Some(end) = value_end(b, j) {
+                let unit = b[end..].starts_with(b"GiB");
+                let stop = if unit { end + 3 } else { end };
+                out.push((&text[p..r], &text[j..end], if unit { "GiB" } else { "" }));
+                p = stop;
+                continue;
+            }
+        }
+        p = r;
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn colour_codes_go_and_others_stay() {
+        assert_eq!(strip_sgr("\x1b[31mstep: 1\x1b[38;2;1;2;3m x\x1b[0"), "step: 1 x\x1b[0");
+        assert_eq!(strip_sgr("\x1b\x1b[m"), "\x1b");
+    }
+
+    #[test]
+    fn pairs_as_findall_finds_them() {
+        let line = "step: 10  loss: 11.78140  memory: 29.11GiB(92.83%)  tps: 70,593  mfu: 15.38%";
+        assert_eq!(pairs(line), vec![("step", "10", ""), ("loss", "11.78140", ""), ("memory", "29.11", "GiB"),
+                                     ("tps", "70,593", ""), ("mfu", "15.38", "")]);
+        // a match may begin where the last one ended inside a run of letters (after nan)
+        assert_eq!(pairs("a: nanb: 2"), vec![("a", "nan", ""), ("b", "2", "")]);
+        assert_eq!(pairs("x: 1e5y: 2e"), vec![("x", "1e5", ""), ("y", "2", "")]);
+        assert_eq!(pairs("ab:  -x  c: +"), vec![]);
+    }
+}
