@@ -146,3 +146,27 @@ def test_corpus_summaries_come_back_from_their_json_form():
     for job in store.jobs.values():
         row, _ = summarize_timeless(job)
         assert from_dict(json.loads(json.dumps(row.as_dict()))) == row, job.name
+
+
+def test_a_rewrite_a_coarse_clock_cannot_tell_is_told_by_its_bytes(tmp_path, run_cli, monkeypatch, counted):
+    """On a file system whose times tick by the second, a file rewritten at its size within
+    the tick keeps its stat: its first and last bytes tell it apart."""
+    import collections
+
+    d = _logs(tmp_path)
+    real = reuse.open_regular
+    Stat = collections.namedtuple("Stat", "st_dev st_ino st_size st_mtime_ns st_ctime_ns")
+
+    def frozen_clock(path):
+        fd, st = real(path)
+        return fd, Stat(st.st_dev, st.st_ino, st.st_size, 1_000_000_000, 1_000_000_000)
+
+    monkeypatch.setattr(reuse, "open_regular", frozen_clock)
+    run_cli("summary", "--format", "json", str(d))
+    log = d / "stronghold-run.log"
+    text = log.read_text()
+    log.write_text(text.replace("lm loss: 1.0", "lm loss: 1.9"))  # the losses, at the same length
+    assert len(log.read_text()) == len(text) and log.read_text() != text
+    plain, cached = _both(run_cli, d, "--format", "json")
+    assert counted["kept"] == len(list(d.iterdir())) - 1
+    assert plain == cached

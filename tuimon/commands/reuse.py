@@ -8,7 +8,7 @@ that job (:meth:`JobStore.job_for`, which sees every file's name, companions inc
 each group's summaries are kept in the parse cache under a signature of
 
 * every file of the group: its path, device, inode, size, mtime and ctime (a write moves
-  ctime, and ctime cannot be set back),
+  ctime, and ctime cannot be set back), and its first and last 4 KB,
 * the format set, tuimon's version and the code of parsers, engine and store (the parse
   cache's own key, :attr:`Catalog.key`), the code of the figures,
 * the options a summary depends on (``--gpu``, ``--gpu-peak``).
@@ -33,9 +33,11 @@ from ..engine.cache import ParseCache
 from ..engine.ingest import ParseStats
 from ..figures.record import Summary, from_dict
 from ..figures.summary import ClockFacts
+from ..sources.files import NotRegular, open_regular
 from ..store.job_store import JobStore
 
 Kept = tuple[Summary, ClockFacts]
+EDGE_BYTES = 4096  # hashed from each end of a file
 
 
 @dataclasses.dataclass
@@ -83,10 +85,18 @@ def group(files: list[str], ctx: bytes) -> Group:
     digest = hashlib.sha256(ctx)
     for f in files:
         try:
-            st = os.stat(f)
+            fd, st = open_regular(f)  # (a FIFO or a device is never read here)
+        except (OSError, NotRegular):
+            return Group(files, slot, None)
+        try:
+            digest.update(repr((f, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)).encode())
+            # and its first and last bytes, as the parse cache tells files apart: a rewrite of the same
+            # size within a coarse clock's tick (a network file system's) keeps size and times
+            digest.update(os.pread(fd, EDGE_BYTES, 0) + b"\0" + os.pread(fd, EDGE_BYTES, max(0, st.st_size - EDGE_BYTES)))
         except OSError:
             return Group(files, slot, None)
-        digest.update(repr((f, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)).encode())
+        finally:
+            os.close(fd)
     return Group(files, slot, digest.digest())
 
 
