@@ -154,6 +154,31 @@ def test_command_flags_split_as_the_shell_would():
     assert flags_from_command("--a 'x y' --b=\"1 2\" --c") == {"a": "x y", "b": "1 2", "c": ""}
 
 
+_SHELL_PIECES = st.sampled_from(["a", "--x", "=", "1", " ", "  ", "\t", "\n", "\r", "\x0b", "'", '"', "\\", "\\\\",
+                                 "\\'", '\\"', "$", "`", "é", "#", "'a b'", '"c d"', '"e\\"f"', "''"])
+
+
+@settings(max_examples=4000, deadline=None)
+@given(pieces=st.lists(_SHELL_PIECES, max_size=20))
+def test_shell_words_are_shlex_words(pieces):
+    """The fast split of a quoted launch command gives shlex's (POSIX) words, and raises
+    where shlex raises (an open quote, a lone last backslash)."""
+    import shlex
+
+    from tuimon.parsers.common import shell_words
+
+    command = "".join(pieces)
+    try:
+        want: object = shlex.split(command, posix=True)
+    except ValueError as exc:
+        want = ("ValueError", str(exc))
+    try:
+        got: object = shell_words(command)
+    except ValueError as exc:
+        got = ("ValueError", str(exc))
+    assert got == want, repr(command)
+
+
 def test_a_torchtitan_log_from_before_its_titan_tag_is_read_as_torchtitan(tmp_path):
     """Until 2025 torchtitan's lines had no ``[titan]`` tag, and until 2024-08 it said
     ``wps``: such a log gives its throughput, MFU and memory, not a generic step only."""
