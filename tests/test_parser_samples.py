@@ -147,8 +147,9 @@ def test_command_flags_split_as_the_shell_would():
         return out
 
     rng = random.Random(17)
-    alphabet = ["--num-layers", "--bf16", "=", "32", " ", "  ", "\t", "\x0b", "\xa0", "-", "#", "a", "é", "\n"]
-    for _ in range(3000):
+    alphabet = ["--num-layers", "--bf16", "=", "32", " ", "  ", "\t", "\x0b", "\xa0", "-", "#", "a", "é", "\n", "--",
+                "---x", "\r", "--a=", "="]
+    for _ in range(20000):
         command = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 14)))
         assert flags_from_command(command) == reference(command), repr(command)
     assert flags_from_command("--a 'x y' --b=\"1 2\" --c") == {"a": "x y", "b": "1 2", "c": ""}
