@@ -170,3 +170,17 @@ def test_a_rewrite_a_coarse_clock_cannot_tell_is_told_by_its_bytes(tmp_path, run
     plain, cached = _both(run_cli, d, "--format", "json")
     assert counted["kept"] == len(list(d.iterdir())) - 1
     assert plain == cached
+
+
+def test_groups_that_share_a_job_keep_nothing(tmp_path, run_cli, monkeypatch, counted):
+    """Should two groups' files ever make one job (a grouping that missed a way jobs join),
+    no summary is kept, and every file is read as without the cache."""
+    d = tmp_path / "runs"
+    d.mkdir()
+    lines = (FIXTURES / "stronghold-run.log").read_text().splitlines(keepends=True)
+    (d / "slurm-7770001.out").write_text("".join(lines[:len(lines) // 2]))
+    (d / "slurm-7770001.err").write_text("".join(lines[len(lines) // 2:]))
+    monkeypatch.setattr(reuse, "file_groups", lambda store, files: [[str(f)] for f in files])  # one job, split
+    plain, first = _both(run_cli, d, "--format", "json")
+    assert counted == {"kept": 0, "made": 0}
+    assert plain == first and len(json.loads(first)) == 1

@@ -571,31 +571,34 @@ def _summaries(settings: Settings, store: JobStore, files: list[Path], cache,
     kept = {f for g in groups if g.kept is not None for f in g.files}
     per_file: dict[Path, ParseStats] = {}
     stats = _parse_into(store, [f for f in files if str(f) not in kept], settings.jobs, cache, per_file)
-    timeless: list = []
+    if names is None:
+        return [summarize_timeless(job, gpu_peak=settings.gpu_peak, gpu=settings.gpu)
+                for job in store.jobs.values()], stats
+    # every job is one group's own (checked for all before any is kept): else nothing is kept
     placeholders = {id(store.job_for(f)[0]) for g in groups if g.kept is not None for f in g.files}
-    owner: dict[int, int] = {}  # job -> the group its files made it
+    owner: dict[int, int] = {}  # job -> the group whose files made it
+    jobs_of: dict[int, list] = {}
+    for k, g in enumerate(groups):
+        if g.kept is None:
+            jobs_of[k] = list({id(j): j for f in g.files for j in store.runs_of(f)}.values())
+            for job in jobs_of[k]:
+                if owner.setdefault(id(job), k) != k or id(job) in placeholders:
+                    return None
+    if len(owner) + len(placeholders) != len(store.jobs):
+        return None  # a job no group's files made
+    timeless: list = []
     for k, g in enumerate(groups):
         if g.kept is not None:
             timeless += g.kept
             assert g.stats is not None
             stats.add(g.stats)
             continue
-        jobs = list({id(j): j for f in g.files for j in store.runs_of(f)}.values())
-        for job in jobs:
-            if owner.setdefault(id(job), k) != k or id(job) in placeholders:
-                return None
-        made = [summarize_timeless(job, gpu_peak=settings.gpu_peak, gpu=settings.gpu) for job in jobs]
+        made = [summarize_timeless(job, gpu_peak=settings.gpu_peak, gpu=settings.gpu) for job in jobs_of[k]]
         timeless += made
         group_stats = ParseStats()
         for f in g.files:
             group_stats.add(per_file.get(Path(f), ParseStats()))
-        if cache is not None:
-            reuse.save(cache, g, made, group_stats)
-    if names is None:
-        timeless = [summarize_timeless(job, gpu_peak=settings.gpu_peak, gpu=settings.gpu)
-                    for job in store.jobs.values()]
-    elif len(owner) + len(placeholders) != len(store.jobs):
-        return None  # a job no group's files made
+        reuse.save(cache, g, made, group_stats)
     return timeless, stats
 
 
