@@ -466,6 +466,8 @@ class ParseCache:
         files, stored, covered = rows[0] if rows else (0, 0, 0)
         chunks = self._query("SELECT coalesce(sum(length(events)), 0) FROM chunks", ())
         stored += chunks[0][0] if chunks else 0
+        results = self._query("SELECT coalesce(sum(length(blob)), 0) FROM results", ())
+        stored += results[0][0] if results else 0
         size = sum(os.path.getsize(f"{self.path}{s}") for s in ("", "-wal") if os.path.exists(f"{self.path}{s}"))
         return {"path": str(self.path), "files": files, "stored_bytes": stored, "log_bytes": covered,
                 "database_bytes": size, "limit_bytes": max_bytes()}
