@@ -351,6 +351,43 @@ def test_rules_on_the_cores_line_lists_find_what_a_block_search_finds(monkeypatc
             assert found[0] == found[1], (regex, text)
 
 
+def test_hook_triggers_on_the_core_find_the_lines_re_finds():
+    """Every built-in hook trigger the core runs picks, of its candidate lines, those
+    ``re`` picks (lines made of the trigger's own pieces, numbers, spaces, a line end)."""
+    import random
+    import re
+
+    from tuimon.engine.rules import HookRule
+    from tuimon.parsers import ALL_PARSERS
+
+    rng = random.Random(11)
+    triggers = [t for cls in ALL_PARSERS for t, _ in cls.ROUTES]
+    # the parsers' own sample lines, and with their spaces as \x1c (a space to re's \s, not the core's)
+    samples = [line for cls in ALL_PARSERS for sample in cls.SAMPLES for line in (sample.line, *sample.context)]
+    samples += [line.replace(" ", "\x1c") for line in samples]
+    checked = 0
+    for trigger in triggers:
+        hook = HookRule(trigger, print, (0, 0))
+        if hook.core is None:
+            continue
+        checked += 1
+        pieces = [w for w in re.split(r"[\\()\[\]?*+|{}^$]", trigger) if w] + \
+            ["1", "42", " ", "  ", "\t", "=", ":", "/", "-", "x", "é", "\x1c", "TRUE", "step", ".", ","]
+        lines = ["".join(rng.choice(pieces) for _ in range(rng.randint(0, 8))) for _ in range(400)] + samples
+        text = "\n".join(lines) + rng.choice(["\n", ""])
+        starts = [0] + [m.end() for m in re.finditer("\n", text) if m.end() < len(text)]
+        kept, unread = hook.core.lines(text, starts)
+        ends = [text.find("\n", s) for s in starts]
+        want = [s for s, e in zip(starts, ends) if hook.regex.search(text, s, len(text) if e < 0 else e + 1)]
+        python = [s for s in unread if hook.regex.search(text, s, len(text) if text.find("\n", s) < 0
+                                                         else text.find("\n", s) + 1)]
+        assert sorted(kept + python) == want, trigger
+        for s in unread:  # left to re: lines (and the character before) that are not plain ASCII
+            seen = text[max(0, s - 1):(text.find("\n", s) + 1) or len(text)]
+            assert not seen.isascii() or any("\x1c" <= c <= "\x1f" for c in seen), (trigger, seen)
+    assert checked >= 20
+
+
 def test_a_missing_core_is_said_once_and_python_reads(tmp_path):
     """Without the extension (a build that failed, an interpreter it was not built for),
     tuimon says so once, on stderr, and the Python engine gives the same table."""

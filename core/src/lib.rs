@@ -341,6 +341,30 @@ impl LineRegex {
         });
         (true, found)
     }
+
+    /// Of the lines starting at `starts` (character offsets, ascending), those holding a
+    /// match in their text up to and including their newline, as `re`'s `search(text, start,
+    /// end + 1)` finds it (a hook's trigger over its candidate lines); and those not read
+    /// here (from the character before them to their newline, not ASCII or holding
+    /// \x1c-\x1f), for the Python regex.
+    fn lines(&self, py: Python<'_>, text: &Bound<'_, PyString>, starts: Vec<usize>) -> PyResult<(Vec<usize>, Vec<usize>)> {
+        let s = text.to_str()?;
+        let bytes = s.as_bytes();
+        let mut cursor = Cursor::new(s);
+        let at: Vec<usize> = starts.iter().map(|&c| cursor.byte_of(c)).collect();
+        Ok(py.detach(|| {
+            let (mut kept, mut unread) = (Vec::new(), Vec::new());
+            for (&start, &b) in starts.iter().zip(&at) {
+                let end = memchr::memchr(b'\n', &bytes[b..]).map_or(bytes.len(), |i| b + i + 1);
+                if !bytes[b.saturating_sub(1)..end].iter().all(|&c| c.is_ascii() && !(0x1c..=0x1f).contains(&c)) {
+                    unread.push(start);
+                } else if self.re.find_at(&s[..end], b).is_some() {
+                    kept.push(start);
+                }
+            }
+            (kept, unread)
+        }))
+    }
 }
 
 /// TorchTitan's metrics line read into its `key: value` pairs (`core/src/metrics.rs`):

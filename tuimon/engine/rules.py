@@ -5,6 +5,7 @@ import re
 from functools import lru_cache
 from typing import Any, Callable, Container, Mapping, Optional
 
+from . import native
 from .anchors import literal_of, required_anchors
 
 
@@ -21,10 +22,18 @@ def _compiled(trigger: str) -> tuple[Optional[str], re.Pattern[str], Optional[tu
     return literal_of(trigger), re.compile(trigger, re.MULTILINE), anchors_of(trigger)  # "$" ends a line
 
 
+@lru_cache(maxsize=1024)
+def _core_regex(trigger: str, core: Any) -> Any:
+    """The compiled core's regex of ``trigger``, where it reads it as ``re`` does; else None."""
+    from .user_regex import core_reason
+
+    return core.LineRegex(trigger) if core is not None and core_reason(trigger) is None else None
+
+
 class HookRule:
     """Lines holding a match of ``trigger`` go to ``handler`` (once a line)."""
 
-    __slots__ = ("trigger", "handler", "key", "literal", "regex", "anchors", "by_line", "column")
+    __slots__ = ("trigger", "handler", "key", "literal", "regex", "anchors", "by_line", "column", "core")
 
     def __init__(self, trigger: str, handler: Callable[..., Any], key: tuple[int, int],
                  column: Optional[int] = None) -> None:
@@ -32,6 +41,8 @@ class HookRule:
         self.column = column  # the compiled core's reader of its plain lines (see BlockEngine._events), if any
         self.literal, self.regex, self.anchors = _compiled(trigger)
         self.by_line = bool(self.anchors) and not starts_with_literal(trigger)
+        # the trigger over its candidate lines in one call to the core (2 us a line in re)
+        self.core = _core_regex(trigger, native.core) if self.literal is None and self.anchors else None
 
     def present(self, literals: Container[str]) -> bool:
         """Whether the rule may match in a block that holds ``literals`` (of the rules'
@@ -52,10 +63,17 @@ class HookRule:
             # a regex that starts with a literal finds its own candidates fast, unless they are few and known
             starts = lines_holding(text, self.anchors, held, few=not self.by_line)
             if starts is not None:  # few candidates: the regex runs on their lines alone
+                kept: list[int] = []
+                core = self.core if text.isascii() else None  # (in another text, offsets cost a walk a call)
+                if core is not None:
+                    kept, starts = core.lines(text, starts)  # (and leaves those it cannot read)
                 for start in starts:
                     end = find("\n", start)
                     if search(text, start, len(text) if end < 0 else end + 1) is not None:
-                        hits.append((start, order, self, None))
+                        kept.append(start)
+                if core is not None and starts:
+                    kept.sort()  # in line order
+                hits.extend([(start, order, self, None) for start in kept])
                 return
         pos = 0
         while True:
