@@ -180,6 +180,31 @@ def test_shell_words_are_shlex_words(pieces):
     assert got == want, repr(command)
 
 
+_PROGRESS_PIECES = st.sampled_from(["step", "STEP", "Step", "iter", "ITERATION", "batch", "Epoch", "num_updates",
+                                    "global_step", "global step", "steps: ", "loss: ", "=", ": ", " ", "1", "/", "10",
+                                    "|", "%|", "{'loss'", "[titan]", "]", "iter=", "reduced_train_loss", "x", "-",
+                                    ".", "\t", "ste", "p", "ſtep", "İter"])
+
+
+_STEP_KEYS = st.sampled_from(["step", "num_updates", "global_step", "global step", "iteration", "iter", "batch",
+                              "epoch", "iteration 3/ 9 |", "steps: 2 loss: ", "1%|"])
+
+
+@settings(max_examples=4000, deadline=None)
+@given(before=st.lists(_PROGRESS_PIECES, max_size=5), key=_STEP_KEYS, upper=st.booleans(),
+       sep=st.sampled_from(["=", ": ", " ", "='", "\": "]), after=st.lists(_PROGRESS_PIECES, max_size=5))
+def test_the_progress_parsers_quick_tests_never_skip_a_match(before, key, upper, sep, after):
+    """The progress parser searches a line for a step, or for another parser's line, only
+    where the words those regexes need are in it: every line they match holds them."""
+    from tuimon.parsers import progress
+
+    body = "".join(before) + (key.upper() if upper else key) + sep + "12" + "".join(after)
+    if progress._OTHERS.search(body):
+        assert any(n in body for n in progress._OTHERS_NEEDLES), body
+    if progress._STEP.search(body) and body.isascii():
+        assert any(w in body.lower() for w in progress._STEP_WORDS), body
+
+
 def test_a_torchtitan_log_from_before_its_titan_tag_is_read_as_torchtitan(tmp_path):
     """Until 2025 torchtitan's lines had no ``[titan]`` tag, and until 2024-08 it said
     ``wps``: such a log gives its throughput, MFU and memory, not a generic step only."""

@@ -67,6 +67,10 @@ _HEADER_REACH = 60  # lines a header's metrics may follow it by
 # lines other parsers read, or progress bars whose postfix carries a loss
 _OTHERS = re.compile(r"iteration[ =]+\d+/ *\d+ *\||\{'loss'|\[titan\]|\]\s*iter=\d|reduced_train_loss|"
                      r"\bsteps: \d+ loss: |\d%\|")
+# a text each alternative of _OTHERS holds, and a word each key of _STEP holds (in any case): a line
+# without them needs no search (each costs 6-8 us a line: no literal starts them)
+_OTHERS_NEEDLES = ("iteration", "{'loss'", "[titan]", "iter=", "reduced_train_loss", "steps: ", "%|")
+_STEP_WORDS = ("step", "iter", "batch", "epoch", "num_updates")
 
 
 class ProgressParser(LineParser):
@@ -158,7 +162,7 @@ class ProgressParser(LineParser):
         return []
 
     def _on_line(self, body: str, ctx: LineContext) -> list[Event]:
-        if len(body) > 4096 or _OTHERS.search(body):
+        if len(body) > 4096 or (any(n in body for n in _OTHERS_NEEDLES) and _OTHERS.search(body)):
             return []
         step_key, step, total = step_of(body)
         if step is None:
@@ -213,7 +217,9 @@ def _has_any(body: str, *needles: str) -> bool:
 def step_of(body: str) -> tuple[Optional[str], Optional[int], Optional[int]]:
     """(key, number, total) of the line's step: the first key of ``_STEP_KEYS`` it has."""
     best: Optional[tuple[int, str, int, Optional[int]]] = None
-    for m in _STEP.finditer(body):
+    # (re.I folds more than lower() outside ASCII: U+017F is an s to it)
+    low = body.lower() if body.isascii() else None
+    for m in _STEP.finditer(body) if low is None or any(w in low for w in _STEP_WORDS) else ():
         key = m.group(1).lower().replace(" ", "_")
         rank = _STEP_KEYS.index(key) if key in _STEP_KEYS else len(_STEP_KEYS)
         if best is None or rank < best[0]:
