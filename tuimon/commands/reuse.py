@@ -8,7 +8,7 @@ that job (:meth:`JobStore.job_for`, which sees every file's name, companions inc
 each group's summaries are kept in the parse cache under a signature of
 
 * every file of the group: its path, device, inode, size, mtime and ctime (a write moves
-  ctime, and ctime cannot be set back), and its first and last 4 KB,
+  ctime, and ctime cannot be set back), and its first and last 4 KB (``engine.cache.Ident``),
 * the format set, tuimon's version and the code of parsers, engine and store (the parse
   cache's own key, :attr:`Catalog.key`), the code of the figures,
 * the options a summary depends on (``--gpu``, ``--gpu-peak``).
@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, Optional, Sequence
 
 from .. import __version__
-from ..engine.cache import ParseCache
+from ..engine.cache import Ident, ParseCache
 from ..engine.ingest import ParseStats
 from ..figures.record import Summary, from_dict
 from ..figures.summary import ClockFacts
@@ -37,7 +37,6 @@ from ..sources.files import NotRegular, open_regular
 from ..store.job_store import JobStore
 
 Kept = tuple[Summary, ClockFacts]
-EDGE_BYTES = 4096  # hashed from each end of a file
 
 
 @dataclasses.dataclass
@@ -89,10 +88,9 @@ def group(files: list[str], ctx: bytes) -> Group:
         except (OSError, NotRegular):
             return Group(files, slot, None)
         try:
-            digest.update(repr((f, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)).encode())
-            # and its first and last bytes, as the parse cache tells files apart: a rewrite of the same
-            # size within a coarse clock's tick (a network file system's) keeps size and times
-            digest.update(os.pread(fd, EDGE_BYTES, 0) + b"\0" + os.pread(fd, EDGE_BYTES, max(0, st.st_size - EDGE_BYTES)))
+            # as the parse cache tells a file apart (its bytes at both ends too: a rewrite of the same
+            # size within a coarse clock's tick, a network file system's, keeps size and times)
+            digest.update(repr((f, dataclasses.astuple(Ident.of(fd, st.st_size, st)))).encode())
         except OSError:
             return Group(files, slot, None)
         finally:

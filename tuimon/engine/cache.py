@@ -520,8 +520,9 @@ class Ident:
     ctime_ns: int = 0
 
     @classmethod
-    def of(cls, fd: int, offset: int) -> "Ident":
-        st = os.fstat(fd)
+    def of(cls, fd: int, offset: int, st: Optional[os.stat_result] = None) -> "Ident":
+        """The file open at ``fd``, its bytes before ``offset``; ``st``: its stat, when known."""
+        st = st or os.fstat(fd)
         tail_len = min(offset, TAIL_BYTES)
         return cls(st.st_dev, st.st_ino, _read_at(fd, 0, min(offset, HEAD_BYTES)),
                    _read_at(fd, offset - tail_len, tail_len), st.st_size, st.st_mtime_ns, st.st_ctime_ns)

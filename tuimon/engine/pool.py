@@ -103,21 +103,19 @@ def parse_files_into(store: JobStore, files: list[Path], *, jobs: Optional[int] 
         spec = catalog.current().spec
         # the biggest first: the last to finish is then a small one (the pool takes them in turn)
         futures = {p: pool.submit(_parse_whole, str(p), spec, cache_path) for p in unread}
-    own: Optional[tuple] = None  # the file read here: (store, stats), or the OSError reading it raised
+    read_here: dict[Path, tuple | OSError] = {}  # (store, stats), or what reading it raised
     try:
         if here is not None and futures:  # read while the workers read theirs, not after waiting for them
             try:
-                own = parse_file_store(here, str(here), cache=cache, on_bytes=told)
+                read_here[here] = parse_file_store(here, str(here), cache=cache, on_bytes=told)
             except OSError as exc:
-                own = (exc,)
+                read_here[here] = exc
         for path in files:
             try:
-                whole: Optional[tuple]
-                if path == here and own is not None:
-                    whole, own = own, None
-                    if isinstance(whole[0], OSError):
-                        raise whole[0]
-                else:
+                whole = read_here.pop(path, None)
+                if isinstance(whole, OSError):
+                    raise whole
+                if whole is None:
                     whole = ready.get(path) or (_result(futures[path]) if path in futures else None)
                     if whole is not None:
                         told(sizes[path])

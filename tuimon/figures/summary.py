@@ -128,16 +128,6 @@ def _started(job: Job) -> bool:
     return bool(job.frameworks) or any(m.name != LOG_START for m in job.milestones)
 
 
-def status_of(job: Job, now: Optional[float], last_write: Optional[float],
-              top_step: Optional[int] = None, startup_timeout: float = STARTUP_TIMEOUT_S) -> tuple[str, Optional[Failure]]:
-    """``top_step``: :func:`last_step` of the job, when the caller has it."""
-    settled = settled_status(job, top_step)
-    if settled is not None:
-        return settled
-    return startup_status(_started(job), _span(job), now, last_write, startup_timeout,
-                          job.files[0] if job.files else None)
-
-
 def settled_status(job: Job, top_step: Optional[int] = None) -> Optional[tuple[str, Optional[Failure]]]:
     """A job's status where its log alone says it (failed, nan, finished, training, a job
     script's end without a step); None where it depends on the clock (:func:`startup_status`)."""
@@ -374,9 +364,9 @@ def summarize_timeless(job: Job, *, gpu_peak: Optional[float] = None,
 
     top_step = last_step(job)
     settled = settled_status(job, top_step)
-    started = _started(job)
+    started, span = _started(job), _span(job)
     status, failure = settled if settled is not None else \
-        startup_status(started, _span(job), None, None, STARTUP_TIMEOUT_S, job.files[0] if job.files else None)
+        startup_status(started, span, None, None, STARTUP_TIMEOUT_S, job.files[0] if job.files else None)
     startup_s, phases, startup_note = startup(job)
     loss_last = primary_loss(job.last_losses) if job.last_losses else job.last_step_loss
 
@@ -450,4 +440,4 @@ def summarize_timeless(job: Job, *, gpu_peak: Optional[float] = None,
         wall_span_s=_clean(job.last_wall - job.first_wall, 3)
         if job.first_wall is not None and job.last_wall is not None and job.last_wall > job.first_wall else None,
         metrics={key: _clean(value, 4) for key, value in rates.items()},
-    ), ClockFacts(settled is not None, _span(job), quiet_in_log(job))
+    ), ClockFacts(settled is not None, span, quiet_in_log(job))
