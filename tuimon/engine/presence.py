@@ -45,7 +45,8 @@ def _hash4(data: bytes) -> np.ndarray:
 def _grams(literal: str) -> Optional[np.ndarray]:
     """The hashed quadruples of ``literal`` (UTF-8); None under four bytes (asked exactly)."""
     data = literal.encode("utf-8", "surrogatepass")
-    return np.unique(_hash4(data)) if len(data) >= 4 else None
+    # (not np.unique: its first call imports numpy.ma, 20-45 ms of every start)
+    return np.array(sorted(set(_hash4(data).tolist())), dtype=np.uint32) if len(data) >= 4 else None
 
 
 class Presence:
@@ -55,7 +56,7 @@ class Presence:
 
     def __init__(self, literals: Iterable[str]) -> None:
         self.literals = tuple(sorted({lit for lit in literals if lit}))
-        self._grams = [(lit, _grams(lit)) for lit in self.literals]
+        self._grams: Optional[list] = None  # (literal, its grams): made when a large block is asked without the core
         # the compiled core: one Aho-Corasick pass gives the literals and the lines holding each
         self._core = native.core.Literals(list(self.literals)) if native.core is not None and self.literals else None
 
@@ -72,6 +73,8 @@ class Presence:
         """The literals ``text`` holds."""
         if len(text) < SMALL or not self.literals:
             return frozenset(lit for lit in self.literals if lit in text)
+        if self._grams is None:
+            self._grams = [(lit, _grams(lit)) for lit in self.literals]
         seen = np.zeros(1 << _BITS, dtype=bool)
         seen[_hash4(text.encode("utf-8", "surrogatepass"))] = True
         return frozenset(lit for lit, grams in self._grams if (grams is None or seen[grams].all()) and lit in text)
