@@ -15,14 +15,35 @@ from typing import Any, Callable, Mapping, Optional
 Getter = Callable[[Any], Any]
 
 
-def _attr(name: str, scale: float = 1.0) -> Getter:
-    if scale == 1.0:
-        return lambda ev: getattr(ev, name)
+class Attr:
+    """An event's attribute, times ``scale``: a getter whose parts a series reads off many
+    events at once (:class:`~tuimon.store.series.Series` stages points)."""
 
-    def scaled(ev: Any) -> Optional[float]:
-        value = getattr(ev, name)
-        return None if value is None else value * scale
-    return scaled
+    __slots__ = ("name", "scale", "floor")
+
+    def __init__(self, name: str, scale: float = 1.0, floor: Optional[float] = None) -> None:
+        self.name, self.scale, self.floor = name, scale, floor
+
+    def __call__(self, ev: Any) -> Any:
+        return self.value(getattr(ev, self.name))
+
+    def value(self, value: Any) -> Any:
+        """What this getter gives for an attribute of ``value``."""
+        if self.scale != 1.0 and value is not None:
+            try:
+                value = value * self.scale
+            except (OverflowError, TypeError):  # an int past a float (a user's int group): no value
+                return None
+        if self.floor is not None:
+            try:
+                return value if value is None or value > self.floor or value != value else None  # NaN stays NaN
+            except TypeError:
+                return None
+        return value
+
+
+def _attr(name: str, scale: float = 1.0) -> Getter:
+    return Attr(name, scale)
 
 
 def primary_loss(losses: Optional[Mapping[str, float]]) -> Optional[float]:
@@ -112,6 +133,9 @@ def getters_for(event_type: str) -> tuple[tuple[str, Getter], ...]:
 
 
 def _above(get: Getter, floor: float) -> Getter:
+    if isinstance(get, Attr):
+        return Attr(get.name, get.scale, floor)
+
     def checked(ev: Any) -> Any:
         value = get(ev)
         try:

@@ -111,6 +111,13 @@ class Job:
     runs_by_file: dict[int, FileRun] = field(default_factory=dict)  # file index -> its run so far
     events: int = 0
 
+    def flush_series(self) -> None:
+        """Make the points its series staged (:meth:`Series.append_event`)."""
+        for series in self.ranks.values():
+            series.flush()
+        self.steps.flush()
+        self.reported.flush()
+
     def add_file(self, file: str) -> int:
         at = self.file_index.get(file)
         if at is None:
@@ -374,6 +381,8 @@ class JobStore:
         """Take in events in their files' line order, and the compiled core's timer rows
         (a block's, after the block's other events; see :mod:`tuimon.store.timer_fold`)."""
         segments: dict[str, Segment] = {}  # per file: its events since its last rows
+        touched: dict[int, Job] = {}  # the jobs whose series may hold staged points
+        last_job = None
         for ev in events:
             if isinstance(ev, TimerRows):
                 held = segments.pop(ev.file) if ev.file in segments else Segment(self._timer_state(ev.file))
@@ -389,6 +398,8 @@ class JobStore:
             if new_run:
                 job = self._next_run(ev.file)
             job.events += 1
+            if job is not last_job:
+                touched[id(job)] = last_job = job
             if ev.rank is not None and ev.rank not in job.ranks_seen and len(job.ranks_seen) < MAX_RANKS_SEEN:
                 job.ranks_seen.add(ev.rank)
             if ev.wall_time is not None:
@@ -408,6 +419,8 @@ class JobStore:
         for segment in segments.values():
             if segment.held:
                 fold(segment, None, MAX_TIMERS, MAX_RANKS_SEEN)
+        for job in touched.values():  # (staged points are bounded by what one call takes)
+            job.flush_series()
 
 
 #: what a file's next run takes from its run before until it says otherwise
