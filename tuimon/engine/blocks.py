@@ -31,7 +31,7 @@ from tuimon.parsers.timestamps import line_stamp
 
 from . import guard, native
 from .presence import Presence
-from .rows import COLUMN_KINDS, BlockRows
+from .rows import COLUMN_KINDS, ROW, BlockRows, split_rows
 from .rules import HookRule, anchors_of, lines_holding, starts_with_literal
 from .user_regex import USER_REGEX_TIMEOUT_S, CorePattern, RegexTimeout
 
@@ -83,7 +83,6 @@ class BlockEngine:
         self._last_wall: Optional[float] = None
         self._log_started = not log_start  # its first stamped line was found (or is not looked for)
         self._stamp_blocks = 0  # blocks looked through for it
-        self.lines_fed = 0
         self.failed = 0  # lines a hook raised on
         self._drop_fallbacks()
         self._rules_changed()
@@ -182,16 +181,21 @@ class BlockEngine:
             self._drop_fallbacks()
             self._build()
         hook_base = len(self._data) + 1
+        columns: list[tuple[HookRule, int, list[int]]] = []  # rules whose plain lines the core reads
         for n, hook in enumerate(self._hooks):
             if hook.present(present):
-                hook.lines(text, hook_base + n, hits, held)
+                if hook.column is not None and held is not None and hook.literal is not None:
+                    columns.append((hook, hook_base + n, held.get(hook.literal, [])))
+                else:
+                    hook.lines(text, hook_base + n, hits, held)
+        rows = split_rows(self.file, text, first_line, hits, columns) if columns else None
         if hits:
             hits.sort(key=_FIRST)
         start = self._log_start(text, first_line) if not self._log_started and \
             self._stamp_blocks < LOG_START_BLOCKS else None
-        if not hits:
+        if not hits and rows is None:
             return [start] if start is not None else []
-        return self._events(text, first_line, hits, start)
+        return self._events(text, first_line, hits, start, rows)
 
     def _user_hits(self, text: str, rule: DataRule, hits: list, held: Optional[Mapping[str, list[int]]]) -> None:
         """A user rule's hits; a regex that runs over its time bound turns its format off
@@ -222,9 +226,12 @@ class BlockEngine:
                              node=pre.node, wall_time=wall, name=LOG_START)
         return None
 
-    def _events(self, text: str, first_line: int, hits: list, log_start: Optional[Milestone] = None) -> list[Item]:
+    def _events(self, text: str, first_line: int, hits: list, log_start: Optional[Milestone] = None,
+                rows: Optional[BlockRows] = None) -> list[Item]:
         """The events of the hit lines, in the order their lines give them, ``log_start``
-        (if any) before the first at or after its line."""
+        (if any) before the first at or after its line; ``rows``: the lines the core read
+        (walked in line order with the hit lines: a line without a stamp takes the one
+        before it, of either kind)."""
         events: list[Item] = []
         number, at = first_line, 0
 
@@ -236,34 +243,44 @@ class BlockEngine:
                 if k is not None:
                     out = [*out[:k], log_start, *out[k:]]
                     log_start = None
-            if verdict:
-                rows.before(out, number, events)  # type: ignore[union-attr]
+            if rows is not None:
+                rows.before(out, number, events)
             events.extend(out)
+
+        def walk(limit: int) -> None:
+            """The core's lines before ``limit`` (a line start): their stamps, and their rows."""
+            nonlocal log_start
+            starts, frames, verdicts = rows.starts, rows.frames, rows.verdicts  # type: ignore[union-attr]
+            k, n_rows = rows.at, len(starts)  # type: ignore[union-attr]
+            last = self._last_wall
+            while k < n_rows and starts[k] < limit:
+                frame = frames[k]
+                own = frame[6]
+                if own is None:
+                    own = last
+                else:
+                    last = own
+                if verdicts[k] == ROW:
+                    if log_start is not None and frame[0] >= log_start.line:
+                        rows.close(events)  # type: ignore[union-attr]  # (the rows so far are of earlier lines)
+                        events.append(log_start)
+                        log_start = None
+                    rows.take(frame, own)  # type: ignore[union-attr]
+                k += 1
+            rows.at = k  # type: ignore[union-attr]
+            self._last_wall = last
 
         count = text.count
         i, n = 0, len(hits)
         # the compiled core frames every hit line at once: number, end, launcher prefix, stamp
-        frames = native.core.frame(text, [h[0] for h in hits], first_line) if native.core is not None else None
-        rows = BlockRows(self.file, text, hits, frames) if frames is not None else None
-        verdict = rows.verdict if rows is not None else None
+        frames = native.core.frame(text, [h[0] for h in hits], first_line) if native.core is not None and hits \
+            else None
         line_no = -1  # the frame of the line at hand
         while i < n:
             start = hits[i][0]
             line_no += 1
-            if verdict and line_no in verdict:  # read by the core (an ASCII line): a row, or nothing to read
-                number, _, _, rank, _, node, own = frames[line_no]  # type: ignore[index]
-                if own is None:
-                    own = self._last_wall
-                else:
-                    self._last_wall = own
-                self.lines_fed += 1
-                if log_start is not None and number >= log_start.line and verdict[line_no] == 2:
-                    rows.close(events)  # type: ignore[union-attr]  # (the rows so far are of earlier lines)
-                    events.append(log_start)
-                    log_start = None
-                rows.take(line_no, number, rank, node, own)  # type: ignore[union-attr]
-                i += 1
-                continue
+            if rows is not None and rows.at < len(rows.starts) and rows.starts[rows.at] < start:
+                walk(start)
             if frames is not None:
                 number, end, body_at, rank, local_rank, node, own = frames[line_no]
                 if body_at is None:  # not ASCII: the Python definitions read it
@@ -284,7 +301,6 @@ class BlockEngine:
                 wall = self._last_wall
             else:
                 self._last_wall = wall
-            self.lines_fed += 1
             ctx = LineContext(self.file, number, rank, local_rank, node, wall, own is not None)
             if i + 1 == n or hits[i + 1][0] != start:  # one rule on the line, the common case: nothing to merge
                 rule, m = hits[i][2], hits[i][3]
@@ -333,6 +349,7 @@ class BlockEngine:
             if line_events:
                 emit(line_events)
         if rows is not None:
+            walk(len(text) + 1)
             rows.close(events)
         if log_start is not None:
             events.append(log_start)
