@@ -250,8 +250,10 @@ class BlockEngine:
         def walk(limit: int) -> None:
             """The core's lines before ``limit`` (a line start): their stamps, and their rows."""
             nonlocal log_start
-            starts, frames, verdicts = rows.starts, rows.frames, rows.verdicts  # type: ignore[union-attr]
-            k, n_rows = rows.at, len(starts)  # type: ignore[union-attr]
+            assert rows is not None
+            starts, frames, verdicts, tags = rows.starts, rows.frames, rows.verdicts, rows.ranks
+            lines, ranks, nodes, walls = rows.line, rows.rank, rows.node, rows.wall
+            k, n_rows = rows.at, len(starts)
             last = self._last_wall
             while k < n_rows and starts[k] < limit:
                 frame = frames[k]
@@ -262,12 +264,16 @@ class BlockEngine:
                     last = own
                 if verdicts[k] == ROW:
                     if log_start is not None and frame[0] >= log_start.line:
-                        rows.close(events)  # type: ignore[union-attr]  # (the rows so far are of earlier lines)
+                        rows.close(events)  # (the rows so far are of earlier lines)
                         events.append(log_start)
                         log_start = None
-                    rows.take(frame, own)  # type: ignore[union-attr]
+                    tag = tags[len(lines)]  # the rank a line's own tag names (``[Rank 3] rank=3``), if any
+                    lines.append(frame[0])
+                    ranks.append(frame[3] if tag is None else tag)
+                    nodes.append(frame[5])
+                    walls.append(own)
                 k += 1
-            rows.at = k  # type: ignore[union-attr]
+            rows.at = k
             self._last_wall = last
 
         count = text.count

@@ -29,39 +29,52 @@ def split_rows(file: str, text: str, first_line: int, hits: list, columns: list)
     has a reader for) that the core reads; every other of their lines goes into ``hits``
     as a hook's (the core leaves it, it is not ASCII, or another rule is on it too)."""
     taken = {hit[0] for hit in hits}
-    owner: dict[int, tuple[Any, int]] = {}
+    if len(columns) > 1:  # a line two readers are on goes to both hooks
+        seen: set[int] = set()
+        for _, _, starts in columns:
+            taken.update(seen.intersection(starts))
+            seen.update(starts)
+    parts = []
     for rule, order, starts in columns:
-        for start in starts:
-            if start in owner or start in taken:
-                taken.add(start)  # (two readers' line: both hooks read it)
-            else:
-                owner[start] = (rule, order)
-    for rule, order, starts in columns:
-        hits.extend([(start, order, rule, None) for start in starts if start in taken])
-    starts = sorted(start for start in owner if start not in taken)
-    if not starts:
+        if taken:
+            hits.extend([(start, order, rule, None) for start in starts if start in taken])
+            starts = [start for start in starts if start not in taken]
+        if starts:
+            parts.append((rule, order, starts))
+    if not parts:
         return None
+    if len(parts) == 1:
+        starts, owners = parts[0][2], None
+    else:
+        merged = sorted((start, k) for k, part in enumerate(parts) for start in part[2])
+        starts, owners = [m[0] for m in merged], [m[1] for m in merged]
     core = native.core
     assert core is not None  # (a rule has a column reader only with the core)
     frames = core.frame(text, starts, first_line)
-    kept: list[int] = []
-    spans: list[tuple[int, int, int]] = []
-    parser = None
-    for k, frame in enumerate(frames):
-        rule, order = owner[starts[k]]
-        if frame[2] is None:  # not ASCII: the hook reads it
-            hits.append((starts[k], order, rule, None))
-            continue
-        kept.append(k)
-        spans.append((frame[2], frame[1], rule.column))
-        parser = rule.handler.__self__  # (the timer parser: the one that declares COLUMNS)
-    if parser is None:
-        return None
+    if owners is None and all(frame[2] is not None for frame in frames):  # one reader, every line ASCII
+        column = parts[0][0].column
+        spans = [(frame[2], frame[1], column) for frame in frames]
+        kept = None
+    else:
+        kept, spans = [], []
+        for k, frame in enumerate(frames):
+            rule, order, _ = parts[0 if owners is None else owners[k]]
+            if frame[2] is None:  # not ASCII: the hook reads it
+                hits.append((starts[k], order, rule, None))
+            else:
+                kept.append(k)
+                spans.append((frame[2], frame[1], rule.column))
+        if not kept:
+            return None
+    parser = parts[0][0].handler.__self__  # (the timer parser: the one that declares COLUMNS)
     verdicts, *read = _timer_lines(core).read(text, spans, parser.offload_said())
+    if kept is None and HOOK not in verdicts:
+        return BlockRows(file, starts, frames, verdicts, read)
     lines, line_frames, line_verdicts = [], [], []
-    for k, verdict in zip(kept, verdicts):
+    for j, verdict in enumerate(verdicts):
+        k = j if kept is None else kept[j]
         if verdict == HOOK:
-            rule, order = owner[starts[k]]
+            rule, order, _ = parts[0 if owners is None else owners[k]]
             hits.append((starts[k], order, rule, None))
         else:
             lines.append(starts[k])
@@ -72,50 +85,43 @@ def split_rows(file: str, text: str, first_line: int, hits: list, columns: list)
 
 class BlockRows:
     """A block's lines the core read (their starts, frames and verdicts, in line order)
-    and their rows: :meth:`BlockEngine._events` walks them with its hook lines, taking
-    each row's stamp, and closes the rows so far into one :class:`TimerRows` where the
-    events' order needs it."""
+    and their rows (the core's ranks, counts and pairs; the line, rank, node and stamp of
+    each as :meth:`BlockEngine._events` walks them with its hook lines), closed into one
+    :class:`TimerRows` where the events' order needs it."""
 
     __slots__ = ("file", "starts", "frames", "verdicts", "names", "name_index", "ms", "counts", "comm", "ranks",
-                 "at", "read_at", "pairs_at", "line", "rank", "node", "wall")
+                 "at", "closed", "pairs_at", "line", "rank", "node", "wall")
 
     def __init__(self, file: str, starts: list[int], frames: list, verdicts: list[int], read: list) -> None:
         self.file = file
         self.starts, self.frames, self.verdicts = starts, frames, verdicts
         self.ranks, self.counts, self.comm, self.names, self.name_index, self.ms = read
         self.at = 0  # the next line to walk
-        self.read_at = 0  # rows closed already
+        self.closed = 0  # rows closed already
         self.pairs_at = 0  # and their pairs
+        # each row walked so far: its line, rank, node and stamp
         self.line: list[int] = []
         self.rank: list[Optional[int]] = []
         self.node: list[Optional[str]] = []
         self.wall: list[Optional[float]] = []
 
-    def take(self, frame: tuple, wall: Optional[float]) -> None:
-        """A row of the line at ``frame`` (a ROW verdict), stamped ``wall``."""
-        tag = self.ranks[len(self.line) + self.read_at]
-        self.line.append(frame[0])
-        self.rank.append(frame[3] if tag is None else tag)
-        self.node.append(frame[5])
-        self.wall.append(wall)
-
     def before(self, out: list, number: int, events: list) -> None:
         """``out``, a line's events, go after ``events``: the rows so far go first when one
         of them is of an earlier line (a held-back event: rows and events stay in line order)."""
-        if self.line:
+        if len(self.line) > self.closed:
             for e in out:
                 if e.line != number:
                     self.close(events)
                     return
 
     def close(self, events: list) -> None:
-        if not self.line:
+        """The rows walked since the last close, as one :class:`TimerRows` after ``events``."""
+        a, b = self.closed, len(self.line)
+        if a == b:
             return
-        a, b = self.read_at, self.read_at + len(self.line)
         counts = self.counts[a:b]
         lo = self.pairs_at
         hi = lo + sum(counts)
-        events.append(TimerRows(self.file, self.line, self.rank, self.node, self.wall, counts, self.comm[a:b],
-                                self.names, self.name_index[lo:hi], self.ms[lo:hi]))
-        self.read_at, self.pairs_at = b, hi
-        self.line, self.rank, self.node, self.wall = [], [], [], []
+        events.append(TimerRows(self.file, self.line[a:b], self.rank[a:b], self.node[a:b], self.wall[a:b], counts,
+                                self.comm[a:b], self.names, self.name_index[lo:hi], self.ms[lo:hi]))
+        self.closed, self.pairs_at = b, hi
