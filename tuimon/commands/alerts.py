@@ -1,7 +1,6 @@
 """``tuimon alerts`` and the alert options every reading verb shares."""
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
@@ -9,29 +8,15 @@ import threading
 import time
 from typing import Callable, Optional
 
-from ..figures.alerts import KINDS, Alert, RuleError, Rules
+from ..figures.alerts import Alert, RuleError, Rules
 from ..live.alerting import AlertFeed, HookError, split_command
 from ..store.job_store import JobStore
 from ..text import sanitize
+from .alert_options import AlertOptionError as AlertOptionError
+from .alert_options import add_alert_options as add_alert_options
 from .settings import Settings
 
 TICK_S = 1.0  # how often a follower looks for new alerts (stalls need time to pass, not lines)
-
-
-class AlertOptionError(ValueError):
-    """A bad --alert or --on-alert (one line for the user, exit status 2)."""
-
-
-def add_alert_options(p: argparse.ArgumentParser, *, hooks: bool = True, app: bool = False) -> None:
-    p.add_argument("--alert", action="append", default=[], metavar="RULE",
-                   help=f"KIND=off, KIND=on or KIND.PARAM=NUMBER (e.g. loss-spike.k=8); kinds: {', '.join(KINDS)}")
-    if hooks:
-        p.add_argument("--on-alert", metavar="CMD",
-                       help="run CMD (split like a shell would, run without one) with the alerts that arrive together "
-                            "as a JSON list on stdin; at most 4 at once, each job and kind once every 10 minutes")
-        p.add_argument("--notify", action="store_true", help="also show alerts as desktop notifications (notify-send)")
-    if app:
-        p.add_argument("--no-bell", action="store_true", help="do not ring the terminal bell on a new alert")
 
 
 def feed_from(settings: Settings, *, seen_path: Optional[str] = None, on_warning: Callable[[str], None] = lambda m: None,

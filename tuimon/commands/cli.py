@@ -9,29 +9,27 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Any, NoReturn, Optional, Sequence
+from typing import TYPE_CHECKING, Any, NoReturn, Optional, Sequence
 
+# Only what building the options needs is imported here: numpy, the parsers, the store and
+# the figures load with the verb that uses them (``tuimon --help`` or a usage error took
+# 0.3 s of CPU, most of it numpy's import; it takes 0.06-0.1 s)
 from .. import __version__
 from ..engine import native
 from ..engine.alloc import keep_freed_memory
-from ..engine.ingest import ParseStats, parse_file
 from ..exports.listen import ListenError
-from ..figures.alerts import DEFAULTS as _ALERT_DEFAULTS
-from ..figures.alerts import quiet_verdict_of
 from ..figures.columns import DEFAULT as COLUMN_DEFAULT
 from ..figures.columns import NAMES as COLUMN_NAMES
 from ..figures.columns import ColumnError, parse_columns, render_summary
 from ..figures.columns import render as render_columns
 from ..figures.gpus import GPU_PEAK_TFLOPS
-from ..figures.metrics import parse_size, tflops_per_gpu
-from ..figures.summary import STARTUP_TIMEOUT_S, on_clock, summarize_timeless
-from ..parsers.columns import expand
+from ..figures.thresholds import DEFAULTS as _ALERT_DEFAULTS
+from ..figures.thresholds import STARTUP_TIMEOUT_S
 from ..sources.discover import DEFAULT_INCLUDE, PathError, discover
 from ..sources.files import last_line
 from ..sources.specs import split_paths
-from ..store.job_store import JobStore
 from ..text import sanitize
-from .alerts import AlertOptionError, StoreTicker, add_alert_options, cmd_alerts, feed_from, last_writes
+from .alert_options import AlertOptionError, add_alert_options
 from .diagnostics import LOG
 from .serve import add_retention_options, add_serve_options
 from .settings import Settings
@@ -39,6 +37,10 @@ from .usage import EXIT_USAGE
 from .usage import sub_help as _sub_help
 
 #: the verbs that read logs (and so take --formats)
+if TYPE_CHECKING:
+    from ..engine.ingest import ParseStats
+    from ..store.job_store import JobStore
+
 READS_LOGS = ("summary", "events", "alerts", "watch", "serve", "ssh")
 STALL_DEFAULTS = _ALERT_DEFAULTS["stalled"]  # when a run read once counts as ended (quiet_verdict)
 
@@ -477,6 +479,8 @@ def _parse_into(store: JobStore, files: list[Path], jobs: Optional[int] = None, 
 
 
 def _cmd_alerts(settings: Settings) -> int:
+    from .alerts import cmd_alerts
+
     local, remote = split_paths(settings.paths)
     if settings.state and not settings.follow:
         raise PathError("--state goes with --follow")
@@ -500,6 +504,10 @@ def _cmd_alerts(settings: Settings) -> int:
 
 
 def cmd_summary(settings: Settings) -> int:
+    from ..figures.alerts import quiet_verdict_of
+    from ..figures.summary import on_clock, summarize_timeless
+    from ..store.job_store import JobStore
+
     local, remote = split_paths(settings.paths)
     files = _files(settings, local)
     keep_freed_memory()
@@ -561,6 +569,8 @@ def _summaries(settings: Settings, store: JobStore, files: list[Path], cache,
     files did not change, the others made from the files (and kept).  None when a group's
     files made or joined a job of another group (then no group's summaries may be reused)."""
     from ..engine import catalog
+    from ..engine.ingest import ParseStats
+    from ..figures.summary import summarize_timeless
     from . import reuse
 
     names = reuse.file_groups(store, files) if reuse_kept and cache is not None and cache.usable() else None
@@ -610,6 +620,10 @@ def _mtime(path: str) -> Optional[float]:
 
 
 def cmd_events(settings: Settings) -> int:
+    from ..engine.ingest import ParseStats, parse_file
+    from ..store.job_store import JobStore
+    from .alerts import feed_from, last_writes
+
     if settings.follow:
         return cmd_follow(settings)
     local, remote = split_paths(settings.paths)
@@ -673,6 +687,8 @@ def _check_follow_args(settings: Settings) -> bool:
 
 
 def _json_lines(out, flush: bool = False):
+    from ..parsers.columns import expand
+
     def emit(events) -> None:
         out.write("".join(json.dumps(e.to_dict(), allow_nan=False) + "\n" for e in expand(events)))
         if flush:
@@ -688,7 +704,7 @@ def cmd_follow(settings: Settings, *, show_events: bool = True, alerts_format: s
     from ..live.alerting import seen_path_for
     from ..sources.discover import DEFAULT_EXCLUDE
     from ..sources.local import LocalFollower, supervise
-    from .alerts import alert_lines
+    from .alerts import StoreTicker, alert_lines, feed_from
 
     if not _check_follow_args(settings):
         return EXIT_USAGE
@@ -802,6 +818,7 @@ def make_session(paths: list[str], settings: Settings, *, poll: Optional[float] 
     """The live session the app and ``serve`` show (not started)."""
     from ..engine import catalog
     from ..live.session import LiveSession
+    from .alerts import feed_from
 
     feed = feed_from(settings)  # a bad --alert or --on-alert: one line, before anything starts
     session = LiveSession(paths, poll=poll, gpu_peak=settings.gpu_peak, gpu=settings.gpu, alerts=feed,
@@ -859,6 +876,8 @@ def cmd_serve(settings: Settings) -> int:
 
 
 def cmd_tflops(settings: Settings) -> int:
+    from ..figures.metrics import parse_size, tflops_per_gpu
+
     seq, gbs, iter_time, gpus = settings.seq, settings.gbs, settings.iter_time, settings.gpus
     if settings.params is None or seq is None or gbs is None or iter_time is None or gpus is None:
         _err("tflops needs --params, --seq, --gbs, --iter-time and --gpus")  # argparse requires them: a guard

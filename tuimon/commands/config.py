@@ -37,7 +37,7 @@ import tomllib
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Sequence
 
-from ..figures.alerts import DEFAULTS as RULE_DEFAULTS
+from ..figures.thresholds import DEFAULTS as RULE_DEFAULTS
 from ..paths import config_home
 
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
-from ..figures.summary import STARTUP_TIMEOUT_S
+from ..figures.thresholds import STARTUP_TIMEOUT_S
 
 #: argparse's own bookkeeping, not settings
 _NOT_SETTINGS = frozenset({"version", "help", "debug", "log_file", "config"})

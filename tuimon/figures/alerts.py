@@ -38,18 +38,9 @@ from ..store.series import Series
 from .cells import iter_time, num
 from .metrics import steady_median
 from .record import Summary
+from .thresholds import DEFAULTS as DEFAULTS
+from .thresholds import KINDS as KINDS
 
-DEFAULTS: dict[str, dict[str, float]] = {
-    "failed": {},
-    "stalled": {"factor": 5.0, "min_s": 60.0},
-    "startup-hang": {},
-    "nan": {},
-    "loss-spike": {"k": 6.0, "window": 50, "min_points": 20},
-    "grad-norm-spike": {"k": 10.0, "window": 50, "min_points": 20},
-    "slowdown": {"factor": 1.3, "window": 20, "baseline": 100},
-    "straggler": {"factor": 1.2, "min_points": 5},
-}
-KINDS = tuple(DEFAULTS)
 #: the first points of a run are warm-up (compilation, allocator, NCCL): no baseline for slowdowns
 _WARMUP = 2
 #: a MAD below this share of the median is taken as this share: a loss logged as an average over an

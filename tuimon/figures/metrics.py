@@ -17,6 +17,7 @@ from tuimon.parsers.events import NOT_PHASES
 
 # the warm-up rule is the store's: it keeps timers' sums past it (see tuimon.store.timers)
 from ..store.timers import warmup_count as warmup_count
+from .record import SpreadStats as SpreadStats
 
 
 def model_size_billion(layers: int, hidden: int, seq: int, vocab: int) -> float:
@@ -37,21 +38,6 @@ def mfu(tflops: Optional[float], peak_tflops: Optional[float]) -> Optional[float
     if tflops is None or not peak_tflops:
         return None
     return tflops / peak_tflops
-
-
-@dataclass(frozen=True)
-class SpreadStats:
-    median: float
-    mean: float
-    min: float
-    max: float
-    p10: float
-    p90: float
-    n: int
-
-    def as_dict(self) -> dict:
-        return {"median": self.median, "mean": self.mean, "min": self.min, "max": self.max,
-                "p10": self.p10, "p90": self.p90, "n": self.n}
 
 
 def steady_stats(values: Sequence[float] | np.ndarray, skip_warmup: bool = True) -> Optional[SpreadStats]:

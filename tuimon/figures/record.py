@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 from typing import Any, Optional, Union
 
 from ..store.fields import FIELDS
-from .metrics import SpreadStats
 
 #: bumped whenever a key changes meaning or goes away (a new key keeps the version)
 SCHEMA_VERSION = 1
@@ -30,6 +29,22 @@ STATUSES = ("starting", "training", "finished", "ended", "failed", "nan", "stuck
 
 #: a loss or evaluation figure: a number, or a word where it diverged (``nan``, ``inf``, ``-inf``)
 Figure = Union[float, str, None]
+
+
+@dataclass(frozen=True)
+class SpreadStats:
+    """A steady-state spread (:func:`tuimon.figures.metrics.steady_stats`)."""
+    median: float
+    mean: float
+    min: float
+    max: float
+    p10: float
+    p90: float
+    n: int
+
+    def as_dict(self) -> dict:
+        return {"median": self.median, "mean": self.mean, "min": self.min, "max": self.max,
+                "p10": self.p10, "p90": self.p90, "n": self.n}
 
 
 #: steady-state iteration time, ms (warm-up points left out): the spread of a job's steady points

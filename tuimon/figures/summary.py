@@ -22,11 +22,10 @@ from .alerts import quiet_in_log
 from .gpus import Peak, choose_peak
 from .metrics import aggregate, mfu, model_size_billion, startup_timeline, steady_stats, tflops_per_gpu
 from .record import Failure, IterTime, Memory, ModelConfig, Summary, Tflops
+from .thresholds import STARTUP_TIMEOUT_S as STARTUP_TIMEOUT_S
 
 #: A job with no iteration whose files were written less than this long ago is still starting.
 LIVE_WINDOW_S = 600.0
-#: a job that started but logged no first step this long after: stuck in startup (``--startup-timeout``)
-STARTUP_TIMEOUT_S = 600.0
 
 
 def _clean(value: Optional[float], digits: int = 3) -> Optional[float]:
