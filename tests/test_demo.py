@@ -86,3 +86,7 @@ def test_the_demo_s_logs_go_when_its_terminal_closes(signame):
         assert not directory.exists()
     finally:
         proc.kill()
+        proc.wait(timeout=10)
+        for pipe in (proc.stdout, proc.stderr):  # (left open, a pipe warns when collected: an error in pytest)
+            if pipe is not None:
+                pipe.close()

@@ -504,6 +504,10 @@ def test_a_remote_file_that_grows_by_hundreds_of_mb_streams_in_bounded_memory(se
     finally:
         if proc.poll() is None:
             proc.kill()
+            proc.wait(timeout=10)
+        for pipe in (proc.stdout, proc.stderr):  # (left open, a pipe warns when collected: an error in pytest)
+            if pipe is not None:
+                pipe.close()
 
 
 ROTATING_WRITER = """

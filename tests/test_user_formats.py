@@ -431,5 +431,9 @@ def test_following_goes_on_past_a_regex_that_hangs(tmp_path):
     finally:
         if proc.poll() is None:
             proc.kill()
+            proc.wait(timeout=10)
+        reader.join(5)
+        proc.stdout.close()  # type: ignore[union-attr]  # (left open, the pipes warned when collected: an error here)
+        proc.stderr.close()  # type: ignore[union-attr]
     assert steps == set(range(1, 211)), f"{len(steps)} of 210 lines of the other file came out; {err}"
     assert err.count("format 'slowb' turned off") == 1, err
