@@ -64,7 +64,9 @@ class HookRule:
             starts = lines_holding(text, self.anchors, held, few=not self.by_line)
             if starts is not None:  # few candidates: the regex runs on their lines alone
                 kept: list[int] = []
-                core = self.core if text.isascii() else None  # (in another text, offsets cost a walk a call)
+                # in a text that is not ASCII the core walks to each start's byte (8 bytes a step, one walk a call:
+                # cheaper than re on the lines, 0.53 -> 0.47 s on the titan-hf shape); it leaves lines not ASCII
+                core = self.core
                 if core is not None:
                     kept, starts = core.lines(text, starts)  # (and leaves those it cannot read)
                 for start in starts:
