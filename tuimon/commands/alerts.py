@@ -1,4 +1,5 @@
-"""``tuimon alerts`` and the alert options every reading verb shares."""
+"""``tuimon alerts``, and the alert feed every reading verb builds from its options
+(the options themselves: :mod:`.alert_options`)."""
 from __future__ import annotations
 
 import json
@@ -12,8 +13,7 @@ from ..figures.alerts import Alert, RuleError, Rules
 from ..live.alerting import AlertFeed, HookError, split_command
 from ..store.job_store import JobStore
 from ..text import sanitize
-from .alert_options import AlertOptionError as AlertOptionError
-from .alert_options import add_alert_options as add_alert_options
+from .alert_options import AlertOptionError
 from .settings import Settings
 
 TICK_S = 1.0  # how often a follower looks for new alerts (stalls need time to pass, not lines)

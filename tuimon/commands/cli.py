@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, Optional, Sequence
 
 # Only what building the options needs is imported here: numpy, the parsers, the store and
 # the figures load with the verb that uses them (``tuimon --help`` or a usage error took
-# 0.3 s of CPU, most of it numpy's import; it takes 0.06-0.1 s)
+# 0.29-0.47 s of CPU, half of it numpy's import; it takes 0.13-0.18 s)
 from .. import __version__
 from ..engine import native
 from ..engine.alloc import keep_freed_memory
@@ -36,11 +36,11 @@ from .settings import Settings
 from .usage import EXIT_USAGE
 from .usage import sub_help as _sub_help
 
-#: the verbs that read logs (and so take --formats)
 if TYPE_CHECKING:
     from ..engine.ingest import ParseStats
     from ..store.job_store import JobStore
 
+#: the verbs that read logs (and so take --formats)
 READS_LOGS = ("summary", "events", "alerts", "watch", "serve", "ssh")
 STALL_DEFAULTS = _ALERT_DEFAULTS["stalled"]  # when a run read once counts as ended (quiet_verdict)
 

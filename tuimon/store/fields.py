@@ -34,12 +34,15 @@ class Attr:
                 value = value * self.scale
             except (OverflowError, TypeError):  # an int past a float (a user's int group): no value
                 return None
-        if self.floor is not None:
-            try:
-                return value if value is None or value > self.floor or value != value else None  # NaN stays NaN
-            except TypeError:
-                return None
-        return value
+        return value if self.floor is None else above(value, self.floor)
+
+
+def above(value: Any, floor: float) -> Any:
+    """``value`` if it is over ``floor`` (or None, or NaN, which stays NaN); else None: a bad value."""
+    try:
+        return value if value is None or value > floor or value != value else None
+    except TypeError:
+        return None
 
 
 def _attr(name: str, scale: float = 1.0) -> Getter:
@@ -136,13 +139,7 @@ def _above(get: Getter, floor: float) -> Getter:
     if isinstance(get, Attr):
         return Attr(get.name, get.scale, floor)
 
-    def checked(ev: Any) -> Any:
-        value = get(ev)
-        try:
-            return value if value is None or value > floor or value != value else None  # NaN stays NaN
-        except TypeError:
-            return None
-    return checked
+    return lambda ev: above(get(ev), floor)
 
 
 _GETTERS: dict[str, tuple[tuple[str, Getter], ...]] = {}

@@ -227,27 +227,25 @@ class Series:
         while self.bounded and self.n - self.history > RECENT:
             self._thin()
 
-    def append_event(self, ev: Any, plan: PointPlan, file_id: int = 0) -> bool:
+    def append_event(self, ev: Any, plan: PointPlan, file_id: int = 0) -> None:
         """A point of the registry fields ``ev`` gives (:func:`point_plan` of its type).  A
         batch verb's series stages it, what the plan reads off the event in one call, and
         makes every staged point at once when next read (a point made at a time cost 7 us
-        of a store's 15 us an iteration); a bounded series makes it now.  Returns whether
-        the point is the first staged (the store makes them by the end of its ``add``)."""
+        of a store's 15 us an iteration); a bounded series makes it now.  The store makes
+        them by the end of its ``add``."""
         if self.bounded:
             self._append_now(ev, plan, file_id)
-            return False
+            return
         if plan is not self._plan:
             self.flush()
             self._plan = plan
             self._computed = [[] for _ in plan.computed]
-        staged = self._staged
-        staged.append(plan.fetch(ev))
+        self._staged.append(plan.fetch(ev))
         self._files.append(file_id)
         if plan.computed:
             for out, (_, get) in zip(self._computed, plan.computed):
                 out.append(get(ev))
         self.appended += 1
-        return len(staged) == 1
 
     def flush(self) -> None:
         """Make the staged points: column by column, as :meth:`_append_now` makes each."""
