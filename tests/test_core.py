@@ -131,6 +131,7 @@ _BODIES = st.sampled_from([
     "Effective Tera Flops per GPU: 41.2 and total parameters 52.005 B",
     "------------------------ arguments ------------------------", "  num_layers ...................... 24",
     "-------------------- end of arguments ---------------------", "using world size: 8",
+    "  inference_dynamic_batching_buffer_size_gb .. 40.0", "  seq_length ....... 1,024", "  fp16 ...... True",
     "NumWorkers: 1; SamplesPerStep: 4; IterationTime: 7.123;  SamplesPerSecond: 0.5512",
     "Traceback (most recent call last):", "torch.OutOfMemoryError: CUDA out of memory.",
     ":::MLLOG {\"namespace\": \"\", \"time_ms\": 1, \"event_type\": \"POINT_IN_TIME\", \"key\": \"eval_accuracy\", "

@@ -163,29 +163,3 @@ def test_one_line_holding_two_ranks_memory_reports_gives_two_events(tmp_path):
     mem = [(e.rank, e.gpu_allocated_mb, e.gpu_max_allocated_mb, e.gpu_reserved_mb, e.gpu_max_reserved_mb, e.line)
            for e in events if e.type == "memory"]
     assert mem == [(0, 15382.8, 19070.7, 26762.0, 26762.0, 2), (3, 1.5, 2.5, 3.5, 4.5, 2)]
-
-
-def test_argument_trigger_leaves_min_max_timer_lines_alone(tmp_path, monkeypatch):
-    """The argument-line route takes argument lines (``name ..... value``), not every
-    ``(min, max)`` timer line (``name .....: (1.0, 2.0)``), which it used to be handed."""
-    calls = []
-    original = MegatronParser._on_arg_line
-
-    def counted(self, body, ctx):
-        calls.append(body)
-        return original(self, body, ctx)
-
-    monkeypatch.setattr(MegatronParser, "_on_arg_line", counted)
-    args = ["------------------------ arguments ------------------------",
-            "  num_layers ...................................... 24",
-            "  hidden_size ..................................... 2048",
-            "-------------------- end of arguments ---------------------"]
-    timers = ["(min, max) time across ranks (ms):"] + [
-        f"    {name} {'.' * (40 - len(name))}: (1000.12, 1100.34)" for name in ("forward-backward", "optimizer")]
-    log = tmp_path / "args.log"
-    log.write_text("\n".join(args + [" iteration        1/      10 | lm loss: 1.0 |"] + timers * 50) + "\n")
-    events, _ = parse_file(log)
-    assert [c.strip() for c in calls] == [args[1].strip(), args[2].strip()], calls
-    config = next(e for e in events if type(e).__name__ == "RunConfig" and e.num_layers)
-    assert (config.num_layers, config.hidden_size) == (24, 2048)
-    assert sum(e.type == "timers" for e in events) == 100  # one a (min, max) line

@@ -365,6 +365,38 @@ impl LineRegex {
             (kept, unread)
         }))
     }
+
+    /// Of the lines starting at `starts` (character offsets, ascending): the first match in
+    /// each line's body (its text after its launcher prefix, without the newline), as `re`'s
+    /// `search(body)` finds it, as (start, the text of each of `groups`) for the lines that
+    /// hold one (a block's pair lines); and the lines not read here (not ASCII, or holding
+    /// \x1c-\x1f), for the Python regex.
+    #[allow(clippy::type_complexity)]
+    fn bodies(&self, py: Python<'_>, text: &Bound<'_, PyString>, starts: Vec<usize>, groups: Vec<usize>)
+        -> PyResult<(Vec<(usize, Vec<Option<String>>)>, Vec<usize>)> {
+        let s = text.to_str()?;
+        let bytes = s.as_bytes();
+        let mut cursor = Cursor::new(s);
+        let at: Vec<usize> = starts.iter().map(|&c| cursor.byte_of(c)).collect();
+        Ok(py.detach(|| {
+            let (mut found, mut unread) = (Vec::new(), Vec::new());
+            let mut locs = self.re.capture_locations();
+            for (&start, &b) in starts.iter().zip(&at) {
+                let end = memchr::memchr(b'\n', &bytes[b..]).map_or(bytes.len(), |i| b + i);
+                let line = &s[b..end];
+                if !line.bytes().all(|c| c.is_ascii() && !(0x1c..=0x1f).contains(&c)) {
+                    unread.push(start);
+                    continue;
+                }
+                let body = &line[prefix::split(line).body..];
+                if self.re.captures_read(&mut locs, body).is_some() {
+                    let texts = groups.iter().map(|&g| locs.get(g).map(|(a, z)| body[a..z].to_string())).collect();
+                    found.push((start, texts));
+                }
+            }
+            (found, unread)
+        }))
+    }
 }
 
 /// TorchTitan's metrics line read into its `key: value` pairs (`core/src/metrics.rs`):

@@ -30,10 +30,8 @@ def _list(extra: list[str]) -> int:
         return EXIT_USAGE
     cat = catalog.load([Path(raw).expanduser() for raw in extra])
     # name, kind (a TOML/data format, a Python hook, or both), events, from, what it reads
-    rows = [(f.name, "data", ", ".join(dict.fromkeys(e.event for e in f.lines)), f.origin, f.description)
-            for f in cat.user]
-    rows += [(f.name, "data", ", ".join(dict.fromkeys(e.event for e in f.lines)), "built-in", f.description)
-             for f in cat.builtin]
+    rows = [(f.name, "data", _events_of(f), f.origin, f.description) for f in cat.user]
+    rows += [(f.name, "data", _events_of(f), "built-in", f.description) for f in cat.builtin]
     rows += [(cls.name, "hook", "(any)", "built-in", cls.READS) for cls in ALL_PARSERS]
     # one row per reader: a built-in that is both data and a hook (the launcher) is listed once
     merged: dict[tuple[str, str], tuple[str, str, str, str, str]] = {}
@@ -73,12 +71,19 @@ def _check(files: list[str]) -> int:
         if errors or fmt is None:
             bad = True
             continue
-        samples = sum(len(e.samples) for e in fmt.lines)
-        print(sanitize(f"{path}: ok: format {fmt.name!r}, {len(fmt.lines)} line entries, {samples} samples checked"))
+        samples = sum(len(e.samples) for e in fmt.lines) + sum(len(b.samples) for b in fmt.blocks)
+        blocks = f", {len(fmt.blocks)} block entries" if fmt.blocks else ""
+        print(sanitize(f"{path}: ok: format {fmt.name!r}, {len(fmt.lines)} line entries{blocks}, "
+                       f"{samples} samples checked"))
         for k, entry in enumerate(fmt.lines):
             given = entry_fields(entry)
             print(sanitize(f"  lines[{k}]: {entry.event}: gives {', '.join(given) or 'no field'}; feeds "
                            f"{', '.join(figures_fed(entry.event, given)) or 'no figure'}; {_engine_of(entry)}"))
+        for k, block in enumerate(fmt.blocks):
+            given = list(dict.fromkeys(block.keys.values()))
+            print(sanitize(f"  blocks[{k}]: {block.event}: gives {', '.join(given) or 'no field'}; feeds "
+                           f"{', '.join(figures_fed(block.event, given)) or 'no figure'}; pair lines "
+                           f"{_engine_of_regex(block.pair)}"))
     return EXIT_USAGE if bad else 0
 
 
@@ -98,6 +103,20 @@ _FEEDS: dict[str, tuple[str, ...]] = {
     "save_ms": ("checkpoints",), "name": ("Startup (s)",), "duration_s": ("Startup (s)",),
     "kind": ("Status",), "status": ("Status",), "timers": ("timer breakdown",),
 }
+
+
+def _events_of(fmt) -> str:
+    return ", ".join(dict.fromkeys([e.event for e in fmt.lines] + [b.event for b in fmt.blocks]))
+
+
+def _engine_of_regex(regex: str) -> str:
+    """Which engine runs a block's pair regex (tuimon.engine.block_rules)."""
+    from ..engine.user_regex import core_reason
+
+    reason = core_reason(regex)
+    if reason is None:
+        return "read by the compiled core (linear time; a line that is not ASCII goes to Python's regex)"
+    return f"read by Python's regex, {USER_REGEX_TIMEOUT_S:g} s a search at most ({reason})"
 
 
 def _engine_of(entry) -> str:

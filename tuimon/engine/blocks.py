@@ -30,6 +30,7 @@ from tuimon.parsers.timers import timer_group
 from tuimon.parsers.timestamps import line_stamp
 
 from . import guard, native
+from .block_rules import BlockRule, BlockState
 from .presence import Presence
 from .rows import COLUMN_KINDS, ROW, BlockRows, split_rows
 from .rules import HookRule, anchors_of, lines_holding, starts_with_literal
@@ -84,6 +85,7 @@ class BlockEngine:
         self._log_started = not log_start  # its first stamped line was found (or is not looked for)
         self._stamp_blocks = 0  # blocks looked through for it
         self.failed = 0  # lines a hook raised on
+        self._block_states: dict[tuple[str, int], BlockState] = {}  # (format, entry) -> its open block
         self._drop_fallbacks()
         self._rules_changed()
 
@@ -91,13 +93,14 @@ class BlockEngine:
     def __getstate__(self) -> dict:
         """What decides what the next lines give, without compiled rules or bound handlers."""
         state = dict(self.__dict__)
-        for name in ("formats", "builtin_formats", "_data", "_hooks", "_presence", "_stale"):  # rebuilt on restore
+        for name in ("formats", "builtin_formats", "_data", "_hooks", "_blocks", "_presence", "_stale"):  # rebuilt
             state.pop(name, None)
         return state
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
         self.__dict__.setdefault("_running", Running())
+        self.__dict__.setdefault("_block_states", {})
         self.formats, self.builtin_formats = (), ()
         self._rules_changed()
 
@@ -127,6 +130,9 @@ class BlockEngine:
         self._data = [DataRule(f, e, True, k, j) for k, f in enumerate(self.formats) for j, e in enumerate(f.lines)]
         self._data += [DataRule(f, e, False, len(self.formats) + k, j)
                        for k, f in enumerate(self.builtin_formats) for j, e in enumerate(f.lines)]
+        formats = [*self.formats, *self.builtin_formats]
+        self._blocks = [BlockRule(f, e, k, self._block_states.setdefault((f.name, j), BlockState()), self.file,
+                                  k < len(self.formats)) for k, f in enumerate(formats) for j, e in enumerate(f.blocks)]
         self._hooks: list[HookRule] = []
         for k, parser in enumerate(self.active):
             for j, (trigger, name) in enumerate(parser.ROUTES):
@@ -135,6 +141,7 @@ class BlockEngine:
                 self._hooks.append(HookRule(trigger, getattr(parser, name), (k, j), column))
         literals = [a for rule in self._data for a in rule.anchors]
         literals += [a for hook in self._hooks for a in ((hook.literal,) if hook.literal else hook.anchors or ())]
+        literals += [a for rule in self._blocks for a in rule.literals]
         literals += [n for cls in self._dormant for n in _sniff_needles(cls) or ()]  # type: ignore[arg-type]
         self._presence = Presence(literals)
 
@@ -162,6 +169,13 @@ class BlockEngine:
         if not text:
             return []
         self._ready()
+        try:
+            return self._feed(text, first_line)
+        finally:
+            for rule in self._blocks:  # (a block open at the text's end takes its pair lines now)
+                rule.finish()
+
+    def _feed(self, text: str, first_line: int) -> list[Item]:
         # the rules' literals this block holds, found in one pass (with the core, the lines holding each)
         present, held = self._presence.scan(text)
         if self._dormant:
@@ -180,6 +194,9 @@ class BlockEngine:
             self._user_steps = True  # a format gives this run's steps: fallbacks are off
             self._drop_fallbacks()
             self._build()
+        for block in self._blocks:
+            if block.state.opened is not None or block.markers is None or any(a in present for a in block.markers):
+                block.prepare(text, present, held, hits)
         hook_base = len(self._data) + 1
         columns: list[tuple[HookRule, int, list[int]]] = []  # rules whose plain lines the core reads
         for n, hook in enumerate(self._hooks):
@@ -410,7 +427,10 @@ class BlockEngine:
         return expand(self.feed_block(line + "\n", lineno))
 
     def flush(self) -> list[Event]:
+        self._ready()
         events: list[Event] = []
+        for rule in self._blocks:
+            events.extend(rule.flush())
         for parser in self.active:
             try:
                 events.extend(parser.flush())

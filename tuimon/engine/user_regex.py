@@ -309,17 +309,22 @@ def harden(fmt: Format) -> Format:
     ``regex`` module cannot compile it."""
     import re
 
-    lines = []
+    lines, blocks = [], []
     try:
         for entry in fmt.lines:
             pairs = compile_user(entry.pairs_pattern.pattern) if entry.pairs_pattern is not None else None
             lines.append(dataclasses.replace(entry, pattern=compile_user(entry.pattern.pattern, multiline=True),
                                              pairs_pattern=pairs))
+        for block in fmt.blocks:  # (its pair regex runs in the core where it can: tuimon.engine.block_rules)
+            blocks.append(dataclasses.replace(block, begin_pattern=compile_user(block.begin),
+                                              end_pattern=compile_user(block.end), pair_pattern=compile_user(block.pair)))
     except re.error as exc:
         raise FormatError(f"{fmt.origin}: bad regex: {exc}") from None
     # the probe asks what Python's regex does: a line regex the core runs is linear in the line
     patterns = [p for e in lines for p in (e.pattern, e.pairs_pattern) if p is not None and not isinstance(p, CorePattern)]
-    slow = slow_patterns(patterns, [s.line for e in lines for s in e.samples])
+    patterns += [p for b in blocks for p in (b.begin_pattern, b.end_pattern, b.pair_pattern)]
+    samples = [s.line for e in lines for s in e.samples] + [line for b in blocks for s in b.samples for line in s.lines]
+    slow = slow_patterns(patterns, samples)
     if slow is not None:
         raise FormatError(f"{fmt.origin}: {slow}")
-    return dataclasses.replace(fmt, lines=tuple(lines))
+    return dataclasses.replace(fmt, lines=tuple(lines), blocks=tuple(blocks))

@@ -13,7 +13,7 @@ from operator import itemgetter, methodcaller
 from typing import Optional
 
 from .base import LineContext, LineParser, Sample, compile_sniff
-from .common import config_from_args, norm_key, rank_tag
+from .common import norm_key, rank_tag
 from .events import Event, Exit, Failure, Iteration, Memory, Milestone, RunConfig, Step, Throughput, frozen_map
 from .numbers import to_float, to_int
 from .timestamps import parse_iso
@@ -22,9 +22,6 @@ from .timestamps import parse_iso
 # lines were interleaved onto one physical line.
 ITERATION = re.compile(r"iteration[ =]+(\d+)/ *(\d+) *\|")
 
-_ARGS_BEGIN = re.compile(r"-{3,} arguments -{3,}")
-_ARGS_END = re.compile(r"-{3,} end of arguments -{3,}")
-_ARG_LINE = re.compile(r"^\s*(\w+) \.{2,} ?(.*?)\s*$")
 _EFFECTIVE = re.compile(r"Effective Tera Flops per GPU: (\S+) and total parameters (\S+) B")
 _NUMWORKERS = re.compile(r"NumWorkers: (\d+); SamplesPerStep: (\d+); IterationTime: (\S+);\s*SamplesPerSecond: (\S+)")
 # one report; ranks printing at once can write several on one physical line, each with its tag
@@ -138,7 +135,7 @@ read_record = parse_record
 class MegatronParser(LineParser):
     name = "megatron"
     READS = ("Megatron-LM/Core, Megatron-DeepSpeed, STRONGHOLD, L2L, "
-             "GPT-NeoX and NeMo: argument blocks, iteration records, milestones")
+             "GPT-NeoX and NeMo: iteration records, milestones (argument blocks: parsers.formats.megatron)")
     framework = "megatron-lm"
     STEPS_WITH_LOSS = True
     SNIFF = compile_sniff(r"iteration[ =]+\d+/ *\d+ *\|", r"-{3,} arguments -{3,}", r"using world size: \d+",
@@ -148,9 +145,6 @@ class MegatronParser(LineParser):
     ROUTES = (
         (r"iteration[ =]+\d+/", "_on_iteration"),
         (r"reduced_train_loss=", "_on_progress_bar"),
-        (r" arguments -{3}", "_on_args_marker"),
-        # "  num_layers ...... 24": dots then a space (a "(min, max)" timer's dots end in a colon)
-        (r" \.\.\.\.+ ", "_on_arg_line"),
         (r"Effective Tera Flops", "_on_effective"),
         (r"NumWorkers: ", "_on_numworkers"),
         (r"memory \(MB\) \|", "_on_memory"),
@@ -252,26 +246,10 @@ class MegatronParser(LineParser):
         Sample("> initializing torch distributed ...", "milestone", {"name": "init-distributed"}),
         Sample("[exiting program at iteration 50] datetime: 2022-06-29 01:00:50 ", "exit",
                {"iteration": 50, "wall_time": 1656464450.0}),
-        Sample("-------------------- end of arguments ---------------------", "run_config",
-               {"num_layers": 32, "hidden_size": 2048, "activation_checkpointing": True, "tp": 4,
-                "global_batch": 1024, "framework": "megatron-lm"},
-               context=("------------------------ arguments ------------------------",
-                        "  activations_checkpoint_method ................... uniform",
-                        "  global_batch_size ............................... 1024",
-                        "  hidden_size ..................................... 2048",
-                        "  num_layers ...................................... 32",
-                        "  tensor_model_parallel_size ...................... 4")),
-        Sample("  hidden_size ..................................... 2048", None),
-        Sample("-------------------- end of arguments ---------------------", "run_config", {"framework": "l2l"},
-               context=("------------------------ arguments ------------------------",
-                        "  enable_l2l ...................................... True",
-                        "  num_layers ...................................... 78")),
     )
 
     def __init__(self, file: str = "") -> None:
         super().__init__(file)
-        self._args: Optional[dict[str, str]] = None
-        self._args_ctx: Optional[LineContext] = None
         self._announced = False
         self._nan_reported = False
         self.last_iteration: Optional[int] = None
@@ -301,21 +279,6 @@ class MegatronParser(LineParser):
                                 lr=to_float(values.get("lr")), elapsed_ms=secs * 1000.0 if secs is not None else None))
         return events
 
-    def _on_args_marker(self, body: str, ctx: LineContext) -> list[Event]:
-        if _ARGS_END.search(body):
-            return self.flush()
-        if _ARGS_BEGIN.search(body):
-            self._args = {}
-            self._args_ctx = ctx
-        return []
-
-    def _on_arg_line(self, body: str, ctx: LineContext) -> list[Event]:
-        if self._args is not None:
-            m = _ARG_LINE.match(body)
-            if m and len(self._args) < 4096:
-                self._args[m.group(1)] = m.group(2)
-        return []
-
     def _on_effective(self, body: str, ctx: LineContext) -> list[Event]:
         m = _EFFECTIVE.search(body)
         if not m:
@@ -344,16 +307,6 @@ class MegatronParser(LineParser):
             m = pattern.search(body)
             if m:
                 return [self._milestone(name, m, ctx)]
-        return []
-
-    def flush(self) -> list[Event]:
-        if self._args is not None and self._args_ctx is not None:
-            ctx, self._args_ctx = self._args_ctx, None
-            pairs, self._args = self._args, None
-            events = [self.make(RunConfig, ctx, framework=self.framework, **config_from_args(pairs))]
-            if pairs.get("enable_l2l", "").strip().lower() == "true":  # L2L-Megatron-LM: layer-to-layer offload
-                events.insert(0, self.make(RunConfig, ctx, framework="l2l"))
-            return events
         return []
 
     # -- pieces ---------------------------------------------------------------------

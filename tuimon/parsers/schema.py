@@ -20,6 +20,7 @@ from typing import Any, Callable, Mapping, Optional
 
 from .events import EVENT_TYPES
 from .numbers import to_float, to_int
+from .prefix import split_prefix
 from .regex_safety import unbounded_nesting
 from .timestamps import line_stamp, parse_compact, parse_date_text, parse_iso
 
@@ -247,12 +248,94 @@ class LineFormat:
         return out
 
 
+#: pairs a block keeps (an unterminated block in a huge log must not grow without end)
+MAX_BLOCK_PAIRS = 4096
+#: (pairs) -> the fields of each event: what a built-in block makes of its pairs, in Python
+BlockHook = Callable[[dict[str, str]], list[dict[str, Any]]]
+
+
+@dataclass(frozen=True)
+class BlockSample:
+    lines: tuple[str, ...]
+    expect: Mapping[str, Any]  # the fields of the block's first event
+
+
+@dataclass(frozen=True)
+class BlockFormat:
+    """One ``[[blocks]]`` entry, compiled: a block of ``name .... value`` lines, such as
+    Megatron's argument list, read as one event.  A line where ``begin`` matches opens
+    it (afresh, if one is open); each line after it where ``pair`` matches gives a
+    ``(name, value)`` pair (the later of one name wins; at most :data:`MAX_BLOCK_PAIRS`);
+    a line where ``end`` matches closes it, and its pairs make events at the ``begin``
+    line: through ``keys`` (pair name -> field), or, for a built-in format, its ``hook``.
+    A block the file ends in makes its events then.  Each regex reads a line's text after
+    its launcher prefix (``srun -l``'s ``3:``), ``end`` before ``begin``; ``anchor``, if
+    given, is a text every pair line holds (else the engine reads it off ``pair``)."""
+
+    event: str
+    begin: str
+    end: str
+    pair: str
+    anchor: Optional[str] = None
+    keys: Mapping[str, str] = field(default_factory=dict)
+    hook: Optional[BlockHook] = field(default=None, compare=False, repr=False)
+    samples: tuple[BlockSample, ...] = ()
+    begin_pattern: Any = field(default=re.compile(""), compare=False, repr=False)
+    end_pattern: Any = field(default=re.compile(""), compare=False, repr=False)
+    pair_pattern: Any = field(default=re.compile(""), compare=False, repr=False)
+    #: (pair name, field, converter) for each of ``keys``
+    plan: tuple[tuple[str, str, Callable[[str], Any]], ...] = field(default=(), compare=False, repr=False)
+
+    def marker(self, body: str) -> Optional[bool]:
+        """True where ``body`` opens a block, False where it closes one, else None."""
+        if self.end_pattern.search(body) is not None:
+            return False
+        return True if self.begin_pattern.search(body) is not None else None
+
+    def pair_of(self, body: str) -> Optional[tuple[str, str]]:
+        m = self.pair_pattern.search(body)
+        return None if m is None else (m.group("name"), m.group("value"))
+
+    def events(self, pairs: dict[str, str]) -> list[dict[str, Any]]:
+        """The fields of each event a closed block's pairs make."""
+        if self.hook is not None:
+            return self.hook(pairs)
+        fields: dict[str, Any] = {}
+        for name, target, convert in self.plan:
+            text = pairs.get(name)
+            if text is not None and (value := convert(text)) is not None:
+                fields[target] = value
+        return [fields] if fields else []
+
+    def read(self, bodies: list[str]) -> list[dict[str, Any]]:
+        """The fields of the events of ``bodies`` (lines after their prefixes) read alone:
+        the samples' check, and the meaning the engines hold to."""
+        out: list[dict[str, Any]] = []
+        pairs: Optional[dict[str, str]] = None
+        for body in bodies:
+            marker = self.marker(body)
+            if marker is False:
+                if pairs is not None:
+                    out.extend(self.events(pairs))
+                pairs = None
+            elif marker:
+                pairs = {}
+            elif pairs is not None and (self.anchor is None or self.anchor in body):
+                found = self.pair_of(body)
+                if found is not None and len(pairs) < MAX_BLOCK_PAIRS:
+                    pairs[found[0]] = found[1]
+        if pairs is not None:
+            out.extend(self.events(pairs))
+        return out
+
+
 @dataclass(frozen=True)
 class Format:
     name: str
     description: str
     lines: tuple[LineFormat, ...]
     origin: str = "built-in"
+    blocks: tuple[BlockFormat, ...] = ()
 
 
 def _where(origin: str, entry: str) -> str:
@@ -389,22 +472,77 @@ def _value_fits(value: Any, kind: str) -> bool:
     return isinstance(value, str)
 
 
+def _pattern(data: Mapping[str, Any], key: str, origin: str, entry: str) -> re.Pattern[str]:
+    regex: Any = data.get(key)
+    _need(isinstance(regex, str) and bool(regex), origin, entry, f"{key} missing")
+    try:
+        pattern = re.compile(regex)
+    except re.error as exc:
+        raise FormatError(f"{_where(origin, entry)}: bad {key} regex: {exc}") from None
+    nested = None if linear_time(regex) else unbounded_nesting(regex)
+    _need(nested is None, origin, entry,
+          f"{key} regex refused: {nested} can take exponential time on a long line; bound the inner repeat")
+    return pattern
+
+
+def compile_block(data: Mapping[str, Any], origin: str = "built-in", entry: str = "") -> BlockFormat:
+    """One ``[[blocks]]`` table -> :class:`BlockFormat`, or :class:`FormatError`."""
+    known = {"event", "begin", "end", "pair", "anchor", "keys", "hook", "samples"}
+    unknown = sorted(set(data) - known)
+    _need(not unknown, origin, entry, f"unknown key {unknown[0] if unknown else ''!r}")
+    event: Any = data.get("event")
+    _need(isinstance(event, str) and event in EVENTS, origin, entry,
+          f"unknown event {event!r} (one of {', '.join(EVENTS)})")
+    begin, end, pair = (_pattern(data, key, origin, entry) for key in ("begin", "end", "pair"))
+    _need({"name", "value"} <= set(pair.groupindex), origin, entry, "pair needs groups (?P<name>...) and (?P<value>...)")
+    anchor = data.get("anchor")
+    _need(anchor is None or (isinstance(anchor, str) and bool(anchor) and "\n" not in anchor), origin, entry,
+          "anchor must be a non-empty text of one line")
+    hook = data.get("hook")
+    _need(hook is None or callable(hook), origin, entry, "hook is for built-in formats (use keys)")
+    keys = data.get("keys", {})
+    _need(isinstance(keys, Mapping) and all(isinstance(k, str) and isinstance(v, str) for k, v in keys.items()),
+          origin, entry, "keys must be a table of pair name = \"field\"")
+    _need(hook is not None or bool(keys), origin, entry, "keys missing: which pair names fill which fields")
+    kinds = field_kinds(event)
+    plan = []
+    for name, target in keys.items():
+        _need(kinds.get(target) not in (None, "map"), origin, entry,
+              f"keys names unknown field {target!r} for event {event!r} (fields: {', '.join(sorted(kinds))})")
+        plan.append((name, target, _typed(_default_type(kinds[target]), kinds[target])))
+    samples = []
+    for k, sample in enumerate(data.get("samples", ())):
+        where = f"{entry}.samples[{k}]"
+        _need(isinstance(sample, Mapping) and isinstance(sample.get("lines"), (list, tuple)) and
+              all(isinstance(line, str) for line in sample["lines"]), origin, where,
+              "a block sample needs lines = [\"...\", ...]")
+        expect = sample.get("expect", {})
+        _need(isinstance(expect, Mapping), origin, where, "expect must be a table")
+        samples.append(BlockSample(tuple(sample["lines"]), dict(expect)))
+    return BlockFormat(event, begin.pattern, end.pattern, pair.pattern, anchor, dict(keys), hook, tuple(samples),
+                       begin, end, pair, tuple(plan))
+
+
 def format_from_dict(data: Mapping[str, Any], origin: str = "built-in") -> Format:
-    known = {"name", "description", "lines"}
+    known = {"name", "description", "lines", "blocks"}
     unknown = sorted(set(data) - known)
     _need(not unknown, origin, "", f"unknown key {unknown[0] if unknown else ''!r}")
     name: Any = data.get("name")
     _need(isinstance(name, str) and bool(re.fullmatch(r"[\w.-]+", name or "")), origin, "",
           "name must be a word (letters, digits, _ . -)")
-    lines: Any = data.get("lines")
-    _need(isinstance(lines, list) and bool(lines), origin, "", "no [[lines]] entries")
+    lines: Any = data.get("lines", [])
+    blocks: Any = data.get("blocks", [])
+    _need(isinstance(lines, list) and isinstance(blocks, list) and bool(lines or blocks), origin, "",
+          "no [[lines]] or [[blocks]] entries")
     compiled = tuple(compile_line(entry, origin, f"lines[{k}]") if isinstance(entry, Mapping)
-                     else _bad_entry(origin, k) for k, entry in enumerate(lines))  # type: ignore[union-attr]
-    return Format(name, str(data.get("description", "")), compiled, origin)
+                     else _bad_entry(origin, "lines", k) for k, entry in enumerate(lines))
+    read = tuple(compile_block(entry, origin, f"blocks[{k}]") if isinstance(entry, Mapping)
+                 else _bad_entry(origin, "blocks", k) for k, entry in enumerate(blocks))
+    return Format(name, str(data.get("description", "")), compiled, origin, read)
 
 
-def _bad_entry(origin: str, k: int) -> LineFormat:
-    raise FormatError(f"{_where(origin, f'lines[{k}]')}: must be a table")
+def _bad_entry(origin: str, kind: str, k: int) -> Any:
+    raise FormatError(f"{_where(origin, f'{kind}[{k}]')}: must be a table")
 
 
 def format_from_toml(text: str, origin: str) -> Format:
@@ -447,6 +585,24 @@ def sample_errors(fmt: Format) -> list[str]:
                     errors.append(f"{where}: {name} missing (expected {want!r})")
                 elif not _close(fields[name], want):
                     errors.append(f"{where}: {name} = {fields[name]!r}, expected {want!r}")
+    return errors + _block_sample_errors(fmt)
+
+
+def _block_sample_errors(fmt: Format) -> list[str]:
+    """One line per block sample that its entry does not read as it says."""
+    errors = []
+    for k, entry in enumerate(fmt.blocks):
+        for j, sample in enumerate(entry.samples):
+            where = _where(fmt.origin, f"blocks[{k}].samples[{j}]")
+            got = entry.read([split_prefix(line).body for line in sample.lines])
+            if not got:
+                errors.append(f"{where}: the lines make no event")
+                continue
+            for name, want in sample.expect.items():
+                if name not in got[0]:
+                    errors.append(f"{where}: {name} missing (expected {want!r})")
+                elif not _close(got[0][name], want):
+                    errors.append(f"{where}: {name} = {got[0][name]!r}, expected {want!r}")
     return errors
 
 

@@ -1,11 +1,57 @@
-"""Megatron-LM's one-line facts of a run, as data: the parallel layout and the
-vocabulary padding (the stateful parts, argument blocks and iteration records
-with their keys by meaning, are :class:`parsers.megatron.MegatronParser`)."""
+"""Megatron-LM's facts of a run, as data: the parallel layout, the vocabulary padding
+and the argument list (the stateful parts, iteration records with their keys by
+meaning, are :class:`parsers.megatron.MegatronParser`)."""
 from __future__ import annotations
+
+from typing import Any
+
+from ..common import config_from_args
+
+
+def arguments(pairs: dict[str, str]) -> list[dict[str, Any]]:
+    """The run's configuration from its argument list (L2L-Megatron-LM's layer-to-layer
+    offload named first, where it is on)."""
+    fields: list[dict[str, Any]] = [{"framework": "megatron-lm", **config_from_args(pairs)}]
+    if pairs.get("enable_l2l", "").strip().lower() == "true":
+        fields.insert(0, {"framework": "l2l"})
+    return fields
+
 
 FORMAT = {
     "name": "megatron-lm",
-    "description": "Megatron-LM family: parallel layout, vocabulary padding",
+    "description": "Megatron-LM family: parallel layout, vocabulary padding, argument list",
+    "blocks": [
+        {
+            # print_args: "  {arg} {'.' * (48 - len(arg))} {value}" between the two rules, sorted
+            "event": "run_config",
+            "begin": r"-{3,} arguments -{3,}",
+            "end": r"-{3,} end of arguments -{3,}",
+            "pair": r"^\s*(?P<name>\w+) \.{2,} ?(?P<value>.*?)\s*$",
+            "anchor": " ..",
+            "hook": arguments,
+            "samples": [
+                {"lines": ["------------------------ arguments ------------------------",
+                           "  activations_checkpoint_method ................... uniform",
+                           "  global_batch_size ............................... 1024",
+                           "  hidden_size ..................................... 2048",
+                           "  num_layers ...................................... 32",
+                           "  tensor_model_parallel_size ...................... 4",
+                           "-------------------- end of arguments ---------------------"],
+                 "expect": {"num_layers": 32, "hidden_size": 2048, "activation_checkpointing": True, "tp": 4,
+                            "global_batch": 1024, "framework": "megatron-lm"}},
+                {"lines": ["------------------------ arguments ------------------------",
+                           "  enable_l2l ...................................... True",
+                           "  num_layers ...................................... 78",
+                           "-------------------- end of arguments ---------------------"],
+                 "expect": {"framework": "l2l"}},
+                {"lines": ["3: ------------------------ arguments ------------------------",
+                           "3:   inference_dynamic_batching_buffer_size_gb .. 40.0",
+                           "3:   seq_length ...................................... 4096",
+                           "3: -------------------- end of arguments ---------------------"],
+                 "expect": {"seq_length": 4096}},
+            ],
+        },
+    ],
     "lines": [
         {
             "event": "run_config",
