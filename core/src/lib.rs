@@ -16,6 +16,7 @@ use std::sync::Mutex;
 pub mod metrics;
 mod numbers;
 pub mod prefix;
+pub mod records;
 pub mod stamp;
 pub mod text;
 pub mod timers;
@@ -210,6 +211,36 @@ impl Records {
         }
     }
 
+    fn iteration<'py>(&self, py: Python<'py>, body: &str) -> PyResult<Option<(i64, i64, Bound<'py, PyDict>)>> {
+        if body.starts_with("Training epoch") {
+            return Ok(None);
+        }
+        let mut found = records::iteration_marks(body.as_bytes());
+        let (it, total) = match (found.next(), found.next()) {
+            (Some(m), None) => m,
+            _ => return Ok(None),
+        };
+        let (Some(it), Some(total)) = (records::counter(&body[it.0..it.1]), records::counter(&body[total.0..total.1]))
+        else {
+            return Ok(None);
+        };
+        let fields = self.record(py, body)?;
+        if let Some(n) = fields.get_item("nan_count")? {
+            if !n.is_none() && n.gt(0)? {
+                return Ok(None);
+            }
+        }
+        if let Some(losses) = fields.get_item("losses")? {
+            for v in losses.call_method0("values")?.try_iter()? {
+                let v = v?;
+                if v.ne(&v)? {
+                    return Ok(None);
+                }
+            }
+        }
+        Ok(Some((it, total, fields)))
+    }
+
     fn spec(&self, py: Python<'_>, raw: &str) -> PyResult<Spec> {
         if let Some(spec) = self.specs.lock().expect("not poisoned").get(raw) {
             return Ok(spec.clone_ref(py));
@@ -266,6 +297,25 @@ impl Records {
         }
         if !losses.is_empty() {
             out.set_item("losses", self.frozen_map.bind(py).call1((losses,))?)?;
+        }
+        Ok(out)
+    }
+
+    /// Megatron's iteration lines, `(body start, end)` of `text` (character offsets, ASCII
+    /// bodies), read as `MegatronParser._on_iteration` reads a line holding one record and
+    /// no NaN: `(iteration, total, fields)`, the total as the line writes it; None for a
+    /// line the hook reads (no record, two or more (ranks writing at once), NeMo 2's
+    /// `Training epoch` form, a NaN loss or count (its failure event), a counter past i64).
+    #[allow(clippy::type_complexity)]
+    fn iterations<'py>(&self, py: Python<'py>, text: &Bound<'py, PyString>, lines: Vec<(usize, usize)>)
+        -> PyResult<Vec<Option<(i64, i64, Bound<'py, PyDict>)>>> {
+        let s = text.to_str()?;
+        let mut cursor = Cursor::new(s);
+        let mut out = Vec::with_capacity(lines.len());
+        for (a, z) in lines {
+            let a = cursor.byte_of(a);
+            let body = &s[a..cursor.byte_of(z).max(a)];
+            out.push(self.iteration(py, body)?);
         }
         Ok(out)
     }

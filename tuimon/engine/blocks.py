@@ -23,7 +23,7 @@ from typing import Any, Callable, Mapping, Optional, Sequence
 
 from tuimon.parsers.base import LineContext, LineParser
 from tuimon.parsers.columns import Item, expand
-from tuimon.parsers.events import EVENT_TYPES, LOG_START, Event, Milestone, RunConfig, Timers, frozen_map
+from tuimon.parsers.events import EVENT_TYPES, LOG_START, Event, Iteration, Milestone, RunConfig, Timers, frozen_map
 from tuimon.parsers.prefix import split_prefix
 from tuimon.parsers.schema import Format, LineFormat, Running
 from tuimon.parsers.timers import timer_group
@@ -32,7 +32,7 @@ from tuimon.parsers.timestamps import line_stamp
 from . import guard, native
 from .block_rules import BlockRule, BlockState
 from .presence import Presence
-from .rows import COLUMN_KINDS, ROW, BlockRows, split_rows
+from .rows import COLUMN_KINDS, EVENT, ROW, BlockRows, split_rows
 from .rules import HookRule, anchors_of, lines_holding, starts_with_literal
 from .user_regex import USER_REGEX_TIMEOUT_S, CorePattern, RegexTimeout
 
@@ -201,8 +201,13 @@ class BlockEngine:
         columns: list[tuple[HookRule, int, list[int]]] = []  # rules whose plain lines the core reads
         for n, hook in enumerate(self._hooks):
             if hook.present(present):
-                if hook.column is not None and held is not None and hook.literal is not None:
-                    columns.append((hook, hook_base + n, held.get(hook.literal, [])))
+                if hook.column is not None and held is not None:
+                    if hook.literal is not None:
+                        columns.append((hook, hook_base + n, held.get(hook.literal, [])))
+                    else:  # the lines its trigger regex is on
+                        found: list = []
+                        hook.lines(text, hook_base + n, found, held)
+                        columns.append((hook, hook_base + n, [h[0] for h in found]))
                 else:
                     hook.lines(text, hook_base + n, hits, held)
         rows = split_rows(self.file, text, first_line, hits, columns) if columns else None
@@ -279,7 +284,17 @@ class BlockEngine:
                     own = last
                 else:
                     last = own
-                if verdicts[k] == ROW:
+                verdict = verdicts[k]
+                if verdict == EVENT:  # an iteration line: its event, as the hook makes it, in its place
+                    it, total, fields = rows.events[rows.events_at]
+                    rows.events_at += 1
+                    if log_start is not None and frame[0] >= log_start.line:
+                        events.append(log_start)
+                        log_start = None
+                    events.append(Iteration(file=self.file, line=frame[0], rank=frame[3], node=frame[5],
+                                            wall_time=own, iteration=it, train_iters=total, **fields))
+                    rows.owner.last_iteration = it
+                elif verdict == ROW:
                     if log_start is not None and frame[0] >= log_start.line:
                         rows.close(events)  # (the rows so far are of earlier lines)
                         events.append(log_start)

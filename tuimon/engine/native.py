@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import os
 from types import ModuleType
-from typing import Optional
+from typing import Any, Optional
 
 ENV = "TUIMON_ENGINE"
 CHOICES = ("auto", "core", "python")
 CHOICE = os.environ.get(ENV, "").strip().lower() or "auto"
+records: Any = None  # the core's record readers (Records), while the core is in use
 
 
 def _load() -> tuple[Optional[ModuleType], str, Optional[str]]:
@@ -39,12 +40,13 @@ def use(module: Optional[ModuleType]) -> Optional[ModuleType]:
     the one in use before.  The parsers' record readers follow: ``parse_record``,
     ``pairs`` and ``metric_values`` stay their definitions, the core's stand-ins read the same keys (asked of
     the Python key table) and hand every number but a plain one to the Python reader."""
-    global core
+    global core, records
     from ..parsers import megatron, timers, torchtitan
     from ..parsers.events import frozen_map
     from ..parsers.numbers import to_float, to_int
 
     before, core = core, module
+    records = None
     if module is None:
         megatron.read_record, timers.read_pairs = megatron.parse_record, timers.pairs
         torchtitan.read_metrics = torchtitan.metric_values

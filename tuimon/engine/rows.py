@@ -1,8 +1,9 @@
-"""A block's plain timer lines read by the compiled core into columns (see
-:mod:`tuimon.parsers.columns`), apart from the lines the hooks read: which lines the
-core reads, what it read, and the :class:`TimerRows` they make, closed into the block's
-events where the events' order needs it (:class:`tuimon.engine.blocks.BlockEngine`
-walks them in line order with its other hit lines)."""
+"""A block's plain lines of a few kinds read by the compiled core, apart from the lines
+the hooks read: timer lines into columns (see :mod:`tuimon.parsers.columns`), and
+Megatron's iteration lines into their events.  Which lines the core reads, what it
+read, and the :class:`TimerRows` they make, closed into the block's events where the
+events' order needs it (:class:`tuimon.engine.blocks.BlockEngine` walks them in line
+order with its other hit lines, and puts each iteration line's event in its place)."""
 from __future__ import annotations
 
 from functools import lru_cache
@@ -13,10 +14,12 @@ from tuimon.parsers.timers import COMM_OP_NAME, MINMAX
 
 from . import native
 
-#: LineParser.COLUMNS' kinds -> the kind numbers of tuimon._core.TimerLines
-COLUMN_KINDS = {"time-list": 0, "minmax": 1}
-#: the core's verdict on a line: nothing to read, left to its hook, a row
-NOTHING, HOOK, ROW = 0, 1, 2
+#: LineParser.COLUMNS' kinds -> the kind numbers of tuimon._core.TimerLines, and Megatron's iteration lines
+COLUMN_KINDS = {"time-list": 0, "minmax": 1, "iteration": 2}
+ITERATION_LINES = 2
+#: the core's verdict on a line: nothing to read, left to its hook, a timer row, an iteration's event
+NOTHING, HOOK, ROW, EVENT = 0, 1, 2, 3
+_NO_TIMERS: tuple = ([], [], [], [], [], [])
 
 
 @lru_cache(maxsize=4)
@@ -66,10 +69,9 @@ def split_rows(file: str, text: str, first_line: int, hits: list, columns: list)
                 spans.append((frame[2], frame[1], rule.column))
         if not kept:
             return None
-    parser = parts[0][0].handler.__self__  # (the timer parser: the one that declares COLUMNS)
-    verdicts, *read = _timer_lines(core).read(text, spans, parser.offload_said())
+    verdicts, read, events, owner = _read(core, text, spans, parts)
     if kept is None and HOOK not in verdicts:
-        return BlockRows(file, starts, frames, verdicts, read)
+        return BlockRows(file, starts, frames, verdicts, read, events, owner)
     lines, line_frames, line_verdicts = [], [], []
     for j, verdict in enumerate(verdicts):
         k = j if kept is None else kept[j]
@@ -80,7 +82,33 @@ def split_rows(file: str, text: str, first_line: int, hits: list, columns: list)
             lines.append(starts[k])
             line_frames.append(frames[k])
             line_verdicts.append(verdict)
-    return BlockRows(file, lines, line_frames, line_verdicts, read) if lines else None
+    return BlockRows(file, lines, line_frames, line_verdicts, read, events, owner) if lines else None
+
+
+def _read(core: Any, text: str, spans: list, parts: list) -> tuple[list[int], Any, list, Any]:
+    """The verdict on each line of ``spans`` ((body, end, kind), in line order), the timer
+    columns, the iteration lines' (iteration, total, fields) and the parser they are Megatron's."""
+    timer_spans = [span for span in spans if span[2] != ITERATION_LINES]
+    if len(timer_spans) == len(spans):
+        timers = next(rule.handler.__self__ for rule, _, _ in parts if rule.column != ITERATION_LINES)
+        verdicts, *read = _timer_lines(core).read(text, spans, timers.offload_said())
+        return verdicts, read, [], None
+    owner = next(rule.handler.__self__ for rule, _, _ in parts if rule.column == ITERATION_LINES)
+    found = native.records.iterations(text, [(a, z) for a, z, kind in spans if kind == ITERATION_LINES])
+    if found and not owner.reported("_announced"):
+        found[0] = None  # (the hook names the run's framework with its first iteration)
+    events = [f for f in found if f is not None]
+    if not timer_spans:
+        return [HOOK if f is None else EVENT for f in found], _NO_TIMERS, events, owner
+    timers = next(rule.handler.__self__ for rule, _, _ in parts if rule.column != ITERATION_LINES)
+    timer_verdicts, *read = _timer_lines(core).read(text, timer_spans, timers.offload_said())
+    verdicts, t, i = [], iter(timer_verdicts), iter(found)
+    for span in spans:
+        if span[2] == ITERATION_LINES:
+            verdicts.append(HOOK if next(i) is None else EVENT)
+        else:
+            verdicts.append(next(t))
+    return verdicts, read, events, owner
 
 
 class BlockRows:
@@ -90,12 +118,16 @@ class BlockRows:
     :class:`TimerRows` where the events' order needs it."""
 
     __slots__ = ("file", "starts", "frames", "verdicts", "names", "name_index", "ms", "counts", "comm", "ranks",
-                 "at", "closed", "pairs_at", "line", "rank", "node", "wall")
+                 "at", "closed", "pairs_at", "line", "rank", "node", "wall", "events", "events_at", "owner")
 
-    def __init__(self, file: str, starts: list[int], frames: list, verdicts: list[int], read: list) -> None:
+    def __init__(self, file: str, starts: list[int], frames: list, verdicts: list[int], read: Any,
+                 events: Optional[list] = None, owner: Any = None) -> None:
         self.file = file
         self.starts, self.frames, self.verdicts = starts, frames, verdicts
         self.ranks, self.counts, self.comm, self.names, self.name_index, self.ms = read
+        self.events = events or []  # each iteration line's (iteration, total, fields), in line order
+        self.events_at = 0
+        self.owner = owner  # the Megatron parser whose iteration lines those are
         self.at = 0  # the next line to walk
         self.closed = 0  # rows closed already
         self.pairs_at = 0  # and their pairs

@@ -158,6 +158,9 @@ class MegatronParser(LineParser):
         (r"> building train, validation", "_on_milestone"),
     )
     ONCE_FLAGS = ("_announced", "_nan_reported")
+    # with the compiled core, a line holding one record and no NaN is read there, its event made
+    # by the engine in its place (tuimon.engine.rows): Records.iterations holds to _iterations
+    COLUMNS = {"_on_iteration": "iteration"}
 
     SAMPLES = (
         Sample(" iteration       30/      50 | elapsed time per iteration (ms): 6051.8 | learning rate: 1.406E-06 | "
