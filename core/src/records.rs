@@ -3,8 +3,11 @@
 //! Each match starts at `iteration` and its classes do not overlap, so a match is found
 //! at an `iteration` or not at all, with no backtracking to mimic.
 
+/// A span of bytes, start and end.
+pub type Span = (usize, usize);
+
 /// The (counter, total) digit spans of each match in `line`, left to right.
-pub fn iteration_marks(line: &[u8]) -> impl Iterator<Item = ((usize, usize), (usize, usize))> + '_ {
+pub fn iteration_marks(line: &[u8]) -> impl Iterator<Item = (Span, Span)> + '_ {
     let finder = memchr::memmem::Finder::new(b"iteration");
     let mut at = 0;
     std::iter::from_fn(move || {
@@ -23,7 +26,7 @@ pub fn iteration_marks(line: &[u8]) -> impl Iterator<Item = ((usize, usize), (us
 }
 
 /// After `iteration`: `[ =]+ digits / spaces digits spaces |`; the two digit spans and the end.
-fn mark_at(b: &[u8], mut i: usize) -> Option<(((usize, usize), (usize, usize)), usize)> {
+fn mark_at(b: &[u8], mut i: usize) -> Option<((Span, Span), usize)> {
     let skip = |i: &mut usize, ok: &dyn Fn(u8) -> bool| -> usize {
         let from = *i;
         while *i < b.len() && ok(b[*i]) {
