@@ -55,6 +55,7 @@ def _all_lines_events(path):
     engine = BlockEngine(str(path), ALL_PARSERS)
     engine.sniff(text)
     events, last, started = [], None, False
+    blocks: dict = {}  # (format, entry) -> (the open block's context, its pairs)
     for n, line in enumerate(text.split("\n")[:-1], 1):
         pre = split_prefix(line)
         wall = line_stamp(pre.body)
@@ -70,8 +71,28 @@ def _all_lines_events(path):
                     own = {"wall_time": ctx.wall_time, **fields}  # a format's own wall_time wins
                     events.append(EVENT_TYPES[entry.event](file=str(path), line=n, rank=ctx.rank, node=ctx.node,
                                                            **own))
+            for k, entry in enumerate(fmt.blocks):  # block entries: a line at a time, as BlockFormat.read does
+                key = (fmt.name, k)
+                marker = entry.marker(pre.body)
+                if marker is False and key in blocks:
+                    events.extend(_block_events(path, entry, *blocks.pop(key)))
+                elif marker:
+                    blocks[key] = (ctx, {})
+                elif key in blocks and (entry.anchor or " ..") in line and (found := entry.pair_of(pre.body)):
+                    blocks[key][1][found[0]] = found[1]
         events.extend(e for parser in engine.active for e in parser.feed(pre.body, ctx))
+    for fmt in BUILTIN_FORMATS:
+        for k, entry in enumerate(fmt.blocks):
+            if (fmt.name, k) in blocks:
+                events.extend(_block_events(path, entry, *blocks.pop((fmt.name, k))))
     return events + engine.flush()
+
+
+def _block_events(path, entry, ctx, pairs):
+    from tuimon.parsers.events import EVENT_TYPES
+
+    return [EVENT_TYPES[entry.event](file=str(path), line=ctx.line, rank=ctx.rank, node=ctx.node,
+                                     wall_time=ctx.wall_time, **fields) for fields in entry.events(pairs)]
 
 
 PREFILTER_CASES = sorted((SHARED / "corpus" / "stronghold").glob("*.log"))[:6] + sorted(

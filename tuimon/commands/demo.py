@@ -51,9 +51,8 @@ OFFLOAD_TIMERS = _sample(TimerParser, "offloading-fwd-overhead").line
 DS_STEP = _sample(DeepSpeedParser, "step=0, skipped=").line
 OOM = _sample(FailureParser, "CUDA out of memory").line
 JOB_STARTED = next(s.line for f in BUILTIN_FORMATS for e in f.lines for s in e.samples if "Job started at: " in s.line)
-_ARGS_BLOCK = next(s for s in MegatronParser.SAMPLES if "end of arguments" in s.line and
-                   any("num_layers" in c for c in s.context))
-ARGS = _ARGS_BLOCK.context + (_ARGS_BLOCK.line,)
+ARGS = next(s.lines for f in BUILTIN_FORMATS for b in f.blocks for s in b.samples
+            if "num_layers" in s.expect and "end of arguments" in s.lines[-1])
 FUSED = _sample(MegatronParser, "fused kernels").line
 INIT = _sample(MegatronParser, "initializing torch distributed").line
 TRAINING_START = _sample(MegatronParser, "before the start of training").line

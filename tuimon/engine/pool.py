@@ -11,19 +11,20 @@ of several big logs is read on every core.
 """
 from __future__ import annotations
 
-import multiprocessing
 import os
 import pickle
 import threading
-from concurrent.futures import Future, ProcessPoolExecutor
 from pathlib import Path
-from typing import Callable, Optional, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Optional, Protocol, Sequence
 
 from ..store.job_store import JobStore
 from . import catalog
 from .alloc import keep_freed_memory
 from .cache import ParseCache
 from .ingest import ParseStats, cached_store, parse_file_store
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future
 
 #: the biggest file past this size is parsed here, streamed to the store a block at a time
 WORKER_MAX = 32 << 20
@@ -34,8 +35,10 @@ def cores() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
-def process_context():
+def process_context() -> Any:
     """fork starts in milliseconds, but is only safe while this process has a single thread."""
+    import multiprocessing  # (with the first worker: one file, the common case, starts 8 ms sooner)
+
     fork = threading.active_count() == 1 and "fork" in multiprocessing.get_all_start_methods()
     return multiprocessing.get_context("fork" if fork else "spawn")
 
@@ -99,6 +102,8 @@ def parse_files_into(store: JobStore, files: list[Path], *, jobs: Optional[int] 
     pool = None
     futures: dict[Path, Future] = {}
     if jobs > 1 and len(unread) > 1:
+        from concurrent.futures import ProcessPoolExecutor
+
         pool = ProcessPoolExecutor(min(jobs, len(unread)), mp_context=process_context())
         spec = catalog.current().spec
         # the biggest first: the last to finish is then a small one (the pool takes them in turn)

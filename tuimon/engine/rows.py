@@ -72,17 +72,16 @@ def split_rows(file: str, text: str, first_line: int, hits: list, columns: list)
     verdicts, read, events, owner = _read(core, text, spans, parts)
     if kept is None and HOOK not in verdicts:
         return BlockRows(file, starts, frames, verdicts, read, events, owner)
-    lines, line_frames, line_verdicts = [], [], []
-    for j, verdict in enumerate(verdicts):
+    for j in [j for j, verdict in enumerate(verdicts) if verdict == HOOK]:  # (few)
         k = j if kept is None else kept[j]
-        if verdict == HOOK:
-            rule, order, _ = parts[0 if owners is None else owners[k]]
-            hits.append((starts[k], order, rule, None))
-        else:
-            lines.append(starts[k])
-            line_frames.append(frames[k])
-            line_verdicts.append(verdict)
-    return BlockRows(file, lines, line_frames, line_verdicts, read, events, owner) if lines else None
+        rule, order, _ = parts[0 if owners is None else owners[k]]
+        hits.append((starts[k], order, rule, None))
+    keep = [j for j, verdict in enumerate(verdicts) if verdict != HOOK]
+    if not keep:
+        return None
+    at = keep if kept is None else [kept[j] for j in keep]
+    return BlockRows(file, [starts[k] for k in at], [frames[k] for k in at], [verdicts[j] for j in keep], read,
+                     events, owner)
 
 
 def _read(core: Any, text: str, spans: list, parts: list) -> tuple[list[int], Any, list, Any]:
@@ -102,12 +101,8 @@ def _read(core: Any, text: str, spans: list, parts: list) -> tuple[list[int], An
         return [HOOK if f is None else EVENT for f in found], _NO_TIMERS, events, owner
     timers = next(rule.handler.__self__ for rule, _, _ in parts if rule.column != ITERATION_LINES)
     timer_verdicts, *read = _timer_lines(core).read(text, timer_spans, timers.offload_said())
-    verdicts, t, i = [], iter(timer_verdicts), iter(found)
-    for span in spans:
-        if span[2] == ITERATION_LINES:
-            verdicts.append(HOOK if next(i) is None else EVENT)
-        else:
-            verdicts.append(next(t))
+    t, i = iter(timer_verdicts), iter(found)
+    verdicts = [(HOOK if next(i) is None else EVENT) if kind == ITERATION_LINES else next(t) for _, _, kind in spans]
     return verdicts, read, events, owner
 
 
