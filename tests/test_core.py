@@ -127,6 +127,10 @@ _BODIES = st.sampled_from([
     "[Rank 0] (after 5 iterations) memory (MB) | allocated: 15382.8 | max allocated: 19070.7 | reserved: 26762.0",
     "[INFO] [logging.py:96:log_dist] [Rank 0] step=10, skipped=0, lr=[0.0001], mom=[(0.9, 0.95)]",
     "step: 10  loss:  7.1234  memory: 30.12GiB(31.70%)  tps: 65,622  tflops: 304.53  mfu: 14.59%",
+    # metrics lines the core types, and those whose values only Python's to_float reads (the hook's)
+    "step: 20  loss: nan  memory: 1.5GiB(3%)  tps: 1,2.5  tflops: 1,  mfu: .", "validate step: 5  loss: 1.0",
+    "step: 7  tps: 5", "\x1b[31mstep: 30  \x1b[32mloss:  2.5  wps: 1,234  mfu: 9.9%\x1b[39m memory: 2GB",
+    "step: 1.5  loss: 3", "step: 40  loss: 2.0  memory: 1.2.3GiB  tflops: 5e1",
     "{'loss': 2.1, 'grad_norm': 0.5, 'learning_rate': 5e-05, 'epoch': 0.1}",
     "Effective Tera Flops per GPU: 41.2 and total parameters 52.005 B",
     "------------------------ arguments ------------------------", "  num_layers ...................... 24",

@@ -132,14 +132,16 @@ def test_several_big_files_are_read_on_every_core(tmp_path, monkeypatch):
     """The biggest file is read here, every other big one by a worker (a directory of big
     logs was read one file after the other): the store is the same as --jobs 1's."""
     monkeypatch.setattr(pool, "WORKER_MAX", 4096)
+    from concurrent.futures import ProcessPoolExecutor  # (the pool imports it with its first worker)
+
     sent: list[str] = []
-    real_submit = pool.ProcessPoolExecutor.submit
+    real_submit = ProcessPoolExecutor.submit
 
     def submit(self, fn, path, *args):
         sent.append(os.path.basename(path))
         return real_submit(self, fn, path, *args)
 
-    monkeypatch.setattr(pool.ProcessPoolExecutor, "submit", submit)
+    monkeypatch.setattr(ProcessPoolExecutor, "submit", submit)
     files = _copies(tmp_path, 1)
     bigs = []
     for k in range(3):

@@ -21,6 +21,7 @@ pub mod stamp;
 pub mod text;
 pub mod timers;
 
+use metrics::MetricRow;
 use text::Cursor;
 
 /// Literals asked about a block at a time (`tuimon.engine.presence.Presence`'s question).
@@ -462,6 +463,31 @@ impl MetricLines {
     #[new]
     fn new(fallback: Py<PyAny>) -> Self {
         MetricLines { fallback }
+    }
+
+    /// TorchTitan's metrics lines, `(body start, end)` of `text` (character offsets, ASCII
+    /// bodies), typed as `TorchTitanParser._on_metrics` types them: per line 0 (no step:
+    /// a validation line, no step or no loss), 1 (the hook reads it: a value only Python's
+    /// `to_float`/`to_int` reads, a separator \x1c-\x1f) or 3 (read); and per line read,
+    /// `(step, loss, tflops, tps, wps, mfu, memory in GiB)`, None where the line has none.
+    #[allow(clippy::type_complexity)]
+    fn rows(&self, text: &Bound<'_, PyString>, lines: Vec<(usize, usize)>) -> PyResult<(Vec<u8>, Vec<MetricRow>)> {
+        let s = text.to_str()?;
+        let mut cursor = Cursor::new(s);
+        let (mut verdicts, mut rows) = (Vec::with_capacity(lines.len()), Vec::new());
+        for (a, z) in lines {
+            let a = cursor.byte_of(a);
+            let body = &s[a..cursor.byte_of(z).max(a)];
+            match metrics::typed(body) {
+                metrics::Typed::Nothing => verdicts.push(0),
+                metrics::Typed::Hook => verdicts.push(1),
+                metrics::Typed::Row(row) => {
+                    verdicts.push(3);
+                    rows.push(row);
+                }
+            }
+        }
+        Ok((verdicts, rows))
     }
 
     /// `metric_values(body)`: {key: (value, unit)} of the pairs from `step:` on, the last of

@@ -5,6 +5,8 @@
 //! Only ASCII text without \x1c-\x1f comes here (where `\s` and `\d` mean what they mean to
 //! Python); tests/test_core.py holds the two to the same answers.
 
+use crate::numbers;
+
 /// `text` without its SGR colour codes (`\x1b[` then digits and `;`, then `m`).
 pub fn strip_sgr(text: &str) -> String {
     let b = text.as_bytes();
@@ -105,6 +107,74 @@ pub fn pairs(text: &str) -> Vec<(&str, &str, &str)> {
     out
 }
 
+/// A metrics line typed: (step, loss, tflops, tps, wps, mfu, memory in GiB).
+pub type MetricRow = (i64, f64, Option<f64>, Option<f64>, Option<f64>, Option<f64>, Option<f64>);
+
+/// What `MetricLines.rows` makes of a line.
+pub enum Typed {
+    Nothing,
+    Hook,
+    Row(MetricRow),
+}
+
+/// `to_float` of a pair's value where it reads as Rust does: a plain number, or digits with
+/// thousands separators (`70,593`: `to_float` finds it whole and drops the commas); else None.
+fn value(text: &str) -> Option<f64> {
+    if let Some(v) = numbers::fast_float(text) {
+        return Some(v);
+    }
+    let b = text.as_bytes();
+    let int_end = b.iter().position(|&c| !(c.is_ascii_digit() || c == b',')).unwrap_or(b.len());
+    let frac = &b[int_end..];
+    let frac_ok = frac.is_empty() || (frac[0] == b'.' && frac[1..].iter().all(u8::is_ascii_digit));
+    if !b.is_empty() && b[0].is_ascii_digit() && frac_ok {
+        return text.replace(',', "").parse::<f64>().ok();
+    }
+    None
+}
+
+/// A metrics body (ASCII) typed as the hook types it (see `MetricLines.rows`).
+pub fn typed(body: &str) -> Typed {
+    if !body.bytes().all(|b| b.is_ascii() && !(0x1c..=0x1f).contains(&b)) {
+        return Typed::Hook;
+    }
+    let text = strip_sgr(body);
+    if text.contains("validate step") {
+        return Typed::Nothing;
+    }
+    let start = text.find("step:").unwrap_or(text.len().saturating_sub(1));
+    // the last of a key wins, as in the dict the hook builds
+    let mut found: [Option<(&str, &str)>; 7] = [None; 7];
+    const KEYS: [&str; 7] = ["step", "loss", "tflops", "tps", "wps", "mfu", "memory"];
+    for (key, v, unit) in pairs(&text[start..]) {
+        if let Some(k) = KEYS.iter().position(|&n| n == key) {
+            found[k] = Some((v, unit));
+        }
+    }
+    let (Some((step, _)), Some((loss, _))) = (found[0], found[1]) else {
+        return Typed::Nothing; // no step, or no loss: the hook gives nothing
+    };
+    let Some(step) = numbers::fast_int(step) else { return Typed::Hook };
+    let Some(loss) = value(loss) else { return Typed::Hook };
+    let mut typed = [None; 4];
+    for (k, slot) in typed.iter_mut().enumerate() {
+        if let Some((v, _)) = found[2 + k] {
+            match value(v) {
+                Some(x) => *slot = Some(x),
+                None => return Typed::Hook,
+            }
+        }
+    }
+    let memory = match found[6] {
+        Some((v, "GiB")) => match value(v) {
+            Some(x) => Some(x),
+            None => return Typed::Hook,
+        },
+        _ => None,
+    };
+    Typed::Row((step, loss, typed[0], typed[1], typed[2], typed[3], memory))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -113,6 +183,24 @@ mod tests {
     fn colour_codes_go_and_others_stay() {
         assert_eq!(strip_sgr("\x1b[31mstep: 1\x1b[38;2;1;2;3m x\x1b[0"), "step: 1 x\x1b[0");
         assert_eq!(strip_sgr("\x1b\x1b[m"), "\x1b");
+    }
+
+    #[test]
+    fn metrics_lines_typed() {
+        let row = |body| match typed(body) {
+            Typed::Row(r) => Some(r),
+            _ => None,
+        };
+        let line = "step: 10  loss: 11.78140  memory: 29.11GiB(92.83%)  tps: 70,593  tflops: 47.97  mfu: 15.38%";
+        assert_eq!(row(line), Some((10, 11.7814, Some(47.97), Some(70593.0), None, Some(15.38), Some(29.11))));
+        assert!(matches!(typed("validate step: 10  loss: 1.0"), Typed::Nothing));
+        assert!(matches!(typed("step: 10  tps: 1"), Typed::Nothing));
+        assert!(matches!(typed("step: 10  loss: nan"), Typed::Hook));
+        assert!(matches!(typed("step: 1.5  loss: 1.0"), Typed::Hook));
+        assert!(matches!(typed("step: 10  loss: 1.0  tps: 1.2.3"), Typed::Hook));
+        assert_eq!(value("1,2.5"), Some(12.5));
+        assert_eq!(value("1,"), Some(1.0));
+        assert_eq!(value("-1,000"), None);
     }
 
     #[test]

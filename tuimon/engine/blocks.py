@@ -23,7 +23,7 @@ from typing import Any, Callable, Mapping, Optional, Sequence
 
 from tuimon.parsers.base import LineContext, LineParser
 from tuimon.parsers.columns import Item, expand
-from tuimon.parsers.events import EVENT_TYPES, LOG_START, Event, Iteration, Milestone, RunConfig, Timers, frozen_map
+from tuimon.parsers.events import EVENT_TYPES, LOG_START, Event, Milestone, RunConfig, Timers, frozen_map
 from tuimon.parsers.prefix import split_prefix
 from tuimon.parsers.schema import Format, LineFormat, Running
 from tuimon.parsers.timers import timer_group
@@ -285,15 +285,18 @@ class BlockEngine:
                 else:
                     last = own
                 verdict = verdicts[k]
-                if verdict == EVENT:  # an iteration line: its event, as the hook makes it, in its place
-                    it, total, fields = rows.events[rows.events_at]
+                if verdict == EVENT:  # a line the core read for its parser: its events, in their place
+                    maker, values = rows.events[rows.events_at]
                     rows.events_at += 1
-                    if log_start is not None and frame[0] >= log_start.line:
+                    try:
+                        out = maker(values, frame, own)
+                    except Exception:  # a hook bug must not stop the stream: counted, reported
+                        self.failed += 1
+                        out = []
+                    if out and log_start is not None and frame[0] >= log_start.line:
                         events.append(log_start)
                         log_start = None
-                    events.append(Iteration(file=self.file, line=frame[0], rank=frame[3], node=frame[5],
-                                            wall_time=own, iteration=it, train_iters=total, **fields))
-                    rows.owner.last_iteration = it
+                    events.extend(out)
                 elif verdict == ROW:
                     if log_start is not None and frame[0] >= log_start.line:
                         rows.close(events)  # (the rows so far are of earlier lines)

@@ -1,9 +1,11 @@
 """A block's plain lines of a few kinds read by the compiled core, apart from the lines
-the hooks read: timer lines into columns (see :mod:`tuimon.parsers.columns`), and
-Megatron's iteration lines into their events.  Which lines the core reads, what it
-read, and the :class:`TimerRows` they make, closed into the block's events where the
-events' order needs it (:class:`tuimon.engine.blocks.BlockEngine` walks them in line
-order with its other hit lines, and puts each iteration line's event in its place)."""
+the hooks read: timer lines into columns (see :mod:`tuimon.parsers.columns`); Megatron's
+iteration lines and TorchTitan's metrics lines into typed values that their parser
+makes events of (``iteration_row``, ``metrics_row``: the hook's own code, without the
+reading).  Which lines the core reads, what it read, and the :class:`TimerRows` they
+make, closed into the block's events where the events' order needs it
+(:class:`tuimon.engine.blocks.BlockEngine` walks them in line order with its other hit
+lines, and puts each read line's events in its place)."""
 from __future__ import annotations
 
 from functools import lru_cache
@@ -14,10 +16,11 @@ from tuimon.parsers.timers import COMM_OP_NAME, MINMAX
 
 from . import native
 
-#: LineParser.COLUMNS' kinds -> the kind numbers of tuimon._core.TimerLines, and Megatron's iteration lines
-COLUMN_KINDS = {"time-list": 0, "minmax": 1, "iteration": 2}
-ITERATION_LINES = 2
-#: the core's verdict on a line: nothing to read, left to its hook, a timer row, an iteration's event
+#: LineParser.COLUMNS' kinds -> the kind numbers of tuimon._core.TimerLines, Megatron's iteration
+#: lines and TorchTitan's metrics lines
+COLUMN_KINDS = {"time-list": 0, "minmax": 1, "iteration": 2, "metrics": 3}
+ITERATION_LINES, METRICS_LINES = 2, 3
+#: the core's verdict on a line: nothing to read, left to its hook, a timer row, values for its parser
 NOTHING, HOOK, ROW, EVENT = 0, 1, 2, 3
 _NO_TIMERS: tuple = ([], [], [], [], [], [])
 
@@ -86,24 +89,52 @@ def split_rows(file: str, text: str, first_line: int, hits: list, columns: list)
 
 def _read(core: Any, text: str, spans: list, parts: list) -> tuple[list[int], Any, list, Any]:
     """The verdict on each line of ``spans`` ((body, end, kind), in line order), the timer
-    columns, the iteration lines' (iteration, total, fields) and the parser they are Megatron's."""
-    timer_spans = [span for span in spans if span[2] != ITERATION_LINES]
-    if len(timer_spans) == len(spans):
-        timers = next(rule.handler.__self__ for rule, _, _ in parts if rule.column != ITERATION_LINES)
-        verdicts, *read = _timer_lines(core).read(text, spans, timers.offload_said())
+    columns, and each EVENT line's (maker, values): its parser's method that makes its events."""
+    kinds = {span[2] for span in spans}
+    if kinds <= {0, 1}:  # timer lines alone, the common case
+        verdicts, *read = _timer_lines(core).read(text, spans, _owner(parts, 0).offload_said())
         return verdicts, read, [], None
-    owner = next(rule.handler.__self__ for rule, _, _ in parts if rule.column == ITERATION_LINES)
-    found = native.records.iterations(text, [(a, z) for a, z, kind in spans if kind == ITERATION_LINES])
-    if found and not owner.reported("_announced"):
-        found[0] = None  # (the hook names the run's framework with its first iteration)
-    events = [f for f in found if f is not None]
-    if not timer_spans:
-        return [HOOK if f is None else EVENT for f in found], _NO_TIMERS, events, owner
-    timers = next(rule.handler.__self__ for rule, _, _ in parts if rule.column != ITERATION_LINES)
-    timer_verdicts, *read = _timer_lines(core).read(text, timer_spans, timers.offload_said())
-    t, i = iter(timer_verdicts), iter(found)
-    verdicts = [(HOOK if next(i) is None else EVENT) if kind == ITERATION_LINES else next(t) for _, _, kind in spans]
-    return verdicts, read, events, owner
+    read = _NO_TIMERS
+    verdicts_of: dict[int, Any] = {}  # kind -> its lines' verdicts, in order
+    values_of: dict[int, Any] = {}  # kind -> (maker, its values) of its EVENT lines, in order
+    timer_spans = [span for span in spans if span[2] <= 1]
+    if timer_spans:
+        timer_verdicts, *read = _timer_lines(core).read(text, timer_spans, _owner(parts, 0).offload_said())
+        verdicts_of[0] = iter(timer_verdicts)
+    if ITERATION_LINES in kinds:
+        owner = _owner(parts, ITERATION_LINES)
+        found = native.records.iterations(text, [(a, z) for a, z, kind in spans if kind == ITERATION_LINES])
+        if found and not owner.reported("_announced"):
+            found[0] = None  # (the hook names the run's framework, in the line's words, with its first)
+        verdicts_of[ITERATION_LINES] = iter([HOOK if f is None else EVENT for f in found])
+        maker = owner.iteration_row
+        values_of[ITERATION_LINES] = iter([(maker, f) for f in found if f is not None])
+    if METRICS_LINES in kinds:
+        owner = _owner(parts, METRICS_LINES)
+        verdicts, rows = _metric_lines(core, owner).rows(text, [(a, z) for a, z, kind in spans
+                                                               if kind == METRICS_LINES])
+        verdicts_of[METRICS_LINES] = iter(verdicts)
+        maker = owner.metrics_row
+        values_of[METRICS_LINES] = iter([(maker, row) for row in rows])
+    verdicts, events = [], []
+    for _, _, kind in spans:
+        verdict = next(verdicts_of[0 if kind <= 1 else kind])
+        verdicts.append(verdict)
+        if verdict == EVENT:
+            events.append(next(values_of[kind]))
+    return verdicts, read, events, None
+
+
+def _owner(parts: list, kind: int) -> Any:
+    """The parser whose route reads the lines of ``kind`` (0: either timer kind)."""
+    return next(rule.handler.__self__ for rule, _, _ in parts if (rule.column <= 1 if kind == 0 else rule.column == kind))
+
+
+@lru_cache(maxsize=4)
+def _metric_lines(core: Any, owner: Any) -> Any:
+    from tuimon.parsers import torchtitan
+
+    return core.MetricLines(torchtitan.metric_values)
 
 
 class BlockRows:
@@ -120,9 +151,9 @@ class BlockRows:
         self.file = file
         self.starts, self.frames, self.verdicts = starts, frames, verdicts
         self.ranks, self.counts, self.comm, self.names, self.name_index, self.ms = read
-        self.events = events or []  # each iteration line's (iteration, total, fields), in line order
+        self.events = events or []  # each EVENT line's (maker, values), in line order
         self.events_at = 0
-        self.owner = owner  # the Megatron parser whose iteration lines those are
+        self.owner = owner
         self.at = 0  # the next line to walk
         self.closed = 0  # rows closed already
         self.pairs_at = 0  # and their pairs

@@ -262,6 +262,15 @@ class MegatronParser(LineParser):
         matches = list(ITERATION.finditer(body))
         return self._iterations(body, matches, ctx) if matches else []
 
+    def iteration_row(self, row: tuple, frame: tuple, wall: Optional[float]) -> list[Event]:
+        """An iteration line the compiled core read (``Records.iterations``; see
+        :mod:`tuimon.engine.rows`): ``row`` is (iteration, total, fields); ``frame`` the
+        line's (number, end, body, rank, local rank, node, own stamp), ``wall`` its stamp."""
+        it, total, fields = row
+        self.last_iteration = it
+        return [Iteration(file=self.file, line=frame[0], rank=frame[3], node=frame[5], wall_time=wall,
+                          iteration=it, train_iters=total, **fields)]
+
     def _on_progress_bar(self, body: str, ctx: LineContext) -> list[Event]:
         """NeMo 1.x (PyTorch Lightning): ``Epoch 0: :  47%|████▋  | 7/15 [06:19<07:13,
         reduced_train_loss=11.50, global_step=5.000, consumed_samples=12288.0,

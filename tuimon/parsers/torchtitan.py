@@ -51,6 +51,9 @@ class TorchTitanParser(LineParser):
     ROUTES = ((r"step: *\d+ ", "_on_metrics"), (r"Trainer is initialized with ", "_on_init"),
               (r" - Training completed", "_on_completed"), (r"Finished saving the checkpoint", "_on_saved"))
     ONCE_FLAGS = ("_announced",)
+    # with the compiled core, a metrics line whose values it reads as to_float does is typed there
+    # and handed to metrics_row in its place (tuimon.engine.rows)
+    COLUMNS = {"_on_metrics": "metrics"}
 
     SAMPLES = (
         Sample("[rank0]:[titan] 2026-04-18 22:15:44,378 - root - INFO - \x1b[31mstep: 10  \x1b[32mloss: 11.78140  "
@@ -106,6 +109,22 @@ class TorchTitanParser(LineParser):
         step = to_int(values.get("step", ("",))[0]) if "step" in values else None
         if step is None or "loss" not in values:
             return []
+        tflops, tps, wps, mfu = (to_float(values[k][0]) if k in values else None
+                                 for k in ("tflops", "tps", "wps", "mfu"))
+        memory = values.get("memory")
+        gib = to_float(memory[0]) if memory is not None and memory[1] == "GiB" else None
+        return self._metrics(step, to_float(values["loss"][0]), tflops, tps, wps, mfu, gib, ctx)
+
+    def metrics_row(self, row: tuple, frame: tuple, wall: Optional[float]) -> list[Event]:
+        """A metrics line the compiled core read and typed (``MetricLines.rows``; see
+        :mod:`tuimon.engine.rows`): ``frame`` is the line's (number, end, body, rank, local
+        rank, node, own stamp), ``wall`` its stamp or the one before it."""
+        step, loss, tflops, tps, wps, mfu, gib = row
+        return self._metrics(step, loss, tflops, tps, wps, mfu, gib,
+                             LineContext(self.file, frame[0], frame[3], frame[4], frame[5], wall, frame[6] is not None))
+
+    def _metrics(self, step: int, loss: Optional[float], tflops: Optional[float], tps: Optional[float],
+                 wps: Optional[float], mfu: Optional[float], gib: Optional[float], ctx: LineContext) -> list[Event]:
         self._last_step = step
         stamp = ctx.wall_time if ctx.own_stamp else None  # its own, not an earlier line's
         before = self._last_stamp.pop(ctx.rank, None)
@@ -114,20 +133,15 @@ class TorchTitanParser(LineParser):
             elapsed = round((stamp - before[1]) * 1000.0 / (step - before[0]), 3)
         if stamp is not None and len(self._last_stamp) < 4096:
             self._last_stamp[ctx.rank] = (step, stamp)
-        events: list[Event] = [self.make(Step, ctx, step=step, loss=to_float(values["loss"][0]), elapsed_ms=elapsed)]
-        tflops, tps, wps, mfu = (to_float(values[k][0]) if k in values else None
-                                 for k in ("tflops", "tps", "wps", "mfu"))
+        events: list[Event] = [self.make(Step, ctx, step=step, loss=loss, elapsed_ms=elapsed)]
         if tps is None:
             tps = wps  # before 2024-08 it said wps ("words"), the same tokens a second on each device
         if tflops is not None or tps is not None or mfu is not None:
             # tps is torchtitan's tokens a second on each device
             events.append(self.make(Throughput, ctx, iteration=step, tflops_reported=tflops,
                                     tokens_per_gpu_per_sec=tps, mfu=mfu))
-        memory = values.get("memory")
-        if memory is not None and memory[1] == "GiB":
-            gib = to_float(memory[0])
-            if gib is not None:
-                events.append(self.make(Memory, ctx, gpu_max_reserved_mb=gib * 1024.0))
+        if gib is not None:
+            events.append(self.make(Memory, ctx, gpu_max_reserved_mb=gib * 1024.0))
         return self.announce(events, ctx)
 
     def _on_saved(self, body: str, ctx: LineContext) -> list[Event]:
