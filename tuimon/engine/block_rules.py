@@ -12,6 +12,7 @@ list is 200-500 such lines a run, which went one by one to a Python hook before.
 """
 from __future__ import annotations
 
+import re
 from bisect import bisect_right
 from functools import lru_cache
 from typing import Any, Mapping, Optional
@@ -22,8 +23,10 @@ from tuimon.parsers.prefix import split_prefix
 from tuimon.parsers.schema import MAX_BLOCK_PAIRS, BlockFormat, Format
 
 from . import guard, native
-from .rules import anchors_of
+from .rules import anchors_of, lines_holding
 from .user_regex import USER_REGEX_TIMEOUT_S, RegexTimeout
+
+_NEWLINE = re.compile("\n")
 
 
 class BlockState:
@@ -193,20 +196,7 @@ def _lines_holding(text: str, anchors: Optional[tuple[str, ...]], held: Optional
                    ) -> list[int]:
     """The starts of the lines of ``text`` holding one of ``anchors`` (every line, for
     None), in order; ``held``: the lines holding each literal, when the core found them."""
-    if anchors is None:
-        return [0] + [k + 1 for k, c in enumerate(text) if c == "\n" and k + 1 < len(text)]
-    if held is not None:
-        if len(anchors) == 1:
-            return list(held.get(anchors[0], ()))
-        return sorted({start for a in anchors for start in held.get(a, ())})
-    starts: set[int] = set()
-    find, rfind = text.find, text.rfind
-    for anchor in anchors:
-        at = find(anchor)
-        while at >= 0:
-            starts.add(rfind("\n", 0, at) + 1)
-            end = find("\n", at)
-            if end < 0:
-                break
-            at = find(anchor, end + 1)
-    return sorted(starts)
+    found = lines_holding(text, anchors, held, every=True) if anchors is not None else None
+    if found is None:
+        return [0] + [m.end() for m in _NEWLINE.finditer(text) if m.end() < len(text)]
+    return found

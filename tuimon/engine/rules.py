@@ -117,16 +117,16 @@ def starts_with_literal(regex: str) -> bool:
 
 
 def lines_holding(text: str, anchors: tuple[str, ...], held: Optional[Mapping[str, list[int]]] = None,
-                  few: bool = False) -> Optional[list[int]]:
+                  few: bool = False, every: bool = False) -> Optional[list[int]]:
     """The starts of the lines of ``text`` holding one of ``anchors``, in order, when
     they are few; else None.  A regex that cannot start with a literal (``^\\s*"``,
     ``(?<!x)(a|b)``) steps through every character of a block; on a few lines it costs
     a few microseconds each, so where its anchors are rare this is many times faster.
     ``held``: the lines holding each literal, when the compiled core found them; with
-    ``few``, those lines only when they are few (else None)."""
+    ``few``, those lines only when they are few (else None); with ``every``, however many."""
     if any("\n" in a for a in anchors):
         return None
-    most = 16 + (len(text) >> 11)  # about where scanning the lines costs what the regex does
+    most = len(text) if every else 16 + (len(text) >> 11)  # about where scanning the lines costs what the regex does
     if held is not None:  # the compiled core found them
         if len(anchors) == 1:
             known = held.get(anchors[0], [])
