@@ -132,6 +132,10 @@ _BODIES = st.sampled_from([
     "step: 7  tps: 5", "\x1b[31mstep: 30  \x1b[32mloss:  2.5  wps: 1,234  mfu: 9.9%\x1b[39m memory: 2GB",
     "step: 1.5  loss: 3", "step: 40  loss: 2.0  memory: 1.2.3GiB  tflops: 5e1",
     "{'loss': 2.1, 'grad_norm': 0.5, 'learning_rate': 5e-05, 'epoch': 0.1}",
+    # dicts the core reads, and those whose values only Python's to_float reads (the hook's)
+    "{'loss': nan, 'grad_norm': inf, 'learning_rate': 1.2.3, 'epoch': 1e5x}", "{'loss': 3., 'a/b': +1e-3, 'x': 'y'}",
+    "{'train_runtime': 12.5, 'train_samples_per_second': 1,234, 'train_steps_per_second': 0.5, 'epoch': 3.0}",
+    "{'loss': 2.0, 'loss': 1.5}", "{'train_runtime': 1.0, 'train_steps_per_second': 0}",
     "Effective Tera Flops per GPU: 41.2 and total parameters 52.005 B",
     "------------------------ arguments ------------------------", "  num_layers ...................... 24",
     "-------------------- end of arguments ---------------------", "using world size: 8",

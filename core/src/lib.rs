@@ -13,6 +13,7 @@ use pyo3::types::{PyDict, PyFloat, PyString, PyTuple};
 use std::collections::HashMap;
 use std::sync::Mutex;
 
+pub mod hf;
 pub mod metrics;
 mod numbers;
 pub mod prefix;
@@ -593,6 +594,33 @@ impl TimerLines {
     }
 }
 
+/// Hugging Face Trainer's metrics dicts, `(body start, end)` of `text` (character offsets,
+/// ASCII bodies), read as `HFTrainerParser._on_dict` reads them (`core/src/hf.rs`): per line
+/// 1 (the hook reads it: a value only Python's `to_float` reads, a separator \x1c-\x1f) or
+/// 3 (read); and per line read, its pairs as a dict of floats.
+#[pyfunction]
+fn hf_dicts<'py>(py: Python<'py>, text: &Bound<'py, PyString>, lines: Vec<(usize, usize)>)
+    -> PyResult<(Vec<u8>, Vec<Bound<'py, PyDict>>)> {
+    let s = text.to_str()?;
+    let mut cursor = Cursor::new(s);
+    let (mut verdicts, mut rows) = (Vec::with_capacity(lines.len()), Vec::new());
+    for (a, z) in lines {
+        let a = cursor.byte_of(a);
+        match hf::typed(&s[a..cursor.byte_of(z).max(a)]) {
+            None => verdicts.push(1),
+            Some(pairs) => {
+                let dict = PyDict::new(py);
+                for (k, v) in pairs {
+                    dict.set_item(k, v)?;
+                }
+                verdicts.push(3);
+                rows.push(dict);
+            }
+        }
+    }
+    Ok((verdicts, rows))
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Literals>()?;
@@ -601,6 +629,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<TimerLines>()?;
     m.add_class::<MetricLines>()?;
     m.add_function(wrap_pyfunction!(frame, m)?)?;
+    m.add_function(wrap_pyfunction!(hf_dicts, m)?)?;
     m.add_function(wrap_pyfunction!(split_prefix, m)?)?;
     m.add_function(wrap_pyfunction!(line_stamp, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

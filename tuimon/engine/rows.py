@@ -1,11 +1,11 @@
 """A block's plain lines of a few kinds read by the compiled core, apart from the lines
 the hooks read: timer lines into columns (see :mod:`tuimon.parsers.columns`); Megatron's
-iteration lines and TorchTitan's metrics lines into typed values that their parser
-makes events of (``iteration_row``, ``metrics_row``: the hook's own code, without the
-reading).  Which lines the core reads, what it read, and the :class:`TimerRows` they
-make, closed into the block's events where the events' order needs it
-(:class:`tuimon.engine.blocks.BlockEngine` walks them in line order with its other hit
-lines, and puts each read line's events in its place)."""
+iteration lines, TorchTitan's metrics lines and Hugging Face Trainer's metrics dicts into
+typed values that their parser makes events of (``iteration_row``, ``metrics_row``,
+``dict_row``: the hook's own code, without the reading).  Which lines the core reads,
+what it read, and the :class:`TimerRows` they make, closed into the block's events where
+the events' order needs it (:class:`tuimon.engine.blocks.BlockEngine` walks them in line
+order with its other hit lines, and puts each read line's events in its place)."""
 from __future__ import annotations
 
 from functools import lru_cache
@@ -17,9 +17,9 @@ from tuimon.parsers.timers import COMM_OP_NAME, MINMAX
 from . import native
 
 #: LineParser.COLUMNS' kinds -> the kind numbers of tuimon._core.TimerLines, Megatron's iteration
-#: lines and TorchTitan's metrics lines
-COLUMN_KINDS = {"time-list": 0, "minmax": 1, "iteration": 2, "metrics": 3}
-ITERATION_LINES, METRICS_LINES = 2, 3
+#: lines, TorchTitan's metrics lines and Hugging Face Trainer's metrics dicts
+COLUMN_KINDS = {"time-list": 0, "minmax": 1, "iteration": 2, "metrics": 3, "hf-dict": 4}
+ITERATION_LINES, METRICS_LINES, HF_DICTS = 2, 3, 4
 #: the core's verdict on a line: nothing to read, left to its hook, a timer row, values for its parser
 NOTHING, HOOK, ROW, EVENT = 0, 1, 2, 3
 _NO_TIMERS: tuple = ([], [], [], [], [], [])
@@ -116,6 +116,12 @@ def _read(core: Any, text: str, spans: list, parts: list) -> tuple[list[int], An
         verdicts_of[METRICS_LINES] = iter(verdicts)
         maker = owner.metrics_row
         values_of[METRICS_LINES] = iter([(maker, row) for row in rows])
+    if HF_DICTS in kinds:
+        owner = _owner(parts, HF_DICTS)
+        verdicts, rows = core.hf_dicts(text, [(a, z) for a, z, kind in spans if kind == HF_DICTS])
+        verdicts_of[HF_DICTS] = iter(verdicts)
+        maker = owner.dict_row
+        values_of[HF_DICTS] = iter([(maker, row) for row in rows])
     verdicts, events = [], []
     for _, _, kind in spans:
         verdict = next(verdicts_of[0 if kind <= 1 else kind])

@@ -46,6 +46,9 @@ class HFTrainerParser(LineParser):
               (r"Instantaneous batch size per device = ", "_on_header"), (r"Total train batch size ", "_on_header"),
               (r"\{'eval_", "_on_eval"), (r"eval_\w+ +=  ", "_on_eval_metric"))
     ONCE_FLAGS = ("_announced",)
+    # with the compiled core, a metrics dict whose values it reads as to_float does is read there
+    # and handed to dict_row in its place (tuimon.engine.rows)
+    COLUMNS = {"_on_dict": "hf-dict"}
 
     SAMPLES = (
         Sample("0: {'loss': 2.9859, 'grad_norm': 0.9704080820083618, 'learning_rate': 4.175257731958763e-05, "
@@ -140,7 +143,16 @@ class HFTrainerParser(LineParser):
         return [] if value is None else [self.make(Evaluation, ctx, iteration=None, metrics=frozen_map({m.group(1): value}))]
 
     def _on_dict(self, body: str, ctx: LineContext) -> list[Event]:
-        pairs = {key: to_float(value) for key, value in _PAIR.findall(body)}
+        return self._dict({key: to_float(value) for key, value in _PAIR.findall(body)}, ctx)
+
+    def dict_row(self, pairs: dict[str, Optional[float]], frame: tuple, wall: Optional[float]) -> list[Event]:
+        """A metrics dict the compiled core read (``hf_dicts``; see :mod:`tuimon.engine.rows`):
+        its pairs typed; ``frame`` is the line's (number, end, body, rank, local rank, node,
+        own stamp), ``wall`` its stamp or the one before it."""
+        return self._dict(pairs, LineContext(self.file, frame[0], frame[3], frame[4], frame[5], wall,
+                                             frame[6] is not None))
+
+    def _dict(self, pairs: dict[str, Optional[float]], ctx: LineContext) -> list[Event]:
         events: list[Event] = []
         if "train_runtime" in pairs and "loss" not in pairs:
             steps_per_s = pairs.get("train_steps_per_second")
