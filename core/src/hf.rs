@@ -24,19 +24,7 @@ fn value_end(b: &[u8], j: usize) -> Option<usize> {
             k += 1;
         }
         let digits = k;
-        if k < b.len() && (b[k] == b'e' || b[k] == b'E') {
-            let mut e = k + 1;
-            if e < b.len() && (b[e] == b'-' || b[e] == b'+') {
-                e += 1;
-            }
-            let from = e;
-            while e < b.len() && b[e].is_ascii_digit() {
-                e += 1;
-            }
-            if e > from {
-                k = e;
-            }
-        }
+        k = numbers::exponent_end(b, k);
         // with the exponent, or without it (then the next is an e: no separator)
         if k > digits && !matches!(b.get(k), Some(b',' | b'}')) {
             digits

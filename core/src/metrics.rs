@@ -51,20 +51,7 @@ fn value_end(b: &[u8], j: usize) -> Option<usize> {
         k += 1;
     }
     if k > digits {
-        if k < b.len() && (b[k] == b'e' || b[k] == b'E') {
-            let mut e = k + 1;
-            if e < b.len() && (b[e] == b'-' || b[e] == b'+') {
-                e += 1;
-            }
-            let exp = e;
-            while e < b.len() && b[e].is_ascii_digit() {
-                e += 1;
-            }
-            if e > exp {
-                k = e;
-            }
-        }
-        return Some(k);
+        return Some(numbers::exponent_end(b, k));
     }
     for word in [&b"nan"[..], &b"inf"[..]] {
         if b[j..].starts_with(word) {

@@ -43,6 +43,22 @@ fn plain_float(s: &[u8]) -> bool {
     i == s.len()
 }
 
+/// The end of the exponent `[eE][-+]?digits` at `k` in `b`, or `k` where none starts there.
+pub fn exponent_end(b: &[u8], k: usize) -> usize {
+    if !matches!(b.get(k), Some(b'e' | b'E')) {
+        return k;
+    }
+    let mut e = k + 1;
+    if matches!(b.get(e), Some(b'-' | b'+')) {
+        e += 1;
+    }
+    let digits = e;
+    while e < b.len() && b[e].is_ascii_digit() {
+        e += 1;
+    }
+    if e > digits { e } else { k }
+}
+
 /// `to_float(text)` where `float(text)` reads it; None: ask Python.
 pub fn fast_float(text: &str) -> Option<f64> {
     if !text.is_ascii() {
