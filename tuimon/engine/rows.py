@@ -22,7 +22,6 @@ COLUMN_KINDS = {"time-list": 0, "minmax": 1, "iteration": 2, "metrics": 3, "hf-d
 ITERATION_LINES, METRICS_LINES, HF_DICTS = 2, 3, 4
 #: the core's verdict on a line: nothing to read, left to its hook, a timer row, values for its parser
 NOTHING, HOOK, ROW, EVENT = 0, 1, 2, 3
-_NO_TIMERS: tuple = ([], [], [], [], [], [])
 
 
 @lru_cache(maxsize=4)
@@ -72,9 +71,9 @@ def split_rows(file: str, text: str, first_line: int, hits: list, columns: list)
                 spans.append((frame[2], frame[1], rule.column))
         if not kept:
             return None
-    verdicts, read, events, owner = _read(core, text, spans, parts)
+    verdicts, read, events = _read(core, text, spans, parts)
     if kept is None and HOOK not in verdicts:
-        return BlockRows(file, starts, frames, verdicts, read, events, owner)
+        return BlockRows(file, starts, frames, verdicts, read, events)
     for j in [j for j, verdict in enumerate(verdicts) if verdict == HOOK]:  # (few)
         k = j if kept is None else kept[j]
         rule, order, _ = parts[0 if owners is None else owners[k]]
@@ -84,17 +83,17 @@ def split_rows(file: str, text: str, first_line: int, hits: list, columns: list)
         return None
     at = keep if kept is None else [kept[j] for j in keep]
     return BlockRows(file, [starts[k] for k in at], [frames[k] for k in at], [verdicts[j] for j in keep], read,
-                     events, owner)
+                     events)
 
 
-def _read(core: Any, text: str, spans: list, parts: list) -> tuple[list[int], Any, list, Any]:
+def _read(core: Any, text: str, spans: list, parts: list) -> tuple[list[int], Any, list]:
     """The verdict on each line of ``spans`` ((body, end, kind), in line order), the timer
     columns, and each EVENT line's (maker, values): its parser's method that makes its events."""
     kinds = {span[2] for span in spans}
     if kinds <= {0, 1}:  # timer lines alone, the common case
         verdicts, *read = _timer_lines(core).read(text, spans, _owner(parts, 0).offload_said())
-        return verdicts, read, [], None
-    read = _NO_TIMERS
+        return verdicts, read, []
+    read = [[], [], [], [], [], []]  # (no timer lines)
     verdicts_of: dict[int, Any] = {}  # kind -> its lines' verdicts, in order
     values_of: dict[int, Any] = {}  # kind -> (maker, its values) of its EVENT lines, in order
     timer_spans = [span for span in spans if span[2] <= 1]
@@ -111,8 +110,7 @@ def _read(core: Any, text: str, spans: list, parts: list) -> tuple[list[int], An
         values_of[ITERATION_LINES] = iter([(maker, f) for f in found if f is not None])
     if METRICS_LINES in kinds:
         owner = _owner(parts, METRICS_LINES)
-        verdicts, rows = _metric_lines(core, owner).rows(text, [(a, z) for a, z, kind in spans
-                                                               if kind == METRICS_LINES])
+        verdicts, rows = _metric_lines(core).rows(text, [(a, z) for a, z, kind in spans if kind == METRICS_LINES])
         verdicts_of[METRICS_LINES] = iter(verdicts)
         maker = owner.metrics_row
         values_of[METRICS_LINES] = iter([(maker, row) for row in rows])
@@ -128,7 +126,7 @@ def _read(core: Any, text: str, spans: list, parts: list) -> tuple[list[int], An
         verdicts.append(verdict)
         if verdict == EVENT:
             events.append(next(values_of[kind]))
-    return verdicts, read, events, None
+    return verdicts, read, events
 
 
 def _owner(parts: list, kind: int) -> Any:
@@ -137,7 +135,7 @@ def _owner(parts: list, kind: int) -> Any:
 
 
 @lru_cache(maxsize=4)
-def _metric_lines(core: Any, owner: Any) -> Any:
+def _metric_lines(core: Any) -> Any:
     from tuimon.parsers import torchtitan
 
     return core.MetricLines(torchtitan.metric_values)
@@ -150,16 +148,15 @@ class BlockRows:
     :class:`TimerRows` where the events' order needs it."""
 
     __slots__ = ("file", "starts", "frames", "verdicts", "names", "name_index", "ms", "counts", "comm", "ranks",
-                 "at", "closed", "pairs_at", "line", "rank", "node", "wall", "events", "events_at", "owner")
+                 "at", "closed", "pairs_at", "line", "rank", "node", "wall", "events", "events_at")
 
     def __init__(self, file: str, starts: list[int], frames: list, verdicts: list[int], read: Any,
-                 events: Optional[list] = None, owner: Any = None) -> None:
+                 events: Optional[list] = None) -> None:
         self.file = file
         self.starts, self.frames, self.verdicts = starts, frames, verdicts
         self.ranks, self.counts, self.comm, self.names, self.name_index, self.ms = read
         self.events = events or []  # each EVENT line's (maker, values), in line order
         self.events_at = 0
-        self.owner = owner
         self.at = 0  # the next line to walk
         self.closed = 0  # rows closed already
         self.pairs_at = 0  # and their pairs
