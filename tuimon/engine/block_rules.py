@@ -8,7 +8,7 @@ text ends with the block still open: those between the open marker and the close
 the lines holding the entry's anchor, by the compiled core's regex where it reads them
 as ``re`` does, else by ``re``.  A pair line is not a hit line: it gives no event and
 lends no stamp to the lines after it (as a line no rule is on).  Megatron's argument
-list is 200-500 such lines a run, which went one by one to a Python hook before.
+list is 200-900 such lines a run, which went one by one to a Python hook before.
 """
 from __future__ import annotations
 
