@@ -78,7 +78,7 @@ def _all_lines_events(path):
                     events.extend(_block_events(path, entry, *blocks.pop(key)))
                 elif marker:
                     blocks[key] = (ctx, {})
-                elif key in blocks and (entry.anchor or " ..") in line and (found := entry.pair_of(pre.body)):
+                elif key in blocks and (entry.anchor is None or entry.anchor in line) and (found := entry.pair_of(pre.body)):
                     blocks[key][1][found[0]] = found[1]
         events.extend(e for parser in engine.active for e in parser.feed(pre.body, ctx))
     for fmt in BUILTIN_FORMATS:

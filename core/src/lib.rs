@@ -311,15 +311,7 @@ impl Records {
     #[allow(clippy::type_complexity)]
     fn iterations<'py>(&self, py: Python<'py>, text: &Bound<'py, PyString>, lines: Vec<(usize, usize)>)
         -> PyResult<Vec<Option<(i64, i64, Bound<'py, PyDict>)>>> {
-        let s = text.to_str()?;
-        let mut cursor = Cursor::new(s);
-        let mut out = Vec::with_capacity(lines.len());
-        for (a, z) in lines {
-            let a = cursor.byte_of(a);
-            let body = &s[a..cursor.byte_of(z).max(a)];
-            out.push(self.iteration(py, body)?);
-        }
-        Ok(out)
+        text::slices(text.to_str()?, lines).into_iter().map(|body| self.iteration(py, body)).collect()
     }
 
     /// `_pairs(text)`: a timer list's `name: value` pairs (the last colon of each part),
@@ -473,12 +465,8 @@ impl MetricLines {
     /// `(step, loss, tflops, tps, wps, mfu, memory in GiB)`, None where the line has none.
     #[allow(clippy::type_complexity)]
     fn rows(&self, text: &Bound<'_, PyString>, lines: Vec<(usize, usize)>) -> PyResult<(Vec<u8>, Vec<MetricRow>)> {
-        let s = text.to_str()?;
-        let mut cursor = Cursor::new(s);
         let (mut verdicts, mut rows) = (Vec::with_capacity(lines.len()), Vec::new());
-        for (a, z) in lines {
-            let a = cursor.byte_of(a);
-            let body = &s[a..cursor.byte_of(z).max(a)];
+        for body in text::slices(text.to_str()?, lines) {
             match metrics::typed(body) {
                 metrics::Typed::Nothing => verdicts.push(0),
                 metrics::Typed::Hook => verdicts.push(1),
@@ -541,12 +529,7 @@ impl TimerLines {
     /// timers goes to the hook, which announces it).
     fn read(&self, py: Python<'_>, text: &Bound<'_, PyString>, lines: Vec<(usize, usize, u8)>, offload_said: bool)
         -> PyResult<TimerColumns> {
-        let s = text.to_str()?;
-        let mut cursor = Cursor::new(s);
-        let bodies: Vec<&str> = lines.iter().map(|&(a, z, _)| {
-            let a = cursor.byte_of(a);
-            &s[a..cursor.byte_of(z).max(a)]
-        }).collect();
+        let bodies = text::slices(text.to_str()?, lines.iter().map(|&(a, z, _)| (a, z)));
         Ok(py.detach(|| {
             let mut out: TimerColumns = Default::default();
             let mut index: HashMap<String, u32> = HashMap::new();
@@ -601,12 +584,9 @@ impl TimerLines {
 #[pyfunction]
 fn hf_dicts<'py>(py: Python<'py>, text: &Bound<'py, PyString>, lines: Vec<(usize, usize)>)
     -> PyResult<(Vec<u8>, Vec<Bound<'py, PyDict>>)> {
-    let s = text.to_str()?;
-    let mut cursor = Cursor::new(s);
     let (mut verdicts, mut rows) = (Vec::with_capacity(lines.len()), Vec::new());
-    for (a, z) in lines {
-        let a = cursor.byte_of(a);
-        match hf::typed(&s[a..cursor.byte_of(z).max(a)]) {
+    for body in text::slices(text.to_str()?, lines) {
+        match hf::typed(body) {
             None => verdicts.push(1),
             Some(pairs) => {
                 let dict = PyDict::new(py);

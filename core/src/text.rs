@@ -68,6 +68,16 @@ impl<'a> Cursor<'a> {
     }
 }
 
+/// The text of each `(start, end)` of `spans` (character offsets, ascending), as Python's
+/// `text[start:end]` gives it.
+pub fn slices(text: &str, spans: impl IntoIterator<Item = (usize, usize)>) -> Vec<&str> {
+    let mut cursor = Cursor::new(text);
+    spans.into_iter().map(|(a, z)| {
+        let a = cursor.byte_of(a);
+        &text[a..cursor.byte_of(z).max(a)]
+    }).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

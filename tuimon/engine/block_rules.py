@@ -77,8 +77,11 @@ class BlockRule:
         return (self.markers or ()) + ((self.anchor,) if self.anchor else ())
 
     def prepare(self, text: str, present: Any, held: Optional[Mapping[str, list[int]]], hits: list) -> None:
-        """Take a block of text: its marker lines go into ``hits``."""
+        """Take a block of text: its marker lines go into ``hits`` (nothing to do in a text
+        without the markers' literals, unless a block is open)."""
         if self.user and guard.is_disabled(self.fmt.name):
+            return
+        if self.state.opened is None and not self._marked(present):
             return
         self._text, self._held, self._at, self._pair_lines = text, held, 0, None
         self._from = -1
@@ -92,13 +95,17 @@ class BlockRule:
 
     def _markers(self, text: str, present: Any, held: Optional[Mapping[str, list[int]]]) -> list[int]:
         starts: list[int] = []
-        if self.markers is None or any(a in present for a in self.markers):
+        if self._marked(present):
             marker = self.entry.marker
             for start in _lines_holding(text, self.markers, held):
                 stop = text.find("\n", start)
                 if marker(split_prefix(text[start:len(text) if stop < 0 else stop]).body) is not None:
                     starts.append(start)
         return starts
+
+    def _marked(self, present: Any) -> bool:
+        """Whether the text may hold a marker line (it holds one of their literals)."""
+        return self.markers is None or any(a in present for a in self.markers)
 
     def _timed_out(self) -> None:
         """A user's regex ran over its time bound: its format is off (here and in every file)."""

@@ -195,8 +195,7 @@ class BlockEngine:
             self._drop_fallbacks()
             self._build()
         for block in self._blocks:
-            if block.state.opened is not None or block.markers is None or any(a in present for a in block.markers):
-                block.prepare(text, present, held, hits)
+            block.prepare(text, present, held, hits)
         hook_base = len(self._data) + 1
         columns: list[tuple[HookRule, int, list[int]]] = []  # rules whose plain lines the core reads
         for n, hook in enumerate(self._hooks):

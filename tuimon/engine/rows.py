@@ -100,26 +100,13 @@ def _read(core: Any, text: str, spans: list, parts: list) -> tuple[list[int], An
     if timer_spans:
         timer_verdicts, *read = _timer_lines(core).read(text, timer_spans, _owner(parts, 0).offload_said())
         verdicts_of[0] = iter(timer_verdicts)
-    if ITERATION_LINES in kinds:
-        owner = _owner(parts, ITERATION_LINES)
-        found = native.records.iterations(text, [(a, z) for a, z, kind in spans if kind == ITERATION_LINES])
-        if found and not owner.reported("_announced"):
-            found[0] = None  # (the hook names the run's framework, in the line's words, with its first)
-        verdicts_of[ITERATION_LINES] = iter([HOOK if f is None else EVENT for f in found])
-        maker = owner.iteration_row
-        values_of[ITERATION_LINES] = iter([(maker, f) for f in found if f is not None])
-    if METRICS_LINES in kinds:
-        owner = _owner(parts, METRICS_LINES)
-        verdicts, rows = _metric_lines(core).rows(text, [(a, z) for a, z, kind in spans if kind == METRICS_LINES])
-        verdicts_of[METRICS_LINES] = iter(verdicts)
-        maker = owner.metrics_row
-        values_of[METRICS_LINES] = iter([(maker, row) for row in rows])
-    if HF_DICTS in kinds:
-        owner = _owner(parts, HF_DICTS)
-        verdicts, rows = core.hf_dicts(text, [(a, z) for a, z, kind in spans if kind == HF_DICTS])
-        verdicts_of[HF_DICTS] = iter(verdicts)
-        maker = owner.dict_row
-        values_of[HF_DICTS] = iter([(maker, row) for row in rows])
+    for kind in kinds - {0, 1}:
+        reader, maker_name = _READERS[kind]
+        owner = _owner(parts, kind)
+        verdicts, values = reader(core, text, [(a, z) for a, z, k in spans if k == kind], owner)
+        verdicts_of[kind] = iter(verdicts)
+        maker = getattr(owner, maker_name)
+        values_of[kind] = iter([(maker, v) for v in values])
     verdicts, events = [], []
     for _, _, kind in spans:
         verdict = next(verdicts_of[0 if kind <= 1 else kind])
@@ -127,6 +114,26 @@ def _read(core: Any, text: str, spans: list, parts: list) -> tuple[list[int], An
         if verdict == EVENT:
             events.append(next(values_of[kind]))
     return verdicts, read, events
+
+
+def _iterations(core: Any, text: str, lines: list, owner: Any) -> tuple[list[int], list]:
+    found = native.records.iterations(text, lines)
+    if found and not owner.reported("_announced"):
+        found[0] = None  # (the hook names the run's framework, in the line's words, with its first)
+    return [HOOK if f is None else EVENT for f in found], [f for f in found if f is not None]
+
+
+def _metrics(core: Any, text: str, lines: list, owner: Any) -> tuple[list[int], list]:
+    return _metric_lines(core).rows(text, lines)
+
+
+def _dicts(core: Any, text: str, lines: list, owner: Any) -> tuple[list[int], list]:
+    return core.hf_dicts(text, lines)
+
+
+#: a kind of read line -> (its reader: verdicts and each read line's values; its parser's maker of events)
+_READERS = {ITERATION_LINES: (_iterations, "iteration_row"), METRICS_LINES: (_metrics, "metrics_row"),
+            HF_DICTS: (_dicts, "dict_row")}
 
 
 def _owner(parts: list, kind: int) -> Any:

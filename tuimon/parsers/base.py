@@ -150,6 +150,11 @@ class LineParser:
                 events.insert(0, self.make(RunConfig, ctx, framework=self.framework))
         return events
 
+    def context_of(self, frame: tuple, wall: Optional[float]) -> LineContext:
+        """The context of a line the compiled core read (tuimon.engine.rows): ``frame`` is its
+        (number, end, body, rank, local rank, node, own stamp), ``wall`` its stamp or the one before."""
+        return LineContext(self.file, frame[0], frame[3], frame[4], frame[5], wall, frame[6] is not None)
+
     def make(self, cls: type[Event], ctx: LineContext, **fields: Any) -> Event:
         return cls(file=self.file, line=ctx.line, rank=ctx.rank, node=ctx.node,
                    wall_time=ctx.wall_time, **fields)

@@ -146,11 +146,9 @@ class HFTrainerParser(LineParser):
         return self._dict({key: to_float(value) for key, value in _PAIR.findall(body)}, ctx)
 
     def dict_row(self, pairs: dict[str, Optional[float]], frame: tuple, wall: Optional[float]) -> list[Event]:
-        """A metrics dict the compiled core read (``hf_dicts``; see :mod:`tuimon.engine.rows`):
-        its pairs typed; ``frame`` is the line's (number, end, body, rank, local rank, node,
-        own stamp), ``wall`` its stamp or the one before it."""
-        return self._dict(pairs, LineContext(self.file, frame[0], frame[3], frame[4], frame[5], wall,
-                                             frame[6] is not None))
+        """A metrics dict the compiled core read, its pairs typed (``hf_dicts``; see
+        :mod:`tuimon.engine.rows`)."""
+        return self._dict(pairs, self.context_of(frame, wall))
 
     def _dict(self, pairs: dict[str, Optional[float]], ctx: LineContext) -> list[Event]:
         events: list[Event] = []

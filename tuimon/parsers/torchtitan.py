@@ -117,11 +117,9 @@ class TorchTitanParser(LineParser):
 
     def metrics_row(self, row: tuple, frame: tuple, wall: Optional[float]) -> list[Event]:
         """A metrics line the compiled core read and typed (``MetricLines.rows``; see
-        :mod:`tuimon.engine.rows`): ``frame`` is the line's (number, end, body, rank, local
-        rank, node, own stamp), ``wall`` its stamp or the one before it."""
+        :mod:`tuimon.engine.rows`)."""
         step, loss, tflops, tps, wps, mfu, gib = row
-        return self._metrics(step, loss, tflops, tps, wps, mfu, gib,
-                             LineContext(self.file, frame[0], frame[3], frame[4], frame[5], wall, frame[6] is not None))
+        return self._metrics(step, loss, tflops, tps, wps, mfu, gib, self.context_of(frame, wall))
 
     def _metrics(self, step: int, loss: Optional[float], tflops: Optional[float], tps: Optional[float],
                  wps: Optional[float], mfu: Optional[float], gib: Optional[float], ctx: LineContext) -> list[Event]:
