@@ -17,6 +17,7 @@ from tests.conftest import FIXTURES
 from tuimon.engine import catalog
 from tuimon.engine.cache import ParseCache, db_path
 from tuimon.engine.ingest import FileParser, parse_file
+from tuimon.parsers.columns import expand
 
 ROOT = Path(__file__).resolve().parent.parent
 MEGATRON = (" iteration {i:8d}/    1000 | consumed samples: {s:12d} | elapsed time per iteration (ms): 2500.{d} | "
@@ -28,7 +29,7 @@ def _lines(start: int, stop: int) -> str:
 
 
 def _dicts(events) -> list[dict]:
-    return [e.to_dict() for e in events]
+    return [e.to_dict() for e in expand(events)]  # (the core's rows as their events)
 
 
 @pytest.fixture
@@ -246,7 +247,7 @@ def _follow_once(root: Path, **kw) -> list:
             follower.poll()
     finally:
         follower.close()
-    return got
+    return expand(got)  # (the core's rows as their events)
 
 
 def test_following_starts_from_the_cache_and_saves_to_it(tmp_path, counted):

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tuimon.parsers.columns import expand
 from tuimon.sources.local import LocalFollower
 
 HELPER = Path(__file__).parent / "helpers" / "writer.py"
@@ -58,7 +59,7 @@ class Follow:
 
     def _sink(self, events) -> None:
         with self.lock:
-            self.events.extend(events)
+            self.events.extend(expand(events))  # (the core's rows as their events)
 
     def iterations(self, file: str | None = None) -> list[int]:
         with self.lock:
@@ -451,7 +452,7 @@ def test_large_file_head_and_tail_first_then_history(tmp_path):
     n = 60_000  # about 4.5 MB
     log.write_bytes(b"".join(line(i) for i in range(1, n + 1)))
     batches = []
-    fol = LocalFollower([str(tmp_path)], lambda evs: batches.append([e for e in evs if e.type == "iteration"]),
+    fol = LocalFollower([str(tmp_path)], lambda evs: batches.append([e for e in expand(evs) if e.type == "iteration"]),
                         poll=0.1, head_tail=2 << 20)
     fol.backfill.HEAD, fol.backfill.TAIL = 64 << 10, 512 << 10
     for _ in range(20):

@@ -14,6 +14,7 @@ import pytest
 from tests.conftest import ROOT
 from tests.helpers.output import EventStream
 from tests.test_follow import Follow, Writer, line, slow
+from tuimon.parsers.columns import expand
 from tuimon.sources.local import LocalFollower
 
 
@@ -96,7 +97,7 @@ def test_supervisor_restarts_a_dead_follower(tmp_path):
 
     (tmp_path / "a.log").write_bytes(line(1))
     got, said = [], []
-    fol = LocalFollower([str(tmp_path)], lambda evs: got.extend(e for e in evs), poll=0.05)
+    fol = LocalFollower([str(tmp_path)], lambda evs: got.extend(expand(evs)), poll=0.05)
     real_sleep = fol.sleep
     calls = {"n": 0}
 
@@ -383,7 +384,7 @@ def test_descriptor_budget_in_process(tmp_path, mode):
     for i in range(40):
         (tmp_path / f"f{i}.log").write_bytes(line(i))
     got = []
-    fol = LocalFollower([str(tmp_path)], lambda evs: got.extend(evs), max_open=8,
+    fol = LocalFollower([str(tmp_path)], lambda evs: got.extend(expand(evs)), max_open=8,
                         **({"poll": 0.05} if mode == "polling" else {}))
     try:
         for _ in range(3):
@@ -521,7 +522,7 @@ def test_sparse_hole_is_skipped(tmp_path, mode):
         fh.seek(5 << 30, os.SEEK_CUR)  # 5 GiB hole
         fh.write(b"\n" + line(2))
     got = []
-    fol = LocalFollower([str(tmp_path)], lambda evs: got.extend(evs),
+    fol = LocalFollower([str(tmp_path)], lambda evs: got.extend(expand(evs)),
                         **({"poll": 0.05} if mode == "polling" else {}))
     t0 = time.monotonic()
     try:

@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 import tuimon.sources.walk as walk
+from tuimon.parsers.columns import expand
 from tuimon.sources.local import LocalFollower
 
 EXAMPLES = int(os.environ.get("TUIMON_MODEL_EXAMPLES", "1000"))
@@ -84,7 +85,7 @@ class FollowModel(RuleBasedStateMachine):
 
     def _new_follower(self) -> LocalFollower:
         def sink(evs) -> None:
-            its = [e.iteration for e in evs if e.type == "iteration"]
+            its = [e.iteration for e in expand(evs) if e.type == "iteration"]
             self.got.extend(its)
             self.unsaved.extend(its)
         return LocalFollower([self.dir], sink, poll=1.0, grace=GRACE, clock=self.clock, use_inotify=False,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tuimon.parsers import ALL_PARSERS
+from tuimon.parsers.columns import expand
 from tuimon.parsers.events import Step
 from tests.conftest import FORMATS
 from tests.test_summary import summary_of
@@ -23,7 +24,7 @@ def _events(lines: list[str], block: int = 3) -> list:
     events: list = []
     for at in range(0, len(lines), block):
         text = "".join(line + "\n" for line in lines[at:at + block])
-        events.extend(ps.feed_block(text, at + 1))
+        events.extend(expand(ps.feed_block(text, at + 1)))
     return events, ps
 
 

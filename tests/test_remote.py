@@ -16,6 +16,7 @@ import pytest
 from tests.conftest import FIXTURES, ROOT
 from tests.helpers import sshd
 from tests.helpers.output import EventStream
+from tuimon.parsers.columns import expand
 from tuimon.sources.remote import parse_spec, sftp_path
 
 
@@ -377,7 +378,7 @@ async def test_a_cut_in_the_middle_of_a_round_loses_nothing(server, tmp_path, mo
         (d / f"rank{i:02d}.log").write_text(line.format(i + 1))
     got: list[int] = []
     host = RemoteHost(("tuimon-test", None, None), [str(d)],
-                      lambda evs: got.extend(e.iteration for e in evs if e.type == "iteration"),
+                      lambda evs: got.extend(e.iteration for e in expand(evs) if e.type == "iteration"),
                       ssh_config=str(server.config), poll=0.2)
     opens = {"n": 0}
     real_open = asyncssh.SFTPClient.open

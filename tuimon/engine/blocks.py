@@ -32,7 +32,7 @@ from tuimon.parsers.timestamps import line_stamp
 from . import guard, native
 from .block_rules import BlockRule, BlockState
 from .presence import Presence
-from .rows import COLUMN_KINDS, EVENT, ROW, BlockRows, split_rows
+from .rows import COLUMN_KINDS, EVENT, ITERATION, ROW, BlockRows, split_rows
 from .rules import HookRule, anchors_of, lines_holding, starts_with_literal
 from .user_regex import USER_REGEX_TIMEOUT_S, CorePattern, RegexTimeout
 
@@ -276,6 +276,8 @@ class BlockEngine:
             lines, ranks, nodes, walls = rows.line, rows.rank, rows.node, rows.wall
             k, n_rows = rows.at, len(starts)
             last = self._last_wall
+            its = rows.iterations
+            told = len(its.line) if its is not None else 0
             while k < n_rows and starts[k] < limit:
                 frame = frames[k]
                 own = frame[6]
@@ -306,9 +308,21 @@ class BlockEngine:
                     ranks.append(frame[3] if tag is None else tag)
                     nodes.append(frame[5])
                     walls.append(own)
+                elif verdict == ITERATION:
+                    if log_start is not None and frame[0] >= log_start.line:
+                        rows.close(events)
+                        events.append(log_start)
+                        log_start = None
+                    assert its is not None
+                    its.line.append(frame[0])
+                    its.rank.append(frame[3])
+                    its.node.append(frame[5])
+                    its.wall.append(own)
                 k += 1
             rows.at = k
             self._last_wall = last
+            if its is not None and len(its.line) > told:  # (the parser's later hook lines read the counter)
+                its.told(its.values[len(its.line) - 1][0])
 
         count = text.count
         i, n = 0, len(hits)

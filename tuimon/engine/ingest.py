@@ -8,7 +8,7 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
-from tuimon.parsers.columns import Item, TimerRows, expand
+from tuimon.parsers.columns import ROWS, Item, IterationRows, TimerRows, expand
 from tuimon.parsers.events import Event
 
 from ..sources.framing import Block, Framer
@@ -66,8 +66,8 @@ class FileParser:
         return state
 
     def feed(self, data: bytes) -> list[Item]:
-        """The events of the complete lines so far (a block's plain timer lines as one
-        :class:`~tuimon.parsers.columns.TimerRows`, after its other events)."""
+        """The events of the complete lines so far (a block's plain timer lines and iteration
+        lines as rows, :mod:`tuimon.parsers.columns`, after its other events)."""
         return self._parse(self.framer.feed(data))
 
     def finish(self) -> list[Item]:
@@ -95,20 +95,20 @@ class FileParser:
         def renumbered(lines: np.ndarray) -> np.ndarray:
             return np.where(lines > first, lines - np.searchsorted(later, lines - first, side="right"), lines)
 
-        rows = [item for item in items if type(item) is TimerRows]
+        rows = [item for item in items if type(item) in ROWS]
         if rows:
-            # timer rows order themselves by line: a row sharing its file line with another item
+            # rows order themselves by line: a row sharing its file line with another item
             # (segments of one line) could not; then the rows become events, in the segments' order.
             # The block's first line may go on from the block before (whose items are out already)
             row_lines = renumbered(np.concatenate([np.asarray(r.line, dtype=np.int64) for r in rows]))
-            others = renumbered(np.asarray([e.line for e in items if type(e) is not TimerRows and e.line is not None],
+            others = renumbered(np.asarray([e.line for e in items if type(e) not in ROWS and e.line is not None],
                                            dtype=np.int64))
             if len(np.unique(row_lines)) < len(row_lines) or np.intersect1d(row_lines, others).size or \
                     (block.continued[0] == 0 and (row_lines == first).any()):
                 items = list(expand(items))
         out: list[Item] = []
         for item in items:
-            if isinstance(item, TimerRows):
+            if isinstance(item, (TimerRows, IterationRows)):
                 out.append(item.renumbered(renumbered(np.asarray(item.line, dtype=np.int64)).tolist()))
             elif item.line is not None and item.line > first:
                 out.append(item._replace(line=item.line - int(np.searchsorted(later, item.line - first, side="right"))))
@@ -129,7 +129,7 @@ def parse_file(path: Path, label: Optional[str] = None,
                read_size: int = READ_SIZE, catalog: Optional[Catalog] = None,
                cache: Optional[ParseCache] = None) -> tuple[list[Event], ParseStats]:
     """Parse a whole file.  With ``sink``, events are handed over per block (a block's
-    plain timer lines as :class:`~tuimon.parsers.columns.TimerRows`) and the returned
+    plain timer and iteration lines as rows, :mod:`tuimon.parsers.columns`) and the returned
     list stays empty (bounded memory on huge files); without, the list holds every
     event, in line order.  With ``cache``, a file read before is not parsed
     again (see :mod:`tuimon.engine.cache`): its saved events come first, then those

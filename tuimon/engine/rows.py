@@ -1,17 +1,17 @@
 """A block's plain lines of a few kinds read by the compiled core, apart from the lines
 the hooks read: timer lines into columns (see :mod:`tuimon.parsers.columns`); Megatron's
 iteration lines, TorchTitan's metrics lines and Hugging Face Trainer's metrics dicts into
-typed values that their parser makes events of (``iteration_row``, ``metrics_row``,
-``dict_row``: the hook's own code, without the reading).  Which lines the core reads,
-what it read, and the :class:`TimerRows` they make, closed into the block's events where
-the events' order needs it (:class:`tuimon.engine.blocks.BlockEngine` walks them in line
+typed values: iteration lines into :class:`IterationRows`, the others into values their
+parser makes events of (``metrics_row``, ``dict_row``: the hook's own code, without the
+reading).  Which lines the core reads, what it read, and the rows they make, closed into
+the block's events where the events' order needs it (:class:`tuimon.engine.blocks.BlockEngine` walks them in line
 order with its other hit lines, and puts each read line's events in its place)."""
 from __future__ import annotations
 
 from functools import lru_cache
 from typing import Any, Optional
 
-from tuimon.parsers.columns import TimerRows
+from tuimon.parsers.columns import IterationRows, TimerRows
 from tuimon.parsers.timers import COMM_OP_NAME, MINMAX
 
 from . import native
@@ -20,8 +20,9 @@ from . import native
 #: lines, TorchTitan's metrics lines and Hugging Face Trainer's metrics dicts
 COLUMN_KINDS = {"time-list": 0, "minmax": 1, "iteration": 2, "metrics": 3, "hf-dict": 4}
 ITERATION_LINES, METRICS_LINES, HF_DICTS = 2, 3, 4
-#: the core's verdict on a line: nothing to read, left to its hook, a timer row, values for its parser
-NOTHING, HOOK, ROW, EVENT = 0, 1, 2, 3
+#: the core's verdict on a line: nothing to read, left to its hook, a timer row, values for its
+#: parser, an iteration row
+NOTHING, HOOK, ROW, EVENT, ITERATION = 0, 1, 2, 3, 4
 
 
 @lru_cache(maxsize=4)
@@ -71,9 +72,9 @@ def split_rows(file: str, text: str, first_line: int, hits: list, columns: list)
                 spans.append((frame[2], frame[1], rule.column))
         if not kept:
             return None
-    verdicts, read, events = _read(core, text, spans, parts)
+    verdicts, read, events, iterations = _read(core, text, spans, parts)
     if kept is None and HOOK not in verdicts:
-        return BlockRows(file, starts, frames, verdicts, read, events)
+        return BlockRows(file, starts, frames, verdicts, read, events, iterations)
     for j in [j for j, verdict in enumerate(verdicts) if verdict == HOOK]:  # (few)
         k = j if kept is None else kept[j]
         rule, order, _ = parts[0 if owners is None else owners[k]]
@@ -83,16 +84,17 @@ def split_rows(file: str, text: str, first_line: int, hits: list, columns: list)
         return None
     at = keep if kept is None else [kept[j] for j in keep]
     return BlockRows(file, [starts[k] for k in at], [frames[k] for k in at], [verdicts[j] for j in keep], read,
-                     events)
+                     events, iterations)
 
 
-def _read(core: Any, text: str, spans: list, parts: list) -> tuple[list[int], Any, list]:
+def _read(core: Any, text: str, spans: list, parts: list) -> tuple[list[int], Any, list, Optional["Iterations"]]:
     """The verdict on each line of ``spans`` ((body, end, kind), in line order), the timer
-    columns, and each EVENT line's (maker, values): its parser's method that makes its events."""
+    columns, each EVENT line's (maker, values): its parser's method that makes its events,
+    and the values of the ITERATION lines."""
     kinds = {span[2] for span in spans}
     if kinds <= {0, 1}:  # timer lines alone, the common case
         verdicts, *read = _timer_lines(core).read(text, spans, _owner(parts, 0).offload_said())
-        return verdicts, read, []
+        return verdicts, read, [], None
     read = [[], [], [], [], [], []]  # (no timer lines)
     verdicts_of: dict[int, Any] = {}  # kind -> its lines' verdicts, in order
     values_of: dict[int, Any] = {}  # kind -> (maker, its values) of its EVENT lines, in order
@@ -100,27 +102,31 @@ def _read(core: Any, text: str, spans: list, parts: list) -> tuple[list[int], An
     if timer_spans:
         timer_verdicts, *read = _timer_lines(core).read(text, timer_spans, _owner(parts, 0).offload_said())
         verdicts_of[0] = iter(timer_verdicts)
+    iterations = None
     for kind in kinds - {0, 1}:
         reader, maker_name = _READERS[kind]
         owner = _owner(parts, kind)
         verdicts, values = reader(core, text, [(a, z) for a, z, k in spans if k == kind], owner)
         verdicts_of[kind] = iter(verdicts)
-        maker = getattr(owner, maker_name)
-        values_of[kind] = iter([(maker, v) for v in values])
+        if kind == ITERATION_LINES:
+            iterations = Iterations(values, getattr(owner, maker_name))
+        else:
+            maker = getattr(owner, maker_name)
+            values_of[kind] = iter([(maker, v) for v in values])
     verdicts, events = [], []
     for _, _, kind in spans:
         verdict = next(verdicts_of[0 if kind <= 1 else kind])
         verdicts.append(verdict)
         if verdict == EVENT:
             events.append(next(values_of[kind]))
-    return verdicts, read, events
+    return verdicts, read, events, iterations
 
 
 def _iterations(core: Any, text: str, lines: list, owner: Any) -> tuple[list[int], list]:
     found = native.records.iterations(text, lines)
     if found and not owner.reported("_announced"):
         found[0] = None  # (the hook names the run's framework, in the line's words, with its first)
-    return [HOOK if f is None else EVENT for f in found], [f for f in found if f is not None]
+    return [HOOK if f is None else ITERATION for f in found], [f for f in found if f is not None]
 
 
 def _metrics(core: Any, text: str, lines: list, owner: Any) -> tuple[list[int], list]:
@@ -131,8 +137,9 @@ def _dicts(core: Any, text: str, lines: list, owner: Any) -> tuple[list[int], li
     return core.hf_dicts(text, lines)
 
 
-#: a kind of read line -> (its reader: verdicts and each read line's values; its parser's maker of events)
-_READERS = {ITERATION_LINES: (_iterations, "iteration_row"), METRICS_LINES: (_metrics, "metrics_row"),
+#: a kind of read line -> (its reader: verdicts and each read line's values; its parser's maker of
+#: events, or for iteration rows the method told the last counter its walk read)
+_READERS = {ITERATION_LINES: (_iterations, "iterations_read"), METRICS_LINES: (_metrics, "metrics_row"),
             HF_DICTS: (_dicts, "dict_row")}
 
 
@@ -148,22 +155,50 @@ def _metric_lines(core: Any) -> Any:
     return core.MetricLines(torchtitan.metric_values)
 
 
+class Iterations:
+    """A block's iteration lines the core read: each one's (counter, total, fields), and the
+    rows walked so far (line, rank, node, stamp), closed into :class:`IterationRows`."""
+
+    __slots__ = ("values", "told", "at", "closed", "line", "rank", "node", "wall")
+
+    def __init__(self, values: list, told: Any) -> None:
+        self.values = values
+        self.told = told  # the parser's method told the last counter walked (its later lines read it)
+        self.at = 0  # the next value to walk
+        self.closed = 0  # rows closed already
+        self.line: list[int] = []
+        self.rank: list[Optional[int]] = []
+        self.node: list[Optional[str]] = []
+        self.wall: list[Optional[float]] = []
+
+    def close(self, file: str, events: list) -> None:
+        a, b = self.closed, len(self.line)
+        if a == b:
+            return
+        values = self.values[a:b]
+        events.append(IterationRows(file, self.line[a:b], self.rank[a:b], self.node[a:b], self.wall[a:b],
+                                    [v[0] for v in values], [v[1] for v in values], [v[2] for v in values]))
+        self.closed = b
+
+
 class BlockRows:
     """A block's lines the core read (their starts, frames and verdicts, in line order)
     and their rows (the core's ranks, counts and pairs; the line, rank, node and stamp of
     each as :meth:`BlockEngine._events` walks them with its hook lines), closed into one
-    :class:`TimerRows` where the events' order needs it."""
+    :class:`TimerRows` (after an :class:`IterationRows` of its iteration lines) where the
+    events' order needs it."""
 
     __slots__ = ("file", "starts", "frames", "verdicts", "names", "name_index", "ms", "counts", "comm", "ranks",
-                 "at", "closed", "pairs_at", "line", "rank", "node", "wall", "events", "events_at")
+                 "at", "closed", "pairs_at", "line", "rank", "node", "wall", "events", "events_at", "iterations")
 
     def __init__(self, file: str, starts: list[int], frames: list, verdicts: list[int], read: Any,
-                 events: Optional[list] = None) -> None:
+                 events: Optional[list] = None, iterations: Optional[Iterations] = None) -> None:
         self.file = file
         self.starts, self.frames, self.verdicts = starts, frames, verdicts
         self.ranks, self.counts, self.comm, self.names, self.name_index, self.ms = read
         self.events = events or []  # each EVENT line's (maker, values), in line order
         self.events_at = 0
+        self.iterations = iterations
         self.at = 0  # the next line to walk
         self.closed = 0  # rows closed already
         self.pairs_at = 0  # and their pairs
@@ -176,14 +211,18 @@ class BlockRows:
     def before(self, out: list, number: int, events: list) -> None:
         """``out``, a line's events, go after ``events``: the rows so far go first when one
         of them is of an earlier line (a held-back event: rows and events stay in line order)."""
-        if len(self.line) > self.closed:
+        its = self.iterations
+        if len(self.line) > self.closed or (its is not None and len(its.line) > its.closed):
             for e in out:
                 if e.line != number:
                     self.close(events)
                     return
 
     def close(self, events: list) -> None:
-        """The rows walked since the last close, as one :class:`TimerRows` after ``events``."""
+        """The rows walked since the last close, as one :class:`IterationRows` and one
+        :class:`TimerRows` after ``events``."""
+        if self.iterations is not None:
+            self.iterations.close(self.file, events)
         a, b = self.closed, len(self.line)
         if a == b:
             return

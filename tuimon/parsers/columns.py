@@ -1,13 +1,15 @@
 """Events in columns: many lines of one kind, without an event object a line.
 
 The compiled core reads plain timer lines (``time (ms) | a: 1 | b: 2``, ``name ....:
-(min, max)``) of a block into one :class:`TimerRows`; the store folds them in bulk
-(:mod:`tuimon.store.timers`).  Each row is exactly the :class:`~.events.Timers` event
-the Python hook gives for its line (:meth:`TimerRows.events`, which the tests hold to
-the Python engine), so anything that wants events can have them.
+(min, max)``) of a block into one :class:`TimerRows`, and Megatron's iteration lines
+into one :class:`IterationRows`; the store folds them in bulk (:mod:`tuimon.store.timer_fold`,
+:mod:`tuimon.store.iteration_fold`).  Each row is exactly the event the Python hook gives
+for its line (``events()``, which the tests hold to the Python engine), so anything that
+wants events can have them.
 
-A block's rows come after the block's other events, in the same list; they are in line
-order among themselves.  :func:`expand` gives such a list as events in line order.
+A block's rows come after the block's other events, in the same list (its iteration rows
+before its timer rows); they are in line order among themselves.  :func:`expand` gives such
+a list as events in line order.
 """
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ from array import array
 from itertools import accumulate
 from typing import Any, Optional, Sequence, Union
 
-from .events import Event, Timers, frozen_map
+from .events import Event, Iteration, Timers, frozen_map
 from .timers import COMM_OP, timer_group
 
 
@@ -78,18 +80,65 @@ class TimerRows:
         return out
 
 
-Item = Union[Event, TimerRows]
+class IterationRows:
+    """Iteration lines of one file: per row its line, rank, node and stamp, its counter and
+    total, and its other fields as the core read them (the keyword arguments of its
+    :class:`~.events.Iteration`)."""
+
+    __slots__ = ("file", "line", "rank", "node", "wall_time", "iteration", "train_iters", "fields")
+    type = "iteration_rows"
+
+    def __init__(self, file: str, line: Sequence[int], rank: Sequence[Optional[int]], node: Sequence[Optional[str]],
+                 wall_time: Sequence[Optional[float]], iteration: Sequence[int], train_iters: Sequence[Optional[int]],
+                 fields: Sequence[dict]) -> None:
+        self.file = file
+        self.line, self.rank, self.node, self.wall_time = list(line), list(rank), list(node), list(wall_time)
+        self.iteration, self.train_iters, self.fields = list(iteration), list(train_iters), list(fields)
+
+    def __len__(self) -> int:
+        return len(self.line)
+
+    def __getstate__(self) -> tuple:
+        return tuple(getattr(self, name) for name in self.__slots__)
+
+    def __setstate__(self, state: tuple) -> None:
+        for name, value in zip(self.__slots__, state):
+            setattr(self, name, value)
+
+    def __repr__(self) -> str:
+        return f"IterationRows({self.file!r}, {len(self)} rows, lines {self.line[:1]}..{self.line[-1:]})"
+
+    def renumbered(self, lines: list[int]) -> "IterationRows":
+        """The same rows at ``lines`` (segments of a file line take the line's number)."""
+        out = IterationRows.__new__(IterationRows)
+        out.__setstate__(self.__getstate__())
+        out.line = lines
+        return out
+
+    def event(self, k: int) -> Iteration:
+        """Row ``k`` as the event the hook gives for its line."""
+        return Iteration(file=self.file, line=self.line[k], rank=self.rank[k], node=self.node[k],
+                         wall_time=self.wall_time[k], iteration=self.iteration[k], train_iters=self.train_iters[k],
+                         **self.fields[k])
+
+    def events(self) -> list[Event]:
+        return [self.event(k) for k in range(len(self.line))]
+
+
+#: the kinds of rows (each in line order, after its block's other events)
+ROWS = (TimerRows, IterationRows)
+Item = Union[Event, TimerRows, IterationRows]
 
 
 def expand(items: Sequence[Item]) -> list[Event]:
     """Events and rows (a block's rows after its events) as events alone, in line order
     within each file's run of items (the order the Python engine gives them)."""
-    if not any(type(item) is TimerRows for item in items):
+    if not any(type(item) in ROWS for item in items):
         return list(items)  # type: ignore[arg-type]
     out: list[Event] = []
     for item in items:
-        if type(item) is TimerRows:
-            _merge(out, item.events())
+        if type(item) in ROWS:
+            _merge(out, item.events())  # type: ignore[union-attr]
         else:
             out.append(item)  # type: ignore[arg-type]
     return out
@@ -115,23 +164,24 @@ def _line(ev: Event) -> int:
 
 def weight(items: Sequence[Item]) -> int:
     """How many events ``items`` stand for."""
-    return len(items) + sum(len(item) - 1 for item in items if type(item) is TimerRows)
+    return len(items) + sum(len(item) - 1 for item in items if type(item) in ROWS)  # type: ignore[arg-type]
 
 
 def slices(items: Sequence[Item], size: int) -> list[Sequence[Item]]:
     """``items`` in slices of about ``size``, each one a store can take on its own: a cut
-    never falls between a block's events and the timer rows that follow them (their rows
-    take the state those events leave).  A cut is moved past the first rows of its file
-    that come before the file changes: at worst a slice holds one more block."""
+    never falls between a block's events and the rows that follow them (their rows
+    take the state those events leave), nor between its iteration rows and timer rows.  A
+    cut is moved past the first rows of its file that come before the file changes: at
+    worst a slice holds one more block."""
     out: list[Sequence[Item]] = []
     start, n = 0, len(items)
     while start < n:
         end = min(start + size, n)
-        if end < n and type(items[end - 1]) is not TimerRows:
+        if end < n and not _closes(items, end - 1):
             file = items[end - 1].file
             j = end
             while j < n and items[j].file == file:
-                if type(items[j]) is TimerRows:
+                if _closes(items, j):
                     end = j + 1
                     break
                 j += 1
@@ -139,3 +189,12 @@ def slices(items: Sequence[Item], size: int) -> list[Sequence[Item]]:
         start = end
     return out
 
+
+
+def _closes(items: Sequence[Item], k: int) -> bool:
+    """Whether ``items[k]`` is the last rows of a block's close (its iteration rows go
+    before its timer rows)."""
+    kind = type(items[k])
+    if kind is not IterationRows:
+        return kind is TimerRows
+    return k + 1 == len(items) or type(items[k + 1]) is not TimerRows or items[k + 1].file != items[k].file

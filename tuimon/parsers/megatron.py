@@ -262,14 +262,10 @@ class MegatronParser(LineParser):
         matches = list(ITERATION.finditer(body))
         return self._iterations(body, matches, ctx) if matches else []
 
-    def iteration_row(self, row: tuple, frame: tuple, wall: Optional[float]) -> list[Event]:
-        """An iteration line the compiled core read (``Records.iterations``; see
-        :mod:`tuimon.engine.rows`): ``row`` is (iteration, total, fields); ``frame`` the
-        line's (number, end, body, rank, local rank, node, own stamp), ``wall`` its stamp."""
-        it, total, fields = row
-        self.last_iteration = it
-        return [Iteration(file=self.file, line=frame[0], rank=frame[3], node=frame[5], wall_time=wall,
-                          iteration=it, train_iters=total, **fields)]
+    def iterations_read(self, last: int) -> None:
+        """The compiled core read iteration lines (:mod:`tuimon.engine.rows`): into rows, not
+        through this parser; ``last`` is the latest counter, which its later lines name."""
+        self.last_iteration = last
 
     def _on_progress_bar(self, body: str, ctx: LineContext) -> list[Event]:
         """NeMo 1.x (PyTorch Lightning): ``Epoch 0: :  47%|████▋  | 7/15 [06:19<07:13,

@@ -37,6 +37,19 @@ class Attr:
         return value if self.floor is None else above(value, self.floor)
 
 
+class Of:
+    """``fn`` of an event's attribute: a getter that rows of values (not events) can use too
+    (:mod:`tuimon.store.iteration_fold`)."""
+
+    __slots__ = ("name", "fn")
+
+    def __init__(self, name: str, fn: Callable[[Any], Any]) -> None:
+        self.name, self.fn = name, fn
+
+    def __call__(self, ev: Any) -> Any:
+        return self.fn(getattr(ev, self.name))
+
+
 def above(value: Any, floor: float) -> Any:
     """``value`` if it is over ``floor`` (or None, or NaN, which stays NaN); else None: a bad value."""
     try:
@@ -105,7 +118,7 @@ FIELDS: tuple[Field, ...] = (
     Field("elapsed_ms", "<f4", {"iteration": _attr("elapsed_ms"), "step": _attr("elapsed_ms"),
                                 "throughput": _attr("iteration_time_s", 1000.0)}, "median", "ms", "Iter time",
           summary=False, floor=0.0),
-    Field("loss", "<f4", {"iteration": lambda ev: primary_loss(ev.losses), "step": _attr("loss")}, "last", "",
+    Field("loss", "<f4", {"iteration": Of("losses", primary_loss), "step": _attr("loss")}, "last", "",
           "Loss", 4, summary=False),
     Field("grad_norm", "<f4", {"iteration": _attr("grad_norm")}, "last", "", "Grad norm", 3, summary=False),
     Field("tflops", "<f4", {"iteration": _attr("tflops_reported"), "throughput": _attr("tflops_reported")},
@@ -138,7 +151,9 @@ def getters_for(event_type: str) -> tuple[tuple[str, Getter], ...]:
 def _above(get: Getter, floor: float) -> Getter:
     if isinstance(get, Attr):
         return Attr(get.name, get.scale, floor)
-
+    if isinstance(get, Of):
+        fn = get.fn
+        return Of(get.name, lambda value: above(fn(value), floor))
     return lambda ev: above(get(ev), floor)
 
 

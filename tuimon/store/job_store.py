@@ -12,7 +12,7 @@ from typing import Any, Callable, Iterable, Optional, Union
 
 import numpy as np
 
-from tuimon.parsers.columns import Item, TimerRows
+from tuimon.parsers.columns import Item, IterationRows, TimerRows
 from tuimon.parsers.events import (
     Checkpoint,
     Evaluation,
@@ -34,6 +34,8 @@ from tuimon.parsers.timers import COMM_OP
 from .evals import Evals
 from .fields import primary_loss
 from .identity import identify
+from .iteration_fold import Pending, key_of, nan_check
+from .iteration_fold import fold as fold_iterations
 from .series import Series, point_plan
 from .timer_fold import Segment, fold
 from .timers import TimerStat
@@ -378,49 +380,84 @@ class JobStore:
             job.merge(other)
 
     def add(self, events: Iterable[Item]) -> None:
-        """Take in events in their files' line order, and the compiled core's timer rows
-        (a block's, after the block's other events; see :mod:`tuimon.store.timer_fold`)."""
+        """Take in events in their files' line order, and the compiled core's rows (a block's,
+        after the block's other events; see :mod:`tuimon.store.timer_fold` and
+        :mod:`tuimon.store.iteration_fold`)."""
+        items = events if isinstance(events, list) else list(events)
         segments: dict[str, Segment] = {}  # per file: its events since its last rows
         touched: dict[int, Job] = {}  # the jobs whose series may hold staged points
+        pending = Pending(items) if any(type(item) is IterationRows for item in items) else None
         last_job = None
-        for ev in events:
+        for ev in items:
             if isinstance(ev, TimerRows):
                 held = segments.pop(ev.file) if ev.file in segments else Segment(self._timer_state(ev.file))
                 fold(held, ev, MAX_TIMERS, MAX_RANKS_SEEN)
                 continue
-            job, file_rank = self.job_for(ev.file)
-            segment = segments.get(ev.file)
-            if segment is None:
-                segment = segments[ev.file] = Segment(self._timer_state(ev.file))
-            kind = type(ev)
-            starts = _STARTS_A_RUN.get(kind)
-            new_run = starts is not None and starts(job, ev, file_rank) and len(self.runs_of(ev.file)) < MAX_RUNS
-            if new_run:
-                job = self._next_run(ev.file)
-            job.events += 1
+            if pending is not None and ev.file in pending.queue:  # rows of earlier lines go first
+                if isinstance(ev, IterationRows):
+                    parts = pending.rest(ev)
+                else:
+                    line = ev.line or 0
+                    commutes = _commutes(ev)
+                    if pending.first_line(ev.file) >= line:
+                        parts = []
+                    elif commutes and pending.may_wait(self, ev.file, line, MAX_RUNS, MAX_RANKS_SEEN):
+                        parts = []  # (the rows and the event come to the same whichever goes first)
+                    else:
+                        parts = pending.before(ev.file, line)
+                    if not commutes and type(ev) in _STARTS_A_RUN:  # it may change what the rows do to their run
+                        pending.epoch += 1
+                if parts:
+                    runs = len(self.runs_of(ev.file))
+                    for rows, a, b in parts:
+                        segment = segments.get(rows.file)
+                        if segment is None:
+                            segment = segments[rows.file] = Segment(self._timer_state(rows.file))
+                        for job in fold_iterations(self, rows, a, b, segment, lambda e: self._take(e, segments),
+                                                   (MAX_RUNS, MAX_RANKS_SEEN, MAX_FAILURES)):
+                            touched[id(job)] = job
+                    if len(self.runs_of(ev.file)) != runs:  # a row started a new run
+                        pending.epoch += 1
+            if isinstance(ev, IterationRows):
+                continue
+            job = self._take(ev, segments)
             if job is not last_job:
                 touched[id(job)] = last_job = job
-            if ev.rank is not None and ev.rank not in job.ranks_seen and len(job.ranks_seen) < MAX_RANKS_SEEN:
-                job.ranks_seen.add(ev.rank)
-            if ev.wall_time is not None:
-                if job.first_wall is None or ev.wall_time < job.first_wall:
-                    job.first_wall = ev.wall_time
-                if job.last_wall is None or ev.wall_time > job.last_wall:
-                    job.last_wall = ev.wall_time
-            if kind is Timers:  # held, for the rows it may interleave with
-                segment.held.append((ev.line or 0, self._timer_state(ev.file), ev))  # type: ignore[arg-type]
-                continue
-            handler = _HANDLERS.get(kind)
-            if handler is not None:
-                handler(job, ev, file_rank)
-            # the state its timers count in moves with a new run, and with a run's first progress
-            if new_run or (kind in _PROGRESS and not segment.progressed):
-                segment.mark(ev.line, self._timer_state(ev.file))
         for segment in segments.values():
             if segment.held:
                 fold(segment, None, MAX_TIMERS, MAX_RANKS_SEEN)
         for job in touched.values():  # (staged points are bounded by what one call takes)
             job.flush_series()
+
+    def _take(self, ev: Event, segments: dict[str, Segment]) -> Job:
+        """One event (its file's events before it taken); the job it went to."""
+        job, file_rank = self.job_for(ev.file)
+        segment = segments.get(ev.file)
+        if segment is None:
+            segment = segments[ev.file] = Segment(self._timer_state(ev.file))
+        kind = type(ev)
+        starts = _STARTS_A_RUN.get(kind)
+        new_run = starts is not None and starts(job, ev, file_rank) and len(self.runs_of(ev.file)) < MAX_RUNS
+        if new_run:
+            job = self._next_run(ev.file)
+        job.events += 1
+        if ev.rank is not None and ev.rank not in job.ranks_seen and len(job.ranks_seen) < MAX_RANKS_SEEN:
+            job.ranks_seen.add(ev.rank)
+        if ev.wall_time is not None:
+            if job.first_wall is None or ev.wall_time < job.first_wall:
+                job.first_wall = ev.wall_time
+            if job.last_wall is None or ev.wall_time > job.last_wall:
+                job.last_wall = ev.wall_time
+        if kind is Timers:  # held, for the rows it may interleave with
+            segment.held.append((ev.line or 0, self._timer_state(ev.file), ev))  # type: ignore[arg-type]
+            return job
+        handler = _HANDLERS.get(kind)
+        if handler is not None:
+            handler(job, ev, file_rank)
+        # the state its timers count in moves with a new run, and with a run's first progress
+        if new_run or (kind in _PROGRESS and not segment.progressed):
+            segment.mark(ev.line, self._timer_state(ev.file))
+        return job
 
 
 #: what a file's next run takes from its run before until it says otherwise
@@ -463,6 +500,21 @@ def _milestone_starts_a_run(job: Job, ev: Milestone, _: Optional[int]) -> bool:
     return ev.name == "job-start" and ev.detail != "date" and job.run_of(ev.file).progressed
 
 
+def _commutes(ev: Item) -> bool:
+    """Whether ``ev`` and iteration rows of its file give the same store whichever is taken
+    first, when the rows start no new run (:mod:`tuimon.store.iteration_fold`): what it
+    changes, no iteration reads, and what it reads, no iteration changes (a run's
+    progress, shape and total, the latest counter, the config's total and batch)."""
+    if isinstance(ev, RunConfig):
+        return ev.train_iters is None and ev.global_batch is None and (
+            ev.num_layers is None or ev.hidden_size is None) and all(getattr(ev, name) is None for name in _RUN_SHAPE)
+    return type(ev) in _COMMUTING
+
+
+#: what an iteration never reads nor changes: a job's reported rates, its memory, its warnings
+_COMMUTING = frozenset((Throughput, Memory, LogWarning))
+
+
 #: event type -> whether such an event begins a new run of its file (see JobStore)
 _STARTS_A_RUN: dict[type, Callable[[Job, Any, Optional[int]], bool]] = {
     Iteration: _iteration_starts_a_run, RunConfig: _config_starts_a_run, Milestone: _milestone_starts_a_run}
@@ -476,13 +528,7 @@ def _rank_key(ev: Event, file_rank: Optional[int]) -> RankKey:
     return _key_of(ev.rank, ev.node, file_rank)
 
 
-def _key_of(rank: Optional[int], node: Optional[str], file_rank: Optional[int]) -> RankKey:
-    """Whose series a point joins: its rank, else the file's, else its node."""
-    if rank is not None:
-        return rank
-    if file_rank is not None:
-        return file_rank
-    return node if node is not None else "-"
+_key_of = key_of
 
 
 def _on_config(job: Job, ev: RunConfig, _: Optional[int]) -> None:
@@ -547,18 +593,7 @@ def _on_iteration(job: Job, ev: Iteration, file_rank: Optional[int]) -> None:
 
 def _nan_check(job: Job, step: Optional[int], ev: Event, loss: Optional[float], grad_norm: Optional[float],
                skipped: bool) -> None:
-    """A non-finite loss is a divergence.  A non-finite grad norm is one too, unless the
-    step was skipped: fp16's loss scaler skips a step whose gradients overflowed, and
-    lowers its scale; that is normal.  A finite step after it clears it."""
-    bad_loss = loss is not None and not math.isfinite(loss)
-    bad_grad = grad_norm is not None and not math.isfinite(grad_norm) and not skipped
-    if bad_loss or bad_grad:
-        if job.nan_at is None and len(job.nan_events) < MAX_FAILURES:
-            rank = ev.rank if ev.rank is not None else None
-            job.nan_events.append((step, None if rank is None else str(rank), ev.file, ev.line, ev.wall_time))
-        job.nan_at = (step, ev.file, ev.line)
-    elif loss is not None:
-        job.nan_at = None
+    nan_check(job, step, ev, loss, grad_norm, skipped, MAX_FAILURES)
 
 
 def _first_step(job: Job, wall: Optional[float]) -> None:

@@ -85,7 +85,7 @@ class PointPlan:
     call (the iteration's, each plain column's, its stamp and line) and the getters that
     are no plain attribute (a job's primary loss), called an event at a time."""
 
-    __slots__ = ("iteration", "columns", "fetch", "iteration_at", "plain", "computed")
+    __slots__ = ("iteration", "columns", "fetch", "names", "iteration_at", "plain", "computed")
 
     def __init__(self, iteration: Optional[Getter], columns: tuple[tuple[int, Getter], ...]) -> None:
         self.iteration, self.columns = iteration, columns
@@ -107,6 +107,7 @@ class PointPlan:
             else:
                 self.computed.append((k, get))
         names += ["wall_time", "line"]
+        self.names = tuple(names)  # what fetch reads, in order
         self.fetch = attrgetter(*names)
 
 
@@ -246,6 +247,21 @@ class Series:
             for out, (_, get) in zip(self._computed, plan.computed):
                 out.append(get(ev))
         self.appended += 1
+
+    def stage(self, plan: PointPlan, points: list, computed: list[list], file_id: int = 0) -> None:
+        """Points as :meth:`append_event` stages them, made of rows rather than events: each
+        point what ``plan.fetch`` would read, ``computed`` the values of each of the plan's
+        computed getters (an unbounded series: a bounded one makes its points one by one)."""
+        assert not self.bounded
+        if plan is not self._plan:
+            self.flush()
+            self._plan = plan
+            self._computed = [[] for _ in plan.computed]
+        self._staged.extend(points)
+        self._files.extend([file_id] * len(points))
+        for out, values in zip(self._computed, computed):
+            out.extend(values)
+        self.appended += len(points)
 
     def flush(self) -> None:
         """Make the staged points: column by column, as :meth:`_append_now` makes each."""

@@ -1,0 +1,156 @@
+"""The store takes the core's iteration rows as it takes their events, one by one.
+
+Generated logs of iteration lines (ranks or none, counters going on, repeated by other
+ranks, going back, another total, NaN losses and grad norms, skipped steps) among the
+events a store sees beside them (reported rates, memory, configs with and without a
+shape, a job script's start, steps, a hook's iteration): their items as the engine hands
+them over (each close's events, then its rows) must leave the store what their events,
+in line order, leave it.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tuimon.figures.summary import summarize
+from tuimon.parsers.columns import IterationRows, expand, slices
+from tuimon.parsers.events import Iteration, LogWarning, Memory, Milestone, RunConfig, Step, Throughput, frozen_map
+from tuimon.store import job_store
+from tuimon.store.job_store import JobStore
+
+_RANKS = st.sampled_from([None, None, 0, 1, 2, 3])
+_LOSS = st.sampled_from([2.5, 3.25, 1.0, math.nan, math.inf, None])
+_GRAD = st.sampled_from([0.5, 1.25, None, math.nan, math.inf])
+
+
+@st.composite
+def _row(draw, counter: int) -> dict:
+    loss = draw(_LOSS)
+    fields: dict = {"elapsed_ms": draw(st.sampled_from([1000.0, 1250.5, None, -3.0])),
+                    "lr": draw(st.sampled_from([1e-4, 3e-4, None])),
+                    "grad_norm": draw(_GRAD),
+                    "tflops_reported": draw(st.sampled_from([None, 150.5]))}
+    if loss is not None:
+        fields["losses"] = frozen_map({draw(st.sampled_from(["lm loss", "loss", "z loss"])): loss})
+    if draw(st.booleans()):
+        fields["skipped"] = draw(st.sampled_from([0, 1]))
+    if draw(st.integers(0, 9)) == 0:
+        fields["nan_count"] = 1
+    if draw(st.booleans()):
+        fields["global_batch"] = draw(st.sampled_from([64, 128]))
+    fields = {k: v for k, v in fields.items() if v is not None}
+    total = draw(st.sampled_from([1000, 1000, 1000, 2000, None]))
+    return {"iteration": counter, "train_iters": total, "fields": fields}
+
+
+_OTHERS = ["throughput", "memory", "warning", "config-plain", "config-shape", "config-total", "job-start",
+           "step", "hook-iteration"]
+
+
+def _other(kind: str, file: str, line: int, rank, wall, counter: int):
+    common = dict(file=file, line=line, rank=rank, node=None, wall_time=wall)
+    if kind == "throughput":
+        return Throughput(**common, iteration=counter, tflops_reported=120.0 + line)
+    if kind == "memory":
+        return Memory(**common, gpu_max_allocated_mb=1000.0 + line)
+    if kind == "warning":
+        return LogWarning(**common, kind="python", message="w")
+    if kind == "config-plain":
+        return RunConfig(**common, total_params_b=1.5, tp=2)
+    if kind == "config-shape":
+        return RunConfig(**common, num_layers=24, hidden_size=2048, seq_length=2048)
+    if kind == "config-total":
+        return RunConfig(**common, train_iters=3000, global_batch=256)
+    if kind == "job-start":
+        return Milestone(**common, name="job-start")
+    if kind == "step":
+        return Step(**common, step=counter, loss=2.0, lr=1e-4)
+    return Iteration(**common, iteration=counter, train_iters=1000, elapsed_ms=900.0,
+                     losses=frozen_map({"lm loss": 2.75}))
+
+
+@st.composite
+def _items(draw) -> list:
+    """A log's items as the engine hands them over, for one or two files."""
+    items: list = []
+    for file in draw(st.sampled_from([["a.log"], ["a.log", "b.log"]])):
+        counter, line = 0, 0
+        events: list = []
+        rows: list = []
+        for _ in range(draw(st.integers(1, 40))):
+            line += draw(st.integers(1, 3))
+            wall = draw(st.sampled_from([None, 1.7e9 + line]))
+            step = draw(st.sampled_from([1, 1, 1, 0, -5, -40]))  # on, a rank repeating it, back a little, a restart
+            if draw(st.integers(0, 2)) > 0:
+                counter = max(1, counter + step)
+                rows.append((line, draw(_RANKS), wall, draw(_row(counter))))
+            else:
+                events.append(_other(draw(st.sampled_from(_OTHERS)), file, line, draw(_RANKS), wall, counter))
+            if draw(st.integers(0, 12)) == 0 or not rows and not events:
+                _close(items, file, events, rows)
+                events, rows = [], []
+        _close(items, file, events, rows)
+    return items
+
+
+def _close(items: list, file: str, events: list, rows: list) -> None:
+    items.extend(events)
+    if rows:
+        items.append(IterationRows(file, [r[0] for r in rows], [r[1] for r in rows], [None] * len(rows),
+                                   [r[2] for r in rows], [r[3]["iteration"] for r in rows],
+                                   [r[3]["train_iters"] for r in rows], [r[3]["fields"] for r in rows]))
+
+
+def _state(items: list, bounded: bool = False, slice_size: int = 0) -> list:
+    """What the store keeps (its config by key: the order its keys came in is not read)."""
+    store = JobStore(bounded=bounded)
+    for part in slices(items, slice_size) if slice_size else (items,):
+        store.add(list(part))
+    out = []
+    for key, job in store.jobs.items():
+        series = {k: s.points.tobytes() for k, s in job.ranks.items()}
+        runs = {f: (r.progressed, dict(r.last), dict(r.shape)) for f, r in job.runs_by_file.items()}
+        out.append((key, job.events, sorted(job.ranks_seen), job.first_wall, job.last_wall, job.first_step_wall,
+                    job.last_iteration, job.last_progress, job.last_progress_wall, repr(job.last_losses), job.nan_at,
+                    repr(job.nan_events), job.last_iteration_lr, job.last_loss_scale,
+                    repr(sorted(job.config.items())), series, repr(runs), repr(summarize(job, now=0.0).as_dict())))
+    return out
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_items(), st.sampled_from([0, 0, 3, 7]), st.booleans())
+def test_rows_leave_the_store_their_events_leave(items, slice_size, bounded):
+    with np.errstate(all="ignore"):
+        want = _state(expand(items), bounded)
+        assert _state(items, bounded, slice_size) == want
+
+
+def test_rows_fold_in_bulk_where_nothing_orders_them():
+    """A block of 2 ranks' iteration lines among reported rates and memory lines (which
+    change nothing an iteration reads) is folded at once, not an event a row."""
+    rows = [(line, line % 2, 1.7e9 + line, {"iteration": 1 + line // 6, "train_iters": 1000,
+                                            "fields": {"elapsed_ms": 1000.0 + line}})
+            for line in range(1, 600, 3)]
+    events = [_other(kind, "a.log", line, 0, None, 1) for line in range(2, 600, 3)
+              for kind in ("throughput", "memory")]
+    items: list = []
+    _close(items, "a.log", events, rows)
+    taken: list = []
+    original = job_store.JobStore._take
+
+    def counting(self, ev, segments):
+        taken.append(type(ev).__name__)
+        return original(self, ev, segments)
+
+    job_store.JobStore._take = counting  # type: ignore[method-assign]
+    try:
+        state = _state(items)
+    finally:
+        job_store.JobStore._take = original  # type: ignore[method-assign]
+    assert "Iteration" not in taken and len(taken) == len(events)
+    assert state == _state(expand(items))
+    job = next(iter(state))
+    assert job[6] == rows[-1][3]["iteration"]  # the last counter

@@ -1,0 +1,313 @@
+"""Iteration rows into a job's series, in bulk and in line order.
+
+The compiled core reads a block's Megatron iteration lines into one
+:class:`~tuimon.parsers.columns.IterationRows`, which comes after the block's other
+events.  The store takes it in as if each row were the :class:`~tuimon.parsers.events.Iteration`
+its line gives, at its place among those events:
+
+* before any event of the same file, the rows of earlier lines are folded (:class:`Pending`
+  finds them ahead in the call's items); the rest when the rows' own item comes;
+* a run of rows is folded without an event a row (:func:`fold`): the order-dependent
+  state (a rank's last counter, a run's total, NaN episodes, the latest values) a row
+  at a time, the points a rank's run of rows at a time (:meth:`Series.stage`);
+* a row that starts a new run, and every row of a bounded store (a follower's series
+  thin as they take points), go through the event path one by one.
+
+The tests hold the store of rows to the store of the same rows' events.
+"""
+from __future__ import annotations
+
+import math
+from bisect import bisect_left
+from typing import Any, Callable, Optional, Sequence, Union
+
+from tuimon.parsers.columns import IterationRows
+
+from .fields import Of
+from .series import Series, point_plan
+
+RankKey = Union[int, str]
+#: rows fewer than this go the event path: a fold's fixed cost is more than their events'
+FEW = 4
+
+_PLAN = point_plan("iteration")
+#: whether every point of an iteration can be made from a row's values (each getter an
+#: attribute or a function of one): else rows go through the event path
+_ROWS_MAKE_POINTS = _PLAN.iteration_at == 0 and all(isinstance(get, Of) for _, get in _PLAN.computed)
+_COMPUTED = [(k, get) for k, get in _PLAN.computed if isinstance(get, Of)]
+
+
+class Pending:
+    """The iteration rows of one call's items, per file in order, and how far each is folded."""
+
+    __slots__ = ("queue", "epoch", "slack", "_safe")
+
+    def __init__(self, items: Sequence[Any]) -> None:
+        self.queue: dict[str, list[list]] = {}  # file -> [rows, rows folded] of rows not all folded, in order
+        for item in items:
+            if type(item) is IterationRows:
+                self.queue.setdefault(item.file, []).append([item, 0])
+        self.epoch = 0  # moved on by every event that may change what the rows do to their run
+        self.slack = len(items)  # the most ranks the call's events can add to a job's
+        self._safe: dict[str, tuple] = {}  # file -> (epoch, rows, folded) its rows may wait at
+
+    def first_line(self, file: str) -> int:
+        """The line of ``file``'s first row not folded yet."""
+        rows, at = self.queue[file][0]
+        return rows.line[at]
+
+    def before(self, file: str, line: int) -> list[tuple[IterationRows, int, int]]:
+        """The slices (rows, start, end) of ``file``'s rows not folded yet of lines before
+        ``line``, marked folded."""
+        queue = self.queue[file]
+        out = []
+        while queue:
+            entry = queue[0]
+            rows, at = entry
+            end = bisect_left(rows.line, line, at)
+            if end > at:
+                out.append((rows, at, end))
+                entry[1] = end
+            if end < len(rows.line):
+                return out
+            queue.pop(0)
+        del self.queue[file]
+        return out
+
+    def rest(self, rows: IterationRows) -> list[tuple[IterationRows, int, int]]:
+        """The slice of ``rows`` (at its place in the items) not folded yet, marked folded."""
+        queue = self.queue[rows.file]
+        if queue[0][0] is not rows:
+            return []  # (folded before an event of a later line)
+        at = queue.pop(0)[1]
+        if not queue:
+            del self.queue[rows.file]
+        return [(rows, at, len(rows.line))] if at < len(rows.line) else []
+
+    def may_wait(self, store: Any, file: str, line: int, max_runs: int, max_ranks: int) -> bool:
+        """Whether ``file``'s rows of lines before ``line`` may be folded after an event at
+        ``line`` that changes nothing they read nor reads anything they change (the store
+        says which): when none of them starts a new run (which would take the event) and
+        the ranks a job counts cannot fill up meanwhile.  Where the first of its rows that
+        starts a new run is holds until the epoch moves (rows folded before it leave their
+        run as the scan did)."""
+        rows, at = self.queue[file][0]
+        held = self._safe.get(file)
+        if held is None or held[0] != self.epoch or held[1] is not rows:
+            held = self._safe[file] = (self.epoch, rows, first_split(store, rows, at, max_runs, max_ranks, self.slack))
+        return bisect_left(rows.line, line, at) <= held[2]
+
+
+def key_of(rank: Optional[int], node: Optional[str], file_rank: Optional[int]) -> RankKey:
+    """Whose series a point joins: its rank, else the file's, else its node."""
+    if rank is not None:
+        return rank
+    if file_rank is not None:
+        return file_rank
+    return node if node is not None else "-"
+
+
+def nan_check(job: Any, step: Optional[int], ev: Any, loss: Optional[float], grad_norm: Optional[float],
+              skipped: bool, max_failures: int) -> None:
+    """A non-finite loss is a divergence.  A non-finite grad norm is one too, unless the
+    step was skipped: fp16's loss scaler skips a step whose gradients overflowed, and
+    lowers its scale; that is normal.  A finite step after it clears it."""
+    bad_loss = loss is not None and not math.isfinite(loss)
+    bad_grad = grad_norm is not None and not math.isfinite(grad_norm) and not skipped
+    if bad_loss or bad_grad:
+        if job.nan_at is None and len(job.nan_events) < max_failures:
+            rank = ev.rank if ev.rank is not None else None
+            job.nan_events.append((step, None if rank is None else str(rank), ev.file, ev.line, ev.wall_time))
+        job.nan_at = (step, ev.file, ev.line)
+    elif loss is not None:
+        job.nan_at = None
+
+
+def fold(store: Any, rows: IterationRows, a: int, b: int, segment: Any, take: Callable[[Any], Any],
+         limits: tuple[int, int, int]) -> list[Any]:
+    """Rows ``a`` to ``b`` of ``rows`` into ``store`` as their events would go (``take``
+    takes one event the event path's way); the jobs whose series now hold staged points.
+    ``limits``: the store's runs a file, ranks a job and failures a job."""
+    max_runs, max_ranks, max_failures = limits
+    touched: list[Any] = []
+    file = rows.file
+    while a < b:
+        job, file_rank = store.job_for(file)
+        if job.bounded or not _ROWS_MAKE_POINTS or b - a < FEW:
+            for k in range(a, b):
+                touched.append(take(rows.event(k)))
+            return touched
+        end = _fold_run(store, job, file_rank, rows, a, b, segment, max_runs, max_ranks, max_failures)
+        touched.append(job)
+        if end < b:  # row ``end`` starts a new run: the event path makes it (a rare event)
+            touched.append(take(rows.event(end)))
+            end += 1
+        a = end
+    return touched
+
+
+class Scan:
+    """What rows ``a`` to ``end`` do to their run, read without changing it: ``end`` is the
+    first row that starts a new run (or ``b``); each row's series key; the rows that are
+    points (not another rank's print of an iteration seen); the ranks' last counters after
+    them, and the run's total."""
+
+    __slots__ = ("end", "keys", "points", "last", "known")
+
+    def __init__(self, store: Any, job: Any, file_rank: Optional[int], rows: IterationRows, a: int, b: int,
+                 max_runs: int, max_ranks: int) -> None:
+        run = job.run_of(rows.file)
+        before = run.last
+        known = run.shape.get("train_iters")
+        can_split = len(store.runs_of(rows.file)) < max_runs
+        its, totals, ranks, nodes = rows.iteration, rows.train_iters, rows.rank, rows.node
+        last: dict[RankKey, tuple[int, int]] = {}  # the counters these rows leave (over ``before``)
+        room = max_ranks - len(before)  # (a run remembers so many ranks' counters)
+        keys: list[RankKey] = []
+        points: list[int] = []
+        end = b
+        for k in range(a, b):
+            it, total, rank = its[k], totals[k], ranks[k]
+            key = rank if rank is not None else key_of(None, nodes[k], file_rank)
+            seen = last.get(key) or before.get(key)
+            if seen is not None and can_split and (it < seen[0] - seen[1] or (
+                    it <= seen[0] and total is not None and known is not None and total != known)):
+                end = k
+                break
+            keys.append(key)
+            if total is not None:
+                known = total
+            if seen is not None and it == seen[0]:
+                continue  # the same iteration again: printed by another rank whose lines carry no rank
+            if seen is not None or room > 0:
+                if seen is None:
+                    room -= 1
+                last[key] = (it, it - seen[0] if seen is not None and it > seen[0] else 0)
+            points.append(k)
+        self.end, self.keys, self.points, self.last, self.known = end, keys, points, last, known
+
+
+def first_split(store: Any, rows: IterationRows, a: int, max_runs: int, max_ranks: int, slack: int) -> int:
+    """The first row from ``a`` on that would start a new run of its file, were they folded
+    now (the rows' end if none); ``a`` if they and ``slack`` more could fill what a job
+    counts of ranks."""
+    job, file_rank = store.job_for(rows.file)
+    b = len(rows.line)
+    if len(job.ranks_seen) + b - a + slack >= max_ranks:
+        return a
+    return Scan(store, job, file_rank, rows, a, b, max_runs, max_ranks).end
+
+
+def _fold_run(store: Any, job: Any, file_rank: Optional[int], rows: IterationRows, a: int, b: int, segment: Any,
+              max_runs: int, max_ranks: int, max_failures: int) -> int:
+    """Rows from ``a`` into ``job`` up to the first that starts a new run (or ``b``); where it stopped."""
+    scan = Scan(store, job, file_rank, rows, a, b, max_runs, max_ranks)
+    end = scan.end
+    if end == a:
+        return a
+    run = job.run_of(rows.file)
+    run.last.update(scan.last)
+    run.progressed = True
+    if scan.known is not None:
+        run.shape["train_iters"] = scan.known
+    series_of = job.ranks
+    for key in dict.fromkeys(scan.keys):
+        if key not in series_of:
+            series_of[key] = Series(bounded=job.bounded)
+    _counts(job, rows, a, end, max_ranks)
+    points = scan.points
+    if points:
+        keys = scan.keys if len(points) == end - a else [scan.keys[k - a] for k in points]
+        _points(job, rows, points, keys)
+        _latest(job, rows, points, max_failures)
+    if not segment.progressed:  # the state its timers count in moves with the run's first progress
+        segment.mark(rows.line[a], store._timer_state(rows.file))
+    return end
+
+
+def _counts(job: Any, rows: IterationRows, a: int, b: int, max_ranks: int) -> None:
+    """What the store counts of every event: how many, the ranks seen, the first and last stamps."""
+    job.events += b - a
+    seen = job.ranks_seen
+    for rank in dict.fromkeys(rows.rank[a:b]):
+        if rank is not None and rank not in seen and len(seen) < max_ranks:
+            seen.add(rank)
+    walls = [w for w in rows.wall_time[a:b] if w is not None]
+    if walls:
+        low, high = min(walls), max(walls)
+        if job.first_wall is None or low < job.first_wall:
+            job.first_wall = low
+        if job.last_wall is None or high > job.last_wall:
+            job.last_wall = high
+
+
+def _points(job: Any, rows: IterationRows, points: list[int], keys: list[RankKey]) -> None:
+    """The rows' points, staged a rank's run at a time, as the event path stages each."""
+    fields = rows.fields
+    columns: list[list] = []
+    for name in _PLAN.names:
+        if name == "iteration":
+            columns.append([rows.iteration[k] for k in points])
+        elif name == "wall_time":
+            columns.append([rows.wall_time[k] for k in points])
+        elif name == "line":
+            columns.append([rows.line[k] for k in points])
+        else:
+            columns.append([fields[k].get(name) for k in points])
+    made = list(zip(*columns))
+    computed = [[get.fn(fields[k].get(get.name)) for k in points] for _, get in _COMPUTED]
+    file_id = job.file_index.get(rows.file, 0)
+    if len(set(keys)) == 1:
+        job.ranks[keys[0]].stage(_PLAN, made, computed, file_id)
+        return
+    where: dict[RankKey, list[int]] = {}
+    for j, key in enumerate(keys):
+        where.setdefault(key, []).append(j)
+    for key, js in where.items():
+        job.ranks[key].stage(_PLAN, [made[j] for j in js], [[c[j] for j in js] for c in computed], file_id)
+
+
+def _latest(job: Any, rows: IterationRows, points: list[int], max_failures: int) -> None:
+    """What each point leaves as the job's latest (its counter, progress, losses, rates, the
+    NaN episode), a row at a time in order."""
+    from .fields import primary_loss
+
+    fields, its = rows.fields, rows.iteration
+    top = job.last_iteration
+    for k in points:
+        f = fields[k]
+        it = its[k]
+        if top is None or it >= top:
+            top = it
+        losses = f.get("losses")
+        if losses:
+            job.last_losses = dict(losses)
+        loss = primary_loss(losses) if losses else None
+        if f.get("nan_count"):
+            loss = math.nan
+        grad = f.get("grad_norm")
+        if (loss is not None and not math.isfinite(loss)) or (
+                grad is not None and not math.isfinite(grad) and not f.get("skipped")):
+            nan_check(job, it, rows.event(k), loss, grad, bool(f.get("skipped")), max_failures)
+        elif loss is not None:
+            job.nan_at = None
+        lr = f.get("lr")
+        if lr is not None:
+            job.last_iteration_lr = lr
+        scale = f.get("loss_scale")
+        if scale is not None:
+            job.last_loss_scale = scale
+        gbs = f.get("global_batch")
+        if gbs is not None:
+            job.config["global_batch"] = gbs
+        if rows.train_iters[k] is not None:
+            job.config["train_iters"] = rows.train_iters[k]
+    job.last_iteration = top
+    k = points[-1]
+    job.last_progress = (rows.file, rows.line[k])
+    walls: list[float] = [w for w in (rows.wall_time[k] for k in points) if w is not None]
+    if walls:
+        job.last_progress_wall = walls[-1]
+        low = min(walls)
+        if job.first_step_wall is None or low < job.first_step_wall:
+            job.first_step_wall = low
