@@ -268,6 +268,51 @@ def test_metrics_lines_follow_the_python_definition(pieces):
     assert got == want and (got is None or list(got.items()) == list(want.items())), body
 
 
+_MEMORY_PIECES = st.sampled_from(["[Rank 3] ", "[Rank 12] (", "(", "after ", "after 10 iterations", ")",
+                                  " memory (MB) | ", "allocated: ", "max allocated: ", "Max_Reserved:", "reserved: ",
+                                  " max reserved : ", "15382.8", "1.5e3", "7", " ", " | ", "|", ":", "n/a", "1,024",
+                                  "inf", "nan", "[Rank", "x", "\x1c", "00012", "99999999999999999999"])
+_MEMORY_KEYS = st.sampled_from(["allocated", "max allocated", "reserved", "max reserved", "Max_Allocated",
+                                " max  reserved ", "MAX-RESERVED", "allocated/x", "cpu"])
+_MEMORY_VALUES = st.sampled_from(["1.5", " 26762.0 ", "2e3", "-4", "n/a", "1,024", "inf", "", "7.25"])
+
+
+@st.composite
+def _memory_line(draw) -> str:
+    """A report's shape (a tag or none, the parts after it), or pieces in any order."""
+    if draw(st.booleans()):
+        return "".join(draw(st.lists(_MEMORY_PIECES, max_size=25)))
+    head = draw(st.sampled_from(["", "[Rank 7] ", "x [Rank 2] ", "noise "]))
+    after = draw(st.sampled_from(["(after 10 iterations)", "after 007 iterations", "(after 1 iterations"]))
+    parts = draw(st.lists(st.tuples(_MEMORY_KEYS, st.sampled_from([": ", ":", " "]), _MEMORY_VALUES), max_size=6))
+    tail = draw(st.sampled_from(["", " | junk", "[Rank 1] (after 10 iterations) memory (MB) | allocated: 2.0"]))
+    return f"{head}{after} memory (MB) | " + " | ".join(k + sep + v for k, sep, v in parts) + tail
+
+
+@settings(max_examples=3000, deadline=None)
+@given(body=_memory_line(), rank=st.sampled_from([None, 5]))
+def test_memory_reports_follow_the_python_definition(body, rank):
+    """A line the core reads gives the events the hook gives; a line it leaves goes to the hook."""
+    parser = megatron.MegatronParser("m.log")
+    frame = (7, len(body), 0, rank, None, "n1", 1.5)
+    verdicts, rows = core.memory_reports(body, [(0, len(body))])
+    verdicts = list(verdicts)
+    if verdicts == [3]:
+        assert parser.memory_row(rows[0], frame, 1.5) == parser._on_memory(body, parser.context_of(frame, 1.5)), body
+    else:
+        assert verdicts == [1]
+
+
+def test_a_memory_report_is_read_by_the_core_and_two_go_to_the_hook():
+    one = "[Rank 12] (after 1 iterations) memory (MB) | allocated: 15382.845703125 | max allocated: 19070.7 | " \
+          "reserved: 26762.0 | max reserved: 26800.5"
+    verdicts, rows = core.memory_reports(one + one, [(0, len(one)), (0, 2 * len(one))])
+    assert list(verdicts) == [3, 1] and rows == [(12, "1", 15382.845703125, 19070.7, 26762.0, 26800.5)]
+    parser = megatron.MegatronParser("m.log")
+    frame = (3, len(one), 0, None, None, None, None)
+    assert parser.memory_row(rows[0], frame, None) == parser._on_memory(one, parser.context_of(frame, None))
+
+
 def test_records_keep_256_timers_at_most():
     records = core.Records(megatron.spec_of, to_float, to_int, frozen_map)
     text = " | ".join(f"t{k}: {k}.5" for k in range(300)) + " | t1: 9.0"

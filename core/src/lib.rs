@@ -15,6 +15,7 @@ use std::sync::Mutex;
 
 pub mod hf;
 pub mod metrics;
+mod memory;
 mod numbers;
 pub mod prefix;
 pub mod records;
@@ -601,6 +602,29 @@ fn hf_dicts<'py>(py: Python<'py>, text: &Bound<'py, PyString>, lines: Vec<(usize
     Ok((verdicts, rows))
 }
 
+/// A memory report read: its tag's rank, the digits of `after N iterations`, and its
+/// allocated, max allocated, reserved and max reserved MB.
+type MemoryRow = (Option<i64>, String, Option<f64>, Option<f64>, Option<f64>, Option<f64>);
+
+/// Megatron's memory reports, `(body start, end)` of `text` (character offsets, ASCII
+/// bodies), read as `MegatronParser._on_memory` reads a line holding one
+/// (`core/src/memory.rs`): per line 1 (the hook reads it) or 3 (read); per line read, its report.
+#[pyfunction]
+fn memory_reports(text: &Bound<'_, PyString>, lines: Vec<(usize, usize)>) -> PyResult<(Vec<u8>, Vec<MemoryRow>)> {
+    let (mut verdicts, mut rows) = (Vec::with_capacity(lines.len()), Vec::new());
+    for body in text::slices(text.to_str()?, lines) {
+        match memory::typed(body) {
+            None => verdicts.push(1),
+            Some(r) => {
+                verdicts.push(3);
+                let [a, b, c, d] = r.values;
+                rows.push((r.tag, r.after.to_string(), a, b, c, d));
+            }
+        }
+    }
+    Ok((verdicts, rows))
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Literals>()?;
@@ -610,6 +634,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<MetricLines>()?;
     m.add_function(wrap_pyfunction!(frame, m)?)?;
     m.add_function(wrap_pyfunction!(hf_dicts, m)?)?;
+    m.add_function(wrap_pyfunction!(memory_reports, m)?)?;
     m.add_function(wrap_pyfunction!(split_prefix, m)?)?;
     m.add_function(wrap_pyfunction!(line_stamp, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

@@ -1,9 +1,9 @@
 """A block's plain lines of a few kinds read by the compiled core, apart from the lines
 the hooks read: timer lines into columns (see :mod:`tuimon.parsers.columns`); Megatron's
-iteration lines, TorchTitan's metrics lines and Hugging Face Trainer's metrics dicts into
-typed values: iteration lines into :class:`IterationRows`, the others into values their
-parser makes events of (``metrics_row``, ``dict_row``: the hook's own code, without the
-reading).  Which lines the core reads, what it read, and the rows they make, closed into
+iteration lines and memory reports, TorchTitan's metrics lines and Hugging Face Trainer's
+metrics dicts into typed values: iteration lines into :class:`IterationRows`, the others
+into values their parser makes events of (``memory_row``, ``metrics_row``, ``dict_row``:
+the hook's own code, without the reading).  Which lines the core reads, what it read, and the rows they make, closed into
 the block's events where the events' order needs it (:class:`tuimon.engine.blocks.BlockEngine` walks them in line
 order with its other hit lines, and puts each read line's events in its place)."""
 from __future__ import annotations
@@ -18,8 +18,8 @@ from . import native
 
 #: LineParser.COLUMNS' kinds -> the kind numbers of tuimon._core.TimerLines, Megatron's iteration
 #: lines, TorchTitan's metrics lines and Hugging Face Trainer's metrics dicts
-COLUMN_KINDS = {"time-list": 0, "minmax": 1, "iteration": 2, "metrics": 3, "hf-dict": 4}
-ITERATION_LINES, METRICS_LINES, HF_DICTS = 2, 3, 4
+COLUMN_KINDS = {"time-list": 0, "minmax": 1, "iteration": 2, "metrics": 3, "hf-dict": 4, "memory": 5}
+ITERATION_LINES, METRICS_LINES, HF_DICTS, MEMORY_LINES = 2, 3, 4, 5
 #: the core's verdict on a line: nothing to read, left to its hook, a timer row, values for its
 #: parser, an iteration row
 NOTHING, HOOK, ROW, EVENT, ITERATION = 0, 1, 2, 3, 4
@@ -137,10 +137,14 @@ def _dicts(core: Any, text: str, lines: list, owner: Any) -> tuple[list[int], li
     return core.hf_dicts(text, lines)
 
 
+def _memories(core: Any, text: str, lines: list, owner: Any) -> tuple[list[int], list]:
+    return core.memory_reports(text, lines)
+
+
 #: a kind of read line -> (its reader: verdicts and each read line's values; its parser's maker of
 #: events, or for iteration rows the method told the last counter its walk read)
 _READERS = {ITERATION_LINES: (_iterations, "iterations_read"), METRICS_LINES: (_metrics, "metrics_row"),
-            HF_DICTS: (_dicts, "dict_row")}
+            HF_DICTS: (_dicts, "dict_row"), MEMORY_LINES: (_memories, "memory_row")}
 
 
 def _owner(parts: list, kind: int) -> Any:

@@ -160,7 +160,7 @@ class MegatronParser(LineParser):
     ONCE_FLAGS = ("_announced", "_nan_reported")
     # with the compiled core, a line holding one record and no NaN is read there, its event made
     # by the engine in its place (tuimon.engine.rows): Records.iterations holds to _iterations
-    COLUMNS = {"_on_iteration": "iteration"}
+    COLUMNS = {"_on_iteration": "iteration", "_on_memory": "memory"}
 
     SAMPLES = (
         Sample(" iteration       30/      50 | elapsed time per iteration (ms): 6051.8 | learning rate: 1.406E-06 | "
@@ -359,6 +359,16 @@ class MegatronParser(LineParser):
                                  gpu_max_allocated_mb=values.get("max allocated"),
                                  gpu_reserved_mb=values.get("reserved"), gpu_max_reserved_mb=values.get("max reserved")))
         return events
+
+    def memory_row(self, row: tuple, frame: tuple, wall: Optional[float]) -> list[Event]:
+        """A memory report the compiled core read (``memory_reports``; see
+        :mod:`tuimon.engine.rows`): its tag's rank, the digits of its ``after N iterations``
+        and its four values, as :meth:`_on_memory` reads a line holding one report."""
+        tag, after, allocated, max_allocated, reserved, max_reserved = row
+        return [Memory(file=self.file, line=frame[0], rank=frame[3] if tag is None else tag, node=frame[5],
+                       wall_time=wall, label=f"after {after} iterations", gpu_allocated_mb=allocated,
+                       gpu_max_allocated_mb=max_allocated, gpu_reserved_mb=reserved,
+                       gpu_max_reserved_mb=max_reserved)]
 
     def _milestone(self, name: str, m: re.Match, ctx: LineContext) -> Event:
         duration = wall = None

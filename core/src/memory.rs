@@ -1,0 +1,94 @@
+//! Megatron's memory reports (`parsers/megatron.py`, `_on_memory`): a line holding one
+//! match of `_MEMORY`, `(?:\[Rank (\d+)\] )?\(?after (\d+) iterations\)? memory \(MB\) \| `
+//! (found by the `regex` crate, leftmost-first as `re` finds it), and the `key: value` parts
+//! after it, keys as `norm_key` spells them.  Anything the hook reads otherwise (two reports on
+//! one line, a `[Rank` tag outside the match, a value only `to_float` reads) is None: the hook
+//! reads that line.
+
+use crate::numbers;
+use std::sync::OnceLock;
+
+/// The four values a report gives, by `norm_key` spelling.
+const KEYS: [&str; 4] = ["allocated", "max allocated", "reserved", "max reserved"];
+
+/// One report: its `[Rank N]` tag's rank, the digits of `after N iterations`, and its
+/// allocated, max allocated, reserved and max reserved MB (None where it names none).
+pub struct Report<'a> {
+    pub tag: Option<i64>,
+    pub after: &'a str,
+    pub values: [Option<f64>; 4],
+}
+
+fn pattern() -> &'static regex::Regex {
+    static RE: OnceLock<regex::Regex> = OnceLock::new();
+    RE.get_or_init(|| {
+        regex::Regex::new(r"(?:\[Rank (\d+)\] )?\(?after (\d+) iterations\)? memory \(MB\) \| ").expect("valid")
+    })
+}
+
+/// `norm_key(raw) == key`: `raw` lowered, each run of characters but `[a-z0-9/]` one
+/// space, stripped of spaces.
+fn norm_is(raw: &str, key: &str) -> bool {
+    let mut out = Vec::with_capacity(raw.len());
+    let mut gap = false;
+    for b in raw.bytes().map(|b| b.to_ascii_lowercase()) {
+        if b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'/' {
+            if gap && !out.is_empty() {
+                out.push(b' ');
+            }
+            gap = false;
+            out.push(b);
+        } else {
+            gap = true;
+        }
+    }
+    out == key.as_bytes()
+}
+
+/// The report of an ASCII line, or None: the hook reads it.
+pub fn typed(line: &str) -> Option<Report<'_>> {
+    let mut found = pattern().captures_iter(line);
+    let m = found.next()?;
+    if found.next().is_some() {
+        return None; // reports of several ranks on one line
+    }
+    let tag = match m.get(1) {
+        Some(digits) => Some(numbers::fast_int(digits.as_str())?),
+        None if line.contains("[Rank") => return None, // a tag elsewhere: the hook's rank_tag reads it
+        None => None,
+    };
+    let after = m.get(2)?.as_str();
+    let mut values = [None; 4];
+    for seg in line[m.get(0)?.end()..].split('|') {
+        let (raw, value) = seg.split_once(':').unwrap_or((seg, ""));
+        if let Some(k) = KEYS.iter().position(|key| norm_is(raw, key)) {
+            values[k] = Some(numbers::fast_float(value)?);
+        }
+    }
+    Some(Report { tag, after, values })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_one_report() {
+        let r = typed("[Rank 3] (after 10 iterations) memory (MB) | allocated: 15382.8 | max allocated: 19070.7 | \
+                       reserved: 26762.0 | max reserved: 26762.0").expect("read");
+        assert_eq!((r.tag, r.after), (Some(3), "10"));
+        assert_eq!(r.values, [Some(15382.8), Some(19070.7), Some(26762.0), Some(26762.0)]);
+        let r = typed("after 007 iterations memory (MB) | Max_Allocated: 2 | other: n/a").expect("read");
+        assert_eq!((r.tag, r.after, r.values), (None, "007", [None, Some(2.0), None, None]));
+    }
+
+    #[test]
+    fn leaves_the_rest_to_the_hook() {
+        let two = "[Rank 0] (after 1 iterations) memory (MB) | allocated: 1.0[Rank 1] (after 1 iterations) memory (MB) | allocated: 2.0";
+        assert!(typed(two).is_none());
+        assert!(typed("x [Rank 5] y after 1 iterations memory (MB) | allocated: 1").is_none());
+        assert!(typed("after 1 iterations memory (MB) | allocated: 1,024").is_none());
+        assert!(typed("after 1 iterations memory (MB) | allocated").is_none());
+        assert!(typed("memory (MB) | allocated: 1").is_none());
+    }
+}
