@@ -208,6 +208,42 @@ def test_rename_and_create_rotation(tmp_path, mode, writer):
         f.close()
 
 
+def test_files_rotated_past_the_one_at_the_path_come_in_their_order(tmp_path):
+    """The file at the path rotates away between the follower's stat of the path and its
+    listing of the siblings, and two more after it: each is read in its turn (it was seen
+    at the path, but it is older than the newer ones)."""
+    log = tmp_path / "run.log"
+    log.write_bytes(line(1))
+    got: list[int] = []
+    fol = LocalFollower([str(tmp_path)], lambda evs: got.extend(e.iteration for e in expand(evs)
+                                                               if e.type == "iteration"),
+                        poll=0.05, use_inotify=False)
+    try:
+        fol.poll()
+        assert got == [1]
+        os.rename(log, tmp_path / "run.log.0")
+        log.write_bytes(line(2))  # the file the next poll stats at the path
+        listing = fol._dirs.siblings
+        raced = []
+
+        def siblings(path, *args, **kw):
+            if not raced and path == str(log):  # after the stat: it rotates, twice more
+                raced.append(path)
+                os.rename(log, tmp_path / "run.log.1")
+                log.write_bytes(line(3))
+                os.rename(log, tmp_path / "run.log.2")
+                log.write_bytes(line(4))
+            return listing(path, *args, **kw)
+
+        fol._dirs.siblings = siblings
+        for _ in range(6):
+            time.sleep(0.1)
+            fol.poll()
+        assert raced and got == [1, 2, 3, 4]
+    finally:
+        fol.close()
+
+
 def test_three_rotations_within_one_poll_interval(tmp_path, mode, writer):
     log = tmp_path / "run.log"
     writer.write(log, line(1))

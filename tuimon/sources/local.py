@@ -718,9 +718,14 @@ class LocalFollower:
         at the path (the rotation model's procedure, :func:`.rotation.rotated_through`).
         Siblings that were there when we started are history."""
         history = f.siblings or set()
-        known = set(self.streams) | {s.key for s in self.detached} | {new_key}
-        pending, after = rotated_through(self._dirs.siblings(f.path), history, known=known,
-                                         found_again=self.parking, not_after=not_after)
+        listed = self._dirs.siblings(f.path)
+        known = set(self.streams) | {s.key for s in self.detached}
+        if all(sib.key != new_key for sib in listed):  # the file at the path, about to be opened
+            known.add(new_key)
+        # else it rotated away after our stat, newer files after it: a generation like the others,
+        # read in its turn (before the newer ones), not after them by identity
+        pending, after = rotated_through(listed, history, known=known, found_again=self.parking,
+                                         not_after=not_after)
         for sib in pending:
             if self._is_copy(f.path, sib) or self._read_parked(f.path, sib, events):
                 continue
