@@ -16,13 +16,48 @@ from __future__ import annotations
 import heapq
 from array import array
 from itertools import accumulate
-from typing import Any, Optional, Sequence, Union
+from typing import Any, Optional, Sequence, TypeVar, Union
 
 from .events import Event, Iteration, Timers, frozen_map
 from .timers import COMM_OP, timer_group
 
 
-class TimerRows:
+class Rows:
+    """Lines of one kind of one file, a column a field (``line`` among them, in line order)."""
+
+    __slots__: tuple[str, ...] = ()
+    file: str
+    line: list[int]
+
+    def __len__(self) -> int:
+        return len(self.line)
+
+    def __getstate__(self) -> tuple:
+        return tuple(getattr(self, name) for name in self.__slots__)
+
+    def __setstate__(self, state: tuple) -> None:
+        for name, value in zip(self.__slots__, state):
+            setattr(self, name, value)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.file!r}, {len(self)} rows, lines {self.line[:1]}..{self.line[-1:]})"
+
+    def renumbered(self: "R", lines: list[int]) -> "R":
+        """The same rows at ``lines`` (segments of a file line take the line's number)."""
+        out = type(self).__new__(type(self))
+        out.__setstate__(self.__getstate__())
+        out.line = lines
+        return out
+
+    def events(self) -> list[Event]:
+        """Each row as the event the hook gives for its line."""
+        raise NotImplementedError
+
+
+R = TypeVar("R", bound=Rows)
+
+
+class TimerRows(Rows):
     """Timer lines of one file: per row its line, rank, node and stamp, and its timers
     (``count`` of them: names by index into ``names``, and their ms); a ``comm`` row is
     one collective's time (DeepSpeed's comms logger), of the group ``COMM_OP``."""
@@ -40,26 +75,6 @@ class TimerRows:
         self.names = tuple(names)
         self.name_index = array("I", name_index)
         self.ms = array("d", ms)
-
-    def __len__(self) -> int:
-        return len(self.line)
-
-    def __getstate__(self) -> tuple:
-        return tuple(getattr(self, name) for name in self.__slots__)
-
-    def __setstate__(self, state: tuple) -> None:
-        for name, value in zip(self.__slots__, state):
-            setattr(self, name, value)
-
-    def __repr__(self) -> str:
-        return f"TimerRows({self.file!r}, {len(self)} rows, lines {self.line[:1]}..{self.line[-1:]})"
-
-    def renumbered(self, lines: list[int]) -> "TimerRows":
-        """The same rows at ``lines`` (segments of a file line take the line's number)."""
-        out = TimerRows.__new__(TimerRows)
-        out.__setstate__(self.__getstate__())
-        out.line = lines
-        return out
 
     def events(self) -> list[Event]:
         """Each row as the event the hook gives for its line."""
@@ -80,7 +95,7 @@ class TimerRows:
         return out
 
 
-class IterationRows:
+class IterationRows(Rows):
     """Iteration lines of one file: per row its line, rank, node and stamp, its counter and
     total, and its other fields as the core read them (the keyword arguments of its
     :class:`~.events.Iteration`)."""
@@ -94,26 +109,6 @@ class IterationRows:
         self.file = file
         self.line, self.rank, self.node, self.wall_time = list(line), list(rank), list(node), list(wall_time)
         self.iteration, self.train_iters, self.fields = list(iteration), list(train_iters), list(fields)
-
-    def __len__(self) -> int:
-        return len(self.line)
-
-    def __getstate__(self) -> tuple:
-        return tuple(getattr(self, name) for name in self.__slots__)
-
-    def __setstate__(self, state: tuple) -> None:
-        for name, value in zip(self.__slots__, state):
-            setattr(self, name, value)
-
-    def __repr__(self) -> str:
-        return f"IterationRows({self.file!r}, {len(self)} rows, lines {self.line[:1]}..{self.line[-1:]})"
-
-    def renumbered(self, lines: list[int]) -> "IterationRows":
-        """The same rows at ``lines`` (segments of a file line take the line's number)."""
-        out = IterationRows.__new__(IterationRows)
-        out.__setstate__(self.__getstate__())
-        out.line = lines
-        return out
 
     def event(self, k: int) -> Iteration:
         """Row ``k`` as the event the hook gives for its line."""
