@@ -7,11 +7,15 @@ its line gives, at its place among those events:
 
 * before any event of the same file, the rows of earlier lines are folded (:class:`Pending`
   finds them ahead in the call's items); the rest when the rows' own item comes;
+* except before an event that changes nothing an iteration reads and reads nothing it
+  changes (the store says which: a reported rate, a memory line...), when none of the
+  rows starts a new run (which would take the event): the rows wait, and runs grow long;
 * a run of rows is folded without an event a row (:func:`fold`): the order-dependent
   state (a rank's last counter, a run's total, NaN episodes, the latest values) a row
   at a time, the points a rank's run of rows at a time (:meth:`Series.stage`);
-* a row that starts a new run, and every row of a bounded store (a follower's series
-  thin as they take points), go through the event path one by one.
+* a row that starts a new run, runs of fewer than :data:`FEW` rows, and every row of a
+  bounded store (a follower's series thin as they take points) go through the event
+  path one by one.
 
 The tests hold the store of rows to the store of the same rows' events.
 """
@@ -49,7 +53,7 @@ class Pending:
                 self.queue.setdefault(item.file, []).append([item, 0])
         self.epoch = 0  # moved on by every event that may change what the rows do to their run
         self.slack = len(items)  # the most ranks the call's events can add to a job's
-        self._safe: dict[str, tuple] = {}  # file -> (epoch, rows, folded) its rows may wait at
+        self._safe: dict[str, tuple] = {}  # file -> (epoch, rows, the first row that starts a new run)
 
     def first_line(self, file: str) -> int:
         """The line of ``file``'s first row not folded yet."""
