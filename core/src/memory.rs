@@ -26,9 +26,9 @@ fn pattern() -> &'static regex::Regex {
     })
 }
 
-/// `norm_key(raw) == key`: `raw` lowered, each run of characters but `[a-z0-9/]` one
-/// space, stripped of spaces.
-fn norm_is(raw: &str, key: &str) -> bool {
+/// `norm_key(raw)`: `raw` lowered, each run of characters but `[a-z0-9/]` one space,
+/// stripped of spaces.
+fn norm_key(raw: &str) -> Vec<u8> {
     let mut out = Vec::with_capacity(raw.len());
     let mut gap = false;
     for b in raw.bytes().map(|b| b.to_ascii_lowercase()) {
@@ -42,7 +42,7 @@ fn norm_is(raw: &str, key: &str) -> bool {
             gap = true;
         }
     }
-    out == key.as_bytes()
+    out
 }
 
 /// The report of an ASCII line, or None: the hook reads it.
@@ -61,7 +61,8 @@ pub fn typed(line: &str) -> Option<Report<'_>> {
     let mut values = [None; 4];
     for seg in line[m.get(0)?.end()..].split('|') {
         let (raw, value) = seg.split_once(':').unwrap_or((seg, ""));
-        if let Some(k) = KEYS.iter().position(|key| norm_is(raw, key)) {
+        let key = norm_key(raw);
+        if let Some(k) = KEYS.iter().position(|known| known.as_bytes() == key.as_slice()) {
             values[k] = Some(numbers::fast_float(value)?);
         }
     }

@@ -3,9 +3,10 @@ the hooks read: timer lines into columns (see :mod:`tuimon.parsers.columns`); Me
 iteration lines and memory reports, TorchTitan's metrics lines and Hugging Face Trainer's
 metrics dicts into typed values: iteration lines into :class:`IterationRows`, the others
 into values their parser makes events of (``memory_row``, ``metrics_row``, ``dict_row``:
-the hook's own code, without the reading).  Which lines the core reads, what it read, and the rows they make, closed into
-the block's events where the events' order needs it (:class:`tuimon.engine.blocks.BlockEngine` walks them in line
-order with its other hit lines, and puts each read line's events in its place)."""
+the hook's own code, without the reading).  Which lines the core reads, what it read, and
+the rows they make, closed into the block's events where the events' order needs it
+(:class:`tuimon.engine.blocks.BlockEngine` walks them in line order with its other hit
+lines, and puts each read line's events in its place)."""
 from __future__ import annotations
 
 from functools import lru_cache
@@ -17,7 +18,7 @@ from tuimon.parsers.timers import COMM_OP_NAME, MINMAX
 from . import native
 
 #: LineParser.COLUMNS' kinds -> the kind numbers of tuimon._core.TimerLines, Megatron's iteration
-#: lines, TorchTitan's metrics lines and Hugging Face Trainer's metrics dicts
+#: lines, TorchTitan's metrics lines, Hugging Face Trainer's metrics dicts and Megatron's memory reports
 COLUMN_KINDS = {"time-list": 0, "minmax": 1, "iteration": 2, "metrics": 3, "hf-dict": 4, "memory": 5}
 ITERATION_LINES, METRICS_LINES, HF_DICTS, MEMORY_LINES = 2, 3, 4, 5
 #: the core's verdict on a line: nothing to read, left to its hook, a timer row, values for its
@@ -163,12 +164,11 @@ class Iterations:
     """A block's iteration lines the core read: each one's (counter, total, fields), and the
     rows walked so far (line, rank, node, stamp), closed into :class:`IterationRows`."""
 
-    __slots__ = ("values", "told", "at", "closed", "line", "rank", "node", "wall")
+    __slots__ = ("values", "told", "closed", "line", "rank", "node", "wall")
 
     def __init__(self, values: list, told: Any) -> None:
         self.values = values
         self.told = told  # the parser's method told the last counter walked (its later lines read it)
-        self.at = 0  # the next value to walk
         self.closed = 0  # rows closed already
         self.line: list[int] = []
         self.rank: list[Optional[int]] = []

@@ -158,8 +158,9 @@ class MegatronParser(LineParser):
         (r"> building train, validation", "_on_milestone"),
     )
     ONCE_FLAGS = ("_announced", "_nan_reported")
-    # with the compiled core, a line holding one record and no NaN is read there, its event made
-    # by the engine in its place (tuimon.engine.rows): Records.iterations holds to _iterations
+    # with the compiled core, an iteration line holding one record and no NaN is read there into
+    # rows (tuimon.engine.rows: Records.iterations holds to _iterations), and a line holding one
+    # memory report is typed there, memory_row making its event (memory_reports holds to _on_memory)
     COLUMNS = {"_on_iteration": "iteration", "_on_memory": "memory"}
 
     SAMPLES = (
@@ -353,22 +354,25 @@ class MegatronParser(LineParser):
             for seg in body[m.end():end].split("|"):
                 key, _, value = seg.partition(":")
                 values[norm_key(key)] = to_float(value)
-            events.append(Memory(file=self.file, line=ctx.line, rank=_memory_rank(m, ctx.rank), node=ctx.node,
-                                 wall_time=ctx.wall_time, label=f"after {m.group(2)} iterations",
-                                 gpu_allocated_mb=values.get("allocated"),
-                                 gpu_max_allocated_mb=values.get("max allocated"),
-                                 gpu_reserved_mb=values.get("reserved"), gpu_max_reserved_mb=values.get("max reserved")))
+            events.append(self._memory(ctx.line, _memory_rank(m, ctx.rank), ctx.node, ctx.wall_time, m.group(2),
+                                       values.get("allocated"), values.get("max allocated"), values.get("reserved"),
+                                       values.get("max reserved")))
         return events
 
     def memory_row(self, row: tuple, frame: tuple, wall: Optional[float]) -> list[Event]:
         """A memory report the compiled core read (``memory_reports``; see
         :mod:`tuimon.engine.rows`): its tag's rank, the digits of its ``after N iterations``
         and its four values, as :meth:`_on_memory` reads a line holding one report."""
-        tag, after, allocated, max_allocated, reserved, max_reserved = row
-        return [Memory(file=self.file, line=frame[0], rank=frame[3] if tag is None else tag, node=frame[5],
-                       wall_time=wall, label=f"after {after} iterations", gpu_allocated_mb=allocated,
-                       gpu_max_allocated_mb=max_allocated, gpu_reserved_mb=reserved,
-                       gpu_max_reserved_mb=max_reserved)]
+        tag, after, *values = row
+        return [self._memory(frame[0], frame[3] if tag is None else tag, frame[5], wall, after, *values)]
+
+    def _memory(self, line: int, rank: Optional[int], node: Optional[str], wall: Optional[float], after: str,
+                allocated: Optional[float], max_allocated: Optional[float], reserved: Optional[float],
+                max_reserved: Optional[float]) -> Memory:
+        """One memory report's event (MB), ``after`` the digits of its ``after N iterations``."""
+        return Memory(file=self.file, line=line, rank=rank, node=node, wall_time=wall,
+                      label=f"after {after} iterations", gpu_allocated_mb=allocated, gpu_max_allocated_mb=max_allocated,
+                      gpu_reserved_mb=reserved, gpu_max_reserved_mb=max_reserved)
 
     def _milestone(self, name: str, m: re.Match, ctx: LineContext) -> Event:
         duration = wall = None

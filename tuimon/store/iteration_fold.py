@@ -27,7 +27,7 @@ from typing import Any, Callable, Optional, Sequence, Union
 
 from tuimon.parsers.columns import IterationRows
 
-from .fields import Of
+from .fields import Of, primary_loss
 from .series import Series, point_plan
 
 RankKey = Union[int, str]
@@ -274,8 +274,6 @@ def _points(job: Any, rows: IterationRows, points: list[int], keys: list[RankKey
 def _latest(job: Any, rows: IterationRows, points: list[int], max_failures: int) -> None:
     """What each point leaves as the job's latest (its counter, progress, losses, rates, the
     NaN episode), a row at a time in order."""
-    from .fields import primary_loss
-
     fields, its = rows.fields, rows.iteration
     top = job.last_iteration
     for k in points:

@@ -394,30 +394,8 @@ class JobStore:
                 fold(held, ev, MAX_TIMERS, MAX_RANKS_SEEN)
                 continue
             if pending is not None and ev.file in pending.queue:  # rows of earlier lines go first
-                if isinstance(ev, IterationRows):
-                    parts = pending.rest(ev)
-                else:
-                    line = ev.line or 0
-                    commutes = _commutes(ev)
-                    if pending.first_line(ev.file) >= line:
-                        parts = []
-                    elif commutes and pending.may_wait(self, ev.file, line, MAX_RUNS, MAX_RANKS_SEEN):
-                        parts = []  # (the rows and the event come to the same whichever goes first)
-                    else:
-                        parts = pending.before(ev.file, line)
-                    if not commutes and type(ev) in _STARTS_A_RUN:  # it may change what the rows do to their run
-                        pending.epoch += 1
-                if parts:
-                    runs = len(self.runs_of(ev.file))
-                    for rows, a, b in parts:
-                        segment = segments.get(rows.file)
-                        if segment is None:
-                            segment = segments[rows.file] = Segment(self._timer_state(rows.file))
-                        for job in fold_iterations(self, rows, a, b, segment, lambda e: self._take(e, segments),
-                                                   (MAX_RUNS, MAX_RANKS_SEEN, MAX_FAILURES)):
-                            touched[id(job)] = job
-                    if len(self.runs_of(ev.file)) != runs:  # a row started a new run
-                        pending.epoch += 1
+                for job in self._rows_before(ev, pending, segments):
+                    touched[id(job)] = job
             if isinstance(ev, IterationRows):
                 continue
             job = self._take(ev, segments)
@@ -428,6 +406,36 @@ class JobStore:
                 fold(segment, None, MAX_TIMERS, MAX_RANKS_SEEN)
         for job in touched.values():  # (staged points are bounded by what one call takes)
             job.flush_series()
+
+    def _rows_before(self, ev: Union[Event, IterationRows], pending: Pending,
+                     segments: dict[str, Segment]) -> list[Job]:
+        """The iteration rows of ``ev``'s file that go before it, folded (all the rest of ``ev``
+        when it is rows); the jobs whose series they staged points in."""
+        if isinstance(ev, IterationRows):
+            parts = pending.rest(ev)
+        else:
+            line = ev.line or 0
+            commutes = _commutes(ev)
+            if pending.first_line(ev.file) >= line:
+                parts = []
+            elif commutes and pending.may_wait(self, ev.file, line, MAX_RUNS, MAX_RANKS_SEEN):
+                parts = []  # (the rows and the event come to the same whichever goes first)
+            else:
+                parts = pending.before(ev.file, line)
+            if not commutes and type(ev) in _STARTS_A_RUN:  # it may change what the rows do to their run
+                pending.epoch += 1
+        touched: list[Job] = []
+        if parts:
+            runs = len(self.runs_of(ev.file))
+            for rows, a, b in parts:
+                segment = segments.get(rows.file)
+                if segment is None:
+                    segment = segments[rows.file] = Segment(self._timer_state(rows.file))
+                touched += fold_iterations(self, rows, a, b, segment, lambda e: self._take(e, segments),
+                                           (MAX_RUNS, MAX_RANKS_SEEN, MAX_FAILURES))
+            if len(self.runs_of(ev.file)) != runs:  # a row started a new run
+                pending.epoch += 1
+        return touched
 
     def _take(self, ev: Event, segments: dict[str, Segment]) -> Job:
         """One event (its file's events before it taken); the job it went to."""
@@ -525,10 +533,8 @@ def _low(a: Optional[float], b: Optional[float]) -> Optional[float]:
 
 
 def _rank_key(ev: Event, file_rank: Optional[int]) -> RankKey:
-    return _key_of(ev.rank, ev.node, file_rank)
+    return key_of(ev.rank, ev.node, file_rank)
 
-
-_key_of = key_of
 
 
 def _on_config(job: Job, ev: RunConfig, _: Optional[int]) -> None:
@@ -579,7 +585,7 @@ def _on_iteration(job: Job, ev: Iteration, file_rank: Optional[int]) -> None:
     loss = primary_loss(ev.losses) if ev.losses else None
     if ev.nan_count:  # Megatron counts the iterations of the interval whose loss was NaN
         loss = math.nan
-    _nan_check(job, ev.iteration, ev, loss, ev.grad_norm, bool(ev.skipped))
+    nan_check(job, ev.iteration, ev, loss, ev.grad_norm, bool(ev.skipped), MAX_FAILURES)
     if ev.lr is not None:
         job.last_iteration_lr = ev.lr
     if ev.loss_scale is not None:
@@ -589,11 +595,6 @@ def _on_iteration(job: Job, ev: Iteration, file_rank: Optional[int]) -> None:
     if ev.global_batch is not None:
         job.config["global_batch"] = ev.global_batch
     _first_step(job, ev.wall_time)
-
-
-def _nan_check(job: Job, step: Optional[int], ev: Event, loss: Optional[float], grad_norm: Optional[float],
-               skipped: bool) -> None:
-    nan_check(job, step, ev, loss, grad_norm, skipped, MAX_FAILURES)
 
 
 def _first_step(job: Job, wall: Optional[float]) -> None:
@@ -609,7 +610,7 @@ def _on_step(job: Job, ev: Step, _: Optional[int]) -> None:
         job.last_progress_wall = ev.wall_time
     if ev.loss is not None:
         job.last_step_loss = ev.loss
-    _nan_check(job, ev.step, ev, ev.loss, None, bool(ev.skipped))
+    nan_check(job, ev.step, ev, ev.loss, None, bool(ev.skipped), MAX_FAILURES)
     if ev.lr is not None:
         job.last_step_lr = ev.lr
     _first_step(job, ev.wall_time)

@@ -238,9 +238,7 @@ class Series:
             self._append_now(ev, plan, file_id)
             return
         if plan is not self._plan:
-            self.flush()
-            self._plan = plan
-            self._computed = [[] for _ in plan.computed]
+            self._stage_with(plan)
         self._staged.append(plan.fetch(ev))
         self._files.append(file_id)
         if plan.computed:
@@ -254,14 +252,18 @@ class Series:
         computed getters (an unbounded series: a bounded one makes its points one by one)."""
         assert not self.bounded
         if plan is not self._plan:
-            self.flush()
-            self._plan = plan
-            self._computed = [[] for _ in plan.computed]
+            self._stage_with(plan)
         self._staged.extend(points)
         self._files.extend([file_id] * len(points))
         for out, values in zip(self._computed, computed):
             out.extend(values)
         self.appended += len(points)
+
+    def _stage_with(self, plan: PointPlan) -> None:
+        """Points staged from now on follow ``plan`` (those of another are made first)."""
+        self.flush()
+        self._plan = plan
+        self._computed = [[] for _ in plan.computed]
 
     def flush(self) -> None:
         """Make the staged points: column by column, as :meth:`_append_now` makes each."""
