@@ -268,7 +268,8 @@ def test_metrics_lines_follow_the_python_definition(pieces):
     assert got == want and (got is None or list(got.items()) == list(want.items())), body
 
 
-_MEMORY_PIECES = st.sampled_from(["[Rank 3] ", "[Rank 12] (", "(", "after ", "after 10 iterations", ")",
+_MEMORY_PIECES = st.sampled_from(["[Rank 3] ", "[Rank 12] (", "(", "after ", "after 10 iterations", ")", "before ",
+                                  "save_checkpoint for iteration 50", "after save_checkpoint for iteration ",
                                   " memory (MB) | ", "allocated: ", "max allocated: ", "Max_Reserved:", "reserved: ",
                                   " max reserved : ", "15382.8", "1.5e3", "7", " ", " | ", "|", ":", "n/a", "1,024",
                                   "inf", "nan", "[Rank", "x", "\x1c", "00012", "99999999999999999999"])
@@ -283,7 +284,9 @@ def _memory_line(draw) -> str:
     if draw(st.booleans()):
         return "".join(draw(st.lists(_MEMORY_PIECES, max_size=25)))
     head = draw(st.sampled_from(["", "[Rank 7] ", "x [Rank 2] ", "noise "]))
-    after = draw(st.sampled_from(["(after 10 iterations)", "after 007 iterations", "(after 1 iterations"]))
+    after = draw(st.sampled_from(["(after 10 iterations)", "after 007 iterations", "(after 1 iterations",
+                                  "(before save_checkpoint for iteration 50)", "(after save_checkpoint for iteration 7)",
+                                  "before save_checkpoint for iteration 50", "(during save_checkpoint for iteration 1)"]))
     parts = draw(st.lists(st.tuples(_MEMORY_KEYS, st.sampled_from([": ", ":", " "]), _MEMORY_VALUES), max_size=6))
     tail = draw(st.sampled_from(["", " | junk", "[Rank 1] (after 10 iterations) memory (MB) | allocated: 2.0"]))
     return f"{head}{after} memory (MB) | " + " | ".join(k + sep + v for k, sep, v in parts) + tail
@@ -307,7 +310,7 @@ def test_a_memory_report_is_read_by_the_core_and_two_go_to_the_hook():
     one = "[Rank 12] (after 1 iterations) memory (MB) | allocated: 15382.845703125 | max allocated: 19070.7 | " \
           "reserved: 26762.0 | max reserved: 26800.5"
     verdicts, rows = core.memory_reports(one + one, [(0, len(one)), (0, 2 * len(one))])
-    assert list(verdicts) == [3, 1] and rows == [(12, "1", 15382.845703125, 19070.7, 26762.0, 26800.5)]
+    assert list(verdicts) == [3, 1] and rows == [(12, "after 1 iterations", 15382.845703125, 19070.7, 26762.0, 26800.5)]
     parser = megatron.MegatronParser("m.log")
     frame = (3, len(one), 0, None, None, None, None)
     assert parser.memory_row(rows[0], frame, None) == parser._on_memory(one, parser.context_of(frame, None))

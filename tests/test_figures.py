@@ -5,6 +5,7 @@ log_dist, job scripts' `date`), in the locales clusters run in."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 
@@ -399,3 +400,20 @@ def test_fast_iterations_keep_three_figures_in_the_table(tmp_path, run_cli):
     assert code == 0 and out.splitlines()[-1].split() == ["fast-1", "0.0168"], out
     code, out, _ = run_cli("summary", "--columns", "job,speed", "--format", "csv", str(log))
     assert out.splitlines()[-1] == "fast-1,0.0168", out
+
+
+_REPORT_MAX = re.compile(r"memory \(MB\) \|.*?\| max reserved: ([\d.]+)")
+
+
+@pytest.mark.parametrize("name", ["elena-1861140.out.log", "elena-2561509-no-throughput.out.log"])
+def test_memory_peak_counts_the_reports_around_checkpoint_saves(name):
+    """Megatron-LM reports memory before and after each checkpoint's save (since 2026-01); the peak
+    is the largest any report gives, as grep finds it (these logs hold no other memory line)."""
+    log = shared_or_skip(f"corpus/megatron-lm/{name}")
+    text = log.read_text(errors="replace")
+    assert "save_checkpoint for iteration" in text
+    want = max(float(m.group(1)) for m in _REPORT_MAX.finditer(text))
+    store = JobStore()
+    parse_file(log, log.name, sink=store.add)
+    got = max(summarize(job).as_dict()["memory"]["gpu_max_reserved_mb"] or 0.0 for job in store.jobs.values())
+    assert got == pytest.approx(want, abs=0.05)

@@ -618,7 +618,7 @@ fn memory_reports(text: &Bound<'_, PyString>, lines: Vec<(usize, usize)>) -> PyR
             Some(r) => {
                 verdicts.push(3);
                 let [a, b, c, d] = r.values;
-                rows.push((r.tag, r.after.to_string(), a, b, c, d));
+                rows.push((r.tag, r.label.to_string(), a, b, c, d));
             }
         }
     }

@@ -1,6 +1,7 @@
 //! Megatron's memory reports (`parsers/megatron.py`, `_on_memory`): a line holding one
-//! match of `_MEMORY`, `(?:\[Rank (\d+)\] )?\(?after (\d+) iterations\)? memory \(MB\) \| `
-//! (found by the `regex` crate, leftmost-first as `re` finds it), and the `key: value` parts
+//! match of `_MEMORY` (`[Rank N] (after N iterations) memory (MB) | `, or a checkpoint's
+//! `(before save_checkpoint for iteration N)`; found by the `regex` crate, leftmost-first as
+//! `re` finds it), and the `key: value` parts
 //! after it, keys as `norm_key` spells them.  Anything the hook reads otherwise (two reports on
 //! one line, a `[Rank` tag outside the match, a value only `to_float` reads) is None: the hook
 //! reads that line.
@@ -11,18 +12,22 @@ use std::sync::OnceLock;
 /// The four values a report gives, by `norm_key` spelling.
 const KEYS: [&str; 4] = ["allocated", "max allocated", "reserved", "max reserved"];
 
-/// One report: its `[Rank N]` tag's rank, the digits of `after N iterations`, and its
+/// One report: its `[Rank N]` tag's rank, its moment (`after N iterations`), and its
 /// allocated, max allocated, reserved and max reserved MB (None where it names none).
 pub struct Report<'a> {
     pub tag: Option<i64>,
-    pub after: &'a str,
+    pub label: &'a str,
     pub values: [Option<f64>; 4],
 }
 
 fn pattern() -> &'static regex::Regex {
     static RE: OnceLock<regex::Regex> = OnceLock::new();
     RE.get_or_init(|| {
-        regex::Regex::new(r"(?:\[Rank (\d+)\] )?\(?after (\d+) iterations\)? memory \(MB\) \| ").expect("valid")
+        regex::Regex::new(concat!(
+            r"(?:\[Rank (\d+)\] )?\(?(after \d+ iterations|(?:before|after) save_checkpoint for iteration \d+)\)?",
+            r" memory \(MB\) \| "
+        ))
+        .expect("valid")
     })
 }
 
@@ -57,7 +62,7 @@ pub fn typed(line: &str) -> Option<Report<'_>> {
         None if line.contains("[Rank") => return None, // a tag elsewhere: the hook's rank_tag reads it
         None => None,
     };
-    let after = m.get(2)?.as_str();
+    let label = m.get(2)?.as_str();
     let mut values = [None; 4];
     for seg in line[m.get(0)?.end()..].split('|') {
         let (raw, value) = seg.split_once(':').unwrap_or((seg, ""));
@@ -66,7 +71,7 @@ pub fn typed(line: &str) -> Option<Report<'_>> {
             values[k] = Some(numbers::fast_float(value)?);
         }
     }
-    Some(Report { tag, after, values })
+    Some(Report { tag, label, values })
 }
 
 #[cfg(test)]
@@ -77,10 +82,13 @@ mod tests {
     fn reads_one_report() {
         let r = typed("[Rank 3] (after 10 iterations) memory (MB) | allocated: 15382.8 | max allocated: 19070.7 | \
                        reserved: 26762.0 | max reserved: 26762.0").expect("read");
-        assert_eq!((r.tag, r.after), (Some(3), "10"));
+        assert_eq!((r.tag, r.label), (Some(3), "after 10 iterations"));
         assert_eq!(r.values, [Some(15382.8), Some(19070.7), Some(26762.0), Some(26762.0)]);
         let r = typed("after 007 iterations memory (MB) | Max_Allocated: 2 | other: n/a").expect("read");
-        assert_eq!((r.tag, r.after, r.values), (None, "007", [None, Some(2.0), None, None]));
+        assert_eq!((r.tag, r.label, r.values), (None, "after 007 iterations", [None, Some(2.0), None, None]));
+        let r = typed("[Rank 0] (after save_checkpoint for iteration 50) memory (MB) | max reserved: 53392.00").expect("read");
+        assert_eq!((r.tag, r.label), (Some(0), "after save_checkpoint for iteration 50"));
+        assert_eq!(r.values, [None, None, None, Some(53392.0)]);
     }
 
     #[test]

@@ -25,7 +25,10 @@ ITERATION = re.compile(r"iteration[ =]+(\d+)/ *(\d+) *\|")
 _EFFECTIVE = re.compile(r"Effective Tera Flops per GPU: (\S+) and total parameters (\S+) B")
 _NUMWORKERS = re.compile(r"NumWorkers: (\d+); SamplesPerStep: (\d+); IterationTime: (\S+);\s*SamplesPerSecond: (\S+)")
 # one report; ranks printing at once can write several on one physical line, each with its tag
-_MEMORY = re.compile(r"(?:\[Rank (\d+)\] )?\(?after (\d+) iterations\)? memory \(MB\) \| ")
+# a report's name is its moment: after N iterations, or (Megatron-LM since 2026-01) around a checkpoint's save,
+# where saving may raise the peak
+_MEMORY = re.compile(r"(?:\[Rank (\d+)\] )?\(?(after \d+ iterations|(?:before|after) save_checkpoint for iteration \d+)\)?"
+                     r" memory \(MB\) \| ")
 # NeMo 2's progress printer: "Training epoch 1, iteration 5/49 | ... | global_step: 55 | ...": the
 # iteration counts within the epoch and its total is the epoch's (max_steps when resumed)
 _NEMO2 = re.compile(r"Training epoch (\d+), iteration \d+/(\d+) \|.*?\| global_step: (\d+)\b")
@@ -243,6 +246,9 @@ class MegatronParser(LineParser):
         Sample("after 10 iterations memory (MB) | allocated: 6943.26611328125 | max allocated: 10359.83984375 | "
                "reserved: 20720.0 | max reserved: 20720.0", "memory",
                {"rank": None, "gpu_max_allocated_mb": 10359.83984375}),
+        Sample("[Rank 0] (before save_checkpoint for iteration 100) memory (MB) | allocated: 5728.25 | max allocated: "
+               "45008.92 | reserved: 13294.00 | max reserved: 53598.00", "memory",
+               {"rank": 0, "gpu_max_reserved_mb": 53598.0, "label": "before save_checkpoint for iteration 100"}),
         Sample(">>> done with compiling and loading fused kernels. Compilation time: 6.667 seconds", "milestone",
                {"name": "fused-kernels", "duration_s": 6.667}),
         Sample("[before the start of training step] datetime: 2022-06-22 22:22:59 ", "milestone",
@@ -361,17 +367,17 @@ class MegatronParser(LineParser):
 
     def memory_row(self, row: tuple, frame: tuple, wall: Optional[float]) -> list[Event]:
         """A memory report the compiled core read (``memory_reports``; see
-        :mod:`tuimon.engine.rows`): its tag's rank, the digits of its ``after N iterations``
+        :mod:`tuimon.engine.rows`): its tag's rank, its moment (``after N iterations``)
         and its four values, as :meth:`_on_memory` reads a line holding one report."""
-        tag, after, *values = row
-        return [self._memory(frame[0], frame[3] if tag is None else tag, frame[5], wall, after, *values)]
+        tag, label, *values = row
+        return [self._memory(frame[0], frame[3] if tag is None else tag, frame[5], wall, label, *values)]
 
-    def _memory(self, line: int, rank: Optional[int], node: Optional[str], wall: Optional[float], after: str,
+    def _memory(self, line: int, rank: Optional[int], node: Optional[str], wall: Optional[float], label: str,
                 allocated: Optional[float], max_allocated: Optional[float], reserved: Optional[float],
                 max_reserved: Optional[float]) -> Memory:
-        """One memory report's event (MB), ``after`` the digits of its ``after N iterations``."""
+        """One memory report's event (MB), ``label`` its moment (``after N iterations``)."""
         return Memory(file=self.file, line=line, rank=rank, node=node, wall_time=wall,
-                      label=f"after {after} iterations", gpu_allocated_mb=allocated, gpu_max_allocated_mb=max_allocated,
+                      label=label, gpu_allocated_mb=allocated, gpu_max_allocated_mb=max_allocated,
                       gpu_reserved_mb=reserved, gpu_max_reserved_mb=max_reserved)
 
     def _milestone(self, name: str, m: re.Match, ctx: LineContext) -> Event:
