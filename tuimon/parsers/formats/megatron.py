@@ -56,10 +56,13 @@ FORMAT = {
         {
             "event": "run_config",
             "anchor": "using world size: ",
-            "regex": r"using world size: (?P<world_size>\d+)(?:, data-parallel-size: (?P<dp>\d+))?"
-                     r"(?:, (?:context-parallel size: \d+, )?(?:hierarchical context-parallel sizes: \S+, )?"
-                     r"tensor-model-parallel size: (?P<tp>\d+))?(?:, (?:encoder-)?(?:tensor-model-parallel size: \d+, )?"
-                     r"pipeline-model-parallel size: (?P<pp>\d+))?",
+            # "data-parallel size" since 2024 ("data-parallel-size" before), Megatron-DeepSpeed's
+            # "sequence-parallel size", a comma missing after "context-parallel size: 1" in some versions
+            "regex": r"using world size: (?P<world_size>\d+)(?:,? data-parallel[- ]size: (?P<dp>\d+))?"
+                     r"(?:,? (?:context|sequence)-parallel size: \d+)?"
+                     r"(?:,? hierarchical context-parallel sizes: (?:None|\[[\d, ]*\]))?"
+                     r"(?:,? tensor-model-parallel size: (?P<tp>\d+))?(?:,? encoder-tensor-model-parallel size: \d+)?"
+                     r"(?:,? pipeline-model-parallel size: (?P<pp>\d+))?",
             "samples": [
                 {"line": "using world size: 64, data-parallel-size: 1, tensor-model-parallel size: 4, "
                          "pipeline-model-parallel size: 16 ",
@@ -68,6 +71,13 @@ FORMAT = {
                          "context-parallel sizes: None, tensor-model-parallel size: 2, encoder-tensor-model-parallel "
                          "size: 0, pipeline-model-parallel size: 2, encoder-pipeline-model-parallel size: 0",
                  "expect": {"world_size": 8, "dp": 2, "tp": 2, "pp": 2}},
+                {"line": "using world size: 56, data-parallel size: 28, context-parallel size: 1, hierarchical "
+                         "context-parallel sizes: None, tensor-model-parallel size: 2, pipeline-model-parallel size: 1",
+                 "expect": {"world_size": 56, "dp": 28, "tp": 2, "pp": 1}},
+                {"line": "using world size: 16, data-parallel-size: 4, sequence-parallel size: 1, tensor-model-parallel "
+                         "size: 2, pipeline-model-parallel size: 2 ", "expect": {"world_size": 16, "dp": 4, "tp": 2, "pp": 2}},
+                {"line": "using world size: 8, data-parallel size: 1, context-parallel size: 1 tensor-model-parallel "
+                         "size: 4, pipeline-model-parallel size: 2", "expect": {"world_size": 8, "dp": 1, "tp": 4, "pp": 2}},
                 {"line": "0: using world size: 32", "expect": {"world_size": 32}},
             ],
         },
