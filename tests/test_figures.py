@@ -417,3 +417,25 @@ def test_memory_peak_counts_the_reports_around_checkpoint_saves(name):
     parse_file(log, log.name, sink=store.add)
     got = max(summarize(job).as_dict()["memory"]["gpu_max_reserved_mb"] or 0.0 for job in store.jobs.values())
     assert got == pytest.approx(want, abs=0.05)
+
+
+def _timer_log(option: str) -> str:
+    """Megatron's timer block after each iteration, as ``--timing-log-option`` prints it."""
+    out = []
+    for i in range(1, 13):
+        out.append(megatron_iteration(i, 100, 4000.0 + i))
+        out.append("(min, max) time across ranks (ms):\n" if option == "minmax" else "max time across ranks (ms):\n")
+        for name, ms in (("forward-backward", 3900.0 + i), ("forward-compute", 1200.5 + i), ("optimizer", 80.25)):
+            value = f"({ms - 50:.2f}, {ms:.2f})" if option == "minmax" else f"{ms:.2f}"
+            out.append(f"    {(name + ' ').ljust(48, '.')}: {value}\n")
+    return "".join(out)
+
+
+def test_max_only_timers_read_as_the_max_of_min_max_ones(tmp_path):
+    """``--timing-log-option max`` prints the slowest rank's time alone, which is what tuimon
+    takes of a ``(min, max)`` line: the same timers, the same breakdown."""
+    by_max = one(tmp_path, "max.log", _timer_log("max"))
+    by_minmax = one(tmp_path, "minmax.log", _timer_log("minmax"))
+    assert set(by_max["timers_ms"]) == {"forward-backward", "forward-compute", "optimizer"}
+    assert by_max["timers_ms"] == by_minmax["timers_ms"] and by_max["breakdown"] == by_minmax["breakdown"]
+    assert by_max["timers_ms"]["optimizer"]["mean_ms"] == 80.25

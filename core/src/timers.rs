@@ -112,13 +112,14 @@ pub fn time_line(comm_op: &Regex, body: &str, offload_said: &mut bool) -> Read {
     }
 }
 
-/// A `name ....: (min, max)` line's body, read by the definition's regex `minmax`.
+/// A `name ....: (min, max)` (or `name ....: max`) line's body, read by the definition's
+/// regex `minmax`: the max is its third group, or its fourth.
 pub fn minmax_line(minmax: &Regex, body: &str, offload_said: &mut bool) -> Read {
     if !plain(body) {
         return Read::Hook;
     }
     let Some(caps) = minmax.captures(body) else { return Read::Nothing };
-    let (Some(name), Some(max)) = (caps.get(1), caps.get(3)) else { return Read::Nothing };
+    let (Some(name), Some(max)) = (caps.get(1), caps.get(3).or_else(|| caps.get(4))) else { return Read::Nothing };
     match fast_float(max.as_str()) {
         Some(v) => checked(vec![(py_strip(name.as_str()).to_string(), v)], body, offload_said),
         None => Read::Hook,
@@ -181,11 +182,14 @@ mod tests {
 
     #[test]
     fn reads_min_max_lines_by_the_definition() {
-        let re = Regex::new(r"^\s*(\S.*?) \.{2,}: \(([^,()]+), ([^,()]+)\)\s*$").unwrap();
+        let re = Regex::new(r"^\s*(\S.*?) \.{2,}: (?:\(([^,()]+), ([^,()]+)\)|([^\s,()]+))\s*$").unwrap();
         let said = &mut true;
         let t = timers(minmax_line(&re, "    forward-compute ....: (1000.12, 1100.34)", said));
         assert_eq!(t, vec![("forward-compute".into(), 1100.34)]);
         assert_eq!(minmax_line(&re, "nothing here", said), Read::Nothing);
         assert_eq!(minmax_line(&re, "  a ..: (1, inf)", said), Read::Hook);
+        let t = timers(minmax_line(&re, "    forward-backward ....: 4670.69 ", said));
+        assert_eq!(t, vec![("forward-backward".into(), 4670.69)]);
+        assert_eq!(minmax_line(&re, "    forward-backward ....: (4670.69)", said), Read::Nothing);
     }
 }

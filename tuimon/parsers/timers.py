@@ -3,7 +3,8 @@
 Megatron prints ``time (ms) | name: x | name: y``; DeepSpeed wraps the same in a
 ``log_dist`` line tagged ``[Rank R]``; newer Megatron prints a
 ``(min, max) time across ranks (ms):`` header followed by one
-``name ....: (min, max)`` line per timer.  Timer names are free-form (STRONGHOLD
+``name ....: (min, max)`` line per timer (``max time across ranks (ms):`` and
+``name ....: max`` with ``--timing-log-option max``).  Timer names are free-form (STRONGHOLD
 adds ``offloading-*``), so each is classified into a group by its words.
 """
 from __future__ import annotations
@@ -17,7 +18,7 @@ from .events import Checkpoint, Event, RunConfig, Timers, frozen_map
 from .numbers import to_float, to_int
 
 #: also the compiled core's, for the lines it reads in columns (what it reads must stay what re reads)
-MINMAX = r"^\s*(\S.*?) \.{2,}: \(([^,()]+), ([^,()]+)\)\s*$"
+MINMAX = r"^\s*(\S.*?) \.{2,}: (?:\(([^,()]+), ([^,()]+)\)|([^\s,()]+))\s*$"  # (min, max), or max alone
 _MINMAX = re.compile(MINMAX)
 # DeepSpeed's comms logger: "rank=0 | comm op: broadcast | time (ms): 3907.38 | msg size: 576.0 B | ..."
 COMM_OP_NAME = r"\bcomm op: ([^|]*?)\s*\|"  # (the core's too)
@@ -69,7 +70,7 @@ class TimerParser(LineParser):
     READS = ("timer breakdowns: Megatron time (ms), (min, max) timers, "
              "DeepSpeed wall-clock breakdown and comms logger, STRONGHOLD offloading-*")
     SNIFF = compile_sniff(r"time \(ms\)", r"time across ranks \(ms\)", r"saved checkpoint")
-    ROUTES = ((r"time \(ms\)", "_on_time_line"), (r"\.\.: \(", "_on_minmax"), (r"saved checkpoint", "_on_saved"))
+    ROUTES = ((r"time \(ms\)", "_on_time_line"), (r"\.\.: ", "_on_minmax"), (r"saved checkpoint", "_on_saved"))
     ONCE_FLAGS = ("_offload_announced",)
     CACHES = ("_groups",)
     # the core reads plain timer lines as _timers and _comm_op do; a save, the first offloading
@@ -104,6 +105,9 @@ class TimerParser(LineParser):
                                      "train/valid/test-data-iterators-setup": "setup"}}),
         Sample("    model-and-optimizer-setup ......................: (4228.35, 4670.69)", "timers",
                {"timers": {"model-and-optimizer-setup": 4670.69}}),
+        Sample("    forward-backward ...............................: 4670.69", "timers",
+               {"timers": {"forward-backward": 4670.69}}),
+        Sample("    forward-backward ...............................: (4228.35)", None),
         Sample("time (ms) | save-checkpoint: 66891.40", "checkpoint", {"save_ms": 66891.40, "iteration": 50},
                context=("  successfully saved checkpoint at iteration      50 to checkpoints/gpt2",)),
         Sample("  successfully saved checkpoint at iteration      50 to checkpoints/gpt2", "checkpoint",
@@ -138,7 +142,8 @@ class TimerParser(LineParser):
         m = _MINMAX.match(body)
         if not m:
             return []
-        value = to_float(m.group(3))  # the slowest rank's time: it sets the step time
+        # the slowest rank's time: it sets the step time
+        value = to_float(m.group(3) if m.group(3) is not None else m.group(4))
         return self._timers({m.group(1).strip(): value}, body, ctx) if value is not None else []
 
     def _on_time_line(self, body: str, ctx: LineContext) -> list[Event]:

@@ -75,9 +75,11 @@ FORMAT = {
                          "context-parallel sizes: None, tensor-model-parallel size: 2, pipeline-model-parallel size: 1",
                  "expect": {"world_size": 56, "dp": 28, "tp": 2, "pp": 1}},
                 {"line": "using world size: 16, data-parallel-size: 4, sequence-parallel size: 1, tensor-model-parallel "
-                         "size: 2, pipeline-model-parallel size: 2 ", "expect": {"world_size": 16, "dp": 4, "tp": 2, "pp": 2}},
+                         "size: 2, pipeline-model-parallel size: 2 ",
+                 "expect": {"world_size": 16, "dp": 4, "tp": 2, "pp": 2}},
                 {"line": "using world size: 8, data-parallel size: 1, context-parallel size: 1 tensor-model-parallel "
-                         "size: 4, pipeline-model-parallel size: 2", "expect": {"world_size": 8, "dp": 1, "tp": 4, "pp": 2}},
+                         "size: 4, pipeline-model-parallel size: 2",
+                 "expect": {"world_size": 8, "dp": 1, "tp": 4, "pp": 2}},
                 {"line": "0: using world size: 32", "expect": {"world_size": 32}},
             ],
         },
