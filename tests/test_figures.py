@@ -439,3 +439,22 @@ def test_max_only_timers_read_as_the_max_of_min_max_ones(tmp_path):
     assert set(by_max["timers_ms"]) == {"forward-backward", "forward-compute", "optimizer"}
     assert by_max["timers_ms"] == by_minmax["timers_ms"] and by_max["breakdown"] == by_minmax["breakdown"]
     assert by_max["timers_ms"]["optimizer"]["mean_ms"] == 80.25
+
+
+def test_megatron_bridge_task_configuration_sizes_the_run():
+    """Megatron-Bridge dumps its configuration as YAML (no argument list): the run trains at its
+    dataset's sequence_length (1024), not the model's seq_length (131072, the positions' limit).
+    Computed TFLOPs by seed 001's formulas, from the numbers grep finds in the log."""
+    log = shared_or_skip("corpus/megatron-lm/verdimrc-megatron-bridge-eos-2025-10.log")
+    text = log.read_text(errors="replace")
+    assert "  sequence_length: 1024\n" in text and "  seq_length: 131072\n" in text
+    store = JobStore()
+    parse_file(log, log.name, sink=store.add)
+    (row,) = [summarize(job).as_dict() for job in store.jobs.values()]
+    layers, hidden, seq, vocab, gbs, gpus = 16, 2048, 1024, 128256, 512, 8  # model:, dataset:, train:, world size
+    size = (layers * (12 * hidden ** 2 + 13 * hidden) + vocab * hidden + seq * hidden + 2 * hidden) / 1e9
+    assert (row["seq_length"], row["global_batch"], row["world_size"]) == (seq, gbs, gpus)
+    assert row["params_billion"] == pytest.approx(size, abs=5e-4)
+    assert row["activation_checkpointing"] is False  # recompute_granularity: null (selective core_attn only)
+    seconds = 4647.8 / 1000  # the one iteration's "elapsed time per iteration (ms): 4647.8"
+    assert row["tflops_per_gpu"]["computed"] == pytest.approx(size * 3 * 2 * seq * gbs / (seconds * gpus * 1e3), rel=1e-3)

@@ -17,6 +17,15 @@ def arguments(pairs: dict[str, str]) -> list[dict[str, Any]]:
     return fields
 
 
+def task_configuration(pairs: dict[str, str]) -> list[dict[str, Any]]:
+    """A Megatron-Bridge run's configuration: its dataset's ``sequence_length`` is the length
+    it trains at (the model's ``seq_length`` is the longest its positions allow)."""
+    if "sequence_length" in pairs:
+        pairs = {**pairs, "seq_length": pairs["sequence_length"]}
+    fields = config_from_args(pairs)
+    return [fields] if fields else []
+
+
 FORMAT = {
     "name": "megatron-lm",
     "description": "Megatron-LM family: parallel layout, vocabulary padding, argument list",
@@ -49,6 +58,38 @@ FORMAT = {
                            "3:   seq_length ...................................... 4096",
                            "3: -------------------- end of arguments ---------------------"],
                  "expect": {"seq_length": 4096}},
+            ],
+        },
+        {
+            # Megatron-Bridge's ConfigContainer, dumped as YAML between "------- Task Configuration -------" and a
+            # rule of dashes: its sections' own keys (two spaces in) are Megatron's argument names
+            "event": "run_config",
+            "begin": r"-{3,} Task Configuration -{3,}",
+            "end": r"^-{10,}\s*$",
+            "pair": r"^  (?P<name>\w+): (?P<value>\S.*?)\s*$",
+            "anchor": ": ",
+            "hook": task_configuration,
+            "samples": [
+                {"lines": ["------- Task Configuration -------",
+                           "_target_: megatron.bridge.training.config.ConfigContainer",
+                           "dataset:",
+                           "  sequence_length: 1024",
+                           "  split_matrix:",
+                           "  - - 0",
+                           "model:",
+                           "  hidden_size: 2048",
+                           "  num_layers: 16",
+                           "  recompute_granularity: null",
+                           "  recompute_modules:",
+                           "  - core_attn",
+                           "  seq_length: 131072",
+                           "  tensor_model_parallel_size: 1",
+                           "train:",
+                           "  global_batch_size: 512",
+                           "  train_iters: 10",
+                           "----------------------------------"],
+                 "expect": {"seq_length": 1024, "num_layers": 16, "hidden_size": 2048, "global_batch": 512,
+                            "train_iters": 10, "tp": 1, "activation_checkpointing": False}},
             ],
         },
     ],
@@ -104,6 +145,17 @@ FORMAT = {
             "samples": [
                 {"line": " > padded vocab (size: 50257) with 47 dummy tokens (new size: 50304)",
                  "expect": {"vocab_size": 50257, "padded_vocab_size": 50304}},
+            ],
+        },
+        {
+            # the theoretical memory report (Megatron-LM, Megatron-Bridge): the model's size as it counts it,
+            # taken where the argument list does not give the seed's formula its inputs
+            "event": "run_config",
+            "anchor": "Total number of parameters in billions: ",
+            "regex": r"Total number of parameters in billions: (?P<total_params_b>\d+(?:\.\d+)?)\b",
+            "samples": [
+                {"line": "Total number of parameters in billions: 1.24", "expect": {"total_params_b": 1.24}},
+                {"line": "0: Total number of parameters in billions: 1.17", "expect": {"total_params_b": 1.17}},
             ],
         },
     ],
