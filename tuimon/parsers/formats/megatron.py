@@ -65,7 +65,7 @@ FORMAT = {
             # rule of dashes: its sections' own keys (two spaces in) are Megatron's argument names
             "event": "run_config",
             "begin": r"-{3,} Task Configuration -{3,}",
-            "end": r"^-{10,}\s*$",
+            "end": r"^----------+\s*$",  # (written out: the engine finds its marker lines by the literal)
             "pair": r"^  (?P<name>\w+): (?P<value>\S.*?)\s*$",
             "anchor": ": ",
             "hook": task_configuration,
