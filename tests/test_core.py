@@ -123,6 +123,10 @@ _BODIES = st.sampled_from([
     "3.000E-04 | global batch size: 64 | lm loss: 2.5E+00 | loss scale: 4096.0 | grad norm: 1.2 | number of skipped "
     "iterations: 0 | number of nan iterations: 0 |",
     "time (ms) | forward-compute: 612.1 | backward-compute: 1501.2 | optimizer: 250.1",
+    " samples/sec: 3.412 | iteration       20/     100 | elapsed time per iteration (ms): 4689.0 | approx flops per "
+    "GPU: 712.3GFLOPS | MFU: 2.28% | HFU: 3.04% | lm_loss: 9.1E+00 | number of nan iterations:   0 |",
+    " iteration 7/ 9 | approx flops per GPU: 1.2PFLOPS | MFU: n/a | lm_loss: 2.0 |",
+    " iteration 8/ 9 | approx flops per GPU: 12 | approx flops per GPU: x1TFLOPS | lm_loss: 2.0 |",
     "(min, max) time across ranks (ms):", "    forward-backward ...........: (1000.12, 1100.34)",
     "max time across ranks (ms):", "    forward-backward ...........: 1100.34", "    a b ..: 1,5", "  x ..: inf",
     "[Rank 0] (after 5 iterations) memory (MB) | allocated: 15382.8 | max allocated: 19070.7 | reserved: 26762.0",

@@ -458,3 +458,17 @@ def test_megatron_bridge_task_configuration_sizes_the_run():
     assert row["activation_checkpointing"] is False  # recompute_granularity: null (selective core_attn only)
     seconds = 4647.8 / 1000  # the one iteration's "elapsed time per iteration (ms): 4647.8"
     assert row["tflops_per_gpu"]["computed"] == pytest.approx(size * 3 * 2 * seq * gbs / (seconds * gpus * 1e3), rel=1e-3)
+
+
+def test_gpt_neox_flops_are_read_with_their_unit_and_its_mfu_is_the_runs_own(tmp_path):
+    """NeoX prints its rate through human_readable_flops (GFLOPS on a slow run) and, since 2025,
+    its own MFU and HFU: the TFLOPs are the rate in TFLOP/s, the MFU is the log's (no GPU peak)."""
+    lines = ["NeoXArgs.from_ymls() ['configs/125M.yml']\n"]
+    for i in range(10, 130, 10):
+        lines.append(f" samples/sec: 3.412 | iteration {i:8d}/{200:8d} | elapsed time per iteration (ms): 4689.0 | "
+                     f"learning rate: 6.000E-04 | approx flops per GPU: 712.3GFLOPS | MFU: 2.28% | HFU: 3.04% | "
+                     f"lm_loss: {9 - i / 100:.6E} | number of skipped iterations:   0 | number of nan iterations:   0 |\n")
+    row = one(tmp_path, "neox.log", "".join(lines))
+    assert row["framework"] == "gpt-neox"
+    assert row["tflops_per_gpu"]["reported"] == pytest.approx(0.7123, abs=0.005)  # not 712.3 (2 decimals)
+    assert row["mfu"] == pytest.approx(0.0228) and row["gpu_peak_source"] == "log: the run's own MFU"

@@ -171,6 +171,8 @@ enum Spec {
     Loss(Py<PyString>),
     Int(Py<PyString>),
     Float(Py<PyString>, Option<f64>),
+    /// a value with a unit: the definition's own reader of it (NeoX's `123.4TFLOPS`)
+    Read(Py<PyString>, Py<PyAny>),
 }
 
 impl Spec {
@@ -180,6 +182,7 @@ impl Spec {
             Spec::Loss(k) => Spec::Loss(k.clone_ref(py)),
             Spec::Int(n) => Spec::Int(n.clone_ref(py)),
             Spec::Float(n, scale) => Spec::Float(n.clone_ref(py), *scale),
+            Spec::Read(n, f) => Spec::Read(n.clone_ref(py), f.clone_ref(py)),
         }
     }
 }
@@ -254,6 +257,7 @@ impl Records {
             None => Spec::Skip,
             Some(n) if n.to_str()? == "loss" => Spec::Loss(kind.cast_into::<PyString>()?.unbind()),
             Some(n) if kind.is_instance_of::<PyString>() && kind.extract::<String>()? == "int" => Spec::Int(n.unbind()),
+            Some(n) if kind.is_callable() => Spec::Read(n.unbind(), kind.unbind()),
             Some(n) => Spec::Float(n.unbind(), if kind.is_instance_of::<PyFloat>() { Some(kind.extract()?) } else { None }),
         };
         let mut specs = self.specs.lock().expect("not poisoned");
@@ -289,6 +293,7 @@ impl Records {
                     }
                 }
                 Spec::Int(name) => out.set_item(name, self.int(py, value)?)?,
+                Spec::Read(name, read) => out.set_item(name, read.bind(py).call1((value,))?)?,
                 Spec::Float(name, scale) => {
                     let v = self.float(py, value)?;
                     match scale {

@@ -131,6 +131,7 @@ class Iteration(NamedTuple):
     samples_per_sec: Optional[float] = None
     tokens_per_sec: Optional[float] = None
     tokens_per_gpu_per_sec: Optional[float] = None
+    mfu: Optional[float] = None  # percent, as the framework reports it (GPT-NeoX)
 
 
 class Step(NamedTuple):

@@ -50,6 +50,21 @@ _MILESTONES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (r"\[before the start of training step\] datetime: (.*)", "training-start"),
     ))
 
+# GPT-NeoX's human_readable_flops: "123.4TFLOPS", and "712.3GFLOPS" on a slow run, "1.2PFLOPS" on a fast one
+_FLOPS_UNITS = (("KFLOPS", 1e-9), ("MFLOPS", 1e-6), ("GFLOPS", 1e-3), ("TFLOPS", 1.0), ("PFLOPS", 1e3),
+                ("EFLOPS", 1e6), ("ZFLOPS", 1e9))
+
+
+def tflops_of(text: str) -> Optional[float]:
+    """A FLOP rate with its unit (NeoX's ``approx flops per GPU``), in TFLOP/s; a bare number as is."""
+    value = text.strip()
+    for unit, scale in _FLOPS_UNITS:
+        if value.endswith(unit):
+            number = to_float(value[:-len(unit)])
+            return None if number is None else number * scale
+    return to_float(value)
+
+
 _FIELD_OF = {
     "elapsed time per iteration ms": ("elapsed_ms", 1.0),
     "elapsed time per iteration s": ("elapsed_ms", 1000.0),
@@ -66,7 +81,8 @@ _FIELD_OF = {
     "throughput per gpu tflop/s/gpu": ("tflops_reported", None),
     "tflops": ("tflops_reported", None),
     "tflops per gpu": ("tflops_reported", None),  # NeMo 2's FLOPs callback: "TFLOPS_per_GPU: 350.1"
-    "approx flops per gpu": ("tflops_reported", None),
+    "approx flops per gpu": ("tflops_reported", tflops_of),
+    "mfu": ("mfu", None),  # GPT-NeoX with peak_theoretical_tflops: "MFU: 39.55% | HFU: 52.73% |"
     "samples per second": ("samples_per_sec", None),
     "samples/sec": ("samples_per_sec", None),
     "tokens per second": ("tokens_per_sec", None),
@@ -121,6 +137,8 @@ def parse_record(record: str) -> dict:
                 losses[kind] = v
         elif kind == "int":
             out[name] = to_int(value)
+        elif callable(kind):  # a value with a unit
+            out[name] = kind(value)
         else:
             v = to_float(value)
             if v is not None and isinstance(kind, float):
@@ -206,6 +224,14 @@ class MegatronParser(LineParser):
                "4096.0 | number of skipped iterations:   0 | number of nan iterations:   0 |",
                "iteration", {"samples_per_sec": 206.693, "tflops_reported": 13.3, "losses": {"lm loss": 11.06431},
                              "train_iters": 512}),
+        # GPT-NeoX since 2025, with peak_theoretical_tflops set; a slow run's rate in GFLOPS
+        Sample(" samples/sec: 3.412 | iteration       20/     100 | elapsed time per iteration (ms): 4689.0 | "
+               "learning rate: 6.000E-04 | approx flops per GPU: 712.3GFLOPS | MFU: 2.28% | HFU: 3.04% | "
+               "lm_loss: 9.106431E+00 | number of skipped iterations:   0 | number of nan iterations:   0 |",
+               "iteration", {"tflops_reported": 0.7123, "mfu": 2.28, "losses": {"lm loss": 9.106431}}),
+        Sample(" samples/sec: 1024.0 | iteration       20/     100 | elapsed time per iteration (ms): 469.0 | "
+               "approx flops per GPU: 1.2PFLOPS | MFU: 61.50% | lm_loss: 2.1E+00 |", "iteration",
+               {"tflops_reported": 1200.0, "mfu": 61.5}),
         Sample(" iteration      199/  317892 | consumed samples:       152832 | consumed tokens:    625999872 | "
                "elapsed time per iteration (ms): 14287.5 | learning rate: 2.407E-04 | global batch size:   768 | "
                "lm loss: 5.905366E+00 | loss scale: 8192.0 | actual seqlen:  4096 | number of skipped iterations:"

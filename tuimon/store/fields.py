@@ -133,7 +133,8 @@ FIELDS: tuple[Field, ...] = (
     Field("tokens_per_gpu_per_sec", "<f4", {"iteration": _attr("tokens_per_gpu_per_sec"),
                                             "throughput": _attr("tokens_per_gpu_per_sec")},
           "median", "tokens/s/GPU", "Tokens/s/GPU", 0, floor=0.0),
-    Field("mfu_reported", "<f4", {"throughput": _attr("mfu", 0.01)}, "median", "ratio", "MFU rep", 4, floor=0.0,
+    Field("mfu_reported", "<f4", {"iteration": _attr("mfu", 0.01), "throughput": _attr("mfu", 0.01)}, "median",
+          "ratio", "MFU rep", 4, floor=0.0,
           prometheus="tuimon_job_mfu_reported_ratio"),
 )
 
