@@ -70,8 +70,7 @@ def test_min_max_timer_lines_after_the_block_are_not_read_as_its_pairs(tmp_path,
     original = block_rules.BlockRule._read
 
     def counted(self, after, before):
-        lines = self._pair_lines if self._pair_lines is not None else None
-        read.append((after, before, lines))
+        read.append((after, before))
         return original(self, after, before)
 
     monkeypatch.setattr(block_rules.BlockRule, "_read", counted)
