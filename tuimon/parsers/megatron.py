@@ -32,7 +32,10 @@ _MEMORY = re.compile(r"(?:\[Rank (\d+)\] )?\(?(after \d+ iterations|(?:before|af
 # NeMo 2's progress printer: "Training epoch 1, iteration 5/49 | ... | global_step: 55 | ...": the
 # iteration counts within the epoch and its total is the epoch's (max_steps when resumed)
 _NEMO2 = re.compile(r"Training epoch (\d+), iteration \d+/(\d+) \|.*?\| global_step: (\d+)\b")
-_EXIT = re.compile(r"\[exiting program (?:at iteration (\d+)|after [\d.]+ minutes)\] datetime: (.*)")
+# --exit-interval, --exit-duration-in-mins, and --exit-signal-handler's SIGTERM (Slurm's warning before a
+# time limit or a preemption): the program saved its checkpoint and left
+_EXIT = re.compile(r"\[exiting program (?:at iteration (\d+)|after [\d.]+ minutes|after receiving SIGTERM\.?)\] "
+                   r"datetime: (.*)")
 _MILESTONES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
     (re.compile(p), name) for p, name in (
         (r"> initializing torch distributed", "init-distributed"),
@@ -282,6 +285,11 @@ class MegatronParser(LineParser):
         Sample("> initializing torch distributed ...", "milestone", {"name": "init-distributed"}),
         Sample("[exiting program at iteration 50] datetime: 2022-06-29 01:00:50 ", "exit",
                {"iteration": 50, "wall_time": 1656464450.0}),
+        Sample("[exiting program after receiving SIGTERM.] datetime: 2026-08-22 15:22:22.123456 ", "exit",
+               {"iteration": 1200, "wall_time": 1787412142.123456},
+               context=(" iteration     1200/  500000 | consumed samples:      1228800 | elapsed time per iteration (ms):"
+                        " 3107.0 | lm loss: 3.001000E+00 | number of skipped iterations:   0 | number of nan iterations:"
+                        "   0 |",)),
     )
 
     def __init__(self, file: str = "") -> None:
