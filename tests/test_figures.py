@@ -472,3 +472,23 @@ def test_gpt_neox_flops_are_read_with_their_unit_and_its_mfu_is_the_runs_own(tmp
     assert row["framework"] == "gpt-neox"
     assert row["tflops_per_gpu"]["reported"] == pytest.approx(0.7123, abs=0.005)  # not 712.3 (2 decimals)
     assert row["mfu"] == pytest.approx(0.0228) and row["gpu_peak_source"] == "log: the run's own MFU"
+
+
+def test_torchtitan_counting_its_batch_in_tokens_sizes_the_run(tmp_path):
+    """torchtitan since 2026-08 says its batch in tokens (``131072 tokens per train step, ...
+    maximum context length 2048``) and its model's size in parameters: the run's global batch
+    is 64 sequences of 2048, its tokens/s a step's tokens over the step time, its size 8.03 B."""
+    head = "[rank0]:[titan] 2026-08-21 10:00:{:02d},000 - root - INFO - "
+    lines = [head.format(0) + "\x1b[34mModel llama3 8B \x1b[31msize: 8,030,261,248 total parameters\x1b[39m",
+             head.format(0) + "Applied FullAC activation checkpointing to the model",
+             head.format(1) + "Trainer is initialized with 16384 tokens per DP rank, 131072 tokens per train step, "
+                              "gradient accumulation steps 2, maximum context length 2048, total steps 100 (warmup 10)"]
+    for step in range(1, 41):  # a metrics line every 2 s
+        lines.append(head.format(0).replace("10:00:00", f"10:{(2 * step) // 60:02d}:{(2 * step) % 60:02d}")
+                     + f"step: {step:2}  loss: {8 - step / 10:8.5f}  memory: 60.25GiB(63.40%)  tps: 8,192  "
+                       f"tflops: 385.12  mfu: 38.94%")
+    row = one(tmp_path, "titan.log", "\n".join(lines) + "\n")
+    assert (row["global_batch"], row["seq_length"], row["train_iters"]) == (64, 2048, 100)
+    assert row["params_billion"] == pytest.approx(8.030, abs=5e-4) and row["activation_checkpointing"] is True
+    assert row["iter_time_ms"]["median"] == pytest.approx(2000.0)
+    assert row["tokens_per_sec_computed"] == pytest.approx(131072 / 2.0)

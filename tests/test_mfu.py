@@ -75,7 +75,9 @@ def test_mfu_from_the_logs_without_flags(tmp_path):
     assert s["gpu"] == "NVIDIA A100-SXM4-80GB" and s["precision"] == "bf16"
     assert s["gpu_peak_tflops"] == 312.0 and s["gpu_peak_source"] == "log: a100 bf16"
     computed = s["tflops_per_gpu"]["computed"]
-    assert computed == pytest.approx(109.1, abs=0.1) and s["mfu"] == pytest.approx(computed / 312.0, abs=1e-4)
+    # the arguments do not say whether activations are recomputed: the formula assumed it, so the
+    # MFU is the log's own 105.0 TFLOPs over the peak
+    assert computed == pytest.approx(109.1, abs=0.1) and s["mfu"] == pytest.approx(105.0 / 312.0, abs=1e-4)
     assert s["checks"] == []
     for fmt in ("table", "markdown"):
         assert f"{100 * s['mfu']:.1f}%" in render_summary([from_dict(s)], fmt)
@@ -84,9 +86,29 @@ def test_mfu_from_the_logs_without_flags(tmp_path):
     assert fp32["precision"] == "fp32" and fp32["gpu_peak_tflops"] == 156.0
 
 
+def test_mfu_takes_the_formula_where_recomputation_is_known_and_the_log_where_it_is_assumed(tmp_path):
+    """Seed 001's formula counts a recomputed forward (factor 4) where activations are recomputed; a log
+    that does not say is assumed to recompute, and then its own TFLOPs, if it prints any, make the MFU."""
+    gpu = "GPU 0: NVIDIA A100-SXM4-80GB (UUID: GPU-1)\n"
+    args = ARGS.format(bf16="True", fp16="False")
+    full = args.replace("  seq_length ...", "  recompute_granularity ......................... full\n  seq_length ...")
+    none = args.replace("  seq_length ...", "  recompute_granularity ......................... None\n  seq_length ...")
+    for text, ckpt, computed in ((full, True, 109.1), (none, False, 81.8)):
+        s = _summary(tmp_path, gpu + text + _iterations(2000.0, 105.0))
+        assert s["activation_checkpointing"] is ckpt
+        assert s["tflops_per_gpu"]["computed"] == pytest.approx(computed, abs=0.1)
+        assert s["mfu"] == pytest.approx(s["tflops_per_gpu"]["computed"] / 312.0, abs=1e-4)  # the formula's
+    unknown = _summary(tmp_path, gpu + args + _iterations(2000.0, 105.0))
+    assert unknown["activation_checkpointing"] is None and unknown["mfu"] == pytest.approx(105.0 / 312.0, abs=1e-4)
+    silent = _summary(tmp_path, gpu + args + _iterations(2000.0, 105.0).replace(
+        "throughput per GPU (TFLOP/s/GPU): 105.0 | ", ""))  # no rate of its own: the formula's, assumption and all
+    assert silent["tflops_per_gpu"]["reported"] is None and silent["mfu"] == pytest.approx(109.1 / 312.0, abs=1e-3)
+
+
 def test_mfu_above_100_and_disagreeing_tflops_are_flagged(tmp_path):
-    text = "GPU 0: Tesla V100-SXM2-32GB (UUID: GPU-1)\n" + ARGS.format(bf16="False", fp16="True") \
-        + _iterations(300.0, 98.1)
+    args = ARGS.format(bf16="False", fp16="True").replace(  # (recomputation known: the MFU is the formula's)
+        "  seq_length ...", "  recompute_granularity ......................... full\n  seq_length ...")
+    text = "GPU 0: Tesla V100-SXM2-32GB (UUID: GPU-1)\n" + args + _iterations(300.0, 98.1)
     s = _summary(tmp_path, text)
     computed, reported = s["tflops_per_gpu"]["computed"], s["tflops_per_gpu"]["reported"]
     assert s["mfu"] > 1.0 and reported == 98.1

@@ -349,13 +349,16 @@ def summarize_timeless(job: Job, *, gpu_peak: Optional[float] = None,
 
     params = params_billion(cfg)
     computed = None
+    ckpt = cfg.get("activation_checkpointing")
     if params and cfg.get("seq_length") and gbs and it_stats and gpus:
-        ckpt = cfg.get("activation_checkpointing")
         computed = tflops_per_gpu(params, cfg["seq_length"], gbs, it_stats.median / 1000.0, gpus,
                                   activation_checkpointing=True if ckpt is None else ckpt)
 
     peak = choose_peak(gpu_peak, gpu, cfg.get("gpu"), cfg.get("precision"))
-    achieved = computed if computed is not None else tflops_reported
+    # the seed's formula, else the log's own rate; but where the formula had to assume recomputation (the log
+    # does not say), the log's own rate goes first: an assumption never outranks what the run measured
+    achieved = computed if computed is not None and (ckpt is not None or tflops_reported is None) \
+        else (tflops_reported if tflops_reported is not None else computed)
     mfu_value = mfu(achieved, peak.tflops) if peak is not None else None
     mfu_source = f"{peak.source}: {peak.gpu or ''} {peak.precision or ''}".strip() if peak is not None else None
     if mfu_value is None and rates.get("mfu_reported") is not None:  # torchtitan prints its own

@@ -25,6 +25,14 @@ METRIC = re.compile(r"([a-z_]+):\s+([-+]?[\d.,]+(?:[eE][-+]?\d+)?|nan|inf)(GiB)?
 # "Finished saving the checkpoint (or staging if async is enabled)in 12.34 seconds."
 _SAVED = re.compile(r"Finished saving the checkpoint\b.*?\bin (\d{1,9}(?:\.\d+)?) seconds")
 _INIT = re.compile(r"local batch size (\d+), global batch size (\d+),.*?sequence length (\d+), total steps (\d+)")
+# since 2026-08 the batch is counted in tokens: "... with 16384 tokens per DP rank, 32768 tokens per train step,
+# gradient accumulation steps 2, maximum context length 2048, total steps 20000 (warmup 500)"
+_INIT_TOKENS = re.compile(r"(\d+) tokens per train step,.*?maximum context length (\d+), total steps (\d+)")
+# "Applied selective activation checkpointing to the model" ("SelectiveAC", "FullAC" since 2026): whether the
+# forward is computed twice (full), which the seed formula's factor 4 assumes, or not (selective: cheap ops only)
+_AC = re.compile(r"Applied (full|FullAC|selective|SelectiveAC) activation checkpointing to the model")
+# "Model llama3 8B size: 8,030,261,248 total parameters" (coloured)
+_SIZE = re.compile(r"\bsize: (\d{1,3}(?:,\d{3})*|\d+) total parameters")
 
 
 def metric_values(body: str) -> Optional[dict[str, tuple[str, str]]]:
@@ -49,6 +57,7 @@ class TorchTitanParser(LineParser):
     # the [titan] tag came in 2025; before it, the metrics line alone says torchtitan
     SNIFF = compile_sniff(r"\[titan\] \d{4}-", r"step: *\d+ +loss: *\S+ +(?:grad_norm: *\S+ +)?memory: *[\d.]+GiB\(")
     ROUTES = ((r"step: *\d+ ", "_on_metrics"), (r"Trainer is initialized with ", "_on_init"),
+              (r" total parameters", "_on_size"), (r" activation checkpointing to the model", "_on_ac"),
               (r" - Training completed", "_on_completed"), (r"Finished saving the checkpoint", "_on_saved"))
     ONCE_FLAGS = ("_announced",)
     # with the compiled core, a metrics line whose values it reads as to_float does is typed there
@@ -81,6 +90,18 @@ class TorchTitanParser(LineParser):
                "(warmup 500)", "run_config",
                {"framework": "torchtitan", "micro_batch": 8, "global_batch": 16, "seq_length": 2048,
                 "train_iters": 20000}),
+        Sample("[rank0]:[titan] 2026-08-21 10:00:01,000 - root - INFO - Trainer is initialized with 16384 tokens per DP "
+               "rank, 131072 tokens per train step, gradient accumulation steps 2, maximum context length 2048, total "
+               "steps 20000 (warmup 500)", "run_config",
+               {"framework": "torchtitan", "global_batch": 64, "seq_length": 2048, "train_iters": 20000}),
+        Sample("[rank0]:[titan] 2026-04-18 22:15:35,953 - root - INFO - \x1b[34mModel llama3 150M \x1b[31msize: 75,516,672 "
+               "total parameters\x1b[39m", "run_config", {"total_params_b": 0.075516672}),
+        Sample("[rank0]:[titan] 2026-04-18 22:15:35,100 - root - INFO - Applied selective activation checkpointing to "
+               "the model", "run_config", {"activation_checkpointing": False}),
+        Sample("[rank0]:[titan] 2026-08-21 10:00:00,100 - root - INFO - Applied FullAC activation checkpointing to the "
+               "model", "run_config", {"activation_checkpointing": True}),
+        Sample("[rank0]:[titan] 2026-08-21 10:00:00,100 - root - INFO - Applied MemoryBudgetAC activation checkpointing "
+               "to the model", None),
         Sample("[rank0]:[titan] 2026-04-18 22:16:45,002 - root - INFO - Training completed", "exit", {"iteration": 40},
                context=("[rank0]:[titan] 2026-04-18 22:16:44,100 - root - INFO - step: 40  loss:  4.28883  "
                         "memory: 29.50GiB(92.00%)  tps: 70,001  tflops: 46.10  mfu: 14.78%",)),
@@ -159,10 +180,28 @@ class TorchTitanParser(LineParser):
 
     def _on_init(self, body: str, ctx: LineContext) -> list[Event]:
         m = _INIT.search(body)
-        if not m:
+        if m:
+            config = self.make(RunConfig, ctx, framework=self.framework, micro_batch=to_int(m.group(1)),
+                               global_batch=to_int(m.group(2)), seq_length=to_int(m.group(3)),
+                               train_iters=to_int(m.group(4)))
+        elif (m := _INIT_TOKENS.search(body)) is not None:
+            # a step's tokens in sequences of the context length: the global batch, where they divide evenly
+            tokens, length = to_int(m.group(1)), to_int(m.group(2))
+            batch = tokens // length if tokens and length and tokens % length == 0 else None
+            config = self.make(RunConfig, ctx, framework=self.framework, global_batch=batch, seq_length=length,
+                               train_iters=to_int(m.group(3)))
+        else:
             return []
-        events: list[Event] = [self.make(RunConfig, ctx, framework=self.framework, micro_batch=to_int(m.group(1)),
-                                         global_batch=to_int(m.group(2)), seq_length=to_int(m.group(3)),
-                                         train_iters=to_int(m.group(4)))]
         self.first_time("_announced")
-        return events
+        return [config]
+
+    def _on_ac(self, body: str, ctx: LineContext) -> list[Event]:
+        m = _AC.search(body)
+        return [self.make(RunConfig, ctx, activation_checkpointing=m.group(1).lower().startswith("full"))] if m else []
+
+    def _on_size(self, body: str, ctx: LineContext) -> list[Event]:
+        """The model's size as torchtitan counts it (``Model llama3 8B size: 8,030,261,248 total
+        parameters``): the run's size where no formula has its shape."""
+        m = _SIZE.search(strip_ansi(body)) if "[titan]" in body or "Model " in body else None
+        count = to_int(m.group(1).replace(",", "")) if m else None
+        return [self.make(RunConfig, ctx, total_params_b=count / 1e9)] if count else []
