@@ -87,6 +87,8 @@ def test_mfu_from_the_logs_without_flags(tmp_path):
 
 
 def test_mfu_takes_the_formula_where_recomputation_is_known_and_the_log_where_it_is_assumed(tmp_path):
+    from tuimon.figures.columns import tflops_text
+
     """Seed 001's formula counts a recomputed forward (factor 4) where activations are recomputed; a log
     that does not say is assumed to recompute, and then its own TFLOPs, if it prints any, make the MFU."""
     gpu = "GPU 0: NVIDIA A100-SXM4-80GB (UUID: GPU-1)\n"
@@ -98,8 +100,11 @@ def test_mfu_takes_the_formula_where_recomputation_is_known_and_the_log_where_it
         assert s["activation_checkpointing"] is ckpt
         assert s["tflops_per_gpu"]["computed"] == pytest.approx(computed, abs=0.1)
         assert s["mfu"] == pytest.approx(s["tflops_per_gpu"]["computed"] / 312.0, abs=1e-4)  # the formula's
+        assert tflops_text(from_dict(s)) == f"{computed:.1f}"
     unknown = _summary(tmp_path, gpu + args + _iterations(2000.0, 105.0))
     assert unknown["activation_checkpointing"] is None and unknown["mfu"] == pytest.approx(105.0 / 312.0, abs=1e-4)
+    # the one-cell TFLOPs of a narrow screen is the rate its MFU is of
+    assert tflops_text(from_dict(unknown)) == "105.0r"
     silent = _summary(tmp_path, gpu + args + _iterations(2000.0, 105.0).replace(
         "throughput per GPU (TFLOP/s/GPU): 105.0 | ", ""))  # no rate of its own: the formula's, assumption and all
     assert silent["tflops_per_gpu"]["reported"] is None and silent["mfu"] == pytest.approx(109.1 / 312.0, abs=1e-3)

@@ -20,7 +20,7 @@ from typing import Any, Callable, Optional
 
 from ..store.fields import FIELDS, SHOWN, Field
 from .cells import csv_text, duration, iter_time, num, safe_cell, short_num
-from .record import SCHEMA_VERSION, Figure, Summary
+from .record import SCHEMA_VERSION, Figure, Summary, achieved_tflops
 
 
 @dataclass(frozen=True)
@@ -74,15 +74,16 @@ def _speed_text(r: Summary) -> str:
 
 def _tflops(r: Summary) -> Optional[float]:
     t = r.tflops_per_gpu
-    return t.computed if t.computed is not None else t.reported
+    return achieved_tflops(t.computed, t.reported, r.activation_checkpointing)[0]
 
 
 def tflops_text(r: Summary) -> str:
-    """TFLOPs per GPU in one cell: computed, else as the log reports it (``7.2r``)."""
+    """TFLOPs per GPU in one cell, the rate the MFU is of: computed, else as the log reports it (``7.2r``)."""
     t = r.tflops_per_gpu
-    if t.computed is not None:
-        return num(t.computed)
-    return num(t.reported) + "r" if t.reported is not None else "-"
+    value, reported = achieved_tflops(t.computed, t.reported, r.activation_checkpointing)
+    if value is None:
+        return "-"
+    return num(value) + "r" if reported else num(value)
 
 
 def _memory(r: Summary) -> Optional[float]:

@@ -242,3 +242,15 @@ def json_schema() -> dict[str, Any]:
     one["required"] = list(one["properties"])
     return {"$schema": "https://json-schema.org/draft/2020-12/schema", "title": "tuimon job summary",
             "description": __doc__.split("\n\n")[0] if __doc__ else "", "type": "array", "items": one}
+
+
+def achieved_tflops(computed: Optional[float], reported: Optional[float],
+                    activation_checkpointing: Optional[bool]) -> tuple[Optional[float], bool]:
+    """The TFLOPs per GPU a run achieved, and whether they are the log's own: the seed's formula,
+    else the log's; but where the formula had to assume recomputation (the log does not say),
+    the log's own rate goes first: an assumption never outranks what the run measured."""
+    if computed is not None and (activation_checkpointing is not None or reported is None):
+        return computed, False
+    if reported is not None:
+        return reported, True
+    return computed, False

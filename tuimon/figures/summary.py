@@ -21,7 +21,7 @@ from . import breakdown as breakdown_mod
 from .alerts import quiet_in_log
 from .gpus import Peak, choose_peak
 from .metrics import aggregate, mfu, model_size_billion, startup_timeline, steady_stats, tflops_per_gpu
-from .record import Failure, IterTime, Memory, ModelConfig, Summary, Tflops
+from .record import Failure, IterTime, Memory, ModelConfig, Summary, Tflops, achieved_tflops
 from .thresholds import STARTUP_TIMEOUT_S as STARTUP_TIMEOUT_S
 
 #: A job with no iteration whose files were written less than this long ago is still starting.
@@ -355,10 +355,7 @@ def summarize_timeless(job: Job, *, gpu_peak: Optional[float] = None,
                                   activation_checkpointing=True if ckpt is None else ckpt)
 
     peak = choose_peak(gpu_peak, gpu, cfg.get("gpu"), cfg.get("precision"))
-    # the seed's formula, else the log's own rate; but where the formula had to assume recomputation (the log
-    # does not say), the log's own rate goes first: an assumption never outranks what the run measured
-    achieved = computed if computed is not None and (ckpt is not None or tflops_reported is None) \
-        else (tflops_reported if tflops_reported is not None else computed)
+    achieved, _ = achieved_tflops(computed, tflops_reported, ckpt)
     mfu_value = mfu(achieved, peak.tflops) if peak is not None else None
     mfu_source = f"{peak.source}: {peak.gpu or ''} {peak.precision or ''}".strip() if peak is not None else None
     if mfu_value is None and rates.get("mfu_reported") is not None:  # torchtitan prints its own
