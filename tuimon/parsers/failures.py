@@ -33,6 +33,11 @@ _KILLED = re.compile(r"^Killed$|^Killed by signal|: Killed$|oom-kill|Out of memo
 _HOST_OOM = re.compile(r"Detected \d+ oom[_-]kill events?|OOM Killed")
 # PBS: "=>> PBS: job killed: walltime 3620 exceeded limit 3600", "... mem 270gb exceeded limit 256gb"
 _PBS_KILLED = re.compile(r"PBS: job killed: (\w+)(.*)")
+# LSF's job report (Summit, Lassen): "TERM_RUNLIMIT: job killed after reaching LSF run time limit."
+_LSF_TERM = re.compile(r"^\s*TERM_([A-Z_]{3,24}): (job killed.*|.*limit.*)$")
+_LSF_KIND = {"RUNLIMIT": "cancelled", "CPULIMIT": "cancelled", "DEADLINE": "cancelled", "PREEMPT": "cancelled",
+             "OWNER": "cancelled", "FORCE_OWNER": "cancelled", "ADMIN": "cancelled", "FORCE_ADMIN": "cancelled",
+             "MEMLIMIT": "oom", "SWAP": "oom"}
 # the machine, not the program: Slurm's lost node, a GPU's ECC error or Xid, a GPU gone from the bus
 _HARDWARE = re.compile(r"Node failure on [\w.-]+|uncorrectable ECC error|ECC error(?:s)? detected|fallen off the bus"
                        r"|NVRM: Xid|\bXid \(PCI:")
@@ -70,7 +75,7 @@ _TORCHRUN_EXIT = re.compile(r"failed \(exitcode: (-?\d+)\) local_rank: \d+")
 
 class FailureParser(LineParser):
     name = "failures"
-    READS = "failures: OOM, CUDA, NCCL, tracebacks, Slurm/PBS/Cobalt job verdicts, cancellations"
+    READS = "failures: OOM, CUDA, NCCL, tracebacks, Slurm/PBS/Cobalt/LSF job verdicts, cancellations"
     SNIFF = None
     ROUTES = (
         (r"Traceback \(most recent", "_on_traceback"),
@@ -88,7 +93,7 @@ class FailureParser(LineParser):
         (r"exit code 137", "_on_killed"), (r"exited on signal", "_on_killed"),
         (r"Segmentation fault", "_on_killed"),
         (r": line \d+: +\d+ (?:Aborted|Bus error)", "_on_killed"),
-        (r"PBS: job killed", "_on_pbs_killed"),
+        (r"PBS: job killed", "_on_pbs_killed"), (r"TERM_[A-Z_]+: ", "_on_lsf_term"),
         (r"Node failure on", "_on_hardware"), (r"ECC error", "_on_hardware"), (r"fallen off the bus", "_on_hardware"),
         (r"Xid", "_on_hardware"),
         (r"CUDA error: ", "_on_cuda"), (r"cudaErrorIllegal", "_on_cuda"), (r"device-side assert", "_on_cuda"),
@@ -131,6 +136,12 @@ class FailureParser(LineParser):
         Sample("=>> PBS: job killed: walltime 3620 exceeded limit 3600", "failure",
                {"kind": "cancelled", "message": "PBS killed the job: walltime 3620 exceeded limit 3600"}),
         Sample("=>> PBS: job killed: mem 270gb exceeded limit 256gb", "failure", {"kind": "oom"}),
+        Sample("TERM_RUNLIMIT: job killed after reaching LSF run time limit.", "failure",
+               {"kind": "cancelled", "message": "LSF killed the job: TERM_RUNLIMIT: job killed after reaching LSF run "
+                                                "time limit."}),
+        Sample("TERM_MEMLIMIT: job killed after reaching LSF memory usage limit.", "failure", {"kind": "oom"}),
+        Sample("TERM_OWNER: job killed by owner.", "failure", {"kind": "cancelled"}),
+        Sample("TERM_ENV: no such word in LSF's list", None),
         Sample("the run was not Killed by anything", None),
         Sample("srun: error: nid001234: task 3: Segmentation fault (core dumped)", "failure", {"kind": "killed"}),
         Sample("job.sh: line 7: 8812 Aborted                 (core dumped) ./train", "failure", {"kind": "killed"}),
@@ -285,6 +296,14 @@ class FailureParser(LineParser):
         kind = "cancelled" if limit in ("walltime", "cput") else "oom" if limit in ("mem", "vmem", "pmem") \
             else "killed"
         return [self.make(Failure, ctx, kind=kind, message=f"PBS killed the job: {(limit + m.group(2)).strip()}"[:500])]
+
+    def _on_lsf_term(self, body: str, ctx: LineContext) -> list[Event]:
+        """LSF's reason for ending a job, in the report it appends to the job's output."""
+        m = _LSF_TERM.match(body)
+        kind = _LSF_KIND.get(m.group(1)) if m else None
+        if kind is None:
+            return []
+        return [self.make(Failure, ctx, kind=kind, message=f"LSF killed the job: {body.strip()}"[:500])]
 
     def _on_cuda(self, body: str, ctx: LineContext) -> list[Event]:
         if _HARDWARE.search(body) or _OOM.search(body) or not _CUDA.search(body):
