@@ -22,8 +22,11 @@ from .numbers import to_float, to_int
 
 # a metrics line's pairs (core/src/metrics.rs finds them so too)
 METRIC = re.compile(r"([a-z_]+):\s+([-+]?[\d.,]+(?:[eE][-+]?\d+)?|nan|inf)(GiB)?")
-# "Finished saving the checkpoint (or staging if async is enabled)in 12.34 seconds."
-_SAVED = re.compile(r"Finished saving the checkpoint\b.*?\bin (\d{1,9}(?:\.\d+)?) seconds")
+# "Finished saving the checkpoint (or staging if async is enabled)in 12.34 seconds."; since 2025 "Finished saving
+# the checkpoint in 12.34 seconds." or, async, "Finished staging ..." (what blocks training), and at the last step
+# "Last step checkpoint completed in 3.21s"
+_SAVED = re.compile(r"(?:Finished (?:saving|staging) the checkpoint\b.*?\bin (\d{1,9}(?:\.\d+)?) seconds"
+                    r"|Last step checkpoint completed in (\d{1,9}(?:\.\d+)?)s\b)")
 _INIT = re.compile(r"local batch size (\d+), global batch size (\d+),.*?sequence length (\d+), total steps (\d+)")
 # since 2026-08 the batch is counted in tokens: "... with 16384 tokens per DP rank, 32768 tokens per train step,
 # gradient accumulation steps 2, maximum context length 2048, total steps 20000 (warmup 500)"
@@ -58,7 +61,8 @@ class TorchTitanParser(LineParser):
     SNIFF = compile_sniff(r"\[titan\] \d{4}-", r"step: *\d+ +loss: *\S+ +(?:grad_norm: *\S+ +)?memory: *[\d.]+GiB\(")
     ROUTES = ((r"step: *\d+ ", "_on_metrics"), (r"Trainer is initialized with ", "_on_init"),
               (r" total parameters", "_on_size"), (r" activation checkpointing to the model", "_on_ac"),
-              (r" - Training completed", "_on_completed"), (r"Finished saving the checkpoint", "_on_saved"))
+              (r" - Training completed", "_on_completed"), (r"Finished (?:saving|staging) the checkpoint", "_on_saved"),
+              (r"Last step checkpoint completed in ", "_on_saved"))
     ONCE_FLAGS = ("_announced",)
     # with the compiled core, a metrics line whose values it reads as to_float does is typed there
     # and handed to metrics_row in its place (tuimon.engine.rows)
@@ -114,6 +118,14 @@ class TorchTitanParser(LineParser):
                         "memory: 30.12GiB(31.70%)  tps: 5,678  tflops: 123.45  mfu: 39.57%",)),
         Sample("[rank0]:[titan] 2026-04-30 03:00:01,000 - root - INFO - validate step: 14000  loss:  3.3315  "
                "memory: 30.1GiB(95.0%)  tps: 6,995", None),
+        Sample("[rank0]:[titan] 2026-08-21 12:00:13,345 - root - INFO - Finished staging the checkpoint in 2.05 seconds.",
+               "checkpoint", {"iteration": 500, "save_ms": 2050.0},
+               context=("[rank0]:[titan] 2026-08-21 12:00:00,000 - root - INFO - step: 500  loss:  7.1234  "
+                        "memory: 30.12GiB(31.70%)  tps: 5,678  tflops: 123.45  mfu: 39.57%",)),
+        Sample("[rank0]:[titan] 2026-08-21 12:00:13,345 - root - INFO - Last step checkpoint completed in 3.21s",
+               "checkpoint", {"iteration": 1000, "save_ms": 3210.0},
+               context=("[rank0]:[titan] 2026-08-21 12:00:00,000 - root - INFO - step: 1000  loss:  7.1234  "
+                        "memory: 30.12GiB(31.70%)  tps: 5,678  tflops: 123.45  mfu: 39.57%",)),
     )
 
     def __init__(self, file: str = "") -> None:
@@ -168,7 +180,7 @@ class TorchTitanParser(LineParser):
         m = _SAVED.search(body)
         if not m:
             return []
-        seconds = to_float(m.group(1))
+        seconds = to_float(m.group(1) or m.group(2))
         return [self.make(Checkpoint, ctx, iteration=self._last_step,
                           save_ms=seconds * 1000.0 if seconds is not None else None)]
 
