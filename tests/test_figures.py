@@ -492,3 +492,12 @@ def test_torchtitan_counting_its_batch_in_tokens_sizes_the_run(tmp_path):
     assert row["params_billion"] == pytest.approx(8.030, abs=5e-4) and row["activation_checkpointing"] is True
     assert row["iter_time_ms"]["median"] == pytest.approx(2000.0)
     assert row["tokens_per_sec_computed"] == pytest.approx(131072 / 2.0)
+
+
+def test_nanogpt_reports_its_own_mfu_once_its_estimate_exists(tmp_path):
+    """nanoGPT prints ``mfu -100.00%`` until its running estimate exists (five iterations), then the
+    estimate: the run's MFU is the log's, and the placeholder is no figure."""
+    lines = [f"iter {i}: loss {4.0 - i / 100:.4f}, time {120.0 + i % 3:.2f}ms, mfu {-100.0 if i < 5 else 35.0:.2f}%"
+             for i in range(0, 40)]
+    row = one(tmp_path, "nanogpt.log", "\n".join(lines) + "\n")
+    assert row["mfu"] == pytest.approx(0.35) and row["gpu_peak_source"] == "log: the run's own MFU"

@@ -53,6 +53,8 @@ _SCALE = {"K": 1e3, "M": 1e6}  # Nanotron's human-formatted numbers: "elapsed_ti
 # llm.c: "| (322.82 ms | 1624079 tok/s)" (train_gpt2.py), "| 322.82 ms | 42.1% bf16 MFU |" (train_gpt2.cu)
 _BARE_MS = re.compile(r"[(|]\s*(\d+(?:\.\d*)?)\s*ms\s*[|)]")
 _MFU = re.compile(r"\|\s*(\d+(?:\.\d*)?)%\s*(?:bf16|fp16|fp32|tf32)?\s*MFU\b")
+# nanoGPT: "iter 100: loss 3.2456, time 123.45ms, mfu 35.12%" ("mfu -100.00%" before its estimate warms up)
+_MFU_WORD = re.compile(r"(?<![\w.-])mfu[ =:]\s*(-?\d+(?:\.\d*)?)%")
 _TOKS = re.compile(r"(?<![\w.])(\d+(?:\.\d*)?)\s*tok/s\b")  # the whole run's tokens a second
 _PER_STEP = re.compile(r"(?<![\w.])(\d+(?:\.\d*)?)\s*(ms|s)/(?:it|iter|step)\b")  # "456.7 ms/it", "1.52s/it"
 _LR = re.compile(r"(?<![\w.-])(?:lr|learning[_ ]rate)" + _SEP + r"(" + _NUMBER + r")(?![\w.])", re.I)
@@ -89,6 +91,8 @@ class ProgressParser(LineParser):
     SAMPLES = (
         Sample("iter 100: loss 3.2456, time 123.45ms, mfu 35.12%", "step",
                {"step": 100, "loss": 3.2456, "elapsed_ms": 123.45}),
+        Sample("iter 100: loss 3.2456, time 123.45ms, mfu 35.12%", "throughput", {"iteration": 100, "mfu": 35.12}),
+        Sample("iter 0: loss 10.9876, time 9876.54ms, mfu -100.00%", "step", {"step": 0}),
         Sample("step    1/74 | train loss 11.0113 | norm 15.4319 | lr 8.57e-07 | (322.82 ms | 1624079 tok/s)", "step",
                {"step": 1, "loss": 11.0113, "lr": 8.57e-07, "elapsed_ms": 322.82}),
         Sample("step    1/74 | train loss 11.0113 | norm 15.4319 | lr 8.57e-07 | (322.82 ms | 1624079 tok/s)",
@@ -198,13 +202,22 @@ class ProgressParser(LineParser):
                                 samples_per_sec=to_float(samples.group(1) or samples.group(2)) if samples else None))
         m = _TFLOPS.search(body) if _has_any(body, "FLOP", "flop", "Flop") else None
         tflops = to_float(m.group(1)) if m else None
-        mfu = _MFU.search(body) if "MFU" in body else None
+        mfu = _mfu_of(body)
         toks = _TOKS.search(body) if "tok/s" in body else None
-        if tflops is not None or mfu or toks:
-            events.append(self.make(Throughput, ctx, iteration=step, tflops_reported=tflops,
-                                    mfu=to_float(mfu.group(1)) if mfu else None,
+        if tflops is not None or mfu is not None or toks:
+            events.append(self.make(Throughput, ctx, iteration=step, tflops_reported=tflops, mfu=mfu,
                                     tokens_per_sec=to_float(toks.group(1)) if toks else None))
         return self.announce(events, ctx)
+
+
+def _mfu_of(body: str) -> Optional[float]:
+    """The MFU a line reports, in percent (llm.c's ``| 42.1% bf16 MFU |``, nanoGPT's ``mfu 35.12%``);
+    None before nanoGPT's estimate exists (it prints -100.00%)."""
+    m = _MFU.search(body) if "MFU" in body else None
+    if m is None and "mfu" in body:
+        m = _MFU_WORD.search(body)
+    value = to_float(m.group(1)) if m else None
+    return value if value is not None and value >= 0 else None
 
 
 def _has_any(body: str, *needles: str) -> bool:
