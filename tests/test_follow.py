@@ -40,6 +40,7 @@ class Writer:
     def close(self) -> None:
         self.proc.stdin.close()
         self.proc.wait(timeout=10)
+        self.proc.stdout.close()
 
 
 class Follow:

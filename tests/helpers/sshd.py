@@ -32,6 +32,9 @@ class Server:
         if self.proc.poll() is None:
             self.proc.terminate()
             self.proc.wait(timeout=10)
+        for pipe in (self.proc.stdout, self.proc.stderr):  # (else left to the collector: a ResourceWarning in
+            if pipe is not None:                           # whichever test it runs in)
+                pipe.close()
 
     def kill_connections(self) -> None:
         """Drop every client connection, keep listening: every process below the
