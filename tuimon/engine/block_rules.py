@@ -210,28 +210,9 @@ def _lines_holding(text: str, anchors: Optional[tuple[str, ...]], held: Optional
 
 def _lines_between(text: str, anchor: Optional[str], after: int, before: int) -> list[int]:
     """The starts of the lines of ``text`` that start after ``after`` (a line start, or -1)
-    and before ``before`` and hold ``anchor`` (every such line, for None), in order."""
-    if after < 0:
-        lo = 0
-    else:
-        lo = text.find("\n", after)
-        lo = len(text) if lo < 0 else lo + 1
-    find = text.find
-    starts: list[int] = []
-    if anchor is None:
-        while lo < before:
-            starts.append(lo)
-            end = find("\n", lo, before)
-            if end < 0:
-                break
-            lo = end + 1
-        return starts
-    rfind = text.rfind
-    at = find(anchor, lo, before)
-    while at >= 0:
-        starts.append(rfind("\n", 0, at) + 1)  # (not before lo: lo starts a line)
-        end = find("\n", at, before)
-        if end < 0:
-            break
-        at = find(anchor, end + 1, before)
-    return starts
+    and before ``before`` (a line start, or the text's end) and hold ``anchor`` (every such
+    line, for None), in order: those of that stretch alone, however many the text holds."""
+    lo = 0 if after < 0 else text.find("\n", after) + 1
+    if lo <= 0 and after >= 0 or lo >= before:  # (the block's marker line is the text's last)
+        return []
+    return [lo + start for start in _lines_holding(text[lo:before], (anchor,) if anchor else None, None)]
