@@ -303,7 +303,7 @@ def test_memory_reports_follow_the_python_definition(body, rank):
     """A line the core reads gives the events the hook gives; a line it leaves goes to the hook."""
     parser = megatron.MegatronParser("m.log")
     frame = (7, len(body), 0, rank, None, "n1", 1.5)
-    verdicts, rows = core.memory_reports(body, [(0, len(body))])
+    verdicts, rows = core.MemoryLines(megatron.MEMORY).read(body, [(0, len(body))])
     verdicts = list(verdicts)
     if verdicts == [3]:
         assert parser.memory_row(rows[0], frame, 1.5) == parser._on_memory(body, parser.context_of(frame, 1.5)), body
@@ -314,7 +314,7 @@ def test_memory_reports_follow_the_python_definition(body, rank):
 def test_a_memory_report_is_read_by_the_core_and_two_go_to_the_hook():
     one = "[Rank 12] (after 1 iterations) memory (MB) | allocated: 15382.845703125 | max allocated: 19070.7 | " \
           "reserved: 26762.0 | max reserved: 26800.5"
-    verdicts, rows = core.memory_reports(one + one, [(0, len(one)), (0, 2 * len(one))])
+    verdicts, rows = core.MemoryLines(megatron.MEMORY).read(one + one, [(0, len(one)), (0, 2 * len(one))])
     assert list(verdicts) == [3, 1] and rows == [(12, "after 1 iterations", 15382.845703125, 19070.7, 26762.0, 26800.5)]
     parser = megatron.MegatronParser("m.log")
     frame = (3, len(one), 0, None, None, None, None)

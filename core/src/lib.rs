@@ -518,7 +518,7 @@ struct TimerLines {
 /// name's index and its ms)
 type TimerColumns = (Vec<u8>, Vec<Option<i64>>, Vec<u32>, Vec<u8>, Vec<String>, Vec<u32>, Vec<f64>);
 
-fn pattern(p: &str) -> PyResult<regex::Regex> {
+fn compile(p: &str) -> PyResult<regex::Regex> {
     regex::Regex::new(p).map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))
 }
 
@@ -526,7 +526,7 @@ fn pattern(p: &str) -> PyResult<regex::Regex> {
 impl TimerLines {
     #[new]
     fn new(minmax: &str, comm_op: &str) -> PyResult<Self> {
-        Ok(TimerLines { minmax: pattern(minmax)?, comm_op: pattern(comm_op)? })
+        Ok(TimerLines { minmax: compile(minmax)?, comm_op: compile(comm_op)? })
     }
 
     /// The lines `(body start, end, kind)` of `text` (character offsets, ascending; kind 0
@@ -607,27 +607,40 @@ fn hf_dicts<'py>(py: Python<'py>, text: &Bound<'py, PyString>, lines: Vec<(usize
     Ok((verdicts, rows))
 }
 
-/// A memory report read: its tag's rank, the digits of `after N iterations`, and its
+/// A memory report read: its tag's rank, its moment (`after N iterations`), and its
 /// allocated, max allocated, reserved and max reserved MB.
 type MemoryRow = (Option<i64>, String, Option<f64>, Option<f64>, Option<f64>, Option<f64>);
 
-/// Megatron's memory reports, `(body start, end)` of `text` (character offsets, ASCII
-/// bodies), read as `MegatronParser._on_memory` reads a line holding one
-/// (`core/src/memory.rs`): per line 1 (the hook reads it) or 3 (read); per line read, its report.
-#[pyfunction]
-fn memory_reports(text: &Bound<'_, PyString>, lines: Vec<(usize, usize)>) -> PyResult<(Vec<u8>, Vec<MemoryRow>)> {
-    let (mut verdicts, mut rows) = (Vec::with_capacity(lines.len()), Vec::new());
-    for body in text::slices(text.to_str()?, lines) {
-        match memory::typed(body) {
-            None => verdicts.push(1),
-            Some(r) => {
-                verdicts.push(3);
-                let [a, b, c, d] = r.values;
-                rows.push((r.tag, r.label.to_string(), a, b, c, d));
+/// Megatron's memory reports, found by the definition's pattern (`parsers.megatron.MEMORY`).
+#[pyclass(frozen, module = "tuimon._core")]
+struct MemoryLines {
+    pattern: regex::Regex,
+}
+
+#[pymethods]
+impl MemoryLines {
+    #[new]
+    fn new(pattern: &str) -> PyResult<Self> {
+        Ok(MemoryLines { pattern: compile(pattern)? })
+    }
+
+    /// The lines `(body start, end)` of `text` (character offsets, ASCII bodies), read as
+    /// `MegatronParser._on_memory` reads a line holding one report (`core/src/memory.rs`): per
+    /// line 1 (the hook reads it) or 3 (read); per line read, its report.
+    fn read(&self, text: &Bound<'_, PyString>, lines: Vec<(usize, usize)>) -> PyResult<(Vec<u8>, Vec<MemoryRow>)> {
+        let (mut verdicts, mut rows) = (Vec::with_capacity(lines.len()), Vec::new());
+        for body in text::slices(text.to_str()?, lines) {
+            match memory::typed(&self.pattern, body) {
+                None => verdicts.push(1),
+                Some(r) => {
+                    verdicts.push(3);
+                    let [a, b, c, d] = r.values;
+                    rows.push((r.tag, r.label.to_string(), a, b, c, d));
+                }
             }
         }
+        Ok((verdicts, rows))
     }
-    Ok((verdicts, rows))
 }
 
 #[pymodule]
@@ -637,9 +650,9 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<LineRegex>()?;
     m.add_class::<TimerLines>()?;
     m.add_class::<MetricLines>()?;
+    m.add_class::<MemoryLines>()?;
     m.add_function(wrap_pyfunction!(frame, m)?)?;
     m.add_function(wrap_pyfunction!(hf_dicts, m)?)?;
-    m.add_function(wrap_pyfunction!(memory_reports, m)?)?;
     m.add_function(wrap_pyfunction!(split_prefix, m)?)?;
     m.add_function(wrap_pyfunction!(line_stamp, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

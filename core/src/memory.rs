@@ -1,13 +1,12 @@
 //! Megatron's memory reports (`parsers/megatron.py`, `_on_memory`): a line holding one
-//! match of `_MEMORY` (`[Rank N] (after N iterations) memory (MB) | `, or a checkpoint's
-//! `(before save_checkpoint for iteration N)`; found by the `regex` crate, leftmost-first as
-//! `re` finds it), and the `key: value` parts
+//! match of the definition's `MEMORY` (`[Rank N] (after N iterations) memory (MB) | `, or a
+//! checkpoint's `(before save_checkpoint for iteration N)`; found by the `regex` crate,
+//! leftmost-first as `re` finds it), and the `key: value` parts
 //! after it, keys as `norm_key` spells them.  Anything the hook reads otherwise (two reports on
 //! one line, a `[Rank` tag outside the match, a value only `to_float` reads) is None: the hook
 //! reads that line.
 
 use crate::numbers;
-use std::sync::OnceLock;
 
 /// The four values a report gives, by `norm_key` spelling.
 const KEYS: [&str; 4] = ["allocated", "max allocated", "reserved", "max reserved"];
@@ -18,17 +17,6 @@ pub struct Report<'a> {
     pub tag: Option<i64>,
     pub label: &'a str,
     pub values: [Option<f64>; 4],
-}
-
-fn pattern() -> &'static regex::Regex {
-    static RE: OnceLock<regex::Regex> = OnceLock::new();
-    RE.get_or_init(|| {
-        regex::Regex::new(concat!(
-            r"(?:\[Rank (\d+)\] )?\(?(after \d+ iterations|(?:before|after) save_checkpoint for iteration \d+)\)?",
-            r" memory \(MB\) \| "
-        ))
-        .expect("valid")
-    })
 }
 
 /// `norm_key(raw)`: `raw` lowered, each run of characters but `[a-z0-9/]` one space,
@@ -50,9 +38,9 @@ fn norm_key(raw: &str) -> Vec<u8> {
     out
 }
 
-/// The report of an ASCII line, or None: the hook reads it.
-pub fn typed(line: &str) -> Option<Report<'_>> {
-    let mut found = pattern().captures_iter(line);
+/// The report of an ASCII line, found by the definition's `pattern`, or None: the hook reads it.
+pub fn typed<'a>(pattern: &regex::Regex, line: &'a str) -> Option<Report<'a>> {
+    let mut found = pattern.captures_iter(line);
     let m = found.next()?;
     if found.next().is_some() {
         return None; // reports of several ranks on one line
@@ -77,6 +65,15 @@ pub fn typed(line: &str) -> Option<Report<'_>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const MEMORY: &str = concat!(
+        r"(?:\[Rank (\d+)\] )?\(?(after \d+ iterations|(?:before|after) save_checkpoint for iteration \d+)\)?",
+        r" memory \(MB\) \| "
+    );
+
+    fn typed(line: &str) -> Option<Report<'_>> {
+        super::typed(&regex::Regex::new(MEMORY).expect("valid"), line)
+    }
 
     #[test]
     fn reads_one_report() {

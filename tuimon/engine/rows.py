@@ -139,7 +139,7 @@ def _dicts(core: Any, text: str, lines: list, owner: Any) -> tuple[list[int], li
 
 
 def _memories(core: Any, text: str, lines: list, owner: Any) -> tuple[list[int], list]:
-    return core.memory_reports(text, lines)
+    return _memory_lines(core).read(text, lines)
 
 
 #: a kind of read line -> (its reader: verdicts and each read line's values; its parser's maker of
@@ -151,6 +151,13 @@ _READERS = {ITERATION_LINES: (_iterations, "iterations_read"), METRICS_LINES: (_
 def _owner(parts: list, kind: int) -> Any:
     """The parser whose route reads the lines of ``kind`` (0: either timer kind)."""
     return next(rule.handler.__self__ for rule, _, _ in parts if (rule.column <= 1 if kind == 0 else rule.column == kind))
+
+
+@lru_cache(maxsize=4)
+def _memory_lines(core: Any) -> Any:
+    from tuimon.parsers.megatron import MEMORY
+
+    return core.MemoryLines(MEMORY)
 
 
 @lru_cache(maxsize=4)

@@ -27,8 +27,10 @@ _NUMWORKERS = re.compile(r"NumWorkers: (\d+); SamplesPerStep: (\d+); IterationTi
 # one report; ranks printing at once can write several on one physical line, each with its tag
 # a report's name is its moment: after N iterations, or (Megatron-LM since 2026-01) around a checkpoint's save,
 # where saving may raise the peak
-_MEMORY = re.compile(r"(?:\[Rank (\d+)\] )?\(?(after \d+ iterations|(?:before|after) save_checkpoint for iteration \d+)\)?"
-                     r" memory \(MB\) \| ")
+#: also the compiled core's, for the reports it reads (core/src/memory.rs)
+MEMORY = (r"(?:\[Rank (\d+)\] )?\(?(after \d+ iterations|(?:before|after) save_checkpoint for iteration \d+)\)?"
+          r" memory \(MB\) \| ")
+_MEMORY = re.compile(MEMORY)
 # NeMo 2's progress printer: "Training epoch 1, iteration 5/49 | ... | global_step: 55 | ...": the
 # iteration counts within the epoch and its total is the epoch's (max_steps when resumed)
 _NEMO2 = re.compile(r"Training epoch (\d+), iteration \d+/(\d+) \|.*?\| global_step: (\d+)\b")
@@ -184,7 +186,7 @@ class MegatronParser(LineParser):
     ONCE_FLAGS = ("_announced", "_nan_reported")
     # with the compiled core, an iteration line holding one record and no NaN is read there into
     # rows (tuimon.engine.rows: Records.iterations holds to _iterations), and a line holding one
-    # memory report is typed there, memory_row making its event (memory_reports holds to _on_memory)
+    # memory report is typed there, memory_row making its event (MemoryLines holds to _on_memory, by MEMORY)
     COLUMNS = {"_on_iteration": "iteration", "_on_memory": "memory"}
 
     SAMPLES = (
@@ -400,7 +402,7 @@ class MegatronParser(LineParser):
         return events
 
     def memory_row(self, row: tuple, frame: tuple, wall: Optional[float]) -> list[Event]:
-        """A memory report the compiled core read (``memory_reports``; see
+        """A memory report the compiled core read (``MemoryLines``; see
         :mod:`tuimon.engine.rows`): its tag's rank, its moment (``after N iterations``)
         and its four values, as :meth:`_on_memory` reads a line holding one report."""
         tag, label, *values = row
