@@ -51,7 +51,7 @@ def _big_log(path, mb: int) -> None:
 
 def test_a_long_read_shows_progress_on_a_terminal_and_keeps_stdout_clean(tmp_path):
     log = tmp_path / "big-123.out"
-    _big_log(log, 20)  # about 2 s of reading here: past the 1 s the line waits
+    _big_log(log, 60)  # 2-3 s of reading here, well past the 1 s the line waits (20 MB read in 1.04 s once)
     leader, follower = pty.openpty()
     proc = subprocess.Popen([sys.executable, "-m", "tuimon", "summary", "--no-cache", "--jobs", "1", "--format",
                              "csv", str(log)], cwd=ROOT, stdout=subprocess.PIPE, stderr=follower)
