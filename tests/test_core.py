@@ -141,6 +141,11 @@ _BODIES = st.sampled_from([
     "{'loss': nan, 'grad_norm': inf, 'learning_rate': 1.2.3, 'epoch': 1e5x}", "{'loss': 3., 'a/b': +1e-3, 'x': 'y'}",
     "{'train_runtime': 12.5, 'train_samples_per_second': 1,234, 'train_steps_per_second': 0.5, 'epoch': 3.0}",
     "{'loss': 2.0, 'loss': 1.5}", "{'train_runtime': 1.0, 'train_steps_per_second': 0}",
+    # transformers 5 and ms-swift quote the numbers; a quote that does not close is no pair
+    "{'loss': '10.96', 'grad_norm': '0.3923', 'learning_rate': '0.000135', 'epoch': '0.0125'}",
+    "{'train_runtime': '50.68', 'train_samples_per_second': '126.3', 'train_steps_per_second': '7.892', "
+    "'train_loss': '10.85', 'epoch': '0.5'}", "{'loss': '1.5, 'epoch': 2', 'x': '1e5', 'y': '-inf'}",
+    "{'loss': '1,234', 'memory(GiB)': '17.88', 'global_step/max_steps': '10/100', 'epoch': '.5'}",
     "Effective Tera Flops per GPU: 41.2 and total parameters 52.005 B",
     "------------------------ arguments ------------------------", "  num_layers ...................... 24",
     "-------------------- end of arguments ---------------------", "using world size: 8",

@@ -242,3 +242,30 @@ def test_corpus_families_read_their_new_lines():
     assert rows["thetagpu-cobalt-10142816"]["eval_metric"] == "val lm loss"
     assert rows["ezpz-hf-trainer-aurora-2025-05"]["eval_last"]["eval_loss"] == pytest.approx(1.6779, abs=1e-4)
     assert rows["evo2-bionemo-nemo2-finetune-2025-06"]["eval_last"] == {"val_loss": pytest.approx(1.619, abs=0.5)}
+
+
+def _transformers5_log(steps: int = 400, every: int = 10) -> str:
+    """A run of today's Trainer as ProgressCallback writes it: the tqdm bar's updates joined by
+    carriage returns, and each logged dict (every number quoted, as transformers 5 prints them)
+    written on its own line through the bar."""
+    out, bar = ["  Total optimization steps = %d\n" % steps], ""
+    for s in range(1, steps + 1):
+        bar += "\r%3d%%|#         | %d/%d [00:%02d<00:%02d,  7.89it/s]" % (s * 100 // steps, s, steps, s // 8,
+                                                                          (steps - s) // 8)
+        if s % every == 0:
+            out.append(bar + "\n")
+            bar = ""
+            out.append("{'loss': '%.4g', 'grad_norm': '0.3923', 'learning_rate': '%.4g', 'epoch': '%.4g'}\n"
+                       % (11 - s / 100, 1.35e-4 * (1 - s / steps), s / 800))
+    out.append("{'train_runtime': '50.68', 'train_samples_per_second': '126.3', 'train_steps_per_second': "
+               "'7.892', 'train_loss': '10.85', 'epoch': '0.5'}\n")
+    return "".join(out)
+
+
+def test_transformers5_quoted_dicts_are_steps_and_the_closing_dict_ends_the_run(tmp_path):
+    s = summary(tmp_path, "hf5.log", _transformers5_log())
+    assert s["framework"] == "hf-trainer" and s["status"] == "finished"
+    assert s["last_step"] == 400 and s["train_iters"] == 400 and s["steps_seen"] == 40
+    assert s["loss_last"] == pytest.approx(7.0)
+    assert s["samples_per_sec"] == pytest.approx(126.3)
+    assert s["iter_time_ms"]["median"] == pytest.approx(1000 / 7.89, abs=0.01)  # tqdm's rate at each dict

@@ -1,8 +1,10 @@
 //! Hugging Face Trainer's metrics dicts (`parsers/hf_trainer.py`, `_on_dict`): the pairs of
-//! `_PAIR`, `'([A-Za-z_/]+)': ([-+]?(?:\d[\d.]*(?:[eE][-+]?\d+)?|inf|nan))(?=[,}])`, found
-//! as `re.findall` finds them on an ASCII line.  Each part of the pattern is followed by a
-//! character its repeat cannot take (or by a lookahead only a separator meets), so no
-//! shorter repeat can match where the longest fails: a match is found greedily or not at all.
+//! `_PAIR`, `'([A-Za-z_/]+)': ('?)([-+]?(?:\d[\d.]*(?:[eE][-+]?\d+)?|inf|nan))\2(?=[,}])`,
+//! found as `re.findall` finds them on an ASCII line: a value bare (transformers 4) or quoted
+//! (transformers 5 and ms-swift print `'loss': '10.96'`), its quotes matched.  Each part of
+//! the pattern is followed by a character its repeat cannot take (or by a lookahead only a
+//! separator meets), so no shorter repeat can match where the longest fails: a match is found
+//! greedily or not at all.
 
 use crate::numbers;
 
@@ -10,8 +12,21 @@ fn key_char(c: u8) -> bool {
     c.is_ascii_alphabetic() || c == b'_' || c == b'/'
 }
 
-/// The end of the value starting at `j` (its sign included), with the lookahead met.
-fn value_end(b: &[u8], j: usize) -> Option<usize> {
+/// The number of the value at `j`, quoted or bare: its `(start, end)` and the end of the whole
+/// value, where the quote it opened with closes and a separator follows.
+fn value_span(b: &[u8], j: usize) -> Option<(usize, usize, usize)> {
+    let separated = |at: usize| matches!(b.get(at), Some(b',' | b'}'));
+    if b.get(j) == Some(&b'\'') {
+        let quoted = |at: usize| b.get(at) == Some(&b'\'') && separated(at + 1);
+        let end = number_end(b, j + 1, &quoted)?;
+        return Some((j + 1, end, end + 1));
+    }
+    let end = number_end(b, j, &separated)?;
+    Some((j, end, end))
+}
+
+/// The end of the number starting at `j` (its sign included), where `closes` holds.
+fn number_end(b: &[u8], j: usize, closes: &dyn Fn(usize) -> bool) -> Option<usize> {
     let mut k = j;
     if k < b.len() && (b[k] == b'-' || b[k] == b'+') {
         k += 1;
@@ -26,7 +41,7 @@ fn value_end(b: &[u8], j: usize) -> Option<usize> {
         let digits = k;
         k = numbers::exponent_end(b, k);
         // with the exponent, or without it (then the next is an e: no separator)
-        if k > digits && !matches!(b.get(k), Some(b',' | b'}')) {
+        if k > digits && !closes(k) {
             digits
         } else {
             k
@@ -34,7 +49,7 @@ fn value_end(b: &[u8], j: usize) -> Option<usize> {
     } else {
         return None;
     };
-    matches!(b.get(end), Some(b',' | b'}')).then_some(end)
+    closes(end).then_some(end)
 }
 
 /// The `(key, value)` of every pair in `line`, in order.
@@ -49,8 +64,8 @@ pub fn pairs(line: &str) -> Vec<(&str, &str)> {
             k += 1;
         }
         if k > start + 1 && b[k..].starts_with(b"': ") {
-            if let Some(end) = value_end(b, k + 3) {
-                out.push((&line[start + 1..k], &line[k + 3..end]));
+            if let Some((from, to, end)) = value_span(b, k + 3) {
+                out.push((&line[start + 1..k], &line[from..to]));
                 i = end;
                 continue;
             }
@@ -83,6 +98,12 @@ mod tests {
         assert_eq!(pairs("{'a': 1.2.3}"), vec![("a", "1.2.3")]);
         assert_eq!(pairs("{'x': 'y', 'a/b': 3}"), vec![("a/b", "3")]);
         assert_eq!(pairs("''': 1}"), vec![]);
+        // transformers 5 and ms-swift quote the numbers; a quote must close where the number ends
+        assert_eq!(pairs("{'loss': '10.96', 'learning_rate': '1.35e-05', 'epoch': '0.0125'}"),
+                   vec![("loss", "10.96"), ("learning_rate", "1.35e-05"), ("epoch", "0.0125")]);
+        assert_eq!(pairs("{'a': '1.5, 'b': 2.5', 'c': '-inf'}"), vec![("c", "-inf")]);
+        assert_eq!(pairs("{'a': 2', 'b': '3}"), vec![]);
+        assert_eq!(pairs("{'s': '10/100', 'loss': 'n/a', 'x': '1e5', 'y': '2e'}"), vec![("x", "1e5")]);
         assert!(typed("{'loss': nan}").is_none());
         assert_eq!(typed("{'loss': 2.0}"), Some(vec![("loss", 2.0)]));
     }

@@ -19,8 +19,9 @@ from .base import LineContext, LineParser, Sample, compile_sniff
 from .events import Checkpoint, Evaluation, Event, Exit, RunConfig, Step, Throughput, frozen_map
 from .numbers import to_float
 
-# 'key': value, for values that are numbers (strings and lists are passed over)
-_PAIR = re.compile(r"'([A-Za-z_/]+)': ([-+]?(?:\d[\d.]*(?:[eE][-+]?\d+)?|inf|nan))(?=[,}])")
+# 'key': value, for values that are numbers, bare (transformers 4: 'loss': 2.9859) or quoted as
+# transformers 5 and ms-swift print them ('loss': '10.96'); other strings and lists are passed over
+_PAIR = re.compile(r"'([A-Za-z_/]+)': ('?)([-+]?(?:\d[\d.]*(?:[eE][-+]?\d+)?|inf|nan))\2(?=[,}])")
 # n/total [elapsed<remaining, rate]: the last one of a line holds its latest state
 _SAVING = re.compile(r"Saving model checkpoint to (\S*?checkpoint-(\d{1,18})\b\S*)")
 # the header of a run: "  Total optimization steps = 471", "  Instantaneous batch size per device = 8",
@@ -33,6 +34,11 @@ _EVAL_METRIC = re.compile(r"^\s*(eval_\w{1,40})\s+=\s+([-+]?\d[\d.]*(?:[eE][-+]?
 # what an evaluation dict holds that is no figure of the model
 _EVAL_COST = ("eval_runtime", "eval_samples_per_second", "eval_steps_per_second")
 _BAR = re.compile(r"(\d+)/(\d+) \[[\d:]+<[\d:?]+, *([\d.]+|\?)(s/it|it/s)")
+
+
+def pairs(body: str) -> list[tuple[str, str]]:
+    """The ``(key, number text)`` of a metrics dict's numeric pairs, quoted or not, in order."""
+    return [(key, value) for key, _, value in _PAIR.findall(body)]
 
 
 class HFTrainerParser(LineParser):
@@ -86,6 +92,16 @@ class HFTrainerParser(LineParser):
         Sample("{'train_runtime': 300.5, 'train_samples_per_second': 99.8, 'train_steps_per_second': 1.567, "
                "'train_loss': 2.9, 'epoch': 3.0}", "exit", {"iteration": 471},
                context=("  Total optimization steps = 471",)),  # no bar (tqdm off): the planned steps ran
+        # transformers 5 (and ms-swift) print every number quoted
+        Sample("{'loss': '10.96', 'grad_norm': '0.3923', 'learning_rate': '0.000135', 'epoch': '0.0125'}", "step",
+               {"step": 10, "loss": 10.96, "lr": 0.000135, "elapsed_ms": 126.743},
+               context=("\r  2%|▎         | 9/400 [00:01<00:50,  7.80it/s]\r  2%|▎         | 10/400 [00:01<00:49,  "
+                        "7.89it/s]",)),
+        Sample("{'train_runtime': '50.68', 'train_samples_per_second': '126.3', 'train_steps_per_second': '7.892', "
+               "'train_loss': '10.85', 'epoch': '0.5'}", "throughput",
+               {"iteration": 400, "samples_per_sec": 126.3, "iteration_time_s": 0.126711},
+               context=("100%|██████████| 400/400 [00:50<00:00,  7.89it/s]",)),
+        Sample("{'loss': '2.5, 'epoch': 1}", None),  # a quote that does not close: no number
     )
 
     def __init__(self, file: str = "") -> None:
@@ -130,7 +146,7 @@ class HFTrainerParser(LineParser):
 
     def _on_eval(self, body: str, ctx: LineContext) -> list[Event]:
         """``{'eval_loss': ..., 'eval_accuracy': ..., 'eval_runtime': ..., 'epoch': 1.0}``, at the bar's step."""
-        metrics = {key: value for key, text in _PAIR.findall(body)
+        metrics = {key: value for key, text in pairs(body)
                    if key.startswith("eval_") and key not in _EVAL_COST and (value := to_float(text)) is not None}
         return [self.make(Evaluation, ctx, iteration=self._step, metrics=frozen_map(metrics))] if metrics else []
 
@@ -143,7 +159,7 @@ class HFTrainerParser(LineParser):
         return [] if value is None else [self.make(Evaluation, ctx, iteration=None, metrics=frozen_map({m.group(1): value}))]
 
     def _on_dict(self, body: str, ctx: LineContext) -> list[Event]:
-        return self._dict({key: to_float(value) for key, value in _PAIR.findall(body)}, ctx)
+        return self._dict({key: to_float(value) for key, value in pairs(body)}, ctx)
 
     def dict_row(self, pairs: dict[str, Optional[float]], frame: tuple, wall: Optional[float]) -> list[Event]:
         """A metrics dict the compiled core read, its pairs typed (``hf_dicts``; see

@@ -37,7 +37,8 @@ from .events import Event, RunConfig, Step, Throughput
 from .numbers import to_float
 
 _NUMBER = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?"
-_SEP = r"[\"']?\s*(?:[=:]\s*|\s+)"  # "step=1", "step: 1", "step 1", '"step": 1'
+# "step=1", "step: 1", "step 1", '"step": 1', and a JSON or dict record's quoted number ('"loss": "2.5"')
+_SEP = r"[\"']?\s*(?:[=:]\s*|\s+)[\"']?"
 _STEP = re.compile(r"(?<![\w.-])(global[_ ]step|num_updates|step|iteration|iter|batch|epoch)" + _SEP +
                    r"\[?\s*(\d{1,12})(?:\.0+)?(?![.\d])(?:\s*/\s*(\d{1,12}))?", re.I)
 _EPOCH_BATCH = re.compile(r"(?<![\w.-])Train: (\d{1,6}) \[\s*(\d{1,12})/(\d{1,12})")
@@ -118,6 +119,8 @@ class ProgressParser(LineParser):
                {"step": 25, "loss": 2.345, "elapsed_ms": 123.45}),
         Sample('{"step": 10, "train/loss": 2.5, "lr": 0.001, "step_time_s": 0.8}', "step",
                {"step": 10, "loss": 2.5, "lr": 0.001, "elapsed_ms": 800.0}),
+        Sample('{"step": "10", "train/loss": "2.5", "lr": "0.001", "step_time_s": "0.8"}', "step",
+               {"step": 10, "loss": 2.5, "lr": 0.001, "elapsed_ms": 800.0}),  # numbers written as strings
         Sample("step 3 loss 2.0 iter_time_ms 412.5", "step", {"step": 3, "elapsed_ms": 412.5}),
         Sample("Iter 120/5000 | Loss 3.21 | 1.23 it/s | 456.7 ms/it", "step",
                {"step": 120, "loss": 3.21, "elapsed_ms": 456.7}),
