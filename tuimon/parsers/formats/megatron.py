@@ -3,14 +3,36 @@ and the argument list (the stateful parts, iteration records with their keys by
 meaning, are :class:`parsers.megatron.MegatronParser`)."""
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from ..common import config_from_args
 
 
+# GPT-NeoX's NeoXArgs.print pads "  {arg} {dots} {value}" with dots to 64 characters and appends
+# whether the value is its default: "True........................updated", and with no dots at all
+# where the line was already that long ("{'enabled': True}updated")
+_NEOX_INFO = re.compile(r"\.+(?:default|updated)$")
+_NEOX_WIDTH = 64
+
+
+def _neox_value(name: str, value: str) -> str:
+    """``value`` without NeoX's default/updated note (a Megatron value is left as it is)."""
+    m = _NEOX_INFO.search(value)
+    if m is not None:
+        return value[:m.start()]
+    for word in ("updated", "default"):
+        bare = value[:-len(word)]
+        # no dots: the line up to the value's end had reached the width (dots pad arg names to 32)
+        if value.endswith(word) and bare and 4 + max(len(name), 32) + len(bare) >= _NEOX_WIDTH:
+            return bare
+    return value
+
+
 def arguments(pairs: dict[str, str]) -> list[dict[str, Any]]:
     """The run's configuration from its argument list (L2L-Megatron-LM's layer-to-layer
     offload named first, where it is on)."""
+    pairs = {name: _neox_value(name, value) for name, value in pairs.items()}
     fields: list[dict[str, Any]] = [{"framework": "megatron-lm", **config_from_args(pairs)}]
     if pairs.get("enable_l2l", "").strip().lower() == "true":
         fields.insert(0, {"framework": "l2l"})
@@ -53,6 +75,20 @@ FORMAT = {
                            "  num_layers ...................................... 78",
                            "-------------------- end of arguments ---------------------"],
                  "expect": {"framework": "l2l"}},
+                # GPT-NeoX's NeoXArgs.print: each value followed by dots and whether it is its default
+                {"lines": ["-------------------- arguments --------------------",
+                           "  checkpoint_activations .......... True........................updated",
+                           "  model_parallel_size ............. 2...........................updated",
+                           "  precision ....................... bfloat16....................updated",
+                           "  pipe_parallel_size .............. 0...........................default",
+                           "  bf16 ............................ {'enabled': True}...........updated",
+                           "  train_micro_batch_size_per_gpu .. 16..........................updated",
+                           "---------------- end of arguments ----------------"],
+                 "expect": {"activation_checkpointing": True, "tp": 2, "precision": "bf16"}},
+                {"lines": ["-------------------- arguments --------------------",
+                           "  checkpoint_activations .......... False.......................default",
+                           "---------------- end of arguments ----------------"],
+                 "expect": {"activation_checkpointing": False}},
                 {"lines": ["3: ------------------------ arguments ------------------------",
                            "3:   inference_dynamic_batching_buffer_size_gb .. 40.0",
                            "3:   seq_length ...................................... 4096",
