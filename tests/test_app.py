@@ -498,10 +498,10 @@ async def test_columns_drop_by_priority_as_the_terminal_narrows(app):
     async with app.run_test(size=(100, 30)) as pilot:
         await until(pilot, lambda: len(rows(app)) == 6)
         narrow = [str(c.label) for c in app.screen.query_one("#jobs").columns.values()]
-        # throughput stays at 100 columns: iteration time and one TFLOPs column (computed, else reported)
+        # throughput stays at 100 columns: iteration time and one TFLOPs column (the log's, else computed)
         assert narrow[:3] == ["Job", "Status", "Iter"] and {"TFLOPs", "MFU", "Iter time"} <= set(narrow)
         assert "TFLOPs trend" not in narrow and "Startup" not in narrow
-        assert cell(app, "stronghold-run", "TFLOPs") == "7.2"
+        assert cell(app, "stronghold-run", "TFLOPs") == "7.2r"  # its log's 7.24, marked as the log's
         await pilot.resize_terminal(240, 50)
         # the resize settles in steps under load: wait for the wide layout itself, not its first column
         await until(pilot, lambda: {"TFLOPs rep", "Framework"} <= {str(c.label) for c in
@@ -633,14 +633,15 @@ async def test_v_charts_the_evaluation_metric_and_its_name_is_shown_literally(tm
 
 def test_a_run_that_only_reports_tflops_shows_them_in_the_combined_column():
     from tests.helpers.records import summary_of_text
-    from tuimon.figures.record import Tflops
     from tuimon.figures.columns import tflops_text
+    from tuimon.figures.record import Tflops
     s = summary_of_text(" iteration       10/     100 | elapsed time per iteration (ms): 1000.0 |\n")
+    # the log's rate first (its statement wins), marked r; else the GPUs' computed work (recomputation
+    # counted where the log says), else the model's
     assert tflops_text(s.with_(tflops_per_gpu=Tflops(68.6, None))) == "68.6r"
-    # computed by a formula that knew whether activations are recomputed: the formula's; that assumed it: the log's
-    assert tflops_text(s.with_(tflops_per_gpu=Tflops(68.6, 50.1), activation_checkpointing=False)) == "50.1"
-    assert tflops_text(s.with_(tflops_per_gpu=Tflops(68.6, 50.1), activation_checkpointing=None)) == "68.6r"
-    assert tflops_text(s.with_(tflops_per_gpu=Tflops(None, 50.1), activation_checkpointing=None)) == "50.1"
+    assert tflops_text(s.with_(tflops_per_gpu=Tflops(68.6, 50.1, 66.8))) == "68.6r"
+    assert tflops_text(s.with_(tflops_per_gpu=Tflops(None, 50.1, 66.8))) == "66.8"
+    assert tflops_text(s.with_(tflops_per_gpu=Tflops(None, 50.1, None))) == "50.1"
     assert tflops_text(s.with_(tflops_per_gpu=Tflops(None, None))) == "-"
 
 

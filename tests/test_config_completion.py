@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import FIXTURES, ROOT
+from tuimon.figures.record import SCHEMA_VERSION
 
 MEGATRON = FIXTURES / "megatron-deepspeed-8gpu-1234567.log"
 
@@ -124,7 +125,7 @@ def test_completion_scripts_load_and_complete(tmp_path):
     assert complete("tuimon watch x --theme hi") == {"high-contrast"}  # a theme
     assert complete("tuimon summary --gpu h1") == {"h100", "h100-pcie"}  # GPU names
     assert complete("tuimon summary --columns job,tfl") == {"job,tflops", "job,tflops_reported",
-                                                            "job,tflops_computed"}
+                                                            "job,tflops_computed", "job,tflops_hardware"}
 
 
 def test_summary_columns_give_seed_tables_in_every_format():
@@ -142,7 +143,8 @@ def test_summary_columns_give_seed_tables_in_every_format():
     stronghold = next(r for r in rows if r["job"] == "stronghold-run")
     assert stronghold["method"] == "stronghold" and stronghold["speed"] and stronghold["gpus"]
     data = json.loads(cli("summary", "--columns", "job,speed,gas", "--format", "json", str(FIXTURES)).stdout)
-    assert all(set(r) == {"schema_version", "job", "speed", "gas"} and r["schema_version"] == 1 for r in data)
+    assert all(set(r) == {"schema_version", "job", "speed", "gas"} and r["schema_version"] == SCHEMA_VERSION
+               for r in data)
     md = cli("summary", "--columns", "job,speed", "--format", "markdown", str(FIXTURES)).stdout
     assert md.splitlines()[1] == "| --- | --: |"
     bad = cli("summary", "--columns", "job,bogus", str(FIXTURES))
@@ -153,7 +155,7 @@ def test_summary_columns_give_seed_tables_in_every_format():
 def test_default_csv_is_numbers_or_empty_one_value_a_cell():
     rows = list(csv.DictReader(io.StringIO(cli("summary", "--format", "csv", str(FIXTURES)).stdout)))
     assert len(rows) == 6
-    text_columns = {"job", "method", "framework", "status", "gpu", "checks"}
+    text_columns = {"job", "method", "framework", "status", "gpu", "checks", "flops_formula", "size_source"}
     for row in rows:
         for name, cell in row.items():
             assert cell != "-", (name, row)

@@ -196,8 +196,10 @@ def test_megatron_1x_batch_size_and_fp16_off(tmp_path, batch):
     assert row["global_batch"] == 4 and row["precision"] == "fp32"
     size = row["params_billion"]
     median_s = row["iter_time_ms"]["median"] / 1000.0
-    assert row["tflops_per_gpu"]["computed"] == pytest.approx(size * 4 * 2 * 1024 * 4 / (median_s * 1e3), abs=0.01)
-    assert 5.1 < row["tflops_per_gpu"]["computed"] < 5.4
+    # the model's work (MFU's) is 6 x params x tokens; the GPUs', with the forward recomputed, 8 x
+    assert row["tflops_per_gpu"]["computed"] == pytest.approx(size * 3 * 2 * 1024 * 4 / (median_s * 1e3), abs=0.01)
+    assert row["tflops_per_gpu"]["hardware"] == pytest.approx(size * 4 * 2 * 1024 * 4 / (median_s * 1e3), abs=0.01)
+    assert 5.1 < row["tflops_per_gpu"]["hardware"] < 5.4
     assert any("TFLOPs/GPU differ by" in c for c in row["checks"])
     mfu = summaries(tmp_path, "zero-offload.log", ZERO_OFFLOAD + batch + body)[0]
     assert mfu["precision"] == "fp32"
@@ -208,9 +210,11 @@ def test_zero_offload_corpus_figures():
     out = subprocess.run([sys.executable, "-m", "tuimon", "summary", "--format", "json", "--no-cache", "--gpu",
                           "v100", str(log)], cwd=ROOT, capture_output=True, text=True, timeout=120)
     row = json.loads(out.stdout)[0]
-    assert row["tflops_per_gpu"]["computed"] == pytest.approx(5.24, abs=0.01)
+    assert row["tflops_per_gpu"]["hardware"] == pytest.approx(5.24, abs=0.01)  # recomputation counted
+    assert row["tflops_per_gpu"]["computed"] == pytest.approx(5.24 * 3 / 4, abs=0.01)  # the model's work
     assert row["precision"] == "fp32" and "fp32" in row["gpu_peak_source"]
-    assert row["mfu"] == pytest.approx(5.24 / row["gpu_peak_tflops"], abs=1e-3)
+    assert row["mfu"] == pytest.approx(5.24 * 3 / 4 / row["gpu_peak_tflops"], abs=1e-3)
+    assert row["hfu"] == pytest.approx(5.24 / row["gpu_peak_tflops"], abs=1e-3)
 
 
 def _iters(first: int, last: int, total: int, ms: float = 1000.0, prefix: str = "") -> str:
@@ -444,20 +448,30 @@ def test_max_only_timers_read_as_the_max_of_min_max_ones(tmp_path):
 def test_megatron_bridge_task_configuration_sizes_the_run():
     """Megatron-Bridge dumps its configuration as YAML (no argument list): the run trains at its
     dataset's sequence_length (1024), not the model's seq_length (131072, the positions' limit).
-    Computed TFLOPs by seed 001's formulas, from the numbers grep finds in the log."""
+    Its model is Llama-3.2-1B's shape (grouped attention, a gated MLP, TransformerConfig's names):
+    its size is what the run counted on its one rank, its FLOPs Megatron-Core's, from the numbers
+    grep finds in the log."""
     log = shared_or_skip("corpus/megatron-lm/verdimrc-megatron-bridge-eos-2025-10.log")
     text = log.read_text(errors="replace")
     assert "  sequence_length: 1024\n" in text and "  seq_length: 131072\n" in text
+    assert "  gated_linear_unit: true\n" in text and "  num_query_groups: 8\n" in text
+    assert "model parallel rank (0, 0): 1235814400\n" in text
     store = JobStore()
     parse_file(log, log.name, sink=store.add)
     (row,) = [summarize(job).as_dict() for job in store.jobs.values()]
-    layers, hidden, seq, vocab, gbs, gpus = 16, 2048, 1024, 128256, 512, 8  # model:, dataset:, train:, world size
-    size = (layers * (12 * hidden ** 2 + 13 * hidden) + vocab * hidden + seq * hidden + 2 * hidden) / 1e9
+    layers, hidden, heads, groups, kv, ffn = 16, 2048, 32, 8, 64, 8192  # model:
+    seq, vocab, gbs, gpus = 1024, 128256, 512, 8  # dataset:, model:, train:, world size
     assert (row["seq_length"], row["global_batch"], row["world_size"]) == (seq, gbs, gpus)
-    assert row["params_billion"] == pytest.approx(size, abs=5e-4)
+    assert row["params_billion"] == pytest.approx(1.235814400, abs=5e-4)
     assert row["activation_checkpointing"] is False  # recompute_granularity: null (selective core_attn only)
     seconds = 4647.8 / 1000  # the one iteration's "elapsed time per iteration (ms): 4647.8"
-    assert row["tflops_per_gpu"]["computed"] == pytest.approx(size * 3 * 2 * seq * gbs / (seconds * gpus * 1e3), rel=1e-3)
+    # Megatron-Core's num_floating_point_operations: 3 (fwd, 2 bwd) x 2 (multiply-add) per GEMM
+    q, kvp, tokens = heads * kv, groups * kv, gbs * seq
+    flops = (tokens * 6 * (hidden * ffn * 3 * layers + layers * (hidden * (q + 2 * kvp) + q * hidden)
+                           + hidden * vocab)
+             + gbs * seq * seq * layers * 6 * q)  # causal attention: QK^T and AV over half the matrix
+    assert row["tflops_per_gpu"]["computed"] == pytest.approx(flops / (seconds * gpus * 1e12), rel=1e-3)
+    assert row["flops_formula"] == "Megatron-Core (architecture)"
 
 
 def test_gpt_neox_flops_are_read_with_their_unit_and_its_mfu_is_the_runs_own(tmp_path):

@@ -68,17 +68,19 @@ def test_peak_follows_precision_and_overrides():
 
 
 def test_mfu_from_the_logs_without_flags(tmp_path):
-    # a 6.66 B model (32 x 4096), 16 x 2048 tokens a step on 8 GPUs at 2 s: computed 109.1 TFLOPs
+    # a 6.66 B model (32 x 4096), 16 x 2048 tokens a step on 8 GPUs at 2 s: the model's work is
+    # 6 x params x tokens, 81.8 TFLOPs a GPU; the forward recomputed would make it 109.1
     text = "GPU 0: NVIDIA A100-SXM4-80GB (UUID: GPU-1)\n" + ARGS.format(bf16="True", fp16="False") \
         + _iterations(2000.0, 105.0)
     s = _summary(tmp_path, text)
     assert s["gpu"] == "NVIDIA A100-SXM4-80GB" and s["precision"] == "bf16"
     assert s["gpu_peak_tflops"] == 312.0 and s["gpu_peak_source"] == "log: a100 bf16"
     computed = s["tflops_per_gpu"]["computed"]
-    # the arguments do not say whether activations are recomputed: the formula assumed it, so the
-    # MFU is the log's own 105.0 TFLOPs over the peak
-    assert computed == pytest.approx(109.1, abs=0.1) and s["mfu"] == pytest.approx(105.0 / 312.0, abs=1e-4)
-    assert s["checks"] == []
+    # the arguments do not say whether activations are recomputed: nothing is assumed, the MFU is
+    # of the model's work and there is no HFU
+    assert computed == pytest.approx(81.8, abs=0.1) and s["mfu"] == pytest.approx(computed / 312.0, abs=1e-4)
+    assert s["tflops_per_gpu"]["hardware"] is None and s["hfu"] is None
+    assert s["checks"] == []  # the log's 105.0 is within a quarter of the work with recomputation (109.1)
     for fmt in ("table", "markdown"):
         assert f"{100 * s['mfu']:.1f}%" in render_summary([from_dict(s)], fmt)
     assert f",{s['mfu']}," in render_summary([from_dict(s)], "csv")  # machines get the ratio
@@ -86,28 +88,31 @@ def test_mfu_from_the_logs_without_flags(tmp_path):
     assert fp32["precision"] == "fp32" and fp32["gpu_peak_tflops"] == 156.0
 
 
-def test_mfu_takes_the_formula_where_recomputation_is_known_and_the_log_where_it_is_assumed(tmp_path):
+def test_mfu_counts_the_models_work_and_hfu_the_recomputed_forward_where_the_log_says(tmp_path):
     from tuimon.figures.columns import tflops_text
 
-    """Seed 001's formula counts a recomputed forward (factor 4) where activations are recomputed; a log
-    that does not say is assumed to recompute, and then its own TFLOPs, if it prints any, make the MFU."""
+    """MFU is the model's FLOPs over the peak, whether or not activations are recomputed; HFU adds
+    the recomputed forward (seed 001's factor 4), and is known only where the log says.  The
+    TFLOPs cell shows the log's own rate where it prints one, else the GPUs' computed work."""
     gpu = "GPU 0: NVIDIA A100-SXM4-80GB (UUID: GPU-1)\n"
     args = ARGS.format(bf16="True", fp16="False")
     full = args.replace("  seq_length ...", "  recompute_granularity ......................... full\n  seq_length ...")
     none = args.replace("  seq_length ...", "  recompute_granularity ......................... None\n  seq_length ...")
-    for text, ckpt, computed in ((full, True, 109.1), (none, False, 81.8)):
+    for text, ckpt, hardware in ((full, True, 109.1), (none, False, 81.8), (args, None, None)):
         s = _summary(tmp_path, gpu + text + _iterations(2000.0, 105.0))
         assert s["activation_checkpointing"] is ckpt
-        assert s["tflops_per_gpu"]["computed"] == pytest.approx(computed, abs=0.1)
-        assert s["mfu"] == pytest.approx(s["tflops_per_gpu"]["computed"] / 312.0, abs=1e-4)  # the formula's
-        assert tflops_text(from_dict(s)) == f"{computed:.1f}"
-    unknown = _summary(tmp_path, gpu + args + _iterations(2000.0, 105.0))
-    assert unknown["activation_checkpointing"] is None and unknown["mfu"] == pytest.approx(105.0 / 312.0, abs=1e-4)
-    # the one-cell TFLOPs of a narrow screen is the rate its MFU is of
-    assert tflops_text(from_dict(unknown)) == "105.0r"
-    silent = _summary(tmp_path, gpu + args + _iterations(2000.0, 105.0).replace(
-        "throughput per GPU (TFLOP/s/GPU): 105.0 | ", ""))  # no rate of its own: the formula's, assumption and all
-    assert silent["tflops_per_gpu"]["reported"] is None and silent["mfu"] == pytest.approx(109.1 / 312.0, abs=1e-3)
+        assert s["tflops_per_gpu"]["computed"] == pytest.approx(81.8, abs=0.1)
+        assert s["mfu"] == pytest.approx(s["tflops_per_gpu"]["computed"] / 312.0, abs=1e-4)
+        if hardware is None:
+            assert s["tflops_per_gpu"]["hardware"] is None and s["hfu"] is None
+        else:
+            assert s["tflops_per_gpu"]["hardware"] == pytest.approx(hardware, abs=0.1)
+            assert s["hfu"] == pytest.approx(s["tflops_per_gpu"]["hardware"] / 312.0, abs=1e-4)
+        assert tflops_text(from_dict(s)) == "105.0r"  # the log's statement
+        silent = _summary(tmp_path, gpu + text + _iterations(2000.0, 105.0).replace(
+            "throughput per GPU (TFLOP/s/GPU): 105.0 | ", ""))
+        assert silent["tflops_per_gpu"]["reported"] is None
+        assert tflops_text(from_dict(silent)) == f"{hardware or 81.8:.1f}"  # no rate of its own: the computed
 
 
 def test_mfu_above_100_and_disagreeing_tflops_are_flagged(tmp_path):

@@ -77,7 +77,8 @@ def test_metrics_of_the_fixtures_parse_and_hold_every_job(tmp_path):
                                  "nccl-timeout-555001": 3.0, "cancelled-777001": 2.0}
         tflops = {(s.labels["job"], s.labels["source"]): s.value for s in fams["tuimon_job_tflops_per_gpu"].samples}
         assert tflops[("megatron-deepspeed-8gpu-1234567", "reported")] == 98.1
-        assert tflops[("megatron-deepspeed-8gpu-1234567", "computed")] == 45.0
+        assert tflops[("megatron-deepspeed-8gpu-1234567", "computed")] == 33.75  # the model's work
+        assert tflops[("megatron-deepspeed-8gpu-1234567", "hardware")] == 45.0  # recomputation counted
         status = {(s.labels["job"], s.labels["status"]): s.value for s in fams["tuimon_job_status"].samples}
         assert status[("oom-run", "failed")] == 1.0 and status[("oom-run", "training")] == 0.0
         for job in {j for j, _ in status}:  # one status each, "ended" too (a log quiet for an hour)

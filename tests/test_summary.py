@@ -37,7 +37,9 @@ def test_stronghold_offload_run():
     s = summary_of(FIXTURES / "stronghold-run.log")
     assert s["framework"] == "stronghold" and s["status"] == "finished"
     assert s["params_billion"] == 1.717 and s["world_size"] == 1
-    assert s["tflops_per_gpu"]["computed"] == pytest.approx(s["tflops_per_gpu"]["reported"], abs=0.05)
+    # the log's TFLOPs count the recomputed forward (seed 004's STRONGHOLD, Megatron's factor 4)
+    assert s["tflops_per_gpu"]["hardware"] == pytest.approx(s["tflops_per_gpu"]["reported"], abs=0.05)
+    assert s["tflops_per_gpu"]["computed"] == pytest.approx(s["tflops_per_gpu"]["hardware"] * 3 / 4, abs=0.01)
     assert set(s["offload_ms"]) == {"offloading-func-call-overhead", "offloading-fwd-overhead",
                                     "offloading-bwd-overhead"}
     assert s["offload_ms"]["offloading-bwd-overhead"] == 5453.51

@@ -101,7 +101,8 @@ def _job_metrics(rows: list[JobRow], alerts: list, now: float) -> Iterable[Any]:
     registry = [(f.key, gauge(f.metric_name, f.metric_help)) for f in FIELDS if f.summary]
     tflops = gauge("tuimon_job_tflops_per_gpu", "TFLOPs per GPU as the log reports them and as computed",
                    ["source"])
-    mfu = gauge("tuimon_job_mfu_ratio", "Model FLOPs utilisation: achieved over the GPU's peak")
+    mfu = gauge("tuimon_job_mfu_ratio", "Model FLOPs utilisation: the model's FLOPs achieved over the GPU's peak")
+    hfu = gauge("tuimon_job_hfu_ratio", "Hardware FLOPs utilisation: recomputation counted, over the GPU's peak")
     loss = gauge("tuimon_job_loss", "Latest loss")
     evaluation = gauge("tuimon_job_eval", "Latest evaluation figure, by metric as the log names it", ["metric"])
     startup = gauge("tuimon_job_startup_seconds", "Job start to first training step")
@@ -131,7 +132,9 @@ def _job_metrics(rows: list[JobRow], alerts: list, now: float) -> Iterable[Any]:
             put(family, s.metric(key))
         put(tflops, s.tflops_per_gpu.reported, "reported")
         put(tflops, s.tflops_per_gpu.computed, "computed")
+        put(tflops, s.tflops_per_gpu.hardware, "hardware")
         put(mfu, s.mfu)
+        put(hfu, s.hfu)
         loss_value = s.loss_last
         put(loss, float(loss_value) if isinstance(loss_value, str) else loss_value)  # "nan" is news too
         for metric, value in s.eval_last.items():  # at most MAX_METRICS names a job (tuimon.store.evals)
@@ -146,7 +149,7 @@ def _job_metrics(rows: list[JobRow], alerts: list, now: float) -> Iterable[Any]:
         for (job, kind), n in by_job.items():
             if job == s.job:
                 counts.add_metric(labels + [label_text(kind)], float(n))
-    yield from (it, total, secs, *(family for _, family in registry), tflops, mfu, loss, evaluation, startup, updated,
+    yield from (it, total, secs, *(family for _, family in registry), tflops, mfu, hfu, loss, evaluation, startup, updated,
                 status, world, counts)
 
 

@@ -73,14 +73,13 @@ def _speed_text(r: Summary) -> str:
 
 
 def _tflops(r: Summary) -> Optional[float]:
-    t = r.tflops_per_gpu
-    return achieved_tflops(t.computed, t.reported, r.activation_checkpointing)[0]
+    return achieved_tflops(r.tflops_per_gpu)[0]
 
 
 def tflops_text(r: Summary) -> str:
-    """TFLOPs per GPU in one cell, the rate the MFU is of: computed, else as the log reports it (``7.2r``)."""
-    t = r.tflops_per_gpu
-    value, reported = achieved_tflops(t.computed, t.reported, r.activation_checkpointing)
+    """TFLOPs per GPU in one cell (:func:`~tuimon.figures.record.achieved_tflops`): as the log reports
+    them (``7.2r``), else computed (seed 001's, recomputation counted where the log says it is on)."""
+    value, reported = achieved_tflops(r.tflops_per_gpu)
     if value is None:
         return "-"
     return num(value) + "r" if reported else num(value)
@@ -181,8 +180,12 @@ _BUILT_IN: tuple[Column, ...] = (
            sort="tflops", compact=lambda r: num(r.tflops_per_gpu.reported)),
     Column("tflops_computed", "TFLOPs calc", lambda r: r.tflops_per_gpu.computed, 1, screen="TFLOPs calc", keep=6,
            sort="tflops", compact=lambda r: num(r.tflops_per_gpu.computed)),
+    Column("tflops_hardware", "TFLOPs hw", lambda r: r.tflops_per_gpu.hardware, 1),
     Column("mfu", "MFU", lambda r: r.mfu, 1, percent=True, show=mfu_text, screen="MFU", compact=mfu_text, keep=5,
            sort="mfu"),
+    Column("hfu", "HFU", lambda r: r.hfu, 1, percent=True),
+    Column("flops_formula", "FLOPs formula", lambda r: r.flops_formula),
+    Column("size_source", "Size from", lambda r: r.params_source),
     Column("loss", "Loss", lambda r: r.loss_last, 4, screen="Loss", keep=8, compact=lambda r: figure_text(r.loss_last)),
     Column("eval", "Eval", lambda r: r.eval_value, 4, show=eval_text, screen="Eval", keep=12,
            compact=lambda r: figure_text(r.eval_value)),
@@ -215,7 +218,7 @@ NAMES = tuple(c.name for c in COLUMNS if not c.live)
 DEFAULT = ("job", "gpus", "size", "dp", "pp", "mbs", "gbs", "speed", "tflops")
 #: ``tuimon summary``'s table: progress, rates, TFLOPs both ways, MFU, the model, startup, loss, eval
 SUMMARY = ("job", "framework", "status", "progress", "speed", "spread", *(f.key for f in SHOWN),
-           "tflops_reported", "tflops_computed", "mfu", "size", "gpus", "startup", "loss", "eval")
+           "tflops_reported", "tflops_computed", "mfu", "hfu", "size", "gpus", "startup", "loss", "eval")
 #: the CSV export: every summary column, one value a cell
 CSV = tuple(n for n in NAMES if n not in ("progress", "spread"))
 #: the jobs screen, left to right

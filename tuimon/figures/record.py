@@ -20,7 +20,7 @@ from typing import Any, Optional, Union
 from ..store.fields import FIELDS
 
 #: bumped whenever a key changes meaning or goes away (a new key keeps the version)
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: tflops_per_gpu.computed counts the model's work only (MFU's); hardware is HFU's
 
 #: every status a summary may have (``stalled``: quiet past its limit, by the log's stamps or
 #: while watched; ``ended``: a log that simply stops, never seen growing)
@@ -53,9 +53,13 @@ IterTime = SpreadStats
 
 @dataclass(frozen=True)
 class Tflops:
-    """TFLOPs per GPU: as the log prints them, and from the model size and iteration time."""
+    """TFLOPs per GPU: as the log prints them; computed from the model's FLOPs of an iteration
+    (:mod:`tuimon.figures.flops`) and its time, counting the model's work only (MFU's measure);
+    and with the forward pass recomputed under activation checkpointing (HFU's: None where the
+    log does not say whether activations are recomputed)."""
     reported: Optional[float]
     computed: Optional[float]
+    hardware: Optional[float] = None
 
 
 @dataclass(frozen=True)
@@ -100,7 +104,7 @@ class Summary:
     iter_time_ms: Optional[IterTime]
     iter_time_last_ms: Optional[float]
     tflops_per_gpu: Tflops
-    mfu: Optional[float]  # a fraction of the GPU's peak
+    mfu: Optional[float]  # a fraction of the GPU's peak: the model's FLOPs only (or the log's own MFU)
     gpu: Optional[str]
     precision: Optional[str]
     gpu_peak_tflops: Optional[float]
@@ -108,7 +112,7 @@ class Summary:
     tokens_per_sec_computed: Optional[float]
     tokens_per_sec_source: Optional[str]
     checks: list[str]  # what makes the figures doubtful
-    params_billion: Optional[float]
+    params_billion: Optional[float]  # parameters, in billions
     world_size: Optional[int]
     global_batch: Optional[int]
     seq_length: Optional[int]
@@ -139,6 +143,9 @@ class Summary:
     wall_span_s: Optional[float]  # first to last stamp; needs two stamps
     #: the field registry's own summary figures (key -> value), aggregated as each row says
     metrics: dict[str, Optional[float]] = field(default_factory=dict)
+    hfu: Optional[float] = None  # the hardware's FLOPs (recomputation counted) over the GPU's peak
+    flops_formula: Optional[str] = None  # what computed the FLOPs of an iteration (figures.flops)
+    params_source: Optional[str] = None  # where the model's size comes from: the log, or a formula
 
     def metric(self, key: str) -> Optional[float]:
         return self.metrics.get(key)
@@ -244,13 +251,11 @@ def json_schema() -> dict[str, Any]:
             "description": __doc__.split("\n\n")[0] if __doc__ else "", "type": "array", "items": one}
 
 
-def achieved_tflops(computed: Optional[float], reported: Optional[float],
-                    activation_checkpointing: Optional[bool]) -> tuple[Optional[float], bool]:
-    """The TFLOPs per GPU a run achieved, and whether they are the log's own: the seed's formula,
-    else the log's; but where the formula had to assume recomputation (the log does not say),
-    the log's own rate goes first: an assumption never outranks what the run measured."""
-    if computed is not None and (activation_checkpointing is not None or reported is None):
-        return computed, False
-    if reported is not None:
-        return reported, True
-    return computed, False
+def achieved_tflops(t: Tflops) -> tuple[Optional[float], bool]:
+    """The TFLOPs per GPU a run achieved, and whether they are the log's own: the rate the log
+    prints first (its statement wins over a formula); else the computed rate of what the GPUs
+    executed (recomputation counted, seed 001's TFLOPs) where the log says whether activations
+    are recomputed, else of the model's work."""
+    if t.reported is not None:
+        return t.reported, True
+    return (t.hardware if t.hardware is not None else t.computed), False

@@ -18,10 +18,11 @@ from ..store.evals import finite_or_word
 from ..store.fields import FIELDS, primary_loss
 from ..store.job_store import Job
 from . import breakdown as breakdown_mod
+from . import flops
 from .alerts import quiet_in_log
 from .gpus import Peak, choose_peak
-from .metrics import aggregate, mfu, model_size_billion, startup_timeline, steady_stats, tflops_per_gpu
-from .record import Failure, IterTime, Memory, ModelConfig, Summary, Tflops, achieved_tflops
+from .metrics import aggregate, mfu, startup_timeline, steady_stats
+from .record import Failure, IterTime, Memory, ModelConfig, Summary, Tflops
 from .thresholds import STARTUP_TIMEOUT_S as STARTUP_TIMEOUT_S
 
 #: A job with no iteration whose files were written less than this long ago is still starting.
@@ -62,11 +63,8 @@ def _finite(arr: np.ndarray) -> np.ndarray:
 
 
 def params_billion(config: dict) -> Optional[float]:
-    layers, hidden, seq = config.get("num_layers"), config.get("hidden_size"), config.get("seq_length")
-    vocab = config.get("padded_vocab_size") or config.get("vocab_size")
-    if layers and hidden and seq and vocab:
-        return model_size_billion(layers, hidden, seq, vocab)
-    return config.get("total_params_b")
+    """The model's size, billions of parameters: what the log states first (figures.flops)."""
+    return flops.params_billion(config)[0]
 
 
 def world_size(config: dict) -> Optional[int]:
@@ -267,19 +265,41 @@ def run_time(job: Job) -> Optional[float]:
 TFLOPS_DISAGREE = 0.25
 
 
-def checks(tflops_reported: Optional[float], computed: Optional[float], mfu_value: Optional[float],
-           peak: Optional[Peak]) -> list[str]:
-    """What makes a job's figures doubtful, each with both figures and what to check."""
+def checks(tflops_reported: Optional[float], computed: Optional[float], hardware: Optional[float],
+           mfu_value: Optional[float], peak: Optional[Peak], work: Optional[flops.IterationFlops] = None) -> list[str]:
+    """What makes a job's figures doubtful, each with both figures and its likeliest cause.  The
+    log's TFLOPs may count the model's work or the hardware's (recomputation included): they
+    disagree only where they are far from both (from the model's work and a third more, where
+    the log does not say whether activations are recomputed)."""
     out = []
     if mfu_value is not None and peak is not None and mfu_value > 1.0:
         against = f"{peak.gpu or 'the given'} {peak.precision or ''} peak".replace("  ", " ")
         out.append(f"MFU {100 * mfu_value:.0f}% is above 100% of the {against} ({peak.tflops:g} TFLOPs, from "
                    f"{peak.source}): check the GPU model and precision, the model size and the GPU count")
-    if tflops_reported and computed and abs(tflops_reported / computed - 1.0) > TFLOPS_DISAGREE:
-        out.append(f"reported {tflops_reported:.1f} and computed {computed:.1f} TFLOPs/GPU differ by "
-                   f"{100 * abs(tflops_reported / computed - 1.0):.0f}%: check the GPU count (world size), the "
-                   f"sequence length and activation recomputation, which the log's own formula may count otherwise")
+    if tflops_reported and computed:
+        bases = [computed, hardware if hardware is not None else computed * 4 / 3]
+        nearest = min(bases, key=lambda b: abs(tflops_reported / b - 1.0))
+        ratio = tflops_reported / nearest
+        if abs(ratio - 1.0) > TFLOPS_DISAGREE:
+            out.append(f"reported {tflops_reported:.1f} and computed {nearest:.1f} TFLOPs/GPU differ by "
+                       f"{100 * abs(ratio - 1.0):.0f}%: {_likely_cause(ratio, work)}")
     return out
+
+
+def _likely_cause(ratio: float, work: Optional[flops.IterationFlops]) -> str:
+    """Why a log's TFLOPs are ``ratio`` times the computed ones, as far as the figures tell."""
+    if not 0.5 <= ratio <= 2.0 or work is None:
+        return ("more than the formulas tell apart: check the GPU count (world size) and the global batch, or the "
+                "log's figure measures something else")
+    if work.formula == flops.SIZE_ONLY:
+        return ("the log states the model's size, not its shape: 6 x params x tokens leaves out attention over the "
+                "sequence and may not describe the model (grouped attention, a gated MLP, experts)")
+    if ratio > 1.0 and work.attention_share > 0.15:
+        return (f"causal attention is {100 * work.attention_share:.0f}% of the work here: the log's formula may "
+                "count the whole attention matrix (Megatron-DeepSpeed's and NeoX's do)")
+    if work.formula == flops.SEED:
+        return "seed 001's formula (6 x params x tokens) leaves out attention over the sequence and the logits"
+    return "the log's formula counts the attention, the vocabulary or the recomputation otherwise"
 
 
 def tokens_check(reported: Optional[float], computed: Optional[float]) -> list[str]:
@@ -347,19 +367,23 @@ def summarize_timeless(job: Job, *, gpu_peak: Optional[float] = None,
         reported = _column(job.reported, "tflops")
     tflops_reported = aggregate("median", reported)
 
-    params = params_billion(cfg)
-    computed = None
-    ckpt = cfg.get("activation_checkpointing")
-    if params and cfg.get("seq_length") and gbs and it_stats and gpus:
-        computed = tflops_per_gpu(params, cfg["seq_length"], gbs, it_stats.median / 1000.0, gpus,
-                                  activation_checkpointing=True if ckpt is None else ckpt)
+    params, params_source = flops.params_billion(cfg)
+    work = flops.iteration_flops(cfg, gbs, params)
+    iter_s = it_stats.median / 1000.0 if it_stats else None
+    computed = flops.per_gpu_tflops(work.model if work else None, iter_s, gpus)
+    hardware = flops.per_gpu_tflops(work.hardware if work else None, iter_s, gpus)
 
     peak = choose_peak(gpu_peak, gpu, cfg.get("gpu"), cfg.get("precision"))
-    achieved, _ = achieved_tflops(computed, tflops_reported, ckpt)
-    mfu_value = mfu(achieved, peak.tflops) if peak is not None else None
-    mfu_source = f"{peak.source}: {peak.gpu or ''} {peak.precision or ''}".strip() if peak is not None else None
-    if mfu_value is None and rates.get("mfu_reported") is not None:  # torchtitan prints its own
+    # MFU is of the model's work: the run's own MFU where it prints one (its statement wins), else the
+    # computed rate over the GPU's peak, else the log's TFLOPs (whichever work they count) over it
+    mfu_value, hfu_value, mfu_source = None, None, None
+    if rates.get("mfu_reported") is not None:
         mfu_value, mfu_source = rates["mfu_reported"], "log: the run's own MFU"
+    elif peak is not None:
+        mfu_value = mfu(computed if computed is not None else tflops_reported, peak.tflops)
+        mfu_source = f"{peak.source}: {peak.gpu or ''} {peak.precision or ''}".strip()
+    if peak is not None:
+        hfu_value = mfu(hardware, peak.tflops)
 
     top_step = last_step(job)
     settled = settled_status(job, top_step)
@@ -395,15 +419,18 @@ def summarize_timeless(job: Job, *, gpu_peak: Optional[float] = None,
                               round(it_stats.max, 3), round(it_stats.p10, 3), round(it_stats.p90, 3), it_stats.n)
         if it_stats else None,
         iter_time_last_ms=_clean(float(finite_elapsed[-1]), 3) if finite_elapsed.size else None,
-        tflops_per_gpu=Tflops(_clean(tflops_reported, 2), _clean(computed, 2)),
+        tflops_per_gpu=Tflops(_clean(tflops_reported, 2), _clean(computed, 2), _clean(hardware, 2)),
         mfu=_clean(mfu_value, 4),
+        hfu=_clean(hfu_value, 4),
+        flops_formula=work.formula if work is not None and computed is not None else None,
+        params_source=params_source,
         gpu=cfg.get("gpu"),
         precision=cfg.get("precision"),
         gpu_peak_tflops=peak.tflops if peak is not None else None,
         gpu_peak_source=mfu_source,
         tokens_per_sec_computed=_clean(tokens_computed, 4),
         tokens_per_sec_source=tokens_source,
-        checks=checks(tflops_reported, computed, mfu_value, peak)
+        checks=checks(tflops_reported, computed, hardware, mfu_value, peak, work)
         + tokens_check(rates["tokens_per_sec"] if (tokens_source or "").startswith("log") else None, tokens_computed),
         params_billion=_clean(params, 3),
         world_size=gpus,

@@ -21,6 +21,7 @@ import numpy as np
 
 from tuimon.parsers.columns import Item, slices
 
+from ..figures import flops
 from ..figures.alerts import DEFAULTS as ALERT_DEFAULTS
 from ..figures.alerts import Alert, Rules, quiet_verdict
 from ..figures.metrics import steady_stats
@@ -818,13 +819,16 @@ def _tflops_curve(job: Job, last: Optional[int] = None) -> Curve:
     if np.isfinite(reported).any():
         return Curve.of(primary, reported[cut], cut)
     cfg = job.config
-    params, gpus, gbs, seq = params_billion(cfg), world_size(cfg), global_batch(cfg), cfg.get("seq_length")
-    if not (params and gpus and gbs and seq):
+    gbs = global_batch(cfg)
+    work = flops.iteration_flops(cfg, gbs, params_billion(cfg))
+    gpus = world_size(cfg)
+    if work is None or not gpus:
         return Curve.empty()
-    k = 3 if cfg.get("activation_checkpointing") is False else 4
+    # the rate the TFLOPs cell shows where the log prints none (figures.record.achieved_tflops)
+    per_iteration = work.hardware if work.hardware is not None else work.model
     ms = primary.column("elapsed_ms")[cut].astype(np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):
-        values = params * k * 2 * seq * gbs / (ms / 1000.0 * gpus * 1e3)
+        values = per_iteration / (ms / 1000.0 * gpus * 1e12)
     return Curve.of(primary, np.where(np.isfinite(values), values, np.nan), cut)
 
 

@@ -80,12 +80,54 @@ def config_from_args(pairs: dict[str, str]) -> dict:
             v = to_int(value)
             if v is not None and v >= 0:
                 out[spec[0]] = v
+    out.update(_architecture(pairs))
     ckpt = _activation_checkpointing(pairs)
     if ckpt is not None:
         out["activation_checkpointing"] = ckpt
     precision = _precision(pairs)
     if precision is not None:
         out["precision"] = precision
+    return out
+
+
+# the model's shape beyond the seed's GPT (Megatron-Core's names; Megatron-DeepSpeed's where they differ):
+# what the FLOPs of an iteration and the parameter count depend on (figures.flops)
+_SHAPE_INTS = {"ffn_hidden_size": "ffn_hidden_size", "kv_channels": "kv_channels",
+               "num_key_value_heads": "num_query_groups",  # Megatron-DeepSpeed (the heads when no GQA)
+               "moe_router_topk": "moe_topk", "topk": "moe_topk", "moe_ffn_hidden_size": "moe_ffn_hidden_size",
+               "moe_shared_expert_intermediate_size": "moe_shared_ffn_size",
+               "expert_model_parallel_size": "ep", "moe_expert_parallel_size": "ep"}
+_FIRST_INT = re.compile(r"\d{1,9}")
+
+
+def _on(value: Optional[str]) -> Optional[bool]:
+    """A flag's value as Megatron prints it (True/False) or as a bare command-line flag ('')."""
+    if value is None:
+        return None
+    word = value.strip().lower()
+    return True if word in ("true", "1", "") else False if word in ("false", "0", "none") else None
+
+
+def _architecture(pairs: dict[str, str]) -> dict:
+    out: dict = {}
+    for name, field in _SHAPE_INTS.items():
+        value = to_int(pairs[name]) if name in pairs else None
+        if value is not None and value > 0:
+            out[field] = value
+    # Megatron-Core keeps num_query_groups (default 1) whether or not attention is grouped
+    if _on(pairs.get("group_query_attention")) and (groups := to_int(pairs.get("num_query_groups"))):
+        out["num_query_groups"] = groups
+    for name, field in (("swiglu", "swiglu"), ("untie_embeddings_and_output_weights", "untied"),
+                        ("attention_output_gate", "output_gate"), ("add_bias_linear", "linear_bias")):
+        flag = _on(pairs.get(name))
+        if flag is not None:
+            out[field] = flag
+    if "normalization" in pairs:  # RMSNorm has no bias
+        out["rmsnorm"] = pairs["normalization"].strip().lower() == "rmsnorm"
+    # "--num-experts 8"; Megatron-DeepSpeed prints a list of experts per layer group ("[1]": dense)
+    experts = _FIRST_INT.search(pairs.get("num_experts") or "")
+    if experts is not None:
+        out["num_experts"] = int(experts.group(0))
     return out
 
 

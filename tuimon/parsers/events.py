@@ -100,6 +100,24 @@ class RunConfig(NamedTuple):
     total_params_b: Optional[float] = None
     gpu: Optional[str] = None  # the accelerator as the log names it ("NVIDIA A100-SXM4-80GB")
     precision: Optional[str] = None  # bf16, fp16 or fp32: what the run computes in
+    # the model's shape beyond the seed's GPT (figures.flops): MLP width, grouped attention, gated MLP,
+    # an output layer of its own, mixture of experts
+    ffn_hidden_size: Optional[int] = None
+    num_query_groups: Optional[int] = None
+    kv_channels: Optional[int] = None
+    swiglu: Optional[bool] = None
+    untied: Optional[bool] = None
+    output_gate: Optional[bool] = None  # Megatron's attention_output_gate
+    linear_bias: Optional[bool] = None  # Megatron's add_bias_linear (its default: on)
+    rmsnorm: Optional[bool] = None  # RMSNorm (no bias) rather than LayerNorm
+    num_experts: Optional[int] = None
+    moe_topk: Optional[int] = None
+    moe_ffn_hidden_size: Optional[int] = None
+    moe_shared_ffn_size: Optional[int] = None
+    ep: Optional[int] = None  # expert-parallel size
+    # Megatron's count of one model-parallel rank's parameters ("(tensor, pipeline) ... rank (1, 0): N")
+    model_rank: Optional[str] = None  # "1, 0": the rank's place in the model-parallel grid
+    rank_params: Optional[int] = None
 
 
 class Iteration(NamedTuple):

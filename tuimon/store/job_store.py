@@ -43,7 +43,11 @@ from .timers import TimerStat
 RankKey = Union[int, str]
 _CONFIG_FIELDS = ("num_layers", "hidden_size", "num_heads", "seq_length", "vocab_size", "padded_vocab_size",
                   "micro_batch", "global_batch", "tp", "pp", "dp", "world_size", "activation_checkpointing",
-                  "train_iters", "total_params_b", "gpu", "precision")
+                  "train_iters", "total_params_b", "gpu", "precision", "ffn_hidden_size", "num_query_groups",
+                  "kv_channels", "swiglu", "untied", "output_gate", "linear_bias", "rmsnorm", "num_experts",
+                  "moe_topk", "moe_ffn_hidden_size", "moe_shared_ffn_size", "ep")
+#: model-parallel ranks whose parameter counts a job keeps (config["rank_params"]: "t, p" -> count)
+MAX_MODEL_RANKS = 4096
 # a failure of these kinds is what ended a job, whatever came after; the first of them is the cause (a CUDA
 # fault reported by NCCL's watchdog comes before the DistBackendError it throws)
 _ROOT_CAUSES = ("oom", "cuda", "nccl", "hardware")
@@ -133,7 +137,10 @@ class Job:
         this one's): the state the events would have left, added here one by one.
         ``other`` is used up: its series may become this job's own."""
         for name, value in other.config.items():
-            self.config[name] = value
+            if name == "rank_params":
+                _count_rank_params(self.config, value)
+            else:
+                self.config[name] = value
         for fw in other.frameworks:
             if fw not in self.frameworks:
                 self.frameworks.append(fw)
@@ -552,6 +559,17 @@ def _on_config(job: Job, ev: RunConfig, _: Optional[int]) -> None:
             if name == "precision" and value == "fp32" and job.config.get("precision") in ("bf16", "fp16"):
                 continue  # "fp16 off" said beside a bf16 run (see parsers.formats.hardware)
             job.config[name] = value
+    if ev.model_rank is not None and ev.rank_params is not None:
+        _count_rank_params(job.config, {ev.model_rank: ev.rank_params})
+
+
+def _count_rank_params(config: dict, counts: dict[str, int]) -> None:
+    """Keep each model-parallel rank's parameter count (the latest of a rank wins), at most
+    :data:`MAX_MODEL_RANKS` ranks: figures.flops sums them once every rank of the grid is in."""
+    kept = config.setdefault("rank_params", {})
+    for rank, count in counts.items():
+        if rank in kept or len(kept) < MAX_MODEL_RANKS:
+            kept[rank] = count
 
 
 _ITERATION_FIELDS = point_plan("iteration")

@@ -18,6 +18,7 @@ from ..figures.columns import SCREEN, SCREEN_PRIORITY, Column, progress_text
 from ..figures.columns import SORTS as SORTS
 from ..figures.filters import compile_filter
 from ..figures.names import distinct_labels
+from ..figures.record import achieved_tflops
 from ..live.session import JobDetail, JobRow, Snapshot
 from .job import Chart, show_charts
 from .messages import OpenJob, RefreshRequest
@@ -40,7 +41,7 @@ def _sort_key(name: str):
         if name == "status":
             return (s.status != "failed", not row.stalled, s.status, s.job)
         if name == "tflops":
-            t = s.tflops_per_gpu.computed or s.tflops_per_gpu.reported or 0.0
+            t = achieved_tflops(s.tflops_per_gpu)[0] or 0.0
             return (-t, s.job)
         if name == "mfu":
             return (-(s.mfu or 0.0), s.job)

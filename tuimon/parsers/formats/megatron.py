@@ -8,7 +8,6 @@ from typing import Any
 
 from ..common import config_from_args
 
-
 # GPT-NeoX's NeoXArgs.print pads "  {arg} {dots} {value}" with dots to 64 characters and appends
 # whether the value is its default: "True........................updated", and with no dots at all
 # where the line was already that long ("{'enabled': True}updated")
@@ -42,8 +41,17 @@ def arguments(pairs: dict[str, str]) -> list[dict[str, Any]]:
 def task_configuration(pairs: dict[str, str]) -> list[dict[str, Any]]:
     """A Megatron-Bridge run's configuration: its dataset's ``sequence_length`` is the length
     it trains at (the model's ``seq_length`` is the longest its positions allow)."""
+    pairs = dict(pairs)
     if "sequence_length" in pairs:
-        pairs = {**pairs, "seq_length": pairs["sequence_length"]}
+        pairs["seq_length"] = pairs["sequence_length"]
+    # the model's TransformerConfig names what Megatron's arguments name otherwise
+    if "gated_linear_unit" in pairs:
+        pairs.setdefault("swiglu", pairs["gated_linear_unit"])
+    if pairs.get("share_embeddings_and_output_weights", "").lower() in ("true", "false"):
+        shared = pairs["share_embeddings_and_output_weights"].lower() == "true"
+        pairs.setdefault("untie_embeddings_and_output_weights", str(not shared))
+    if pairs.get("num_query_groups", "null").lower() not in ("null", "none", ""):
+        pairs.setdefault("group_query_attention", "True")  # set: grouped (None is one group a head)
     fields = config_from_args(pairs)
     return [fields] if fields else []
 
@@ -181,6 +189,21 @@ FORMAT = {
             "samples": [
                 {"line": " > padded vocab (size: 50257) with 47 dummy tokens (new size: 50304)",
                  "expect": {"vocab_size": 50257, "padded_vocab_size": 50304}},
+            ],
+        },
+        {
+            # get_model: each model-parallel rank of data-parallel rank 0 counts its own parameters; the model's
+            # size is their sum over the grid (figures.flops).  Since 2026-07 the grid names a third axis,
+            # "(tensor, gtp_weight_remat, pipeline)" ("gtp_remat" in Megatron-Bridge's copy)
+            "event": "run_config",
+            "anchor": "number of parameters on (",
+            "regex": r"number of parameters on \((?:tensor|[a-z_]+)(?:, [a-z_]+){1,3}\) model parallel rank "
+                     r"\((?P<model_rank>\d{1,6}(?:, ?\d{1,6}){1,3})\): (?P<rank_params>\d{1,15})\b",
+            "samples": [
+                {"line": " > number of parameters on (tensor, pipeline) model parallel rank (1, 0): 1904025088",
+                 "expect": {"model_rank": "1, 0", "rank_params": 1904025088}},
+                {"line": "3:  > number of parameters on (tensor, gtp_weight_remat, pipeline) model parallel rank "
+                         "(0, 0, 3): 931233792", "expect": {"model_rank": "0, 0, 3", "rank_params": 931233792}},
             ],
         },
         {
