@@ -5,6 +5,7 @@
       validation loss at iteration 100 | lm loss value: 7.692623E+00 | lm loss PPL: 2.192116E+03 |
       validation loss at iteration 10 on test set | lm loss value: ...
       validation loss at the end of training for test data | lm loss value: ...
+      validation results at iteration 100 | lm_loss value: 2.84E+00 | lm_loss_ppl value: 1.72E+01 |   (NeoX)
 
   metrics ``val lm loss`` and ``val lm loss PPL`` (``test ...`` for a test set);
 * NeMo 2's progress line (``... | global_step: 50 | ... | val_loss: 1.619``: told again on
@@ -32,8 +33,10 @@ from .numbers import to_float
 from .progress import step_of
 
 _NUMBER = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?"
-_MEGATRON = re.compile(r"validation loss at (?:iteration (\d{1,12})(?: on ([\w -]{1,60}?))?|the end of training "
-                       r"for (\w+) data)\s*\|(.*)")
+# Megatron "validation loss at ..."; GPT-NeoX "{chart_name} results at {prefix} | lm_loss value: ... |", its chart
+# "validation", "test", "valid" or "validation/{dataset}", its prefix "iteration N" or "the end of training for val data"
+_MEGATRON = re.compile(r"(?:validation loss|(validation|test|valid)(?:/[\w.-]{1,60})? results) at "
+                       r"(?:iteration (\d{1,12})(?: on ([\w -]{1,60}?))?|the end of training for (\w+) data)\s*\|(.*)")
 _MEGATRON_PAIR = re.compile(r"\s*([^|:]{1,80}?) (value|PPL)\s*:\s*(" + _NUMBER + r"|nan|inf)\s*(?=\||$)")
 _NEMO_STEP = re.compile(r"\|\s*global_step: (\d{1,12})\b")
 _NEMO_VAL = re.compile(r"\|\s*(val_loss): (" + _NUMBER + r"|nan|inf)\s*(?:\||$)")
@@ -53,7 +56,7 @@ class EvalParser(LineParser):
              "llm.c, hand-written loops")
     SNIFF = None  # every family evaluates; each route is a literal the block must hold
     ROUTES = (
-        (r"validation loss at ", "_on_megatron"),
+        (r"validation loss at ", "_on_megatron"), (r" results at ", "_on_megatron"),
         (r"\| val_loss: ", "_on_nemo"),
         (r"' reached ", "_on_lightning"),
         (r"validate step:", "_on_titan"),
@@ -77,6 +80,15 @@ class EvalParser(LineParser):
         Sample(" validation loss at the end of training for test data | lm loss value: 1.007254E+01 | "
                "lm loss PPL: 2.368372E+04 | ", "eval",
                {"iteration": None, "metrics": {"test lm loss": 10.07254, "test lm loss PPL": 23683.72}}),
+        # GPT-NeoX's evaluate_and_print_results
+        Sample(" validation results at iteration 1000 | lm_loss value: 2.846069E+00 | lm_loss_ppl value: "
+               "1.721814E+01 | ", "eval",
+               {"iteration": 1000, "metrics": {"val lm_loss": 2.846069, "val lm_loss_ppl": 17.21814}}),
+        Sample(" test results at the end of training for test data | lm_loss value: 2.9E+00 | ", "eval",
+               {"iteration": None, "metrics": {"test lm_loss": 2.9}}),
+        Sample(" validation/pile_val results at iteration 20 | lm_loss value: 3.0E+00 | ", "eval",
+               {"iteration": 20, "metrics": {"val lm_loss": 3.0}}),
+        Sample("benchmark results at iteration 20 | score value: 3.0 |", None),
         Sample("Training epoch 0, iteration 50/99 | lr: 3e-05 | global_batch_size: 4 | global_step: 50 | "
                "reduced_train_loss: 1.257 | train_step_timing in s: 0.685 | consumed_samples: 204 | val_loss: 1.619",
                "eval", {"iteration": 50, "metrics": {"val_loss": 1.619}}),
@@ -121,14 +133,14 @@ class EvalParser(LineParser):
         m = _MEGATRON.search(body)
         if not m:
             return []
-        split = (m.group(2) or m.group(3) or "validation").lower()
+        split = (m.group(3) or m.group(4) or m.group(1) or "validation").lower()
         prefix = "test" if "test" in split else "val"
         metrics = {}
-        for name, what, value in _MEGATRON_PAIR.findall(m.group(4)):
+        for name, what, value in _MEGATRON_PAIR.findall(m.group(5)):
             number = to_float(value)
             if number is not None:
                 metrics[f"{prefix} {name.strip()}" + (" PPL" if what == "PPL" else "")] = number
-        return self._eval(ctx, int(m.group(1)) if m.group(1) else None, metrics)
+        return self._eval(ctx, int(m.group(2)) if m.group(2) else None, metrics)
 
     def _on_nemo(self, body: str, ctx: LineContext) -> list[Event]:
         step, m = _NEMO_STEP.search(body), _NEMO_VAL.search(body)
