@@ -515,3 +515,23 @@ def test_nanogpt_reports_its_own_mfu_once_its_estimate_exists(tmp_path):
              for i in range(0, 40)]
     row = one(tmp_path, "nanogpt.log", "\n".join(lines) + "\n")
     assert row["mfu"] == pytest.approx(0.35) and row["gpu_peak_source"] == "log: the run's own MFU"
+
+
+def test_too_few_iterations_mark_the_figures_and_no_share_exceeds_the_whole(tmp_path):
+    """A smoke run of two iterations: its timers reported once (a part of 1770 ms) against a steady
+    iteration of 1000 ms would be a share of 1.77; no such share is printed, and the run's rates are
+    said to be warm-up figures.  One logged iteration, the first, is no throughput at all."""
+    def line(i: int, ms: float) -> str:
+        return (f" iteration {i:8d}/      10 | consumed samples: {8 * i:8d} | elapsed time per iteration (ms): {ms:.1f} "
+                f"| throughput per GPU (TFLOP/s/GPU): 50.0 | learning rate: 1.0E-04 | global batch size:     8 | "
+                f"lm loss: 9.0E+00 | loss scale: 1.0 | number of skipped iterations:   0 | number of nan iterations:   0 |\n")
+    text = line(1, 5000.0) + line(2, 1000.0) + "time (ms) | forward-backward: 1770.0 | optimizer: 10.0\n"
+    row = one(tmp_path, "smoke.log", text)
+    assert row["breakdown"] == [] and row["breakdown_whole_ms"] is None
+    assert any(c.startswith("no breakdown: forward-backward (1770.0 ms) is longer than") for c in row["checks"])
+    assert any("only 2 timed iterations" in c for c in row["checks"])
+    assert row["tflops_per_gpu"]["reported"] == 50.0  # the second iteration's, marked as warm-up above
+    first = one(tmp_path, "first.log", line(1, 5000.0))
+    assert first["tflops_per_gpu"]["reported"] is None and first["mfu"] is None
+    assert first["iter_time_ms"]["median"] == 5000.0  # what it took stays a fact
+    assert any(c.startswith("one iteration logged, the first") for c in first["checks"])

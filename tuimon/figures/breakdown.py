@@ -58,6 +58,7 @@ class Breakdown:
     whole_source: str  # the timer that gave it, "iteration time", or "sum of timers"
     parts: list[Part]  # depth first, parents before their parts
     apart: list[dict] = field(default_factory=list)  # timers not in every iteration: {name, ms, count}
+    withheld: Optional[str] = None  # why no parts are given although timers are known
 
     def as_list(self) -> list[dict]:
         return [p.as_dict() for p in self.parts]
@@ -120,9 +121,16 @@ def build(steady: Mapping[str, tuple[int, Optional[float]]], iteration_ms: Optio
         measured = sum(p.mean_ms for p in top)
         whole, source = (measured, "sum of timers") if measured > 0 else (None, source)
     flat: list[Part] = []
+    apart = sorted(apart, key=lambda t: -float(t["ms"]))  # type: ignore[arg-type]
+    if whole and (longest := max(top, key=lambda p: p.mean_ms, default=None)) is not None \
+            and longest.mean_ms > whole * (1 + OVERLAP_TOLERANCE):
+        # a part longer than the whole iteration: the timers' steady window and the iterations' are not
+        # the same iterations (a run of two or three), and no share of it would be true
+        return Breakdown(None, source, [], apart, withheld=f"{longest.name} ({longest.mean_ms:.1f} ms) is longer than "
+                         f"the {source} ({whole:.1f} ms) it would be a share of")
     if whole:
         _flatten(top, None, whole, whole, 0, flat)
-    return Breakdown(whole, source, flat, sorted(apart, key=lambda t: -t["ms"]))
+    return Breakdown(whole, source, flat, apart)
 
 
 def _flatten(parts: list[Part], parent: Optional[str], holder_ms: float, whole: float, depth: int,

@@ -119,6 +119,17 @@ def tokens_rates(reported: Optional[float], reported_per_gpu: Optional[float], g
     return total, per_gpu, computed, (source if total is not None else None)
 
 
+def _first_step_only(job: Job) -> bool:
+    """The job logged one step, its first (iteration 0 or 1: compilation, allocation, warm-up),
+    which is no throughput of the job's (a later step alone, NeMo's global_step 5 or Megatron's
+    iteration 10 of a log interval, is a mean over the steps before it)."""
+    series = job.primary if job.primary is not None and len(job.primary) else job.steps
+    if len(series) != 1:
+        return False
+    first = series.column("iteration")
+    return bool(first.size and 0 <= int(first[0]) <= 1)
+
+
 def _started(job: Job) -> bool:
     """Whether the job says it started: a framework, or a milestone other than the log's
     first stamp (which any stamped file has)."""
@@ -302,6 +313,22 @@ def _likely_cause(ratio: float, work: Optional[flops.IterationFlops]) -> str:
     return "the log's formula counts the attention, the vocabulary or the recomputation otherwise"
 
 
+#: a job with fewer timed iterations than this has no steady state yet: its rates are warm-up figures
+STEADY_POINTS = 3
+
+
+def warmup_check(timed: int, first_only: bool) -> list[str]:
+    if first_only:
+        return ["one iteration logged, the first (compilation, allocation): no throughput, TFLOPs or MFU yet"]
+    if 1 < timed < STEADY_POINTS:
+        return [f"only {timed} timed iterations: the rates are warm-up figures, not the run's steady state"]
+    return []
+
+
+def breakdown_check(tree: breakdown_mod.Breakdown) -> list[str]:
+    return [f"no breakdown: {tree.withheld}"] if tree.withheld else []
+
+
 def tokens_check(reported: Optional[float], computed: Optional[float]) -> list[str]:
     if reported and computed and abs(reported / computed - 1.0) > TFLOPS_DISAGREE:
         return [f"reported {reported:,.0f} and computed {computed:,.0f} tokens/s differ by "
@@ -350,26 +377,29 @@ def summarize_timeless(job: Job, *, gpu_peak: Optional[float] = None,
         elapsed = _column(job.reported, "elapsed_ms")
     it_stats = steady_stats(elapsed)
 
-    rates = {f.key: aggregate(f.agg, _first_known(f.key, primary, job.reported, job.steps))
+    timed = int(_finite(elapsed).size)
+    first_only = _first_step_only(job)
+    rates = {f.key: None if first_only else aggregate(f.agg, _first_known(f.key, primary, job.reported, job.steps))
              for f in FIELDS if f.summary}
     samples_per_sec = rates["samples_per_sec"]
     gbs = global_batch(cfg)
-    if samples_per_sec is None and it_stats and gbs:
+    if samples_per_sec is None and it_stats and gbs and not first_only:
         samples_per_sec = gbs / (it_stats.median / 1000.0)
     gpus = world_size(cfg)
     tokens, tokens_gpu, tokens_computed, tokens_source = tokens_rates(
         rates["tokens_per_sec"], rates["tokens_per_gpu_per_sec"], gbs, cfg.get("seq_length"),
-        it_stats.median / 1000.0 if it_stats and it_stats.median > 0 else None, rates["samples_per_sec"], gpus)
+        it_stats.median / 1000.0 if it_stats and it_stats.median > 0 and not first_only else None,
+        rates["samples_per_sec"], gpus)
     rates["tokens_per_sec"], rates["tokens_per_gpu_per_sec"] = tokens, tokens_gpu
 
     reported = _column(primary, "tflops")
     if not _finite(reported).size:
         reported = _column(job.reported, "tflops")
-    tflops_reported = aggregate("median", reported)
+    tflops_reported = None if first_only else aggregate("median", reported)
 
     params, params_source = flops.params_billion(cfg)
     work = flops.iteration_flops(cfg, gbs, params)
-    iter_s = it_stats.median / 1000.0 if it_stats else None
+    iter_s = it_stats.median / 1000.0 if it_stats and not first_only else None
     computed = flops.per_gpu_tflops(work.model if work else None, iter_s, gpus)
     hardware = flops.per_gpu_tflops(work.hardware if work else None, iter_s, gpus)
 
@@ -430,7 +460,8 @@ def summarize_timeless(job: Job, *, gpu_peak: Optional[float] = None,
         gpu_peak_source=mfu_source,
         tokens_per_sec_computed=_clean(tokens_computed, 4),
         tokens_per_sec_source=tokens_source,
-        checks=checks(tflops_reported, computed, hardware, mfu_value, peak, work)
+        checks=checks(tflops_reported, computed, hardware, mfu_value, peak, work) + warmup_check(timed, first_only)
+        + breakdown_check(tree)
         + tokens_check(rates["tokens_per_sec"] if (tokens_source or "").startswith("log") else None, tokens_computed),
         params_billion=_clean(params, 3),
         world_size=gpus,
