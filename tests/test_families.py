@@ -269,3 +269,33 @@ def test_transformers5_quoted_dicts_are_steps_and_the_closing_dict_ends_the_run(
     assert s["loss_last"] == pytest.approx(7.0)
     assert s["samples_per_sec"] == pytest.approx(126.3)
     assert s["iter_time_ms"]["median"] == pytest.approx(1000 / 7.89, abs=0.01)  # tqdm's rate at each dict
+
+
+def test_a_log_without_stamps_is_never_stuck_from_its_files_age():
+    """An evaluation-only job that completed long ago printed no stamp: its file's age says
+    nothing of a hang.  One whose own stamps span past the limit is stuck."""
+    from tuimon.figures.summary import startup_status
+
+    old = 1_000_000.0
+    status, failure = startup_status(True, None, now=old + 7200, last_write=old, timeout_s=600, file="eval.out")
+    assert status == "no-iterations" and failure.kind == "no-iterations"
+    assert startup_status(True, None, now=old + 60, last_write=old, timeout_s=600, file="eval.out")[0] == "starting"
+    assert startup_status(True, 0.0, now=old + 7200, last_write=old, timeout_s=600, file="x")[0] == "stuck-in-startup"
+    assert startup_status(True, 900.0, now=None, last_write=None, timeout_s=600, file="x")[0] == "stuck-in-startup"
+
+
+def test_an_ignored_exception_after_the_last_step_is_no_failure(tmp_path):
+    """Python's 'Exception ignored in atexit callback' (a store's socket timing out at exit, after
+    the checkpoint was saved) is no failure of the run; a traceback of its own still is."""
+    body = "".join(f" iteration {i:8d}/      20 | elapsed time per iteration (ms): 1000.0 | lm loss: 2.0E+00 | "
+                   f"number of skipped iterations:   0 | number of nan iterations:   0 |\n" for i in range(1, 21))
+    tail = ("  successfully saved checkpoint at iteration      20 to /ckpt\n"
+            "Exception ignored in atexit callback: <function _shutdown at 0x7f0>\n"
+            "Traceback (most recent call last):\n"
+            '  File "/opt/torch/distributed/elastic/rendezvous/c10d_rendezvous_backend.py", line 112, in _shutdown\n'
+            "TimeoutError: The client socket has timed out after 600000ms while trying to connect to (nid001, 29500).\n")
+    s = summary(tmp_path, "run.out", body + tail)
+    assert s["status"] == "finished" and s["failure"] is None
+    s = summary(tmp_path, "run2.out", body + tail.replace("Exception ignored in atexit callback: <function _shutdown "
+                                                          "at 0x7f0>\n", ""))
+    assert s["status"] == "failed" and s["failure"]["kind"] == "traceback"

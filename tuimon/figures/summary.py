@@ -172,10 +172,13 @@ def startup_status(started: bool, span_s: Optional[float], now: Optional[float],
     """The status of a job with no step yet: ``starting``, ``stuck-in-startup`` or
     ``no-iterations``.  How long it has been starting is the span of its own stamps plus
     the time since its files were last written: two differences on one clock each, so a
-    log stamped in another time zone is no older for it."""
+    log stamped in another time zone is no older for it.  A log with no span of stamps is
+    never stuck from its file's age: quiet past the live window, it is ``no-iterations``."""
     quiet = now - last_write if now is not None and last_write is not None else None
-    if started:
-        elapsed = (span_s or 0.0) + (quiet or 0.0)
+    # a log without two stamps of its own cannot show it hung: the file's quiet alone is as much a
+    # job that ended (an evaluation-only run) as one that hangs
+    if started and span_s is not None:
+        elapsed = span_s + (quiet or 0.0)
         if elapsed > timeout_s:
             return "stuck-in-startup", Failure("stuck-in-startup", f"no first step {timeout_s:.0f} s after the job started",
                                                None, file)

@@ -79,6 +79,8 @@ class FailureParser(LineParser):
     SNIFF = None
     ROUTES = (
         (r"Traceback \(most recent", "_on_traceback"),
+        # Python's word that the traceback after it was ignored (an atexit callback, a __del__): no failure
+        (r"Exception ignored in", "_on_ignored"), (r"Error in atexit._run_exitfuncs", "_on_ignored"),
         (r"CANCELLED AT", "_on_cancelled"),
         (r"out of memory", "_on_oom"), (r"OutOfMemory", "_on_oom"),
         (r"NCCL error", "_on_nccl"), (r"NCCL WARN", "_on_nccl"), (r"nccl[A-Z]", "_on_nccl"),
@@ -150,6 +152,17 @@ class FailureParser(LineParser):
                "providers 0", "failure", {"kind": "nccl"}),
         Sample("2024:05:01-10:00:00:(12345) |CCL_WARN| did not find MPI-launcher specific variables", None),
         Sample("srun: error: r6i4n5: task 0: Exited with exit code 1", "exit", {"status": 1}),
+        # Python ignored it (an atexit callback after the run, a __del__): no failure
+        Sample("TimeoutError: The client socket has timed out after 600000ms while trying to connect to (10.0.0.1, "
+               "29500).", None, context=("Exception ignored in atexit callback: <function shutdown at 0x7f>",
+                                         "Traceback (most recent call last):",
+                                         '  File "/usr/lib/python3.11/logging/__init__.py", line 2192, in shutdown')),
+        Sample("torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970, unhandled system error",
+               None, context=("Exception ignored in: <function ProcessGroupNCCL.__del__ at 0x7f>",
+                              "Traceback (most recent call last):")),
+        Sample("ValueError: bad", "failure", {"kind": "traceback"},
+               context=("Exception ignored in atexit callback: <function f at 0x7f>", "Traceback (most recent call "
+                        "last):", "TimeoutError: x", "Traceback (most recent call last):")),  # a later one counts
         Sample("ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: -9) local_rank: 3 (pid: 4242) "
                "of binary: /usr/bin/python", "exit", {"status": -9}),
         Sample("E0521 10:11:12.123000 140 torch/distributed/elastic/multiprocessing/api.py:826] failed (exitcode: 1) "
@@ -195,16 +208,47 @@ class FailureParser(LineParser):
         Sample("terminate called after throwing an instance of 'c10::Error'", "failure", {"kind": "killed"}),
         Sample("terminate called after throwing an instance of 'c10::DistBackendError'", "failure", {"kind": "nccl"}),
         Sample("srun: error: r6i4n5: task 0: Exited with exit code 1", "exit", {"status": 1}),
+        # Python ignored it (an atexit callback after the run, a __del__): no failure
+        Sample("TimeoutError: The client socket has timed out after 600000ms while trying to connect to (10.0.0.1, "
+               "29500).", None, context=("Exception ignored in atexit callback: <function shutdown at 0x7f>",
+                                         "Traceback (most recent call last):",
+                                         '  File "/usr/lib/python3.11/logging/__init__.py", line 2192, in shutdown')),
+        Sample("torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970, unhandled system error",
+               None, context=("Exception ignored in: <function ProcessGroupNCCL.__del__ at 0x7f>",
+                              "Traceback (most recent call last):")),
+        Sample("ValueError: bad", "failure", {"kind": "traceback"},
+               context=("Exception ignored in atexit callback: <function f at 0x7f>", "Traceback (most recent call "
+                        "last):", "TimeoutError: x", "Traceback (most recent call last):")),  # a later one counts
     )
 
     def __init__(self, file: str = "") -> None:
         super().__init__(file)
         self._in_traceback: Optional[int] = None  # line number of the open traceback
         self._report_rank: Optional[int] = None  # the rank torchrun's error report names
+        self._ignored_at: Optional[int] = None  # the line of Python's "Exception ignored in ..."
+        self._ignoring = False  # inside a traceback Python ignored, until its exception line
+        self._ignored_end: Optional[int] = None  # the line of that exception
+
+    def _on_ignored(self, body: str, ctx: LineContext) -> list[Event]:
+        self._ignored_at = ctx.line
+        return []
 
     def _on_traceback(self, body: str, ctx: LineContext) -> list[Event]:
+        if self._ignored_at is not None and 0 < ctx.line - self._ignored_at <= 1:
+            self._ignored_at, self._in_traceback, self._ignoring = None, None, True
+            return []
         self._in_traceback = ctx.line
+        self._ignoring = False
         return []
+
+    def _ignored(self, body: str, ctx: LineContext) -> bool:
+        """A line of a traceback Python ignored, its closing exception line included (which
+        several routes may read)."""
+        if self._ignoring:
+            if _EXC_LINE.match(body):
+                self._ignoring, self._ignored_end = False, ctx.line
+            return True
+        return ctx.line == self._ignored_end
 
     def _on_cancelled(self, body: str, ctx: LineContext) -> list[Event]:
         m = _CANCELLED.search(body)
@@ -218,12 +262,16 @@ class FailureParser(LineParser):
                         message=f"Slurm cancelled {m.group(1)}{reason}")]
 
     def _on_oom(self, body: str, ctx: LineContext) -> list[Event]:
+        if self._ignored(body, ctx):
+            return []
         if not _OOM.search(body):
             return []
         self._in_traceback = None
         return [self.make(Failure, ctx, kind="oom", message=message_of(body))]
 
     def _on_nccl(self, body: str, ctx: LineContext) -> list[Event]:
+        if self._ignored(body, ctx):
+            return []
         if not _NCCL.search(body):
             return []
         self._in_traceback = None
@@ -306,6 +354,8 @@ class FailureParser(LineParser):
         return [self.make(Failure, ctx, kind=kind, message=f"LSF killed the job: {body.strip()}"[:500])]
 
     def _on_cuda(self, body: str, ctx: LineContext) -> list[Event]:
+        if self._ignored(body, ctx):
+            return []
         if _HARDWARE.search(body) or _OOM.search(body) or not _CUDA.search(body):
             return []  # a machine's error, or an OOM: their own routes
         if self._in_traceback is not None and _EXC_LINE.match(body):
@@ -327,7 +377,7 @@ class FailureParser(LineParser):
         return [self.make(Failure, ctx, kind="script", message=message_of(body))]
 
     def _on_exception(self, body: str, ctx: LineContext) -> list[Event]:
-        if self._in_traceback is None:
+        if self._ignored(body, ctx) or self._in_traceback is None:
             return []
         m = _EXC_LINE.match(body)
         if not m:
