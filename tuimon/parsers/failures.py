@@ -98,6 +98,8 @@ class FailureParser(LineParser):
         (r"PBS: job killed", "_on_pbs_killed"), (r"TERM_[A-Z_]+: ", "_on_lsf_term"),
         (r"Node failure on", "_on_hardware"), (r"ECC error", "_on_hardware"), (r"fallen off the bus", "_on_hardware"),
         (r"Xid", "_on_hardware"),
+        # llm.c's cudaCheck: "[CUDA ERROR] at file train_gpt2.cu:265:", then the error's string on a line of its own
+        (r"\[CUDA ERROR\] at file ", "_on_cuda_check"), (r"out of memory", "_on_cuda_check_string"),
         (r"CUDA error: ", "_on_cuda"), (r"cudaErrorIllegal", "_on_cuda"), (r"device-side assert", "_on_cuda"),
         (r"_STATUS_EXECUTION_FAILED", "_on_cuda"),
         (r"Fatal Python error: ", "_on_abort"), (r"terminate called after throwing", "_on_abort"),
@@ -152,6 +154,8 @@ class FailureParser(LineParser):
                "providers 0", "failure", {"kind": "nccl"}),
         Sample("2024:05:01-10:00:00:(12345) |CCL_WARN| did not find MPI-launcher specific variables", None),
         Sample("srun: error: r6i4n5: task 0: Exited with exit code 1", "exit", {"status": 1}),
+        Sample("out of memory", "failure", {"kind": "oom"}, context=("[CUDA ERROR] at file train_gpt2.cu:265:",)),
+        Sample("out of memory", None),  # no cudaCheck before it
         # Python ignored it (an atexit callback after the run, a __del__): no failure
         Sample("TimeoutError: The client socket has timed out after 600000ms while trying to connect to (10.0.0.1, "
                "29500).", None, context=("Exception ignored in atexit callback: <function shutdown at 0x7f>",
@@ -208,17 +212,6 @@ class FailureParser(LineParser):
         Sample("terminate called after throwing an instance of 'c10::Error'", "failure", {"kind": "killed"}),
         Sample("terminate called after throwing an instance of 'c10::DistBackendError'", "failure", {"kind": "nccl"}),
         Sample("srun: error: r6i4n5: task 0: Exited with exit code 1", "exit", {"status": 1}),
-        # Python ignored it (an atexit callback after the run, a __del__): no failure
-        Sample("TimeoutError: The client socket has timed out after 600000ms while trying to connect to (10.0.0.1, "
-               "29500).", None, context=("Exception ignored in atexit callback: <function shutdown at 0x7f>",
-                                         "Traceback (most recent call last):",
-                                         '  File "/usr/lib/python3.11/logging/__init__.py", line 2192, in shutdown')),
-        Sample("torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970, unhandled system error",
-               None, context=("Exception ignored in: <function ProcessGroupNCCL.__del__ at 0x7f>",
-                              "Traceback (most recent call last):")),
-        Sample("ValueError: bad", "failure", {"kind": "traceback"},
-               context=("Exception ignored in atexit callback: <function f at 0x7f>", "Traceback (most recent call "
-                        "last):", "TimeoutError: x", "Traceback (most recent call last):")),  # a later one counts
     )
 
     def __init__(self, file: str = "") -> None:
@@ -226,8 +219,20 @@ class FailureParser(LineParser):
         self._in_traceback: Optional[int] = None  # line number of the open traceback
         self._report_rank: Optional[int] = None  # the rank torchrun's error report names
         self._ignored_at: Optional[int] = None  # the line of Python's "Exception ignored in ..."
+        self._cuda_check_at: Optional[int] = None  # the line of llm.c's "[CUDA ERROR] at file ...:N:"
         self._ignoring = False  # inside a traceback Python ignored, until its exception line
         self._ignored_end: Optional[int] = None  # the line of that exception
+
+    def _on_cuda_check(self, body: str, ctx: LineContext) -> list[Event]:
+        self._cuda_check_at = ctx.line
+        return []
+
+    def _on_cuda_check_string(self, body: str, ctx: LineContext) -> list[Event]:
+        """The line after llm.c's ``[CUDA ERROR] at file ...:N:``: cudaGetErrorString's words."""
+        if self._cuda_check_at is None or ctx.line - self._cuda_check_at != 1 or body.strip() != "out of memory":
+            return []
+        self._cuda_check_at = None
+        return [self.make(Failure, ctx, kind="oom", message="CUDA out of memory (llm.c cudaCheck)")]
 
     def _on_ignored(self, body: str, ctx: LineContext) -> list[Event]:
         self._ignored_at = ctx.line
