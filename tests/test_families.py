@@ -299,3 +299,22 @@ def test_an_ignored_exception_after_the_last_step_is_no_failure(tmp_path):
     s = summary(tmp_path, "run2.out", body + tail.replace("Exception ignored in atexit callback: <function _shutdown "
                                                           "at 0x7f0>\n", ""))
     assert s["status"] == "failed" and s["failure"]["kind"] == "traceback"
+
+
+def test_startup_runs_from_the_first_stamp_to_the_first_real_step(tmp_path):
+    """DeepSpeed's engine reports 'step=0' when it is built (global_steps counts steps taken): a
+    phase of the startup, not its end.  A script's bracketed launch stamp is the job's start.  A run
+    whose workers all exit without a step never trained."""
+    ds = "[2026-08-18 04:{}] [INFO] [logging.py:96:log_dist] [Rank 0] step={}, skipped=0, lr=[0.0001], mom=[(0.9, 0.95)]\n"
+    text = ("[Tue Aug 18 04:05:25 CEST 2026] Launching training...\n"
+            "[2026-08-18 04:05:40,000] [INFO] [launch.py:256:main] process 1234 spawned\n"
+            + ds.format("07:00,000", 0)  # the engine, built 95 s after the launch stamp
+            + "".join(ds.format(f"{9 + i // 60:02d}:{i % 60:02d},000", i) for i in range(1, 6)))
+    s = summary(tmp_path, "ds.log", text)
+    assert s["startup_s"] == pytest.approx(216.0, abs=0.1)  # 04:05:25 (the launch stamp) to 04:09:01 (step=1)
+    assert [p["name"] for p in s["startup"]][-2:] == ["engine-built", "first-step"]
+    assert s["steps_seen"] == 5 and s["last_step"] == 5
+    never = summary(tmp_path, "never.log", text.split(ds.format("09:01,000", 1))[0]
+                    + "[2026-08-18 04:08:00,000] [INFO] [launch.py:346:main] Process 1234 exits successfully.\n")
+    assert never["status"] == "no-iterations" and never["steps_seen"] == 0
+    assert never["startup_s"] is None and never["startup_note"] == "unknown: the run logged no training step"

@@ -162,9 +162,12 @@ def settled_status(job: Job, top_step: Optional[int] = None) -> Optional[tuple[s
     return None
 
 
-def _span(job: Job) -> Optional[float]:
-    """Seconds from the job's first stamp to its last."""
-    return (job.last_wall - job.first_wall) if job.first_wall is not None and job.last_wall is not None else None
+def stamp_span(job: Job) -> Optional[float]:
+    """Seconds from the job's first stamp to its last; 0 where its only stamps are a launcher's
+    (``Job started at: ...``); None where it has no stamp at all."""
+    if job.first_wall is not None and job.last_wall is not None:
+        return job.last_wall - job.first_wall
+    return 0.0 if any(m.wall_time is not None for m in job.milestones) else None
 
 
 def startup_status(started: bool, span_s: Optional[float], now: Optional[float], last_write: Optional[float],
@@ -264,8 +267,10 @@ def startup(job: Job) -> tuple[Optional[float], list[dict], Optional[str]]:
     if t1 is not None and t1 < t0:
         return None, [], "unknown: the first step's time stamp comes before the job's start stamp"
     total, phases = startup_timeline(t0, t1, ((m.name, m.wall_time) for m in job.milestones))
+    note = None if t1 is not None else "unknown: the first step has no time stamp" \
+        if job.iterations_seen or len(job.steps) else "unknown: the run logged no training step"
     return _clean(total, 1), [{"name": end if p.name == "first-step" else p.name, "offset_s": round(p.offset_s, 3)}
-                              for p in phases], None
+                              for p in phases], note
 
 
 def run_time(job: Job) -> Optional[float]:
@@ -420,7 +425,7 @@ def summarize_timeless(job: Job, *, gpu_peak: Optional[float] = None,
 
     top_step = last_step(job)
     settled = settled_status(job, top_step)
-    started, span = _started(job), _span(job)
+    started, span = _started(job), stamp_span(job)
     status, failure = settled if settled is not None else \
         startup_status(started, span, None, None, STARTUP_TIMEOUT_S, job.files[0] if job.files else None)
     startup_s, phases, startup_note = startup(job)

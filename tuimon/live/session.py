@@ -30,6 +30,7 @@ from ..figures.summary import (
     STARTUP_TIMEOUT_S,
     global_batch,
     params_billion,
+    stamp_span,
     startup_status,
     summarize,
     world_size,
@@ -515,7 +516,7 @@ class LiveSession:
             if verdict is None and s.train_iters and last is not None:
                 row.eta_s = eta(s.train_iters, last, it)
         if s.status in _STARTUP_STATES:  # time passes: measured now, not when the summary was cached
-            status, failure = startup_status(s.started, s.wall_span_s, now, written, self.startup_timeout,
+            status, failure = startup_status(s.started, stamp_span(job), now, written, self.startup_timeout,
                                              s.files[-1] if s.files else None)
             if status == "stuck-in-startup" and failure is not None:
                 failure = replace(failure, last_line=self._last_line(job))

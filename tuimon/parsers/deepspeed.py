@@ -71,9 +71,17 @@ class DeepSpeedParser(LineParser):
                "global_step1000 is ready now!", "checkpoint", {"iteration": 1000, "save_ms": 4100.0},
                context=("[2024-01-01 10:00:01,000] [INFO] [logging.py:96:log_dist] [Rank 0] [Torch] Checkpoint "
                         "global_step1000 is about to be saved!",)),
+        # the engine reports step=0 when it is built: the run's framework, no step taken
         Sample("[2023-11-02 18:34:13,122] [INFO] [logging.py:96:log_dist] [Rank 0] step=0, skipped=0, "
-               "lr=[0.0, 0.0], mom=[(0.9, 0.999), (0.9, 0.999)]",
-               "step", {"step": 0, "skipped": 0, "lr": 0.0, "rank": 0, "wall_time": 1698950053.122}),
+               "lr=[0.0, 0.0], mom=[(0.9, 0.999), (0.9, 0.999)]", "run_config", {"framework": "deepspeed"}),
+        Sample("[2023-11-02 18:34:13,122] [INFO] [logging.py:96:log_dist] [Rank 0] step=0, skipped=0, "
+               "lr=[0.0, 0.0], mom=[(0.9, 0.999), (0.9, 0.999)]", "milestone",
+               {"name": "engine-built", "wall_time": 1698950053.122},
+               context=("[2023-11-02 18:34:13,000] [INFO] [logging.py:96:log_dist] [Rank 0] step=0, skipped=0, "
+                        "lr=[0.0]",)),
+        Sample("[2023-11-02 18:40:13,122] [INFO] [logging.py:96:log_dist] [Rank 0] step=10, skipped=0, "
+               "lr=[0.0001, 0.0001], mom=[(0.9, 0.999), (0.9, 0.999)]",
+               "step", {"step": 10, "skipped": 0, "lr": 0.0001, "rank": 0, "wall_time": 1698950413.122}),
         Sample("[2022-06-29 01:36:30,237] [INFO] [logging.py:69:log_dist] [Rank 0] step=50, skipped=0, "
                "lr=[2.34375e-06, 2.34375e-06], mom=[(0.9, 0.999), (0.9, 0.999)]",
                "step", {"step": 50, "lr": 2.34375e-06}),
@@ -157,6 +165,12 @@ class DeepSpeedParser(LineParser):
         m = _STEP.search(body)
         if not m:
             return []
+        if m.group(1) == "0":
+            # the engine reports its progress once when it is built (global_steps counts the steps taken,
+            # and none is): no step, so a run's startup ends at its first real one; the moment is a phase of
+            # it (seed 002 took it for the first step)
+            built = [self.make(Milestone, ctx, name="engine-built")]
+            return built if self._announced else self.announce([self.make(RunConfig, ctx)] + built, ctx)
         return self.announce([Step(file=self.file, line=ctx.line, rank=rank_or(body, ctx.rank),
                                     node=ctx.node, wall_time=ctx.wall_time, step=to_int(m.group(1)),
                                     skipped=to_int(m.group(2)), lr=to_float(m.group(3)))], ctx)

@@ -71,5 +71,31 @@ FORMAT = {
                 {"line": "Job ended at: 2023-11-02-190112", "expect": {"name": "job-end"}},
             ],
         },
+        {
+            # DeepSpeed's launcher (launcher/launch.py) on each worker process that returned 0: the job is over
+            # for it (a run that logged no step by then never trained)
+            "event": "milestone",
+            "anchor": " exits successfully",
+            "regex": r"\bProcess (?P<detail>\d{1,10}) exits successfully\.?\s*$",
+            "types": {"detail": "str"},
+            "set": {"name": "job-end"},
+            "samples": [
+                {"line": "[2023-10-20 18:56:04,104] [INFO] [launch.py:346:main] Process 86487 exits successfully.",
+                 "expect": {"name": "job-end", "detail": "86487"}},
+            ],
+        },
+        {
+            # a script's own launch stamp: echo "[$(date)] Launching training..." (a date in brackets, then words)
+            "event": "milestone",
+            "anchor": "[",
+            "regex": r"^\s*\[(?P<wall_time>(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun),? [^\]:]{4,24}\d{1,2}:\d{2}:\d{2}"
+                     r"(?: [AP]M)?(?: [A-Z]{2,5})? \d{4})\]\s+\S",
+            "set": {"name": "job-start", "detail": "date"},
+            "samples": [
+                {"line": "[Tue Aug 18 04:05:25 CEST 2026] Launching training...",
+                 "expect": {"name": "job-start", "wall_time": 1787025925.0}},
+                {"line": "[Tue Aug 18 04:05:25 2026] done", "expect": {"name": "job-start"}},
+            ],
+        },
     ],
 }
