@@ -170,3 +170,38 @@ def test_a_megatron_log_of_a_llama_shape_end_to_end(tmp_path):
     s = _summary(tmp_path, _megatron_log(8, "None", []))
     assert s["params_billion"] == pytest.approx(1.2358, abs=5e-4) and s["params_source"] == "architecture"
     assert s["tflops_per_gpu"]["hardware"] == s["tflops_per_gpu"]["computed"]
+
+
+def test_a_neox_llama_run_is_sized_and_laid_out_from_its_own_names(tmp_path):
+    """GPT-NeoX prints its arguments with dots and a default/updated note (NeoXArgs.print), names its
+    LLaMA MLP 'mlp_type llama' (gated, 2 x 4h/3 rounded up to 256: 11008 for 4096), its untied output
+    'no_weight_tying', its pipeline 'pipe_parallel_size' (0: none) and counts parameters per tensor rank
+    the older way ('number of parameters on model parallel rank 1: N').  CodeLlama-7B: 6,738,546,688."""
+    def arg(name: str, value: str, note: str = "updated") -> str:
+        text = f"  {name} {'.' * (32 - len(name))} {value}"
+        return text + "." * (64 - len(text)) + note
+    args = [arg("checkpoint_activations", "True"), arg("global_num_gpus", "8"), arg("hidden_size", "4096"),
+            arg("mlp_type", "llama"), arg("model_parallel_size", "2"), arg("no_weight_tying", "True"),
+            arg("norm", "rmsnorm"), arg("num_attention_heads", "32"), arg("num_layers", "32"),
+            arg("pipe_parallel_size", "0", "default"), arg("seq_length", "4096"),
+            arg("train_micro_batch_size_per_gpu", "16")]
+    text = "\n".join(["NeoXArgs.from_ymls() ['configs/llemma_7b.yml']", "-------------------- arguments "
+                      "--------------------", *args, "---------------- end of arguments ----------------",
+                      " > padded vocab (size: 32016) with 0 dummy tokens (new size: 32016)"]) + "\n"
+    s = _summary(tmp_path, text)
+    assert (s["world_size"], s["config"]["tp"], s["config"]["pp"], s["config"]["dp"]) == (8, 2, 1, 4)
+    assert s["global_batch"] == 64 and s["activation_checkpointing"] is True
+    assert s["params_billion"] == pytest.approx(6.738546688, abs=5e-4) and s["params_source"] == "architecture"
+    ranks = "".join(f" > number of parameters on model parallel rank {r}: 3369273344\n" for r in range(2))
+    s = _summary(tmp_path, text + ranks)
+    assert s["params_billion"] == pytest.approx(2 * 3369273344 / 1e9, abs=5e-4)
+    assert s["params_source"] == "log (per-rank counts)"
+
+
+def test_a_scripts_train_batch_size_is_no_global_batch_but_neoxs_is():
+    from tuimon.parsers.common import config_from_args, flags_from_command
+
+    fsdp = config_from_args(flags_from_command("python train.py --train_batch_size=4 --num_layers=32"))
+    assert "global_batch" not in fsdp and fsdp["num_layers"] == 32  # the FSDP examples' per-device batch
+    neox = config_from_args({"train_batch_size": "512", "global_num_gpus": "8", "pipe_parallel_size": "0"})
+    assert (neox["global_batch"], neox["world_size"], neox["pp"]) == (512, 8, 1)

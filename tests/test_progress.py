@@ -52,13 +52,13 @@ def test_off_in_a_run_whose_framework_gives_its_steps():
 
 def test_on_beside_a_framework_that_logs_no_loss():
     """DeepSpeed's step lines carry no loss: a script driving its engine logs its
-    own, and both are read."""
+    own, and both are read (the engine's step=0 when it is built is no step)."""
     ds = "[2026-03-02 10:16:01,000] [INFO] [logging.py:96:log_dist] [Rank 0] step={i}, skipped=0, lr=[0.0001]"
     lines = [ds.format(i=0)] + [CUSTOM.format(i=i) for i in range(1, 5)] + [ds.format(i=5)]
     events, ps = _events(lines)
     assert {"deepspeed", "progress"} <= set(ps.active_names)
     assert [(e.step, e.loss) for e in events if isinstance(e, Step)] == \
-        [(0, None), (1, 2.5), (2, 2.5), (3, 2.5), (4, 2.5), (5, None)]
+        [(1, 2.5), (2, 2.5), (3, 2.5), (4, 2.5), (5, None)]
 
 
 @pytest.mark.parametrize("line", [

@@ -172,11 +172,12 @@ def test_metrics_of_the_whole_corpus_parse():
     corpus = shared_or_skip("corpus")
     serve = Serve(str(corpus))
     try:
+        # the corpus holds 130 jobs, 100 of them with a step or iteration (tuimon summary): wait for nearly all
         fams = serve.families(lambda f: f.get("tuimon_jobs_exported") is not None
-                              and f["tuimon_jobs_exported"].samples[0].value >= 100, timeout=120)
+                              and f["tuimon_jobs_exported"].samples[0].value >= 125, timeout=120)
         exported = fams["tuimon_jobs_exported"].samples[0].value if "tuimon_jobs_exported" in fams else None
-        assert exported is not None and exported >= 100, f"{exported} jobs exported after 120 s"
-        assert len(jobs_in(fams)) >= 80
+        assert exported is not None and exported >= 125, f"{exported} jobs exported after 120 s"
+        assert len(jobs_in(fams)) >= 90
         for fam in fams.values():
             for s in fam.samples:
                 assert s.value == s.value or fam.name == "tuimon_job_loss", (fam.name, s)  # only a loss may be NaN

@@ -133,7 +133,10 @@ def rank_sum_billion(config: dict) -> Optional[float]:
     grid = 1
     for extent in extents:
         grid *= extent
-    if len(places) != grid or (extents[0], extents[-1]) != (config.get("tp"), config.get("pp")):
+    tp, pp = config.get("tp"), config.get("pp")
+    # one axis: the tensor ranks of a run without a pipeline (older Megatron, GPT-NeoX)
+    layout = (extents[0], extents[-1]) == (tp, pp) if len(extents) > 1 else extents[0] == tp and pp == 1
+    if len(places) != grid or not layout:
         return None
     total = sum(counts.values())
     if extents[-1] > 1 and not config.get("untied"):

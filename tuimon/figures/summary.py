@@ -86,6 +86,15 @@ def data_parallel(config: dict) -> Optional[int]:
     return None
 
 
+def _stated_layout_dp(config: dict) -> Optional[int]:
+    """The data-parallel size as logged, else the world over tensor and pipeline sizes both stated
+    (GPT-NeoX states no data-parallel size); never from a size assumed 1."""
+    if config.get("dp"):
+        return config["dp"]
+    world, tp, pp = config.get("world_size"), config.get("tp"), config.get("pp")
+    return world // (tp * pp) if world and tp and pp and world % (tp * pp) == 0 else None
+
+
 def global_batch(config: dict) -> Optional[int]:
     """As logged, else the micro-batch (Megatron 1.x's per-GPU ``batch_size``) times data
     parallelism (no gradient accumulation is known then)."""
@@ -475,8 +484,8 @@ def summarize_timeless(job: Job, *, gpu_peak: Optional[float] = None,
         world_size=gpus,
         global_batch=gbs,
         seq_length=cfg.get("seq_length"),
-        config=ModelConfig(**{k: cfg.get(k) for k in ("num_layers", "hidden_size", "num_heads", "tp", "pp", "dp",
-                                                       "micro_batch")}),
+        config=ModelConfig(**{k: cfg.get(k) for k in ("num_layers", "hidden_size", "num_heads", "tp", "pp",
+                                                       "micro_batch")}, dp=_stated_layout_dp(cfg)),
         activation_checkpointing=cfg.get("activation_checkpointing"),
         startup_s=startup_s,
         startup_note=startup_note,

@@ -65,6 +65,9 @@ _ARG_FIELDS: dict[str, tuple[str, type]] = {
     "pipeline_model_parallel_size": ("pp", int),
     "data_parallel_size": ("dp", int),
     "world_size": ("world_size", int),
+    "global_num_gpus": ("world_size", int),  # GPT-NeoX
+    "train_micro_batch_size_per_gpu": ("micro_batch", int),  # GPT-NeoX (DeepSpeed's name)
+    "pipe_parallel_size": ("pp", int),  # GPT-NeoX: 0 is no pipeline engine, one stage (config_from_args)
     "train_iters": ("train_iters", int),
 }
 _CKPT_TRUE_FLAGS = {"checkpoint_activations", "recompute_activations",
@@ -80,6 +83,8 @@ def config_from_args(pairs: dict[str, str]) -> dict:
             v = to_int(value)
             if v is not None and v >= 0:
                 out[spec[0]] = v
+    if out.get("pp") == 0:
+        out["pp"] = 1
     out.update(_architecture(pairs))
     ckpt = _activation_checkpointing(pairs)
     if ckpt is not None:
@@ -124,10 +129,34 @@ def _architecture(pairs: dict[str, str]) -> dict:
             out[field] = flag
     if "normalization" in pairs:  # RMSNorm has no bias
         out["rmsnorm"] = pairs["normalization"].strip().lower() == "rmsnorm"
+    out.update(_neox_architecture(pairs))
     # "--num-experts 8"; Megatron-DeepSpeed prints a list of experts per layer group ("[1]": dense)
     experts = _FIRST_INT.search(pairs.get("num_experts") or "")
     if experts is not None:
         out["num_experts"] = int(experts.group(0))
+    return out
+
+
+def _neox_architecture(pairs: dict[str, str]) -> dict:
+    """GPT-NeoX's names for the shape: its LLaMA MLP (mlp_type llama: gated, without biases, as wide as
+    LLaMAParallelMLP makes it, 2 x 4h/3 rounded up to a multiple of 256), no_weight_tying, norm."""
+    out: dict = {}
+    # NeoX's own global batch (DeepSpeed's train_batch_size, accumulation included); a training script's
+    # --train_batch_size is a per-device one (the FSDP examples'): read it only beside NeoX's global_num_gpus
+    batch = to_int(pairs.get("train_batch_size")) if "global_num_gpus" in pairs else None
+    if batch:
+        out["global_batch"] = batch
+    if pairs.get("mlp_type", "").strip().lower() == "llama":
+        out["swiglu"], out["linear_bias"] = True, False
+        hidden = to_int(pairs.get("hidden_size"))
+        if hidden and "ffn_hidden_size" not in pairs:
+            width = int(2 * hidden * 4 / 3)
+            out["ffn_hidden_size"] = 256 * ((width + 255) // 256)
+    tied = _on(pairs.get("no_weight_tying"))
+    if tied is not None and "untie_embeddings_and_output_weights" not in pairs:
+        out["untied"] = tied
+    if pairs.get("norm", "").strip().lower() == "rmsnorm":
+        out["rmsnorm"] = True
     return out
 
 

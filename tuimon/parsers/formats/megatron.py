@@ -196,14 +196,17 @@ FORMAT = {
             # size is their sum over the grid (figures.flops).  Since 2026-07 the grid names a third axis,
             # "(tensor, gtp_weight_remat, pipeline)" ("gtp_remat" in Megatron-Bridge's copy)
             "event": "run_config",
-            "anchor": "number of parameters on (",
-            "regex": r"number of parameters on \((?:tensor|[a-z_]+)(?:, [a-z_]+){1,3}\) model parallel rank "
-                     r"\((?P<model_rank>\d{1,6}(?:, ?\d{1,6}){1,3})\): (?P<rank_params>\d{1,15})\b",
+            "anchor": "number of parameters on ",
+            # (Megatron before 2021 and GPT-NeoX: "number of parameters on model parallel rank 1: N", tensor ranks)
+            "regex": r"number of parameters on (?:\((?:tensor|[a-z_]+)(?:, [a-z_]+){1,3}\) )?model parallel rank "
+                     r"\(?(?P<model_rank>\d{1,6}(?:, ?\d{1,6}){0,3})\)?: (?P<rank_params>\d{1,15})\b",
             "samples": [
                 {"line": " > number of parameters on (tensor, pipeline) model parallel rank (1, 0): 1904025088",
                  "expect": {"model_rank": "1, 0", "rank_params": 1904025088}},
                 {"line": "3:  > number of parameters on (tensor, gtp_weight_remat, pipeline) model parallel rank "
                          "(0, 0, 3): 931233792", "expect": {"model_rank": "0, 0, 3", "rank_params": 931233792}},
+                {"line": " > number of parameters on model parallel rank 1: 3369406464",
+                 "expect": {"model_rank": "1", "rank_params": 3369406464}},
             ],
         },
         {
