@@ -318,3 +318,16 @@ def test_startup_runs_from_the_first_stamp_to_the_first_real_step(tmp_path):
                     + "[2026-08-18 04:08:00,000] [INFO] [launch.py:346:main] Process 1234 exits successfully.\n")
     assert never["status"] == "no-iterations" and never["steps_seen"] == 0
     assert never["startup_s"] is None and never["startup_note"] == "unknown: the run logged no training step"
+
+
+def test_a_step_told_twice_is_one_step(tmp_path):
+    """GPT-NeoX (a pipeline engine under DeepSpeed) prints each step twice, DeepSpeed's 'step=N' with the
+    lr and its engine's 'steps: N loss: ... iter time (s): ...': one step, with the loss and time of both."""
+    lines = []
+    for i in range(1, 13):
+        lines.append(f"[2023-10-19 23:09:{i:02d},498] [INFO] [logging.py:96:log_dist] [Rank 0] step={i}, skipped=0, "
+                     f"lr=[0.0009, 0.0009], mom=[[0.9, 0.95], [0.9, 0.95]]")
+        lines.append(f"steps: {i} loss: {4 - i / 10:.4f} iter time (s): 0.595 samples/sec: 861.107")
+    s = summary(tmp_path, "neox.log", "\n".join(lines) + "\n")
+    assert s["steps_seen"] == 12 and s["last_step"] == 12
+    assert s["loss_last"] == pytest.approx(2.8) and s["iter_time_ms"]["median"] == pytest.approx(595.0)

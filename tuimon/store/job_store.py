@@ -620,9 +620,21 @@ def _first_step(job: Job, wall: Optional[float]) -> None:
         job.first_step_wall = wall
 
 
+#: what a step's second line may add to the point its first made (NeoX prints DeepSpeed's 'step=N' with
+#: the lr and its pipeline engine's 'steps: N loss: ... iter time (s): ...' for the same step)
+_STEP_FILLS = ("elapsed_ms", "loss", "samples_per_sec")
+
+
 def _on_step(job: Job, ev: Step, _: Optional[int]) -> None:
     job.run_of(ev.file).progressed = True
-    job.steps.append_event(ev, _STEP_FIELDS, job.file_index.get(ev.file, 0))
+    steps = job.steps
+    if ev.step is not None and len(steps) and steps.last("iteration") == ev.step:
+        for name in _STEP_FILLS:  # the same step told again: one point, each step counted once
+            value, kept = getattr(ev, name), steps.last(name)
+            if value is not None and (kept is None or kept != kept):
+                steps.set_last(name, value)
+    else:
+        steps.append_event(ev, _STEP_FIELDS, job.file_index.get(ev.file, 0))
     job.last_progress = (ev.file, ev.line)
     if ev.wall_time is not None:
         job.last_progress_wall = ev.wall_time
