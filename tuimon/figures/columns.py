@@ -192,6 +192,8 @@ _BUILT_IN: tuple[Column, ...] = (
     Column("eval_metric", "Eval metric", lambda r: r.eval_metric),
     Column("startup", "Startup (s)", lambda r: r.startup_s, 0, screen="Startup", keep=16,
            compact=lambda r: duration(r.startup_s)),
+    # MLPerf's headline figure: run_start to run_stop, its time to train
+    Column("run_time", "Run time (s)", lambda r: r.run_time_s, 1),
     Column("warnings", "Warnings", lambda r: sum(r.warnings.values()), 0),
     Column("ranks", "Ranks seen", lambda r: r.ranks_seen, 0),
     Column("gpu", "GPU", lambda r: r.gpu),
