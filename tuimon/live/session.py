@@ -30,6 +30,7 @@ from ..figures.summary import (
     STARTUP_TIMEOUT_S,
     global_batch,
     params_billion,
+    settled_status,
     stamp_span,
     startup_status,
     summarize,
@@ -515,7 +516,9 @@ class LiveSession:
             row.stalled = verdict == "stalled"  # a stalled job has no ETA: the rate it would be read from is gone
             if verdict is None and s.train_iters and last is not None:
                 row.eta_s = eta(s.train_iters, last, it)
-        if s.status in _STARTUP_STATES:  # time passes: measured now, not when the summary was cached
+        # time passes: measured now, not when the summary was cached; a status the log itself says (a job
+        # script's end, a launcher's exits before any step) is no clock's, as in the batch summary (on_clock)
+        if s.status in _STARTUP_STATES and settled_status(job) is None:
             status, failure = startup_status(s.started, stamp_span(job), now, written, self.startup_timeout,
                                              s.files[-1] if s.files else None)
             if status == "stuck-in-startup" and failure is not None:
