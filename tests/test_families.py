@@ -331,3 +331,16 @@ def test_a_step_told_twice_is_one_step(tmp_path):
     s = summary(tmp_path, "neox.log", "\n".join(lines) + "\n")
     assert s["steps_seen"] == 12 and s["last_step"] == 12
     assert s["loss_last"] == pytest.approx(2.8) and s["iter_time_ms"]["median"] == pytest.approx(595.0)
+
+
+def test_a_trainer_run_without_logged_dicts_is_read_from_its_bar(tmp_path):
+    """logging_steps past the run's length: no dict, only the header and tqdm's bar (its updates
+    joined by carriage returns).  The bar gives the steps, the run's end and the step time, tqdm's
+    smoothed rate, and the summary says where that time comes from."""
+    bar = "".join("\r%3d%%|#         | %d/300 [00:%02d<00:%02d,  3.20it/s]" % (s * 100 // 300, s, s // 3 % 60,
+                                                                             (300 - s) // 3 % 60)
+                  + ("\n" if s % 7 == 0 else "") for s in range(1, 301))
+    s = summary(tmp_path, "bar.log", "  Total optimization steps = 300\n" + bar + "\n")
+    assert s["framework"] == "hf-trainer" and s["status"] == "finished" and s["last_step"] == 300
+    assert s["iter_time_ms"]["median"] == pytest.approx(312.5)  # 1 / 3.20 it/s
+    assert s["iter_time_source"] == "tqdm's smoothed rate (its it/s or s/it)"

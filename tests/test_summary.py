@@ -81,11 +81,13 @@ def test_hf_trainer_run_without_its_bar(tmp_path):
 
 
 def test_hf_trainer_run():
-    """A Hugging Face Trainer run: steps from its logged dicts, step times from the
-    training bar (not the evaluation bar), throughput and the end from its closing dict."""
+    """A Hugging Face Trainer run: its steps and their times from the training bar (not the
+    evaluation bar: tqdm's smoothed rate, said so), losses from its logged dicts, throughput and
+    the end from its closing dict."""
     s = summary_of(FORMATS / "hf-trainer-run.log")
     assert s["framework"] == "hf-trainer" and s["status"] == "finished" and s["failure"] is None
-    assert s["steps_seen"] == 10 and s["train_iters"] == 100 and s["loss_last"] == 1.4656
+    assert s["steps_seen"] == 100 and s["train_iters"] == 100 and s["loss_last"] == 1.4656
+    assert s["iter_time_source"] == "tqdm's smoothed rate (its it/s or s/it)"
     assert 2000 < s["iter_time_ms"]["median"] < 2200  # the bar's s/it, not the evaluation bar's 4.5 it/s
     assert s["samples_per_sec"] == 30.441
     assert s["checkpoints"] == [{"iteration": 100, "save_ms": None}]

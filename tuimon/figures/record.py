@@ -146,6 +146,7 @@ class Summary:
     hfu: Optional[float] = None  # the hardware's FLOPs (recomputation counted) over the GPU's peak
     flops_formula: Optional[str] = None  # what computed the FLOPs of an iteration (figures.flops)
     params_source: Optional[str] = None  # where the model's size comes from: the log, or a formula
+    iter_time_source: Optional[str] = None  # where the step time is no log's own figure: what gives it
 
     def metric(self, key: str) -> Optional[float]:
         return self.metrics.get(key)

@@ -116,6 +116,7 @@ class RunConfig(NamedTuple):
     moe_shared_ffn_size: Optional[int] = None
     ep: Optional[int] = None  # expert-parallel size
     # Megatron's count of one model-parallel rank's parameters ("(tensor, pipeline) ... rank (1, 0): N")
+    step_time_source: Optional[str] = None  # where the step time comes from, where it is no log's figure
     model_rank: Optional[str] = None  # "1, 0": the rank's place in the model-parallel grid
     rank_params: Optional[int] = None
 

@@ -41,17 +41,21 @@ def pairs(body: str) -> list[tuple[str, str]]:
     return [(key, value) for key, _, value in _PAIR.findall(body)]
 
 
+#: where a run's step time comes from when it is the progress bar's
+TQDM_RATE = "tqdm's smoothed rate (its it/s or s/it)"
+
+
 class HFTrainerParser(LineParser):
     name = "hf-trainer"
     READS = "Hugging Face Trainer's metric dicts and progress"
     framework = "hf-trainer"
     STEPS_WITH_LOSS = True
-    SNIFF = compile_sniff(r"\{'loss': ", r"\{'train_runtime': ")
+    SNIFF = compile_sniff(r"\{'loss': ", r"\{'train_runtime': ", r"Total optimization steps = ")
     ROUTES = ((r"\{'(?:loss|train_runtime)': ", "_on_dict"), (r"(?:s/it|it/s)\]", "_on_bar"),
               (r"Saving model checkpoint to ", "_on_saving"), (r"Total optimization steps = ", "_on_header"),
               (r"Instantaneous batch size per device = ", "_on_header"), (r"Total train batch size ", "_on_header"),
               (r"\{'eval_", "_on_eval"), (r"eval_\w+ +=  ", "_on_eval_metric"))
-    ONCE_FLAGS = ("_announced",)
+    ONCE_FLAGS = ("_announced", "_rate_said")
     # with the compiled core, a metrics dict whose values it reads as to_float does is read there
     # and handed to dict_row in its place (tuimon.engine.rows)
     COLUMNS = {"_on_dict": "hf-dict"}
@@ -61,9 +65,10 @@ class HFTrainerParser(LineParser):
                "'epoch': 0.16}", "step",
                {"rank": 0, "step": 16, "loss": 2.9859, "lr": 4.175257731958763e-05, "elapsed_ms": 6390.0},
                context=(" 16%|█▋        | 16/97 [01:38<08:17,  6.39s/it]",)),
+        Sample("  9%|9         | 9/100 [00:05<00:50,  1.80it/s]", "run_config",
+               {"framework": "hf-trainer", "train_iters": 100}),  # the run's bar: its length
         Sample("{'loss': 2.847, 'grad_norm': 3.82, 'learning_rate': 5e-05, 'epoch': 0.1, "
-               "'num_input_tokens_seen': 24576}", "run_config", {"framework": "hf-trainer", "train_iters": 100},
-               context=("  9%|9         | 9/100 [00:05<00:50,  1.80it/s]",)),
+               "'num_input_tokens_seen': 24576}", "run_config", {"framework": "hf-trainer", "train_iters": None}),
         Sample("{'loss': 2.847, 'grad_norm': 3.82, 'learning_rate': 5e-05, 'epoch': 0.1}", "step",
                {"step": 10, "elapsed_ms": 555.556},
                context=(" 10%|#         | 10/100 [00:05<00:50,  1.80it/s]",
@@ -75,7 +80,12 @@ class HFTrainerParser(LineParser):
         Sample("{'train_runtime': 583.4412, 'train_samples_per_second': 5.323, 'train_steps_per_second': 0.166, "
                "'train_loss': 2.712, 'epoch': 1.0}", "exit", {"iteration": 97},
                context=("100%|██████████| 97/97 [09:43<00:00,  6.02s/it]",)),
-        Sample(" 19%|█▊        | 18/97 [01:50<08:31,  6.39s/it]", None),
+        Sample(" 19%|█▊        | 18/97 [01:50<08:31,  6.39s/it]", "step", {"step": 18, "elapsed_ms": 6390.0},
+               context=(" 18%|█▊        | 17/97 [01:44<08:31,  6.40s/it]",)),  # the bar moved on: a step
+        Sample(" 19%|█▊        | 18/97 [01:50<08:31,  6.39s/it]", None,
+               context=(" 19%|█▊        | 18/97 [01:50<08:31,  6.40s/it]",)),  # the same step again
+        Sample(" 19%|█▊        | 18/97 [01:50<08:31,  6.39s/it]", "run_config",
+               {"framework": "hf-trainer", "train_iters": 97, "step_time_source": TQDM_RATE}),
         Sample("Saving model checkpoint to /scratch/out/checkpoint-500", "checkpoint",
                {"iteration": 500, "path": "/scratch/out/checkpoint-500", "save_ms": None}),
         Sample("{'loss': 'n/a', 'epoch': 0.1}", None),
@@ -107,12 +117,17 @@ class HFTrainerParser(LineParser):
     def __init__(self, file: str = "") -> None:
         super().__init__(file)
         self._announced = False
+        self._rate_said = False
         self._total: Optional[int] = None  # of the run's bar (its first)
         self._step: Optional[int] = None
         self._step_s: Optional[float] = None
         self._planned: Optional[int] = None  # the header's total optimization steps
 
     def _on_bar(self, body: str, ctx: LineContext) -> list[Event]:
+        """The training bar's latest state: a step (its number, tqdm's smoothed time a step) each
+        time it moves on, so a run whose dicts are rare (a large logging_steps) still shows its
+        progress and rate; the dict logged at a step fills in that step's loss (the store keeps one
+        point a step)."""
         found = _BAR.findall(body)
         if not found:
             return []
@@ -121,11 +136,21 @@ class HFTrainerParser(LineParser):
             self._total = int(total)
         if int(total) != self._total or len(step) > 18:
             return []
+        moved = self._step is None or int(step) > self._step
         self._step = int(step)
         value = to_float(rate) if rate != "?" else None
         if value is not None and value > 0:
             self._step_s = value if unit == "s/it" else 1.0 / value
-        return []
+        if not moved or self._step == 0:
+            return []
+        said: dict = {"framework": self.framework, "train_iters": self._total} if self.first_time("_announced") else {}
+        if self._step_s is not None and self.first_time("_rate_said"):
+            said["step_time_source"] = TQDM_RATE
+        step = self.make(Step, ctx, step=self._step, elapsed_ms=self._elapsed_ms())
+        return [self.make(RunConfig, ctx, **said), step] if said else [step]
+
+    def _elapsed_ms(self) -> Optional[float]:
+        return round(self._step_s * 1000.0, 3) if self._step_s else None
 
     def _on_header(self, body: str, ctx: LineContext) -> list[Event]:
         m = _HEADER.match(body)
@@ -177,7 +202,7 @@ class HFTrainerParser(LineParser):
             events.append(self.make(Exit, ctx, iteration=done))
         elif pairs.get("loss") is not None:
             events.append(self.make(Step, ctx, step=self._step, loss=pairs["loss"], lr=pairs.get("learning_rate"),
-                                    elapsed_ms=round(self._step_s * 1000.0, 3) if self._step_s else None))
+                                    elapsed_ms=self._elapsed_ms()))
         if events and self.first_time("_announced"):
             events.insert(0, self.make(RunConfig, ctx, framework=self.framework, train_iters=self._total))
         return events
