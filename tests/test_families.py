@@ -344,3 +344,24 @@ def test_a_trainer_run_without_logged_dicts_is_read_from_its_bar(tmp_path):
     assert s["framework"] == "hf-trainer" and s["status"] == "finished" and s["last_step"] == 300
     assert s["iter_time_ms"]["median"] == pytest.approx(312.5)  # 1 / 3.20 it/s
     assert s["iter_time_source"] == "tqdm's smoothed rate (its it/s or s/it)"
+
+
+def test_the_first_failure_that_ended_the_run_is_the_root_cause_not_the_watchdog_after_it(tmp_path):
+    """Data exhaustion on the tensor-parallel ranks 0 (StopIteration in the batch loader), then, far
+    later, the NCCL watchdog of the ranks left waiting: the StopIteration is the cause.  A traceback
+    the run went on after is none."""
+    body = "".join(f" iteration {i:8d}/     100 | elapsed time per iteration (ms): 1000.0 | lm loss: 2.0E+00 | "
+                   f"number of skipped iterations:   0 | number of nan iterations:   0 |\n" for i in range(1, 11))
+    stop = ("[rank0]: Traceback (most recent call last):\n"
+            '[rank0]:   File "megatron/training/utils.py", line 400, in get_batch_on_this_tp_rank\n'
+            "[rank0]:     data = next(data_iterator)\n[rank0]: StopIteration\n")
+    noise = "".join(f"[rank3]: waiting {i}\n" for i in range(1100))
+    watchdog = ("[rank3]:[E1119 10:00:00.000 ProcessGroupNCCL.cpp:632] [Rank 3] Watchdog caught collective "
+                "operation timeout: WorkNCCL(SeqNum=9, OpType=BROADCAST, Timeout(ms)=600000) ran for 600021 ms\n")
+    s = summary(tmp_path, "run.out", body + stop + noise + watchdog)
+    assert s["status"] == "failed" and s["failure"]["kind"] == "traceback"
+    assert s["failure"]["message"].startswith("[rank0]: StopIteration") or "StopIteration" in s["failure"]["message"]
+    assert "Watchdog caught" in s["failure"]["message"]  # the symptom, as context
+    # a traceback the run went on after (a caught exception printed) is no cause
+    s = summary(tmp_path, "run2.out", stop + body + watchdog)
+    assert s["failure"]["kind"] == "nccl"

@@ -54,7 +54,9 @@ _SCRIPT = re.compile(r"^(?:\W{0,4}\s*)?(?:(?:ERROR|Error|error)\s*[:!-]?\s*)?(?:
                      r"|FAILED(?:\s*$|[:!(]|\s+[-(:]|\s+with\b).{0,400}"
                      r"|.{0,200}\bexited with (?:exit )?(?:code|status) [1-9]\d{0,5}\b.{0,200})$")
 # The exception line that closes a traceback: "ValueError: msg", "torch.distributed.DistBackendError: ..."
-_EXC_LINE = re.compile(r"^\s*([A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Exit|Failure))(?::\s?(.*))?$")
+# (Python's StopIteration ends no such word: a data loader run dry raises it)
+_EXC_LINE = re.compile(r"^\s*([A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Exit|Failure)|(?:Stop|StopAsync)Iteration)"
+                       r"(?::\s?(.*))?$")
 _SLURM_EXIT = re.compile(r"srun: error: \S+: tasks? [\d\-,]+: Exited with exit code (\d+)")
 # torchrun's report of a worker it lost: "...multiprocessing.api:failed (exitcode: -9) local_rank: 3 (pid: 4242)
 # of binary: /usr/bin/python" (a negative code is the signal that killed it: the host's OOM killer's 9, say)
@@ -105,7 +107,7 @@ class FailureParser(LineParser):
         (r"Fatal Python error: ", "_on_abort"), (r"terminate called after throwing", "_on_abort"),
         (r"failed", "_on_script"), (r"FAILED", "_on_script"), (r"exited with ", "_on_script"),
         (r"Error(?::|\n)", "_on_exception"), (r"Exception(?::|\n)", "_on_exception"), (r"Interrupt", "_on_exception"),
-        (r"Exit:", "_on_exception"), (r"Failure:", "_on_exception"),
+        (r"Exit:", "_on_exception"), (r"Failure:", "_on_exception"), (r"StopIteration", "_on_exception"),
     )
 
     SAMPLES = (
@@ -156,6 +158,8 @@ class FailureParser(LineParser):
         Sample("srun: error: r6i4n5: task 0: Exited with exit code 1", "exit", {"status": 1}),
         Sample("out of memory", "failure", {"kind": "oom"}, context=("[CUDA ERROR] at file train_gpt2.cu:265:",)),
         Sample("out of memory", None),  # no cudaCheck before it
+        Sample("[rank0]: StopIteration", "failure", {"kind": "traceback"},
+               context=("[rank0]: Traceback (most recent call last):", "[rank0]:     data = next(data_iterator)")),
         # Python ignored it (an atexit callback after the run, a __del__): no failure
         Sample("TimeoutError: The client socket has timed out after 600000ms while trying to connect to (10.0.0.1, "
                "29500).", None, context=("Exception ignored in atexit callback: <function shutdown at 0x7f>",

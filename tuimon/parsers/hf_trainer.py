@@ -65,8 +65,11 @@ class HFTrainerParser(LineParser):
                "'epoch': 0.16}", "step",
                {"rank": 0, "step": 16, "loss": 2.9859, "lr": 4.175257731958763e-05, "elapsed_ms": 6390.0},
                context=(" 16%|█▋        | 16/97 [01:38<08:17,  6.39s/it]",)),
-        Sample("  9%|9         | 9/100 [00:05<00:50,  1.80it/s]", "run_config",
-               {"framework": "hf-trainer", "train_iters": 100}),  # the run's bar: its length
+        Sample("  9%|9         | 9/100 [00:05<00:50,  1.80it/s]", "step", {"step": 9, "elapsed_ms": 555.556},
+               context=("  Total optimization steps = 100",)),  # the training's bar (the header's length)
+        Sample("  9%|9         | 9/100 [00:05<00:50,  1.80it/s]", None),  # no header: the dicts give the steps
+        Sample("100%|██████████| 3/3 [00:00<00:00, 822.36it/s]", None,
+               context=("  Total optimization steps = 524",)),  # a dataset's map, not the training's
         Sample("{'loss': 2.847, 'grad_norm': 3.82, 'learning_rate': 5e-05, 'epoch': 0.1, "
                "'num_input_tokens_seen': 24576}", "run_config", {"framework": "hf-trainer", "train_iters": None}),
         Sample("{'loss': 2.847, 'grad_norm': 3.82, 'learning_rate': 5e-05, 'epoch': 0.1}", "step",
@@ -81,11 +84,13 @@ class HFTrainerParser(LineParser):
                "'train_loss': 2.712, 'epoch': 1.0}", "exit", {"iteration": 97},
                context=("100%|██████████| 97/97 [09:43<00:00,  6.02s/it]",)),
         Sample(" 19%|█▊        | 18/97 [01:50<08:31,  6.39s/it]", "step", {"step": 18, "elapsed_ms": 6390.0},
-               context=(" 18%|█▊        | 17/97 [01:44<08:31,  6.40s/it]",)),  # the bar moved on: a step
+               context=("  Total optimization steps = 97",
+                        " 18%|█▊        | 17/97 [01:44<08:31,  6.40s/it]")),  # the bar moved on: a step
         Sample(" 19%|█▊        | 18/97 [01:50<08:31,  6.39s/it]", None,
-               context=(" 19%|█▊        | 18/97 [01:50<08:31,  6.40s/it]",)),  # the same step again
-        Sample(" 19%|█▊        | 18/97 [01:50<08:31,  6.39s/it]", "run_config",
-               {"framework": "hf-trainer", "train_iters": 97, "step_time_source": TQDM_RATE}),
+               context=("  Total optimization steps = 97",
+                        " 19%|█▊        | 18/97 [01:50<08:31,  6.40s/it]")),  # the same step again
+        Sample(" 19%|█▊        | 18/97 [01:50<08:31,  6.39s/it]", "run_config", {"step_time_source": TQDM_RATE},
+               context=("  Total optimization steps = 97",)),
         Sample("Saving model checkpoint to /scratch/out/checkpoint-500", "checkpoint",
                {"iteration": 500, "path": "/scratch/out/checkpoint-500", "save_ms": None}),
         Sample("{'loss': 'n/a', 'epoch': 0.1}", None),
@@ -141,7 +146,9 @@ class HFTrainerParser(LineParser):
         value = to_float(rate) if rate != "?" else None
         if value is not None and value > 0:
             self._step_s = value if unit == "s/it" else 1.0 / value
-        if not moved or self._step == 0:
+        # a step of its own only where the header says this bar is the training's (a script's other bars,
+        # a dataset's map, come first at times; without the header, the logged dicts give the steps)
+        if not moved or self._step == 0 or self._planned != self._total:
             return []
         said: dict = {"framework": self.framework, "train_iters": self._total} if self.first_time("_announced") else {}
         if self._step_s is not None and self.first_time("_rate_said"):
@@ -160,6 +167,8 @@ class HFTrainerParser(LineParser):
         name = _HEADER_FIELD.get(m.group(1), "global_batch")
         if name == "train_iters":
             self._planned = value
+            if self._total != value:  # the training's bar is the one of this length
+                self._total, self._step = value, None
         self.first_time("_announced")
         return [self.make(RunConfig, ctx, framework=self.framework, **{name: value})]
 

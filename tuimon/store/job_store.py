@@ -273,7 +273,17 @@ class Job:
         non-zero exit status (``srun: error: ... Exited with exit code 1``) that no
         progress followed: its error went to another stream, the job still died."""
         at = next((k for k, f in enumerate(self.failures) if f.kind in _ROOT_CAUSES), None)
+        progress = self.last_progress
         if at is not None:
+            # a traceback that ended the run before it (no progress after it) is the cause, the NCCL
+            # watchdog or abort that other ranks then hit its symptom: a data loader's StopIteration on
+            # the tensor-parallel ranks 0, long before the watchdog's timeout on the others
+            before = next((k for k, f in enumerate(self.failures[:at]) if f.kind == "traceback"
+                           and (progress is None or f.file != progress[0] or f.line > progress[1])), None)
+            if before is not None:
+                first, root = self.failures[before], self.failures[at]
+                if first.wall_time is None or root.wall_time is None or first.wall_time <= root.wall_time:
+                    at = before
             root_cause = self.failures[at]
             # the symptom it led to, kept as context ("... then: c10::DistBackendError ...")
             symptom = next((f for f in self.failures[at + 1:] if f.kind != root_cause.kind), None)
@@ -281,7 +291,6 @@ class Job:
                 return root_cause
             return root_cause._replace(message=f"{root_cause.message[:400]} (then, line {symptom.line}: "
                                                f"{symptom.message[:200]})")
-        progress = self.last_progress
         for f in self.failures:
             if f.kind in _FATAL:
                 return f
