@@ -161,7 +161,7 @@ _BUILT_IN: tuple[Column, ...] = (
     Column("eta", "ETA", _none, screen="ETA", keep=9, live=True),
     Column("train_iters", "Train iters", lambda r: r.train_iters, 0),
     Column("gpus", "GPUs", lambda r: r.world_size, 0),
-    Column("size", "Size (B)", lambda r: r.params_billion, 3),
+    Column("size", "Params (B)", lambda r: r.params_billion, 3),  # parameters, billions
     Column("layers", "Layers", _cfg("num_layers"), 0),
     Column("hidden", "Hidden", _cfg("hidden_size"), 0),
     Column("heads", "Heads", _cfg("num_heads"), 0),
@@ -197,7 +197,7 @@ _BUILT_IN: tuple[Column, ...] = (
     Column("warnings", "Warnings", lambda r: sum(r.warnings.values()), 0),
     Column("ranks", "Ranks seen", lambda r: r.ranks_seen, 0),
     Column("gpu", "GPU", lambda r: r.gpu),
-    Column("memory", "Memory (GB)", _memory, 2),
+    Column("memory", "Memory (GiB)", _memory, 2),  # MB / 1024: GiB
     Column("updated", "Updated", _none, screen="Updated", keep=11, sort="updated", live=True),
     Column("trend", "TFLOPs trend", _none, screen="TFLOPs trend", keep=17, live=True),
     Column("checks", "Checks", lambda r: "; ".join(r.checks) or None),

@@ -478,7 +478,9 @@ def summarize_timeless(job: Job, *, gpu_peak: Optional[float] = None,
         gpu_peak_source=mfu_source,
         tokens_per_sec_computed=_clean(tokens_computed, 4),
         tokens_per_sec_source=tokens_source,
-        checks=checks(tflops_reported, computed, hardware, mfu_value, peak, work) + warmup_check(timed, first_only)
+        # the figures as the summary keeps them: one rounding for the table and its note
+        checks=checks(_clean(tflops_reported, 2), _clean(computed, 2), _clean(hardware, 2), _clean(mfu_value, 4), peak,
+                      work) + warmup_check(timed, first_only)
         + breakdown_check(tree)
         + tokens_check(rates["tokens_per_sec"] if (tokens_source or "").startswith("log") else None, tokens_computed),
         params_billion=_clean(params, 3),
