@@ -62,10 +62,17 @@ class MLPerfParser(LineParser):
                '"lineno": 295}}', "run_config", {"global_batch": 2048}),
         Sample(':::MLLOG {"namespace": "", "time_ms": 1696463580787, "event_type": "INTERVAL_END", "key": "run_stop", '
                '"value": null, "metadata": {"file": "c4_mllog.py", "lineno": 65, "status": "success"}}', "exit",
-               {"iteration": 100663296, "wall_time": 1696463580.787},
-               context=(':::MLLOG {"namespace": "", "time_ms": 1696432628540, "event_type": "POINT_IN_TIME", '
+               {"iteration": 24, "wall_time": 1696463580.787},  # 100,663,296 tokens: 24 steps of 2048 x 2048
+               context=(':::MLLOG {"key": "global_batch_size", "value": 2048, "metadata": {}}',
+                        ':::MLLOG {"key": "max_sequence_length", "value": 2048, "metadata": {}}',
+                        ':::MLLOG {"namespace": "", "time_ms": 1696432628540, "event_type": "POINT_IN_TIME", '
                         '"key": "eval_accuracy", "value": 2.7495551109313965, "metadata": {"file": "training.py", '
                         '"lineno": 1469, "epoch_num": 100663296}}',)),
+        Sample(':::MLLOG {"namespace": "", "time_ms": 1696466380017, "event_type": "POINT_IN_TIME", "key": '
+               '"tracked_stats", "value": {"train_step_timing": 11.039475679397583}, "metadata": {"step": 8388608}}',
+               "step", {"step": 2, "elapsed_ms": 11039.475679397583},  # tokens: 2 steps of 2048 x 2048
+               context=(':::MLLOG {"key": "global_batch_size", "value": 2048, "metadata": {}}',
+                        ':::MLLOG {"key": "max_sequence_length", "value": 2048, "metadata": {}}')),
         Sample(':::MLLOG {"key": "tracked_stats", "value": {"train_step_timing": "n/a"}, "metadata": {"step": 1}',
                None),  # cut short: no JSON
         Sample(':::MLLOG {"namespace": "", "time_ms": 1696432628540, "event_type": "POINT_IN_TIME", '
@@ -135,9 +142,10 @@ class MLPerfParser(LineParser):
             stats = record["value"]
             seconds = _number(stats.get("train_step_timing", stats.get("train_step_time")))
             if seconds is not None:
-                # no step number: the record's "step" counts what the benchmark counts (tokens for
-                # NVIDIA's GPT-3: 4194304 a step), which would read as an iteration in the tables
-                events.append(self.make(Step, ctx, elapsed_ms=seconds * 1000.0))
+                # the record's "step" counts what the benchmark counts (tokens for NVIDIA's GPT-3: 4194304 a
+                # step of 2048 sequences of 2048): a step number where it is whole steps of tokens
+                events.append(self.make(Step, ctx, step=self._step_of_tokens(meta.get("step")),
+                                        elapsed_ms=seconds * 1000.0))
             throughput = _number(stats.get("throughput"))
             if throughput is not None:
                 # in what the record's "step" counts: tokens where it is whole steps of tokens (NVIDIA's
@@ -171,8 +179,15 @@ class MLPerfParser(LineParser):
                     self._seq = value or None
                 events.append(self.make(RunConfig, ctx, **{_CONFIG_KEYS[key]: value}))
         if key == "run_stop" and meta.get("status") == "success":
-            events.append(self.make(Exit, ctx, iteration=self._progress))
+            events.append(self.make(Exit, ctx, iteration=self._step_of_tokens(self._progress)))
         return self.announce(events, ctx)
+
+    def _step_of_tokens(self, tokens: object) -> Optional[int]:
+        """The step a token count ends, when batch and length are known and it is whole steps."""
+        count, per_step = _count(tokens), (self._batch or 0) * (self._seq or 0)
+        if count is None or not per_step or count % per_step:
+            return None
+        return count // per_step
 
     def _step_of(self, samples: object) -> Optional[int]:
         """The step a sample count ends, when the global batch is known and divides it."""
