@@ -73,6 +73,10 @@ class MLPerfParser(LineParser):
                "step", {"step": 2, "elapsed_ms": 11039.475679397583},  # tokens: 2 steps of 2048 x 2048
                context=(':::MLLOG {"key": "global_batch_size", "value": 2048, "metadata": {}}',
                         ':::MLLOG {"key": "max_sequence_length", "value": 2048, "metadata": {}}')),
+        Sample(':::MLLOG {"namespace": "", "time_ms": 1700000000000, "event_type": "POINT_IN_TIME", "key": '
+               '"tracked_stats", "value": {"training_sequences_per_second": 3345.42, "final_loss": 1.72}, '
+               '"metadata": {"file": "run_pretraining.py", "lineno": 1812, "step": 1420}}', "throughput",
+               {"samples_per_sec": 3345.42}),  # BERT's reference implementation
         Sample(':::MLLOG {"key": "tracked_stats", "value": {"train_step_timing": "n/a"}, "metadata": {"step": 1}',
                None),  # cut short: no JSON
         Sample(':::MLLOG {"namespace": "", "time_ms": 1696432628540, "event_type": "POINT_IN_TIME", '
@@ -146,6 +150,9 @@ class MLPerfParser(LineParser):
                 # step of 2048 sequences of 2048): a step number where it is whole steps of tokens
                 events.append(self.make(Step, ctx, step=self._step_of_tokens(meta.get("step")),
                                         elapsed_ms=seconds * 1000.0))
+            sequences = _number(stats.get("training_sequences_per_second"))  # BERT's reference: samples a second
+            if sequences is not None:
+                events.append(self.make(Throughput, ctx, samples_per_sec=sequences))
             throughput = _number(stats.get("throughput"))
             if throughput is not None:
                 # in what the record's "step" counts: tokens where it is whole steps of tokens (NVIDIA's
