@@ -6,10 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from tuimon.engine.ingest import parse_file
+from tests.helpers.records import summary_of_text
 from tuimon.figures import flops
-from tuimon.figures.summary import summarize
-from tuimon.store.job_store import JobStore
 
 LLAMA_1B = dict(num_layers=16, hidden_size=2048, num_heads=32, num_query_groups=8, kv_channels=64,
                 ffn_hidden_size=8192, swiglu=True, linear_bias=False, rmsnorm=True, padded_vocab_size=128256,
@@ -144,12 +142,7 @@ def _megatron_log(groups: int, recompute: str, ranks: list[tuple[int, int, int]]
 
 
 def _summary(tmp_path, text: str) -> dict:
-    path = tmp_path / "megatron.log"
-    path.write_text(text)
-    store = JobStore()
-    parse_file(path, path.name, sink=store.add)
-    (job,) = store.jobs.values()
-    return summarize(job).as_dict()
+    return summary_of_text(text, "megatron.log").as_dict()
 
 
 def test_a_megatron_log_of_a_llama_shape_end_to_end(tmp_path):
