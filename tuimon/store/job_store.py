@@ -104,6 +104,7 @@ class Job:
     last_iteration_lr: Optional[float] = None
     last_step_lr: Optional[float] = None
     last_step_loss: Optional[float] = None  # the latest step line that gives one (nan included: a diverged run)
+    last_step_number: Optional[int] = None  # the step of the steps' last point (a second line of it fills it in)
     last_loss_scale: Optional[float] = None
     #: the iteration of the latest step whose loss or grad norm was not finite (a fp16 loss-scale
     #: skip aside), None once a finite one followed: a run that diverged reads NAN, not training
@@ -155,6 +156,8 @@ class Job:
                 start = len(mine)
                 mine.extend_from(series)
                 mine.remap_files(mapping, start)
+        if len(other.steps):
+            self.last_step_number = other.last_step_number
         for name in ("steps", "reported"):
             mine, theirs = getattr(self, name), getattr(other, name)
             if len(mine):
@@ -637,13 +640,15 @@ _STEP_FILLS = ("elapsed_ms", "loss", "samples_per_sec")
 def _on_step(job: Job, ev: Step, _: Optional[int]) -> None:
     job.run_of(ev.file).progressed = True
     steps = job.steps
-    if ev.step is not None and len(steps) and steps.last("iteration") == ev.step:
+    # (the number is kept beside the series: reading its last point flushes the points it stages)
+    if ev.step is not None and ev.step == job.last_step_number:
         for name in _STEP_FILLS:  # the same step told again: one point, each step counted once
-            value, kept = getattr(ev, name), steps.last(name)
-            if value is not None and (kept is None or kept != kept):
+            value = getattr(ev, name)
+            if value is not None and (kept := steps.last(name)) is not None and kept != kept:
                 steps.set_last(name, value)
     else:
         steps.append_event(ev, _STEP_FIELDS, job.file_index.get(ev.file, 0))
+        job.last_step_number = ev.step
     job.last_progress = (ev.file, ev.line)
     if ev.wall_time is not None:
         job.last_progress_wall = ev.wall_time
