@@ -87,7 +87,8 @@ FORMAT = {
         {
             # a script's own launch stamp: echo "[$(date)] Launching training..." (a date in brackets, then words)
             "event": "milestone",
-            "anchor": "[",
+            # (written out: "[" alone is on most lines of a log, and each would be tried)
+            "anchors": ["[Mon ", "[Tue ", "[Wed ", "[Thu ", "[Fri ", "[Sat ", "[Sun "],
             "regex": r"^\s*\[(?P<wall_time>(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun),? [^\]:]{4,24}\d{1,2}:\d{2}:\d{2}"
                      r"(?: [AP]M)?(?: [A-Z]{2,5})? \d{4})\]\s+\S",
             "set": {"name": "job-start", "detail": "date"},
