@@ -365,3 +365,20 @@ def test_the_first_failure_that_ended_the_run_is_the_root_cause_not_the_watchdog
     # a traceback the run went on after (a caught exception printed) is no cause
     s = summary(tmp_path, "run2.out", stop + body + watchdog)
     assert s["failure"]["kind"] == "nccl"
+
+
+def test_llmc_says_its_size_and_processes_in_its_run_table(tmp_path):
+    """train_gpt2.cu prints a table with num_processes, then 'num_parameters: N => bytes: M': the run's
+    world size and its size, counted to the parameter; Lightning's 'MEMBER: i/W' says the world too."""
+    table = ("+-----------------------+----------------------------------------------------+\n"
+             "| num_processes         | 8                                                  |\n"
+             "| zero_stage            | 1                                                  |\n"
+             "+-----------------------+----------------------------------------------------+\n"
+             "num_parameters: 124475904 => bytes: 248951808\n")
+    steps = "".join(f"step {s:4d}/74 | train loss {11 - s / 10:.6f} | norm 1.0 | lr 6.00e-04 | (322.82 ms | "
+                    f"1624079 tok/s)\n" for s in range(1, 11))
+    s = summary(tmp_path, "llmc.out", table + steps)
+    assert s["world_size"] == 8 and s["params_billion"] == pytest.approx(0.124, abs=5e-4)
+    assert s["params_source"] == "log"
+    s = summary(tmp_path, "nemo.out", "Initializing distributed: GLOBAL_RANK: 0, MEMBER: 1/16\n" + steps)
+    assert s["world_size"] == 16

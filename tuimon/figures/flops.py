@@ -156,6 +156,8 @@ def params_billion(config: dict) -> tuple[Optional[float], Optional[str]]:
         return summed, "log (per-rank counts)"
     shape = shape_of(config)
     counted = shape_params_billion(shape) if shape is not None else None
+    if config.get("total_params"):  # counted to the parameter (llm.c's num_parameters)
+        return config["total_params"] / 1e9, "log"
     stated = config.get("total_params_b")
     if stated:
         # Megatron states its total to two decimals: a count of the shape that rounds to it is the

@@ -98,6 +98,7 @@ class RunConfig(NamedTuple):
     activation_checkpointing: Optional[bool] = None
     train_iters: Optional[int] = None
     total_params_b: Optional[float] = None
+    total_params: Optional[int] = None  # the same, counted (llm.c's num_parameters)
     gpu: Optional[str] = None  # the accelerator as the log names it ("NVIDIA A100-SXM4-80GB")
     precision: Optional[str] = None  # bf16, fp16 or fp32: what the run computes in
     # the model's shape beyond the seed's GPT (figures.flops): MLP width, grouped attention, gated MLP,

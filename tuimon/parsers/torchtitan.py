@@ -99,7 +99,7 @@ class TorchTitanParser(LineParser):
                "steps 20000 (warmup 500)", "run_config",
                {"framework": "torchtitan", "global_batch": 64, "seq_length": 2048, "train_iters": 20000}),
         Sample("[rank0]:[titan] 2026-04-18 22:15:35,953 - root - INFO - \x1b[34mModel llama3 150M \x1b[31msize: 75,516,672 "
-               "total parameters\x1b[39m", "run_config", {"total_params_b": 0.075516672}),
+               "total parameters\x1b[39m", "run_config", {"total_params": 75516672}),
         Sample("[rank0]:[titan] 2026-04-18 22:15:35,100 - root - INFO - Applied selective activation checkpointing to "
                "the model", "run_config", {"activation_checkpointing": False}),
         Sample("[rank0]:[titan] 2026-08-21 10:00:00,100 - root - INFO - Applied FullAC activation checkpointing to the "
@@ -216,4 +216,4 @@ class TorchTitanParser(LineParser):
         parameters``): the run's size where no formula has its shape."""
         m = _SIZE.search(strip_ansi(body)) if "[titan]" in body or "Model " in body else None
         count = to_int(m.group(1).replace(",", "")) if m else None
-        return [self.make(RunConfig, ctx, total_params_b=count / 1e9)] if count else []
+        return [self.make(RunConfig, ctx, total_params=count)] if count else []

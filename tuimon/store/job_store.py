@@ -43,7 +43,7 @@ from .timers import TimerStat
 RankKey = Union[int, str]
 _CONFIG_FIELDS = ("num_layers", "hidden_size", "num_heads", "seq_length", "vocab_size", "padded_vocab_size",
                   "micro_batch", "global_batch", "tp", "pp", "dp", "world_size", "activation_checkpointing",
-                  "train_iters", "total_params_b", "gpu", "precision", "ffn_hidden_size", "num_query_groups",
+                  "train_iters", "total_params_b", "total_params", "gpu", "precision", "ffn_hidden_size", "num_query_groups",
                   "kv_channels", "swiglu", "untied", "output_gate", "linear_bias", "rmsnorm", "num_experts",
                   "moe_topk", "moe_ffn_hidden_size", "moe_shared_ffn_size", "ep", "step_time_source")
 #: model-parallel ranks whose parameter counts a job keeps (config["rank_params"]: "t, p" -> count)

@@ -85,6 +85,15 @@ FORMAT = {
             ],
         },
         {
+            # PyTorch Lightning (NeMo, BioNeMo) as each rank joins: "Initializing distributed: GLOBAL_RANK: 3, MEMBER: 4/16"
+            "event": "run_config",
+            "anchor": "Initializing distributed: ",
+            "regex": r"Initializing distributed: GLOBAL_RANK: \d{1,7}, MEMBER: \d{1,7}/(?P<world_size>\d{1,7})\b",
+            "samples": [
+                {"line": "Initializing distributed: GLOBAL_RANK: 3, MEMBER: 4/16", "expect": {"world_size": 16}},
+            ],
+        },
+        {
             # a script's own launch stamp: echo "[$(date)] Launching training..." (a date in brackets, then words)
             "event": "milestone",
             # (written out: "[" alone is on most lines of a log, and each would be tried)

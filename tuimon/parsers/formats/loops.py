@@ -13,8 +13,28 @@ from __future__ import annotations
 
 LLMC = {
     "name": "llm.c",
-    "description": "llm.c's main.log",
+    "description": "llm.c's main.log, and its run table on stdout",
     "lines": [
+        {
+            # train_gpt2.cu's table: printf0("| num_processes         | %-50d |\n", ...); a single GPU says 1
+            "event": "run_config",
+            "anchor": "| num_processes ",
+            "regex": r"^\| num_processes +\| (?P<world_size>\d{1,7}) +\|\s*$",
+            "samples": [
+                {"line": "| num_processes         | 8                                                  |",
+                 "expect": {"world_size": 8}},
+            ],
+        },
+        {
+            # printf0("num_parameters: %zu => bytes: %zu\n", ...) (==> in train_gpt2.c): the size it counted
+            "event": "run_config",
+            "anchor": "num_parameters: ",
+            "regex": r"^num_parameters: (?P<total_params>\d{1,15}) =+> bytes: \d+\s*$",
+            "samples": [
+                {"line": "num_parameters: 124475904 => bytes: 248951808", "expect": {"total_params": 124475904}},
+                {"line": "num_parameters: 124475904 ==> bytes: 497903616", "expect": {"total_params": 124475904}},
+            ],
+        },
         {
             "event": "iteration",
             "anchor": " trl:",
