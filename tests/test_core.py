@@ -126,6 +126,8 @@ _BODIES = st.sampled_from([
     " samples/sec: 3.412 | iteration       20/     100 | elapsed time per iteration (ms): 4689.0 | approx flops per "
     "GPU: 712.3GFLOPS | MFU: 2.28% | HFU: 3.04% | lm_loss: 9.1E+00 | number of nan iterations:   0 |",
     " iteration 7/ 9 | approx flops per GPU: 1.2PFLOPS | MFU: n/a | lm_loss: 2.0 |",
+    " iteration 126/ 5000 | elapsed time per iteration (ms): 13372.8/13364.7 | throughput per GPU (TFLOP/s/GPU): "
+    "567.6/568.0 | tokens per GPU (tokens/s/GPU): 9801.4/9807.3 | tokens/sec/gpu: 8000.5 | lm loss: 6.5E-03 |",
     " iteration 8/ 9 | approx flops per GPU: 12 | approx flops per GPU: x1TFLOPS | lm_loss: 2.0 |",
     "(min, max) time across ranks (ms):", "    forward-backward ...........: (1000.12, 1100.34)",
     "max time across ranks (ms):", "    forward-backward ...........: 1100.34", "    a b ..: 1,5", "  x ..: inf",

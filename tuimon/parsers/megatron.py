@@ -94,6 +94,8 @@ _FIELD_OF = {
     "tokens per gpu per second tgs": ("tokens_per_gpu_per_sec", None),
     "tokens per gpu per second": ("tokens_per_gpu_per_sec", None),
     "tokens per second per gpu": ("tokens_per_gpu_per_sec", None),
+    "tokens/sec/gpu": ("tokens_per_gpu_per_sec", None),  # "tokens/sec/gpu: 8000.5 |" (Megatron forks, 2026)
+    "tokens per gpu tokens/s/gpu": ("tokens_per_gpu_per_sec", None),  # Primus: "tokens per GPU (tokens/s/GPU): 9801.4"
 }
 _IGNORED_LOSS_KEYS = {"loss scale"}
 
@@ -244,6 +246,14 @@ class MegatronParser(LineParser):
                " 1146.733 | TFLOPs: 63.65 |",
                "iteration", {"iteration": 199, "consumed_tokens": 625999872, "samples_per_sec": 53.753,
                              "tokens_per_gpu_per_sec": 1146.733, "tflops_reported": 63.65}),
+        Sample("3:  [2026-05-29 03:52:45] iteration      300/     300 | consumed samples:       307200 | elapsed time "
+               "per iteration (ms): 131064.1 | eta: 0:00:00 | tokens/sec/gpu: 8000.5 | throughput per GPU "
+               "(TFLOP/s/GPU): 412.3 | learning rate: 1.100000E-05 | global batch size:  1024 | lm loss: 2.1E+00 |",
+               "iteration", {"iteration": 300, "tokens_per_gpu_per_sec": 8000.5, "tflops_reported": 412.3}),
+        Sample(" iteration 126/ 5000 | consumed samples: 16128 | elapsed time per iteration (ms): 13372.8/13364.7 | "
+               "throughput per GPU (TFLOP/s/GPU): 567.6/568.0 | tokens per GPU (tokens/s/GPU): 9801.4/9807.3 | "
+               "lm loss: 6.548988E-03 |", "iteration",  # Primus: this interval's figure / the average so far
+               {"iteration": 126, "elapsed_ms": 13372.8, "tflops_reported": 567.6, "tokens_per_gpu_per_sec": 9801.4}),
         Sample("[2024-06-21 10:50:42][INFO][training:1609] -  iteration=       1/  317892 | consumed_samples=  "
                "       768 | consumed_tokens=     3145728 | elapsed_time_per_iteration_ms=108893.2 | learning_rate="
                "1.88743e-08 | global_batch_size=  768 | lm loss=11.133188 | loss_scale=1.0 | actual_seqlen= 4096 |"
