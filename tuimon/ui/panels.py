@@ -128,11 +128,18 @@ class RunPanel(Panel):
 
     def build(self, d: JobDetail, width: int) -> Text:
         s, c = d.row.summary, d.config
+        t, layout = s.tflops_per_gpu, s.config
+
+        def percent(x: Optional[float]) -> str:
+            return f"{100 * x:.1f}%" if x is not None else "-"
+
         lines = [
             f"model      {num(s.params_billion, 3)} B params, {c.get('num_layers', '-')} layers, "
             f"hidden {c.get('hidden_size', '-')}, seq {c.get('seq_length', '-')}",
-            f"parallel   TP {c.get('tp', '-')}  PP {c.get('pp', '-')}  DP {c.get('dp', '-')}  "
+            f"parallel   TP {layout.tp or '-'}  PP {layout.pp or '-'}  DP {layout.dp or '-'}  "
             f"world {s.world_size or '-'}",
+            f"TFLOPs     {num(t.computed, 1)} model, {num(t.hardware, 1)} hw; MFU {percent(s.mfu)}, "
+            f"HFU {percent(s.hfu)}",
             f"batch      global {s.global_batch or '-'}  micro {c.get('micro_batch', '-')}  "
             f"act. ckpt {s.activation_checkpointing}",
             f"throughput {short_num(s.metric('tokens_per_sec'), 0)} tokens/s, "
@@ -142,6 +149,7 @@ class RunPanel(Panel):
             f"reserved {num(s.memory.gpu_max_reserved_mb, 0)} MB, CPU {num(s.memory.cpu_used_gb, 1)} GB",
             "checkpoint " + (", ".join(f"{ck['iteration']}: {num(ck['save_ms'], 0)} ms"
                                        for ck in s.checkpoints[-3:]) or "-"),
+            f"from       size: {s.params_source or '-'}; FLOPs: {s.flops_formula or '-'}",
         ]
         text = self.title("Run")
         for line in lines:
