@@ -382,3 +382,26 @@ def test_llmc_says_its_size_and_processes_in_its_run_table(tmp_path):
     assert s["params_source"] == "log"
     s = summary(tmp_path, "nemo.out", "Initializing distributed: GLOBAL_RANK: 0, MEMBER: 1/16\n" + steps)
     assert s["world_size"] == 16
+
+
+def test_noise_after_a_completed_run_that_saved_its_checkpoint_is_teardown(tmp_path):
+    """A run that took all its iterations and saved its last checkpoint, then failed at exit (a
+    process group torn down, its .err holding only that): finished, the failure a note; the same
+    failure before the checkpoint was saved fails the run."""
+    body = "".join(f" iteration {i:8d}/      20 | elapsed time per iteration (ms): 1000.0 | lm loss: 2.0E+00 | "
+                   f"number of skipped iterations:   0 | number of nan iterations:   0 |\n" for i in range(1, 21))
+    saved = "  successfully saved checkpoint at iteration      20 to /ckpt\n"
+    teardown = ("terminate called after throwing an instance of 'c10::DistBackendError'\n"
+                "  what():  [PG ID 0 PG GUID 0 Rank 3] Process group watchdog thread terminated with exception\n")
+    (tmp_path / "job.12345.out").write_text(body + saved)
+    (tmp_path / "job.12345.err").write_text(teardown)
+    from tuimon.engine.ingest import parse_file
+    store = JobStore()
+    for name in ("job.12345.out", "job.12345.err"):
+        parse_file(tmp_path / name, name, sink=store.add)
+    (job,) = store.jobs.values()
+    s = summarize(job, now=None, last_write=None).as_dict()
+    assert s["status"] == "finished" and s["failure"] is None
+    assert any(c.startswith("after the run completed and saved its last checkpoint, at teardown") for c in s["checks"])
+    unsaved = summary(tmp_path, "run.out", body + teardown)
+    assert unsaved["status"] == "failed" and unsaved["failure"]["kind"] == "nccl"

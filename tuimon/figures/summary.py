@@ -149,7 +149,7 @@ def settled_status(job: Job, top_step: Optional[int] = None) -> Optional[tuple[s
     """A job's status where its log alone says it (failed, nan, finished, training, a job
     script's end without a step); None where it depends on the clock (:func:`startup_status`)."""
     failure = job.fatal_failure
-    if failure is not None:
+    if failure is not None and not completed_before_teardown(job, top_step):
         return "failed", Failure(failure.kind, failure.message, failure.line, failure.file)
     if job.nan_at is not None:
         step, file, line = job.nan_at
@@ -169,6 +169,18 @@ def settled_status(job: Job, top_step: Optional[int] = None) -> Optional[tuple[s
         return "no-iterations", Failure("no-iterations", "the job ended without logging a training iteration",
                                         ended.line, ended.file)
     return None
+
+
+def completed_before_teardown(job: Job, top_step: Optional[int] = None) -> bool:
+    """The run took all its planned iterations and saved a checkpoint at the last of them: what
+    fails after that (a store's socket at exit, a process group torn down, a stderr file of such
+    noise) is teardown, not the run's failure."""
+    train_iters = job.config.get("train_iters")
+    last = job.last_iteration if job.last_iteration is not None else (
+        top_step if top_step is not None else last_step(job))
+    if last is None or not train_iters or last < train_iters:
+        return False
+    return any(iteration >= last for iteration in job.checkpoints)
 
 
 def stamp_span(job: Job) -> Optional[float]:
@@ -342,6 +354,13 @@ def warmup_check(timed: int, first_only: bool) -> list[str]:
     return []
 
 
+def teardown_check(job: Job, top_step: Optional[int]) -> list[str]:
+    failure = job.fatal_failure
+    if failure is None or not completed_before_teardown(job, top_step):
+        return []
+    return [f"after the run completed and saved its last checkpoint, at teardown: {failure.message[:300]}"]
+
+
 def breakdown_check(tree: breakdown_mod.Breakdown) -> list[str]:
     return [f"no breakdown: {tree.withheld}"] if tree.withheld else []
 
@@ -480,7 +499,7 @@ def summarize_timeless(job: Job, *, gpu_peak: Optional[float] = None,
         tokens_per_sec_source=tokens_source,
         # the figures as the summary keeps them: one rounding for the table and its note
         checks=checks(_clean(tflops_reported, 2), _clean(computed, 2), _clean(hardware, 2), _clean(mfu_value, 4), peak,
-                      work) + warmup_check(timed, first_only)
+                      work) + warmup_check(timed, first_only) + teardown_check(job, top_step)
         + breakdown_check(tree)
         + tokens_check(rates["tokens_per_sec"] if (tokens_source or "").startswith("log") else None, tokens_computed),
         params_billion=_clean(params, 3),
