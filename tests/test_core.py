@@ -132,6 +132,8 @@ _BODIES = st.sampled_from([
     "(min, max) time across ranks (ms):", "    forward-backward ...........: (1000.12, 1100.34)",
     "max time across ranks (ms):", "    forward-backward ...........: 1100.34", "    a b ..: 1,5", "  x ..: inf",
     "[Rank 0] (after 5 iterations) memory (MB) | allocated: 15382.8 | max allocated: 19070.7 | reserved: 26762.0",
+    "[Rank 0] (after 5 iterations) memory (MB) | allocated: 15382.8 | max allocated: 19070.7 | res",
+    "erved: 42498.00 | max reserved: 42498.00",
     "[INFO] [logging.py:96:log_dist] [Rank 0] step=10, skipped=0, lr=[0.0001], mom=[(0.9, 0.95)]",
     "step: 10  loss:  7.1234  memory: 30.12GiB(31.70%)  tps: 65,622  tflops: 304.53  mfu: 14.59%",
     # metrics lines the core types, and those whose values only Python's to_float reads (the hook's)

@@ -407,3 +407,14 @@ def test_noise_after_a_completed_run_that_saved_its_checkpoint_is_teardown(tmp_p
     assert any(c.startswith("after the run completed and saved its last checkpoint, at teardown") for c in s["checks"])
     unsaved = summary(tmp_path, "run.out", body + teardown)
     assert unsaved["status"] == "failed" and unsaved["failure"]["kind"] == "nccl"
+
+
+def test_a_memory_report_srun_wrapped_keeps_its_peak(tmp_path):
+    """srun's label before the rest of a long memory report (' ... | max allocated: 45008.92 | res' then
+    '0: erved: 42498.00 | max reserved: 42498.00'): the peak reserved of the tail counts."""
+    text = ("0: [Rank 0] (after 10 iterations) memory (MB) | allocated: 15382.8 | max allocated: 45008.92 | res\n"
+            "0: erved: 42498.00 | max reserved: 42498.00\n"
+            "0:  iteration       10/     100 | elapsed time per iteration (ms): 1000.0 | lm loss: 2.0E+00 | "
+            "number of skipped iterations:   0 | number of nan iterations:   0 |\n")
+    s = summary(tmp_path, "wrapped.out", text)
+    assert s["memory"]["gpu_max_allocated_mb"] == 45008.9 and s["memory"]["gpu_max_reserved_mb"] == 42498.0

@@ -31,6 +31,9 @@ _NUMWORKERS = re.compile(r"NumWorkers: (\d+); SamplesPerStep: (\d+); IterationTi
 MEMORY = (r"(?:\[Rank (\d+)\] )?\(?(after \d+ iterations|(?:before|after) save_checkpoint for iteration \d+)\)?"
           r" memory \(MB\) \| ")
 _MEMORY = re.compile(MEMORY)
+# a wrapped report's tail: the cut field's rest ("erved: 42498.00 "), then whole fields
+_MEMORY_TAIL_HEAD = re.compile(r"^\s*[a-z ]{0,16}: [-+\d.]+\s*$")
+_MEMORY_KEYS = frozenset(("allocated", "max allocated", "reserved", "max reserved"))
 # NeMo 2's progress printer: "Training epoch 1, iteration 5/49 | ... | global_step: 55 | ...": the
 # iteration counts within the epoch and its total is the epoch's (max_steps when resumed)
 _NEMO2 = re.compile(r"Training epoch (\d+), iteration \d+/(\d+) \|.*?\| global_step: (\d+)\b")
@@ -175,7 +178,7 @@ class MegatronParser(LineParser):
         (r"reduced_train_loss=", "_on_progress_bar"),
         (r"Effective Tera Flops", "_on_effective"),
         (r"NumWorkers: ", "_on_numworkers"),
-        (r"memory \(MB\) \|", "_on_memory"),
+        (r"memory \(MB\) \|", "_on_memory"), (r"\| max reserved: ", "_on_memory_tail"),
         (r"\[exiting program", "_on_exit"),
         (r"\] datetime: ", "_on_milestone"),
         (r"> initializing torch distributed", "_on_milestone"),
@@ -290,6 +293,10 @@ class MegatronParser(LineParser):
         Sample("[Rank 0] (before save_checkpoint for iteration 100) memory (MB) | allocated: 5728.25 | max allocated: "
                "45008.92 | reserved: 13294.00 | max reserved: 53598.00", "memory",
                {"rank": 0, "gpu_max_reserved_mb": 53598.0, "label": "before save_checkpoint for iteration 100"}),
+        # a report srun wrapped behind the rank's label: its tail's whole fields
+        Sample("0: erved: 42498.00 | max reserved: 42498.00", "memory", {"gpu_max_reserved_mb": 42498.0, "rank": 0}),
+        Sample("erved: 42498.00 | max reserved: 42498.00 | peak: 3", None),  # other fields: no report's
+        Sample("the | max reserved: 42498.00 of the pool", None),
         Sample(">>> done with compiling and loading fused kernels. Compilation time: 6.667 seconds", "milestone",
                {"name": "fused-kernels", "duration_s": 6.667}),
         Sample("[before the start of training step] datetime: 2022-06-22 22:22:59 ", "milestone",
@@ -410,6 +417,25 @@ class MegatronParser(LineParser):
                                        values.get("allocated"), values.get("max allocated"), values.get("reserved"),
                                        values.get("max reserved")))
         return events
+
+    def _on_memory_tail(self, body: str, ctx: LineContext) -> list[Event]:
+        """The rest of a report srun wrapped onto a line of its own, behind the rank's label
+        (``... | max allocated: 45008.92 | res`` then ``0: erved: 42498.00 | max reserved: 42498.00``):
+        its whole fields count, the cut one before them is left out (the report's own line read the rest)."""
+        if "memory (MB)" in body:
+            return []  # a whole report: _on_memory's
+        first, *rest = body.split("|")
+        if not rest or not _MEMORY_TAIL_HEAD.match(first):
+            return []
+        values: dict[str, Optional[float]] = {}
+        for seg in rest:
+            key, colon, value = seg.partition(":")
+            name, number = norm_key(key), to_float(value) if colon else None
+            if name not in _MEMORY_KEYS or number is None:
+                return []  # not a memory report's fields
+            values[name] = number
+        return [self._memory(ctx.line, ctx.rank, ctx.node, ctx.wall_time, "(wrapped)", values.get("allocated"),
+                             values.get("max allocated"), values.get("reserved"), values.get("max reserved"))]
 
     def memory_row(self, row: tuple, frame: tuple, wall: Optional[float]) -> list[Event]:
         """A memory report the compiled core read (``MemoryLines``; see
