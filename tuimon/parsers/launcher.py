@@ -20,6 +20,8 @@ _NPROC = re.compile(r"--nproc[_-]per[_-]node[= ]['\"]?(\d{1,4})\b")
 _NNODES = re.compile(r"--nnodes[= ]['\"]?(?:\d{1,6}:)?(\d{1,6})\b")
 # a script's or framework's print of it: "WORLD_SIZE=16", "world_size: 16", "world size = 16"
 _WORLD = re.compile(r"(?<![\w.-])(?:WORLD_SIZE|[Ww]orld[_ ]size)\s*[=:]\s*['\"]?(\d{1,7})\b(?![.\d])")
+# Python source a script prints into its log: a definition, a statement, an indented assignment
+_CODE = re.compile(r"^\s*(?:def|class|return|if|elif|for|assert|with)\b|\bself\.|os\.environ|^\s{4,}[A-Za-z_][\w.]*\s*=\s")
 # ezpz's history lines: "[2025-05-06 09:06:59][I][examples/minimal:61:__main__] iter=0 loss=2701.3 dt=0.62 ..."
 _EZPZ_ITER = re.compile(r"\]\s*iter=(\d{1,18}) ")
 _EZPZ_PAIR = re.compile(r"(?:^|\s)([A-Za-z_][\w/]*)=([-+]?(?:\d[\d.]*(?:[eE][-+]?\d+)?|nan|inf))(?=\s|$)")
@@ -75,6 +77,11 @@ class LauncherParser(LineParser):
         Sample("[2025-01-01 10:00:00,000] INFO - world_size: 64, rank: 0", "run_config", {"world_size": 64}),
         Sample("torch.empty(torch.Size([numel * world_size]), dtype=dtype)", None),
         Sample("world_size: 8.5 GB", None),
+        # a script's source printed into its log (modded-nanogpt prints its own): defaults, not the run's
+        Sample("def __init__(self, rank=0, world_size=1, device='cuda'):", None),
+        Sample("    world_size = int(os.environ['WORLD_SIZE'])", None),
+        Sample("    dist_kwargs = dict(world_size=1)", None),
+        Sample("assert world_size == 8 or world_size == 1", None),
     )
 
     ONCE_FLAGS = ("_ranks_seen", "_dist_seen", "_ezpz_announced", "_nodes_seen")
@@ -133,6 +140,8 @@ class LauncherParser(LineParser):
         m = _WORLD.search(body)
         if not m or "--nproc" in body or "using world size" in body:  # torchrun's and Megatron's own
             return []
+        if _CODE.search(body) or (body[m.end():m.end() + 1] in (",", ")") and "(" in body[:m.start()]):
+            return []  # a script's own source printed into its log (modded-nanogpt's): a default, no fact
         world = int(m.group(1))
         return [self.make(RunConfig, ctx, world_size=world)] if world else []
 
