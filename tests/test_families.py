@@ -418,3 +418,22 @@ def test_a_memory_report_srun_wrapped_keeps_its_peak(tmp_path):
             "number of skipped iterations:   0 | number of nan iterations:   0 |\n")
     s = summary(tmp_path, "wrapped.out", text)
     assert s["memory"]["gpu_max_allocated_mb"] == 45008.9 and s["memory"]["gpu_max_reserved_mb"] == 42498.0
+
+
+def test_torchruns_glog_line_is_the_jobs_first_stamp(tmp_path):
+    """torchrun warns as it launches, in glog's form without a year ('W0519 20:23:14.721000 ...'):
+    the job starts there, in the year of the log's first full stamp (a New Year's Eve launch stays
+    in its year)."""
+    from tuimon.figures.summary import glog_wall
+
+    head = ("W0519 20:23:14.721000 140234 torch/distributed/run.py:793] Setting OMP_NUM_THREADS environment "
+            "variable for each process to be 1 in default\n")
+    body = "".join(f"[rank0]:[titan] 2026-05-19 20:{30 + s // 60:02d}:{s % 60:02d},000 - root - INFO - step: {s:2d}  "
+                   f"loss: {12 - s / 10:.5f}  memory: 30.00GiB(40.0%)  tps: 7,000  tflops: 50.0  mfu: 5.0%\n"
+                   for s in range(1, 21))
+    s = summary(tmp_path, "titan.log", head + "[rank0]:[titan] 2026-05-19 20:25:00,000 - root - INFO - Starting job\n"
+                + body)
+    assert s["startup_s"] == pytest.approx(7 * 60 + 1 - 14.721, abs=0.1)  # 20:23:14.721 to step 1's 20:30:01
+    eve = glog_wall("1231 23:59:50.000000", 1798761605.0)  # the first full stamp: 2027-01-01 00:00:05
+    assert eve == pytest.approx(1798761605.0 - 15.0)
+    assert glog_wall("1331 23:59:50.000000", 1798761605.0) is None

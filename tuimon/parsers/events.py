@@ -324,11 +324,13 @@ class LogWarning(NamedTuple):
 
 #: the milestone of a log's first stamp (the engine's, matched line or not): a reference point, no phase
 LOG_START = "log-start"
+#: torch's first glog line (``W0519 20:23:14.721000 ...``): a stamp without a year, its detail "MMDD HH:MM:SS.ffffff"
+GLOG_START = "glog-start"
 #: milestones that mark an end, not a step of startup: a job script's ``END TIME``, MLPerf's ``run_stop``
 JOB_END, RUN_STOP = "job-end", "run-stop"
 #: where a log says its own startup ends (MLPerf's ``run_start``: its init time ends there, not at a first step)
 RUN_START = "run-start"
-NOT_PHASES = (LOG_START, JOB_END, RUN_START, RUN_STOP)
+NOT_PHASES = (LOG_START, JOB_END, RUN_START, RUN_STOP, GLOG_START)
 FAILURE_KINDS = ("oom", "cuda", "nccl", "hardware", "traceback", "cancelled", "killed", "script", "nan",
                  "no-iterations")
 

@@ -7,7 +7,7 @@ from typing import ClassVar
 
 from .base import LineContext, LineParser, Sample
 from .common import config_from_args, flags_from_command
-from .events import Event, Milestone, RunConfig, Step
+from .events import GLOG_START, Event, Milestone, RunConfig, Step
 from .numbers import to_float, to_int
 
 # DeepSpeed's launcher, on each node: "[launch.py:152:main] nnodes=2, num_local_procs=8, node_rank=0"
@@ -20,6 +20,8 @@ _NPROC = re.compile(r"--nproc[_-]per[_-]node[= ]['\"]?(\d{1,4})\b")
 _NNODES = re.compile(r"--nnodes[= ]['\"]?(?:\d{1,6}:)?(\d{1,6})\b")
 # a script's or framework's print of it: "WORLD_SIZE=16", "world_size: 16", "world size = 16"
 _WORLD = re.compile(r"(?<![\w.-])(?:WORLD_SIZE|[Ww]orld[_ ]size)\s*[=:]\s*['\"]?(\d{1,7})\b(?![.\d])")
+# torch's glog prefix: level, month and day, time to the microsecond, thread id, source file
+_GLOG = re.compile(r"^\s*[IWEF](\d{4} \d\d:\d\d:\d\d\.\d{6}) +\d+ \S+:\d+\]")
 # Python source a script prints into its log: a definition, a statement, an indented assignment
 _CODE = re.compile(r"^\s*(?:def|class|return|if|elif|for|assert|with)\b|\bself\.|os\.environ|^\s{4,}[A-Za-z_][\w.]*\s*=\s")
 # ezpz's history lines: "[2025-05-06 09:06:59][I][examples/minimal:61:__main__] iter=0 loss=2701.3 dt=0.62 ..."
@@ -39,7 +41,8 @@ class LauncherParser(LineParser):
               (r"torch\.distributed initialized", "_on_dist_init"), (r"nnodes=\d", "_on_ds_nodes"),
               (r"torchrun --", "_on_torchrun"), (r"distributed\.run --", "_on_torchrun"),
               (r"distributed\.launch --", "_on_torchrun"),
-              (r"WORLD_SIZE", "_on_world"), (r"world_size", "_on_world"), (r"orld size", "_on_world"))
+              (r"WORLD_SIZE", "_on_world"), (r"world_size", "_on_world"), (r"orld size", "_on_world"),
+              (r"W\d{4} \d\d:\d\d:\d\d\.\d{6} ", "_on_glog"))
 
     SAMPLES: ClassVar[tuple[Sample, ...]] = (
         Sample("[2024-01-01 10:00:01,000] [INFO] [launch.py:152:main] nnodes=2, num_local_procs=8, node_rank=0",
@@ -77,6 +80,9 @@ class LauncherParser(LineParser):
         Sample("[2025-01-01 10:00:00,000] INFO - world_size: 64, rank: 0", "run_config", {"world_size": 64}),
         Sample("torch.empty(torch.Size([numel * world_size]), dtype=dtype)", None),
         Sample("world_size: 8.5 GB", None),
+        Sample("W0519 20:23:14.721000 140234 torch/distributed/run.py:793] Setting OMP_NUM_THREADS environment "
+               "variable for each process to be 1 in default", "milestone",
+               {"name": "glog-start", "detail": "0519 20:23:14.721000"}),
         # a script's source printed into its log (modded-nanogpt prints its own): defaults, not the run's
         Sample("def __init__(self, rank=0, world_size=1, device='cuda'):", None),
         Sample("    world_size = int(os.environ['WORLD_SIZE'])", None),
@@ -84,7 +90,7 @@ class LauncherParser(LineParser):
         Sample("assert world_size == 8 or world_size == 1", None),
     )
 
-    ONCE_FLAGS = ("_ranks_seen", "_dist_seen", "_ezpz_announced", "_nodes_seen")
+    ONCE_FLAGS = ("_ranks_seen", "_dist_seen", "_ezpz_announced", "_nodes_seen", "_glog_seen")
 
     def __init__(self, file: str = "") -> None:
         super().__init__(file)
@@ -92,6 +98,7 @@ class LauncherParser(LineParser):
         self._dist_seen = False
         self._ezpz_announced = False
         self._nodes_seen = False
+        self._glog_seen = False
 
     def _on_ezpz_rank(self, body: str, ctx: LineContext) -> list[Event]:
         m = _EZPZ_RANK.search(body)
@@ -144,6 +151,15 @@ class LauncherParser(LineParser):
             return []  # a script's own source printed into its log (modded-nanogpt's): a default, no fact
         world = int(m.group(1))
         return [self.make(RunConfig, ctx, world_size=world)] if world else []
+
+    def _on_glog(self, body: str, ctx: LineContext) -> list[Event]:
+        """torch's first glog line of a file (torchrun warns as it launches: ``W0519 20:23:14.721000 140234
+        torch/distributed/run.py:793] ...``): a stamp without its year, the summary's to place
+        (figures.summary.startup: the year of the log's first full stamp)."""
+        m = _GLOG.match(body)
+        if not m or not self.first_time("_glog_seen"):
+            return []
+        return [self.make(Milestone, ctx, name=GLOG_START, detail=m.group(1))]
 
     def _on_dist_init(self, body: str, ctx: LineContext) -> list[Event]:
         if not self.first_time("_dist_seen"):
