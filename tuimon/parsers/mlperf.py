@@ -37,13 +37,17 @@ _CONFIG_KEYS = {"global_batch_size": "global_batch", "max_sequence_length": "seq
                 "hidden_size": "hidden_size"}
 
 
+#: where a run's step time comes from when its blocks give it
+BLOCK_TIME = "mllog blocks (block_start to block_stop over their steps; an evaluation logged inside counts in)"
+
+
 class MLPerfParser(LineParser):
     name = "mlperf"
     READS = "MLPerf mllog (:::MLLOG) records"
     framework = "mlperf"
     SNIFF = compile_sniff(r":::MLLOG \{")
     ROUTES = ((r":::MLLOG \{", "_on_record"),)
-    ONCE_FLAGS = ("_announced", "_started", "_initialized", "_running", "_stopped")
+    ONCE_FLAGS = ("_announced", "_started", "_initialized", "_running", "_stopped", "_blocks_said")
 
     SAMPLES = (
         Sample(':::MLLOG {"namespace": "", "time_ms": 1696466368958, "event_type": "POINT_IN_TIME", '
@@ -77,6 +81,20 @@ class MLPerfParser(LineParser):
                '"tracked_stats", "value": {"training_sequences_per_second": 3345.42, "final_loss": 1.72}, '
                '"metadata": {"file": "run_pretraining.py", "lineno": 1812, "step": 1420}}', "throughput",
                {"samples_per_sec": 3345.42}),  # BERT's reference implementation
+        # a block of 12 steps of 2048 x 2048 tokens, 119.862 s: 9988.5 ms a step (Pax on TPU v5e)
+        Sample(':::MLLOG {"namespace": "", "time_ms": 1696461173314, "event_type": "INTERVAL_END", "key": "block_stop", '
+               '"value": null, "metadata": {"file": "c4_mllog.py", "lineno": 56, "first_epoch_num": 50331648}}', "step",
+               {"step": 24, "elapsed_ms": 9988.5},
+               context=(':::MLLOG {"key": "global_batch_size", "value": 2048, "metadata": {}}',
+                        ':::MLLOG {"key": "max_sequence_length", "value": 2048, "metadata": {}}',
+                        ':::MLLOG {"namespace": "", "time_ms": 1696461053452, "event_type": "INTERVAL_START", "key": '
+                        '"block_start", "value": null, "metadata": {"file": "c4_mllog.py", "lineno": 69, "epoch_count": '
+                        '50331648, "first_epoch_num": 50331648}}')),
+        Sample(':::MLLOG {"namespace": "", "time_ms": 1696461173314, "event_type": "INTERVAL_END", "key": "block_stop", '
+               '"value": null, "metadata": {"file": "c4_mllog.py", "lineno": 56, "first_epoch_num": 50331648}}', None,
+               context=(':::MLLOG {"namespace": "", "time_ms": 1696461053452, "event_type": "INTERVAL_START", "key": '
+                        '"block_start", "value": null, "metadata": {"epoch_count": 50331648, '
+                        '"first_epoch_num": 50331648}}',)),  # the batch and length unknown: no step
         Sample(':::MLLOG {"key": "tracked_stats", "value": {"train_step_timing": "n/a"}, "metadata": {"step": 1}',
                None),  # cut short: no JSON
         Sample(':::MLLOG {"namespace": "", "time_ms": 1696432628540, "event_type": "POINT_IN_TIME", '
@@ -116,6 +134,9 @@ class MLPerfParser(LineParser):
         self._progress: Optional[int] = None  # the latest step or sample count a record gave
         self._batch: Optional[int] = None  # global_batch_size, once a record gave it
         self._seq: Optional[int] = None  # the sequence length, likewise
+        self._timed = False  # a tracked_stats record gave a step time: blocks give none then
+        self._blocks_said = False
+        self._block: Optional[tuple[float, int, int]] = None  # the open block: (its stamp s, first count, count)
 
     def _on_record(self, body: str, ctx: LineContext) -> list[Event]:
         start = body.find(":::MLLOG {")
@@ -146,6 +167,7 @@ class MLPerfParser(LineParser):
             stats = record["value"]
             seconds = _number(stats.get("train_step_timing", stats.get("train_step_time")))
             if seconds is not None:
+                self._timed = True
                 # the record's "step" counts what the benchmark counts (tokens for NVIDIA's GPT-3: 4194304 a
                 # step of 2048 sequences of 2048): a step number where it is whole steps of tokens
                 events.append(self.make(Step, ctx, step=self._step_of_tokens(meta.get("step")),
@@ -162,6 +184,12 @@ class MLPerfParser(LineParser):
                     events.append(self.make(Throughput, ctx, tokens_per_sec=throughput))
                 else:
                     events.append(self.make(Throughput, ctx, samples_per_sec=throughput))
+        elif key in ("block_start", "block_stop"):
+            events.extend(self._on_block(key, meta, ctx))
+        elif key == "eval_start":
+            # a block holds training alone: one with an evaluation inside (Gaudi's Megatron-DeepSpeed opens
+            # one block for the whole run, its count an evaluation interval's) times no steps
+            self._block = None
         elif key == "train_loss":
             loss = _number(record.get("value"), finite=False)
             if loss is not None:
@@ -188,6 +216,29 @@ class MLPerfParser(LineParser):
         if key == "run_stop" and meta.get("status") == "success":
             events.append(self.make(Exit, ctx, iteration=self._step_of_tokens(self._progress)))
         return self.announce(events, ctx)
+
+    def _on_block(self, key: str, meta: dict, ctx: LineContext) -> list[Event]:
+        """A training block (between two evaluations): ``block_start`` says what it counts from and how
+        much (``first_epoch_num``, ``epoch_count``: tokens for GPT-3), ``block_stop`` ends it.  Where no
+        record times the steps (Pax, Megatron-DeepSpeed on Gaudi), the block's mean step time is a step at
+        its end: its duration over the whole steps it held."""
+        first, count = _count(meta.get("first_epoch_num")), _count(meta.get("epoch_count"))
+        if key == "block_start":
+            self._block = (ctx.wall_time, first, count) if ctx.wall_time is not None and first is not None and count \
+                else None
+            return []
+        block, self._block = self._block, None
+        if block is None or self._timed or ctx.wall_time is None or first != block[1]:
+            return []
+        start, first_count, count = block
+        steps_before, steps_after = self._step_of_tokens(first_count), self._step_of_tokens(first_count + count)
+        if steps_before is None or steps_after is None or steps_after <= steps_before or ctx.wall_time <= start:
+            return []
+        per_step_ms = (ctx.wall_time - start) * 1000.0 / (steps_after - steps_before)
+        step = self.make(Step, ctx, step=steps_after, elapsed_ms=round(per_step_ms, 3))
+        if self.first_time("_blocks_said"):
+            return [self.make(RunConfig, ctx, step_time_source=BLOCK_TIME), step]
+        return [step]
 
     def _step_of_tokens(self, tokens: object) -> Optional[int]:
         """The step a token count ends, when batch and length are known and it is whole steps."""
