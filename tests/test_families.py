@@ -437,3 +437,25 @@ def test_torchruns_glog_line_is_the_jobs_first_stamp(tmp_path):
     eve = glog_wall("1231 23:59:50.000000", 1798761605.0)  # the first full stamp: 2027-01-01 00:00:05
     assert eve == pytest.approx(1798761605.0 - 15.0)
     assert glog_wall("1331 23:59:50.000000", 1798761605.0) is None
+
+
+def test_a_nemo1_run_is_laid_out_and_sized_from_its_yaml_configuration(tmp_path):
+    """NeMo 1.x dumps OmegaConf.to_yaml(cfg) after '*** Experiment configuration ***': its trainer's
+    devices x nodes are the world, its model section the shape (LLaMA-2-7B here: 6.74 B)."""
+    yaml = ["[NeMo I 2024-01-21 10:00:00 megatron_gpt_pretraining:37] ", "", "************** Experiment configuration "
+            "***********", "[NeMo I 2024-01-21 10:00:00 megatron_gpt_pretraining:38] ", "name: megatron_llama",
+            "trainer:", "  devices: 8", "  num_nodes: 2", "  precision: bf16", "exp_manager:",
+            "  explicit_log_dir: null", "model:", "  micro_batch_size: 1", "  global_batch_size: 128",
+            "  tensor_model_parallel_size: 2", "  pipeline_model_parallel_size: 1", "  encoder_seq_length: 4096",
+            "  num_layers: 32", "  hidden_size: 4096", "  ffn_hidden_size: 11008", "  num_attention_heads: 32",
+            "  activation: fast-swiglu", "  bias: false", "  normalization: rmsnorm",
+            "  share_embeddings_and_output_weights: false", "  activations_checkpoint_granularity: null",
+            "[NeMo I 2024-01-21 10:00:05 megatron_init:251] Rank 0 has data parallel group : [0, 2, 4, 6]",
+            " > padded vocab (size: 32000) with 0 dummy tokens (new size: 32000)"]
+    steps = [f"Epoch 0: :   1%| | {i}/1000 [00:{i:02d}<10:00, reduced_train_loss={9 - i / 10:.3f}, global_step={i}.000, "
+             f"consumed_samples={128 * i}.0, train_step_timing in s=2.50]" for i in range(1, 21)]
+    s = summary(tmp_path, "nemo.log", "\n".join(yaml + steps) + "\n")
+    assert (s["world_size"], s["global_batch"], s["seq_length"]) == (16, 128, 4096)
+    assert (s["config"]["tp"], s["config"]["pp"], s["config"]["dp"]) == (2, 1, 8)
+    assert s["params_billion"] == pytest.approx(6.738, abs=1e-3) and s["flops_formula"] == "Megatron-Core (architecture)"
+    assert s["activation_checkpointing"] is False and s["precision"] == "bf16"

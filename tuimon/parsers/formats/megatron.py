@@ -7,6 +7,7 @@ import re
 from typing import Any
 
 from ..common import config_from_args
+from ..numbers import to_int
 
 # GPT-NeoX's NeoXArgs.print pads "  {arg} {dots} {value}" with dots to 64 characters and appends
 # whether the value is its default: "True........................updated", and with no dots at all
@@ -54,6 +55,31 @@ def task_configuration(pairs: dict[str, str]) -> list[dict[str, Any]]:
         pairs.setdefault("group_query_attention", "True")  # set: grouped (None is one group a head)
     fields = config_from_args(pairs)
     return [fields] if fields else []
+
+
+def nemo_configuration(pairs: dict[str, str]) -> list[dict[str, Any]]:
+    """A NeMo 1.x run's configuration, dumped as YAML after '*** Experiment configuration ***'
+    (megatron_gpt_pretraining.py: OmegaConf.to_yaml(cfg)): its trainer's devices and nodes are
+    the world, its model section Megatron's arguments under NeMo's names."""
+    pairs = dict(pairs)
+    renamed = {"encoder_seq_length": "seq_length", "activations_checkpoint_granularity": "recompute_granularity"}
+    for theirs, ours in renamed.items():
+        if theirs in pairs:
+            pairs.setdefault(ours, pairs[theirs])
+    activation = pairs.get("activation", "").strip().lower()
+    if activation.endswith("swiglu") or activation.endswith("geglu"):
+        pairs.setdefault("swiglu", "True")
+    if pairs.get("bias", "").strip().lower() == "false":
+        pairs.setdefault("add_bias_linear", "False")
+    precision = pairs.get("precision", "").strip().lower()
+    if precision:  # trainer.precision: bf16, bf16-mixed, 16, 16-mixed, 32
+        pairs["precision"] = {"bf16-mixed": "bf16", "16": "fp16", "16-mixed": "fp16", "32": "fp32"}.get(
+            precision, precision)
+    fields = task_configuration(pairs)
+    devices, nodes = to_int(pairs.get("devices")), to_int(pairs.get("num_nodes"))
+    world = {"world_size": devices * nodes} if devices and nodes else {}
+    # (no framework: a "trainer:" section is Lightning's too; NeMo's own lines say NeMo)
+    return [{**(fields[0] if fields else {}), **world}]
 
 
 FORMAT = {
@@ -134,6 +160,43 @@ FORMAT = {
                            "----------------------------------"],
                  "expect": {"seq_length": 1024, "num_layers": 16, "hidden_size": 2048, "global_batch": 512,
                             "train_iters": 10, "tp": 1, "activation_checkpointing": False}},
+            ],
+        },
+        {
+            # NeMo 1.x: the YAML of its whole configuration, from its first key ("name: megatron_gpt") or its
+            # trainer section to the next log line; the trainer's and the model's keys two spaces in
+            "event": "run_config",
+            "begin": r"^trainer:\s*$",
+            "end": r"^\[NeMo [IWED] ",
+            "pair": r"^  (?P<name>\w+): (?P<value>\S.*?)\s*$",
+            "anchor": ": ",
+            "hook": nemo_configuration,
+            "samples": [
+                {"lines": ["trainer:",
+                           "  devices: 8",
+                           "  num_nodes: 4",
+                           "  precision: bf16-mixed",
+                           "model:",
+                           "  micro_batch_size: 1",
+                           "  global_batch_size: 256",
+                           "  tensor_model_parallel_size: 2",
+                           "  pipeline_model_parallel_size: 1",
+                           "  encoder_seq_length: 4096",
+                           "  num_layers: 32",
+                           "  hidden_size: 4096",
+                           "  ffn_hidden_size: 11008",
+                           "  num_attention_heads: 32",
+                           "  num_query_groups: null",
+                           "  activation: fast-swiglu",
+                           "  bias: false",
+                           "  normalization: rmsnorm",
+                           "  share_embeddings_and_output_weights: false",
+                           "  activations_checkpoint_granularity: full",
+                           "[NeMo I 2024-01-21 10:00:01 megatron_gpt_pretraining:40] Using bf16"],
+                 "expect": {"world_size": 32, "seq_length": 4096, "global_batch": 256,
+                            "micro_batch": 1, "tp": 2, "pp": 1, "num_layers": 32, "hidden_size": 4096,
+                            "ffn_hidden_size": 11008, "swiglu": True, "linear_bias": False, "rmsnorm": True,
+                            "untied": True, "activation_checkpointing": True, "precision": "bf16"}},
             ],
         },
     ],
