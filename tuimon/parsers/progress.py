@@ -56,7 +56,10 @@ _BARE_MS = re.compile(r"[(|]\s*(\d+(?:\.\d*)?)\s*ms\s*[|)]")
 _MFU = re.compile(r"\|\s*(\d+(?:\.\d*)?)%\s*(?:bf16|fp16|fp32|tf32)?\s*MFU\b")
 # nanoGPT: "iter 100: loss 3.2456, time 123.45ms, mfu 35.12%" ("mfu -100.00%" before its estimate warms up)
 _MFU_WORD = re.compile(r"(?<![\w.-])mfu[ =:]\s*(-?\d+(?:\.\d*)?)%")
-_TOKS = re.compile(r"(?<![\w.])(\d+(?:\.\d*)?)\s*tok/s\b")  # the whole run's tokens a second
+# the whole run's tokens a second: llm.c's "(322.82 ms | 1624079 tok/s)", build-nanogpt's "tok/sec: 45858.48",
+# "tokens/sec: 9.8e4", "tokens_per_sec=..." (not a rate per GPU or per device: those say so)
+_TOKS = re.compile(r"(?<![\w.])(\d+(?:\.\d*)?)\s*tok/s\b|(?<![\w/])tok(?:ens)?(?:/s(?:ec)?|_per_sec(?:ond)?)"
+                   r"(?![\w/])\s*[:=]\s*(\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)")
 _PER_STEP = re.compile(r"(?<![\w.])(\d+(?:\.\d*)?)\s*(ms|s)/(?:it|iter|step)\b")  # "456.7 ms/it", "1.52s/it"
 _LR = re.compile(r"(?<![\w.-])(?:lr|learning[_ ]rate)" + _SEP + r"(" + _NUMBER + r")(?![\w.])", re.I)
 _SAMPLES = re.compile(r"(?:(\d+(?:\.\d*)?)\s*samples?/s(?:ec)?\b|samples_per_sec(?:ond)?" + _SEP +
@@ -121,6 +124,11 @@ class ProgressParser(LineParser):
                {"step": 10, "loss": 2.5, "lr": 0.001, "elapsed_ms": 800.0}),
         Sample('{"step": "10", "train/loss": "2.5", "lr": "0.001", "step_time_s": "0.8"}', "step",
                {"step": 10, "loss": 2.5, "lr": 0.001, "elapsed_ms": 800.0}),  # numbers written as strings
+        Sample("step    50 | loss: 6.470154 | lr 6.0000e-04 | norm: 0.9832 | dt: 357.27ms | tok/sec: 45858.48",
+               "throughput", {"iteration": 50, "tokens_per_sec": 45858.48}),  # build-nanogpt
+        Sample("step 9, loss: 10.140941619873047, time: 357.51 ms, tokens/sec: 45828.66", "throughput",
+               {"iteration": 9, "tokens_per_sec": 45828.66}),
+        Sample("step 9, loss: 10.1, tokens/sec/gpu: 1200.5", "step", {"step": 9}),  # per GPU: no run rate
         Sample("step 3 loss 2.0 iter_time_ms 412.5", "step", {"step": 3, "elapsed_ms": 412.5}),
         Sample("Iter 120/5000 | Loss 3.21 | 1.23 it/s | 456.7 ms/it", "step",
                {"step": 120, "loss": 3.21, "elapsed_ms": 456.7}),
@@ -206,10 +214,10 @@ class ProgressParser(LineParser):
         m = _TFLOPS.search(body) if _has_any(body, "FLOP", "flop", "Flop") else None
         tflops = to_float(m.group(1)) if m else None
         mfu = _mfu_of(body)
-        toks = _TOKS.search(body) if "tok/s" in body else None
+        toks = _TOKS.search(body) if "tok" in body else None
         if tflops is not None or mfu is not None or toks:
             events.append(self.make(Throughput, ctx, iteration=step, tflops_reported=tflops, mfu=mfu,
-                                    tokens_per_sec=to_float(toks.group(1)) if toks else None))
+                                    tokens_per_sec=to_float(toks.group(1) or toks.group(2)) if toks else None))
         return self.announce(events, ctx)
 
 
