@@ -459,3 +459,18 @@ def test_a_nemo1_run_is_laid_out_and_sized_from_its_yaml_configuration(tmp_path)
     assert (s["config"]["tp"], s["config"]["pp"], s["config"]["dp"]) == (2, 1, 8)
     assert s["params_billion"] == pytest.approx(6.738, abs=1e-3) and s["flops_formula"] == "Megatron-Core (architecture)"
     assert s["activation_checkpointing"] is False and s["precision"] == "bf16"
+
+
+def test_ms_swift_says_its_steps_length_and_rate_in_its_dicts(tmp_path):
+    """ms-swift's dicts carry 'global_step/max_steps': '10/94' and 'train_speed(iter/s)': steps over
+    the time since the start, beside text values: a step's time is the difference of two dicts'."""
+    def d(step: int, speed: float) -> str:
+        return (f"{{'loss': 1.5, 'grad_norm': 10.0, 'learning_rate': 1e-05, 'epoch': {step / 94:.2f}, "
+                f"'global_step/max_steps': '{step}/94', 'percentage': '{100 * step / 94:.2f}%', 'elapsed_time': '20s', "
+                f"'remaining_time': '2m 52s', 'memory(GiB)': 5.64, 'train_speed(iter/s)': {speed}}}\n")
+    text = d(10, 0.485796) + d(90, 0.520707) + ("{'train_runtime': 183.4332, 'train_samples_per_second': 8.177, "
+                                                "'train_steps_per_second': 0.512, 'train_loss': 1.50650934, "
+                                                "'global_step/max_steps': '94/94', 'percentage': '100.00%'}\n")
+    s = summary(tmp_path, "swift.log", text)
+    assert s["framework"] == "hf-trainer" and s["status"] == "finished" and s["train_iters"] == 94
+    assert s["iter_time_ms"]["max"] == pytest.approx((90 / 0.520707 - 10 / 0.485796) / 80 * 1000, abs=0.01)

@@ -78,10 +78,25 @@ pub fn pairs(line: &str) -> Vec<(&str, &str)> {
 /// A dict line's pairs typed as `to_float` types them, where every value reads as Rust reads
 /// it (else None: the hook reads the line).
 pub fn typed(line: &str) -> Option<Vec<(&str, f64)>> {
-    if !line.bytes().all(|b| b.is_ascii() && !(0x1c..=0x1f).contains(&b)) {
+    if !line.bytes().all(|b| b.is_ascii() && !(0x1c..=0x1f).contains(&b)) || has_quoted_text(line) {
         return None;
     }
     pairs(line).into_iter().map(|(k, v)| numbers::fast_float(v).map(|x| (k, x))).collect()
+}
+
+/// Whether a value of the dict is quoted text that is no number (`'1/94'`, `'2m 3s'`): such a
+/// dict (ms-swift's) is the hook's to read whole, strings and all.
+fn has_quoted_text(line: &str) -> bool {
+    let b = line.as_bytes();
+    let mut i = 0;
+    while let Some(at) = memchr::memmem::find(&b[i..], b"': '") {
+        let j = i + at + 3;
+        if value_span(b, j).is_none() {
+            return true;
+        }
+        i = j + 1;
+    }
+    false
 }
 
 #[cfg(test)]
@@ -104,6 +119,9 @@ mod tests {
         assert_eq!(pairs("{'a': '1.5, 'b': 2.5', 'c': '-inf'}"), vec![("c", "-inf")]);
         assert_eq!(pairs("{'a': 2', 'b': '3}"), vec![]);
         assert_eq!(pairs("{'s': '10/100', 'loss': 'n/a', 'x': '1e5', 'y': '2e'}"), vec![("x", "1e5")]);
+        // quoted text among the values (ms-swift's progress): the hook reads the line
+        assert!(typed("{'loss': 1.5, 'global_step/max_steps': '1/94', 'epoch': 0.01}").is_none());
+        assert!(typed("{'loss': '1.5', 'epoch': '0.01'}").is_some());
         assert!(typed("{'loss': nan}").is_none());
         assert_eq!(typed("{'loss': 2.0}"), Some(vec![("loss", 2.0)]));
     }

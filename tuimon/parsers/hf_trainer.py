@@ -33,6 +33,9 @@ _HEADER_FIELD = {"Total optimization steps": "train_iters", "Instantaneous batch
 _EVAL_METRIC = re.compile(r"^\s*(eval_\w{1,40})\s+=\s+([-+]?\d[\d.]*(?:[eE][-+]?\d+)?|nan|inf)\s*$")
 # what an evaluation dict holds that is no figure of the model
 _EVAL_COST = ("eval_runtime", "eval_samples_per_second", "eval_steps_per_second")
+# ms-swift's own progress in its dicts
+_SWIFT_STEP = re.compile(r"'global_step/max_steps': '(\d{1,12})/(\d{1,12})'")
+_SWIFT_SPEED = re.compile(r"'train_speed\(iter/s\)': '?([\d.]+(?:[eE][-+]?\d+)?)'?")
 _BAR = re.compile(r"(\d+)/(\d+) \[[\d:]+<[\d:?]+, *([\d.]+|\?)(s/it|it/s)")
 
 
@@ -117,6 +120,17 @@ class HFTrainerParser(LineParser):
                {"iteration": 400, "samples_per_sec": 126.3, "iteration_time_s": 0.126711},
                context=("100%|██████████| 400/400 [00:50<00:00,  7.89it/s]",)),
         Sample("{'loss': '2.5, 'epoch': 1}", None),  # a quote that does not close: no number
+        # ms-swift: the step, the run's length and a mean rate in the dict itself
+        Sample("{'loss': 1.56617603, 'grad_norm': 12.8125, 'learning_rate': 9.92e-06, 'token_acc': 0.61519274, "
+               "'epoch': 0.11, 'global_step/max_steps': '10/94', 'percentage': '10.64%', 'elapsed_time': '20s', "
+               "'remaining_time': '2m 52s', 'memory(GiB)': 5.64, 'train_speed(iter/s)': 0.485796}", "step",
+               {"step": 10, "loss": 1.56617603, "elapsed_ms": 2058.477}),  # 10 steps at 0.485796 it/s: the mean
+        Sample("{'loss': 1.44893646, 'epoch': 0.96, 'global_step/max_steps': '90/94', 'train_speed(iter/s)': "
+               "0.520707}", "step", {"step": 90, "elapsed_ms": 1903.214},  # (90 / 0.520707 - 10 / 0.485796) / 80
+               context=("{'loss': 1.56617603, 'epoch': 0.11, 'global_step/max_steps': '10/94', "
+                        "'train_speed(iter/s)': 0.485796}",)),
+        Sample("{'loss': 1.56617603, 'epoch': 0.11, 'global_step/max_steps': '10/94', 'train_speed(iter/s)': "
+               "0.485796}", "run_config", {"framework": "hf-trainer", "train_iters": 94}),
     )
 
     def __init__(self, file: str = "") -> None:
@@ -127,6 +141,7 @@ class HFTrainerParser(LineParser):
         self._step: Optional[int] = None
         self._step_s: Optional[float] = None
         self._planned: Optional[int] = None  # the header's total optimization steps
+        self._swift_at: Optional[tuple[int, float]] = None  # ms-swift: the last dict's step and seconds since the start
 
     def _on_bar(self, body: str, ctx: LineContext) -> list[Event]:
         """The training bar's latest state: a step (its number, tqdm's smoothed time a step) each
@@ -193,6 +208,23 @@ class HFTrainerParser(LineParser):
         return [] if value is None else [self.make(Evaluation, ctx, iteration=None, metrics=frozen_map({m.group(1): value}))]
 
     def _on_dict(self, body: str, ctx: LineContext) -> list[Event]:
+        swift = _SWIFT_STEP.search(body) if "global_step/max_steps" in body else None
+        if swift is not None:
+            # ms-swift says each logged step and the run's length in the dict itself ('global_step/max_steps':
+            # '5/94'), and its rate as steps over the time since the start ('train_speed(iter/s)': 0.4615): the
+            # time at a step is its number over that rate, a step's time the difference from the last dict's
+            step, self._planned = int(swift.group(1)), int(swift.group(2))
+            speed = _SWIFT_SPEED.search(body)
+            rate = to_float(speed.group(1)) if speed else None
+            if rate and rate > 0 and step > 0:
+                since_start = step / rate
+                last = self._swift_at
+                if last is not None and step > last[0] and since_start > last[1]:
+                    self._step_s = (since_start - last[1]) / (step - last[0])
+                else:
+                    self._step_s = since_start / step
+                self._swift_at = (step, since_start)
+            self._step = step
         return self._dict({key: to_float(value) for key, value in pairs(body)}, ctx)
 
     def dict_row(self, pairs: dict[str, Optional[float]], frame: tuple, wall: Optional[float]) -> list[Event]:
@@ -213,5 +245,6 @@ class HFTrainerParser(LineParser):
             events.append(self.make(Step, ctx, step=self._step, loss=pairs["loss"], lr=pairs.get("learning_rate"),
                                     elapsed_ms=self._elapsed_ms()))
         if events and self.first_time("_announced"):
-            events.insert(0, self.make(RunConfig, ctx, framework=self.framework, train_iters=self._total))
+            events.insert(0, self.make(RunConfig, ctx, framework=self.framework,
+                                       train_iters=self._total if self._total is not None else self._planned))
         return events
