@@ -473,4 +473,5 @@ def test_ms_swift_says_its_steps_length_and_rate_in_its_dicts(tmp_path):
                                                 "'global_step/max_steps': '94/94', 'percentage': '100.00%'}\n")
     s = summary(tmp_path, "swift.log", text)
     assert s["framework"] == "hf-trainer" and s["status"] == "finished" and s["train_iters"] == 94
+    assert s["last_step"] == 94  # the closing dict's step, past the last logged one (90)
     assert s["iter_time_ms"]["max"] == pytest.approx((90 / 0.520707 - 10 / 0.485796) / 80 * 1000, abs=0.01)

@@ -217,9 +217,15 @@ def startup_status(started: bool, span_s: Optional[float], now: Optional[float],
 
 def last_step(job: Job) -> Optional[int]:
     """The highest step number of a job's step lines (runs that log steps, not
-    Megatron iterations: DeepSpeed, Hugging Face, TorchTitan, scripts' own)."""
+    Megatron iterations: DeepSpeed, Hugging Face, TorchTitan, scripts' own), or of the
+    framework's own word that training ended at a step (a Trainer's closing dict at 94 of 94,
+    its last logged dict at 90), where the run logged steps."""
     numbers = job.steps.column("iteration")
-    top = int(numbers.max()) if len(numbers) else -1
+    if not len(numbers):
+        return None
+    top = int(numbers.max())
+    ended = [e.iteration for e in job.exits if e.iteration is not None and e.status is None]
+    top = max([top, *ended])
     return top if top >= 0 else None
 
 
