@@ -405,6 +405,12 @@ def test_noise_after_a_completed_run_that_saved_its_checkpoint_is_teardown(tmp_p
     s = summarize(job, now=None, last_write=None).as_dict()
     assert s["status"] == "finished" and s["failure"] is None
     assert any(c.startswith("after the run completed and saved its last checkpoint, at teardown") for c in s["checks"])
+    # the failure's words reach a table's notes as text, never as control sequences
+    from tuimon.figures.columns import render_summary
+    from tuimon.figures.record import from_dict
+    hostile = summary(tmp_path, "hostile.out", body + saved + teardown.replace("c10::DistBackendError'", "c10::DistBackendError' \x1b]2;pwned\x07"))
+    notes = render_summary([from_dict(hostile)], "table")
+    assert "at teardown" in notes and "\x1b" not in notes and "\x07" not in notes
     unsaved = summary(tmp_path, "run.out", body + teardown)
     assert unsaved["status"] == "failed" and unsaved["failure"]["kind"] == "nccl"
 

@@ -277,7 +277,8 @@ def text(column: Column, row: Summary) -> str:
 def notes(summaries: list[Summary], bullet: str = "!") -> list[str]:
     """One line per doubtful figure (the ``!`` of a row's MFU) and per job stuck in
     startup (with the last line it printed), below a table."""
-    out = [f"{bullet} {safe_cell(s.job)}: {check}" for s in summaries for check in s.checks]
+    # a check may quote a log's line (a failure at teardown): log text, never raw on a terminal
+    out = [f"{bullet} {safe_cell(s.job)}: {safe_cell(check)}" for s in summaries for check in s.checks]
     out += [f"{bullet} {safe_cell(s.job)}: stuck in startup: {s.failure.message}; last line: "
             f"{safe_cell(s.failure.last_line or '-')[:200]}"
             for s in summaries if s.status == "stuck-in-startup" and s.failure]
