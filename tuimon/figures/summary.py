@@ -78,23 +78,18 @@ def world_size(config: dict) -> Optional[int]:
     return None
 
 
-def data_parallel(config: dict) -> Optional[int]:
-    """The data-parallel size: as logged, else the world over the model-parallel sizes."""
+def data_parallel(config: dict, stated: bool = False) -> Optional[int]:
+    """The data-parallel size: as logged, else the world over the model-parallel sizes (with
+    ``stated``, only over tensor and pipeline sizes the log states, never one assumed 1)."""
     if config.get("dp"):
         return config["dp"]
-    world, tp, pp = world_size(config), config.get("tp") or 1, config.get("pp") or 1
+    tp, pp = config.get("tp"), config.get("pp")
+    if stated and not (tp and pp):
+        return None
+    world, tp, pp = world_size(config), tp or 1, pp or 1
     if world and world % (tp * pp) == 0:
         return world // (tp * pp)
     return None
-
-
-def _stated_layout_dp(config: dict) -> Optional[int]:
-    """The data-parallel size as logged, else the world over tensor and pipeline sizes both stated
-    (GPT-NeoX states no data-parallel size); never from a size assumed 1."""
-    if config.get("dp"):
-        return config["dp"]
-    world, tp, pp = config.get("world_size"), config.get("tp"), config.get("pp")
-    return world // (tp * pp) if world and tp and pp and world % (tp * pp) == 0 else None
 
 
 def global_batch(config: dict) -> Optional[int]:
@@ -444,17 +439,18 @@ def summarize_timeless(job: Job, *, gpu_peak: Optional[float] = None,
 
     timed = int(_finite(elapsed).size)
     first_only = _first_step_only(job)
+    # the step time the rates are of: none where the only step is the first (its time stays a fact)
+    rate_stats = None if first_only else it_stats
     rates = {f.key: None if first_only else aggregate(f.agg, _first_known(f.key, primary, job.reported, job.steps))
              for f in FIELDS if f.summary}
     samples_per_sec = rates["samples_per_sec"]
     gbs = global_batch(cfg)
-    if samples_per_sec is None and it_stats and gbs and not first_only:
-        samples_per_sec = gbs / (it_stats.median / 1000.0)
+    if samples_per_sec is None and rate_stats and gbs:
+        samples_per_sec = gbs / (rate_stats.median / 1000.0)
     gpus = world_size(cfg)
     tokens, tokens_gpu, tokens_computed, tokens_source = tokens_rates(
         rates["tokens_per_sec"], rates["tokens_per_gpu_per_sec"], gbs, cfg.get("seq_length"),
-        it_stats.median / 1000.0 if it_stats and it_stats.median > 0 and not first_only else None,
-        rates["samples_per_sec"], gpus)
+        rate_stats.median / 1000.0 if rate_stats and rate_stats.median > 0 else None, rates["samples_per_sec"], gpus)
     rates["tokens_per_sec"], rates["tokens_per_gpu_per_sec"] = tokens, tokens_gpu
 
     reported = _column(primary, "tflops")
@@ -464,7 +460,7 @@ def summarize_timeless(job: Job, *, gpu_peak: Optional[float] = None,
 
     params, params_source = flops.params_billion(cfg)
     work = flops.iteration_flops(cfg, gbs, params)
-    iter_s = it_stats.median / 1000.0 if it_stats and not first_only else None
+    iter_s = rate_stats.median / 1000.0 if rate_stats else None
     computed = flops.per_gpu_tflops(work.model if work else None, iter_s, gpus)
     hardware = flops.per_gpu_tflops(work.hardware if work else None, iter_s, gpus)
 
@@ -536,7 +532,7 @@ def summarize_timeless(job: Job, *, gpu_peak: Optional[float] = None,
         global_batch=gbs,
         seq_length=cfg.get("seq_length"),
         config=ModelConfig(**{k: cfg.get(k) for k in ("num_layers", "hidden_size", "num_heads", "tp", "pp",
-                                                       "micro_batch")}, dp=_stated_layout_dp(cfg)),
+                                                       "micro_batch")}, dp=data_parallel(cfg, stated=True)),
         activation_checkpointing=cfg.get("activation_checkpointing"),
         startup_s=startup_s,
         startup_note=startup_note,
