@@ -154,17 +154,17 @@ def params_billion(config: dict) -> tuple[Optional[float], Optional[str]]:
     summed = rank_sum_billion(config)
     if summed:  # what the instantiated model holds, counted by the run itself
         return summed, "log (per-rank counts)"
-    shape = shape_of(config)
-    counted = shape_params_billion(shape) if shape is not None else None
     if config.get("total_params"):  # counted to the parameter (llm.c's num_parameters)
         return config["total_params"] / 1e9, "log"
+    shape = shape_of(config)
+    counted = shape_params_billion(shape) if shape is not None else None
     stated = config.get("total_params_b")
     if stated:
         # Megatron states its total to two decimals: a count of the shape that rounds to it is the
         # same figure, more precisely (a 0.035 B model is "0.03")
         same = counted is not None and round(counted, 2) == round(stated, 2)
         return (counted, "architecture (as the log's total)") if same else (stated, "log")
-    if counted is not None and shape is not None:
+    if shape is not None:
         return counted, "seed 001 (GPT shape)" if shape.gpt and not shape.untied else "architecture"
     return None, None
 
