@@ -46,6 +46,7 @@ def pairs(body: str) -> list[tuple[str, str]]:
 
 #: where a run's step time comes from when it is the progress bar's
 TQDM_RATE = "tqdm's smoothed rate (its it/s or s/it)"
+SWIFT_RATE = "ms-swift's train_speed(iter/s) (steps over the time since the start), differenced between its dicts"
 
 
 class HFTrainerParser(LineParser):
@@ -58,7 +59,7 @@ class HFTrainerParser(LineParser):
               (r"Saving model checkpoint to ", "_on_saving"), (r"Total optimization steps = ", "_on_header"),
               (r"Instantaneous batch size per device = ", "_on_header"), (r"Total train batch size ", "_on_header"),
               (r"\{'eval_", "_on_eval"), (r"eval_\w+ +=  ", "_on_eval_metric"))
-    ONCE_FLAGS = ("_announced", "_rate_said")
+    ONCE_FLAGS = ("_announced", "_rate_said", "_swift_said")
     # with the compiled core, a metrics dict whose values it reads as to_float does is read there
     # and handed to dict_row in its place (tuimon.engine.rows)
     COLUMNS = {"_on_dict": "hf-dict"}
@@ -137,6 +138,7 @@ class HFTrainerParser(LineParser):
         super().__init__(file)
         self._announced = False
         self._rate_said = False
+        self._swift_said = False
         self._total: Optional[int] = None  # of the run's bar (its first)
         self._step: Optional[int] = None
         self._step_s: Optional[float] = None
@@ -166,10 +168,17 @@ class HFTrainerParser(LineParser):
         if not moved or self._step == 0 or self._planned != self._total:
             return []
         said: dict = {"framework": self.framework, "train_iters": self._total} if self.first_time("_announced") else {}
-        if self._step_s is not None and self.first_time("_rate_said"):
-            said["step_time_source"] = TQDM_RATE
+        said.update(self._rate_source())
         step = self.make(Step, ctx, step=self._step, elapsed_ms=self._elapsed_ms())
         return [self.make(RunConfig, ctx, **said), step] if said else [step]
+
+    def _rate_source(self) -> dict:
+        """Where a step's time comes from, said once a source, where it is no figure the log prints a
+        step: tqdm's smoothed rate, or ms-swift's steps over the time since the start."""
+        if self._step_s is None:
+            return {}
+        flag, source = ("_swift_said", SWIFT_RATE) if self._swift_at is not None else ("_rate_said", TQDM_RATE)
+        return {"step_time_source": source} if self.first_time(flag) else {}
 
     def _elapsed_ms(self) -> Optional[float]:
         return round(self._step_s * 1000.0, 3) if self._step_s else None
@@ -244,7 +253,11 @@ class HFTrainerParser(LineParser):
         elif pairs.get("loss") is not None:
             events.append(self.make(Step, ctx, step=self._step, loss=pairs["loss"], lr=pairs.get("learning_rate"),
                                     elapsed_ms=self._elapsed_ms()))
+        said: dict = {}
         if events and self.first_time("_announced"):
-            events.insert(0, self.make(RunConfig, ctx, framework=self.framework,
-                                       train_iters=self._total if self._total is not None else self._planned))
+            said = {"framework": self.framework, "train_iters": self._total if self._total is not None else self._planned}
+        if any(type(ev) is Step for ev in events):
+            said.update(self._rate_source())
+        if said:
+            events.insert(0, self.make(RunConfig, ctx, **said))
         return events
