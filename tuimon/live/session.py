@@ -564,7 +564,8 @@ class LiveSession:
             ranks = _rank_rows(job)
             failures = [{"kind": f.kind, "message": f.message, "file": f.file, "line": f.line}
                         for f in job.failures[:50]]
-            config = dict(job.config)
+            # (the screens hold the detail while ingest goes on: the per-rank counts are a dict of their own)
+            config = {k: dict(v) if isinstance(v, dict) else v for k, v in job.config.items()}
             metric = job.evals.primary
             detail = JobDetail(row, its, ms, loss, tflops, timers, ranks, tail, failures, config, walls, metric,
                                _eval_curve(job, metric, main.wall_base), alerts)
