@@ -6,12 +6,13 @@ import json
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from tests.conftest import ROOT, shared_or_skip
-from tuimon.figures.breakdown import build as build_steady
 from tuimon.figures.breakdown import OVERLAP_TOLERANCE, offload_share, one_off
-from tuimon.store.timers import MAX_MARKS, TimerStat
+from tuimon.figures.breakdown import build as build_steady
+from tuimon.store.timers import MAX_MARKS, TimerStat, warmup_count
 
 
 def build(means: dict, iteration_ms, reports: int = 9, occasional=()):
@@ -173,13 +174,14 @@ def test_merging_into_an_empty_timer_is_marking_each_report(n):
     part, by_mark, whole, later = (TimerStat("fwd") for _ in range(4))
     for i in range(n):
         part.add(900.0 if i == 0 else 10.0 + (i % 7))
-    for at, total in zip(part._at[1:], part._sum[1:]):  # what merging did report by report
-        by_mark._mark(at, total)
+    for at, total, value in zip(part._at[1:], part._sum[1:], part._val[1:]):  # what merging did report by report
+        by_mark._mark(at, total, value)
     by_mark._stride, by_mark.total_ms, by_mark.count = part._stride, part.total_ms, part.count
     by_mark.in_training, by_mark.last_ms = part.in_training, part.last_ms
     whole.merge(part)
     assert list(whole._at) == list(by_mark._at) and list(whole._sum) == list(by_mark._sum)
     assert whole.steady() == by_mark.steady() and whole._stride == part._stride
+    assert whole.spread() == by_mark.spread()
     assert whole._at is not part._at  # its own arrays: the part's store is not changed by what follows
     for i in range(50):
         later.add(20.0)
@@ -189,7 +191,8 @@ def test_merging_into_an_empty_timer_is_marking_each_report(n):
 
 
 def _state(t: TimerStat) -> tuple:
-    return (t.total_ms, t.count, t.last_ms, t.in_training, list(t._at), list(t._sum), t._stride)
+    return (t.total_ms, t.count, t.last_ms, t.in_training, list(t._at), list(t._sum),
+            list(t._val[1:]), t._stride)  # (marks[0] falls on no report: NaN)
 
 
 @pytest.mark.parametrize("seed", range(40))
@@ -313,3 +316,118 @@ def test_a_global_timer_that_read_zero_leaves_its_real_parts_not_its_micro_steps
     top = sum(p.share for p in tree.parts if p.parent is None)
     assert top == pytest.approx(1.0, abs=1e-3)  # the rest, 0.02%, is below an "other" row's 0.1%
     _levels_hold(tree)
+
+
+def _neox_log(evals: bool, megatron_eval: bool = False, n: int = 60) -> tuple[str, list[float], list[float]]:
+    """A GPT-NeoX run as its training loop prints it (DeepSpeed's timer lines, then NeoX's
+    iteration record; every 10th iteration an evaluation pass, whose forward passes and wall
+    time the next interval's timers and record hold); the steady record times and forward
+    reports a breakdown must take (the warm-up and the intervals that held an evaluation out)."""
+    lines, elapsed, forward = [], [], []
+    for it in range(1, n + 1):
+        after = evals and it > 1 and (it - 1) % 10 == 0
+        fwd = 7000.0 + it if after else 100.0 + (it % 7)
+        ms = 20000.0 + it if after else 600.0 + (it % 5)
+        lines.append(f"[2023-10-20 00:22:16,821] [INFO] [logging.py:96:log_dist] [Rank 0] step={it}, skipped=0, "
+                     "lr=[0.0009976611397856518, 0.0009976611397856518], mom=[[0.9, 0.95], [0.9, 0.95]]")
+        lines.append("[2023-10-20 00:22:16,821] [INFO] [logging.py:96:log_dist] [Rank 0] rank=0 time (ms) | "
+                     f"forward: {fwd:.2f} | backward: 317.85 | backward_inner: 317.81 | backward_allreduce: 0.01 | "
+                     "step: 4.31")
+        lines.append(f" samples/sec: 858.114 | iteration {it:8d}/{n:8d} | elapsed time per iteration (ms): {ms:.1f} | "
+                     "learning rate: 9.977E-04 | approx flops per GPU: 55.3TFLOPS | lm_loss: 3.960461E+00 | "
+                     "loss scale: 4096.0 | number of skipped iterations:   0 | number of nan iterations:   0 |")
+        elapsed.append(ms)
+        forward.append(fwd)
+        if evals and it % 10 == 0:
+            if megatron_eval:
+                text = f" validation loss at iteration {it} | lm loss value: 3.948146E+00 | lm loss PPL: 5.183916E+01 | "
+            else:
+                text = f" validation results at iteration {it} | lm_loss value: 3.948146E+00 | " \
+                       "lm_loss_ppl value: 5.183916E+01 | "
+            lines += ["-" * (len(text) + 1), text, "-" * (len(text) + 1)]
+    skip = warmup_count(n)
+    steady = [(i + 1, e, f) for i, (e, f) in enumerate(zip(elapsed, forward)) if i >= skip]
+    keep = [(e, f) for it, e, f in steady if not (evals and (it - 1) % 10 == 0)]
+    return "\n".join(lines) + "\n", [e for e, _ in keep], [f for _, f in keep]
+
+
+@pytest.mark.parametrize("engine", ["core", "python"])
+@pytest.mark.parametrize("megatron_eval", [False, True])
+def test_intervals_that_held_an_evaluation_are_out_of_the_breakdown(engine, megatron_eval):
+    """NeoX times its next interval over the evaluation pass (forward 7,685 ms, elapsed
+    20,649 ms between 103 and 599 ms ones): that record and its timer reports are out of
+    the breakdown's steady window, on either engine, and each part carries the p10-p90 of
+    the reports it is the mean of."""
+    from tests.helpers.records import summary_of_text
+    from tuimon.engine import native
+
+    if engine == "core" and native.core is None:
+        pytest.skip("the compiled core is not importable: pip install -e '.[test]' builds it")
+    text, whole, forward = _neox_log(True, megatron_eval)
+    before = native.use(native.core if engine == "core" else None)
+    try:
+        s = summary_of_text(text, "neox.log").as_dict()
+    finally:
+        native.use(before)
+    assert s["eval_iteration"] == 60
+    assert s["breakdown_whole_ms"] == pytest.approx(sum(whole) / len(whole), abs=1e-3)
+    parts = {p["name"]: p for p in s["breakdown"]}
+    assert parts["forward"]["mean_ms"] == pytest.approx(sum(forward) / len(forward), abs=1e-3)
+    p10, p90 = np.percentile(forward, [10, 90])
+    assert (parts["forward"]["p10_ms"], parts["forward"]["p90_ms"]) == (pytest.approx(p10, abs=1e-3),
+                                                                      pytest.approx(p90, abs=1e-3))
+    assert parts["backward"]["share"] == pytest.approx(317.85 / (sum(whole) / len(whole)), abs=1e-4)
+    # the record times stay what the log printed: the evaluation's intervals are in the run's wall time
+    assert s["iter_time_ms"]["max"] == pytest.approx(20051.0, abs=0.1)  # (iteration 51, after the pass at 50)
+
+
+def test_without_an_evaluation_every_record_is_in_the_window():
+    from tests.helpers.records import summary_of_text
+
+    text, whole, forward = _neox_log(False)
+    s = summary_of_text(text, "neox.log").as_dict()
+    assert s["breakdown_whole_ms"] == pytest.approx(sum(whole) / len(whole), abs=1e-3)
+    assert {p["name"]: p for p in s["breakdown"]}["forward"]["mean_ms"] == pytest.approx(
+        sum(forward) / len(forward), abs=1e-3)
+
+
+@pytest.mark.parametrize("n", [5, 300, 3 * MAX_MARKS + 11])
+def test_a_timer_s_spread_is_of_its_steady_reports(n):
+    """Every steady report while they fit the marks; past them a systematic sample (every
+    stride-th report) whose p10-p90 is within a few percent of the reports' own."""
+    rng = np.random.default_rng(n)
+    values = np.concatenate(([1505.9], rng.lognormal(2.6, 0.5, n - 1)))  # a first report 100x the rest
+    t = TimerStat("offload")
+    t.add_many(values[: n // 2])
+    for v in values[n // 2:]:
+        t.add(float(v))
+    p10, p90 = t.spread()
+    want = np.percentile(values[warmup_count(n):], [10, 90])
+    if t._stride == 1:
+        assert (p10, p90) == (pytest.approx(want[0], abs=1e-9), pytest.approx(want[1], abs=1e-9))
+    else:
+        assert p10 == pytest.approx(want[0], rel=0.05) and p90 == pytest.approx(want[1], rel=0.05)
+    assert p90 < 1505.9  # the warm-up report is never in it
+
+
+def test_a_timer_with_too_few_steady_reports_has_no_spread():
+    t = TimerStat("fwd")
+    for v in (900.0, 10.0, 11.0):
+        t.add(v)
+    assert t.spread() is None
+
+
+def test_breakdown_lines_show_the_spread_where_there_is_room():
+    from tuimon.ui.render import tree_bars
+
+    parts = [{"name": "forward", "mean_ms": 102.8, "share": 0.15, "depth": 0, "p10_ms": 101.8, "p90_ms": 103.7},
+             {"name": "offloading-fwd-overhead", "mean_ms": 16.6, "share": 0.02, "depth": 0, "p10_ms": 3.1,
+              "p90_ms": 1505.9},
+             {"name": "other", "mean_ms": 3.0, "share": 0.01, "depth": 0, "p10_ms": None, "p90_ms": None}]
+    wide = tree_bars(parts, line_width=100).plain.splitlines()
+    assert wide[0].endswith("101.8–103.7") and wide[1].endswith("3.10–1506") and wide[2].endswith("1.0%")
+    assert all(len(line) <= 100 for line in wide)
+    for width in range(44, 140):  # a full line: the bars grow to the width, never past it
+        assert max(map(len, tree_bars(parts, width=200, line_width=width).plain.splitlines())) <= width
+    narrow = tree_bars(parts, line_width=44).plain.splitlines()
+    assert all("–" not in line and len(line) <= 44 for line in narrow)  # the spread goes before the names

@@ -58,9 +58,10 @@ def _store_state(items: list, slice_size: int = 0) -> list:
         store.add(part)
     out = []
     for key, job in store.jobs.items():
-        timers = [(name, t.group, t.total_ms, t.count, t.last_ms, t.in_training, list(t._at), list(t._sum), t._stride)
-                  for name, t in job.timers.items()]
+        timers = [(name, t.group, t.total_ms, t.count, t.last_ms, t.in_training, list(t._at), list(t._sum),
+                   list(t._val[1:]), t._stride, t.aside_count, t.aside_ms) for name, t in job.timers.items()]
         out.append((key, job.events, sorted(job.ranks_seen), job.first_wall, job.last_wall, repr(timers),
+                    sorted(job.after_eval),
                     repr(summarize(job, now=0.0).as_dict())))
     return out
 

@@ -46,10 +46,13 @@ class Part:
     depth: int = 0
     overlap: bool = False  # it and its siblings add up to more than their parent: they overlap
     parts: list["Part"] = field(default_factory=list)
+    spread: Optional[tuple[float, float]] = None  # (p10, p90) ms of its steady reports
 
     def as_dict(self) -> dict:
+        p10, p90 = self.spread if self.spread is not None else (None, None)
         return {"name": self.name, "mean_ms": round(self.mean_ms, 3), "parent": self.parent,
-                "share": round(self.share, 4), "depth": self.depth, "overlap": self.overlap}
+                "share": round(self.share, 4), "depth": self.depth, "overlap": self.overlap,
+                "p10_ms": None if p10 is None else round(p10, 3), "p90_ms": None if p90 is None else round(p90, 3)}
 
 
 @dataclass
@@ -69,11 +72,14 @@ def _micro_view(name: str, parent: str) -> bool:
 
 
 def build(steady: Mapping[str, tuple[int, Optional[float]]], iteration_ms: Optional[float],
-          occasional: Collection[str] = ()) -> Breakdown:
+          occasional: Collection[str] = (),
+          spreads: Optional[Mapping[str, Optional[tuple[float, float]]]] = None) -> Breakdown:
     """``steady``: per timer, (steady reports, steady mean ms) (:meth:`TimerStat.steady`);
     ``iteration_ms``: the steady mean iteration time of the same run (None when the log
     gives none); ``occasional``: timers known to be no per-iteration part (timed only
-    before training began, or one communication call each)."""
+    before training began, or one communication call each); ``spreads``: per timer, the
+    (p10, p90) ms of its steady reports (:meth:`TimerStat.spread`), shown beside the mean
+    since one offloading timer varies 2-50x between reports of one run."""
     usable = {n: (c, v) for n, (c, v) in steady.items()
               if c and v is not None and math.isfinite(v) and v >= 0 and not one_off_timer(n)}
     most = max((c for n, (c, _) in usable.items() if n not in occasional), default=0)
@@ -114,7 +120,8 @@ def build(steady: Mapping[str, tuple[int, Optional[float]]], iteration_ms: Optio
 
     def node(name: str, depth: int) -> Part:
         parts = [node(c, depth + 1) for c in sorted(children.get(name, ()), key=lambda c: -means[c])]
-        return Part(name, means[name], parent_of.get(name), depth=depth, parts=parts)
+        return Part(name, means[name], parent_of.get(name), depth=depth, parts=parts,
+                    spread=(spreads or {}).get(name))
 
     top = [node(n, 0) for n in sorted(children.get(None, ()), key=lambda c: -means[c])]
     if whole is None:

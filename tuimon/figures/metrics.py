@@ -16,6 +16,7 @@ import numpy as np
 from tuimon.parsers.events import NOT_PHASES
 
 # the warm-up rule is the store's: it keeps timers' sums past it (see tuimon.store.timers)
+from ..store.timers import percentiles as percentiles
 from ..store.timers import warmup_count as warmup_count
 from .record import SpreadStats as SpreadStats
 
@@ -50,22 +51,6 @@ def steady_stats(values: Sequence[float] | np.ndarray, skip_warmup: bool = True)
     p10, p50, p90 = percentiles(arr, (10, 50, 90))
     return SpreadStats(median=float(p50), mean=float(arr.mean()), min=float(arr.min()), max=float(arr.max()),
                        p10=float(p10), p90=float(p90), n=int(arr.size))
-
-
-def percentiles(values: np.ndarray, qs: Sequence[float]) -> list[float]:
-    """``np.percentile(values, qs)`` (its default, linear method), same to the bit.
-    Not numpy's own: its first call imports ``numpy.ma`` (45 ms of a 0.3 s summary)."""
-    ordered = np.sort(values)
-    last = ordered.size - 1
-    out = []
-    for q in qs:
-        at = (q / 100) * last
-        lo = min(int(math.floor(at)), last)
-        hi = min(lo + 1, last)
-        a, b, t = ordered[lo], ordered[hi], at - lo
-        diff = b - a
-        out.append(float(b - diff * (1 - t) if t >= 0.5 else a + diff * t))  # numpy's _lerp
-    return out
 
 
 def steady_median(values: Sequence[float] | np.ndarray) -> Optional[float]:

@@ -124,7 +124,7 @@ class Summary:
     startup: list[dict[str, Any]]  # {name, offset_s}: the startup timeline
     offload_ms: dict[str, float]
     timers_ms: dict[str, dict[str, Any]]  # name -> {group, mean_ms, count}
-    breakdown: list[dict[str, Any]]  # {name, parent, depth, mean_ms, share, overlap}, parents first
+    breakdown: list[dict[str, Any]]  # {name, parent, depth, mean_ms, share, overlap, p10_ms, p90_ms}, parents first
     breakdown_whole_ms: Optional[float]
     breakdown_whole: Optional[str]
     offload_share: Optional[float]

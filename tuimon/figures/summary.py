@@ -50,6 +50,20 @@ def _column(series, name: str) -> np.ndarray:
     return series.column(name)
 
 
+def _without_evals(job: Job, series, elapsed: np.ndarray) -> np.ndarray:
+    """``elapsed`` (of ``series``) with the records whose interval held an evaluation pass
+    (:attr:`Job.after_eval`) made NaN: in place, so the warm-up is counted as before."""
+    if series is None or not len(series) or len(series) != elapsed.size:
+        return elapsed
+    files, lines = series.column("file"), series.column("line")
+    out = np.array(elapsed, dtype=np.float64)
+    for file, line in job.after_eval:
+        at = job.file_index.get(file)
+        if at is not None:
+            out[(files == at) & (lines == line)] = np.nan
+    return out
+
+
 def _first_known(key: str, *series) -> np.ndarray:
     """The column of the first series that has a finite value in it."""
     values = _column(series[0], key)
@@ -430,11 +444,11 @@ def summarize_timeless(job: Job, *, gpu_peak: Optional[float] = None,
     needs to finish it (a status not settled is left as if no clock were read)."""
     cfg = job.config
     primary = job.primary
-    elapsed = _column(primary, "elapsed_ms")
+    elapsed, timed_series = _column(primary, "elapsed_ms"), primary
     if not _finite(elapsed).size:
-        elapsed = _column(job.steps, "elapsed_ms")
+        elapsed, timed_series = _column(job.steps, "elapsed_ms"), job.steps
     if not _finite(elapsed).size:
-        elapsed = _column(job.reported, "elapsed_ms")
+        elapsed, timed_series = _column(job.reported, "elapsed_ms"), job.reported
     it_stats = steady_stats(elapsed)
 
     timed = int(_finite(elapsed).size)
@@ -484,13 +498,16 @@ def summarize_timeless(job: Job, *, gpu_peak: Optional[float] = None,
     startup_s, phases, startup_note = startup(job)
     loss_last = primary_loss(job.last_losses) if job.last_losses else job.last_step_loss
 
-    steady = {name: stat.steady() for name, stat in job.timers.items() if stat.count}
+    steady = {name: stat.steady() for name, stat in job.timers.items() if stat.reports}
     offload = {name: round(mean, 3) for name, (_, mean) in steady.items()
                if mean is not None and job.timers[name].group == "offload"}
     timers = {name: {"group": stat.group, "mean_ms": _clean(steady[name][1], 3) if name in steady else None,
-                     "count": stat.count}
+                     "count": stat.reports}
               for name, stat in job.timers.items()}
-    tree = breakdown_mod.build(steady, it_stats.mean if it_stats else None, job.occasional_timers())
+    # the timers' steady window leaves out the reports timed over an evaluation pass: so does the whole's
+    whole_stats = steady_stats(_without_evals(job, timed_series, elapsed)) if job.after_eval else it_stats
+    tree = breakdown_mod.build(steady, whole_stats.mean if whole_stats else None, job.occasional_timers(),
+                               spreads={name: stat.spread() for name, stat in job.timers.items() if stat.count})
     finite_elapsed = _finite(elapsed)
     mem = job.memory
     evals = job.evals
@@ -544,7 +561,7 @@ def summarize_timeless(job: Job, *, gpu_peak: Optional[float] = None,
         breakdown_whole_ms=_clean(tree.whole_ms, 3) if tree.parts else None,
         breakdown_whole=tree.whole_source if tree.parts else None,
         offload_share=_clean(breakdown_mod.offload_share(tree.parts), 4),
-        startup_timers=breakdown_mod.one_off({n: t.mean_ms for n, t in job.timers.items() if t.count}) + tree.apart,
+        startup_timers=breakdown_mod.one_off({n: t.mean_ms for n, t in job.timers.items() if t.reports}) + tree.apart,
         memory=Memory(_clean(mem.get("gpu_max_allocated_mb"), 1), _clean(mem.get("gpu_max_reserved_mb"), 1),
                       _clean(mem.get("cpu_used_gb"), 2)),
         checkpoints=[job.checkpoints[k] for k in sorted(job.checkpoints)],

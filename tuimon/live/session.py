@@ -700,8 +700,10 @@ def ingest_main(paths: list[str], options: dict, out, stop, remote_options: Opti
                 batch, events[:] = events[:], []
             if batch or tails:
                 # small messages: unpickling one is a single call that holds the UI process's GIL
-                for start in range(0, max(1, len(batch)), MESSAGE_EVENTS):
-                    out.put(Batch(batch[start:start + MESSAGE_EVENTS], tails if start == 0 else {}))
+                # cut where a store can take each part on its own (never between a block's events and
+                # its rows: a cut there folded rows before the events of their lines, out of order)
+                for k, part in enumerate(slices(batch, MESSAGE_EVENTS) or [batch]):
+                    out.put(Batch(list(part), tails if k == 0 else {}))
                 tails = {}
             now = time.monotonic()
             if now - last_status >= 0.25:

@@ -33,6 +33,7 @@ from .series import Series, point_plan
 RankKey = Union[int, str]
 #: rows fewer than this go the event path: a fold's fixed cost is more than their events'
 FEW = 4
+MAX_ASIDE = 4096  # iteration records a job keeps as timed over an evaluation pass
 
 _PLAN = point_plan("iteration")
 #: whether every point of an iteration can be made from a row's values (each getter an
@@ -224,8 +225,12 @@ def _fold_run(store: Any, job: Any, file_rank: Optional[int], rows: IterationRow
         keys = scan.keys if len(points) == end - a else [scan.keys[k - a] for k in points]
         _points(job, rows, points, keys)
         _latest(job, rows, points, max_failures)
-    if not segment.progressed:  # the state its timers count in moves with the run's first progress
-        segment.mark(rows.line[a], store._timer_state(rows.file))
+    if points and run.after_eval:  # the first record after an evaluation pass timed it too
+        run.after_eval = False
+        if len(job.after_eval) < MAX_ASIDE:
+            job.after_eval.add((rows.file, rows.line[points[0]]))
+    if not segment.progressed or segment.aside:  # the state its timers count in moves with the run's first
+        segment.mark(rows.line[a], store._timer_state(rows.file))  # progress, and past an evaluation
     return end
 
 

@@ -34,7 +34,7 @@ from tuimon.parsers.timers import COMM_OP
 from .evals import Evals
 from .fields import primary_loss
 from .identity import identify
-from .iteration_fold import Pending, key_of, nan_check
+from .iteration_fold import MAX_ASIDE, Pending, key_of, nan_check
 from .iteration_fold import fold as fold_iterations
 from .series import Series, point_plan
 from .timer_fold import Segment, fold
@@ -68,9 +68,12 @@ class FileRun:
     progressed: bool = False  # an iteration or step was logged
     last: dict[RankKey, tuple[int, int]] = field(default_factory=dict)  # rank -> (last iteration, its step)
     shape: dict[str, int] = field(default_factory=dict)  # seq_length, train_iters, num_layers, hidden_size
+    #: an evaluation pass was logged and no iteration record since: the interval being timed holds it
+    after_eval: bool = False
 
     def take(self, other: "FileRun") -> None:
         self.progressed = self.progressed or other.progressed
+        self.after_eval = other.after_eval
         self.last.update(other.last)
         self.shape.update(other.shape)
 
@@ -116,6 +119,9 @@ class Job:
     first_step_wall: Optional[float] = None
     first_config_wall: Optional[float] = None  # the earliest stamped configuration line
     runs_by_file: dict[int, FileRun] = field(default_factory=dict)  # file index -> its run so far
+    #: (file, line) of the iteration records whose interval held an evaluation pass (the first after
+    #: each): no sample of a training iteration's time (NeoX 129: 20,649 ms between 599 ms ones)
+    after_eval: set[tuple[str, int]] = field(default_factory=set)
     events: int = 0
 
     def flush_series(self) -> None:
@@ -191,6 +197,9 @@ class Job:
         if len(self.ranks_seen) < MAX_RANKS_SEEN:
             self.ranks_seen.update(other.ranks_seen)
         self.truncations += other.truncations
+        for point in other.after_eval:
+            if len(self.after_eval) < MAX_ASIDE:
+                self.after_eval.add(point)
         if other.last_iteration is not None and (self.last_iteration is None
                                                  or other.last_iteration >= self.last_iteration):
             self.last_iteration = other.last_iteration
@@ -246,7 +255,7 @@ class Job:
         iteration or step (Megatron's startup timer block), or one communication call each."""
         started = bool(self.ranks) or bool(len(self.steps))
         return {name for name, t in self.timers.items()
-                if t.group == COMM_OP or (started and t.count and not t.in_training)}
+                if t.group == COMM_OP or (started and t.reports and not t.in_training)}
 
     @property
     def framework(self) -> str:
@@ -376,11 +385,13 @@ class JobStore:
         self._file_job[file] = (job, rank)
         return job
 
-    def _timer_state(self, file: str) -> tuple[Job, bool]:
-        """What a timer report of ``file`` counts to now: its run's job, and whether that run
-        had logged progress (a report before is a setup timer)."""
+    def _timer_state(self, file: str) -> tuple[Job, bool, bool]:
+        """What a timer report of ``file`` counts to now: its run's job, whether that run
+        had logged progress (a report before is a setup timer), and whether it is put aside
+        (an evaluation pass since the run's last iteration record)."""
         job = self.job_for(file)[0]
-        return job, job.run_of(file).progressed
+        run = job.run_of(file)
+        return job, run.progressed, run.after_eval
 
     def job_of(self, file: str) -> Optional[Job]:
         """The job ``file``'s latest events went to, or None (no job is made for it)."""
@@ -481,8 +492,9 @@ class JobStore:
         handler = _HANDLERS.get(kind)
         if handler is not None:
             handler(job, ev, file_rank)
-        # the state its timers count in moves with a new run, and with a run's first progress
-        if new_run or (kind in _PROGRESS and not segment.progressed):
+        # the state its timers count in moves with a new run, a run's first progress, an evaluation
+        # pass and the iteration record after it
+        if new_run or kind is Evaluation or (kind in _PROGRESS and (not segment.progressed or segment.aside)):
             segment.mark(ev.line, self._timer_state(ev.file))
         return job
 
@@ -604,6 +616,10 @@ def _on_iteration(job: Job, ev: Iteration, file_rank: Optional[int]) -> None:
             return  # the same iteration again: printed by another rank whose lines carry no rank
         if seen is not None or len(run.last) < MAX_RANKS_SEEN:
             run.last[key] = (ev.iteration, ev.iteration - seen[0] if seen is not None and ev.iteration > seen[0] else 0)
+    if run.after_eval:  # the first record after an evaluation pass timed it too
+        run.after_eval = False
+        if len(job.after_eval) < MAX_ASIDE:
+            job.after_eval.add((ev.file, ev.line or 0))
     series.append_event(ev, _ITERATION_FIELDS, job.file_index.get(ev.file, 0))
     if ev.iteration is not None and (job.last_iteration is None or ev.iteration >= job.last_iteration):
         job.last_iteration = ev.iteration
@@ -638,7 +654,10 @@ _STEP_FILLS = ("elapsed_ms", "loss", "samples_per_sec")
 
 
 def _on_step(job: Job, ev: Step, _: Optional[int]) -> None:
-    job.run_of(ev.file).progressed = True
+    run = job.run_of(ev.file)
+    run.progressed = True
+    if not job.ranks:  # a run of steps alone: its next step ends the evaluation's interval
+        run.after_eval = False
     steps = job.steps
     # (the number is kept beside the series: reading its last point flushes the points it stages)
     if ev.step is not None and ev.step == job.last_step_number:
@@ -700,6 +719,7 @@ def _on_warning(job: Job, ev: LogWarning, _: Optional[int]) -> None:
 
 def _on_eval(job: Job, ev: Evaluation, _: Optional[int]) -> None:
     job.evals.add(ev.iteration, ev.metrics, ev.wall_time)
+    job.run_of(ev.file).after_eval = True
 
 
 def _on_truncated(job: Job, ev: Truncated, _: Optional[int]) -> None:

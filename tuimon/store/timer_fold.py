@@ -22,18 +22,19 @@ import numpy as np
 
 from tuimon.parsers.columns import TimerRows
 from tuimon.parsers.events import Timers
-from tuimon.parsers.timers import COMM_OP, timer_group
+from tuimon.parsers.timers import COMM_OP, one_off_timer, timer_group
 
 from .timers import TimerStat
 
-#: (the job of the file's run, a store.job_store.Job; whether that run had logged progress)
-State = tuple[Any, bool]
+#: (the job of the file's run, a store.job_store.Job; whether that run had logged progress; whether
+#: its reports are put aside: logged after an evaluation pass, before the next iteration record)
+State = tuple[Any, bool, bool]
 
 
 class Segment:
     """One file's events since its last rows (see the module's doc)."""
 
-    __slots__ = ("start", "lines", "states", "held", "progressed")
+    __slots__ = ("start", "lines", "states", "held", "progressed", "aside")
 
     def __init__(self, start: State) -> None:
         self.start = start
@@ -41,12 +42,13 @@ class Segment:
         self.states: list[State] = []  # ... and the state after it
         self.held: list[tuple[int, State, Timers]] = []
         self.progressed = start[1]  # the latest state's (progress once logged is never unlogged)
+        self.aside = start[2]  # the latest state's
 
     def mark(self, line: Optional[int], state: State) -> None:
         """The state after the event at ``line`` (kept if it moved)."""
         last = self.states[-1] if self.states else self.start
-        self.progressed = state[1]
-        if state[0] is not last[0] or state[1] != last[1]:
+        self.progressed, self.aside = state[1], state[2]
+        if state[0] is not last[0] or state[1:] != last[1:]:
             self.lines.append(line or 0)
             self.states.append(state)
 
@@ -63,7 +65,7 @@ def fold(segment: Segment, rows: Optional[TimerRows], max_timers: int, max_ranks
     runs: list[tuple[State, list[Any]]] = []  # (state, parts): each part a held event or a (start, end) of rows
 
     def put(state: State, part: Any) -> None:
-        if runs and runs[-1][0][0] is state[0] and runs[-1][0][1] == state[1]:
+        if runs and runs[-1][0][0] is state[0] and runs[-1][0][1:] == state[1:]:
             runs[-1][1].append(part)
         else:
             runs.append((state, [part]))
@@ -83,15 +85,15 @@ def fold(segment: Segment, rows: Optional[TimerRows], max_timers: int, max_ranks
                 put(held[i][1], held[i][2])
                 i += 1
             now = states[k]
-            if now[0] is not state[0] or now[1] != state[1]:
+            if now[0] is not state[0] or now[1:] != state[1:]:
                 if k > a:
                     put(state, (a, k))
                 a, state = k, now
         put(state, (a, len(lines)))
     for _, st, ev in held[i:]:
         put(st, ev)
-    for (job, training), parts in runs:
-        _add(job, training, parts, rows, max_timers)
+    for (job, training, aside), parts in runs:
+        _add(job, training, aside, parts, rows, max_timers)
 
 
 def _count_rows(rows: TimerRows, jobs: list[Any], max_ranks: int) -> None:
@@ -107,7 +109,8 @@ def _count_rows(rows: TimerRows, jobs: list[Any], max_ranks: int) -> None:
                 job.last_wall = wall
 
 
-def _add(job: Any, training: bool, parts: list[Any], rows: Optional[TimerRows], max_timers: int) -> None:
+def _add(job: Any, training: bool, aside: bool, parts: list[Any], rows: Optional[TimerRows],
+         max_timers: int) -> None:
     """The reports of ``parts`` (in order), name by name."""
     names: list[str] = []  # the names in order of first report, with their group
     groups: list[str] = []
@@ -152,7 +155,10 @@ def _add(job: Any, training: bool, parts: list[Any], rows: Optional[TimerRows], 
                 continue
             stat = job.timers[name] = TimerStat(groups[k])
         mine = (all_ids == k) & finite
-        stat.add_many(all_values[mine], training)
+        if aside and not one_off_timer(name):  # (an evaluation's own timer times the pass: it is its report)
+            stat.add_aside(all_values[mine], training)
+        else:
+            stat.add_many(all_values[mine], training)
 
 
 def _first_seen(ids: np.ndarray) -> list[tuple[int, int]]:

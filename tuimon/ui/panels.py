@@ -81,6 +81,8 @@ class BreakdownPanel(Panel):
             pieces.append(f"+{hidden} rows (b)")
         if any(p.get("overlap") for p in parts):
             pieces.append("*: overlap")
+        if any(p.get("p10_ms") is not None for p in parts):
+            pieces.append("range: p10–p90 ms")
         head = pieces[0]
         for piece in pieces[1:]:
             if len(head) + 2 + len(piece) <= width:

@@ -136,9 +136,13 @@ def tree_bars(parts: Sequence[dict], width: int = 30, line_width: Optional[int] 
     labels = ["  " * p["depth"] + sanitize(p["name"]) for p in shown]
     name_w = min(34, max(len(label) for label in labels))
     figures = 1 + 10 + 3 + 7
+    spreads = [_spread(p) for p in shown]
+    spread_w = max(map(len, spreads))
+    if spread_w and line_width is not None and line_width - figures - 1 - min(name_w, 16) - 2 * _MIN_BAR < spread_w:
+        spreads, spread_w = [""] * len(shown), 0  # too narrow: the spread goes before the names shrink
     if line_width is not None:
-        name_w = max(1, min(name_w, line_width - figures - 1 - _MIN_BAR))
-        width = max(_MIN_BAR, min(width, line_width - figures - 1 - name_w))
+        name_w = max(1, min(name_w, line_width - figures - spread_w - 1 - _MIN_BAR))
+        width = max(_MIN_BAR, min(width, line_width - figures - spread_w - 1 - name_w))
     out = Text()
     for i, (p, label) in enumerate(zip(shown, labels)):
         if i:
@@ -149,9 +153,23 @@ def tree_bars(parts: Sequence[dict], width: int = 30, line_width: Optional[int] 
         out.append("█" * filled, style=palette.dim if p["name"] == "other" else palette.bar)
         out.append("·" * (width - filled), style="dim")
         out.append(f" {p['mean_ms']:10.1f} ms {100.0 * share:5.1f}%" + ("*" if p.get("overlap") else ""))
+        if spreads[i]:  # (its two leading spaces part it from the share, or the overlap mark and one)
+            out.append(spreads[i].rjust(spread_w)[1 if p.get("overlap") else 0:], style="dim")
     if more and note_more:
         out.append(f"\n… {more} more row{'s' if more != 1 else ''} (b: expand, wheel or ↓: scroll)", style="dim")
     return out
+
+
+def _spread(part: dict) -> str:
+    """`` p10–p90`` of a part's steady reports in ms ('' where not known)."""
+    lo, hi = part.get("p10_ms"), part.get("p90_ms")
+    if lo is None or hi is None or not (math.isfinite(lo) and math.isfinite(hi)):
+        return ""
+    return f"  {_ms(lo)}–{_ms(hi)}"
+
+
+def _ms(value: float) -> str:
+    return f"{value:.2f}" if abs(value) < 10 else f"{value:.1f}" if abs(value) < 1000 else f"{value:.0f}"
 
 
 def timeline(phases: Sequence[dict], width: int = 40, line_width: Optional[int] = None,
