@@ -11,6 +11,7 @@ import math
 import subprocess
 import sys
 from pathlib import Path
+from typing import Optional
 
 import pytest
 
@@ -481,3 +482,86 @@ def test_ms_swift_says_its_steps_length_and_rate_in_its_dicts(tmp_path):
     assert s["framework"] == "hf-trainer" and s["status"] == "finished" and s["train_iters"] == 94
     assert s["last_step"] == 94  # the closing dict's step, past the last logged one (90)
     assert s["iter_time_ms"]["max"] == pytest.approx((90 / 0.520707 - 10 / 0.485796) / 80 * 1000, abs=0.01)
+
+
+def _llmc_main_log(steps: int, every: int, upto: Optional[int] = None, hellaswag: bool = False) -> str:
+    """llm.c's main.log as its training loop writes it (train_gpt2.cu: at each step, the
+    validation loss first where ``step % val_loss_every == 0`` or on the last step, then, unless
+    it is the last, the training step; logger.h's formats), cut after step ``upto``'s lines."""
+    out = []
+    for step in range(0, steps + 1):
+        last = step == steps
+        if step % every == 0 or last:
+            out.append(f"s:{step} tel:{11 - step / 9:.4f}\n")
+            if hellaswag:
+                out.append(f"s:{step} eval:{0.25 + step / 1000:.4f}\n")
+        if last or (upto is not None and step > upto):
+            break
+        out.append(f"s:{step} trl:{11 - step / 10:.4f} lr:0.000600 norm:{1 + step / 100:.2f}\n")
+    return "".join(out)
+
+
+@pytest.mark.parametrize("hellaswag", [False, True])
+def test_llmc_ends_with_its_last_step_s_evaluation(tmp_path, hellaswag):
+    """The loop's last word is the validation loss at step N, after training step N-1: the run
+    finished, once its file is quiet past a step's time; mid-run the same evaluation is followed
+    by its step's training line."""
+    from tuimon.figures.summary import CLOSING_QUIET_S
+
+    path = tmp_path / "main.log"
+    path.write_text(_llmc_main_log(40, 10, hellaswag=hellaswag))
+    store = JobStore()
+    parse_file(path, path.name, sink=store.add)
+    (job,) = store.jobs.values()
+    assert summarize(job).as_dict()["status"] == "finished"  # no clock: the log's word
+    written = path.stat().st_mtime
+    assert summarize(job, now=written + CLOSING_QUIET_S + 1, last_write=written).status == "finished"
+    assert summarize(job, now=written + 5, last_write=written).status == "training"  # its step may yet come
+    assert job.last_iteration == 39 and job.evals.last_iteration == 40
+
+    for cut in (20, 25):  # a run still going, its last line a training step's
+        mid = summary(tmp_path, "main.log", _llmc_main_log(40, 10, upto=cut, hellaswag=hellaswag))
+        assert mid["status"] == "training", cut
+    # between a mid-run evaluation and its step's training line the log reads as its end would:
+    # the clock tells them apart (the next line comes within a step's time)
+    path.write_text(_llmc_main_log(40, 10, upto=19, hellaswag=hellaswag))
+    store = JobStore()
+    parse_file(path, path.name, sink=store.add)
+    (job,) = store.jobs.values()
+    assert summarize(job, now=written + 2, last_write=written).status == "training"
+    path.write_text(path.read_text() + "s:20 trl:9.0000 lr:0.000600 norm:1.20\n")
+    store = JobStore()
+    parse_file(path, path.name, sink=store.add)
+    (job,) = store.jobs.values()
+    assert summarize(job, now=written + 3600, last_write=written).status == "training"
+
+
+def test_llmc_s_closing_evaluation_reads_finished_live_once_quiet(tmp_path):
+    """In the dashboard the same run turns from training to finished as its file stays
+    quiet, with no new line (the row's cached summary is judged again at each tick)."""
+    from tuimon.figures.summary import CLOSING_QUIET_S
+    from tuimon.live.session import LiveSession
+
+    path = tmp_path / "main.log"
+    path.write_text(_llmc_main_log(40, 10))
+    written = path.stat().st_mtime
+    clock = [written + 1.0]
+    session = LiveSession([str(path)], clock=lambda: clock[0], poll=0.1, cache=None)
+    for _ in range(3):
+        session.follower.poll()
+    session.tick()
+    assert [r.summary.status for r in session.snapshot().rows] == ["training"]
+    clock[0] = written + CLOSING_QUIET_S + 1
+    session.tick()
+    assert [r.summary.status for r in session.snapshot().rows] == ["finished"]
+
+
+def test_an_evaluation_past_a_run_s_last_logged_step_is_no_end_where_it_logs_every_nth():
+    """A run that logs every 200th step reads an evaluation past its last logged step at each
+    evaluation (DeepSpeed's step=N lines, then the script's val_acc at iteration 5474): no end."""
+    import tempfile
+
+    lines = [f"s:{s} trl:{11 - s / 1000:.4f} lr:0.000600 norm:1.00\n" for s in range(0, 5401, 200)]
+    with tempfile.TemporaryDirectory() as tmp:
+        s = summary(Path(tmp), "main.log", "".join(lines) + "s:5474 tel:0.9797\n")
+    assert s["status"] == "training"

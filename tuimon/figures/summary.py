@@ -174,12 +174,36 @@ def settled_status(job: Job, top_step: Optional[int] = None) -> Optional[tuple[s
             (last is not None and train_iters and last >= train_iters):
         return "finished", None
     if job.iterations_seen or len(job.steps):
+        if closes_with_eval(job):
+            return None  # finished, or a step to come: the clock says (closing_status)
         return "training", None
     ended = next((m for m in job.milestones if m.name == JOB_END), None)
     if ended is not None:  # the job script said it was over: it never trained, whatever the clock says
         return "no-iterations", Failure("no-iterations", "the job ended without logging a training iteration",
                                         ended.line, ended.file)
     return None
+
+
+#: a run whose last word is an evaluation past its last step (:func:`closes_with_eval`) and whose
+#: files were quiet this long ended there: a training loop logs its next step within a step's time
+#: of an evaluation (seconds for llm.c's; a run stepping slower than this stays ``training``)
+CLOSING_QUIET_S = 120.0
+
+
+def closes_with_eval(job: Job) -> bool:
+    """The run's last word is an evaluation of the step after the last it trained, in a run
+    that logs every step: llm.c evaluates at step N after training step N-1, then leaves its
+    loop (``s:N tel:...``); mid-run the same evaluation is followed by its step's training
+    within a step's time."""
+    return job.closing_eval is not None and job.closing_eval == job.last_progress
+
+
+def closing_status(now: Optional[float], last_write: Optional[float]) -> str:
+    """The status of a run that :func:`closes_with_eval`: ``finished`` once its files were
+    quiet :data:`CLOSING_QUIET_S` (or no clock is read: the log's word), else ``training``."""
+    if now is not None and last_write is not None and now - last_write < CLOSING_QUIET_S:
+        return "training"
+    return "finished"
 
 
 def completed_before_teardown(job: Job, top_step: Optional[int] = None) -> bool:
@@ -418,6 +442,7 @@ class ClockFacts:
     settled: bool  # the summary's status is the log's own word (settled_status): no clock changes it
     span_s: Optional[float]  # first stamp to last
     quiet_in_log_s: float  # the log's stamps after its last step (figures.alerts.quiet_in_log)
+    closing: bool = False  # its last word is an evaluation past its last step (closes_with_eval)
 
 
 def summarize(job: Job, *, now: Optional[float] = None, last_write: Optional[float] = None,
@@ -433,6 +458,8 @@ def on_clock(row: Summary, facts: ClockFacts, now: Optional[float], last_write: 
     """A timeless summary's status at ``now``, its files last written at ``last_write``."""
     if facts.settled:
         return row
+    if facts.closing:
+        return row.with_(status=closing_status(now, last_write), failure=None)
     status, failure = startup_status(row.started, facts.span_s, now, last_write, startup_timeout,
                                      row.files[0] if row.files else None)
     return row.with_(status=status, failure=failure)
@@ -493,8 +520,13 @@ def summarize_timeless(job: Job, *, gpu_peak: Optional[float] = None,
     top_step = last_step(job)
     settled = settled_status(job, top_step)
     started, span = _started(job), stamp_span(job)
-    status, failure = settled if settled is not None else \
-        startup_status(started, span, None, None, STARTUP_TIMEOUT_S, job.files[0] if job.files else None)
+    closing = settled is None and closes_with_eval(job)
+    if settled is not None:
+        status, failure = settled
+    elif closing:
+        status, failure = closing_status(None, None), None
+    else:
+        status, failure = startup_status(started, span, None, None, STARTUP_TIMEOUT_S, job.files[0] if job.files else None)
     startup_s, phases, startup_note = startup(job)
     loss_last = primary_loss(job.last_losses) if job.last_losses else job.last_step_loss
 
@@ -578,4 +610,4 @@ def summarize_timeless(job: Job, *, gpu_peak: Optional[float] = None,
         wall_span_s=_clean(job.last_wall - job.first_wall, 3)
         if job.first_wall is not None and job.last_wall is not None and job.last_wall > job.first_wall else None,
         metrics={key: _clean(value, 4) for key, value in rates.items()},
-    ), ClockFacts(settled is not None, span, quiet_in_log(job))
+    ), ClockFacts(settled is not None, span, quiet_in_log(job), closing)

@@ -28,6 +28,8 @@ from ..figures.metrics import steady_stats
 from ..figures.record import IterTime, Summary
 from ..figures.summary import (
     STARTUP_TIMEOUT_S,
+    closes_with_eval,
+    closing_status,
     global_batch,
     params_billion,
     settled_status,
@@ -508,6 +510,8 @@ class LiveSession:
         row.eta_s = None
         row.stalled = False
         last = s.last_progress
+        if closes_with_eval(job) and settled_status(job) is None:  # (the clock moved on since it was made)
+            row.summary = s = s.with_(status=closing_status(now, written))
         if it and s.status == "training":
             grew = written is not None and written > self._first_update.get(job.key, written)
             verdict = quiet_verdict(job, s, ALERT_DEFAULTS["stalled"], now, written, grew)

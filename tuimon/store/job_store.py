@@ -122,6 +122,10 @@ class Job:
     #: (file, line) of the iteration records whose interval held an evaluation pass (the first after
     #: each): no sample of a training iteration's time (NeoX 129: 20,649 ms between 599 ms ones)
     after_eval: set[tuple[str, int]] = field(default_factory=set)
+    #: the latest progress (last_progress) when an evaluation of the step after the last trained was
+    #: logged: while it is still the latest, the run's last word is that evaluation (llm.c's loop
+    #: evaluates at step N after training step N-1, and ends)
+    closing_eval: Optional[tuple[str, int]] = None
     events: int = 0
 
     def flush_series(self) -> None:
@@ -197,6 +201,8 @@ class Job:
         if len(self.ranks_seen) < MAX_RANKS_SEEN:
             self.ranks_seen.update(other.ranks_seen)
         self.truncations += other.truncations
+        if other.closing_eval is not None:
+            self.closing_eval = other.closing_eval
         for point in other.after_eval:
             if len(self.after_eval) < MAX_ASIDE:
                 self.after_eval.add(point)
@@ -720,6 +726,12 @@ def _on_warning(job: Job, ev: LogWarning, _: Optional[int]) -> None:
 def _on_eval(job: Job, ev: Evaluation, _: Optional[int]) -> None:
     job.evals.add(ev.iteration, ev.metrics, ev.wall_time)
     job.run_of(ev.file).after_eval = True
+    # the step right after the last one trained, in a run that logs every step: where a run logs every
+    # Nth step, an evaluation past the last logged one is how every mid-run evaluation reads
+    top, run = job.last_iteration, job.run_of(ev.file)
+    if ev.iteration is not None and top is not None and ev.iteration == top + 1 and job.last_progress is not None \
+            and run.last and max(step for _, step in run.last.values()) == 1:
+        job.closing_eval = job.last_progress
 
 
 def _on_truncated(job: Job, ev: Truncated, _: Optional[int]) -> None:
