@@ -565,3 +565,89 @@ def test_an_evaluation_past_a_run_s_last_logged_step_is_no_end_where_it_logs_eve
     with tempfile.TemporaryDirectory() as tmp:
         s = summary(Path(tmp), "main.log", "".join(lines) + "s:5474 tel:0.9797\n")
     assert s["status"] == "training"
+
+
+def _megatron_run(day_time: str, n: int = 10) -> list[str]:
+    """A Megatron-LM run after its launch (training.py's log line with its own date prefix, as
+    --log-timestamp... prints it; the world-size line carries no stamp)."""
+    h, m = (int(x) for x in day_time.split(":"))
+    out = ["using world size: 8, data-parallel size: 8, context-parallel size: 1, tensor-model-parallel size: 1, "
+           "pipeline-model-parallel size: 1"]
+    for i in range(1, n + 1):
+        out.append(f" [2024-05-19 {h:02d}:{m:02d}:{i:02d}] iteration {i:8d}/{n:8d} | consumed samples: {8 * i:8d} | "
+                   "elapsed time per iteration (ms): 1000.0 | learning rate: 1.000E-04 | global batch size:     8 | "
+                   "lm loss: 9.000000E+00 | loss scale: 1.0 | number of skipped iterations:   0 | "
+                   "number of nan iterations:   0 |")
+    return out
+
+
+def _banner(stamp: str, pid: int) -> list[str]:
+    """torchrun's launch banner (torch/distributed/run.py), as glog writes it."""
+    return [f"W{stamp} {pid} torch/distributed/run.py:793] " + text for text in
+            ("", "*****************************************",
+             "Setting OMP_NUM_THREADS environment variable for each process to be 1 in default, to avoid your "
+             "system being overloaded, please further tune the variable for optimal performance in your "
+             "application as needed.", "*****************************************")]
+
+
+@pytest.mark.parametrize("engine", ["core", "python"])
+@pytest.mark.parametrize("second_launch", ["torchrun", "date"])
+def test_a_second_launch_in_one_file_starts_its_run_at_its_own_stamp(tmp_path, engine, second_launch):
+    """A job script that runs torchrun twice (or echoes '[$(date)] Launching ...' before its second
+    run) writes one file: the second run starts at its own launch, not at the first run's last line
+    (whose stamp its first unstamped lines carry), and two nodes' banners a second apart are one
+    launch."""
+    from tuimon.engine import native
+
+    if engine == "core" and native.core is None:
+        pytest.skip("the compiled core is not importable: pip install -e '.[test]' builds it")
+    second = _banner("0519 21:00:00.000000", 77) + _banner("0519 21:00:01.250000", 78) \
+        if second_launch == "torchrun" else ["[Sun May 19 21:00:00 UTC 2024] Launching training..."]
+    lines = _banner("0519 20:23:14.721000", 11) + _megatron_run("20:25") + second + _megatron_run("21:02")
+    before = native.use(native.core if engine == "core" else None)
+    try:
+        path = tmp_path / "train.log"
+        path.write_text("\n".join(lines) + "\n")
+        store = JobStore()
+        parse_file(path, path.name, sink=store.add)
+    finally:
+        native.use(before)
+    first, again = (summarize(job).as_dict() for job in store.jobs.values())
+    assert first["startup_s"] == pytest.approx(20 * 60 + 25 * 60 + 1 - 20 * 60 - 23 * 60 - 14.721, abs=0.05)
+    assert again["startup_s"] == pytest.approx(121.0, abs=0.05)  # 21:00:00 to its first step's 21:02:01
+    assert first["last_iteration"] == again["last_iteration"] == 10 and again["status"] == "finished"
+    assert again["wall_span_s"] == pytest.approx(130.0, abs=0.05)  # from its launch, not from 20:25:10
+
+
+def test_a_glog_line_of_another_module_after_training_is_no_launch(tmp_path):
+    """torch's other glog lines (its elastic agent as a run ends) start no run, also where it is the
+    file's first glog line (a stamp for the start, no launch)."""
+    lines = _megatron_run("20:25") + [
+        "W0519 20:30:00.000000 11 torch/distributed/elastic/agent/server/api.py:704] Received Signals.SIGTERM"]
+    s = summary(tmp_path, "train.log", "\n".join(lines) + "\n")
+    assert s["job"] == "train" and s["last_iteration"] == 10
+
+
+def test_megatron_s_stated_initialization_time_counts_back_to_the_process_start(tmp_path):
+    """training.py takes _TRAIN_START_TIME as it is imported and prints the seconds to
+    'after megatron is initialized' before that line's datetime: the job started that much
+    earlier than its first stamp (41.8 s of a 48.8 s startup were missing)."""
+    text = """using world size: 2, data-parallel-size: 2, tensor-model-parallel size: 1, pipeline-model-parallel size: 1
+> initializing torch distributed ...
+time to initialize megatron (seconds): 41.829
+[after megatron is initialized] datetime: 2024-02-02 15:50:01 
+building GPT model ...
+[after model, optimizer, and learning rate scheduler are built] datetime: 2024-02-02 15:50:01 
+[after dataloaders are built] datetime: 2024-02-02 15:50:06 
+[before the start of training step] datetime: 2024-02-02 15:50:06 
+ iteration        1/      10 | consumed samples:           16 | elapsed time per iteration (ms): 1996.1 | \
+learning rate: 0.000E+00 | global batch size:    16 | lm loss: 9.0E+00 | loss scale: 1.0 |
+"""
+    s = summary(tmp_path, "megatron.log", text)
+    phases = {p["name"]: p["offset_s"] for p in s["startup"]}
+    assert phases["megatron-initialized"] == pytest.approx(41.829, abs=1e-3)
+    assert s["startup_s"] == pytest.approx(41.829 + 5 + 1.996, abs=0.05)  # to 15:50:06 + the first step's 2.0 s
+    assert "init-time" not in phases
+    # a job script's earlier stamp stays the start
+    s = summary(tmp_path, "megatron.log", "START TIME: Fri Feb  2 15:40:00 UTC 2024\n" + text)
+    assert s["startup_s"] == pytest.approx(600 + 6 + 1.996, abs=0.05)

@@ -43,9 +43,11 @@ def test_builtin_data_formats_check_their_samples(fmt):
             events = engine.feed_line(sample.line, len(sample.context) + 1)
             got = [e for e in events if e.type == entry.event]
             assert got, sample.line
-            view = _expected_view(entry.event, got[-1]._asdict())
-            for name, want in sample.expect.items():
-                assert _same(want, view[name]), (name, want, view[name])
+            # (a line two entries read, a launch line that is also a date line, gives one event each:
+            # the entry's is one of them)
+            views = [_expected_view(entry.event, e._asdict()) for e in got]
+            assert any(all(_same(want, view[name]) for name, want in sample.expect.items()) for view in views), \
+                (sample.line, sample.expect, views)
 
 
 def test_every_parser_declares_samples():

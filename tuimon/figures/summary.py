@@ -6,15 +6,14 @@ points are left out (see :func:`tuimon.figures.metrics.warmup_count`).
 """
 from __future__ import annotations
 
-import calendar
 import math
-import time
 from dataclasses import dataclass
 from typing import Optional
 
 import numpy as np
 
-from tuimon.parsers.events import GLOG_START, JOB_END, LOG_START, RUN_START, RUN_STOP
+from tuimon.parsers.events import GLOG_LAUNCH, GLOG_START, INIT_TIME, JOB_END, LOG_START, RUN_START, RUN_STOP
+from tuimon.parsers.timestamps import glog_wall as glog_wall
 
 from ..store.evals import finite_or_word
 from ..store.fields import FIELDS, primary_loss
@@ -315,10 +314,18 @@ def startup(job: Job) -> tuple[Optional[float], list[dict], Optional[str]]:
     start is the earliest of the job script's stamps (``START TIME:``, ``date``, ``Job
     started at``) and the first stamped line."""
     starts = [m.wall_time for m in job.milestones if m.name == "job-start" and m.wall_time is not None]
-    glog = next((m.detail for m in job.milestones if m.name == GLOG_START and m.detail), None)
-    placed = glog_wall(glog, job.first_wall) if glog and job.first_wall is not None else None
+    glog = next((m for m in job.milestones if m.name in (GLOG_START, GLOG_LAUNCH) and m.detail), None)
+    placed = glog.wall_time if glog is not None and glog.name == GLOG_LAUNCH and glog.wall_time is not None else \
+        glog_wall(glog.detail, job.first_wall) if glog is not None and glog.detail and job.first_wall is not None else None
     if placed is not None:
         starts.append(placed)
+    # a stated time from the process start to a stamped milestone (Megatron's time to initialize it)
+    for told in (m for m in job.milestones if m.name == INIT_TIME and m.duration_s and m.duration_s > 0):
+        counted = next((m.wall_time for m in job.milestones if m.name == told.detail and m.file == told.file
+                        and m.line > told.line and m.wall_time is not None), None)
+        if counted is not None and told.duration_s is not None:
+            starts.append(counted - told.duration_s)
+            break
     declared = _milestone(job, RUN_START)
     t1, end = (_first_step_wall(job), "first-step") if declared is None else (declared, RUN_START)
     if not starts:
@@ -337,23 +344,6 @@ def startup(job: Job) -> tuple[Optional[float], list[dict], Optional[str]]:
         if job.iterations_seen or len(job.steps) else "unknown: the run logged no training step"
     return _clean(total, 1), [{"name": end if p.name == "first-step" else p.name, "offset_s": round(p.offset_s, 3)}
                               for p in phases], note
-
-
-def glog_wall(stamp: str, near: float) -> Optional[float]:
-    """A glog stamp (``0519 20:23:14.721000``: no year) as POSIX seconds in the year that puts it
-    nearest ``near`` (the log's first full stamp): a launch on New Year's Eve stays in its year."""
-    try:
-        month, day = int(stamp[:2]), int(stamp[2:4])
-        hour, minute, second = (int(x) for x in stamp[5:13].split(":"))
-        fraction = float("0" + stamp[13:]) if len(stamp) > 13 else 0.0
-        if not (1 <= month <= 12 and 1 <= day <= 31 and hour < 24 and minute < 60 and second < 62):
-            return None
-        year = time.gmtime(near).tm_year
-        candidates = [calendar.timegm((y, month, day, hour, minute, second, 0, 0, 0)) + fraction
-                      for y in (year - 1, year, year + 1)]
-    except (ValueError, OverflowError):
-        return None
-    return min(candidates, key=lambda t: abs(t - near))
 
 
 def run_time(job: Job) -> Optional[float]:

@@ -326,11 +326,18 @@ class LogWarning(NamedTuple):
 LOG_START = "log-start"
 #: torch's first glog line (``W0519 20:23:14.721000 ...``): a stamp without a year, its detail "MMDD HH:MM:SS.ffffff"
 GLOG_START = "glog-start"
+#: torch's launcher banner (``W0519 20:23:14.721000 140 torch/distributed/run.py:793] *****``), once a launch:
+#: a stamp like GLOG_START's; one after a run logged progress launches the next run of its file
+GLOG_LAUNCH = "glog-launch"
 #: milestones that mark an end, not a step of startup: a job script's ``END TIME``, MLPerf's ``run_stop``
 JOB_END, RUN_STOP = "job-end", "run-stop"
 #: where a log says its own startup ends (MLPerf's ``run_start``: its init time ends there, not at a first step)
 RUN_START = "run-start"
-NOT_PHASES = (LOG_START, JOB_END, RUN_START, RUN_STOP, GLOG_START)
+#: a stated time from the process start to a later milestone (Megatron's "time to initialize megatron
+#: (seconds): 41.829", printed just before "[after megatron is initialized] datetime: ..."): its
+#: duration_s counted back from that milestone's stamp (its detail names it) is when the process began
+INIT_TIME = "init-time"
+NOT_PHASES = (LOG_START, JOB_END, RUN_START, RUN_STOP, GLOG_START, GLOG_LAUNCH, INIT_TIME)
 FAILURE_KINDS = ("oom", "cuda", "nccl", "hardware", "traceback", "cancelled", "killed", "script", "nan",
                  "no-iterations")
 

@@ -3,12 +3,13 @@ torch.distributed initialisation and the training command line itself."""
 from __future__ import annotations
 
 import re
-from typing import ClassVar
+from typing import ClassVar, Optional
 
 from .base import LineContext, LineParser, Sample
 from .common import config_from_args, flags_from_command
-from .events import GLOG_START, Event, Milestone, RunConfig, Step
+from .events import GLOG_LAUNCH, GLOG_START, Event, Milestone, RunConfig, Step
 from .numbers import to_float, to_int
+from .timestamps import glog_wall
 
 # DeepSpeed's launcher, on each node: "[launch.py:152:main] nnodes=2, num_local_procs=8, node_rank=0"
 _DS_NODES = re.compile(r"nnodes=(\d{1,6}), num_local_procs=(\d{1,4}), node_rank=\d")
@@ -22,6 +23,16 @@ _NNODES = re.compile(r"--nnodes[= ]['\"]?(?:\d{1,6}:)?(\d{1,6})\b")
 _WORLD = re.compile(r"(?<![\w.-])(?:WORLD_SIZE|[Ww]orld[_ ]size)\s*[=:]\s*['\"]?(\d{1,7})\b(?![.\d])")
 # torch's glog prefix: level, month and day, time to the microsecond, thread id, source file
 _GLOG = re.compile(r"^\s*[IWEF](\d{4} \d\d:\d\d:\d\d\.\d{6}) +\d+ \S+:\d+\]")
+# the module of torchrun itself (torch/distributed/run.py, python -m torch.distributed.launch's launch.py)
+_GLOG_LAUNCHER = re.compile(r"torch/distributed/(?:run|launch)\.py:\d+\]")
+_LAUNCH_GAP_S = 60.0  # a launcher's banner lines (several, one set a node) this close in time are one launch
+
+
+def _glog_seconds(stamp: str) -> float:
+    """A glog stamp (``MMDD HH:MM:SS.ffffff``) as seconds on a clock of its own (31-day months):
+    enough to tell two of one launch (a second apart) from two launches (a run apart)."""
+    return ((int(stamp[:2]) * 31 + int(stamp[2:4])) * 24 + int(stamp[5:7])) * 3600.0 + int(stamp[8:10]) * 60.0 \
+        + float(stamp[11:])
 # Python source a script prints into its log: a definition, a statement, an indented assignment
 _CODE = re.compile(r"^\s*(?:def|class|return|if|elif|for|assert|with)\b|\bself\.|os\.environ|^\s{4,}[A-Za-z_][\w.]*\s*=\s")
 # ezpz's history lines: "[2025-05-06 09:06:59][I][examples/minimal:61:__main__] iter=0 loss=2701.3 dt=0.62 ..."
@@ -82,7 +93,9 @@ class LauncherParser(LineParser):
         Sample("world_size: 8.5 GB", None),
         Sample("W0519 20:23:14.721000 140234 torch/distributed/run.py:793] Setting OMP_NUM_THREADS environment "
                "variable for each process to be 1 in default", "milestone",
-               {"name": "glog-start", "detail": "0519 20:23:14.721000"}),
+               {"name": "glog-launch", "detail": "0519 20:23:14.721000"}),
+        Sample("W0519 20:40:02.103000 140234 torch/distributed/elastic/multiprocessing/api.py:897] Sending "
+               "process 141 closing signal SIGTERM", "milestone", {"name": "glog-start", "detail": "0519 20:40:02.103000"}),
         # a script's source printed into its log (modded-nanogpt prints its own): defaults, not the run's
         Sample("def __init__(self, rank=0, world_size=1, device='cuda'):", None),
         Sample("    world_size = int(os.environ['WORLD_SIZE'])", None),
@@ -99,6 +112,7 @@ class LauncherParser(LineParser):
         self._ezpz_announced = False
         self._nodes_seen = False
         self._glog_seen = False
+        self._launch_at: Optional[float] = None  # the stamp of the latest launcher glog line (_glog_seconds)
 
     def _on_ezpz_rank(self, body: str, ctx: LineContext) -> list[Event]:
         m = _EZPZ_RANK.search(body)
@@ -155,9 +169,25 @@ class LauncherParser(LineParser):
     def _on_glog(self, body: str, ctx: LineContext) -> list[Event]:
         """torch's first glog line of a file (torchrun warns as it launches: ``W0519 20:23:14.721000 140234
         torch/distributed/run.py:793] ...``): a stamp without its year, the summary's to place
-        (figures.summary.startup: the year of the log's first full stamp)."""
+        (figures.summary.startup: the year of the log's first full stamp).  The launcher's own lines
+        (``torch/distributed/run.py``: its banner, several lines a node) are a launch each time they
+        come back after a gap: a second torchrun in the same file starts there."""
         m = _GLOG.match(body)
-        if not m or not self.first_time("_glog_seen"):
+        if not m:
+            return []
+        launcher = _GLOG_LAUNCHER.search(body, 0, m.end()) is not None
+        if launcher:
+            at = _glog_seconds(m.group(1))
+            near = self._launch_at is not None and abs(at - self._launch_at) <= _LAUNCH_GAP_S
+            self._launch_at = at
+            first = self.first_time("_glog_seen")
+            if near and not first:
+                return []
+            # its own stamp, in the year of the line's fill (the run before's): the next run starts there
+            wall = glog_wall(m.group(1), ctx.wall_time) if ctx.wall_time is not None else None
+            return [Milestone(file=ctx.file, line=ctx.line, rank=ctx.rank, node=ctx.node, wall_time=wall,
+                              name=GLOG_LAUNCH, detail=m.group(1))]
+        if not self.first_time("_glog_seen"):
             return []
         return [self.make(Milestone, ctx, name=GLOG_START, detail=m.group(1))]
 

@@ -14,7 +14,7 @@ from typing import Optional
 
 from .base import LineContext, LineParser, Sample, compile_sniff
 from .common import norm_key, rank_tag
-from .events import Event, Exit, Failure, Iteration, Memory, Milestone, RunConfig, Step, Throughput, frozen_map
+from .events import INIT_TIME, Event, Exit, Failure, Iteration, Memory, Milestone, RunConfig, Step, Throughput, frozen_map
 from .numbers import to_float, to_int
 from .timestamps import parse_iso
 
@@ -50,6 +50,8 @@ _MILESTONES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (r"done with compiling and loading fused kernels\. Compilation time: (\S+) seconds", "fused-kernels"),
         (r"done with compiling and loading strongh utils\. Compilation time: (\S+) seconds", "stronghold-utils"),
         (r"^\s*(?:> )?building (?:GPT2?|BERT|T5) model", "build-model"),
+        # training.py: time.time() - _TRAIN_START_TIME (taken as training.py is imported, the min over ranks)
+        (r"^\s*time to initialize megatron \(seconds\): (\S+)", INIT_TIME),
         (r"\[after megatron is initialized\] datetime: (.*)", "megatron-initialized"),
         (r"\[after model, optimizer, and learning rate scheduler are built\] datetime: (.*)", "model-built"),
         (r"> building train, validation, and test datasets", "build-datasets"),
@@ -182,6 +184,7 @@ class MegatronParser(LineParser):
         (r"\[exiting program", "_on_exit"),
         (r"\] datetime: ", "_on_milestone"),
         (r"> initializing torch distributed", "_on_milestone"),
+        (r"time to initialize megatron", "_on_milestone"),
         (r"Compilation time: ", "_on_milestone"),
         (r"> compiling ", "_on_milestone"),
         (r"building (?:GPT|BERT|T5)", "_on_milestone"),
@@ -461,7 +464,8 @@ class MegatronParser(LineParser):
             else:
                 duration = to_float(arg)
         return Milestone(file=self.file, line=ctx.line, rank=ctx.rank, node=ctx.node,
-                         wall_time=wall if wall is not None else ctx.wall_time, name=name, duration_s=duration)
+                         wall_time=wall if wall is not None else ctx.wall_time, name=name, duration_s=duration,
+                         detail="megatron-initialized" if name == INIT_TIME else None)
 
 
 _GROUP_1_2 = methodcaller("group", 1, 2)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import calendar
 import re
+import time
 from typing import Optional
 
 # 2022-06-29 01:36:30,237 | 2026-04-15 11:19:02.524672 | 2023-12-19 13:33:24 | 2021-05-27T21:42:11
@@ -162,3 +163,20 @@ def parse_date_text(text: str) -> Optional[float]:
         return float(calendar.timegm((years[0], month, days[0], h, mi, s, 0, 0, 0)))
     except (ValueError, OverflowError):
         return None
+
+
+def glog_wall(stamp: str, near: float) -> Optional[float]:
+    """A glog stamp (``0519 20:23:14.721000``: no year) as POSIX seconds in the year that puts it
+    nearest ``near`` (the log's first full stamp): a launch on New Year's Eve stays in its year."""
+    try:
+        month, day = int(stamp[:2]), int(stamp[2:4])
+        hour, minute, second = (int(x) for x in stamp[5:13].split(":"))
+        fraction = float("0" + stamp[13:]) if len(stamp) > 13 else 0.0
+        if not (1 <= month <= 12 and 1 <= day <= 31 and hour < 24 and minute < 60 and second < 62):
+            return None
+        year = time.gmtime(near).tm_year
+        candidates = [calendar.timegm((y, month, day, hour, minute, second, 0, 0, 0)) + fraction
+                      for y in (year - 1, year, year + 1)]
+    except (ValueError, OverflowError):
+        return None
+    return min(candidates, key=lambda t: abs(t - near))

@@ -241,7 +241,8 @@ def _counts(job: Any, rows: IterationRows, a: int, b: int, max_ranks: int) -> No
     for rank in dict.fromkeys(rows.rank[a:b]):
         if rank is not None and rank not in seen and len(seen) < max_ranks:
             seen.add(rank)
-    walls = [w for w in rows.wall_time[a:b] if w is not None]
+    floor = job.launch_wall  # (a stamp before its run's launch is the run before's, carried over)
+    walls = [w for w in rows.wall_time[a:b] if w is not None and (floor is None or w >= floor)]
     if walls:
         low, high = min(walls), max(walls)
         if job.first_wall is None or low < job.first_wall:

@@ -14,6 +14,7 @@ import numpy as np
 
 from tuimon.parsers.columns import Item, IterationRows, TimerRows
 from tuimon.parsers.events import (
+    GLOG_LAUNCH,
     Checkpoint,
     Evaluation,
     Event,
@@ -126,6 +127,10 @@ class Job:
     #: logged: while it is still the latest, the run's last word is that evaluation (llm.c's loop
     #: evaluates at step N after training step N-1, and ends)
     closing_eval: Optional[tuple[str, int]] = None
+    #: the stamp of the launch that began this run (a later run of its file): its lines' stamps start
+    #: there, and an earlier one is a stamp carried over from the run before (a line without a stamp
+    #: of its own takes the last one before it)
+    launch_wall: Optional[float] = None
     events: int = 0
 
     def flush_series(self) -> None:
@@ -203,6 +208,8 @@ class Job:
         self.truncations += other.truncations
         if other.closing_eval is not None:
             self.closing_eval = other.closing_eval
+        if self.launch_wall is None:
+            self.launch_wall = other.launch_wall
         for point in other.after_eval:
             if len(self.after_eval) < MAX_ASIDE:
                 self.after_eval.add(point)
@@ -484,10 +491,12 @@ class JobStore:
         new_run = starts is not None and starts(job, ev, file_rank) and len(self.runs_of(ev.file)) < MAX_RUNS
         if new_run:
             job = self._next_run(ev.file)
+            if kind is Milestone:
+                job.launch_wall = ev.wall_time
         job.events += 1
         if ev.rank is not None and ev.rank not in job.ranks_seen and len(job.ranks_seen) < MAX_RANKS_SEEN:
             job.ranks_seen.add(ev.rank)
-        if ev.wall_time is not None:
+        if ev.wall_time is not None and (job.launch_wall is None or ev.wall_time >= job.launch_wall):
             if job.first_wall is None or ev.wall_time < job.first_wall:
                 job.first_wall = ev.wall_time
             if job.last_wall is None or ev.wall_time > job.last_wall:
@@ -541,8 +550,9 @@ def _config_starts_a_run(job: Job, ev: RunConfig, _: Optional[int]) -> bool:
 
 
 def _milestone_starts_a_run(job: Job, ev: Milestone, _: Optional[int]) -> bool:
-    # a job script's start stamp; a bare `date` line may as well end a script (detail "date")
-    return ev.name == "job-start" and ev.detail != "date" and job.run_of(ev.file).progressed
+    # a job script's start stamp (a bare `date` line may as well end a script: detail "date"), torchrun's banner
+    return ((ev.name == "job-start" and ev.detail != "date") or ev.name == GLOG_LAUNCH) \
+        and job.run_of(ev.file).progressed
 
 
 def _commutes(ev: Item) -> bool:
@@ -698,6 +708,10 @@ def _on_memory(job: Job, ev: Memory, _: Optional[int]) -> None:
 
 
 def _on_milestone(job: Job, ev: Milestone, _: Optional[int]) -> None:
+    last = job.milestones[-1] if job.milestones else None
+    if last is not None and last.line == ev.line and last.name == ev.name and last.file == ev.file \
+            and last.wall_time == ev.wall_time:
+        return  # one line told by two rules (a launch line is also a date line)
     if len(job.milestones) < MAX_MILESTONES:
         job.milestones.append(ev)
 

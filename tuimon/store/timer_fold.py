@@ -102,7 +102,7 @@ def _count_rows(rows: TimerRows, jobs: list[Any], max_ranks: int) -> None:
         job.events += 1
         if rank is not None and rank not in job.ranks_seen and len(job.ranks_seen) < max_ranks:
             job.ranks_seen.add(rank)
-        if wall is not None:
+        if wall is not None and (job.launch_wall is None or wall >= job.launch_wall):
             if job.first_wall is None or wall < job.first_wall:
                 job.first_wall = wall
             if job.last_wall is None or wall > job.last_wall:

@@ -94,6 +94,20 @@ FORMAT = {
             ],
         },
         {
+            # the same stamp on a launch line ("Launching ...", "Starting ..."): the start of a run, also of a
+            # second run in the file (the line below gives the stamp of any other such line, never a new run)
+            "event": "milestone",
+            "anchors": ["[Mon ", "[Tue ", "[Wed ", "[Thu ", "[Fri ", "[Sat ", "[Sun "],
+            "regex": r"^\s*\[(?P<wall_time>(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun),? [^\]:]{4,24}\d{1,2}:\d{2}:\d{2}"
+                     r"(?: [AP]M)?(?: [A-Z]{2,5})? \d{4})\]\s+(?:[Ll]aunch|[Ss]tart)(?:ing|ed)?\b",
+            "set": {"name": "job-start", "detail": "launch"},
+            "samples": [
+                {"line": "[Tue Aug 18 04:05:25 CEST 2026] Launching training...",
+                 "expect": {"name": "job-start", "detail": "launch", "wall_time": 1787025925.0}},
+                {"line": "[Tue Aug 18 04:05:25 2026] Starting run 3", "expect": {"detail": "launch"}},
+            ],
+        },
+        {
             # a script's own launch stamp: echo "[$(date)] Launching training..." (a date in brackets, then words)
             "event": "milestone",
             # (written out: "[" alone is on most lines of a log, and each would be tried)
