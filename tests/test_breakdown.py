@@ -318,24 +318,28 @@ def test_a_global_timer_that_read_zero_leaves_its_real_parts_not_its_micro_steps
     _levels_hold(tree)
 
 
-def _neox_log(evals: bool, megatron_eval: bool = False, n: int = 60) -> tuple[str, list[float], list[float]]:
+def _neox_log(evals: bool, megatron_eval: bool = False, n: int = 60,
+              timers_after: bool = False) -> tuple[str, list[float], list[float]]:
     """A GPT-NeoX run as its training loop prints it (DeepSpeed's timer lines, then NeoX's
     iteration record; every 10th iteration an evaluation pass, whose forward passes and wall
     time the next interval's timers and record hold); the steady record times and forward
-    reports a breakdown must take (the warm-up and the intervals that held an evaluation out)."""
+    reports a breakdown must take (the warm-up out, the record after each evaluation out, and
+    the timer reports of the two intervals after it: a log may print its timers before its
+    record, as NeoX does, or after it, as Megatron does: ``timers_after``)."""
     lines, elapsed, forward = [], [], []
     for it in range(1, n + 1):
         after = evals and it > 1 and (it - 1) % 10 == 0
         fwd = 7000.0 + it if after else 100.0 + (it % 7)
         ms = 20000.0 + it if after else 600.0 + (it % 5)
-        lines.append(f"[2023-10-20 00:22:16,821] [INFO] [logging.py:96:log_dist] [Rank 0] step={it}, skipped=0, "
-                     "lr=[0.0009976611397856518, 0.0009976611397856518], mom=[[0.9, 0.95], [0.9, 0.95]]")
-        lines.append("[2023-10-20 00:22:16,821] [INFO] [logging.py:96:log_dist] [Rank 0] rank=0 time (ms) | "
-                     f"forward: {fwd:.2f} | backward: 317.85 | backward_inner: 317.81 | backward_allreduce: 0.01 | "
-                     "step: 4.31")
-        lines.append(f" samples/sec: 858.114 | iteration {it:8d}/{n:8d} | elapsed time per iteration (ms): {ms:.1f} | "
-                     "learning rate: 9.977E-04 | approx flops per GPU: 55.3TFLOPS | lm_loss: 3.960461E+00 | "
-                     "loss scale: 4096.0 | number of skipped iterations:   0 | number of nan iterations:   0 |")
+        timers = ["[2023-10-20 00:22:16,821] [INFO] [logging.py:96:log_dist] [Rank 0] step=" + str(it) +
+                  ", skipped=0, lr=[0.0009976611397856518, 0.0009976611397856518], mom=[[0.9, 0.95], [0.9, 0.95]]",
+                  "[2023-10-20 00:22:16,821] [INFO] [logging.py:96:log_dist] [Rank 0] rank=0 time (ms) | "
+                  f"forward: {fwd:.2f} | backward: 317.85 | backward_inner: 317.81 | backward_allreduce: 0.01 | "
+                  "step: 4.31"]
+        record = (f" samples/sec: 858.114 | iteration {it:8d}/{n:8d} | elapsed time per iteration (ms): {ms:.1f} | "
+                  "learning rate: 9.977E-04 | approx flops per GPU: 55.3TFLOPS | lm_loss: 3.960461E+00 | "
+                  "loss scale: 4096.0 | number of skipped iterations:   0 | number of nan iterations:   0 |")
+        lines += [record, *timers] if timers_after else [*timers, record]
         elapsed.append(ms)
         forward.append(fwd)
         if evals and it % 10 == 0:
@@ -346,14 +350,22 @@ def _neox_log(evals: bool, megatron_eval: bool = False, n: int = 60) -> tuple[st
                        "lm_loss_ppl value: 5.183916E+01 | "
             lines += ["-" * (len(text) + 1), text, "-" * (len(text) + 1)]
     skip = warmup_count(n)
-    steady = [(i + 1, e, f) for i, (e, f) in enumerate(zip(elapsed, forward)) if i >= skip]
-    keep = [(e, f) for it, e, f in steady if not (evals and (it - 1) % 10 == 0)]
-    return "\n".join(lines) + "\n", [e for e, _ in keep], [f for _, f in keep]
+
+    def after_pass(it: int, intervals: int) -> bool:
+        return evals and it > 10 and 1 <= (it - 1) % 10 + 1 <= intervals
+
+    whole = [e for i, e in enumerate(elapsed) if i >= skip and not after_pass(i + 1, 1)]
+    # the timer reports: those aside are out of the count (before their record: the reports until the
+    # second record after the pass, two; after it: the one after the first record), then the warm-up
+    counted = [(i + 1, f) for i, f in enumerate(forward) if not after_pass(i + 1, 1 if timers_after else 2)]
+    fwd_skip = warmup_count(len(counted))
+    return "\n".join(lines) + "\n", whole, [f for _, f in counted[fwd_skip:]]
 
 
 @pytest.mark.parametrize("engine", ["core", "python"])
 @pytest.mark.parametrize("megatron_eval", [False, True])
-def test_intervals_that_held_an_evaluation_are_out_of_the_breakdown(engine, megatron_eval):
+@pytest.mark.parametrize("timers_after", [False, True])
+def test_intervals_that_held_an_evaluation_are_out_of_the_breakdown(engine, megatron_eval, timers_after):
     """NeoX times its next interval over the evaluation pass (forward 7,685 ms, elapsed
     20,649 ms between 103 and 599 ms ones): that record and its timer reports are out of
     the breakdown's steady window, on either engine, and each part carries the p10-p90 of
@@ -363,7 +375,7 @@ def test_intervals_that_held_an_evaluation_are_out_of_the_breakdown(engine, mega
 
     if engine == "core" and native.core is None:
         pytest.skip("the compiled core is not importable: pip install -e '.[test]' builds it")
-    text, whole, forward = _neox_log(True, megatron_eval)
+    text, whole, forward = _neox_log(True, megatron_eval, timers_after=timers_after)
     before = native.use(native.core if engine == "core" else None)
     try:
         s = summary_of_text(text, "neox.log").as_dict()

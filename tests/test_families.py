@@ -651,3 +651,11 @@ learning rate: 0.000E+00 | global batch size:    16 | lm loss: 9.0E+00 | loss sc
     # a job script's earlier stamp stays the start
     s = summary(tmp_path, "megatron.log", "START TIME: Fri Feb  2 15:40:00 UTC 2024\n" + text)
     assert s["startup_s"] == pytest.approx(600 + 6 + 1.996, abs=0.05)
+
+
+@pytest.mark.parametrize("dtype,precision", [("bfloat16", "bf16"), ("float16", "fp16"), ("float32", "fp32")])
+def test_megatron_s_parameter_dtype_is_its_precision(tmp_path, dtype, precision):
+    """arguments.py prints the dtype --bf16 / --fp16 chose (an argument block elided from a log,
+    the line stays); under srun --label and torchrun's tee prefix too."""
+    text = f"0: [default0]:using torch.{dtype} for parameters ...\n" + "\n".join(_megatron_run("20:25")) + "\n"
+    assert summary(tmp_path, "megatron.log", text)["precision"] == precision

@@ -138,6 +138,10 @@ def fold(store: Any, rows: IterationRows, a: int, b: int, segment: Any, take: Ca
     file = rows.file
     while a < b:
         job, file_rank = store.job_for(file)
+        if job.run_of(file).after_eval:  # the records after an evaluation, one by one (two at most)
+            touched.append(take(rows.event(a)))
+            a += 1
+            continue
         if job.bounded or not _ROWS_MAKE_POINTS or b - a < FEW:
             for k in range(a, b):
                 touched.append(take(rows.event(k)))
@@ -225,12 +229,8 @@ def _fold_run(store: Any, job: Any, file_rank: Optional[int], rows: IterationRow
         keys = scan.keys if len(points) == end - a else [scan.keys[k - a] for k in points]
         _points(job, rows, points, keys)
         _latest(job, rows, points, max_failures)
-    if points and run.after_eval:  # the first record after an evaluation pass timed it too
-        run.after_eval = False
-        if len(job.after_eval) < MAX_ASIDE:
-            job.after_eval.add((rows.file, rows.line[points[0]]))
-    if not segment.progressed or segment.aside:  # the state its timers count in moves with the run's first
-        segment.mark(rows.line[a], store._timer_state(rows.file))  # progress, and past an evaluation
+    if not segment.progressed:  # the state its timers count in moves with the run's first progress
+        segment.mark(rows.line[a], store._timer_state(rows.file))
     return end
 
 

@@ -69,8 +69,10 @@ class FileRun:
     progressed: bool = False  # an iteration or step was logged
     last: dict[RankKey, tuple[int, int]] = field(default_factory=dict)  # rank -> (last iteration, its step)
     shape: dict[str, int] = field(default_factory=dict)  # seq_length, train_iters, num_layers, hidden_size
-    #: an evaluation pass was logged and no iteration record since: the interval being timed holds it
-    after_eval: bool = False
+    #: records to come whose interval may hold the evaluation pass logged last: 2 after it, 0 once two
+    #: records followed.  A log prints its timers before its record (NeoX: DeepSpeed's step timers) or
+    #: after it (Megatron): the reports until the second record are aside either way
+    after_eval: int = 0
 
     def take(self, other: "FileRun") -> None:
         self.progressed = self.progressed or other.progressed
@@ -404,7 +406,7 @@ class JobStore:
         (an evaluation pass since the run's last iteration record)."""
         job = self.job_for(file)[0]
         run = job.run_of(file)
-        return job, run.progressed, run.after_eval
+        return job, run.progressed, run.after_eval > 0
 
     def job_of(self, file: str) -> Optional[Job]:
         """The job ``file``'s latest events went to, or None (no job is made for it)."""
@@ -632,10 +634,10 @@ def _on_iteration(job: Job, ev: Iteration, file_rank: Optional[int]) -> None:
             return  # the same iteration again: printed by another rank whose lines carry no rank
         if seen is not None or len(run.last) < MAX_RANKS_SEEN:
             run.last[key] = (ev.iteration, ev.iteration - seen[0] if seen is not None and ev.iteration > seen[0] else 0)
-    if run.after_eval:  # the first record after an evaluation pass timed it too
-        run.after_eval = False
-        if len(job.after_eval) < MAX_ASIDE:
+    if run.after_eval:
+        if run.after_eval == 2 and len(job.after_eval) < MAX_ASIDE:  # the first record after the pass timed it
             job.after_eval.add((ev.file, ev.line or 0))
+        run.after_eval -= 1
     series.append_event(ev, _ITERATION_FIELDS, job.file_index.get(ev.file, 0))
     if ev.iteration is not None and (job.last_iteration is None or ev.iteration >= job.last_iteration):
         job.last_iteration = ev.iteration
@@ -672,8 +674,8 @@ _STEP_FILLS = ("elapsed_ms", "loss", "samples_per_sec")
 def _on_step(job: Job, ev: Step, _: Optional[int]) -> None:
     run = job.run_of(ev.file)
     run.progressed = True
-    if not job.ranks:  # a run of steps alone: its next step ends the evaluation's interval
-        run.after_eval = False
+    if run.after_eval and not job.ranks:  # a run of steps alone: its steps end the evaluation's interval
+        run.after_eval -= 1
     steps = job.steps
     # (the number is kept beside the series: reading its last point flushes the points it stages)
     if ev.step is not None and ev.step == job.last_step_number:
@@ -739,7 +741,7 @@ def _on_warning(job: Job, ev: LogWarning, _: Optional[int]) -> None:
 
 def _on_eval(job: Job, ev: Evaluation, _: Optional[int]) -> None:
     job.evals.add(ev.iteration, ev.metrics, ev.wall_time)
-    job.run_of(ev.file).after_eval = True
+    job.run_of(ev.file).after_eval = 2
     # the step right after the last one trained, in a run that logs every step: where a run logs every
     # Nth step, an evaluation past the last logged one is how every mid-run evaluation reads
     top, run = job.last_iteration, job.run_of(ev.file)

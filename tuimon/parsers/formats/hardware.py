@@ -59,6 +59,29 @@ FORMAT = {
                         {"line": "  bf16_enabled ................. True", "expect": {"precision": "bf16"}}],
         },
         {
+            # Megatron's arguments.py: print('using {} for parameters ...'.format(args.params_dtype)), the
+            # dtype --bf16 / --fp16 chose (else float32)
+            "event": "run_config",
+            "anchor": " for parameters ...",
+            "regex": r"using torch\.bfloat16 for parameters \.\.\.",
+            "set": {"precision": "bf16"},
+            "samples": [{"line": "using torch.bfloat16 for parameters ...", "expect": {"precision": "bf16"}}],
+        },
+        {
+            "event": "run_config",
+            "anchor": " for parameters ...",
+            "regex": r"using torch\.float16 for parameters \.\.\.",
+            "set": {"precision": "fp16"},
+            "samples": [{"line": "using torch.float16 for parameters ...", "expect": {"precision": "fp16"}}],
+        },
+        {
+            "event": "run_config",
+            "anchor": " for parameters ...",
+            "regex": r"using torch\.float32 for parameters \.\.\.",
+            "set": {"precision": "fp32"},
+            "samples": [{"line": "using torch.float32 for parameters ...", "expect": {"precision": "fp32"}}],
+        },
+        {
             "event": "run_config",
             "anchor": "fp16_enabled ",
             "regex": r"fp16_enabled \.+ True\s*$",
