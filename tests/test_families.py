@@ -659,3 +659,20 @@ def test_megatron_s_parameter_dtype_is_its_precision(tmp_path, dtype, precision)
     the line stays); under srun --label and torchrun's tee prefix too."""
     text = f"0: [default0]:using torch.{dtype} for parameters ...\n" + "\n".join(_megatron_run("20:25")) + "\n"
     assert summary(tmp_path, "megatron.log", text)["precision"] == precision
+
+
+def test_a_deepspeed_excerpt_reads_its_throughput_timer_and_no_startup(tmp_path):
+    """DeepSpeed 0.6-0.9's ThroughputTimer line ('E/N, RunningAvgSamplesPerSec=..., CurrSamplesPerSec=...,
+    MemAllocated=...GB, MaxMemAllocated=...GB'): samples a second and the peak memory; a log whose
+    first stamp is its first step's own has no startup to tell (unknown, not 0.0 s)."""
+    rows = [("06:58:56", 20, 227.48090316379353), ("06:59:18", 30, 227.45044884073528),
+            ("06:59:41", 40, 227.7217889790298)]
+    text = "".join(
+        f"[2022-08-29 {t},121] [INFO] [logging.py:68:log_dist] [Rank 0] step={n}, skipped=17, lr=[5e-05], "
+        f"mom=[(0.9, 0.999)]\n[2022-08-29 {t},176] [INFO] [timer.py:198:stop] 0/{n}, RunningAvgSamplesPerSec=230.8, "
+        f"CurrSamplesPerSec={cur}, MemAllocated=0.36GB, MaxMemAllocated={15.06 if n < 40 else 15.10}GB\n"
+        for t, n, cur in rows)
+    s = summary(tmp_path, "deepspeed.log", text)
+    assert s["samples_per_sec"] == pytest.approx((227.45044884073528 + 227.7217889790298) / 2, abs=1e-3)
+    assert s["memory"]["gpu_max_allocated_mb"] == pytest.approx(15.10 * 1024, abs=0.1)
+    assert s["startup_s"] is None and s["startup_note"] == "unknown: no line before the first step has a time stamp"

@@ -339,6 +339,8 @@ def startup(job: Job) -> tuple[Optional[float], list[dict], Optional[str]]:
                           if t1 is not None or job.iterations_seen else None)
     if t1 is not None and t1 < t0:
         return None, [], "unknown: the first step's time stamp comes before the job's start stamp"
+    if t1 is not None and t1 == t0 and not starts and declared is None:  # (the first stamp is the first step's own)
+        return None, [], "unknown: no line before the first step has a time stamp"
     total, phases = startup_timeline(t0, t1, ((m.name, m.wall_time) for m in job.milestones))
     note = None if t1 is not None else "unknown: the first step has no time stamp" \
         if job.iterations_seen or len(job.steps) else "unknown: the run logged no training step"

@@ -19,7 +19,10 @@ from .numbers import to_float, to_int
 
 _STEP = re.compile(r"step=(\d+), skipped=(\d+), lr=\[([^\],]*)")
 _SAMPLES = re.compile(r"\[timer\.py:\d+:stop\] (\d+)/(\d+), SamplesPerSec=(\S+)")
-_SAMPLES_NEW = re.compile(r"global_step=(\d+), RunningAvgSamplesPerSec=([^,\s]+), CurrSamplesPerSec=([^,\s]+)")
+# timer.py's ThroughputTimer: "epoch=E/micro_step=M/global_step=N, RunningAvgSamplesPerSec=..." (0.10 on) and,
+# before it, "E/N, RunningAvgSamplesPerSec=..." (epoch and global step; 0.6-0.9)
+_SAMPLES_NEW = re.compile(r"(?:global_step=|\] \d{1,9}/)(\d+), RunningAvgSamplesPerSec=([^,\s]+), "
+                          r"CurrSamplesPerSec=([^,\s]+)")
 # the same line's "MemAllocated=12.3GB, MaxMemAllocated=20.5GB" (GB of 2**30 bytes, as see_memory_usage's)
 _SAMPLES_MEM = re.compile(r"MemAllocated=([^,\s]+?)GB, MaxMemAllocated=([^,\s]+?)GB")
 # how ZeRO is set up, from the engine's configuration print ("zero_config ....... stage=3 ...
@@ -87,6 +90,12 @@ class DeepSpeedParser(LineParser):
                "step", {"step": 50, "lr": 2.34375e-06}),
         Sample("[2022-06-29 01:36:30,237] [INFO] [timer.py:181:stop] 0/50, SamplesPerSec=0.25199842464335126",
                "throughput", {"iteration": 50, "samples_per_sec": 0.25199842464335126}),
+        Sample("[2022-08-29 06:58:56,176] [INFO] [timer.py:198:stop] 0/20, RunningAvgSamplesPerSec=232.7340551694273, "
+               "CurrSamplesPerSec=227.48090316379353, MemAllocated=0.36GB, MaxMemAllocated=15.06GB",
+               "throughput", {"iteration": 20, "samples_per_sec": 227.48090316379353}),
+        Sample("[2022-08-29 06:58:56,176] [INFO] [timer.py:198:stop] 0/20, RunningAvgSamplesPerSec=232.7340551694273, "
+               "CurrSamplesPerSec=227.48090316379353, MemAllocated=0.36GB, MaxMemAllocated=15.06GB",
+               "memory", {"gpu_allocated_mb": 0.36 * 1024, "gpu_max_allocated_mb": 15.06 * 1024}),
         Sample("[2024-01-01 10:00:00,000] [INFO] [timer.py:260:stop] epoch=0/micro_step=10/global_step=10, "
                "RunningAvgSamplesPerSec=27.5, CurrSamplesPerSec=28.1, MemAllocated=1.2GB, MaxMemAllocated=3.4GB",
                "throughput", {"iteration": 10, "samples_per_sec": 28.1}),
