@@ -676,3 +676,36 @@ def test_a_deepspeed_excerpt_reads_its_throughput_timer_and_no_startup(tmp_path)
     assert s["samples_per_sec"] == pytest.approx((227.45044884073528 + 227.7217889790298) / 2, abs=1e-3)
     assert s["memory"]["gpu_max_allocated_mb"] == pytest.approx(15.10 * 1024, abs=0.1)
     assert s["startup_s"] is None and s["startup_note"] == "unknown: no line before the first step has a time stamp"
+
+
+def test_llmc_s_stdout_names_its_trainer_and_its_hellaswag_accuracy(tmp_path):
+    """train_gpt2.cu's step line (its loss and norm with their z-scores) is llm.c's; its
+    printf0("HellaSwag: %d/%d = %f") is an evaluation, named as the main.log's 's:N eval:'."""
+    text = ("val loss 11.033154\n" + "".join(
+        f"step {s:4d}/3 | loss {11 - s / 10:.6f} (+nanz)| norm 22.1414 (+nanz)| lr 8.57e-07 | {2490 + s:.2f} ms | "
+        f"40.3% bf16 MFU | 210000 tok/s\n" for s in (1, 2, 3))
+        + "val loss 10.609911\nevaluating HellaSwag: 770/837\nHellaSwag: 3151/10042 = 0.313782\n"
+        + "total average iteration time: 2492.500000 ms\n")
+    s = summary(tmp_path, "llmc.out", text)
+    assert s["framework"] == "llm.c" and s["status"] == "finished"
+    assert s["eval_last"] == {"val loss": 10.609911, "hellaswag acc": 0.313782}
+
+
+def test_unsloth_s_banner_and_the_closing_run_time(tmp_path):
+    """Unsloth's banner (its own words for the Trainer's header) gives the GPUs, the planned steps
+    and the batch, never the LoRA adapters' count as the model's size; the step time is the
+    closing dict's run time over its steps (364.4972 s / 60), not 1/train_steps_per_second
+    rounded to 3 decimals (6.061 s)."""
+    text = ("==((====))==  Unsloth - 2x faster free finetuning | Num GPUs = 1\n"
+            "   \\\\   /|    Num examples = 5,000 | Num Epochs = 1\n"
+            "O^O/ \\_/ \\    Batch size per device = 2 | Gradient Accumulation steps = 4\n"
+            "\\        /    Total batch size = 8 | Total steps = 60\n"
+            ' "-____-"     Number of trainable parameters = 83,886,080\n'
+            + "".join(f"{{'loss': {3 - s / 60:.4f}, 'grad_norm': 0.8, 'learning_rate': 4e-05, 'epoch': 0.0}}\n"
+                      for s in range(60))
+            + "{'train_runtime': 364.4972, 'train_samples_per_second': 1.317, 'train_steps_per_second': 0.165, "
+              "'train_loss': 2.253616464138031, 'epoch': 0.1}\n")
+    s = summary(tmp_path, "sft.log", text)
+    assert (s["world_size"], s["global_batch"], s["train_iters"], s["last_step"]) == (1, 8, 60, 60)
+    assert s["status"] == "finished" and s["params_billion"] is None
+    assert s["iter_time_ms"]["median"] == pytest.approx(364.4972 / 60 * 1000, abs=0.01)

@@ -44,6 +44,7 @@ _LIGHTNING = re.compile(r"global step (\d{1,12}): '([\w/]{1,64})' reached (" + _
 _TITAN = re.compile(r"validate step: *(\d{1,12}) +loss: *(" + _NUMBER + r"|nan|inf)")
 _LLMC = re.compile(r"^s:(\d{1,12}) (tel|eval):(" + _NUMBER + r"|nan|inf)\s*$")
 _LLMC_NAMES = {"tel": "val loss", "eval": "hellaswag acc"}
+_HELLASWAG = re.compile(r"^HellaSwag: \d{1,12}/\d{1,12} = (" + _NUMBER + r")\s*$")
 # a held-out figure: a set word, then at most two more words, then what is measured
 _EVAL_KV = re.compile(r"(?<![\w.-])['\"]?((?:val|valid|validation|eval|test|dev)(?:[_ /-][A-Za-z]{1,20}){0,2}?"
                       r"[_ /-](?:loss|ppl|perplexity|acc|accuracy|bpb))['\"]?\s*(?:[:=]\s*|\s+)"
@@ -60,7 +61,7 @@ class EvalParser(LineParser):
         (r"\| val_loss: ", "_on_nemo"),
         (r"' reached ", "_on_lightning"),
         (r"validate step:", "_on_titan"),
-        (r" tel:", "_on_llmc"), (r" eval:", "_on_llmc"),
+        (r" tel:", "_on_llmc"), (r" eval:", "_on_llmc"), (r"HellaSwag: ", "_on_hellaswag"),
         (r"val_loss", "_on_line"), (r"val loss", "_on_line"), (r"Val loss", "_on_line"), (r"val/loss", "_on_line"),
         (r"valid_loss", "_on_line"), (r"validation_loss", "_on_line"), (r"Validation loss", "_on_line"),
         (r"test_loss", "_on_line"), (r"test loss", "_on_line"), (r"Test loss", "_on_line"),
@@ -109,6 +110,8 @@ class EvalParser(LineParser):
                {"iteration": 250, "metrics": {"val loss": 2.4567}}),
         Sample("val loss 3.282571", "eval", {"iteration": None, "metrics": {"val loss": 3.282571}}),
         Sample("s:0 tel:10.968871", "eval", {"iteration": 0, "metrics": {"val loss": 10.968871}}),
+        Sample("HellaSwag: 3151/10042 = 0.313782", "eval", {"iteration": None, "metrics": {"hellaswag acc": 0.313782}}),
+        Sample("evaluating HellaSwag: 770/837", None),
         Sample("s:250 eval:0.2934", "eval", {"iteration": 250, "metrics": {"hellaswag acc": 0.2934}}),
         Sample("[2025-12-31 12:21:55,502783][I][examples/fsdp:340:fsdp_main] epoch=1 dt=12.487221 "
                "train_loss=0.596659 test_loss=0.143485 test_acc=95.563553 dt/mean=11.990577", "eval",
@@ -176,6 +179,15 @@ class EvalParser(LineParser):
         if m is None or value is None:
             return []
         return self._eval(ctx, int(m.group(1)), {_LLMC_NAMES[m.group(2)]: value})
+
+    def _on_hellaswag(self, body: str, ctx: LineContext) -> list[Event]:
+        """llm.c's stdout: printf0("HellaSwag: %d/%d = %f\\n", ...), the accuracy its main.log
+        writes as ``s:N eval:`` (the step is the main.log's; stdout does not say it)."""
+        m = _HELLASWAG.match(body)
+        value = to_float(m.group(1)) if m else None
+        if m is None or value is None:
+            return []
+        return self._eval(ctx, None, {_LLMC_NAMES["eval"]: value})
 
     def _on_line(self, body: str, ctx: LineContext) -> list[Event]:
         if len(body) > 4096 or body.lstrip().startswith("{'") or "validation loss at " in body or \

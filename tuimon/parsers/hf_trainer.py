@@ -29,6 +29,14 @@ _SAVING = re.compile(r"Saving model checkpoint to (\S*?checkpoint-(\d{1,18})\b\S
 _HEADER = re.compile(r"^\s*(Total optimization steps|Instantaneous batch size per device|Total train batch size"
                      r"(?: \(w\. parallel, distributed & accumulation\))?) = ([\d,]{1,24})\s*$")
 _HEADER_FIELD = {"Total optimization steps": "train_iters", "Instantaneous batch size per device": "micro_batch"}
+# Unsloth's own banner for the Trainer it patches (its versions word it apart): "==((====))==  Unsloth ... |
+# Num GPUs = 1" (later "Num GPUs used = 1"), "Total batch size = 8 | Total steps = 60" (later "Total batch
+# size (2 x 4 x 1) = 8"), "Trainable parameters = 83,886,080 of 8,114,147,328 (1.03% trained)": the
+# trainable count alone (LoRA's adapters) is no model size
+_UNSLOTH = re.compile(r"(Num GPUs(?: used)?|Total steps|Total batch size(?: \([\dx ]{1,40}\))?|"
+                      r"Batch size per device|Trainable parameters = [\d,]{1,24} of)(?: =)? ?([\d,]{1,24})\b")
+_UNSLOTH_FIELD = {"Num GPUs": "world_size", "Num GPUs used": "world_size", "Total steps": "train_iters",
+                  "Batch size per device": "micro_batch"}
 # the closing report's block: "  eval_loss               =     2.1941"
 _EVAL_METRIC = re.compile(r"^\s*(eval_\w{1,40})\s+=\s+([-+]?\d[\d.]*(?:[eE][-+]?\d+)?|nan|inf)\s*$")
 # what an evaluation dict holds that is no figure of the model
@@ -54,10 +62,12 @@ class HFTrainerParser(LineParser):
     READS = "Hugging Face Trainer's metric dicts and progress"
     framework = "hf-trainer"
     STEPS_WITH_LOSS = True
-    SNIFF = compile_sniff(r"\{'loss': ", r"\{'train_runtime': ", r"Total optimization steps = ")
+    SNIFF = compile_sniff(r"\{'loss': ", r"\{'train_runtime': ", r"Total optimization steps = ", r"Unsloth")
     ROUTES = ((r"\{'(?:loss|train_runtime)': ", "_on_dict"), (r"(?:s/it|it/s)\]", "_on_bar"),
               (r"Saving model checkpoint to ", "_on_saving"), (r"Total optimization steps = ", "_on_header"),
               (r"Instantaneous batch size per device = ", "_on_header"), (r"Total train batch size ", "_on_header"),
+              (r"Num GPUs", "_on_unsloth"), (r"Total steps = ", "_on_unsloth"), (r"Total batch size ", "_on_unsloth"),
+              (r"Trainable parameters = ", "_on_unsloth"),
               (r"\{'eval_", "_on_eval"), (r"eval_\w+ +=  ", "_on_eval_metric"))
     ONCE_FLAGS = ("_announced", "_rate_said", "_swift_said")
     # with the compiled core, a metrics dict whose values it reads as to_float does is read there
@@ -82,7 +92,7 @@ class HFTrainerParser(LineParser):
                         " 50%|#####     | 5/10 [00:01<00:01,  4.50it/s]")),  # an evaluation bar: not the run's
         Sample("{'train_runtime': 583.4412, 'train_samples_per_second': 5.323, 'train_steps_per_second': 0.166, "
                "'train_loss': 2.712, 'epoch': 1.0}", "throughput",
-               {"iteration": 97, "samples_per_sec": 5.323, "iteration_time_s": 6.024096},
+               {"iteration": 97, "samples_per_sec": 5.323, "iteration_time_s": 6.014858},  # 583.4412 s / 97
                context=("100%|██████████| 97/97 [09:43<00:00,  6.02s/it]",)),
         Sample("{'train_runtime': 583.4412, 'train_samples_per_second': 5.323, 'train_steps_per_second': 0.166, "
                "'train_loss': 2.712, 'epoch': 1.0}", "exit", {"iteration": 97},
@@ -108,6 +118,14 @@ class HFTrainerParser(LineParser):
         Sample("  Total train batch size (w. parallel, distributed & accumulation) = 64", "run_config",
                {"global_batch": 64}),
         Sample("  Instantaneous batch size per device = 8", "run_config", {"micro_batch": 8}),
+        Sample("==((====))==  Unsloth - 2x faster free finetuning | Num GPUs = 1", "run_config", {"world_size": 1}),
+        Sample("\\        /    Total batch size = 8 | Total steps = 60", "run_config",
+               {"global_batch": 8, "train_iters": 60}),
+        Sample(' "-____-"     Number of trainable parameters = 83,886,080', None),  # LoRA's adapters: no model size
+        Sample("\\        /    Data Parallel GPUs = 1 | Total batch size (2 x 4 x 1) = 8", "run_config",
+               {"global_batch": 8}),
+        Sample(' "-____-"     Trainable parameters = 83,886,080 of 8,114,147,328 (1.03% trained)', "run_config",
+               {"total_params": 8114147328}),
         Sample("{'train_runtime': 300.5, 'train_samples_per_second': 99.8, 'train_steps_per_second': 1.567, "
                "'train_loss': 2.9, 'epoch': 3.0}", "exit", {"iteration": 471},
                context=("  Total optimization steps = 471",)),  # no bar (tqdm off): the planned steps ran
@@ -118,7 +136,7 @@ class HFTrainerParser(LineParser):
                         "7.89it/s]",)),
         Sample("{'train_runtime': '50.68', 'train_samples_per_second': '126.3', 'train_steps_per_second': '7.892', "
                "'train_loss': '10.85', 'epoch': '0.5'}", "throughput",
-               {"iteration": 400, "samples_per_sec": 126.3, "iteration_time_s": 0.126711},
+               {"iteration": 400, "samples_per_sec": 126.3, "iteration_time_s": 0.1267},
                context=("100%|██████████| 400/400 [00:50<00:00,  7.89it/s]",)),
         Sample("{'loss': '2.5, 'epoch': 1}", None),  # a quote that does not close: no number
         # ms-swift: the step, the run's length and a mean rate in the dict itself
@@ -196,6 +214,26 @@ class HFTrainerParser(LineParser):
         self.first_time("_announced")
         return [self.make(RunConfig, ctx, framework=self.framework, **{name: value})]
 
+    def _on_unsloth(self, body: str, ctx: LineContext) -> list[Event]:
+        """Unsloth's banner lines (see ``_UNSLOTH``): the GPUs, the planned steps, the batch, the model's size."""
+        fields: dict = {}
+        for key, value in _UNSLOTH.findall(body):
+            number = int(value.replace(",", ""))
+            if key.startswith("Trainable parameters"):
+                fields["total_params"] = number  # "... of N": the whole model's
+            elif key.startswith("Total batch size"):
+                fields["global_batch"] = number
+            else:
+                fields[_UNSLOTH_FIELD[key]] = number
+        if not fields:
+            return []
+        if "train_iters" in fields:
+            self._planned = fields["train_iters"]
+            if self._total != self._planned:  # the training's bar is the one of this length
+                self._total, self._step = self._planned, None
+        self.first_time("_announced")
+        return [self.make(RunConfig, ctx, framework=self.framework, **fields)]
+
     def _on_saving(self, body: str, ctx: LineContext) -> list[Event]:
         m = _SAVING.search(body)
         if not m:
@@ -245,10 +283,14 @@ class HFTrainerParser(LineParser):
         events: list[Event] = []
         if "train_runtime" in pairs and "loss" not in pairs:
             steps_per_s = pairs.get("train_steps_per_second")
+            done = next((n for n in (self._step, self._total, self._planned) if n is not None), None)
+            runtime = pairs.get("train_runtime")
+            # its steps over its run time (train_steps_per_second is that, rounded to 3 decimals: 0.165 for 60 in
+            # 364.4972 s reads 6.061 s a step where it took 6.075)
+            step_s = runtime / done if runtime and done else 1.0 / steps_per_s if steps_per_s else None
             events.append(self.make(Throughput, ctx, iteration=self._step,
                                     samples_per_sec=pairs.get("train_samples_per_second"),
-                                    iteration_time_s=round(1.0 / steps_per_s, 6) if steps_per_s else None))
-            done = next((n for n in (self._step, self._total, self._planned) if n is not None), None)
+                                    iteration_time_s=round(step_s, 6) if step_s else None))
             events.append(self.make(Exit, ctx, iteration=done))
         elif pairs.get("loss") is not None:
             events.append(self.make(Step, ctx, step=self._step, loss=pairs["loss"], lr=pairs.get("learning_rate"),

@@ -54,6 +54,8 @@ _SCALE = {"K": 1e3, "M": 1e6}  # Nanotron's human-formatted numbers: "elapsed_ti
 # llm.c: "| (322.82 ms | 1624079 tok/s)" (train_gpt2.py), "| 322.82 ms | 42.1% bf16 MFU |" (train_gpt2.cu)
 _BARE_MS = re.compile(r"[(|]\s*(\d+(?:\.\d*)?)\s*ms\s*[|)]")
 _MFU = re.compile(r"\|\s*(\d+(?:\.\d*)?)%\s*(?:bf16|fp16|fp32|tf32)?\s*MFU\b")
+# llm.c's train_gpt2.cu prints each step's loss and norm with their z-scores: "loss 7.011300 (+0.00z)| norm ..."
+_LLMC_ZSCORE = re.compile(r"\d \([-+](?:\d+\.\d+|nan|inf)z\)\| norm ")
 # nanoGPT: "iter 100: loss 3.2456, time 123.45ms, mfu 35.12%" ("mfu -100.00%" before its estimate warms up)
 _MFU_WORD = re.compile(r"(?<![\w.-])mfu[ =:]\s*(-?\d+(?:\.\d*)?)%")
 # the whole run's tokens a second: llm.c's "(322.82 ms | 1624079 tok/s)", build-nanogpt's "tok/sec: 45858.48",
@@ -105,6 +107,8 @@ class ProgressParser(LineParser):
                "1624079 tok/s", "step", {"step": 10, "loss": 7.0113, "elapsed_ms": 322.82, "lr": 8.57e-06}),  # llm.c
         Sample("step   10/74 | loss 7.011300 (+0.00z)| norm 5.4319 (-1.20z)| lr 8.57e-06 | 322.82 ms | 42.1% bf16 MFU | "
                "1624079 tok/s", "throughput", {"iteration": 10, "mfu": 42.1, "tokens_per_sec": 1624079.0}),
+        Sample("step    1/3 | loss 11.032358 (+nanz)| norm 22.1414 (+nanz)| lr 8.57e-07 | 2500.46 ms | 40.2% bf16 MFU | "
+               "209676 tok/s", "run_config", {"framework": "llm.c", "train_iters": 3}),
         Sample("0: 2025-06-17 16:24:52 I [train.py:103] Batch 0 Loss: 11.61653, Speed: 4.88 samples/sec, "
                "lr: 0.000100", "step",
                {"step": 0, "loss": 11.61653, "samples_per_sec": 4.88, "lr": 0.0001, "elapsed_ms": None}),
@@ -218,7 +222,11 @@ class ProgressParser(LineParser):
         if tflops is not None or mfu is not None or toks:
             events.append(self.make(Throughput, ctx, iteration=step, tflops_reported=tflops, mfu=mfu,
                                     tokens_per_sec=to_float(toks.group(1) or toks.group(2)) if toks else None))
-        return self.announce(events, ctx)
+        llmc = self._announced is False and _LLMC_ZSCORE.search(body) is not None
+        events = self.announce(events, ctx)
+        if llmc and type(events[0]) is RunConfig:  # the first line names the run's trainer: llm.c's own shape
+            events[0] = events[0]._replace(framework="llm.c")
+        return events
 
 
 def _mfu_of(body: str) -> Optional[float]:
