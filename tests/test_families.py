@@ -709,3 +709,19 @@ def test_unsloth_s_banner_and_the_closing_run_time(tmp_path):
     assert (s["world_size"], s["global_batch"], s["train_iters"], s["last_step"]) == (1, 8, 60, 60)
     assert s["status"] == "finished" and s["params_billion"] is None
     assert s["iter_time_ms"]["median"] == pytest.approx(364.4972 / 60 * 1000, abs=0.01)
+
+
+def test_a_trainer_run_that_logged_no_step_ends_at_its_closing_dict_s_step(tmp_path):
+    """4 planned steps, logging_steps past them: no loss dict, the closing dict after the 4 (the
+    bigscience n16 run read 0/4, finished)."""
+    text = ("[INFO|trainer.py:1149] 2021-05-25 06:30:55,250 >>   Total optimization steps = 4\n"
+            "{'train_runtime': 871.7888, 'train_samples_per_second': 0.005, 'epoch': 1.0}\n")
+    s = summary(tmp_path, "hf.log", text)
+    assert s["status"] == "finished" and s["last_step"] == 4 and s["train_iters"] == 4
+    assert s["iter_time_ms"]["median"] == pytest.approx(871.7888 / 4 * 1000, abs=0.01)
+    # the bar drawn once, at its end: tqdm's smoothed 219.64 s/it is no better than the run time over its steps
+    bar = "100%|##########| 4/4 [14:31<00:00, 219.64s/it]\n"
+    lines = text.splitlines(keepends=True)
+    s = summary(tmp_path, "hf.log", lines[0] + bar + lines[1])
+    assert s["iter_time_ms"]["median"] == pytest.approx(871.7888 / 4 * 1000, abs=0.01)
+    assert s["iter_time_source"] == "the Trainer's train_runtime over its steps (its closing dict)"

@@ -13,6 +13,7 @@ from typing import Optional
 import numpy as np
 
 from tuimon.parsers.events import GLOG_LAUNCH, GLOG_START, INIT_TIME, JOB_END, LOG_START, RUN_START, RUN_STOP
+from tuimon.parsers.hf_trainer import TQDM_RATE, TRAINER_RUNTIME
 from tuimon.parsers.timestamps import glog_wall as glog_wall
 
 from ..store.evals import finite_or_word
@@ -251,13 +252,13 @@ def last_step(job: Job) -> Optional[int]:
     """The highest step number of a job's step lines (runs that log steps, not
     Megatron iterations: DeepSpeed, Hugging Face, TorchTitan, scripts' own), or of the
     framework's own word that training ended at a step (a Trainer's closing dict at 94 of 94,
-    its last logged dict at 90), where the run logged steps."""
+    its last logged dict at 90; a run of 4 steps that logged none, its closing dict after them),
+    where the run logged no iterations."""
     numbers = job.steps.column("iteration")
-    if not len(numbers):
-        return None
-    top = int(numbers.max())
     ended = [e.iteration for e in job.exits if e.iteration is not None and e.status is None]
-    top = max([top, *ended])
+    if not len(numbers) and (job.ranks or not ended):
+        return None
+    top = max(([int(numbers.max())] if len(numbers) else []) + ended)
     return top if top >= 0 else None
 
 
@@ -464,8 +465,15 @@ def summarize_timeless(job: Job, *, gpu_peak: Optional[float] = None,
     cfg = job.config
     primary = job.primary
     elapsed, timed_series = _column(primary, "elapsed_ms"), primary
+    time_source = cfg.get("step_time_source")
     if not _finite(elapsed).size:
         elapsed, timed_series = _column(job.steps, "elapsed_ms"), job.steps
+        run_mean = _column(job.reported, "elapsed_ms")
+        if time_source == TQDM_RATE and _finite(run_mean).size and _finite(elapsed).size < 3:
+            # too few of tqdm's smoothed rates for a steady figure (a bar drawn once, at the end): the Trainer's own
+            # run time over its steps (its closing dict) is better.  With more, their median is the steady
+            # step, where the run time's mean holds the warm-up
+            elapsed, timed_series, time_source = run_mean, job.reported, TRAINER_RUNTIME
     if not _finite(elapsed).size:
         elapsed, timed_series = _column(job.reported, "elapsed_ms"), job.reported
     it_stats = steady_stats(elapsed)
@@ -556,7 +564,7 @@ def summarize_timeless(job: Job, *, gpu_peak: Optional[float] = None,
         hfu=_clean(hfu_value, 4),
         flops_formula=work.formula if work is not None and computed is not None else None,
         params_source=params_source,
-        iter_time_source=cfg.get("step_time_source") if it_stats else None,
+        iter_time_source=time_source if it_stats else None,
         gpu=cfg.get("gpu"),
         precision=cfg.get("precision"),
         gpu_peak_tflops=peak.tflops if peak is not None else None,

@@ -26,8 +26,10 @@ _PAIR = re.compile(r"'([A-Za-z_/]+)': ('?)([-+]?(?:\d[\d.]*(?:[eE][-+]?\d+)?|inf
 _SAVING = re.compile(r"Saving model checkpoint to (\S*?checkpoint-(\d{1,18})\b\S*)")
 # the header of a run: "  Total optimization steps = 471", "  Instantaneous batch size per device = 8",
 # "  Total train batch size (w. parallel, distributed & accumulation) = 64"
-_HEADER = re.compile(r"^\s*(Total optimization steps|Instantaneous batch size per device|Total train batch size"
-                     r"(?: \(w\. parallel, distributed & accumulation\))?) = ([\d,]{1,24})\s*$")
+# (after transformers' own logging prefix where a script sets it: "[INFO|trainer.py:1149] 2021-05-25 06:30:55,250 >>"
+# in its examples until 2021, "2023-06-01 10:00:00 - INFO - transformers.trainer - " after)
+_HEADER = re.compile(r"(?:^|>> |\.trainer - )\s*(Total optimization steps|Instantaneous batch size per device|"
+                     r"Total train batch size(?: \(w\. parallel, distributed & accumulation\))?) = ([\d,]{1,24})\s*$")
 _HEADER_FIELD = {"Total optimization steps": "train_iters", "Instantaneous batch size per device": "micro_batch"}
 # Unsloth's own banner for the Trainer it patches (its versions word it apart): "==((====))==  Unsloth ... |
 # Num GPUs = 1" (later "Num GPUs used = 1"), "Total batch size = 8 | Total steps = 60" (later "Total batch
@@ -54,6 +56,8 @@ def pairs(body: str) -> list[tuple[str, str]]:
 
 #: where a run's step time comes from when it is the progress bar's
 TQDM_RATE = "tqdm's smoothed rate (its it/s or s/it)"
+#: ... and where the Trainer's closing dict said its run time: that over its steps
+TRAINER_RUNTIME = "the Trainer's train_runtime over its steps (its closing dict)"
 SWIFT_RATE = "ms-swift's train_speed(iter/s) (steps over the time since the start), differenced between its dicts"
 
 
@@ -118,6 +122,10 @@ class HFTrainerParser(LineParser):
         Sample("  Total train batch size (w. parallel, distributed & accumulation) = 64", "run_config",
                {"global_batch": 64}),
         Sample("  Instantaneous batch size per device = 8", "run_config", {"micro_batch": 8}),
+        Sample("[INFO|trainer.py:1149] 2021-05-25 06:30:55,250 >>   Total optimization steps = 4", "run_config",
+               {"train_iters": 4}),
+        Sample("2023-06-01 10:00:00,000 - INFO - transformers.trainer -   Total optimization steps = 500", "run_config",
+               {"train_iters": 500}),
         Sample("==((====))==  Unsloth - 2x faster free finetuning | Num GPUs = 1", "run_config", {"world_size": 1}),
         Sample("\\        /    Total batch size = 8 | Total steps = 60", "run_config",
                {"global_batch": 8, "train_iters": 60}),
@@ -202,7 +210,7 @@ class HFTrainerParser(LineParser):
         return round(self._step_s * 1000.0, 3) if self._step_s else None
 
     def _on_header(self, body: str, ctx: LineContext) -> list[Event]:
-        m = _HEADER.match(body)
+        m = _HEADER.search(body)
         if not m:
             return []
         value = int(m.group(2).replace(",", ""))
