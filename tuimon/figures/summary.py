@@ -23,7 +23,7 @@ from . import breakdown as breakdown_mod
 from . import flops
 from .alerts import quiet_in_log
 from .gpus import Peak, choose_peak
-from .metrics import aggregate, mfu, startup_timeline, steady_stats
+from .metrics import aggregate, mfu, startup_timeline, steady_stats, warmup_count
 from .record import Failure, IterTime, Memory, ModelConfig, Summary, Tflops
 from .thresholds import STARTUP_TIMEOUT_S as STARTUP_TIMEOUT_S
 
@@ -397,15 +397,18 @@ def _likely_cause(ratio: float, work: Optional[flops.IterationFlops]) -> str:
     return "the log's formula counts the attention, the vocabulary or the recomputation otherwise"
 
 
-#: a job with fewer timed iterations than this has no steady state yet: its rates are warm-up figures
+#: a job with fewer timed iterations than this after its warm-up has no steady state yet: its rates are
+#: warm-up figures
 STEADY_POINTS = 3
 
 
 def warmup_check(timed: int, first_only: bool) -> list[str]:
     if first_only:
         return ["one iteration logged, the first (compilation, allocation): no throughput, TFLOPs or MFU yet"]
-    if 1 < timed < STEADY_POINTS:
-        return [f"only {timed} timed iterations: the rates are warm-up figures, not the run's steady state"]
+    steady = timed - warmup_count(timed)
+    if 1 < timed and steady < STEADY_POINTS:
+        return [f"only {timed} timed iterations ({steady} after the warm-up): the rates are warm-up figures, "
+                "not the run's steady state"]
     return []
 
 
