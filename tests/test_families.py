@@ -676,6 +676,20 @@ def test_a_deepspeed_excerpt_reads_its_throughput_timer_and_no_startup(tmp_path)
     assert s["samples_per_sec"] == pytest.approx((227.45044884073528 + 227.7217889790298) / 2, abs=1e-3)
     assert s["memory"]["gpu_max_allocated_mb"] == pytest.approx(15.10 * 1024, abs=0.1)
     assert s["startup_s"] is None and s["startup_note"] == "unknown: no line before the first step has a time stamp"
+    # its step time, from the step lines' stamps over the steps between them: 22 s and 23 s for 10
+    assert s["iter_time_ms"]["median"] == pytest.approx((2200.0 + 2300.0) / 2, abs=0.01)
+    assert s["iter_time_source"].startswith("DeepSpeed's step=N lines' own stamps")
+
+
+def test_a_line_that_states_its_step_s_time_wins_over_deepspeed_s_stamps(tmp_path):
+    """The pipeline engine's 'steps: N ... iter time (s): x' (NeoX prints it each step) times the
+    steps; the stamps of DeepSpeed's step lines, which hold the logging too, are the last resort."""
+    text = "".join(
+        f"[2023-10-20 00:22:{10 + 2 * n:02d},000] [INFO] [logging.py:96:log_dist] [Rank 0] step={n}, skipped=0, "
+        f"lr=[0.001], mom=[[0.9, 0.95]]\nsteps: {n} loss: 3.9605 iter time (s): 0.595 samples/sec: 861.007\n"
+        for n in range(1, 21))
+    s = summary(tmp_path, "neox.log", text)
+    assert s["iter_time_ms"]["median"] == pytest.approx(595.0) and s["iter_time_source"] is None
 
 
 def test_llmc_s_stdout_names_its_trainer_and_its_hellaswag_accuracy(tmp_path):

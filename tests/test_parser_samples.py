@@ -217,7 +217,7 @@ def test_a_torchtitan_log_from_before_its_titan_tag_is_read_as_torchtitan(tmp_pa
                     "[rank0]:2024-05-15 10:00:20,000 - root - INFO - step: 10  loss:  7.1234  "
                     "memory: 30.12GiB(31.70%)  wps: 5,678  mfu: 39.57%\n")
     events, _ = parse_file(path)
-    assert [e.framework for e in events if e.type == "run_config"] == ["torchtitan"]
+    assert [e.framework for e in events if e.type == "run_config" and e.framework] == ["torchtitan"]
     assert [(e.iteration, e.tokens_per_gpu_per_sec, e.mfu) for e in events if e.type == "throughput"] == \
         [(1, 1234.0, 7.5), (10, 5678.0, 39.57)]
     assert [e.gpu_max_reserved_mb for e in events if e.type == "memory"] == [30.12 * 1024] * 2

@@ -272,3 +272,32 @@ def flags_from_command(command: str) -> dict[str, str]:
         i += 1
     return out
 
+
+#: where a run's step time comes from when it is its step lines' own stamps, differenced
+STAMP_DIFFERENCES = "the step lines' own stamps, differenced over the steps between them"
+MAX_CLOCKS = 4096  # ranks a StampClock keeps (a line of every rank at most: bounded whatever the log says)
+
+
+class StampClock:
+    """A step's time from the stamps of two step lines of one rank, over the steps between
+    them (DeepSpeed's ``step=N`` lines, torchtitan's metrics every ``log_freq`` steps); only a
+    line's own stamp counts (a line without one carries an earlier line's)."""
+
+    __slots__ = ("_last",)
+
+    def __init__(self) -> None:
+        self._last: dict[Optional[int], tuple[int, float]] = {}
+
+    def elapsed_ms(self, rank: Optional[int], step: Optional[int], stamp: Optional[float]) -> Optional[float]:
+        """The step's time in ms since the rank's last stamped step (None for its first, or where
+        the step or the stamp went back)."""
+        if step is None:
+            return None
+        before = self._last.pop(rank, None)  # (a step line without a stamp of its own breaks the chain)
+        if stamp is None:
+            return None
+        if len(self._last) < MAX_CLOCKS:
+            self._last[rank] = (step, stamp)
+        if before is None or step <= before[0] or stamp < before[1]:
+            return None
+        return round((stamp - before[1]) * 1000.0 / (step - before[0]), 3)

@@ -16,7 +16,7 @@ import re
 from typing import Optional
 
 from .base import LineContext, LineParser, Sample, compile_sniff
-from .common import strip_ansi
+from .common import STAMP_DIFFERENCES, StampClock, strip_ansi
 from .events import Checkpoint, Event, Exit, Memory, RunConfig, Step, Throughput
 from .numbers import to_float, to_int
 
@@ -63,7 +63,7 @@ class TorchTitanParser(LineParser):
               (r" total parameters", "_on_size"), (r" activation checkpointing to the model", "_on_ac"),
               (r" - Training completed", "_on_completed"), (r"Finished (?:saving|staging) the checkpoint", "_on_saved"),
               (r"Last step checkpoint completed in ", "_on_saved"))
-    ONCE_FLAGS = ("_announced",)
+    ONCE_FLAGS = ("_announced", "_timed_said")
     # with the compiled core, a metrics line whose values it reads as to_float does is typed there
     # and handed to metrics_row in its place (tuimon.engine.rows)
     COLUMNS = {"_on_metrics": "metrics"}
@@ -132,8 +132,9 @@ class TorchTitanParser(LineParser):
         super().__init__(file)
         self._announced = False
         self._last_step: Optional[int] = None
-        #: rank -> (step, stamp) of its latest metrics line: ranks that each log their steps interleave
-        self._last_stamp: dict[Optional[int], tuple[int, float]] = {}
+        #: each rank's latest stamped metrics line: ranks that each log their steps interleave
+        self._clock = StampClock()
+        self._timed_said = False
 
     def _on_metrics(self, body: str, ctx: LineContext) -> list[Event]:
         values = read_metrics(body)
@@ -157,14 +158,10 @@ class TorchTitanParser(LineParser):
     def _metrics(self, step: int, loss: Optional[float], tflops: Optional[float], tps: Optional[float],
                  wps: Optional[float], mfu: Optional[float], gib: Optional[float], ctx: LineContext) -> list[Event]:
         self._last_step = step
-        stamp = ctx.wall_time if ctx.own_stamp else None  # its own, not an earlier line's
-        before = self._last_stamp.pop(ctx.rank, None)
-        elapsed = None
-        if stamp is not None and before is not None and step > before[0] and stamp >= before[1]:
-            elapsed = round((stamp - before[1]) * 1000.0 / (step - before[0]), 3)
-        if stamp is not None and len(self._last_stamp) < 4096:
-            self._last_stamp[ctx.rank] = (step, stamp)
+        elapsed = self._clock.elapsed_ms(ctx.rank, step, ctx.wall_time if ctx.own_stamp else None)
         events: list[Event] = [self.make(Step, ctx, step=step, loss=loss, elapsed_ms=elapsed)]
+        if elapsed is not None and self.first_time("_timed_said"):
+            events.insert(0, self.make(RunConfig, ctx, step_time_source=STAMP_DIFFERENCES))
         if tps is None:
             tps = wps  # before 2024-08 it said wps ("words"), the same tokens a second on each device
         if tflops is not None or tps is not None or mfu is not None:
