@@ -50,8 +50,9 @@ class LauncherParser(LineParser):
               (r"Initializing torch distributed", "_on_dist_init"), (r"init_process_group", "_on_dist_init"),
               (r"store[-_]based[ _]barrier", "_on_dist_init"),
               (r"torch\.distributed initialized", "_on_dist_init"), (r"nnodes=\d", "_on_ds_nodes"),
-              (r"torchrun --", "_on_torchrun"), (r"distributed\.run --", "_on_torchrun"),
-              (r"distributed\.launch --", "_on_torchrun"),
+              # (a job script's variable spaces its words as it likes: "torch.distributed.launch     --nproc_per_node 4")
+              (r"torchrun\s+--", "_on_torchrun"), (r"distributed\.run\s+--", "_on_torchrun"),
+              (r"distributed\.launch\s+--", "_on_torchrun"),
               (r"WORLD_SIZE", "_on_world"), (r"world_size", "_on_world"), (r"orld size", "_on_world"),
               (r"W\d{4} \d\d:\d\d:\d\d\.\d{6} ", "_on_glog"))
 
@@ -83,6 +84,8 @@ class LauncherParser(LineParser):
     SAMPLES += (
         Sample("+ torchrun --nproc_per_node=8 --nnodes=2 --rdzv_backend c10d --rdzv_endpoint=localhost:0 "
                "-m torchtitan.train --job.config_file llama3_8b.toml", "run_config", {"world_size": 16}),
+        Sample("+ export 'LAUNCHER=python -u -m torch.distributed.launch     --nproc_per_node 4     --nnodes 16     "
+               "--master_addr r8i2n3     --master_port 6000     '", "run_config", {"world_size": 64}),
         Sample("python -m torch.distributed.run --nproc-per-node 4 --nnodes 1:4 train.py", "run_config",
                {"world_size": 16}),
         Sample("torchrun --standalone --nproc_per_node=8 train_gpt.py", "run_config", {"world_size": 8}),
