@@ -10,6 +10,7 @@ import json
 import math
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Optional
 
@@ -739,3 +740,27 @@ def test_a_trainer_run_that_logged_no_step_ends_at_its_closing_dict_s_step(tmp_p
     s = summary(tmp_path, "hf.log", lines[0] + bar + lines[1])
     assert s["iter_time_ms"]["median"] == pytest.approx(871.7888 / 4 * 1000, abs=0.01)
     assert s["iter_time_source"] == "the Trainer's train_runtime over its steps (its closing dict)"
+
+
+@pytest.mark.parametrize("every,stalled", [(200, False), (1, True)])
+def test_the_stall_limit_is_of_the_time_between_logged_steps(tmp_path, every, stalled):
+    """DeepSpeed logs step=N every steps_per_print steps (200 here, 1.0 s a step): 120 s of its own
+    stamps after the last one (an evaluation, the launcher's exit) is no stall; where it logs every
+    step, 120 s after the last is (5 x 1.0 s, at least 60 s)."""
+    from tuimon.figures.alerts import DEFAULTS, quiet_verdict
+
+    t0 = 1_669_110_000
+    lines = [f"[{time.strftime('%Y-%m-%d %H:%M:%S', time.gmtime(t0 + k * every))},000] [INFO] "
+             f"[logging.py:68:log_dist] [Rank 0] step={k * every}, skipped=0, lr=[0.0001], mom=[0.9]"
+             for k in range(1, 28)]
+    end = t0 + 27 * every + 120
+    lines.append(f"[{time.strftime('%Y-%m-%d %H:%M:%S', time.gmtime(end))},000] [INFO] [launch.py:350:main] "
+                 "Process 29248 exits successfully.")
+    path = tmp_path / "ds.log"
+    path.write_text("\n".join(lines) + "\n")
+    store = JobStore()
+    parse_file(path, path.name, sink=store.add)
+    (job,) = store.jobs.values()
+    s = summarize(job)
+    assert s.iter_time_ms.median == pytest.approx(1000.0)
+    assert (quiet_verdict(job, s, DEFAULTS["stalled"], end + 5.0, end, grew=True) == "stalled") is stalled

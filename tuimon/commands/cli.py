@@ -544,7 +544,8 @@ def cmd_summary(settings: Settings) -> int:
         last_write = max((m for m in map(mtime_of, row.files) if m is not None), default=None)
         row = on_clock(row, facts, now, last_write, settings.startup_timeout)
         # read once, never seen growing: a run quiet past its limit ended, or stalled by its own stamps
-        verdict = quiet_verdict_of(row, facts.quiet_in_log_s, STALL_DEFAULTS, now, last_write, grew=False)
+        verdict = quiet_verdict_of(row, facts.quiet_in_log_s, STALL_DEFAULTS, now, last_write, grew=False,
+                                   every=facts.logged_every)
         if verdict is not None:
             row = row.with_(status=verdict)
         if row.status == "stuck-in-startup" and row.failure:

@@ -197,7 +197,7 @@ def time_deadline(job: Job, summary: Summary, rules: "Rules", now: Optional[floa
         it = summary.iter_time_ms
         if not it or not grew:  # a log not seen growing does not stall with time (quiet_verdict)
             return None
-        at = last_write + stall_limit(it.median, on["stalled"])
+        at = last_write + stall_limit(it.median, on["stalled"], logged_every(job))
         return at if at >= now else None
     if status == "starting" and "startup-hang" in on and job.first_wall is not None:
         span = (job.last_wall - job.first_wall) if job.last_wall is not None else 0.0
@@ -213,17 +213,17 @@ def quiet_verdict(job: Job, summary: Summary, opts: Mapping[str, float], now: Op
     progress (lines stamped past the limit after its last step); ``ended`` when the log
     simply stops: a copied or finished-long-ago log is no stalled run.  None while it is
     not quiet past its limit.  ``grew``: whether its files were seen written while watched."""
-    return quiet_verdict_of(summary, quiet_in_log(job), opts, now, last_write, grew)
+    return quiet_verdict_of(summary, quiet_in_log(job), opts, now, last_write, grew, logged_every(job))
 
 
 def quiet_verdict_of(summary: Summary, quiet_in_log_s: float, opts: Mapping[str, float], now: Optional[float],
-                     last_write: Optional[float], grew: bool = True) -> Optional[str]:
+                     last_write: Optional[float], grew: bool = True, every: int = 1) -> Optional[str]:
     """:func:`quiet_verdict` of a job known by its summary and how long its log's stamps
     went on after its last step (:func:`quiet_in_log`)."""
     it = summary.iter_time_ms
     if not it or summary.status != "training":
         return None
-    limit = stall_limit(it.median, opts)
+    limit = stall_limit(it.median, opts, every)
     if quiet_in_log_s > limit:
         return "stalled"  # its own stamps: lines went on, progress did not
     if now is None or last_write is None or now - last_write <= limit:
@@ -238,8 +238,22 @@ def quiet_in_log(job: Job) -> float:
     return job.last_wall - job.last_progress_wall
 
 
-def stall_limit(median_ms: float, opts: Mapping[str, float]) -> float:
-    return max(opts["factor"] * median_ms / 1000.0, opts["min_s"])
+def stall_limit(median_ms: float, opts: Mapping[str, float], every: int = 1) -> float:
+    """``factor`` x the time between two logged steps (the step time x ``every``, the steps a log
+    logs once: DeepSpeed's step=N every 200, Megatron's log interval), at least ``min_s``."""
+    return max(opts["factor"] * median_ms * every / 1000.0, opts["min_s"])
+
+
+def logged_every(job: Job) -> int:
+    """How many steps a run logs once: the median step between its logged points (1 where it logs
+    every step or has one point)."""
+    series = job.primary if job.primary is not None and len(job.primary) else job.steps
+    if len(series) < 2:
+        return 1
+    numbers = series.column("iteration")
+    steps = np.diff(numbers[numbers >= 0].astype(np.int64))
+    steps = steps[steps > 0]
+    return max(1, int(np.median(steps))) if steps.size else 1
 
 
 def progress_words(summary: Summary) -> str:
@@ -257,9 +271,11 @@ def _stalled(job: Job, summary: Summary, opts: Mapping[str, float], now: Optiona
         return []
     it = summary.iter_time_ms
     assert it is not None  # quiet_verdict said stalled: it has one
-    limit = stall_limit(it.median, opts)
+    every = logged_every(job)
+    limit = stall_limit(it.median, opts, every)
     rule = f"limit {limit:.0f} s: {opts['factor']:g}x the steady {named('elapsed_ms').lower()} " \
-           f"{said('elapsed_ms', it.median)}, at least {opts['min_s']:.0f} s"
+           f"{said('elapsed_ms', it.median)}{f' x the {every} steps logged once' if every > 1 else ''}, " \
+           f"at least {opts['min_s']:.0f} s"
     if quiet_in_log(job) > limit:
         text = (f"no progress for {quiet_in_log(job):.0f} s{progress_words(summary)}, by the log's own time "
                 f"stamps ({rule})")

@@ -22,7 +22,7 @@ from ..store.fields import FIELDS, primary_loss
 from ..store.job_store import Job
 from . import breakdown as breakdown_mod
 from . import flops
-from .alerts import quiet_in_log
+from .alerts import logged_every, quiet_in_log
 from .gpus import Peak, choose_peak
 from .metrics import aggregate, mfu, startup_timeline, steady_stats, warmup_count
 from .record import Failure, IterTime, Memory, ModelConfig, Summary, Tflops
@@ -440,6 +440,7 @@ class ClockFacts:
     span_s: Optional[float]  # first stamp to last
     quiet_in_log_s: float  # the log's stamps after its last step (figures.alerts.quiet_in_log)
     closing: bool = False  # its last word is an evaluation past its last step (closes_with_eval)
+    logged_every: int = 1  # the steps its log logs once (figures.alerts.logged_every)
 
 
 def summarize(job: Job, *, now: Optional[float] = None, last_write: Optional[float] = None,
@@ -616,4 +617,4 @@ def summarize_timeless(job: Job, *, gpu_peak: Optional[float] = None,
         wall_span_s=_clean(job.last_wall - job.first_wall, 3)
         if job.first_wall is not None and job.last_wall is not None and job.last_wall > job.first_wall else None,
         metrics={key: _clean(value, 4) for key, value in rates.items()},
-    ), ClockFacts(settled is not None, span, quiet_in_log(job), closing)
+    ), ClockFacts(settled is not None, span, quiet_in_log(job), closing, logged_every(job))
