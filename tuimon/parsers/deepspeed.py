@@ -151,6 +151,7 @@ class DeepSpeedParser(LineParser):
         self._mem_label: Optional[str] = None
         self._clock = StampClock()
         self._timed_said = False
+        self._pipe_seen = False  # the pipeline engine states each step's time ('iter time (s)'): no stamps needed
         self._announced = False
         # a multi-line JSON configuration being read: its ZeRO stage, the offload section
         # its "device" keys belong to, and what is offloaded
@@ -189,7 +190,7 @@ class DeepSpeedParser(LineParser):
                                     step=step, skipped=to_int(m.group(2)), lr=to_float(m.group(3)))]
         # a step's time from the stamps of two step lines: a reported figure, the last the summary takes (a line
         # that states its step's time, the pipeline engine's 'iter time (s)' or a script's own, comes first)
-        elapsed = self._clock.elapsed_ms(rank, step, ctx.wall_time if ctx.own_stamp else None)
+        elapsed = None if self._pipe_seen else self._clock.elapsed_ms(rank, step, ctx.wall_time if ctx.own_stamp else None)
         if elapsed is not None:
             events.append(self.make(Throughput, ctx, iteration=step, iteration_time_s=elapsed / 1000.0))
             if self.first_time("_timed_said"):
@@ -218,6 +219,7 @@ class DeepSpeedParser(LineParser):
         m = _PIPE.search(body)
         if not m:
             return []
+        self._pipe_seen = True
         secs = to_float(m.group(3))
         return self.announce([self.make(Step, ctx, step=to_int(m.group(1)), loss=to_float(m.group(2)),
                                          elapsed_ms=secs * 1000.0 if secs is not None else None,
