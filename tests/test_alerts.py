@@ -148,21 +148,22 @@ def test_alerts_are_deterministic_and_reach_events_and_the_alerts_verb(tmp_path)
     lines += [megatron_line(200, loss=float("nan"), grad="nan")]
     write(tmp_path, "two-9001.log", log_of(lines))
 
-    def cli(*argv):
+    def cli(*argv, status=0):
         out = subprocess.run([sys.executable, "-m", "tuimon", *argv], cwd=ROOT, capture_output=True, text=True,
                              timeout=120)
-        assert out.returncode == 0, out.stderr
+        assert out.returncode == status, out.stderr
         return out.stdout
 
-    first = json.loads(cli("alerts", "--format", "json", "--no-cache", str(tmp_path)))
-    again = json.loads(cli("alerts", "--format", "json", str(tmp_path)))
+    # `alerts` exits as grep does: 1 when it printed some, 0 when none
+    first = json.loads(cli("alerts", "--format", "json", "--no-cache", str(tmp_path), status=1))
+    again = json.loads(cli("alerts", "--format", "json", str(tmp_path), status=1))
     assert [(a["kind"], a["iteration"]) for a in first] == [("nan", 200), ("loss-spike", 120)]
     assert first == again
     events = [json.loads(line) for line in cli("events", "--no-cache", str(tmp_path)).splitlines()]
     alerts = [e for e in events if e["type"] == "alert"]
     assert [(a["kind"], a["iteration"]) for a in alerts] == [("nan", 200), ("loss-spike", 120)]
     assert set(alerts[0]) == {"type", "job", "rank", "kind", "iteration", "wall_time", "message", "file", "line"}
-    table = cli("alerts", str(tmp_path))
+    table = cli("alerts", str(tmp_path), status=1)
     assert "loss-spike" in table and "two-9001.log:120" in table
     assert json.loads(cli("alerts", "--format", "json", "--alert", "loss-spike=off", "--alert", "nan=off",
                           str(tmp_path))) == []
@@ -194,7 +195,7 @@ def test_on_alert_runs_without_a_shell_with_json_on_stdin_once_per_job_and_kind(
     command = f"{sys.executable} {hook} ';touch {tmp_path}/pwned'"
     out = subprocess.run([sys.executable, "-m", "tuimon", "alerts", "--on-alert", command, str(logs)], cwd=ROOT,
                          capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0, out.stderr
+    assert out.returncode == 1, out.stderr  # (it found alerts)
     calls = [json.loads(p.read_text()) for p in out_dir.iterdir()]
     assert all(isinstance(c, list) for c in calls), "a JSON list of alerts on stdin"
     runs = [r for c in calls for r in c]
@@ -219,7 +220,7 @@ def test_a_thousand_alerts_at_once_start_a_few_hook_calls_not_a_thousand(tmp_pat
                     "time.sleep(0.5)\n")
     out = subprocess.run([sys.executable, "-m", "tuimon", "alerts", "--on-alert", f"{sys.executable} {hook}",
                           str(logs)], cwd=ROOT, capture_output=True, text=True, timeout=300)
-    assert out.returncode == 0, out.stderr
+    assert out.returncode == 1, out.stderr  # (it found alerts)
     sizes = [int(p.read_text()) for p in out_dir.iterdir()]
     assert sum(sizes) == 1000 and len(sizes) <= 4, sizes
 
@@ -315,7 +316,7 @@ def test_the_corpus_gives_only_the_alerts_its_logs_show():
     corpus = shared_or_skip("corpus")
     out = subprocess.run([sys.executable, "-m", "tuimon", "alerts", "--format", "json", "--no-cache", str(corpus)],
                          cwd=ROOT, capture_output=True, text=True, timeout=900)
-    assert out.returncode == 0, out.stderr
+    assert out.returncode == 1, out.stderr  # (it found alerts)
     found = {(a["job"], a["kind"], a["iteration"]) for a in json.loads(out.stdout)
              if a["kind"] in ("nan", "loss-spike", "slowdown")}
     assert found == CORPUS_ALERTS
@@ -330,7 +331,7 @@ def test_two_runs_with_one_name_each_raise_their_own_alert(tmp_path, run_cli):
             f" iteration {i}/ 100 | elapsed time per iteration (ms): 1000 | lm loss: {'nan' if i == 20 else '2.0'} |\n"
             for i in range(1, 41)))
     code, out, err = run_cli("alerts", str(tmp_path), "--format", "json")
-    assert code == 0, err
+    assert code == 1, err  # (alerts found: exit 1, as grep)
     alerts = json.loads(out)
     nans = sorted(a["file"] for a in alerts if a["kind"] == "nan")
     assert nans == [str(tmp_path / "runA" / "train.log"), str(tmp_path / "runB" / "train.log")], alerts
@@ -515,3 +516,20 @@ async def test_enter_on_an_alert_opens_the_log_at_its_line(tmp_path):
         view = log.view
         assert view.top <= alert.line - 1 < view.top + view.size.height  # the alert's line is in view
         assert log.sources[log.which].name.endswith(os.path.basename(alert.file))
+
+
+def test_the_alerts_verb_exits_as_grep_does(tmp_path, run_cli):
+    """0 when it found no alert, 1 when it printed some (a script's `if tuimon alerts ...` reads
+    "found"), 2 on misuse."""
+    (tmp_path / "ok").mkdir()
+    (tmp_path / "ok" / "train.log").write_text("".join(
+        f" iteration {i}/ 40 | elapsed time per iteration (ms): 1000 | lm loss: 2.0 |\n" for i in range(1, 41)))
+    code, out, err = run_cli("alerts", str(tmp_path / "ok"), "--format", "json")
+    assert (code, json.loads(out)) == (0, []), err
+    (tmp_path / "ok" / "train.log").write_text((tmp_path / "ok" / "train.log").read_text()
+                                               + " iteration 41/ 40 | elapsed time per iteration (ms): 1000 | lm loss: nan |\n")
+    code, out, err = run_cli("alerts", str(tmp_path / "ok"), "--format", "json")
+    assert code == 1 and [a["kind"] for a in json.loads(out)] == ["nan"], err
+    misuse = subprocess.run([sys.executable, "-m", "tuimon", "alerts", "--bogus", str(tmp_path)], cwd=ROOT,
+                            capture_output=True, text=True, timeout=60)
+    assert misuse.returncode == 2 and misuse.stderr.count("\n") == 1

@@ -80,7 +80,7 @@ def cmd_alerts(settings: Settings, *, parse_into, files_of, warn: Callable[[str]
     sys.stdout.write(render_alerts(alerts, settings.format))
     sys.stdout.flush()
     feed.close()
-    return 0
+    return 1 if alerts else 0  # as grep does: a script's `if tuimon alerts ...; then` reads "found some"
 
 
 class StoreTicker:
