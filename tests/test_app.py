@@ -441,6 +441,7 @@ async def test_e_exports_the_job_series_to_csv(tmp_path, monkeypatch):
         ranks = [p for p in points if p["source"] == "iteration"]
         assert [p["iteration"] for p in ranks] == ["10", "20", "30", "40", "50"]  # logged every 10
         assert all(p["rank"] == "" for p in points if p["source"] != "iteration")  # a rank column holds ranks
+        assert all(p["rank"] == "" for p in ranks), ranks[0]  # lines that name no rank: empty, not "'-"
         # float32 points as logged: no 6618.700195
         assert all(len(p["elapsed_ms"].split(".")[-1]) <= 3 for p in ranks), [p["elapsed_ms"] for p in ranks]
         assert all(float(p["elapsed_ms"]) > 0 and p["loss"] for p in ranks)

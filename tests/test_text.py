@@ -16,3 +16,10 @@ def test_sanitize_keeps_ordinary_text_and_markup_characters():
     assert sanitize(s) == s
     assert sanitize("a\tb") == "a    b"
     assert sanitize("x" * 5000).endswith("…")
+
+
+def test_a_csv_cell_that_is_a_lone_sign_is_no_formula():
+    from tuimon.figures.cells import csv_text
+
+    assert csv_text("-") == "-" and csv_text("+") == "+"
+    assert csv_text("-2+3") == "'-2+3" and csv_text("=1") == "'=1" and csv_text("@x") == "'@x"

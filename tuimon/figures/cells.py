@@ -21,7 +21,8 @@ def csv_text(text: str) -> str:
     as a formula (``=HYPERLINK(...)``, ``+``, ``-``, ``@``) starts with ``'`` so it
     stays text (OWASP's advice for CSV injection)."""
     cell = safe_cell(text)
-    return "'" + cell if cell.startswith(FORMULA_LEADS) else cell
+    # (a lone sign is no formula: "-", a table's empty figure, stays as it reads)
+    return "'" + cell if cell.startswith(FORMULA_LEADS) and cell not in ("-", "+") else cell
 
 
 def num(value: Optional[float], digits: int = 1, suffix: str = "") -> str:

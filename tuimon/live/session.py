@@ -608,7 +608,9 @@ class LiveSession:
                     # a float32 value as it was logged (6618.7, not 6618.700195): its shortest repr
                     values += ["" if not math.isfinite(v) else float(str(v)) for v in (p[k] for k in keys[1:])]
                     fid = int(p["file"])
-                    writer.writerow([source, csv_text(str(rank)), *values, "" if wall is None else round(wall, 3),
+                    # a rank is a number, a node's label, or "-" where the lines name none: then the cell is empty
+                    cell = rank if isinstance(rank, int) else "" if rank in ("-", "") else csv_text(str(rank))
+                    writer.writerow([source, cell, *values, "" if wall is None else round(wall, 3),
                                      csv_text(job.files[fid]) if fid < len(job.files) else "", int(p["line"])])
             return job.name, buf.getvalue()
 
