@@ -91,6 +91,10 @@ def test_metrics_of_the_fixtures_parse_and_hold_every_job(tmp_path):
         alerts = {(s.labels["job"], s.labels["kind"]): s.value for s in fams["tuimon_job_alerts"].samples}
         assert alerts[("oom-run", "failed")] == 1.0
         assert fams["tuimon_files_followed"].samples[0].value == 6
+        # units as suffixes, _total last (Prometheus's naming): read bytes are tuimon_read_bytes_total
+        assert fams["tuimon_read_bytes"].samples[0].value == sum(f.stat().st_size for f in logs.iterdir())
+        plain = serve.get()[2]
+        assert "tuimon_read_bytes_total " in plain and "bytes_read" not in plain
         # OpenMetrics on content negotiation, nothing but /metrics
         code, ctype, text = serve.get(accept="application/openmetrics-text; version=1.0.0; charset=utf-8")
         assert code == 200 and ctype.startswith("application/openmetrics-text") and text.endswith("# EOF\n")
@@ -183,6 +187,20 @@ def test_metrics_of_the_whole_corpus_parse():
                 assert s.value == s.value or fam.name == "tuimon_job_loss", (fam.name, s)  # only a loss may be NaN
     finally:
         serve.close()
+
+
+@pytest.mark.skipif(PROMTOOL is None, reason="SKIPPED: promtool not installed (apt-get install prometheus)")
+def test_the_exposition_passes_promtool_s_linter():
+    """Prometheus's own linter on the fixtures' exposition: names, units as suffixes, help texts."""
+    from prometheus_client import generate_latest
+
+    from tests.conftest import loaded_session
+    from tuimon.exports.prometheus import registry_for
+
+    plain = generate_latest(registry_for(loaded_session([FIXTURES]))).decode()
+    assert "tuimon_job_iteration" in plain and "tuimon_read_bytes_total" in plain
+    lint = subprocess.run([PROMTOOL, "check", "metrics"], input=plain, capture_output=True, text=True, timeout=60)
+    assert lint.returncode == 0 and not (lint.stdout + lint.stderr).strip(), lint.stdout + lint.stderr
 
 
 @pytest.mark.skipif(PROMTOOL is None, reason="SKIPPED: promtool not installed (apt-get install prometheus)")

@@ -70,7 +70,7 @@ class SessionCollector(Collector):
 
     def _process_metrics(self, snap: Snapshot, now: float) -> Iterable[Any]:
         yield GaugeMetricFamily("tuimon_files_followed", "Log files followed", value=snap.files)
-        yield CounterMetricFamily("tuimon_bytes_read", "Bytes of log read", value=snap.bytes_done)
+        yield CounterMetricFamily("tuimon_read_bytes", "Bytes of log read", value=snap.bytes_done)  # (unit last: _total)
         # how long the oldest unread bytes have waited: 0 when every byte written has been read
         if snap.bytes_total > snap.bytes_done:
             if self._backlog_since is None:
