@@ -390,3 +390,21 @@ async def test_long_lines_move_sideways_with_the_arrow_keys(tmp_path):
         await until(pilot, lambda: screen.view.scroll_x == 8)
         shown = [b.binding.description for b in screen.active_bindings.values() if b.binding.show]
         assert "→ ← sideways" in shown, ", ".join(shown)  # in the footer
+
+
+async def test_a_log_opened_at_an_alert_s_line_shows_that_line(tmp_path):
+    """Enter on an alert opens its job's log at the alert's line (3607 of 5000), centred, and
+    says so; not at line 1 with the status naming 3607."""
+    d = tmp_path / "logs"
+    d.mkdir()
+    srun_log(d / "job-84.out", 5000)
+    app = TuimonApp(loaded_session([d]))
+    async with app.run_test(size=APP_SIZE) as pilot:
+        await until(pilot, lambda: app.screen.query_one("#jobs").row_count)
+        key = next(iter(app.session.store.jobs))
+        screen = LogScreen("job-84", app.session.log_sources(key), at=(0, 3606))
+        await app.push_screen(screen)
+        await until(pilot, lambda: screen.view.current == 3606 and screen.view.scroll_offset.y > 0, timeout=20)
+        top = screen.view.scroll_offset.y
+        assert top <= screen.view.row_of(3606) < top + screen.view.size.height
+        assert "the alert's line, 3607" in screen.message

@@ -109,7 +109,9 @@ class LogScreen(Screen):
         if self._at is not None and (len(view.source) > self._at[1] or view.source.complete):
             line = min(self._at[1], max(0, len(view.source) - 1))
             self._at = None
-            view.go(view.row_of(line), center=True)
+            # after the next refresh: the view's new height (just indexed) is not laid out yet, and a scroll
+            # now is clamped to the old one (the log opened at line 1, its status naming the alert's line)
+            self.call_after_refresh(view.go, view.row_of(line), True)
             view.current = line
             self.message = f"the alert's line, {line + 1}"
         self._status()
