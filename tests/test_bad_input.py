@@ -222,3 +222,18 @@ def test_debug_and_log_file_log_what_tuimon_does_with_log_text_escaped(tmp_path)
     out = subprocess.run([sys.executable, "-m", "tuimon", "alerts", str(log), "--log-file", "/proc/no/such"],
                          cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1, out.stderr
+
+
+def test_debug_says_what_a_summary_read(tmp_path):
+    """--debug says something on every verb; on summary: the files, the jobs, the time, the cache."""
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+    (tmp_path / "run-1.log").write_text(" iteration 1/ 10 | elapsed time per iteration (ms): 1000 | lm loss: 2.0 |\n")
+    out = subprocess.run([sys.executable, "-m", "tuimon", "--debug", "summary", "--no-cache", str(tmp_path)], cwd=ROOT,
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert f"INFO tuimon.summary: 1 file(s) under {tmp_path}" in out.stderr
+    assert "DEBUG tuimon.summary: file " in out.stderr and "1 job(s) from 1 file(s)" in out.stderr
+    assert "parse cache (off)" in out.stderr

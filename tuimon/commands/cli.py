@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import logging
 import math
 import os
 import sys
@@ -42,6 +43,7 @@ if TYPE_CHECKING:
 
 #: the verbs that read logs (and so take --formats)
 READS_LOGS = ("summary", "events", "alerts", "watch", "serve", "ssh")
+SUMMARY_LOG = logging.getLogger("tuimon.summary")  # what --debug tells of a summary (tuimon.commands.diagnostics)
 STALL_DEFAULTS = _ALERT_DEFAULTS["stalled"]  # when a run read once counts as ended (quiet_verdict)
 
 
@@ -510,6 +512,10 @@ def cmd_summary(settings: Settings) -> int:
 
     local, remote = split_paths(settings.paths)
     files = _files(settings, local)
+    SUMMARY_LOG.info("%d file(s) under %s; %s", len(files), ", ".join(local) or "-",
+                     f"{settings.jobs} reading process(es)" if settings.jobs else "reading processes: one a core")
+    for path in files:
+        SUMMARY_LOG.debug("file %s", path)
     keep_freed_memory()
     t0 = time.perf_counter()
     store = JobStore()
@@ -526,6 +532,9 @@ def cmd_summary(settings: Settings) -> int:
         if cache is not None:
             cache.close()
     timeless, stats = made
+    SUMMARY_LOG.info("%d job(s) from %d file(s) in %.2f s: %d of %d bytes from the parse cache (%s)", len(timeless),
+                     len(files), time.perf_counter() - t0, stats.cached, stats.bytes,
+                     "off" if cache is None else f"{cache.path}: {cache.hits} hit(s), {cache.misses} miss(es)")
     seen: dict[str, tuple[Optional[float], Optional[str]]] = {}  # remote label -> (mtime, last line)
     remote_files: list = []
     if remote:
