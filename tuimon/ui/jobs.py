@@ -247,9 +247,15 @@ class JobsScreen(Screen):
         # ("STALLED (training)") or a figure changes width
         for name, w in need.items():
             need[name] = self._widest[name] = max(w, self._widest.get(name, 0))
+        # a column that is "-" on every row says nothing: it gives its room first (ETA and Eval of runs that
+        # state neither before Loss and MFU)
+        def empty(i: int) -> bool:
+            return bool(sample) and all((c[i].plain if hasattr(c[i], "plain") else str(c[i])).strip() in ("", "-")
+                                        for c in sample)
+        blank = {name for i, name in enumerate(COLUMNS) if name not in ("Job", "Status") and empty(i)}
         kept: set[str] = set()
         used = 1  # the scrollbar's room
-        for name in PRIORITY:
+        for name in [n for n in PRIORITY if n not in blank] + [n for n in PRIORITY if n in blank]:
             if used + need[name] <= width:
                 kept.add(name)
                 used += need[name]
