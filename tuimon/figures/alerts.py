@@ -244,13 +244,16 @@ def stall_limit(median_ms: float, opts: Mapping[str, float], every: int = 1) -> 
     return max(opts["factor"] * median_ms * every / 1000.0, opts["min_s"])
 
 
+RECENT_POINTS = 65  # the points logged_every reads
+
+
 def logged_every(job: Job) -> int:
-    """How many steps a run logs once: the median step between its logged points (1 where it logs
-    every step or has one point)."""
+    """How many steps a run logs once: the median step between its latest logged points (1 where
+    it logs every step or has one point).  The latest: a follower's older points are thinned out."""
     series = job.primary if job.primary is not None and len(job.primary) else job.steps
     if len(series) < 2:
         return 1
-    numbers = series.column("iteration")
+    numbers = series.column("iteration")[-RECENT_POINTS:]
     steps = np.diff(numbers[numbers >= 0].astype(np.int64))
     steps = steps[steps > 0]
     return max(1, int(np.median(steps))) if steps.size else 1

@@ -216,11 +216,15 @@ class HFTrainerParser(LineParser):
         value = int(m.group(2).replace(",", ""))
         name = _HEADER_FIELD.get(m.group(1), "global_batch")
         if name == "train_iters":
-            self._planned = value
-            if self._total != value:  # the training's bar is the one of this length
-                self._total, self._step = value, None
+            self._plan(value)
         self.first_time("_announced")
         return [self.make(RunConfig, ctx, framework=self.framework, **{name: value})]
+
+    def _plan(self, steps: int) -> None:
+        """The steps a header says the run will take: the training's bar is the one of this length."""
+        self._planned = steps
+        if self._total != steps:
+            self._total, self._step = steps, None
 
     def _on_unsloth(self, body: str, ctx: LineContext) -> list[Event]:
         """Unsloth's banner lines (see ``_UNSLOTH``): the GPUs, the planned steps, the batch, the model's size."""
@@ -236,9 +240,7 @@ class HFTrainerParser(LineParser):
         if not fields:
             return []
         if "train_iters" in fields:
-            self._planned = fields["train_iters"]
-            if self._total != self._planned:  # the training's bar is the one of this length
-                self._total, self._step = self._planned, None
+            self._plan(fields["train_iters"])
         self.first_time("_announced")
         return [self.make(RunConfig, ctx, framework=self.framework, **fields)]
 

@@ -58,29 +58,15 @@ FORMAT = {
                                  "............. True", "expect": {"precision": "bf16"}},
                         {"line": "  bf16_enabled ................. True", "expect": {"precision": "bf16"}}],
         },
-        {
-            # Megatron's arguments.py: print('using {} for parameters ...'.format(args.params_dtype)), the
-            # dtype --bf16 / --fp16 chose (else float32)
+        # Megatron's arguments.py: print('using {} for parameters ...'.format(args.params_dtype)), the
+        # dtype --bf16 / --fp16 chose (else float32): one rule a dtype (a rule sets constants)
+        *({
             "event": "run_config",
             "anchor": " for parameters ...",
-            "regex": r"using torch\.bfloat16 for parameters \.\.\.",
-            "set": {"precision": "bf16"},
-            "samples": [{"line": "using torch.bfloat16 for parameters ...", "expect": {"precision": "bf16"}}],
-        },
-        {
-            "event": "run_config",
-            "anchor": " for parameters ...",
-            "regex": r"using torch\.float16 for parameters \.\.\.",
-            "set": {"precision": "fp16"},
-            "samples": [{"line": "using torch.float16 for parameters ...", "expect": {"precision": "fp16"}}],
-        },
-        {
-            "event": "run_config",
-            "anchor": " for parameters ...",
-            "regex": r"using torch\.float32 for parameters \.\.\.",
-            "set": {"precision": "fp32"},
-            "samples": [{"line": "using torch.float32 for parameters ...", "expect": {"precision": "fp32"}}],
-        },
+            "regex": rf"using torch\.{dtype} for parameters \.\.\.",
+            "set": {"precision": precision},
+            "samples": [{"line": f"using torch.{dtype} for parameters ...", "expect": {"precision": precision}}],
+        } for dtype, precision in (("bfloat16", "bf16"), ("float16", "fp16"), ("float32", "fp32"))),
         {
             "event": "run_config",
             "anchor": "fp16_enabled ",

@@ -4,6 +4,12 @@ that logged no step by then never trained) (the rest of the launcher's lines, wh
 :class:`parsers.launcher.LauncherParser`)."""
 from __future__ import annotations
 
+# `date` in brackets at a line's start ("[Tue Aug 18 04:05:25 CEST 2026] ..."), and its anchors, written out:
+# "[" alone is on most lines of a log, and each would be tried
+_BRACKETED_DATE = (r"^\s*\[(?P<wall_time>(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun),? [^\]:]{4,24}\d{1,2}:\d{2}:\d{2}"
+                   r"(?: [AP]M)?(?: [A-Z]{2,5})? \d{4})\]")
+_DATE_ANCHORS = ["[Mon ", "[Tue ", "[Wed ", "[Thu ", "[Fri ", "[Sat ", "[Sun "]
+
 FORMAT = {
     "name": "launcher",
     "description": "Job launchers and schedulers: job start and end",
@@ -97,9 +103,8 @@ FORMAT = {
             # the same stamp on a launch line ("Launching ...", "Starting ..."): the start of a run, also of a
             # second run in the file (the line below gives the stamp of any other such line, never a new run)
             "event": "milestone",
-            "anchors": ["[Mon ", "[Tue ", "[Wed ", "[Thu ", "[Fri ", "[Sat ", "[Sun "],
-            "regex": r"^\s*\[(?P<wall_time>(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun),? [^\]:]{4,24}\d{1,2}:\d{2}:\d{2}"
-                     r"(?: [AP]M)?(?: [A-Z]{2,5})? \d{4})\]\s+(?:[Ll]aunch|[Ss]tart)(?:ing|ed)?\b",
+            "anchors": _DATE_ANCHORS,
+            "regex": _BRACKETED_DATE + r"\s+(?:[Ll]aunch|[Ss]tart)(?:ing|ed)?\b",
             "set": {"name": "job-start", "detail": "launch"},
             "samples": [
                 {"line": "[Tue Aug 18 04:05:25 CEST 2026] Launching training...",
@@ -110,10 +115,8 @@ FORMAT = {
         {
             # a script's own launch stamp: echo "[$(date)] Launching training..." (a date in brackets, then words)
             "event": "milestone",
-            # (written out: "[" alone is on most lines of a log, and each would be tried)
-            "anchors": ["[Mon ", "[Tue ", "[Wed ", "[Thu ", "[Fri ", "[Sat ", "[Sun "],
-            "regex": r"^\s*\[(?P<wall_time>(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun),? [^\]:]{4,24}\d{1,2}:\d{2}:\d{2}"
-                     r"(?: [AP]M)?(?: [A-Z]{2,5})? \d{4})\]\s+\S",
+            "anchors": _DATE_ANCHORS,
+            "regex": _BRACKETED_DATE + r"\s+\S",
             "set": {"name": "job-start", "detail": "date"},
             "samples": [
                 {"line": "[Tue Aug 18 04:05:25 CEST 2026] Launching training...",
