@@ -12,7 +12,6 @@ from typing import Optional
 
 import numpy as np
 
-from tuimon.parsers.deepspeed import DEEPSPEED_STAMPS
 from tuimon.parsers.events import GLOG_LAUNCH, GLOG_START, INIT_TIME, JOB_END, LOG_START, RUN_START, RUN_STOP
 from tuimon.parsers.hf_trainer import TQDM_RATE, TRAINER_RUNTIME
 from tuimon.parsers.timestamps import glog_wall as glog_wall
@@ -480,8 +479,6 @@ def summarize_timeless(job: Job, *, gpu_peak: Optional[float] = None,
             elapsed, timed_series, time_source = run_mean, job.reported, TRAINER_RUNTIME
     if not _finite(elapsed).size:
         elapsed, timed_series = _column(job.reported, "elapsed_ms"), job.reported
-    if time_source == DEEPSPEED_STAMPS and timed_series is not job.reported:
-        time_source = None  # a line that states its step's time timed the steps, not DeepSpeed's stamps
     it_stats = steady_stats(elapsed)
 
     timed = int(_finite(elapsed).size)

@@ -13,13 +13,11 @@ import re
 from typing import Optional
 
 from .base import LineContext, LineParser, Sample, compile_sniff
-from .common import StampClock, rank_or
+from .common import rank_or
 from .events import Checkpoint, Event, Memory, Milestone, RunConfig, Step, Throughput
 from .numbers import to_float, to_int
 
 _STEP = re.compile(r"step=(\d+), skipped=(\d+), lr=\[([^\],]*)")
-#: where a run's step time comes from when it is DeepSpeed's step lines' stamps (see DeepSpeedParser._on_step)
-DEEPSPEED_STAMPS = "DeepSpeed's step=N lines' own stamps, differenced over the steps between them"
 _SAMPLES = re.compile(r"\[timer\.py:\d+:stop\] (\d+)/(\d+), SamplesPerSec=(\S+)")
 # timer.py's ThroughputTimer: "epoch=E/micro_step=M/global_step=N, RunningAvgSamplesPerSec=..." (0.10 on) and,
 # before it, "E/N, RunningAvgSamplesPerSec=..." (epoch and global step; 0.6-0.9)
@@ -66,7 +64,7 @@ class DeepSpeedParser(LineParser):
               # at a line's start, or after a launcher's prefix ("0: ", "[rank0]: "): the handler sees the body
               (r'(?:^|:) ?\s*"(?:stage|offload_param|offload_optimizer|device|cpu_offload)": ', "_on_json_key"),
               (r"(?:^|:) ?\}[ \t\r]*$", "_on_json_close"))
-    ONCE_FLAGS = ("_announced", "_timed_said")
+    ONCE_FLAGS = ("_announced",)
 
     SAMPLES = (
         Sample("[2024-01-01 10:00:01,100] [INFO] [logging.py:96:log_dist] [Rank 0] Saving model checkpoint: "
@@ -149,9 +147,6 @@ class DeepSpeedParser(LineParser):
     def __init__(self, file: str = "") -> None:
         super().__init__(file)
         self._mem_label: Optional[str] = None
-        self._clock = StampClock()
-        self._timed_said = False
-        self._pipe_seen = False  # the pipeline engine states each step's time ('iter time (s)'): no stamps needed
         self._announced = False
         # a multi-line JSON configuration being read: its ZeRO stage, the offload section
         # its "device" keys belong to, and what is offloaded
@@ -185,17 +180,9 @@ class DeepSpeedParser(LineParser):
             # it (seed 002 took it for the first step)
             built = [self.make(Milestone, ctx, name="engine-built")]
             return built if self._announced else self.announce([self.make(RunConfig, ctx)] + built, ctx)
-        step, rank = to_int(m.group(1)), rank_or(body, ctx.rank)
-        events: list[Event] = [Step(file=self.file, line=ctx.line, rank=rank, node=ctx.node, wall_time=ctx.wall_time,
-                                    step=step, skipped=to_int(m.group(2)), lr=to_float(m.group(3)))]
-        # a step's time from the stamps of two step lines: a reported figure, the last the summary takes (a line
-        # that states its step's time, the pipeline engine's 'iter time (s)' or a script's own, comes first)
-        elapsed = None if self._pipe_seen else self._clock.elapsed_ms(rank, step, ctx.wall_time if ctx.own_stamp else None)
-        if elapsed is not None:
-            events.append(self.make(Throughput, ctx, iteration=step, iteration_time_s=elapsed / 1000.0))
-            if self.first_time("_timed_said"):
-                events.insert(0, self.make(RunConfig, ctx, step_time_source=DEEPSPEED_STAMPS))
-        return self.announce(events, ctx)
+        return self.announce([Step(file=self.file, line=ctx.line, rank=rank_or(body, ctx.rank),
+                                    node=ctx.node, wall_time=ctx.wall_time, step=to_int(m.group(1)),
+                                    skipped=to_int(m.group(2)), lr=to_float(m.group(3)))], ctx)
 
     def _on_samples(self, body: str, ctx: LineContext) -> list[Event]:
         m = _SAMPLES.search(body)
@@ -219,7 +206,6 @@ class DeepSpeedParser(LineParser):
         m = _PIPE.search(body)
         if not m:
             return []
-        self._pipe_seen = True
         secs = to_float(m.group(3))
         return self.announce([self.make(Step, ctx, step=to_int(m.group(1)), loss=to_float(m.group(2)),
                                          elapsed_ms=secs * 1000.0 if secs is not None else None,
