@@ -359,7 +359,7 @@ def test_the_engine_is_named_and_can_be_chosen(tmp_path):
     assert r.returncode == 0 and "engine: python (TUIMON_ENGINE=python)" in r.stdout, r.stdout
     r = subprocess.run([sys.executable, "-m", "tuimon", "--version"], capture_output=True, text=True,
                        env={k: v for k, v in os.environ.items() if k != "TUIMON_ENGINE"})
-    assert f"engine: core {core.__version__} (compiled)" in r.stdout, r.stdout
+    assert f"engine: core {core.__version__} (compiled, {core.BUILD})" in r.stdout, r.stdout
     log = tmp_path / "x.log"
     log.write_text("iteration 1/ 10 | lm loss: 1.0 |\n")
     r = subprocess.run([sys.executable, "-m", "tuimon", "summary", str(log)], capture_output=True, text=True,

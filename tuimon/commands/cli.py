@@ -133,9 +133,18 @@ def _add_metrics_option(p: argparse.ArgumentParser) -> None:
     add_retention_options(p)
 
 
+class _Version(argparse.Action):
+    """``--version``: the install's metadata is read only when asked (every other run skips it), and the
+    line is printed whole (argparse's own action wraps it at the terminal's width)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        sys.stdout.write(f"tuimon {__version__}, engine: {native.name()}, install: {native.install()}\n")
+        parser.exit(0)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(prog="tuimon", description="Live monitor for distributed training logs.")
-    parser.add_argument("--version", action="version", version=f"tuimon {__version__}, engine: {native.name()}")
+    parser.add_argument("--version", action=_Version, nargs=0, help="name the version, the engine and the install, and exit")
     parser.add_argument("--debug", action="store_true",
                         help="log what tuimon does (files, cache, rotations, connections, alerts) to stderr, or to "
                              "--log-file; under the app to $XDG_CACHE_HOME/tuimon/tuimon.log")

@@ -27,9 +27,35 @@ def _load() -> tuple[Optional[ModuleType], str, Optional[str]]:
     try:
         from .. import _core
     except ImportError as exc:
-        missing = f"the compiled core tuimon._core is missing ({exc})"
+        if _wheel_tag() == "py3-none-any":  # buildsys' pure wheel: built where no cargo was
+            missing = "this tuimon was installed without its compiled core (no Rust toolchain where it was built)"
+        else:
+            missing = f"the compiled core tuimon._core is missing ({exc})"
         return None, f"python ({missing})", missing
-    return _core, f"core {_core.__version__} (compiled)", None
+    return _core, f"core {_core.__version__} (compiled, {getattr(_core, 'BUILD', 'release')})", None
+
+
+def _wheel_tag() -> Optional[str]:
+    """The installed distribution's wheel tag (``cp311-abi3-manylinux_2_17_x86_64``...), None when unknown."""
+    from importlib.metadata import PackageNotFoundError, distribution
+    try:
+        wheel = distribution("tuimon").read_text("WHEEL") or ""
+    except PackageNotFoundError:
+        return None
+    tags = [line.split(":", 1)[1].strip() for line in wheel.splitlines() if line.startswith("Tag:")]
+    return ".".join(tags) or None
+
+
+def install() -> str:
+    """How this tuimon was installed, for ``--version``: the wheel's tag, and whether it is editable."""
+    from importlib.metadata import PackageNotFoundError, distribution
+    try:
+        direct = distribution("tuimon").read_text("direct_url.json") or ""
+    except PackageNotFoundError:
+        return "not installed (run from a checkout)"
+    editable = '"editable": true' in direct.replace("'", '"')
+    tag = _wheel_tag() or "unknown tag"
+    return f"{'editable ' if editable else ''}wheel {tag}"
 
 
 core, description, _trouble = _load()
