@@ -162,7 +162,8 @@ def test_alerts_are_deterministic_and_reach_events_and_the_alerts_verb(tmp_path)
     events = [json.loads(line) for line in cli("events", "--no-cache", str(tmp_path)).splitlines()]
     alerts = [e for e in events if e["type"] == "alert"]
     assert [(a["kind"], a["iteration"]) for a in alerts] == [("nan", 200), ("loss-spike", 120)]
-    assert set(alerts[0]) == {"type", "job", "rank", "kind", "iteration", "wall_time", "message", "file", "line"}
+    assert set(alerts[0]) == {"schema_version", "type", "job", "rank", "kind", "iteration", "wall_time", "message",
+                              "file", "line"}
     table = cli("alerts", str(tmp_path), status=1)
     assert "loss-spike" in table and "two-9001.log:120" in table
     assert json.loads(cli("alerts", "--format", "json", "--alert", "loss-spike=off", "--alert", "nan=off",

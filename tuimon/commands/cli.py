@@ -706,10 +706,12 @@ def _check_follow_args(settings: Settings) -> bool:
 
 
 def _json_lines(out, flush: bool = False):
+    from ..figures.schemas import EVENTS_SCHEMA_VERSION
     from ..parsers.columns import expand
 
     def emit(events) -> None:
-        out.write("".join(json.dumps(e.to_dict(), allow_nan=False) + "\n" for e in expand(events)))
+        out.write("".join(json.dumps({"schema_version": EVENTS_SCHEMA_VERSION, **e.to_dict()}, allow_nan=False) + "\n"
+                          for e in expand(events)))
         if flush:
             out.flush()
     return emit

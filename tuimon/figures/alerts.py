@@ -28,7 +28,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, replace
-from typing import Any, Iterable, Mapping, Optional
+from typing import Any, ClassVar, Iterable, Mapping, Optional
 
 import numpy as np
 
@@ -60,8 +60,14 @@ def said(key: str, value: float) -> str:
     return iter_time(value) if f.unit == "ms" else num(value, f.digits)
 
 
+#: the version of an alert's JSON (``docs/alerts.schema.json``): bumped when a key changes meaning or goes
+ALERTS_SCHEMA_VERSION = 1
+
+
 @dataclass(frozen=True)
 class Alert:
+    PRIVATE: ClassVar[tuple[str, ...]] = ("job_key",)  # not in its JSON
+
     job: str
     kind: str
     rank: Optional[str]
@@ -77,7 +83,8 @@ class Alert:
         return (self.job_key or self.job, self.kind, self.rank, self.iteration)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"type": "alert", "job": self.job, "kind": self.kind, "rank": self.rank, "iteration": self.iteration,
+        return {"schema_version": ALERTS_SCHEMA_VERSION, "type": "alert", "job": self.job, "kind": self.kind,
+                "rank": self.rank, "iteration": self.iteration,
                 "wall_time": self.wall_time, "message": self.message, "file": self.file, "line": self.line}
 
 

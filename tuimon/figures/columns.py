@@ -156,7 +156,7 @@ _BUILT_IN: tuple[Column, ...] = (
     Column("framework", "Framework", lambda r: r.framework, screen="Framework", keep=10),
     Column("status", "Status", lambda r: r.status, show=status_label, screen="Status", keep=1, sort="status"),
     Column("iterations", "Iterations", lambda r: r.last_progress, 0),
-    Column("progress", "Iter", lambda r: r.last_progress, show=progress_text, right=True,
+    Column("progress", "Iter", lambda r: r.last_progress, 0, show=progress_text, right=True,
            screen="Iter", compact=progress_text, keep=2),
     Column("eta", "ETA", _none, screen="ETA", keep=9, live=True),
     Column("train_iters", "Train iters", lambda r: r.train_iters, 0),
