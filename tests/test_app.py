@@ -479,6 +479,39 @@ def test_line_chart_axes_warmup_and_nan():
     assert [t.plain for t in chart_lines([], [], 60, 8)] == ["no data yet"]
 
 
+def _chart_rows(xs, ys, **kw) -> list[str]:
+    from rich.console import Console
+
+    from tuimon.ui.chart import chart_lines
+    console = Console(width=70, record=True)
+    for line in chart_lines(xs, ys, 70, 8, **kw):
+        console.print(line)
+    return console.export_text().splitlines()
+
+
+def test_a_rates_far_outliers_do_not_flatten_its_chart():
+    """A later run's first step (12.8 s, mid-series, past the warm-up) against a steady 1.59 s: the y
+    range fits the steady points, the outlier is drawn clipped with an arrow; a dip below is marked
+    too; a loss, which falls for real, keeps its whole range."""
+    rng = np.random.default_rng(7)
+    its = np.arange(1, 121, dtype=float)
+    ys = 1.59 + 0.02 * rng.standard_normal(120)
+    ys[0], ys[60] = 12.8, 12.8  # the first step of each of two runs
+    rows = _chart_rows(its, ys, unit="s")
+    top, bottom = float(rows[0].split("s")[0]), float(rows[5].split("s")[0])
+    assert 1.59 < top < 1.7 and 1.45 < bottom < 1.59, rows[:6]  # the steady range, not 1.5..12.8
+    assert rows[0].count("↑") == 2, rows[0]  # both first steps, clipped at the top
+    ys[90] = 0.05  # a dip (a rate that fell to nothing for one point)
+    rows = _chart_rows(its, ys, unit="s")
+    assert float(rows[5].split("s")[0]) > 1.4 and "↓" in rows[5], rows
+    loss = 3 + 8 * np.exp(-its / 15)  # 11 down to 3: real, not an outlier
+    rows = _chart_rows(its, loss, warmup=False)
+    assert float(rows[0].split("┤")[0]) > 10.4 and float(rows[5].split("┤")[0]) < 3.1, rows[:6]
+    assert "↑" not in "".join(rows) and "↓" not in "".join(rows)
+    # the lowest value is drawn (a cell, not a blank that reads as a gap)
+    assert rows[5].rstrip()[-1] == "▁", rows[5]
+
+
 async def test_the_jobs_screen_previews_the_selected_job(app):
     async with app.run_test(size=(180, 50)) as pilot:
         await until(pilot, lambda: len(rows(app)) == 6)

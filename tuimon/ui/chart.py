@@ -5,7 +5,9 @@ block characters per x bucket reads well in a terminal, and Rich text needs no m
   labelled at both ends and the middle; an :class:`XView` zooms to a part of it;
 * y has ticks (top, middle, bottom) in the series' unit;
 * warm-up points are drawn dimmed and kept out of the y range (the first iterations
-  of a run are slow: with them in the range the steady state is a flat line);
+  of a run are slow: with them in the range the steady state is a flat line); so are a rate's
+  far outliers (a later run's first step, a checkpoint's step: 12.8 s against a steady 1.59 s),
+  drawn as ``↑``/``↓`` at the edge they pass;
 * a NaN point is marked ``×`` on the axis, in the alert colour;
 * no points draws no line at all, only "no data yet": a flat line would read as zeros.
 """
@@ -103,6 +105,28 @@ def tick(value: float, unit: str) -> str:
     return text + unit
 
 
+#: a rate's point further than this many MADs from the median of the steady points is out of the y range
+_FAR = 8.0
+#: the MAD is taken as at least this share of the median: a flat rate would make a 1 % wiggle an outlier
+_MAD_FLOOR = 0.02
+
+
+def steady_range(values: np.ndarray) -> np.ndarray:
+    """The values a rate chart's y range is taken from: the finite ``values`` less the far outliers
+    (median +- 8 MADs). The range never hides the steady state for a handful of points; the points
+    left out are still drawn, clipped, with an arrow. (A loss falls from 11 to 3 for real: its chart
+    keeps every point, as it keeps its warm-up.)"""
+    v = values[np.isfinite(values)]
+    if v.size < 3:
+        return v
+    med = float(np.median(v))
+    mad = max(float(np.median(np.abs(v - med))), _MAD_FLOOR * abs(med))
+    if mad == 0.0:
+        return v
+    kept = v[np.abs(v - med) <= _FAR * mad]
+    return kept if kept.size else v
+
+
 def _y_axis(ranged: np.ndarray, width: int, unit: str) -> tuple[float, float, list[str], int, int]:
     """(low, high, tick labels top/middle/bottom, label width, plot width) for the values
     the y range is taken from; a flat series gets 5% of room either side."""
@@ -143,6 +167,8 @@ def chart_lines(xs: Sequence[float], ys: Sequence[float], width: int, height: in
         return [Text("no finite value in this range", style=palette.dim)]
     steady = finite & ~is_warm
     ranged = y[steady] if steady.any() else y[finite]
+    if warmup:  # a rate: its far outliers out of the range too
+        ranged = steady_range(ranged)
     lo, hi, labels, label_w, plot_w = _y_axis(ranged, width, unit)
     rows = height - 2  # the x axis line and its labels
     # buckets by x: the mean of the finite points that fall in each column
@@ -168,7 +194,7 @@ def chart_lines(xs: Sequence[float], ys: Sequence[float], width: int, height: in
         warm_col = warm_col[idx]
         values = filled
     eighths = rows * 8
-    level = np.where(np.isfinite(values), np.clip((values - lo) / (hi - lo), 0, 1.05) * eighths, -1)
+    level = np.where(np.isfinite(values), np.clip((values - lo) / (hi - lo), -0.05, 1.05) * eighths, -1)
     lines: list[Text] = []
     for r in range(rows):
         line = Text()
@@ -178,12 +204,13 @@ def chart_lines(xs: Sequence[float], ys: Sequence[float], width: int, height: in
         floor = (rows - 1 - r) * 8  # eighths below this row
         for c in range(plot_w):
             v = level[c]
-            if v < 0:
+            if v == -1:
                 line.append(" ")
                 continue
-            fill = int(min(8, max(0, round(v - floor))))
-            over = v > eighths and r == 0  # above the range: a warm-up peak, clipped
-            ch = "↑" if over else EIGHTHS[fill]
+            fill = int(min(8, max(1 if r == rows - 1 else 0, round(v - floor))))  # the lowest value still drawn
+            over = v > eighths and r == 0  # above the range: a warm-up peak or a far outlier, clipped
+            under = v < 0 and r == rows - 1  # below it: a far outlier, clipped
+            ch = "↑" if over else "↓" if under else EIGHTHS[fill]
             line.append(ch, style=palette.dim if warm_col[c] else palette.bar)
         lines.append(line)
     axis = Text(" " * label_w + "└", style=palette.dim)
@@ -234,7 +261,10 @@ def overlay_lines(series: Sequence[tuple[str, Any, Any]], styles: Sequence[Style
         n = min(x.size, y.size)
         data.append((label, x[:n], y[:n]))
     steady = [y[(warmup_count(y.size) if warmup else 0):] for _, _, y in data]
-    ranged = np.concatenate([v[np.isfinite(v)] for v in steady]) if steady else np.zeros(0)
+    # rates: each series' far outliers out of the shared range (drawn at its edge); per series, since
+    # one run three times slower than the others is what a comparison is for
+    ranged = (np.concatenate([steady_range(v) if warmup else v[np.isfinite(v)] for v in steady]) if steady
+              else np.zeros(0))
     xs_all = np.concatenate([x for _, x, _ in data]) if data else np.zeros(0)
     if ranged.size == 0 or xs_all.size == 0 or height < 4 or width < 16:
         return [Text("no data yet", style=palette.dim)]
