@@ -507,9 +507,12 @@ async def test_enter_on_an_alert_opens_the_log_at_its_line(tmp_path):
         await until(pilot, lambda: isinstance(app.screen, AlertsScreen) and app.screen._alerts)
         screen = app.screen
         table = screen.query_one("#alerts")
-        row = next(i for i, a in enumerate(reversed(screen._alerts)) if a.kind == "failed" and a.line)
-        alert = list(reversed(screen._alerts))[row]
-        table.move_cursor(row=row)
+        alert = next(a for a in screen._alerts if a.kind == "failed" and a.line)
+        if not any(e.alerts == (alert,) for e in screen._rows):  # folded in its job's row: Enter unfolds it
+            table.move_cursor(row=next(i for i, e in enumerate(screen._rows) if alert in e.alerts))
+            await pilot.press("enter")
+            await until(pilot, lambda: any(e.alerts == (alert,) for e in screen._rows))
+        table.move_cursor(row=next(i for i, e in enumerate(screen._rows) if e.alerts == (alert,)))
         await pilot.press("enter")
         await until(pilot, lambda: isinstance(app.screen, LogScreen))
         log = app.screen
@@ -534,3 +537,57 @@ def test_the_alerts_verb_exits_as_grep_does(tmp_path, run_cli):
     misuse = subprocess.run([sys.executable, "-m", "tuimon", "alerts", "--bogus", str(tmp_path)], cwd=ROOT,
                             capture_output=True, text=True, timeout=60)
     assert misuse.returncode == 2 and misuse.stderr.count("\n") == 1
+
+
+async def test_the_alerts_screen_folds_a_jobs_alerts_and_filters_with_slash(tmp_path):
+    """Seven alerts of one run fold into one row with their count and kinds (Enter unfolds it, `f`
+    folds all), beside the fixtures' single alerts; `/` narrows the rows as it is typed (`kind:nan`,
+    bare words), Esc clears the filter, a second Esc leaves."""
+    from textual.widgets import DataTable
+
+    from tests.conftest import copy_fixture_logs, loaded_session, until
+    from tuimon.ui.alerts import AlertsScreen
+    from tuimon.ui.app import TuimonApp
+    from tuimon.ui.jobs import JobsScreen
+
+    logs = copy_fixture_logs(tmp_path)
+    spiky = {20: float("nan"), 40: float("nan"), 60: float("nan")}
+    (logs / "spiky-4242.log").write_text(log_of(
+        megatron_line(i, loss=spiky.get(i, noisy(i) * 3 if i in (80, 100, 120, 140) else noisy(i)))
+        for i in range(1, 200)))
+    app = TuimonApp(loaded_session([logs]))
+    async with app.run_test(size=(160, 40)) as pilot:
+        await pilot.press("a")
+        await until(pilot, lambda: isinstance(app.screen, AlertsScreen) and len(app.screen._alerts) == 11)
+        screen = app.screen
+        table = screen.query_one("#alerts", DataTable)
+
+        def cells(row: int) -> list[str]:
+            return [str(c) for c in table.get_row_at(row)]
+        await until(pilot, lambda: table.row_count == 5)  # 4 single alerts and the spiky job's row
+        (folded,) = [i for i, e in enumerate(screen._rows) if len(e.alerts) > 1]
+        row = cells(folded)
+        assert "spiky-4242" in row[1] and row[3] == "7 ▸" and row[2] == "loss-spike 4, nan 3", row
+        table.move_cursor(row=folded)
+        await pilot.press("enter")
+        await until(pilot, lambda: table.row_count == 12)
+        assert cells(folded)[3] == "7 ▾" and [cells(folded + 1 + k)[2] for k in range(7)] == \
+            ["loss-spike"] * 4 + ["nan"] * 3  # newest first: the spikes came last
+        await pilot.press("f")  # fold all (something was unfolded)
+        await until(pilot, lambda: table.row_count == 5)
+        await pilot.press("slash")
+        await pilot.press(*"kind:nan")
+        title = screen.query_one("#alerts-title")
+        await until(pilot, lambda: "Alerts (3 of 11 match 'kind:nan')" in str(title.render()))
+        assert table.row_count == 1 and cells(0)[2:4] == ["nan", "3 ▸"]  # the spiky job's three, folded
+        await pilot.press("enter")  # keeps the filter, back to the table
+        await until(pilot, lambda: screen.focused is table)
+        assert table.row_count == 1
+        await pilot.press("escape")  # clears the filter
+        await until(pilot, lambda: table.row_count == 5)
+        assert isinstance(app.screen, AlertsScreen)
+        await pilot.press("slash", *"oom")  # a bare word: any column (the kind, the message)
+        await until(pilot, lambda: table.row_count == 1)
+        assert "oom" in cells(0)[1] + cells(0)[6]
+        await pilot.press("escape", "escape")
+        await until(pilot, lambda: isinstance(app.screen, JobsScreen))

@@ -575,6 +575,13 @@ async def test_marked_jobs_are_compared_side_by_side(tmp_path):
         assert [str(c.label) for c in compare.columns.values()] == ["Job", "Method", "Layers"]
         methods = sorted(str(compare.get_row_at(i)[1]) for i in range(2))
         assert methods == ["megatron-deepspeed", "stronghold"]
+        # `/` narrows the table as it is typed (a column's value, or a word in any column); Esc clears
+        await pilot.press("slash", *"method:strong")
+        await until(pilot, lambda: compare.row_count == 1)
+        assert str(compare.get_row_at(0)[0]) == "stronghold-run"
+        await pilot.press("enter", "escape")
+        await until(pilot, lambda: compare.row_count == 2)
+        assert isinstance(app.screen, CompareScreen)
         await pilot.press("escape")
         await until(pilot, lambda: isinstance(app.screen, JobsScreen))
 
@@ -694,3 +701,37 @@ async def test_one_theme_system(app):
     out = subprocess.run([sys.executable, "-m", "tuimon", "watch", "x", "--theme", "tuimon-dark"], cwd=ROOT,
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1, out.stderr
+
+
+async def test_keys_remapped_by_the_config_keymap_work_and_help_shows_them(tmp_path):
+    """[keymap] filter = "F", alerts = "A": F opens the jobs filter, A the alerts (a no longer does), the
+    footer and ? show the keys in use with the names the keymap takes."""
+    from textual.widgets import Input
+
+    from tuimon.ui.alerts import AlertsScreen
+    from tuimon.ui.help import HelpScreen
+
+    app = TuimonApp(loaded_session([copy_fixture_logs(tmp_path)]), keymap={"filter": "F", "alerts": "A"})
+    async with app.run_test(size=(180, 50)) as pilot:
+        await until(pilot, lambda: len(rows(app)) == 6)
+        await pilot.press("a")
+        await pilot.pause()
+        assert isinstance(app.screen, JobsScreen)
+        await pilot.press("F")
+        box = app.screen.query_one("#filter", Input)
+        await until(pilot, lambda: box.has_class("visible") and app.screen.focused is box)
+        await pilot.press("escape")
+        await until(pilot, lambda: not box.has_class("visible"))
+        await pilot.press("A")
+        await until(pilot, lambda: isinstance(app.screen, AlertsScreen))
+        await pilot.press("escape")
+        await until(pilot, lambda: isinstance(app.screen, JobsScreen))
+        await pilot.press("question_mark")
+        await until(pilot, lambda: isinstance(app.screen, HelpScreen))
+        text = str(app.screen.query_one("#help").render())
+        lines = text.splitlines()
+        assert any(line.split()[:1] == ["F"] and line.split()[-1] == "filter" for line in lines), text
+        assert any(line.split()[:1] == ["A"] and line.split()[-1] == "alerts" for line in lines), text
+        assert not any(line.split()[:1] == ["a"] and line.split()[-1] == "alerts" for line in lines)
+        await pilot.press("q")
+        await until(pilot, lambda: isinstance(app.screen, JobsScreen))

@@ -176,6 +176,8 @@ def test_default_csv_is_numbers_or_empty_one_value_a_cell():
     ("[serve]\nlisten = \"[]:9464\"\n", 2, "serve.listen"),
     ("[serve]\nretain = \"soon\"\n", 2, "serve.retain"),
     ("[alerts]\nbell = true\non_alert = \"notify 'unclosed\"\n", 3, "alerts.on_alert"),
+    ("[keymap]\nfilter = 3\n", 2, "keymap.filter = 3: expected keys"),
+    ("[keymap]\nfilter = \"f; rm -rf\"\n", 2, "keymap.filter"),
 ])
 def test_a_bad_value_in_the_file_is_one_line_naming_file_and_line(tmp_path, text, line, says):
     env = write_config(tmp_path, text)
@@ -194,3 +196,19 @@ def test_misuse_is_one_line_and_exit_2(argv):
     r = cli(*argv)
     assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
     assert "usage:" not in r.stderr and "-h" in r.stderr
+
+
+@pytest.mark.parametrize("text, line, says", [
+    ("[keymap]\nfilter = \"F\"\nbogus = \"b\"\n", 3, "keymap.bogus: no such key name (names, as ? lists them: "),
+    ("theme = \"dark\"\n[keymap]\nfilter = \"f\"\n", None, "f would be both fold-all and filter on the Alerts screen"),
+])
+def test_a_keymap_the_dashboard_cannot_use_is_one_line_and_exit_2(tmp_path, text, line, says):
+    """Names are the bindings' (``?`` lists them); a key that two bindings of one screen would share
+    is refused rather than one of them silently lost. Only the dashboard's verbs read the keymap."""
+    env = write_config(tmp_path, text)
+    path = tmp_path / "tuimon" / "config.toml"
+    for verb in ("watch", "demo"):
+        r = cli(verb, *([str(FIXTURES)] if verb == "watch" else []), env=env)
+        assert r.returncode == 2 and r.stderr.count("\n") == 1 and "Traceback" not in r.stderr, r.stderr
+        assert (f"{path}:{line}:" if line else f"{path}: [keymap]:") in r.stderr and says in r.stderr, r.stderr
+    assert cli("summary", str(MEGATRON), env=env).returncode == 0

@@ -280,6 +280,12 @@ async def test_with_a_file_per_rank_a_rank_is_its_file(tmp_path):
         await pilot.press("l")
         await until(pilot, lambda: isinstance(app.screen, LogScreen) and app.screen.view.source.complete)
         assert app.screen.which == 1 and app.screen.view.row_count() == 40
+        await pilot.press("escape")
+        await until(pilot, lambda: isinstance(app.screen, RankScreen))
+        await pilot.press("slash")  # `/` searches this rank's log, as on the job screen
+        await until(pilot, lambda: isinstance(app.screen, LogScreen) and app.screen.view.source.complete)
+        assert app.screen.which == 1 and app.screen._asking == "search"
+        assert app.screen.query_one("#log-input").has_class("visible")
 
 
 @pytest.mark.parametrize("theme", ["dark", "light", "high-contrast"])

@@ -269,7 +269,8 @@ def _parse(argv: Optional[Sequence[str]]):
     try:
         settings = Settings.from_args(parser.parse_args(rest))
         # the cache's directory has no flag: the environment, else the file
-        settings = settings.with_(cache_dir=os.environ.get("TUIMON_CACHE_DIR") or config.values.get("cache_dir"))
+        settings = settings.with_(cache_dir=os.environ.get("TUIMON_CACHE_DIR") or config.values.get("cache_dir"),
+                                  keymap=tuple(config.keymap.items()))
     except TypeError as exc:  # a flag added without its setting: the developer's bug, said plainly
         _err(f"internal error: {exc}")
         return EXIT_USAGE
@@ -282,6 +283,19 @@ def _parse(argv: Optional[Sequence[str]]):
     if written is not None:
         LOG.info("tuimon %s (engine: %s): %s, logging to %s", __version__, native.name(),
                  " ".join(sys.argv[1:] if argv is None else argv), written)
+    if config.keymap and settings.verb in ("watch", "ssh", "demo") and not settings.headless:
+        from ..ui.app import key_screens
+        from ..ui.keys import binding_ids, clash, unknown_ids
+        screens = key_screens()
+        unknown = unknown_ids(screens, config.keymap)
+        if unknown:  # a key name the dashboard has none of: one line, as any bad config value
+            _err(f"{config.keymap_origins[unknown[0]]}: keymap.{unknown[0]}: no such key name "
+                 f"(names, as ? lists them: {', '.join(binding_ids(screens))})")
+            return EXIT_USAGE
+        ambiguous = clash(screens, config.keymap)
+        if ambiguous:
+            _err(f"{config.path}: [keymap]: {ambiguous}")
+            return EXIT_USAGE
     trouble = native.problem() if settings.verb in READS_LOGS or settings.verb == "demo" else None
     if trouble is not None:  # said once, here: a missing core is a note, a bad TUIMON_ENGINE a usage error
         message, fatal = trouble
@@ -867,7 +881,7 @@ def run_app(paths: list[str], settings: Settings, *, poll: Optional[float] = Non
         if after_start is not None:
             after_start()
         app = TuimonApp(session, theme=settings.theme, quit_after=quit_after, on_quit=on_quit,
-                        bell=not settings.no_bell)
+                        bell=not settings.no_bell, keymap=dict(settings.keymap))
         code = app.run()
     finally:
         if server is not None:

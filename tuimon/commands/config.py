@@ -27,6 +27,10 @@ the file, the line and the key, and exit status 2: never a silent half-configura
     listen = "127.0.0.1:9464"
     retain = "48h"
     max_jobs = 500
+
+    [keymap]                     # the dashboard's keys, by the names `?` shows: keys, comma-separated
+    filter = "f"
+    alerts = "A,ctrl+a"
 """
 from __future__ import annotations
 
@@ -151,6 +155,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("serve.max_jobs", "max_jobs", _int, "a positive whole number (at most 1e7)", help="most jobs in metrics"),
 )
 BY_KEY = {s.key: s for s in SETTINGS}
+#: a ``[keymap]`` value: Textual key names (``f``, ``ctrl+f``, ``question_mark``, ``F``), comma-separated
+KEYS = re.compile(r"[A-Za-z0-9_]+(\+[A-Za-z0-9_]+)*(\s*,\s*[A-Za-z0-9_]+(\+[A-Za-z0-9_]+)*)*")
 
 
 @dataclass
@@ -159,6 +165,8 @@ class Config:
     values: dict[str, Any] = field(default_factory=dict)  # dest -> value
     origins: dict[str, str] = field(default_factory=dict)  # dest -> "FILE:LINE"
     rules: list[str] = field(default_factory=list)  # --alert entries the file gives
+    keymap: dict[str, str] = field(default_factory=dict)  # [keymap]: binding id -> keys
+    keymap_origins: dict[str, str] = field(default_factory=dict)  # binding id -> "FILE:LINE"
 
 
 def load(path: Optional[str] = None, *, explicit: bool = False) -> Config:
@@ -188,10 +196,18 @@ def load(path: Optional[str] = None, *, explicit: bool = False) -> Config:
         if key.startswith("alerts.") and key.split(".")[1] in RULE_DEFAULTS:
             config.rules.extend(_rule(key.split(".", 2)[1:], value, where))
             continue
+        if key.startswith("keymap."):  # which names exist is the dashboard's to say (checked when it starts)
+            name = key.split(".", 1)[1]
+            if not isinstance(value, str) or not KEYS.fullmatch(value.strip()):
+                raise ConfigError(f"{where}: keymap.{name} = {_short(value)}: expected keys such as \"f\", "
+                                  f"\"ctrl+f\" or \"f,ctrl+f\"")
+            config.keymap[name] = value.strip()
+            config.keymap_origins[name] = where
+            continue
         setting = BY_KEY.get(key)
         if setting is None:
             known = ", ".join(s.key for s in SETTINGS)
-            raise ConfigError(f"{where}: unknown key {key!r} (known: {known}, and alerts.<rule>)")
+            raise ConfigError(f"{where}: unknown key {key!r} (known: {known}, alerts.<rule> and keymap.<key name>)")
         if not setting.check(value):
             raise ConfigError(f"{where}: {key} = {_short(value)}: expected {setting.kind}")
         config.values[setting.dest] = setting.convert(value)

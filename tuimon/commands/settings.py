@@ -32,6 +32,8 @@ class Settings:
     #: the parse cache's directory: ``$TUIMON_CACHE_DIR``, else the config file's ``cache_dir``
     #: (no flag); None: the default (``$XDG_CACHE_HOME/tuimon``)
     cache_dir: Optional[str] = None
+    #: the config file's ``[keymap]``: (binding id, keys) pairs for the dashboard (no flag)
+    keymap: tuple[tuple[str, str], ...] = ()
     poll: Optional[float] = None
     follow: bool = False
     state: Optional[str] = None

@@ -7,7 +7,7 @@ import logging
 import os
 import time
 from functools import partial
-from typing import Callable, Iterable, Optional
+from typing import Callable, Iterable, Mapping, Optional
 
 from textual.app import App, ScreenStackError, SystemCommand
 from textual.binding import Binding
@@ -23,6 +23,7 @@ from .compare import CompareScreen
 from .help import HelpScreen
 from .job import ExportSeries, JobScreen
 from .jobs import SORTS, CompareJobs, JobsScreen
+from .keys import help_lines
 from .logscreen import LogScreen
 from .messages import OpenJob, OpenLog, OpenRank, RefreshRequest
 from .rank import RankScreen
@@ -43,8 +44,11 @@ class TuimonApp(App[int]):
 
     def __init__(self, session: LiveSession, *, theme: str = "tuimon-dark", refresh_hz: float = 4.0,
                  quit_after: Optional[float] = None, on_quit: Optional[Callable[[], None]] = None,
-                 bell: bool = True) -> None:
+                 bell: bool = True, keymap: Optional[Mapping[str, str]] = None) -> None:
         super().__init__()
+        self.keymap = dict(keymap or {})  # the config file's [keymap]: binding id -> keys
+        if self.keymap:
+            self.set_keymap(self.keymap)
         self.ring_bell = bell
         self.session = session
         self._theme_name = THEME_ALIASES.get(theme, theme)
@@ -181,7 +185,7 @@ class TuimonApp(App[int]):
 
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):
-            self.push_screen(HelpScreen())
+            self.push_screen(HelpScreen(help_lines(key_screens(), self.keymap)))
 
     async def action_quit(self) -> None:
         self.exit(0)
@@ -220,3 +224,9 @@ class TuimonApp(App[int]):
             if isinstance(screen, JobsScreen):
                 return screen
         return None
+
+
+def key_screens() -> list[tuple[str, type]]:
+    """Every screen with keys of its own, as help lists them (``[keymap]`` names their bindings)."""
+    return [("Everywhere", TuimonApp), ("Jobs", JobsScreen), ("Job screen", JobScreen), ("Rank screen", RankScreen),
+            ("Log view", LogScreen), ("Alerts", AlertsScreen), ("Compare", CompareScreen)]

@@ -17,14 +17,17 @@ from .chart import FULL, OverlayChart
 from .job import curve_xy
 from .palette import of
 from .render import plain
+from .tablefilter import TableFilter
 
 CHARTS = (("compare-tflops", "TFLOPs/GPU", "", True), ("compare-iter", "iteration time (s)", "s", True),
           ("compare-loss", "loss", "", False))
 
 
-class CompareScreen(Screen):
+class CompareScreen(TableFilter, Screen):
     BINDINGS = [Binding("escape,backspace", "back", "Back", id="back"),
-                Binding("o", "columns", "Columns", id="columns")]
+                Binding("o", "columns", "Columns", id="columns"),
+                Binding("slash", "filter", "Filter", id="filter")]
+    TABLE_ID = "compare-table"
 
     def __init__(self, keys: list[str]) -> None:
         super().__init__()
@@ -41,6 +44,7 @@ class CompareScreen(Screen):
                     yield Static(Text(""), id=chart_id, classes="plot")
         yield DataTable(id="compare-table", cursor_type="row")
         yield Input(id="compare-columns", placeholder="columns, as summary --columns takes them")
+        yield self.filter_box("filter: words in any column, or column:value (status:failed)")
         yield Footer()
 
     def show(self, details: list[JobDetail]) -> None:
@@ -61,8 +65,14 @@ class CompareScreen(Screen):
             for name in self.columns:
                 table.add_column(BY_NAME[name].header, key=name)
         table.clear()
+        matches = self.row_filter(self.columns)
         for d in details:
-            table.add_row(*(plain(column_text(BY_NAME[name], d.row.summary)) for name in self.columns))
+            cells = [column_text(BY_NAME[name], d.row.summary) for name in self.columns]
+            if matches(cells):
+                table.add_row(*map(plain, cells))
+
+    def refilter(self) -> None:
+        self.show(self.details)
 
     def action_columns(self) -> None:
         box = self.query_one("#compare-columns", Input)
@@ -71,6 +81,8 @@ class CompareScreen(Screen):
         box.focus()
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
+        if self.filter_submitted(event):
+            return
         event.stop()
         try:
             chosen = parse_columns(event.value) if event.value.strip() else tuple(BY_NAME[n] for n in DEFAULT)
@@ -83,6 +95,8 @@ class CompareScreen(Screen):
         self.show(self.details)
 
     def action_back(self) -> None:
+        if self.clear_filter():
+            return
         box = self.query_one("#compare-columns", Input)
         if box.has_class("visible"):
             box.remove_class("visible")

@@ -32,7 +32,8 @@ def lines_of_rank(tail: list[str], rank: str) -> list[str]:
 
 class RankScreen(Screen):
     BINDINGS = [Binding("escape,backspace", "back", "Back", id="back"),
-                Binding("l", "log", "Log of this rank", id="log")]
+                Binding("l", "log", "Log of this rank", id="log"),
+                Binding("slash", "log(True)", "Search its log", id="search")]
 
     def __init__(self, key: str, rank: str) -> None:
         super().__init__()
@@ -72,8 +73,10 @@ class RankScreen(Screen):
             log.write_lines([sanitize(ln) for ln in lines])
             self._shown = lines
 
-    def action_log(self) -> None:
-        self.post_message(OpenLog(self.key, rank=self.rank))
+    def action_log(self, search: bool = False) -> None:
+        """This rank's lines of the job's log; with ``/``, its search box open (the screen's table is
+        its log: ``/`` searches it, as on the job screen)."""
+        self.post_message(OpenLog(self.key, search=search, rank=self.rank))
 
     def action_back(self) -> None:
         self.app.pop_screen()
