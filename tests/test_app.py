@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import contextlib
+import time
 import shutil
 
 import numpy as np
@@ -134,6 +135,38 @@ async def test_live_updates_while_running(tmp_path):
             assert await shows(pilot, app, "train-4242", "3/100")
             (d / "second-4243.out").write_text(row.format(i=7))
             assert await shows(pilot, app, "second-4243", "7/100")
+    finally:
+        session.stop()
+
+
+async def test_new_lines_are_drawn_when_they_are_read_not_on_a_fixed_tick(tmp_path):
+    """The app's fallback tick is set to 100 s: a line appended (ingest in its own process, as `tuimon
+    watch` runs it) still reaches the jobs screen, because new figures are drawn when the session makes
+    them. A flood of lines is drawn in a bounded number of frames (debounced), not one a line."""
+    from tuimon.ui.app import MIN_FRAME_GAP_S
+
+    d = tmp_path / "live"
+    d.mkdir()
+    log = d / "train-4242.out"
+    row = " iteration {i:8d}/    5000 | elapsed time per iteration (ms): 500.0 | lm loss: 2.0E+00 |\n"
+    log.write_text(row.format(i=1))
+    session = LiveSession([str(d)], poll=0.1, process=True)
+    session.start()
+    app = TuimonApp(session, refresh_hz=0.01)
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            await until(pilot, lambda: rows(app).get("train-4242", [""] * 4)[3] == "1/5000", timeout=30)
+            for i in (2, 3):
+                with open(log, "a") as fh:
+                    fh.write(row.format(i=i))
+                await until(pilot, lambda: rows(app)["train-4242"][3] == f"{i}/5000", timeout=30)
+            frames, started = app.frames, time.monotonic()
+            for i in range(4, 2004):  # 2,000 lines, as fast as a loop writes them
+                with open(log, "a") as fh:
+                    fh.write(row.format(i=i))
+            await until(pilot, lambda: rows(app)["train-4242"][3] == "2003/5000", timeout=60)
+            took = time.monotonic() - started
+            assert app.frames - frames <= took / MIN_FRAME_GAP_S + 2, (app.frames - frames, took)
     finally:
         session.stop()
 

@@ -213,6 +213,7 @@ class LiveSession:
         self._thread: Optional[threading.Thread] = None
         self._figures: Optional[threading.Thread] = None
         self._changed = threading.Event()  # set when events came in: the figures thread ticks soon
+        self._listeners: list[Callable[[], None]] = []  # told when a tick changed the figures (the app)
         self._proc: Optional[Any] = None
         self._queue: Optional[Any] = None
         self._proc_stop = None
@@ -246,10 +247,25 @@ class LiveSession:
             self._figures = threading.Thread(target=self._tick_loop, name="tuimon-figures", daemon=True)
             self._figures.start()
 
+    def on_figures(self, listener: Callable[[], None]) -> None:
+        """Call ``listener`` (from the figures thread: it must only hand over, as Textual's thread-safe
+        ``post_message`` does) each time a tick changed what a screen shows: new rows, new alerts."""
+        self._listeners.append(listener)
+
     def _tick_loop(self) -> None:
-        """The figures thread: summaries and alerts, so the UI thread only draws."""
+        """The figures thread: summaries and alerts, so the UI thread only draws. It ticks when events
+        come in (debounced: at least MIN_TICK_GAP_S and three times the last tick's cost apart, so it
+        takes at most a quarter of a core however fast lines come), else each IDLE_TICK_S for what the
+        clock alone changes (alerts of quiet jobs, ages, ETAs); then tells the listeners (the app
+        redraws at once, rather than on its next fixed tick)."""
+        last_start, cost = float("-inf"), 0.0
         while not self._stop.is_set():
-            started = time.monotonic()
+            self._changed.wait(IDLE_TICK_S)
+            wait = last_start + max(MIN_TICK_GAP_S, 3.0 * cost) - time.monotonic()
+            if self._stop.wait(max(0.0, wait)):
+                return
+            last_start = time.monotonic()
+            before = (self._built[0], len(self.new_alerts), self.alert_feed.delivered_count)
             try:
                 self._changed.clear()
                 self.tick()
@@ -258,11 +274,10 @@ class LiveSession:
                 if message != self.error:
                     LOG.exception("figures tick failed")
                 self.error = message
-            # at most TICK_S apart while events come in (or rows are still to build); between changes only
-            # what the clock alone changes (alerts of quiet jobs, ages, ETAs), each IDLE_TICK_S
-            if self._stop.wait(max(0.0, TICK_S - (time.monotonic() - started))):
-                return
-            self._changed.wait(IDLE_TICK_S - TICK_S)
+            cost = time.monotonic() - last_start
+            if (self._built[0], len(self.new_alerts), self.alert_feed.delivered_count) != before or self.error:
+                for listener in list(self._listeners):
+                    listener()
 
     def _run(self) -> None:
         assert self.follower is not None
@@ -749,9 +764,9 @@ def _poll_supervised(follower: LocalFollower, warn: Callable[[str], None]) -> No
         time.sleep(0.5)
 
 
-#: the figures thread judges alerts and builds rows at most this often (the app draws every 0.5 s), and at
-#: least every IDLE_TICK_S (what time alone changes: stalls, ages, ETAs)
-TICK_S = 0.25
+#: the figures thread ticks when events come in, at least this far apart (and three times a tick's cost),
+#: and at least every IDLE_TICK_S (what time alone changes: stalls, ages, ETAs)
+MIN_TICK_GAP_S = 0.03
 IDLE_TICK_S = 1.0
 TIME_REFRESH_S = 5.0  # rows reused while nothing changed are measured again against the clock this often
 

@@ -25,10 +25,12 @@ from .job import ExportSeries, JobScreen
 from .jobs import SORTS, CompareJobs, JobsScreen
 from .keys import help_lines
 from .logscreen import LogScreen
-from .messages import OpenJob, OpenLog, OpenRank, RefreshRequest
+from .messages import FiguresChanged, OpenJob, OpenLog, OpenRank, RefreshRequest
 from .rank import RankScreen
 
 MAX_HZ = 10.0
+#: new figures are drawn at most this often (and twice a frame's time apart)
+MIN_FRAME_GAP_S = 0.03
 
 
 class TuimonApp(App[int]):
@@ -42,7 +44,7 @@ class TuimonApp(App[int]):
     ]
     TOASTS_PER_TICK = 3  # a burst of alerts shows as a few toasts and a count, not a wall of them
 
-    def __init__(self, session: LiveSession, *, theme: str = "tuimon-dark", refresh_hz: float = 4.0,
+    def __init__(self, session: LiveSession, *, theme: str = "tuimon-dark", refresh_hz: float = 1.0,
                  quit_after: Optional[float] = None, on_quit: Optional[Callable[[], None]] = None,
                  bell: bool = True, keymap: Optional[Mapping[str, str]] = None) -> None:
         super().__init__()
@@ -57,6 +59,9 @@ class TuimonApp(App[int]):
         self._on_quit = on_quit
         self.frames = 0
         self.frame_ms: list[float] = []
+        self._frame_at = float("-inf")  # when the last refresh began (monotonic)
+        self._posted = False  # a FiguresChanged is on its way: the figures thread posts no other
+        self._deferred = False  # a refresh is set for when the debounce gap has passed
 
     def on_mount(self) -> None:
         for theme in textual_themes():
@@ -66,13 +71,39 @@ class TuimonApp(App[int]):
         # what exists by now (modules, classes, themes, the app) lives as long as the app: full
         # collections need not walk it again.  Each one took 20 ms longer with it, on the UI thread.
         gc.freeze()
+        # new figures are drawn when they are made (the session says so, debounced below); the interval
+        # is the fallback for what changes without them (the session's warnings, a screen's own state)
+        self.session.on_figures(self._figures_made)
         self.set_interval(self.refresh_interval, self.refresh_now)
         if self.quit_after:
             self.set_timer(self.quit_after, lambda: self.exit(0))
 
+    def _figures_made(self) -> None:
+        """The figures thread: new figures. One message in flight at most (a burst of ticks is one redraw)."""
+        if not self._posted:
+            self._posted = True
+            self.post_message(FiguresChanged())
+
+    def on_figures_changed(self, _message: FiguresChanged) -> None:
+        """Draw the new figures now, or once MIN_FRAME_GAP_S (and twice the last frame's time) has passed
+        since the last frame: under a flood of lines the UI thread keeps most of its time for keys."""
+        self._posted = False
+        gap = max(MIN_FRAME_GAP_S, 2.0 * (self.frame_ms[-1] / 1000.0 if self.frame_ms else 0.0))
+        wait = self._frame_at + gap - time.monotonic()
+        if wait <= 0:
+            self.refresh_now()
+        elif not self._deferred:
+            self._deferred = True
+            self.set_timer(wait, self._deferred_refresh)
+
+    def _deferred_refresh(self) -> None:
+        self._deferred = False
+        self.refresh_now()
+
     def refresh_now(self, screen: Optional[Screen] = None) -> None:
         """Pull a snapshot and show it on ``screen`` (default: the visible one).
         UI thread; the session copies what it needs under its lock."""
+        self._frame_at = time.monotonic()
         t0 = time.perf_counter()
         try:
             screen = screen or self.screen

@@ -39,3 +39,8 @@ class OpenLog(Message):
         self.rank = rank
         self.file = file
         self.line = line
+
+
+class FiguresChanged(Message):
+    """The session's figures thread changed what a screen shows (posted from that thread: Textual's
+    ``post_message`` is thread-safe); the app redraws at once, debounced."""
