@@ -88,7 +88,7 @@ async def measure(samples: int, seed: int) -> list[float]:
 
 def _child(tree: str, samples: int, seed: int) -> list[float]:
     """This script run against ``tree``'s tuimon, in a fresh interpreter: its delays."""
-    env = {**os.environ, "PYTHONPATH": tree}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [tree, os.environ.get("PYTHONPATH")]))}
     r = subprocess.run([sys.executable, __file__, "--json", "--samples", str(samples), "--seed", str(seed)],
                        capture_output=True, text=True, env=env, cwd=tree, timeout=600)
     if r.returncode != 0:
