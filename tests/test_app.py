@@ -768,3 +768,36 @@ async def test_keys_remapped_by_the_config_keymap_work_and_help_shows_them(tmp_p
         assert not any(line.split()[:1] == ["a"] and line.split()[-1] == "alerts" for line in lines)
         await pilot.press("q")
         await until(pilot, lambda: isinstance(app.screen, JobsScreen))
+
+
+async def test_rows_hold_their_places_while_jobs_are_marked(tmp_path):
+    """Sorted by iteration time, a job whose steps slow down moves up; while a job is marked (the user
+    is picking jobs with space) the rows hold their places and the header says so; a sort asked for still
+    sorts; unmarked, the order is the sort's again."""
+    d = tmp_path / "live"
+    d.mkdir()
+    row = " iteration {i:8d}/    5000 | elapsed time per iteration (ms): {ms:.1f} | lm loss: 2.0E+00 |\n"
+    (d / "fast-1.out").write_text("".join(row.format(i=i, ms=500.0) for i in range(1, 21)))
+    (d / "slow-2.out").write_text("".join(row.format(i=i, ms=1000.0) for i in range(1, 21)))
+    session = LiveSession([str(d)], poll=0.1)
+    session.start()
+    app = TuimonApp(session)
+    try:
+        async with app.run_test(size=(180, 50)) as pilot:
+            await until(pilot, lambda: len(rows(app)) == 2 and rows(app)["fast-1"][3] == "20/5000", timeout=30)
+            screen = app.screen
+            screen.set_sort("iter time")
+            table = screen.query_one("#jobs")
+            order = lambda: [r.key.value.rsplit("/", 1)[-1] for r in table.ordered_rows]  # noqa: E731
+            await until(pilot, lambda: order() == ["slow-2", "fast-1"])
+            table.move_cursor(row=1)
+            await pilot.press("space")  # fast-1 marked
+            await until(pilot, lambda: "held while jobs are marked" in str(screen.query_one("#progress").render()))
+            with open(d / "fast-1.out", "a") as fh:  # fast-1 slows to 3 s a step: the sort would put it first
+                fh.write("".join(row.format(i=i, ms=3000.0) for i in range(21, 80)))
+            await until(pilot, lambda: rows(app)["fast-1"][3] == "79/5000", timeout=30)
+            assert order() == ["slow-2", "fast-1"]
+            await pilot.press("space")  # unmarked: the sort's order again
+            await until(pilot, lambda: order() == ["fast-1", "slow-2"])
+    finally:
+        session.stop()

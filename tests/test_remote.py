@@ -103,6 +103,27 @@ def test_changed_host_key_is_refused(server, tmp_path):
     assert r.stderr.strip().count("\n") == 0 and "Traceback" not in r.stderr
 
 
+def test_the_known_hosts_beside_a_given_ssh_config_is_used(server, tmp_path):
+    """`--ssh-config DIR/config` with no UserKnownHostsFile of its own: the host key is checked against
+    DIR/known_hosts (as ~/.ssh/known_hosts beside ~/.ssh/config), not refused as unknown; a wrong key there
+    is still refused."""
+    logs = copy_fixtures(tmp_path / "logs")
+    kit = tmp_path / "kit"
+    kit.mkdir()
+    (kit / "config").write_text("".join(line + "\n" for line in server.config.read_text().splitlines()
+                                        if "UserKnownHostsFile" not in line))
+    (kit / "known_hosts").write_text(server.known_hosts.read_text())
+    r = cli("summary", f"tuimon-test:{logs}", "--format", "json", "--no-cache", "--ssh-config", str(kit / "config"))
+    assert r.returncode == 0, r.stderr
+    assert len(json.loads(r.stdout)) == len(list(FIXTURES.iterdir()))
+    other = tmp_path / "other_key"
+    sshd.keygen(other)
+    pub = other.with_suffix(".pub").read_text().split()
+    (kit / "known_hosts").write_text(f"[127.0.0.1]:{server.port} {pub[0]} {pub[1]}\n")
+    r = cli("summary", f"tuimon-test:{logs}", "--ssh-config", str(kit / "config"))
+    assert r.returncode == 2 and "host key not verifiable" in r.stderr
+
+
 def test_unknown_host_key_is_refused(server):
     server.known_hosts.write_text("")
     r = cli("summary", "tuimon-test:/tmp", "--ssh-config", str(server.config))
@@ -583,3 +604,46 @@ def test_remote_soak_rotations_during_cuts(server, tmp_path, kind):
         assert len(lost) + doubled <= written // 50, (len(lost), doubled)
     else:
         assert not lost and not doubled, (len(lost), doubled, sorted(lost)[:20], err.decode(errors="replace")[-1500:])
+
+
+async def test_a_host_waiting_to_reconnect_tries_at_once_when_asked(tmp_path, monkeypatch):
+    """A host that cannot be reached waits before trying again (here 30 s, the backoff's jitter pinned);
+    `retry_now` (the dashboard's R) ends the wait: the next attempt comes at once, and the backoff starts
+    over from a second."""
+    import asyncio
+    import socket
+
+    from tuimon.sources import remote as remote_mod
+    from tuimon.sources.remote import RemoteHost
+
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    monkeypatch.setattr(remote_mod.random, "uniform", lambda a, b: 30.0)
+    host = RemoteHost(("127.0.0.1", None, port), ["/tmp"], lambda events: None, connect_timeout=5)
+    attempts: list[float] = []
+    real = host._connect
+
+    async def counted():
+        attempts.append(time.monotonic())
+        return await real()
+    host._connect = counted  # type: ignore[method-assign]
+    stop = asyncio.Event()
+    task = asyncio.ensure_future(host.run(stop))
+    try:
+        deadline = time.monotonic() + 20
+        while not (host.state.status == "retrying" and host._retry is not None) and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
+        assert host.state.status == "retrying" and len(attempts) == 1
+        assert host.state.retry_at - time.monotonic() > 20  # waiting half a minute
+        asked = time.monotonic()
+        host.retry_now()
+        while len(attempts) < 2 and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
+        assert len(attempts) == 2 and attempts[1] - asked < 2.0
+        while host._retry is None and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
+        assert 20 < host.state.retry_at - time.monotonic() < 45  # delay back to 1 s (x the pinned 30), not 2
+    finally:
+        stop.set()
+        await asyncio.wait_for(task, 10)

@@ -217,6 +217,7 @@ class LiveSession:
         self._proc: Optional[Any] = None
         self._queue: Optional[Any] = None
         self._proc_stop = None
+        self._retry: Any = None  # the ingest process's "retry now" event
         self.error: Optional[str] = None
 
     # -- background side --------------------------------------------------------------------
@@ -227,9 +228,10 @@ class LiveSession:
             ctx = process_context()
             self._queue = ctx.Queue(maxsize=256)  # bounded: a slow UI slows the reader, never the reverse
             self._proc_stop = ctx.Event()
+            self._retry = ctx.Event()
             self._proc = ctx.Process(target=ingest_main, args=(self._paths, self._options, self._queue,
                                                                self._proc_stop, self._remote_options,
-                                                               self._catalog_spec),
+                                                               self._catalog_spec, self._retry),
                                      name="tuimon-ingest", daemon=True)
             self._proc.start()
             target = self._receive
@@ -316,6 +318,13 @@ class LiveSession:
             self.error = msg.text
         elif isinstance(msg, IngestWarning):
             self.warnings.append(msg.text)
+
+    def retry_hosts(self) -> None:
+        """Remote hosts waiting to reconnect try at once (the app's R)."""
+        if self._retry is not None:
+            self._retry.set()  # the ingest process looks at it each round (at most 0.25 s)
+        if self.remote is not None:
+            self.remote.retry_now()
 
     def stop(self, wait: float = 5.0) -> None:
         """Stop following; ``wait``: how long the ingest may take to end its block (Ctrl-C
@@ -683,7 +692,7 @@ def _last_lines(text: str, n: int = 200) -> list[str]:
 
 
 def ingest_main(paths: list[str], options: dict, out, stop, remote_options: Optional[dict] = None,
-                catalog_spec: Sequence[tuple[str, str]] = ()) -> None:
+                catalog_spec: Sequence[tuple[str, str]] = (), retry=None) -> None:
     """Entry point of the ingest process: follow and parse local files and remote
     hosts, and send events, log tails and states to the UI process."""
     from ..engine import catalog
@@ -717,6 +726,10 @@ def ingest_main(paths: list[str], options: dict, out, stop, remote_options: Opti
         sent_progress: Optional[tuple] = None
         while not stop.is_set():
             _poll_supervised(follower, warn)
+            if retry is not None and retry.is_set():  # the user's "retry now" (R): hosts waiting reconnect
+                retry.clear()
+                if remote_thread is not None:
+                    remote_thread.retry_now()
             with lock:
                 batch, events[:] = events[:], []
             if batch or tails:

@@ -91,6 +91,12 @@ class RemoteThread:
     def states(self) -> dict[str, str]:
         return {f"ssh {h.host}": h.state.describe() for h in list(self.hosts)}
 
+    def retry_now(self) -> None:
+        """Hosts waiting to reconnect try at once (the user asked; the backoff starts over)."""
+        if self._loop is not None:
+            for host in list(self.hosts):
+                self._loop.call_soon_threadsafe(host.retry_now)
+
     def stop(self) -> None:
         if self._loop is not None and self._stop is not None:
             self._loop.call_soon_threadsafe(self._stop.set)
@@ -106,11 +112,33 @@ async def connect(endpoint: tuple[str, Optional[str], Optional[int]], ssh_config
     host, user, port = endpoint
     if ssh_config:
         options["config"] = [ssh_config]
+        beside = beside_known_hosts(ssh_config)
+        if beside is not None and "known_hosts" not in options:
+            options["known_hosts"] = beside
     if user:
         options["username"] = user
     if port:
         options["port"] = port
     return await asyncssh.connect(host, **options)
+
+
+def beside_known_hosts(ssh_config: str) -> Optional[bytes]:
+    """The host keys a ``--ssh-config FILE`` brings: the ``known_hosts`` file beside it (as ``~/.ssh/known_hosts``
+    is beside ``~/.ssh/config``), with the user's own after it; None where the file names its own
+    ``UserKnownHostsFile`` (asyncssh reads that) or has none beside it."""
+    import re
+
+    try:
+        if re.search(r"(?im)^\s*UserKnownHostsFile\b", Path(ssh_config).expanduser().read_text(errors="replace")):
+            return None
+        beside = (Path(ssh_config).expanduser().parent / "known_hosts").read_bytes()
+    except OSError:
+        return None
+    try:
+        own = (Path.home() / ".ssh" / "known_hosts").read_bytes()
+    except OSError:
+        own = b""
+    return beside.rstrip(b"\n") + b"\n" + own
 
 
 def _ns(mtime) -> int:
@@ -236,6 +264,7 @@ class RemoteHost:
     _cache: Optional[ParseCache] = None
     _cache_saved: float = 0.0
     _stopping: Optional[asyncio.Event] = None
+    _retry: Optional[asyncio.Event] = None  # set while waiting to reconnect: the user's "retry now"
 
     @property
     def host(self) -> str:
@@ -298,8 +327,7 @@ class RemoteHost:
                 if fatal or self.once:  # a one-shot read reports instead of retrying forever
                     self.state.status, self.state.error, self.state.retry_at = "error", message, None
                     raise FatalSSHError(message) from None
-                await self._backoff(stop, delay, message)
-                delay = min(60.0, delay * 2)
+                delay = 1.0 if await self._backoff(stop, delay, message) else min(60.0, delay * 2)
                 continue
             delay = 1.0
             try:
@@ -318,18 +346,31 @@ class RemoteHost:
                 if self.once:
                     self.state.status, self.state.error = "error", message
                     raise FatalSSHError(message) from None
-                await self._backoff(stop, delay, f"connection lost: {message}")
-                delay = min(60.0, delay * 2)
+                asked = await self._backoff(stop, delay, f"connection lost: {message}")
+                delay = 1.0 if asked else min(60.0, delay * 2)
 
-    async def _backoff(self, stop: asyncio.Event, delay: float, message: str) -> None:
+    def retry_now(self) -> None:
+        """(In the host's loop.) A wait before reconnecting ends now."""
+        if self._retry is not None:
+            self._retry.set()
+
+    async def _backoff(self, stop: asyncio.Event, delay: float, message: str) -> bool:
+        """Wait before reconnecting; True where the user asked to retry now (the backoff starts over)."""
         wait = delay * random.uniform(0.7, 1.3)
         self.state.status = "retrying"
         self.state.error = message
         self.state.retry_at = time.monotonic() + wait
+        self._retry = retry = asyncio.Event()
+        waiters = [asyncio.ensure_future(stop.wait()), asyncio.ensure_future(retry.wait())]
         try:
-            await asyncio.wait_for(stop.wait(), timeout=wait)
-        except asyncio.TimeoutError:
-            pass
+            await asyncio.wait(waiters, timeout=wait, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for w in waiters:
+                w.cancel()
+            self._retry = None
+        if retry.is_set():
+            LOG.info("%s: retrying now, as asked", self.host)
+        return retry.is_set()
 
     async def _connect(self):
         return await connect(self.endpoint, self.ssh_config, keepalive_interval=self.keepalive,

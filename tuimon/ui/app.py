@@ -41,6 +41,7 @@ class TuimonApp(App[int]):
         Binding("q", "quit", "Quit", id="quit"),
         Binding("question_mark", "help", "Help", id="help"),
         Binding("a", "alerts", "Alerts", id="alerts"),
+        Binding("R", "retry_hosts", "Retry hosts", show=False, id="retry-hosts"),
     ]
     TOASTS_PER_TICK = 3  # a burst of alerts shows as a few toasts and a count, not a wall of them
 
@@ -213,6 +214,14 @@ class TuimonApp(App[int]):
     def action_alerts(self) -> None:
         if not isinstance(self.screen, AlertsScreen):
             self.push_screen(AlertsScreen())
+
+    def action_retry_hosts(self) -> None:
+        """Remote hosts waiting to reconnect try now, rather than at the end of their backoff."""
+        self.session.retry_hosts()
+        waiting = [name[4:] for name, state in self.session.host_statuses().items()
+                   if name.startswith("ssh ") and state.startswith("retrying")]
+        self.notify(f"retrying now: {', '.join(waiting)}" if waiting else "no host is waiting to reconnect",
+                    markup=False)
 
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):

@@ -118,6 +118,7 @@ class JobsScreen(Screen):
         self._preview_shown: Optional[tuple] = None
         self._last_count = 0
         self._order: Optional[list[str]] = None  # None: rebuild the table (a new filter or sort)
+        self._order_sort = ""  # the sort the order shown was made by
         self._rows: dict[str, JobRow] = {}
         self._ready = False  # the timer may fire between push and mount
         self._matching = 0
@@ -169,9 +170,16 @@ class JobsScreen(Screen):
         matches = compile_filter(self.filter_text)
         rows = [r for r in snap.rows if matches(r.summary, r.stalled)]
         rows.sort(key=_sort_key(self.sort))
+        if self.marked and self._order and self._order_sort == self.sort:
+            # jobs are being marked for a comparison: the rows hold their places (a re-sort would move
+            # them under the cursor between two presses of space); new jobs come at the end. A sort asked for
+            # (s, a header) still sorts
+            place = {key: k for k, key in enumerate(self._order)}
+            rows.sort(key=lambda r: place.get(r.key, len(place)))
         self._matching = len(rows)
         rows = rows[:MAX_ROWS]  # a table of thousands is unreadable and slow: filter to narrow it
         order = [r.key for r in rows]
+        self._order_sort = self.sort
         width = self._job_width
         visible = self._fit_columns(table, rows)
         self._label_jobs(snap.rows)
@@ -314,7 +322,7 @@ class JobsScreen(Screen):
                 parts.append(f"{name[4:]}: {state}")
             elif name == "ingest":
                 parts.append(f"ingest {state}")
-        parts.append(f"sort: {self.sort}")
+        parts.append(f"sort: {self.sort}" + (" (held while jobs are marked)" if self.marked else ""))
         text = "tuimon | " + " | ".join(parts)
         if text != self._progress_text:  # an unchanged line is not drawn again
             self._progress_text = text

@@ -20,6 +20,7 @@ EXPLAINED = {
     "export": "series to ./<job>-series.csv", "breakdown": "the timer breakdown fills the screen",
     "x-axis": "x: iterations / wall time", "evals": "the loss chart shows the evaluation metric",
     "columns": "the table's columns, as summary --columns names them",
+    "retry-hosts": "hosts waiting to reconnect try now",
     "follow": "follow the end", "rank": "one rank's lines", "log-mark": "mark the line (then a letter)",
     "log-jump": "back to a mark (then its letter)", "back": "back (clears a search or filter first)",
 }
