@@ -171,6 +171,7 @@ class LiveSession:
         self.startup_timeout = startup_timeout
         self.tails: dict[str, deque[str]] = {}
         self.last_update: dict[str, float] = {}  # job key -> when its files were last written
+        self._dated: dict[str, int] = {}  # file -> how many of its runs (before its last two) have a date
         self._first_update: dict[str, float] = {}  # job key -> that, when first read (a later one: it grew)
         self._cache: dict[str, tuple[int, JobRow]] = {}
         self._details: dict[str, tuple[int, JobDetail]] = {}  # job key -> (version, detail)
@@ -376,7 +377,15 @@ class LiveSession:
         with self.lock:
             for file, when in written.items():
                 self.store.job_for(file)
-                for job in self.store.runs_of(file)[-2:]:  # a batch that began a new run changed the one before
+                runs = self.store.runs_of(file)
+                # a batch of many runs (a file read from its start) dates the runs before its last two as well,
+                # when they first appear: a run with no date read as fresh, "training" where the batch summary,
+                # dating it by its file, says it ended (the live view and the summary are one model)
+                for job in runs[self._dated.get(file, 0):-2]:
+                    self.last_update.setdefault(job.key, when)
+                    self._first_update.setdefault(job.key, when)
+                self._dated[file] = max(self._dated.get(file, 0), len(runs) - 2)
+                for job in runs[-2:]:  # a batch that began a new run changed the one before
                     self.last_update[job.key] = max(self.last_update.get(job.key, 0.0), when)
                     self._first_update.setdefault(job.key, when)
                     self._job_versions[job.key] = self._job_versions.get(job.key, 0) + 1
