@@ -569,6 +569,8 @@ async def test_columns_drop_by_priority_as_the_terminal_narrows(app):
         assert narrow[:3] == ["Job", "Status", "Iter"] and {"TFLOPs", "MFU", "Iter time"} <= set(narrow)
         assert "TFLOPs trend" not in narrow and "Startup" not in narrow
         assert cell(app, "stronghold-run", "TFLOPs") == "7.2r"  # its log's 7.24, marked as the log's
+        legend = app.screen.query_one("#legend")  # the r, explained under the table while one is shown
+        await until(pilot, lambda: legend.display and "123.4r: the rate the log reports" in str(legend.render()))
         await pilot.resize_terminal(240, 50)
         # the resize settles in steps under load: wait for the wide layout itself, not its first column
         await until(pilot, lambda: {"TFLOPs rep", "Framework"} <= {str(c.label) for c in
@@ -576,6 +578,7 @@ async def test_columns_drop_by_priority_as_the_terminal_narrows(app):
         wide = [str(c.label) for c in app.screen.query_one("#jobs").columns.values()]
         assert wide[:3] == ["Job", "Framework", "Status"], wide  # the usual order when all fit
         assert "TFLOPs" not in wide and "TFLOPs calc" in wide  # both fit: no combined one
+        await until(pilot, lambda: not legend.display)  # no r shown: no legend
         assert cell(app, "stronghold-run", "TFLOPs rep") == "7.2"
 
 

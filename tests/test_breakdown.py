@@ -443,3 +443,17 @@ def test_breakdown_lines_show_the_spread_where_there_is_room():
         assert max(map(len, tree_bars(parts, width=200, line_width=width).plain.splitlines())) <= width
     narrow = tree_bars(parts, line_width=44).plain.splitlines()
     assert all("–" not in line and len(line) <= 44 for line in narrow)  # the spread goes before the names
+
+
+def test_timer_names_cut_to_fit_stay_told_apart():
+    """On a narrow panel the names are cut where they tell nothing apart: STRONGHOLD's
+    offloading-bwd-2cpu-overhead and -2gpu-overhead keep what differs (a plain cut read the same)."""
+    from tuimon.ui.render import tree_bars
+
+    names = ["offloading-bwd-2cpu-overhead", "offloading-bwd-2gpu-overhead", "offloading-fwd-2cpu-overhead"]
+    parts = [{"name": n, "depth": 1, "share": 0.01, "mean_ms": 1.0} for n in names]
+    lines = tree_bars(parts, line_width=48).plain.splitlines()
+    labels = [line[:line.index(" ·")].strip() for line in lines]
+    assert all(len(label) < len(name) for label, name in zip(labels, names)), labels  # cut, to fit
+    assert len(set(labels)) == 3, labels
+    assert "2cpu" in labels[0] and "2gpu" in labels[1] and "fwd" in labels[2], labels

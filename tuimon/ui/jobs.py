@@ -119,6 +119,7 @@ class JobsScreen(Screen):
         self._last_count = 0
         self._order: Optional[list[str]] = None  # None: rebuild the table (a new filter or sort)
         self._order_sort = ""  # the sort the order shown was made by
+        self._legend_text = ""
         self._rows: dict[str, JobRow] = {}
         self._ready = False  # the timer may fire between push and mount
         self._matching = 0
@@ -137,6 +138,7 @@ class JobsScreen(Screen):
         yield Static(Text("tuimon: waiting for logs…"), id="progress")
         table: DataTable = DataTable(id="jobs", cursor_type="row", zebra_stripes=True)
         yield table
+        yield Static(Text(""), id="legend")  # what a mark in the table means, where one is shown
         with Vertical(id="preview"):  # the selected job at a glance
             yield Static(Text(""), id="preview-status")
             with Horizontal(classes="preview-charts"):
@@ -221,8 +223,20 @@ class JobsScreen(Screen):
                 if name in self._visible and (new_cell is not before and new_cell != before or name == "Job"):
                     table.update_cell(r.key, name, picked[name], update_width=True)
             self._shown[r.key] = c
+        self._legend(rows)
         self._last_view, self._last_count = view, len(rows)
         self._progress(snap, len(rows))
+
+    def _legend(self, rows: list[JobRow]) -> None:
+        """The line under the table: what the ``r`` after a TFLOPs figure means, while one is shown."""
+        marked = "TFLOPs" in self._visible and any(str(self._shown.get(r.key, ("",) * len(COLUMNS))[
+            COLUMNS.index("TFLOPs")]).endswith("r") for r in rows)
+        text = "TFLOPs 123.4r: the rate the log reports; without r: computed from the model" if marked else ""
+        legend = self.query_one("#legend", Static)
+        legend.display = bool(text)
+        if text != self._legend_text:
+            self._legend_text = text
+            legend.update(Text(text, style="dim"))
 
     def _set_columns(self, table: DataTable, names: tuple[str, ...]) -> None:
         table.clear(columns=True)

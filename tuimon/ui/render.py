@@ -14,6 +14,7 @@ from ..figures.cells import duration as duration
 from ..figures.cells import iter_time as iter_time
 from ..figures.cells import num as num
 from ..figures.cells import short_num as short_num
+from ..figures.names import distinct_label
 from ..figures.record import Summary
 from ..text import sanitize
 from .palette import DEFAULT, Palette
@@ -143,6 +144,11 @@ def tree_bars(parts: Sequence[dict], width: int = 30, line_width: Optional[int] 
     if line_width is not None:
         name_w = max(1, min(name_w, line_width - figures - spread_w - 1 - _MIN_BAR))
         width = max(_MIN_BAR, min(width, line_width - figures - spread_w - 1 - name_w))
+    if any(len(label) > name_w for label in labels):
+        # cut where the names tell nothing apart: offloading-bwd-2cpu and -2gpu keep their ends
+        names = [sanitize(p["name"]) for p in shown]
+        labels = ["  " * p["depth"] + distinct_label(name, names, max(1, name_w - 2 * p["depth"]))
+                  for p, name in zip(shown, names)]
     out = Text()
     for i, (p, label) in enumerate(zip(shown, labels)):
         if i:
