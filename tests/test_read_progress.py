@@ -11,7 +11,7 @@ import sys
 from tests.conftest import ROOT
 from rich.text import Text
 
-from tuimon.commands.progress import ReadProgress
+from tuimon.ui.progress import ReadProgress
 
 
 def test_the_line_waits_a_second_redraws_sparingly_and_is_wiped():

@@ -490,7 +490,7 @@ def _cache(settings: Settings):
 def _parse_into(store: JobStore, files: list[Path], jobs: Optional[int] = None, cache=None,
                 per_file: Optional[dict[Path, ParseStats]] = None) -> ParseStats:
     from ..engine.pool import parse_files_into
-    from .progress import ReadProgress
+    from ..ui.progress import ReadProgress
 
     for path in files:
         store.add_file(str(path))

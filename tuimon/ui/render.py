@@ -144,11 +144,14 @@ def tree_bars(parts: Sequence[dict], width: int = 30, line_width: Optional[int] 
     if line_width is not None:
         name_w = max(1, min(name_w, line_width - figures - spread_w - 1 - _MIN_BAR))
         width = max(_MIN_BAR, min(width, line_width - figures - spread_w - 1 - name_w))
-    if any(len(label) > name_w for label in labels):
-        # cut where the names tell nothing apart: offloading-bwd-2cpu and -2gpu keep their ends
+    cut = [label[:name_w] for label in labels]
+    if len(set(cut)) < len(set(labels)):
+        # names that a cut at the width reads alike (offloading-bwd-2cpu and -2gpu) are cut where they tell
+        # nothing apart instead, keeping what differs; the others keep their heads (the tree reads from there)
         names = [sanitize(p["name"]) for p in shown]
+        alike = {c for c in cut if cut.count(c) > 1}
         labels = ["  " * p["depth"] + distinct_label(name, names, max(1, name_w - 2 * p["depth"]))
-                  for p, name in zip(shown, names)]
+                  if c in alike else label for p, name, c, label in zip(shown, names, cut, labels)]
     out = Text()
     for i, (p, label) in enumerate(zip(shown, labels)):
         if i:

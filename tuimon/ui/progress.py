@@ -1,5 +1,7 @@
 """A progress bar on stderr while a batch verb reads its logs: files, MB, MB/s, time left.
 
+(A terminal display, so it lives with the UI: the CLI's summary is what shows it.)
+
 Rich's progress display (rich is a dependency already), shown only when stderr is a terminal and the
 read has taken longer than :data:`SHOW_AFTER_S` (a small read stays silent), redrawn at most every
 :data:`REDRAW_S` (by the reader's own calls: no refresh thread beside the parse), and transient: wiped
