@@ -152,6 +152,8 @@ def tree_bars(parts: Sequence[dict], width: int = 30, line_width: Optional[int] 
         alike = {c for c in cut if cut.count(c) > 1}
         labels = ["  " * p["depth"] + distinct_label(name, names, max(1, name_w - 2 * p["depth"]))
                   if c in alike else label for p, name, c, label in zip(shown, names, cut, labels)]
+    # a name cut ends in an ellipsis: "offloading-bwd-ov…", not a word that reads whole
+    labels = [label if len(label) <= name_w else label[:max(0, name_w - 1)] + "…" for label in labels]
     out = Text()
     for i, (p, label) in enumerate(zip(shown, labels)):
         if i:
