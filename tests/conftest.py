@@ -94,8 +94,9 @@ def app(fixture_logs):
 
 
 async def until(pilot, condition, timeout: float = 10.0) -> None:
-    """Let the app run until ``condition()`` holds (a slow machine needs longer
-    than a fixed pause); the caller's assert says what was expected."""
+    """Let the app run until ``condition()`` holds (a slow machine needs longer than a fixed pause).
+    A condition that never holds fails here: a wait that timed out in silence made a test slow, and
+    hid a broken key (→ in the log view) behind a wait with no assert after it."""
     for _ in range(int(timeout / 0.05)):
         try:
             if condition():
@@ -103,6 +104,11 @@ async def until(pilot, condition, timeout: float = 10.0) -> None:
         except Exception:  # the screen is still being built
             pass
         await pilot.pause(0.05)
+    try:
+        held = condition()
+    except Exception as exc:  # noqa: BLE001 - said in the failure
+        held = exc
+    assert held, f"waited {timeout:.0f} s for a condition that did not hold ({held!r})"
 
 
 def pytest_report_header(config):

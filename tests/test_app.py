@@ -373,7 +373,9 @@ async def test_alerts_reach_the_header_the_rows_a_toast_and_the_alerts_screen(tm
         rows_shown = [[str(c) for c in table.get_row_at(i)] for i in range(table.row_count)]
         assert kinds == ["failed", "failed", "failed", "failed", "startup-hang"], rows_shown
         # the log line of the alert under the cursor, read off the UI thread
-        await until(pilot, lambda: "\n" in str(app.screen.query_one("#alert-line").render()))
+        screen = app.screen
+        table.move_cursor(row=next(i for i, e in enumerate(screen._rows) if e.newest.line))
+        await until(pilot, lambda: "\n" in str(screen.query_one("#alert-line").render()))
         await pilot.press("escape")
         await until(pilot, lambda: not isinstance(app.screen, AlertsScreen))
 

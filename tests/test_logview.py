@@ -280,7 +280,7 @@ async def test_with_a_file_per_rank_a_rank_is_its_file(tmp_path):
         await pilot.press("l")
         await until(pilot, lambda: isinstance(app.screen, LogScreen) and app.screen.view.source.complete)
         assert app.screen.which == 1 and app.screen.view.row_count() == 40
-        await pilot.press("escape")
+        await pilot.press("escape", "escape")  # the rank's filter, then back
         await until(pilot, lambda: isinstance(app.screen, RankScreen))
         await pilot.press("slash")  # `/` searches this rank's log, as on the job screen
         await until(pilot, lambda: isinstance(app.screen, LogScreen) and app.screen.view.source.complete)
@@ -392,8 +392,12 @@ async def test_long_lines_move_sideways_with_the_arrow_keys(tmp_path):
         assert screen.view.scroll_x == 0
         await pilot.press("right", "right")
         await until(pilot, lambda: screen.view.scroll_x == 16)
+        assert screen.view.scroll_x == 16  # (a file followed to its end scrolled back to the left at each tick)
+        await pilot.pause(0.3)  # a few of the log screen's ticks: it stays where it was put
+        assert screen.view.scroll_x == 16
         await pilot.press("left")
         await until(pilot, lambda: screen.view.scroll_x == 8)
+        assert screen.view.scroll_x == 8
         shown = [b.binding.description for b in screen.active_bindings.values() if b.binding.show]
         assert "→ ← sideways" in shown, ", ".join(shown)  # in the footer
 

@@ -104,8 +104,10 @@ class LogScreen(Screen):
             if self.rank:
                 self._filter(since=max(0, before - 1))  # the lines just indexed (and the last, which may have grown)
             view.sync()
-        if self.following:
-            view.scroll_end(animate=False, immediate=True)
+        if self.following and view.scroll_offset.y < view.max_scroll_y:
+            # down to the end, where it is: Textual's scroll_end also scrolls back to the left edge, which
+            # undid → (sideways) at every tick of a followed file
+            view.scroll_to(y=view.max_scroll_y, animate=False, immediate=True)
         if self._at is not None and (len(view.source) > self._at[1] or view.source.complete):
             line = min(self._at[1], max(0, len(view.source) - 1))
             self._at = None

@@ -42,7 +42,10 @@ class LogView(ScrollView, can_focus=True):
     ]
 
     def action_sideways(self, columns: int) -> None:
-        self.scroll_relative(x=columns, animate=False)
+        # force: the scroll range is the lines' (virtual size); the horizontal scrollbar that permits it comes
+        # with the next layout, which a key pressed as the view opens would beat
+        self.scroll_to(x=max(0, min(self.max_scroll_x, self.scroll_x + columns)), animate=False, immediate=True,
+                       force=True)
 
     def __init__(self, source: Lines, **kw) -> None:
         super().__init__(**kw)
@@ -82,7 +85,11 @@ class LogView(ScrollView, can_focus=True):
         n = len(self.source)
         self._pages.pop((n - 1) // PAGE if n else 0, None)
         gutter = len(str(max(1, n))) + 1
-        self.virtual_size = Size(max(self._widest + gutter + 1, self.size.width), self.row_count())
+        size = Size(max(self._widest + gutter + 1, self.size.width), self.row_count())
+        if size != self.virtual_size:
+            self.virtual_size = size
+            # the scrollbars follow a virtual size set here only on a new layout: until one, → did nothing
+            self.refresh(layout=True)
         self.refresh()
 
     def reset(self) -> None:
