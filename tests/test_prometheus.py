@@ -381,3 +381,53 @@ def test_a_scrape_does_not_wait_for_a_busy_session(tmp_path):
             [ln for ln in first.splitlines() if ln.startswith("tuimon_job_iteration")]
     finally:
         session.stop()
+
+
+def test_a_crowd_of_scrapers_is_answered_from_one_collection():
+    """The exporter listens with the system's backlog (socketserver's is 5: 200 scrapers at once met
+    resets and 31 s at p99), and scrapes within FRESH_S share one collection: 200 at once are all
+    answered, and the collector runs a handful of times, not 200."""
+    import threading
+
+    from prometheus_client.registry import CollectorRegistry
+
+    from tuimon.exports import prometheus
+
+    calls = [0]
+
+    class Slow:
+        def collect(self):
+            calls[0] += 1
+            time.sleep(0.05)  # a collection that takes a while, as a big session's does
+            g = prometheus.GaugeMetricFamily("tuimon_test_gauge", "a figure")
+            g.add_metric([], 1.0)
+            yield g
+
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(Slow())
+    server = prometheus.MetricsServer(registry, "127.0.0.1:0").start()
+    try:
+        port = int(server.address.rsplit(":", 1)[1])
+        listening = subprocess.run(["ss", "-Hltn", f"sport = :{port}"], capture_output=True, text=True).stdout
+        if listening.split():
+            assert int(listening.split()[2]) == socket.SOMAXCONN or int(listening.split()[2]) >= 128, listening
+        start = threading.Barrier(200)
+        answers: list[int] = []
+        errors: list[str] = []
+
+        def scrape() -> None:
+            start.wait()
+            try:
+                with urllib.request.urlopen(f"http://{server.address}/metrics", timeout=60) as r:
+                    answers.append(r.status if b"tuimon_test_gauge 1.0" in r.read() else -1)
+            except OSError as exc:
+                errors.append(repr(exc))
+        threads = [threading.Thread(target=scrape) for _ in range(200)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(90)
+        assert errors == [] and answers == [200] * 200, (errors[:3], len(answers))
+        assert calls[0] <= 20, calls[0]  # one collection serves the scrapes of its half second
+    finally:
+        server.close()

@@ -168,6 +168,8 @@ class _Server(ThreadingHTTPServer):
     out): a crowd of idle sockets cannot hold threads forever."""
 
     daemon_threads = True
+    # socketserver listens with a backlog of 5: 200 scrapers at once met resets and SYN retries (p99 31 s)
+    request_queue_size = socket.SOMAXCONN
 
     def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler]) -> None:
         self.address_family = socket.AF_INET6 if ":" in address[0] else socket.AF_INET
@@ -216,7 +218,33 @@ class MetricsServer:
         self.httpd.server_close()
 
 
+#: a scrape within this long of the last one (in the same format) gets the body made for it: a crowd of
+#: scrapers costs one collection, not one each (Prometheus scrapes every 15 s by default, 1 s at most)
+FRESH_S = 0.5
+
+
+class _Bodies:
+    """The last body made in each format, and when; one collection at a time (the others wait for it)."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.registry = registry
+        self.lock = threading.Lock()
+        self.made: dict[str, tuple[float, bytes]] = {}
+
+    def body(self, encoder: Any, content_type: str) -> bytes:
+        with self.lock:
+            made = self.made.get(content_type)
+            now = time.monotonic()
+            if made is not None and now - made[0] < FRESH_S:
+                return made[1]
+            body = encoder(self.registry)
+            self.made[content_type] = (time.monotonic(), body)
+            return body
+
+
 def _handler(registry: CollectorRegistry) -> type[BaseHTTPRequestHandler]:
+    bodies = _Bodies(registry)
+
     class Handler(BaseHTTPRequestHandler):
         server_version = "tuimon"
         timeout = IDLE_TIMEOUT_S  # the socket's: a client that sends nothing is let go
@@ -227,7 +255,7 @@ def _handler(registry: CollectorRegistry) -> type[BaseHTTPRequestHandler]:
                 return
             encoder, content_type = choose_encoder(self.headers.get("Accept", ""))
             try:
-                body = encoder(registry)
+                body = bodies.body(encoder, content_type)
             except Exception as exc:  # a scrape must say what went wrong rather than drop the connection
                 self._reply(500, f"tuimon: cannot collect: {exc}\n".encode("utf-8", "replace"), "text/plain")
                 return
