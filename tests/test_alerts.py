@@ -591,3 +591,32 @@ async def test_the_alerts_screen_folds_a_jobs_alerts_and_filters_with_slash(tmp_
         assert "oom" in cells(0)[1] + cells(0)[6]
         await pilot.press("escape", "escape")
         await until(pilot, lambda: isinstance(app.screen, JobsScreen))
+
+
+def test_a_hook_over_its_time_is_killed_with_what_it_started(tmp_path, monkeypatch):
+    """A hook that backgrounds a child and then hangs (`sleep 1000 & exec sleep 1000`): at its time limit
+    it is killed with its process group, the child too (the child ran on for minutes)."""
+    from tuimon.figures.alerts import Alert
+    from tuimon.live import alerting
+
+    monkeypatch.setattr(alerting, "HOOK_TIMEOUT_S", 1.0)
+    pidfile = tmp_path / "child.pid"
+    warnings: list[str] = []
+    feed = alerting.AlertFeed(Rules.default(), on_warning=warnings.append)
+    alert = Alert("job-1", "failed", None, 3, None, "oom", None, None)
+    started = time.monotonic()
+    feed._run(["sh", "-c", f"sleep 1000 & echo $! > {pidfile}; exec sleep 1000"], [alert])
+    assert time.monotonic() - started < 10
+    assert any("ran over 1 s: killed" in w for w in warnings), warnings
+    child = pidfile.read_text().strip()
+
+    def alive(pid: str) -> bool:
+        try:
+            with open(f"/proc/{pid}/stat") as fh:
+                return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+        except OSError:
+            return False
+    deadline = time.monotonic() + 10
+    while alive(child) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not alive(child), "the hook's background child outlived it"

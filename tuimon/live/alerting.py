@@ -17,6 +17,7 @@ import logging
 import os
 import shlex
 import shutil
+import signal
 import subprocess
 import tempfile
 import threading
@@ -247,9 +248,15 @@ class AlertFeed:
     def _run(self, argv: list[str], group: list[Alert]) -> None:
         try:
             body = json.dumps([a.to_dict() for a in group], allow_nan=False).encode()
-            subprocess.run(argv, input=body, shell=False,
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=HOOK_TIMEOUT_S,
-                           check=False)
+            # a process group of its own: a hook over its time is killed with what it started (`cmd &`
+            # in a shell script ran on after the script was killed)
+            proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                                    stderr=subprocess.DEVNULL, start_new_session=True)
+            try:
+                proc.communicate(body, timeout=HOOK_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                _kill_group(proc)
+                raise
         except FileNotFoundError:
             self._warn_once(f"--on-alert: {argv[0]}: command not found")
         except PermissionError:
@@ -311,3 +318,12 @@ def _load_seen(path: Optional[str], on_warning: Callable[[str], None]) -> list[t
     except (OSError, ValueError, KeyError, TypeError):
         on_warning(f"{path}: unreadable list of delivered alerts: ignored (alerts may be delivered again)")
         return []
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    """Kill a hook's process group (the hook and whatever it started), then reap the hook."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        proc.kill()
+    proc.wait()
