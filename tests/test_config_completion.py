@@ -177,6 +177,9 @@ def test_default_csv_is_numbers_or_empty_one_value_a_cell():
     ("[serve]\nretain = \"soon\"\n", 2, "serve.retain"),
     ("[alerts]\nbell = true\non_alert = \"notify 'unclosed\"\n", 3, "alerts.on_alert"),
     ("[keymap]\nfilter = 3\n", 2, "keymap.filter = 3: expected keys"),
+    ("poll = " + "9" * 400 + "\n", 1, "at most 1e7"),  # an integer too big for a float: no traceback
+    ("[alerts]\nloss-spike = { k = " + "9" * 400 + " }\n", 2, "alerts.loss-spike.k"),
+    ("formats = [\"/nonexistent/formats\"]\n", 1, "expected a list of existing directories"),
     ("[keymap]\nfilter = \"f; rm -rf\"\n", 2, "keymap.filter"),
 ])
 def test_a_bad_value_in_the_file_is_one_line_naming_file_and_line(tmp_path, text, line, says):

@@ -73,7 +73,10 @@ MAX_NUMBER = 1e7  # seconds, TFLOPs or a rule's setting: anything larger is a ty
 
 
 def _number(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and 0 < v <= MAX_NUMBER
+    # compared as it is: a 400-digit integer is no float (math.isfinite raised on it: a traceback)
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return False
+    return (isinstance(v, int) or math.isfinite(v)) and 0 < v <= MAX_NUMBER
 
 
 def _listen(v: Any) -> bool:
@@ -109,6 +112,12 @@ def _strings(v: Any) -> bool:
     return isinstance(v, list) and all(isinstance(x, str) for x in v)
 
 
+def _existing_paths(v: Any) -> bool:
+    """Format directories (or files) that are there: a missing one is the file's error, said where the file
+    is read (config show too), not a failure of every verb that reads logs."""
+    return _strings(v) and all(os.path.exists(os.path.expanduser(x)) for x in v)
+
+
 def _bool(v: Any) -> bool:
     return isinstance(v, bool)
 
@@ -139,7 +148,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("poll", "poll", _number, "a positive number of seconds (at most 1e7)", help="poll interval"),
     Setting("include", "include", _strings, "a list of globs", help="file name patterns to read"),
     Setting("exclude", "exclude", _strings, "a list of globs", help="file name patterns to skip"),
-    Setting("formats", "formats", _strings, "a list of directories", _expand, help="user format directories"),
+    Setting("formats", "formats", _existing_paths, "a list of existing directories or files", _expand,
+            help="user format directories"),
     Setting("ssh_config", "ssh_config", _str, "a file name", _expand, help="OpenSSH client config"),
     Setting("cache", "no_cache", _bool, "true or false", lambda v: not v, help="use the parse cache"),
     Setting("cache_dir", "cache_dir", _str, "a directory", _expand, help="where the parse cache lives"),
