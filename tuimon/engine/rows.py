@@ -125,9 +125,6 @@ def _read(core: Any, text: str, spans: list, parts: list) -> tuple[list[int], An
 
 def _iterations(core: Any, text: str, lines: list, owner: Any) -> tuple[list[int], list]:
     found = native.records.iterations(text, lines)
-    # a record past its own total (a corrupt line: iteration 1000000000000000/ 500) goes to the hook, which
-    # says so and leaves it out
-    found = [None if f is not None and f[1] is not None and f[0] > f[1] else f for f in found]
     if found and not owner.reported("_announced"):
         found[0] = None  # (the hook names the run's framework, in the line's words, with its first)
     return [HOOK if f is None else ITERATION for f in found], [f for f in found if f is not None]

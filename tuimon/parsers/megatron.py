@@ -14,20 +14,7 @@ from typing import Optional
 
 from .base import LineContext, LineParser, Sample, compile_sniff
 from .common import norm_key, rank_tag
-from .events import (
-    INIT_TIME,
-    Event,
-    Exit,
-    Failure,
-    Iteration,
-    LogWarning,
-    Memory,
-    Milestone,
-    RunConfig,
-    Step,
-    Throughput,
-    frozen_map,
-)
+from .events import INIT_TIME, Event, Exit, Failure, Iteration, Memory, Milestone, RunConfig, Step, Throughput, frozen_map
 from .numbers import to_float, to_int
 from .timestamps import parse_iso
 
@@ -407,12 +394,6 @@ class MegatronParser(LineParser):
             if nemo:  # numbered through the run as users count steps; done at the end of this epoch, at least
                 epoch, per_epoch, it = (int(g) for g in nemo.groups())
                 total = (epoch + 1) * (per_epoch + 1) - 1
-            if it is not None and total is not None and it > total:
-                # Megatron counts to its total and stops: a number past it is a corrupt line (a run that
-                # read "finished" at 1000000000000000/ 500), said as a warning, not taken as progress
-                events.append(self.make(LogWarning, ctx, kind="corrupt",
-                                        message=f"iteration {it} of {total}: past its own total, left out"))
-                continue
             fields["iteration"] = it
             fields["train_iters"] = total
             events.append(self.make(Iteration, ctx, **fields))
