@@ -11,6 +11,7 @@ the JSON's top level and a value of :attr:`Summary.metrics`: adding one needs no
 """
 from __future__ import annotations
 
+import collections.abc
 import dataclasses
 import types
 import typing
@@ -207,13 +208,17 @@ def _plain(value: Any) -> Any:
 
 
 # -- the JSON Schema, derived from the types -------------------------------------------------
-_SCALARS = {float: "number", int: "integer", str: "string", bool: "boolean", type(None): "null"}
+_SCALARS: dict[Any, dict[str, Any]] = {float: {"type": "number"}, int: {"type": "integer"}, str: {"type": "string"},
+                                       bool: {"type": "boolean"}, type(None): {"type": "null"}}
 
 
-def _schema_of(tp: Any) -> dict[str, Any]:
+def _schema_of(tp: Any, scalars: Optional[dict[Any, dict[str, Any]]] = None) -> dict[str, Any]:
+    """The JSON Schema of a type hint; ``scalars`` overrides how a scalar is written (the events keep a
+    float that is not finite as a string: :mod:`.schemas`)."""
+    table = _SCALARS if scalars is None else {**_SCALARS, **scalars}
     origin = typing.get_origin(tp)
     if origin in (Union, types.UnionType):
-        members = [_schema_of(a) for a in typing.get_args(tp)]
+        members = [_schema_of(a, scalars) for a in typing.get_args(tp)]
         if all(set(m) == {"type"} for m in members):
             names: list[str] = []
             for m in members:
@@ -222,15 +227,15 @@ def _schema_of(tp: Any) -> dict[str, Any]:
         return {"anyOf": members}
     if origin is list:
         (item,) = typing.get_args(tp)
-        return {"type": "array", "items": _schema_of(item)}
-    if origin is dict:
+        return {"type": "array", "items": _schema_of(item, scalars)}
+    if origin in (dict, collections.abc.Mapping):
         _, item = typing.get_args(tp)
-        return {"type": "object", "additionalProperties": _schema_of(item)}
+        return {"type": "object", "additionalProperties": _schema_of(item, scalars)}
     if tp is Any:
         return {}
     if dataclasses.is_dataclass(tp):
         return _object_schema(tp)
-    return {"type": _SCALARS[tp]}
+    return dict(table[tp])
 
 
 def _object_schema(cls: Any, skip: tuple[str, ...] = ()) -> dict[str, Any]:

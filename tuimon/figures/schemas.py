@@ -11,33 +11,23 @@ from __future__ import annotations
 
 import dataclasses
 import typing
-from typing import Any, Mapping, Union
+from typing import Any
 
 from ..parsers.events import EVENT_TYPES
 from .alerts import ALERTS_SCHEMA_VERSION, Alert
 from .columns import COLUMNS
-from .record import SCHEMA_VERSION, json_schema
+from .record import SCHEMA_VERSION, _schema_of, json_schema
 
 EVENTS_SCHEMA_VERSION = 1
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
 #: a float an event carries: JSON has no inf or nan, so events keep them as these strings (never lost)
 _FLOAT = {"anyOf": [{"type": "number"}, {"enum": ["nan", "inf", "-inf"]}]}
-_SCALARS: dict[Any, dict[str, Any]] = {int: {"type": "integer"}, str: {"type": "string"},
-                                       bool: {"type": "boolean"}, float: _FLOAT}
+#: how the events write a float (see _FLOAT); every other type as the summary's schema does
+_EVENT_SCALARS: dict[Any, dict[str, Any]] = {float: _FLOAT}
 
 
 def _of(tp: Any) -> dict[str, Any]:
-    origin = typing.get_origin(tp)
-    if origin is Union:
-        members = [a for a in typing.get_args(tp) if a is not type(None)]
-        inner = _of(members[0]) if len(members) == 1 else {"anyOf": [_of(m) for m in members]}
-        return {"anyOf": [inner, {"type": "null"}]}
-    if origin in (dict, Mapping, typing.get_origin(Mapping[str, Any])):
-        _, item = typing.get_args(tp)
-        return {"type": "object", "additionalProperties": _of(item)}
-    if tp is Any:
-        return {}
-    return dict(_SCALARS[tp])
+    return _schema_of(tp, _EVENT_SCALARS)
 
 
 def _event_schema(name: str, cls: type) -> dict[str, Any]:
@@ -63,9 +53,7 @@ def _alert_object() -> dict[str, Any]:
     for f in dataclasses.fields(Alert):
         if f.name in Alert.PRIVATE:
             continue
-        props[f.name] = _of(hints[f.name])
-        if f.name == "wall_time":  # an alert's times are finite (they come from the store's clock)
-            props[f.name] = {"type": ["number", "null"]}
+        props[f.name] = _schema_of(hints[f.name])  # (an alert's figures are finite: plain numbers)
     return {"title": "alert", "type": "object", "properties": props, "required": list(props),
             "additionalProperties": False}
 
