@@ -18,6 +18,14 @@ from tuimon.ui.logview import LogView
 ITERATIONS = 1500  # four ranks: 6000 lines, three times what the session keeps of a tail
 
 
+def srun_app(tmp_path, name: str, iterations: int) -> TuimonApp:
+    """The app on a directory holding one srun log, ``name``, of ``iterations`` (each line four ranks')."""
+    d = tmp_path / "logs"
+    d.mkdir()
+    srun_log(d / name, iterations)
+    return TuimonApp(loaded_session([d]))
+
+
 def srun_log(path, iterations: int = ITERATIONS) -> list[str]:
     lines = []
     for i in range(1, iterations + 1):
@@ -341,10 +349,7 @@ async def test_a_rank_filter_grows_with_the_index_without_reading_the_file_again
 
 
 async def test_a_job_without_files_gives_an_empty_view_every_key_can_act_on(tmp_path):
-    d = tmp_path / "logs"
-    d.mkdir()
-    srun_log(d / "job-81.out", 5)
-    app = TuimonApp(loaded_session([d]))
+    app = srun_app(tmp_path, "job-81.out", 5)
     async with app.run_test(size=APP_SIZE) as pilot:
         await until(pilot, lambda: app.screen.query_one("#jobs").row_count)
         screen = LogScreen("gone", [])
@@ -361,10 +366,7 @@ async def test_a_job_without_files_gives_an_empty_view_every_key_can_act_on(tmp_
 async def test_names_and_lines_reach_the_screen_literally(tmp_path):
     """Control sequences and markup in a job's name, a file's name and its lines are shown
     as text: nothing reaches the terminal as a sequence, nothing is read as markup."""
-    d = tmp_path / "logs"
-    d.mkdir()
-    srun_log(d / "job-82.out", 5)
-    app = TuimonApp(loaded_session([d]))
+    app = srun_app(tmp_path, "job-82.out", 5)
     hostile = KeptLines("host:[bold]run\x1b]0;pwned\x07.log", ["0: [red]x[/red] \x1b[2J cleared?", "1: fine"])
     async with app.run_test(size=APP_SIZE) as pilot:
         await until(pilot, lambda: app.screen.query_one("#jobs").row_count)
@@ -378,12 +380,9 @@ async def test_names_and_lines_reach_the_screen_literally(tmp_path):
 
 
 async def test_long_lines_move_sideways_with_the_arrow_keys(tmp_path):
-    d = tmp_path / "logs"
-    d.mkdir()
-    srun_log(d / "job-82.out", 5)
     long = tmp_path / "long.log"
     long.write_text("".join(f"{i:04d} " + "x" * 400 + f" end-of-line-{i}\n" for i in range(50)))
-    app = TuimonApp(loaded_session([d]))
+    app = srun_app(tmp_path, "job-82.out", 5)
     async with app.run_test(size=APP_SIZE) as pilot:
         await until(pilot, lambda: app.screen.query_one("#jobs").row_count)
         screen = LogScreen("long", [LogFile(str(long))])
@@ -405,10 +404,7 @@ async def test_long_lines_move_sideways_with_the_arrow_keys(tmp_path):
 async def test_a_log_opened_at_an_alert_s_line_shows_that_line(tmp_path):
     """Enter on an alert opens its job's log at the alert's line (3607 of 5000), centred, and
     says so; not at line 1 with the status naming 3607."""
-    d = tmp_path / "logs"
-    d.mkdir()
-    srun_log(d / "job-84.out", 5000)
-    app = TuimonApp(loaded_session([d]))
+    app = srun_app(tmp_path, "job-84.out", 5000)
     async with app.run_test(size=APP_SIZE) as pilot:
         await until(pilot, lambda: app.screen.query_one("#jobs").row_count)
         key = next(iter(app.session.store.jobs))

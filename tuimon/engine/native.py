@@ -35,27 +35,35 @@ def _load() -> tuple[Optional[ModuleType], str, Optional[str]]:
     return _core, f"core {_core.__version__} (compiled, {getattr(_core, 'BUILD', 'release')})", None
 
 
-def _wheel_tag() -> Optional[str]:
-    """The installed distribution's wheel tag (``cp311-abi3-manylinux_2_17_x86_64``...), None when unknown."""
+def _installed() -> Any:
+    """The installed distribution's metadata, None when run from a checkout never installed."""
     from importlib.metadata import PackageNotFoundError, distribution
     try:
-        wheel = distribution("tuimon").read_text("WHEEL") or ""
+        return distribution("tuimon")
     except PackageNotFoundError:
         return None
+
+
+def _wheel_tag(dist: Any = None) -> Optional[str]:
+    """The installed wheel's tag (``cp311-abi3-manylinux_2_17_x86_64``...), None when unknown."""
+    dist = dist if dist is not None else _installed()
+    wheel = (dist.read_text("WHEEL") or "") if dist is not None else ""
     tags = [line.split(":", 1)[1].strip() for line in wheel.splitlines() if line.startswith("Tag:")]
     return ".".join(tags) or None
 
 
 def install() -> str:
     """How this tuimon was installed, for ``--version``: the wheel's tag, and whether it is editable."""
-    from importlib.metadata import PackageNotFoundError, distribution
-    try:
-        direct = distribution("tuimon").read_text("direct_url.json") or ""
-    except PackageNotFoundError:
+    import json
+
+    dist = _installed()
+    if dist is None:
         return "not installed (run from a checkout)"
-    editable = '"editable": true' in direct.replace("'", '"')
-    tag = _wheel_tag() or "unknown tag"
-    return f"{'editable ' if editable else ''}wheel {tag}"
+    try:
+        editable = bool(json.loads(dist.read_text("direct_url.json") or "{}").get("dir_info", {}).get("editable"))
+    except (ValueError, AttributeError):
+        editable = False
+    return f"{'editable ' if editable else ''}wheel {_wheel_tag(dist) or 'unknown tag'}"
 
 
 core, description, _trouble = _load()

@@ -54,6 +54,7 @@ def _sort_key(name: str):
 
 
 AGE = COLUMNS.index("Updated")
+TFLOPS = COLUMNS.index("TFLOPs")  # the combined column: its figure ends in r where the log reported it
 
 
 def age_text(row: JobRow) -> Text:
@@ -229,8 +230,9 @@ class JobsScreen(Screen):
 
     def _legend(self, rows: list[JobRow]) -> None:
         """The line under the table: what the ``r`` after a TFLOPs figure means, while one is shown."""
-        marked = "TFLOPs" in self._visible and any(str(self._shown.get(r.key, ("",) * len(COLUMNS))[
-            COLUMNS.index("TFLOPs")]).endswith("r") for r in rows)
+        shown = self._shown
+        marked = "TFLOPs" in self._visible and any(
+            r.key in shown and str(shown[r.key][TFLOPS]).endswith("r") for r in rows)
         text = "TFLOPs 123.4r: the rate the log reports; without r: computed from the model" if marked else ""
         legend = self.query_one("#legend", Static)
         legend.display = bool(text)
