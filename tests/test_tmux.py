@@ -17,9 +17,12 @@ pytestmark = pytest.mark.skipif(shutil.which("tmux") is None,
                                 reason="SKIPPED: tmux is not installed; the terminal test needs it")
 
 
-# a server of the tests' own: tests running at once (pytest-xdist) must not share one, whose
-# window size follows its latest session, nor touch the user's
-TMUX = ["tmux", "-L", f"tuimon-tests-{os.getpid()}"]
+def tmux(session: str) -> list[str]:
+    """A server of each session's own: tests running at once (pytest-xdist) must not share one,
+    whose window size follows its latest session, nor touch the user's; nor may one test start
+    its session on a server that the previous test's kill-session is shutting down (tmux then
+    answers 'server exited unexpectedly')."""
+    return ["tmux", "-L", f"tuimon-tests-{os.getpid()}-{session}"]
 
 
 def app_env() -> dict:
@@ -30,7 +33,7 @@ def app_env() -> dict:
 
 
 def capture(session: str) -> str:
-    return subprocess.run([*TMUX, "capture-pane", "-t", session, "-p"], capture_output=True, text=True).stdout
+    return subprocess.run([*tmux(session), "capture-pane", "-t", session, "-p"], capture_output=True, text=True).stdout
 
 
 def wait_for(session: str, text: str, timeout: float = 20.0) -> str:
@@ -48,7 +51,7 @@ def test_demo_in_tmux(tmp_path):
     session = f"tuimon-{uuid.uuid4().hex[:8]}"
     marker = tmp_path / "exit-code"
     cmd = (f"cd {ROOT} && PYTHONPATH={ROOT} {sys.executable} -m tuimon demo; echo $? > {marker}; sleep 30")
-    subprocess.run([*TMUX, "new-session", "-d", "-s", session, "-x", "180", "-y", "50", cmd], check=True,
+    subprocess.run([*tmux(session), "new-session", "-d", "-s", session, "-x", "180", "-y", "50", cmd], check=True,
                    env=app_env())
     try:
         screen = wait_for(session, "llama-7b-ranks-straggler-4005")
@@ -59,29 +62,29 @@ def test_demo_in_tmux(tmp_path):
             assert job in screen
         assert "starting" in screen and "training" in screen
         # the straggler's job, found with the filter (rows may still be arriving: no counting them)
-        subprocess.run([*TMUX, "send-keys", "-t", session, "/"], check=True)
+        subprocess.run([*tmux(session), "send-keys", "-t", session, "/"], check=True)
         time.sleep(0.3)
-        subprocess.run([*TMUX, "send-keys", "-t", session, "-l", "straggler"], check=True)
-        subprocess.run([*TMUX, "send-keys", "-t", session, "Enter"], check=True)
+        subprocess.run([*tmux(session), "send-keys", "-t", session, "-l", "straggler"], check=True)
+        subprocess.run([*tmux(session), "send-keys", "-t", session, "Enter"], check=True)
         time.sleep(0.3)
-        subprocess.run([*TMUX, "send-keys", "-t", session, "Enter"], check=True)
+        subprocess.run([*tmux(session), "send-keys", "-t", session, "Enter"], check=True)
         screen = wait_for(session, "Startup timeline")
         assert "llama-7b-ranks-straggler-4005  training" in screen, screen
         assert "STRAGGLER" in wait_for(session, "STRAGGLER")
-        subprocess.run([*TMUX, "send-keys", "-t", session, "Escape"], check=True)
+        subprocess.run([*tmux(session), "send-keys", "-t", session, "Escape"], check=True)
         wait_for(session, "sort: job")
-        subprocess.run([*TMUX, "send-keys", "-t", session, "?"], check=True)
+        subprocess.run([*tmux(session), "send-keys", "-t", session, "?"], check=True)
         wait_for(session, "tuimon keys")
-        subprocess.run([*TMUX, "send-keys", "-t", session, "Escape"], check=True)
+        subprocess.run([*tmux(session), "send-keys", "-t", session, "Escape"], check=True)
         time.sleep(0.5)
-        subprocess.run([*TMUX, "send-keys", "-t", session, "q"], check=True)
+        subprocess.run([*tmux(session), "send-keys", "-t", session, "q"], check=True)
         deadline = time.monotonic() + 15
         while time.monotonic() < deadline and not marker.exists():
             time.sleep(0.2)
         assert marker.read_text().strip() == "0"
         assert "temporary logs removed" in capture(session)
     finally:
-        subprocess.run([*TMUX, "kill-session", "-t", session], capture_output=True)
+        subprocess.run([*tmux(session), "kill-server"], capture_output=True)
 
 
 def test_demo_at_100x30_shows_mfu_no_share_over_100_and_an_empty_filter(tmp_path):
@@ -92,11 +95,11 @@ def test_demo_at_100x30_shows_mfu_no_share_over_100_and_an_empty_filter(tmp_path
     session = f"tuimon-{uuid.uuid4().hex[:8]}"
     marker = tmp_path / "exit-code"
     cmd = (f"cd {ROOT} && PYTHONPATH={ROOT} {sys.executable} -m tuimon demo; echo $? > {marker}; sleep 30")
-    subprocess.run([*TMUX, "new-session", "-d", "-s", session, "-x", "100", "-y", "30", cmd], check=True,
+    subprocess.run([*tmux(session), "new-session", "-d", "-s", session, "-x", "100", "-y", "30", cmd], check=True,
                    env=app_env())
 
     def keys(*names: str) -> None:
-        subprocess.run([*TMUX, "send-keys", "-t", session, *names], check=True)
+        subprocess.run([*tmux(session), "send-keys", "-t", session, *names], check=True)
 
     try:
         screen = wait_for(session, "llama-7b-ranks-straggler-4005")
@@ -130,7 +133,7 @@ def test_demo_at_100x30_shows_mfu_no_share_over_100_and_an_empty_filter(tmp_path
             time.sleep(0.2)
         assert marker.read_text().strip() == "0"
     finally:
-        subprocess.run([*TMUX, "kill-session", "-t", session], capture_output=True)
+        subprocess.run([*tmux(session), "kill-server"], capture_output=True)
 
 
 def test_keys_typed_right_after_slash_are_the_filter_s(tmp_path):
@@ -139,16 +142,16 @@ def test_keys_typed_right_after_slash_are_the_filter_s(tmp_path):
     from tests.conftest import FIXTURES
     session = f"tuimon-{uuid.uuid4().hex[:8]}"
     cmd = f"cd {ROOT} && PYTHONPATH={ROOT} {sys.executable} -m tuimon watch --no-cache {FIXTURES}; sleep 30"
-    subprocess.run([*TMUX, "new-session", "-d", "-s", session, "-x", "120", "-y", "30", cmd], check=True,
+    subprocess.run([*tmux(session), "new-session", "-d", "-s", session, "-x", "120", "-y", "30", cmd], check=True,
                    env=app_env())
     try:
         wait_for(session, "stronghold-run")
-        subprocess.run([*TMUX, "send-keys", "-t", session, "/stro"], check=True)
+        subprocess.run([*tmux(session), "send-keys", "-t", session, "/stro"], check=True)
         screen = wait_for(session, "filter: stro")
         assert "sort: job" in screen and "1 shown of 1 matching" in screen, screen
-        subprocess.run([*TMUX, "send-keys", "-t", session, "Enter"], check=True)
+        subprocess.run([*tmux(session), "send-keys", "-t", session, "Enter"], check=True)
         time.sleep(0.5)
-        subprocess.run([*TMUX, "send-keys", "-t", session, "s"], check=True)
+        subprocess.run([*tmux(session), "send-keys", "-t", session, "s"], check=True)
         wait_for(session, "sort: status")
     finally:
-        subprocess.run([*TMUX, "kill-session", "-t", session], capture_output=True)
+        subprocess.run([*tmux(session), "kill-server"], capture_output=True)
