@@ -653,7 +653,7 @@ def _mtime(path: str) -> Optional[float]:
 
 
 def cmd_events(settings: Settings) -> int:
-    from ..engine.ingest import ParseStats, parse_file
+    from ..engine.ingest import ParseStats, parse_file, start_sizes
     from ..store.job_store import JobStore
     from .alerts import feed_from, last_writes
 
@@ -673,9 +673,10 @@ def cmd_events(settings: Settings) -> int:
         write(events)
 
     cache = _cache(settings)
+    sizes = start_sizes(files)  # read what the files held at the start, not after a writer that keeps on
     for path in files:
         try:
-            _, stats = parse_file(path, str(path), sink=emit, cache=cache)
+            _, stats = parse_file(path, str(path), sink=emit, cache=cache, limit=sizes[path])
         except BrokenPipeError:  # writing: the reader went away (`| head`), no file is unreadable
             if cache is not None:
                 cache.close()

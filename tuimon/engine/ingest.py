@@ -19,6 +19,19 @@ from .cache import Entry, EntryWriter, ParseCache, skipped
 from .catalog import Catalog
 
 READ_SIZE = 1 << 20  # the block size; the local follower reads as much at a time
+HOLE_MIN = 1 << 20  # sparse holes at least this large are stepped over, not read as NULs (as the follower does)
+
+
+def start_sizes(files: list[Path]) -> dict[Path, Optional[int]]:
+    """Each file's size now (None where it cannot be told: reading it will say why).  A batch
+    report reads its files up to these, not after a writer that keeps them growing."""
+    sizes: dict[Path, Optional[int]] = {}
+    for path in files:
+        try:
+            sizes[path] = path.stat().st_size
+        except OSError:
+            sizes[path] = None
+    return sizes
 
 
 @dataclass(slots=True)
@@ -127,13 +140,14 @@ class FileParser:
 def parse_file(path: Path, label: Optional[str] = None,
                sink: Optional[Callable[[list[Item]], None]] = None,
                read_size: int = READ_SIZE, catalog: Optional[Catalog] = None,
-               cache: Optional[ParseCache] = None) -> tuple[list[Event], ParseStats]:
+               cache: Optional[ParseCache] = None, limit: Optional[int] = None) -> tuple[list[Event], ParseStats]:
     """Parse a whole file.  With ``sink``, events are handed over per block (a block's
     plain timer and iteration lines as rows, :mod:`tuimon.parsers.columns`) and the returned
     list stays empty (bounded memory on huge files); without, the list holds every
     event, in line order.  With ``cache``, a file read before is not parsed
     again (see :mod:`tuimon.engine.cache`): its saved events come first, then those
-    of what it gained since."""
+    of what it gained since.  With ``limit``, the file is read up to that offset at most
+    (the size it had when the report started)."""
     from ..sources.files import open_regular  # a name swapped for a FIFO after discovery must not block
 
     label = label or str(path)
@@ -154,7 +168,7 @@ def parse_file(path: Path, label: Optional[str] = None,
             if events:
                 out(events)
 
-        offset = _read_on(fh, fp, offset, read_size, taken)
+        offset = _read_on(fh, fp, offset, read_size, taken, limit=limit)
         if writer is not None:
             writer.commit(fh.fileno(), offset, fp)  # the state before the end-of-input flush
         tail = fp.finish()
@@ -221,11 +235,12 @@ def _from_cache(cache: Optional[ParseCache], label: str, fd: int, out: Callable[
 
 def parse_file_store(path: Path, label: Optional[str] = None, read_size: int = READ_SIZE,
                      catalog: Optional[Catalog] = None, cache: Optional[ParseCache] = None,
-                     on_bytes: Optional[Callable[[int], None]] = None) -> tuple[Any, ParseStats]:
+                     on_bytes: Optional[Callable[[int], None]] = None,
+                     limit: Optional[int] = None) -> tuple[Any, ParseStats]:
     """A store of the file's events alone (merge it with :meth:`JobStore.merge_file`),
     and the stats.  With ``cache``, a file read before is taken in from its saved
     store at once, and only what it gained since is parsed.  ``on_bytes``: told how many
-    bytes each block read was (a progress display)."""
+    bytes each block read was (a progress display).  ``limit``: read up to that offset at most."""
     from ..sources.files import open_regular
     from ..store.job_store import JobStore
 
@@ -249,7 +264,7 @@ def parse_file_store(path: Path, label: Optional[str] = None, read_size: int = R
         start = offset
         if on_bytes is not None and start:
             on_bytes(start)  # taken in from the cache
-        offset = _read_on(fh, fp, offset, read_size, store.add, on_bytes)
+        offset = _read_on(fh, fp, offset, read_size, store.add, on_bytes, limit)
         if cache is not None and (offset > start or not fp.cached):
             cache.save_store(key, fh.fileno(), offset, fp, store)  # before the end-of-input flush
         store.add(fp.finish())
@@ -257,11 +272,24 @@ def parse_file_store(path: Path, label: Optional[str] = None, read_size: int = R
 
 
 def _read_on(fh: Any, fp: FileParser, offset: int, read_size: int, out: Callable[[list[Item]], None],
-             on_bytes: Optional[Callable[[int], None]] = None) -> int:
-    """Feed ``fp`` the file from ``offset`` to its end; returns the offset reached."""
+             on_bytes: Optional[Callable[[int], None]] = None, limit: Optional[int] = None) -> int:
+    """Feed ``fp`` the file from ``offset`` to its end (or to ``limit``); returns the offset
+    reached.  A sparse hole of :data:`HOLE_MIN` or more is stepped over: it holds no line (a 100 GB
+    hole reads as NULs for minutes)."""
+    from ..sources.files import next_data
+
+    end = limit if limit is not None else os.fstat(fh.fileno()).st_size
     fh.seek(offset)
-    while True:
-        chunk = fh.read(read_size)
+    while limit is None or offset < limit:
+        if offset < end and (data_at := next_data(fh.fileno(), offset, end)) is not None \
+                and data_at - offset >= HOLE_MIN:
+            hole = min(data_at, end) - offset
+            if on_bytes is not None:
+                on_bytes(hole)
+            offset += hole
+            fh.seek(offset)
+            continue
+        chunk = fh.read(read_size if limit is None else min(read_size, limit - offset))
         if not chunk:
             return offset
         offset += len(chunk)
@@ -270,6 +298,7 @@ def _read_on(fh: Any, fp: FileParser, offset: int, read_size: int, out: Callable
         events = fp.feed(chunk)
         if events:
             out(events)
+    return offset
 
 
 def cached_store(path: Path, cache: ParseCache, label: Optional[str] = None) -> Optional[tuple[Any, ParseStats]]:

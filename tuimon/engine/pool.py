@@ -21,7 +21,7 @@ from ..store.job_store import JobStore
 from . import catalog
 from .alloc import keep_freed_memory
 from .cache import ParseCache
-from .ingest import ParseStats, cached_store, parse_file_store
+from .ingest import ParseStats, cached_store, parse_file_store, start_sizes
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
@@ -43,12 +43,29 @@ def process_context() -> Any:
     return multiprocessing.get_context("fork" if fork else "spawn")
 
 
-def _parse_whole(path: str, spec: Sequence[tuple[str, str]], cache_path: Optional[str]) -> bytes:
+def _die_with(parent: int) -> None:
+    """A worker's first act: ask the kernel to kill it when its parent dies (a ``timeout``'s
+    SIGTERM or a SIGKILL give the parent no time to stop its workers, which would read on for
+    minutes, orphaned).  Linux's ``PR_SET_PDEATHSIG``; where there is none, workers still end
+    with their file."""
+    try:
+        import ctypes
+        import signal
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG = 1
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent:  # the parent died before the request was made
+        os._exit(1)
+
+
+def _parse_whole(path: str, spec: Sequence[tuple[str, str]], cache_path: Optional[str], limit: Optional[int]) -> bytes:
     keep_freed_memory()
     cat = catalog.from_spec(spec)
     cache = ParseCache(Path(cache_path), key=cat.key) if cache_path else None
     try:
-        result = parse_file_store(Path(path), path, catalog=cat, cache=cache)
+        result = parse_file_store(Path(path), path, catalog=cat, cache=cache, limit=limit)
     finally:
         if cache is not None:
             cache.close()
@@ -86,33 +103,29 @@ def parse_files_into(store: JobStore, files: list[Path], *, jobs: Optional[int] 
 
     jobs = jobs or cores()
     cache_path = str(cache.path) if cache is not None and cache.usable() else None
-    sizes: dict[Path, int] = {}
-    for path in files:
-        try:
-            sizes[path] = path.stat().st_size
-        except OSError:
-            sizes[path] = 0  # reading it will say what is wrong
+    sizes = start_sizes(files)  # a batch report reads what the files held when it started
     if progress is not None:
-        progress.begin(sum(sizes.values()), len(files))
+        progress.begin(sum(n or 0 for n in sizes.values()), len(files))
     # files whose saved store is still theirs need no worker: taken in here at once
     ready = {p: hit for p in files if (hit := cached_store(p, cache)) is not None} if cache is not None else {}
-    unread = sorted((p for p in dict.fromkeys(files) if p not in ready), key=lambda p: -sizes[p])
-    here = unread.pop(0) if unread and sizes[unread[0]] > WORKER_MAX else None  # the biggest, read here
+    unread = sorted((p for p in dict.fromkeys(files) if p not in ready), key=lambda p: -(sizes[p] or 0))
+    here = unread.pop(0) if unread and (sizes[unread[0]] or 0) > WORKER_MAX else None  # the biggest, read here
     total = ParseStats()
     pool = None
     futures: dict[Path, Future] = {}
     if jobs > 1 and len(unread) > 1:
         from concurrent.futures import ProcessPoolExecutor
 
-        pool = ProcessPoolExecutor(min(jobs, len(unread)), mp_context=process_context())
+        pool = ProcessPoolExecutor(min(jobs, len(unread)), mp_context=process_context(),
+                                   initializer=_die_with, initargs=(os.getpid(),))
         spec = catalog.current().spec
         # the biggest first: the last to finish is then a small one (the pool takes them in turn)
-        futures = {p: pool.submit(_parse_whole, str(p), spec, cache_path) for p in unread}
+        futures = {p: pool.submit(_parse_whole, str(p), spec, cache_path, sizes[p]) for p in unread}
     read_here: dict[Path, tuple | OSError] = {}  # (store, stats), or what reading it raised
     try:
         if here is not None and futures:  # read while the workers read theirs, not after waiting for them
             try:
-                read_here[here] = parse_file_store(here, str(here), cache=cache, on_bytes=told)
+                read_here[here] = parse_file_store(here, str(here), cache=cache, on_bytes=told, limit=sizes[here])
             except OSError as exc:
                 read_here[here] = exc
         for path in files:
@@ -123,9 +136,9 @@ def parse_files_into(store: JobStore, files: list[Path], *, jobs: Optional[int] 
                 if whole is None:
                     whole = ready.get(path) or (_result(futures[path]) if path in futures else None)
                     if whole is not None:
-                        told(sizes[path])
+                        told(sizes[path] or 0)
                 part, stats = whole if whole is not None else parse_file_store(path, str(path), cache=cache,
-                                                                               on_bytes=told)
+                                                                               on_bytes=told, limit=sizes[path])
             except OSError as exc:
                 on_error(path, exc)
                 continue
