@@ -428,3 +428,69 @@ def test_a_file_rewritten_in_place_is_parsed_again(tmp_path, counted):
     got = _parse(log, cache)
     assert got == _parse(log, None) and cache.hits == 0 and cache.misses == 1
     assert any(e.get("elapsed_ms") == 9500.5 for e in got if e.get("type") == "iteration")
+
+
+# -- a full disk, and databases moved aside ---------------------------------------------------------
+
+def _full_disk_run(*args, cache_home):
+    """tuimon with no room to write files (RLIMIT_FSIZE 0: every write past 0 bytes fails, as on a
+    full disk; SIGXFSZ ignored, so the write says so rather than killing the process)."""
+    code = ("import resource, signal, sys, runpy; signal.signal(signal.SIGXFSZ, signal.SIG_IGN); "
+            "resource.setrlimit(resource.RLIMIT_FSIZE, (0, resource.RLIM_INFINITY)); "
+            "sys.argv = ['tuimon', *sys.argv[1:]]; runpy.run_module('tuimon', run_name='__main__')")
+    full = dict(os.environ, PYTHONPATH=str(ROOT), XDG_CACHE_HOME=str(cache_home),
+                XDG_CONFIG_HOME=str(cache_home / "no-config"))
+    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, env=full, timeout=120)
+
+
+def test_a_full_disk_on_first_use_leaves_no_empty_key(tmp_path):
+    """A full disk when the cache is first made: the run goes on without it (one line), leaves no
+    0-byte key, and once there is room the cache works (it stayed off for good, saying the key was
+    too short)."""
+    d = _logs(tmp_path, n=1)
+    home = tmp_path / "home"
+    want = _run("summary", "--format", "json", "--no-cache", str(d), cache_home=home).stdout
+    r = _full_disk_run("summary", "--format", "json", str(d), cache_home=home)
+    assert r.returncode == 0 and json.loads(r.stdout) == json.loads(want), r.stderr
+    assert r.stderr.count("parse cache off") == 1, r.stderr
+    assert not (home / "tuimon" / "key").exists(), "no key, rather than an empty one"
+    assert not [p for p in (home / "tuimon").iterdir() if p.name.startswith(".key-")], "no temporary key left"
+    again = _run("summary", "--format", "json", str(d), cache_home=home)
+    assert json.loads(again.stdout) == json.loads(want) and "warning" not in again.stderr, again.stderr
+    assert len((home / "tuimon" / "key").read_bytes()) == 32
+    third = _run("summary", "--format", "json", str(d), cache_home=home)
+    assert "MB read from the parse cache" in third.stderr, third.stderr
+
+
+def test_an_empty_key_left_by_an_older_version_is_made_again(tmp_path):
+    log = tmp_path / "run.log"
+    log.write_text(_lines(1, 20))
+    (tmp_path / "cache").mkdir(mode=0o700)
+    key = tmp_path / "cache" / "key"
+    key.touch(mode=0o600)
+    warned: list = []
+    cache = ParseCache(tmp_path / "cache" / "parse-cache.sqlite3", key="k", on_warning=warned.append)
+    assert cache.usable() and not warned
+    assert len(key.read_bytes()) == 32
+
+
+def test_databases_moved_aside_count_in_the_limit_and_are_pruned(tmp_path, monkeypatch):
+    monkeypatch.setenv("TUIMON_CACHE_MAX_MB", "1")
+    cache = _cache(tmp_path)
+    assert cache.usable()
+    directory = tmp_path / "cache"
+    old = [directory / f"parse-cache.sqlite3.corrupt-{t}" for t in (1700000000, 1700000100, 1700000200)]
+    for p, size in zip(old, (300_000, 300_000, 400_000)):
+        p.write_bytes(os.urandom(size))
+    assert cache.info()["moved_aside_bytes"] == 1_000_000
+    cache.evict()
+    assert [p.exists() for p in old] == [False, False, True], "only the latest is kept, while it fits"
+    log = tmp_path / "run.log"
+    log.write_text(_lines(1, 3000))
+    from tuimon.engine.ingest import parse_file_store
+
+    parse_file_store(log, str(log), cache=cache)
+    assert cache.used_bytes() + cache.info()["moved_aside_bytes"] <= 1_000_000 + 200_000
+    (directory / "parse-cache.sqlite3.corrupt-1700000300").write_bytes(os.urandom(1_100_000))
+    cache.evict()
+    assert cache.info()["moved_aside_bytes"] == 0, "one bigger than the room left goes too"

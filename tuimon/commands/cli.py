@@ -378,6 +378,9 @@ def cmd_cache(settings: Settings, parser) -> int:
         print(f"  saved events, stores and states: {info['stored_bytes'] / 1e6:,.1f} MB; "
               f"database {info['database_bytes'] / 1e6:,.1f} MB (at most {info['limit_bytes'] / 1e6:,.0f} MB: "
               "TUIMON_CACHE_MAX_MB; the least recently saved files go first)")
+        if info["moved_aside_bytes"]:
+            print(f"  a database that could not be read, moved aside: {info['moved_aside_bytes'] / 1e6:,.1f} MB "
+                  "(counted in the limit; removed by `tuimon cache clear`)")
         return 0
     if settings.cache_verb == "clear":
         print(f"parse cache cleared: {cache.clear():,} files forgotten ({sanitize(str(cache.path))})")

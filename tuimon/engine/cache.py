@@ -26,12 +26,14 @@ is never unpickled: a database planted by someone else cannot run code as you.
 """
 from __future__ import annotations
 
+import errno
 import hashlib
 import hmac
 import os
 import pickle
 import sqlite3
 import stat
+import tempfile
 import time
 import zlib
 from dataclasses import dataclass
@@ -100,30 +102,55 @@ def check_trusted(path: Path) -> None:
             pass
 
 
-def _load_key(directory: Path) -> bytes:
-    """The per-user key the cache's blobs are tagged with, made on first use (0600)."""
-    path = directory / "key"
+def _make_key(path: Path) -> None:
+    """Write a new key whole, or not at all: a temporary file (0600) filled and synced, then
+    linked to ``path`` (an existing key wins a race: two first runs at once share one).  A full
+    disk left a 0-byte key, which then turned the cache off for good after space came back."""
+    fd, tmp = tempfile.mkstemp(prefix=".key-", dir=path.parent)  # 0600, O_EXCL
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-    except FileExistsError:
-        pass
-    else:
         try:
-            os.write(fd, os.urandom(32))
+            data = os.urandom(32)
+            if os.write(fd, data) != len(data):
+                raise OSError(errno.ENOSPC, "short write")
+            os.fsync(fd)
         finally:
             os.close(fd)
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    try:
-        st = os.fstat(fd)
-        if st.st_uid != os.geteuid() or stat.S_IMODE(st.st_mode) & 0o077 or not stat.S_ISREG(st.st_mode):
-            raise Untrusted(f"cache key {path} is not yours alone (owner uid {st.st_uid}, "
-                            f"mode {stat.S_IMODE(st.st_mode):o})")
-        key = os.read(fd, 64)
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            pass
     finally:
-        os.close(fd)
-    if len(key) < 32:
-        raise Untrusted(f"cache key {path} is too short; remove it to make a new one")
-    return key
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+
+
+def _load_key(directory: Path) -> bytes:
+    """The per-user key the cache's blobs are tagged with, made on first use (0600).  A key that
+    is ours but shorter than a key (written by a version that could leave it empty) never tagged
+    a blob: it is replaced."""
+    path = directory / "key"
+    for attempt in range(2):
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except FileNotFoundError:
+            _make_key(path)
+            continue
+        try:
+            st = os.fstat(fd)
+            if st.st_uid != os.geteuid() or stat.S_IMODE(st.st_mode) & 0o077 or not stat.S_ISREG(st.st_mode):
+                raise Untrusted(f"cache key {path} is not yours alone (owner uid {st.st_uid}, "
+                                f"mode {stat.S_IMODE(st.st_mode):o})")
+            key = os.read(fd, 64)
+        finally:
+            os.close(fd)
+        if len(key) >= 32:
+            return key
+        if attempt == 0:
+            os.unlink(path)  # ours, and never usable: made again
+            _make_key(path)
+    raise Untrusted(f"cache key {path} is too short; remove it to make a new one")
 
 
 TAG_BYTES = 32
@@ -289,7 +316,35 @@ class ParseCache:
         except OSError:
             return False
         self.warn(f"parse cache {self.path} could not be read ({exc}); moved to {aside.name}, rebuilding")
+        self._prune_aside(keep=aside)
         return True
+
+    def _aside(self) -> list[tuple[Path, int]]:
+        """Databases moved aside (kept for a look), oldest first, with their sizes."""
+        out = []
+        for p in sorted(self.path.parent.glob(f"{self.path.name}.corrupt-*"), key=lambda q: q.name):
+            try:
+                st = p.lstat()
+            except OSError:
+                continue
+            if stat.S_ISREG(st.st_mode) and st.st_uid == os.geteuid():
+                out.append((p, st.st_size))
+        return out
+
+    def _prune_aside(self, keep: Optional[Path] = None, room: Optional[int] = None) -> None:
+        """Only the latest database moved aside is kept, and only while it fits in the cache's
+        size limit (``room``: what the live database leaves of it); they count in that limit."""
+        aside = self._aside()
+        left = max_bytes() if room is None else room
+        for p, size in reversed(aside):
+            if p == keep or (p == aside[-1][0] and size <= left):
+                left -= size
+                keep = p
+                continue
+            try:
+                p.unlink()
+            except OSError:
+                pass
 
     def usable(self) -> bool:
         """Opens the database now (moving a corrupt one aside, with its warning, here
@@ -446,6 +501,8 @@ class ParseCache:
         """Forget the least recently saved files while the database holds more than
         :func:`max_bytes` (a home directory on a cluster has a quota); returns how many."""
         limit = max_bytes()
+        self._prune_aside(room=limit - self.used_bytes())
+        limit -= sum(size for _, size in self._aside())
         gone = 0
         while self.used_bytes() > limit:
             rows = self._query("SELECT host, path FROM files ORDER BY saved LIMIT max(1, (SELECT count(*) FROM files) / 4)",
@@ -470,9 +527,11 @@ class ParseCache:
         stored += results[0][0] if results else 0
         size = sum(os.path.getsize(f"{self.path}{s}") for s in ("", "-wal") if os.path.exists(f"{self.path}{s}"))
         return {"path": str(self.path), "files": files, "stored_bytes": stored, "log_bytes": covered,
-                "database_bytes": size, "limit_bytes": max_bytes()}
+                "database_bytes": size, "limit_bytes": max_bytes(),
+                "moved_aside_bytes": sum(n for _, n in self._aside())}
 
     def clear(self) -> int:
+        self._prune_aside(room=0)
         rows = self._query("SELECT count(*) FROM files", ())
         self._query("DELETE FROM files", ())
         self._query("DELETE FROM chunks", ())

@@ -116,11 +116,16 @@ def parse_files_into(store: JobStore, files: list[Path], *, jobs: Optional[int] 
     if jobs > 1 and len(unread) > 1:
         from concurrent.futures import ProcessPoolExecutor
 
-        pool = ProcessPoolExecutor(min(jobs, len(unread)), mp_context=process_context(),
-                                   initializer=_die_with, initargs=(os.getpid(),))
-        spec = catalog.current().spec
-        # the biggest first: the last to finish is then a small one (the pool takes them in turn)
-        futures = {p: pool.submit(_parse_whole, str(p), spec, cache_path, sizes[p]) for p in unread}
+        try:
+            pool = ProcessPoolExecutor(min(jobs, len(unread)), mp_context=process_context(),
+                                       initializer=_die_with, initargs=(os.getpid(),))
+            spec = catalog.current().spec
+            # the biggest first: the last to finish is then a small one (the pool takes them in turn)
+            futures = {p: pool.submit(_parse_whole, str(p), spec, cache_path, sizes[p]) for p in unread}
+        except OSError:  # no room for the pool's semaphores (/dev/shm full), no processes left: read here
+            if pool is not None:
+                _stop_workers(pool)
+            pool, futures = None, {}
     read_here: dict[Path, tuple | OSError] = {}  # (store, stats), or what reading it raised
     try:
         if here is not None and futures:  # read while the workers read theirs, not after waiting for them
