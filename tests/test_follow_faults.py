@@ -635,3 +635,56 @@ def test_sigkill_restarts_double_only_the_unsaved_tail(tmp_path):
         assert len(again) <= SAVE_EVERY_LINES, len(again)
         assert again == before[len(before) - len(again):], "only the unsaved tail may come again"
     print(f"{written} lines, {len(everything) - written} repeated over 5 SIGKILL restarts")
+
+
+def _replace(log: Path, data: bytes) -> None:
+    """What rsync, ``sed -i`` and editors do: a new file beside, renamed over the path."""
+    tmp = log.with_name(f".{log.name}.tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, log)
+
+
+def test_an_atomic_replace_that_continues_the_file_is_read_on(tmp_path, mode):
+    """60 replaces by a copy holding the old content plus new lines: every line once (before: the
+    whole file again each time, 10,800 lines out for 700 written), and one file, one job."""
+    log = tmp_path / "run.log"
+    data = b"".join(line(i) for i in range(1, 11))
+    log.write_bytes(data)
+    f = Follow([tmp_path], mode)
+    try:
+        f.wait_for(lambda: f.iterations() == list(range(1, 11)))
+        for k in range(60):
+            data += b"".join(line(i) for i in range(11 + 10 * k, 21 + 10 * k))
+            _replace(log, data)
+            if k % 6 == 5:  # several replaces between two reads, and one after each read
+                want = list(range(1, 21 + 10 * k))
+                f.wait_for(lambda: f.iterations() == want or len(f.iterations()) > len(want))
+                assert f.iterations() == want
+        f.settle()
+        assert f.iterations() == list(range(1, 611))
+        assert not f.of_type("truncated")
+        from tuimon.store.job_store import JobStore
+
+        store = JobStore()
+        with f.lock:
+            store.add(list(f.events))
+        assert len(store.jobs) == 1, list(store.jobs)  # (serve made run, run#2 ... run#11)
+        alive(f)
+    finally:
+        f.close()
+
+
+def test_an_atomic_replace_with_other_content_is_a_new_file(tmp_path, mode):
+    """A replace whose content does not continue what was read is read from its start."""
+    log = tmp_path / "run.log"
+    log.write_bytes(b"".join(line(i) for i in range(1, 11)))
+    f = Follow([tmp_path], mode)
+    try:
+        f.wait_for(lambda: f.iterations() == list(range(1, 11)))
+        _replace(log, b"".join(line(i, " | other run") for i in range(1, 6)))
+        f.wait_for(lambda: len(f.iterations()) >= 15)
+        f.settle()
+        assert f.iterations() == list(range(1, 11)) + list(range(1, 6))
+        alive(f)
+    finally:
+        f.close()

@@ -417,6 +417,8 @@ class LocalFollower:
                 events: list[Item]) -> Optional[Stream]:
         """A new file at the path: finish the old one and every file rotated through
         the path since, oldest first, then open the new one."""
+        if s is not None and self._continued_by_copy(f, s, key, st):
+            return s
         rotated_from = s or f.previous
         if s is not None:  # rotated, recreated or repointed: finish the old one first
             LOG.info("%s: a new file at the path (rotated, recreated or repointed): the old one finished", f.path)
@@ -446,6 +448,36 @@ class LocalFollower:
             f.siblings = {sib.sig for sib in self._dirs.siblings(f.path, fresh=False)}
         f.stream = s
         return s
+
+    def _continued_by_copy(self, f: Followed, s: Stream, key: tuple[int, int], st: os.stat_result) -> bool:
+        """An atomic replace (rsync, ``sed -i``, an editor's save: a copy renamed over the path):
+        the new file holds what was read (its first bytes and the bytes before our offset) while
+        the old one is linked nowhere any more.  It is the same log, read on from our offset
+        (Vector's checksum fingerprint), not a new file read from 0: 60 replaces gave 10,800
+        lines for 700 written, and ``serve`` a run per replace.  The stream takes the new file's
+        descriptor and identity."""
+        if not s.head or st.st_size < s.offset or key in self.streams:
+            return False
+        try:
+            if os.fstat(self._fd(s)).st_nlink:
+                return False  # the old file is still somewhere (rotated): the rotation path reads it
+        except OSError:  # deleted and closed: nothing to read there
+            pass
+        try:
+            fd, now = self.fds.open_path(f.path)
+        except OSError:
+            return False
+        if (now.st_dev, now.st_ino) != key or not continues(fd, s.head, s.offset, s.last):
+            os.close(fd)
+            return False
+        # what the old file held past our offset is in its copy too (the copy continues it): read there
+        LOG.info("%s: replaced by a file that continues it (rsync, sed -i): read on from %d", f.path, s.offset)
+        self.streams.pop(s.key, None)
+        self.fds.close(s)
+        s.key, s.path = key, f.path
+        self.fds.adopt(s, fd)
+        self.streams[key] = s
+        return True
 
     def _parser(self, label: str) -> FileParser:
         return FileParser(label, on_block=self.on_block)
