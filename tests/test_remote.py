@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 import json
-import re
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -647,3 +647,102 @@ async def test_a_host_waiting_to_reconnect_tries_at_once_when_asked(tmp_path, mo
     finally:
         stop.set()
         await asyncio.wait_for(task, 10)
+
+
+class _Follower:
+    """``tuimon events --follow --state F`` of a remote spec, its iteration numbers collected."""
+
+    LINE = " iteration {:8d}/ 100000 | elapsed time per iteration (ms): 10.0 | lm loss: 2.5E+00 |\n"
+
+    def __init__(self, server, spec: str, state: Path, *more: str) -> None:
+        env = dict(os.environ, PYTHONPATH=str(ROOT))
+        self.proc = subprocess.Popen([sys.executable, "-m", "tuimon", "events", "--follow", spec, *more, "--state",
+                                      str(state), "--ssh-config", str(server.config), "--poll", "0.2"],
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        os.set_blocking(self.proc.stdout.fileno(), False)
+        self.seen: list[int] = []
+        self._part = ""
+
+    def collect(self, until: int, timeout: float = 60.0, count: int = 0) -> list[int]:
+        """Until iteration ``until`` is seen (or, with ``count``, that many iterations)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and (len(self.seen) < count if count else
+                                               (not self.seen or max(self.seen) < until)):
+            out = self.proc.stdout.readline()
+            if not out:
+                time.sleep(0.05)
+                continue
+            if not out.endswith("\n"):  # the rest of the line is yet to come
+                self._part += out
+                continue
+            out, self._part = self._part + out, ""
+            ev = json.loads(out)
+            if ev["type"] == "iteration":
+                self.seen.append(ev["iteration"])
+        return self.seen
+
+    def stop(self, sig=signal.SIGINT) -> str:
+        self.proc.send_signal(sig)
+        _, err = self.proc.communicate(timeout=30)
+        return err
+
+
+@pytest.mark.parametrize("between", ["append", "rotate", "kill -9"])
+def test_follow_with_state_resumes_a_remote_file(server, tmp_path, between):
+    """`events --follow --state F host:DIR`, stopped, the file grown (or rotated), restarted with
+    the same F: every line once (before: the state held no remote position, and every line came
+    out again)."""
+    d = tmp_path / "live"
+    d.mkdir()
+    log = d / "train.log"
+    line = _Follower.LINE
+    log.write_text("".join(line.format(i) for i in range(1, 1501)))
+    state = tmp_path / "state" / "follow.json"
+    first = _Follower(server, f"tuimon-test:{d}", state)
+    try:
+        assert first.collect(1500) == list(range(1, 1501))
+    finally:
+        if between == "kill -9":
+            time.sleep(1.5)  # past the save bound: a kill -9 then repeats nothing
+        err = first.stop(signal.SIGKILL if between == "kill -9" else signal.SIGINT)
+    assert "positions" in state.read_text() and f":{log}" in state.read_text(), err
+    with open(log, "a") as fh:
+        fh.write("".join(line.format(i) for i in range(1501, 1751)))
+    if between == "rotate":  # rotated while tuimon was stopped: the rest of the old file, then the new one
+        os.rename(log, d / "train.log.1")
+        log.write_text("".join(line.format(i) for i in range(1751, 2001)))
+    else:
+        with open(log, "a") as fh:
+            fh.write("".join(line.format(i) for i in range(1751, 2001)))
+    second = _Follower(server, f"tuimon-test:{d}", state)
+    try:
+        got = second.collect(2000)
+    finally:
+        err = second.stop()
+    assert got == list(range(1501, 2001)), (got[:5], len(got), err)
+
+
+def test_one_state_file_resumes_local_and_remote_files_alike(server, tmp_path):
+    line = _Follower.LINE
+    remote, local = tmp_path / "remote", tmp_path / "local"
+    remote.mkdir()
+    local.mkdir()
+    (remote / "a.log").write_text("".join(line.format(i) for i in range(1, 101)))
+    (local / "b.log").write_text("".join(line.format(i) for i in range(1001, 1101)))
+    state = tmp_path / "follow.json"
+    first = _Follower(server, f"tuimon-test:{remote}", state, str(local))
+    try:
+        assert sorted(first.collect(0, count=200)) == [*range(1, 101), *range(1001, 1101)]
+    finally:
+        first.stop()
+    with open(remote / "a.log", "a") as fh:
+        fh.write("".join(line.format(i) for i in range(101, 151)))
+    with open(local / "b.log", "a") as fh:
+        fh.write("".join(line.format(i) for i in range(1101, 1151)))
+    second = _Follower(server, f"tuimon-test:{remote}", state, str(local))
+    try:
+        got = second.collect(0, count=100)
+    finally:
+        err = second.stop()
+    assert sorted(got) == [*range(101, 151), *range(1101, 1151)], (len(got), err)
+    assert f"{local / 'b.log'}" in state.read_text() and f":{remote / 'a.log'}" in state.read_text()

@@ -777,7 +777,7 @@ def cmd_follow(settings: Settings, *, show_events: bool = True, alerts_format: s
         if thread is not None:
             thread.start()
         if remote:
-            failed = not _follow_remote(settings, remote, emit)
+            failed = not _follow_remote(settings, remote, emit, follower.positions if settings.state else None)
         else:
             while not stop.wait(3600):
                 pass
@@ -792,7 +792,7 @@ def cmd_follow(settings: Settings, *, show_events: bool = True, alerts_format: s
         ticker.close(interrupted=interrupted)
         if settings.state and stopped:  # else the last periodic save stands (a restart doubles at most its bound)
             try:
-                follower.save_state()
+                follower.save_state()  # (with the remote files' positions)
             except (OSError, PathError) as exc:
                 _err(f"cannot save state to {settings.state}: {getattr(exc, 'strerror', None) or exc}")
         if stopped:
@@ -800,9 +800,10 @@ def cmd_follow(settings: Settings, *, show_events: bool = True, alerts_format: s
     return EXIT_USAGE if failed else 0
 
 
-def _follow_remote(settings: Settings, specs, emit) -> bool:
+def _follow_remote(settings: Settings, specs, emit, positions=None) -> bool:
     """Follow remote specs until Ctrl-C; each host's state changes go to stderr.
-    False (after one line each) when a host refused us for good."""
+    False (after one line each) when a host refused us for good.  ``positions``: the
+    state file's (--state), which the files resume from and save to."""
     import asyncio
 
     from ..sources.remote import read_remote
@@ -822,7 +823,7 @@ def _follow_remote(settings: Settings, specs, emit) -> bool:
         task = asyncio.ensure_future(read_remote(specs, emit, ssh_config=settings.ssh_config, follow=True,
                                                  on_error=fatal, on_warning=_warn, poll=settings.poll or 1.0,
                                                  hosts_out=hosts, cache=None if settings.state else settings.cache_path,
-                                                 stop=stop[0]))
+                                                 stop=stop[0], positions=positions))
         tasks.append(task)
         shown: dict[str, str] = {}
         while not task.done():
@@ -831,6 +832,8 @@ def _follow_remote(settings: Settings, specs, emit) -> bool:
                 if shown.get(h.host) != text.split(" (")[0]:
                     shown[h.host] = text.split(" (")[0]
                     print(f"tuimon: {sanitize(h.host)}: {sanitize(text)}", file=sys.stderr)
+            if positions is not None:
+                _save_positions(positions)
             await asyncio.sleep(0.5)
         await task
 
@@ -850,7 +853,16 @@ def _follow_remote(settings: Settings, specs, emit) -> bool:
     finally:
         if not any(not t.done() for t in tasks):
             loop.close()
+        if positions is not None:
+            _save_positions(positions)
     return not errors
+
+
+def _save_positions(positions) -> None:
+    try:
+        positions.flush()
+    except (OSError, PathError) as exc:
+        _err(f"cannot save state to {positions.path}: {getattr(exc, 'strerror', None) or exc}")
 
 
 def make_session(paths: list[str], settings: Settings, *, poll: Optional[float] = None):

@@ -6,6 +6,8 @@ and what is saved of the files being read."""
 from __future__ import annotations
 
 import os
+import threading
+import time
 from typing import Callable, Iterable, Optional
 
 from . import state as saved
@@ -15,14 +17,27 @@ from .streams import Followed, Parked, Stream
 
 FdOf = Callable[[Stream], int]  # a stream's descriptor, reopened by identity if it was closed
 
+SAVE_EVERY_S = 1.0  # a remote file's position is saved at most this long after the output it covers...
+SAVE_EVERY_LINES = 10_000  # ...or this many lines
+
 
 class SavedPositions:
     """The positions a follower started with (each used once, by the first file seen at
-    its path) and the saving of new ones.  Without a state path, it holds nothing."""
+    its path) and the saving of new ones.  Without a state path, it holds nothing.
+
+    Local files and remote ones (keyed ``ssh:user@host:port:path``) share one state file: the
+    local follower's thread saves its positions, a remote host its own (:meth:`put`), and each
+    save writes both."""
 
     def __init__(self, path: Optional[str], warn: Callable[[str], None]) -> None:
         self.path = path
         self._pending: dict[str, saved.Position] = {}
+        self._local: dict[str, saved.Position] = {}
+        self._remote: dict[str, saved.Position] = {}
+        self._guard = threading.Lock()  # the local follower's thread and the remote hosts' loop both save
+        self._remote_lines = 0
+        self._remote_saved = time.monotonic()
+        self._remote_dirty = False
         self._lock: Optional[saved.StateLock] = None
         if path:
             self._lock = saved.acquire(path)  # raises PathError: misuse, before any write
@@ -35,6 +50,38 @@ class SavedPositions:
 
     def forget(self, path: str) -> None:
         self._pending.pop(path, None)
+
+    # -- remote files ----------------------------------------------------------------------------
+    def take(self, key: str) -> Optional[saved.Position]:
+        """The saved position of a remote file, used once (by the first read of the file)."""
+        with self._guard:
+            return self._pending.pop(key, None)
+
+    def put(self, key: str, position: saved.Position, lines: int) -> None:
+        """A remote file was read and its events handed on up to ``position`` (``lines`` of
+        them since its last put): saved within :data:`SAVE_EVERY_S` or :data:`SAVE_EVERY_LINES`."""
+        if not self.path:
+            return
+        with self._guard:
+            self._remote[key] = position
+            self._remote_lines += lines
+            self._remote_dirty = True
+            if self._remote_lines >= SAVE_EVERY_LINES or time.monotonic() - self._remote_saved >= SAVE_EVERY_S:
+                self._write()
+
+    def flush(self) -> None:
+        """Save what remote hosts put since the last save (called at least every second)."""
+        if not self.path:
+            return
+        with self._guard:
+            if self._remote_dirty:
+                self._write()
+
+    def _write(self) -> None:
+        """(holding ``_guard``) Both sides' positions, and those not used yet, to the state file."""
+        assert self.path
+        saved.save(self.path, {**self._pending, **self._local, **self._remote})
+        self._remote_lines, self._remote_saved, self._remote_dirty = 0, time.monotonic(), False
 
     def resume(self, s: Stream, path: str, fd_of: FdOf, parking: Parking) -> None:
         """Go on from the saved position if the file at the path is the one saved, with
@@ -79,7 +126,7 @@ class SavedPositions:
         and counted as read so far).  Positions not yet used are kept."""
         if not self.path:
             return
-        positions = dict(self._pending)
+        positions: dict[str, saved.Position] = {}
         read_to: dict[str, list[Parked]] = {}
         for p in rotated:
             if p.offset:
@@ -105,7 +152,9 @@ class SavedPositions:
                                                line=s.parser.framer.next_line - 1, mtime_ns=s.mtime_ns,
                                                siblings=sorted(list(sig) for sig in f.siblings or ()),
                                                parked=[p.to_saved() for p in read_to.get(f.path, ())[-16:]])
-        saved.save(self.path, positions)
+        with self._guard:
+            self._local = positions
+            self._write()
 
     def release(self) -> None:
         if self._lock is not None:

@@ -44,7 +44,9 @@ from tuimon.parsers.events import Truncated
 from ..engine import catalog, guard
 from ..engine.cache import EntryWriter, Ident, ParseCache, recorded
 from ..engine.ingest import FileParser, ParseStats, resume
+from . import state as saved
 from .discover import DEFAULT_EXCLUDE, DEFAULT_INCLUDE, matches
+from .positions import SavedPositions
 from .rotation import rotated_through, same_content, sibling_names
 from .specs import RemoteSpec, parse_spec, split_paths  # noqa: F401  (re-exported)
 
@@ -203,6 +205,12 @@ class RemoteFile:
     #: (size, mtime) of its rotated siblings (``x.log.1``...) accounted for: there when it was first
     #: seen (history), or read since.  A rename keeps both, so a generation is known under any name.
     history: Optional[set] = None
+    position_checked: bool = False  # its saved position (--state) was looked for
+    #: (length, digest) of the first bytes of the file a saved position was of, while that file is
+    #: looked for among the generations (``head`` is then empty: only the digest was saved)
+    head_check: Optional[tuple[int, str]] = None
+    done_last: bytes = b""  # the bytes before its last complete line's end (a saved position's marker)
+    saved_line: int = 0  # the line its last saved position was at
 
 
 @dataclass(eq=False)
@@ -261,6 +269,8 @@ class RemoteHost:
     warned: set = field(default_factory=set)
     #: the parse cache database to start files from (keyed by this host) and save to; None: none
     cache: Optional[Path] = None
+    #: read positions (``--state``): files resume from theirs, and save theirs as they are read
+    positions: Optional[SavedPositions] = None
     _cache: Optional[ParseCache] = None
     _cache_saved: float = 0.0
     _stopping: Optional[asyncio.Event] = None
@@ -597,6 +607,8 @@ class RemoteHost:
             async with sftp.open(rf.path, "rb") as fh:
                 if rf.history is None:  # a file named on its own: its siblings now are history
                     rf.history = await self._siblings(sftp, rf)
+                if self.positions is not None and not rf.position_checked and rf.offset == 0:
+                    await self._from_position(sftp, fh, rf, size, events)
                 if self.cache and not rf.cache_checked and rf.offset == 0:
                     await self._from_cache(fh, rf, size, mtime, events)
                 if rf.offset and await self._replaced(fh, rf, size):
@@ -617,6 +629,7 @@ class RemoteHost:
                     if events:  # handed on a block at a time: memory does not grow with the backlog
                         self.sink(events)
                         events = []
+                    self._put_position(rf)
                     if self._stopping is not None and self._stopping.is_set():
                         break
                     await asyncio.sleep(0)  # a stop (Ctrl-C) and the other hosts get their turn
@@ -631,6 +644,7 @@ class RemoteHost:
         finally:
             if events:
                 self.sink(events)
+            self._put_position(rf)
 
     async def _replaced(self, fh, rf: RemoteFile, size: int) -> bool:
         if size < rf.offset:
@@ -683,6 +697,8 @@ class RemoteHost:
     async def _continues(self, fh, rf: RemoteFile) -> bool:
         """Whether the file behind ``fh`` holds what was read of ``rf`` (the file read
         before, gone on under another name)."""
+        if rf.offset and rf.head_check is not None:  # a saved position: its first bytes' digest
+            return await self._holds(fh, rf.head_check, rf.offset, rf.last)
         if not (rf.offset and rf.head):
             return False
         head_now = await fh.read(len(rf.head), 0)
@@ -711,20 +727,82 @@ class RemoteHost:
         events.extend(rf.parser.finish())
         events.append(Truncated(file=rf.label, line=rf.parser.framer.next_line, reason=reason))
         rf.parser = FileParser(rf.label)
-        rf.offset, rf.head, rf.last = 0, b"", b""
+        rf.offset, rf.head, rf.last, rf.done_last = 0, b"", b"", b""
         if rf.writer is not None:  # the entry was of the old content: the new one starts at 0
             rf.writer.abandon()
             rf.writer = rf.writer.restart()
 
     def _consume(self, rf: RemoteFile, data: bytes, events: list[Item]) -> None:
-        if len(rf.head) < HEAD_BYTES:
+        if len(rf.head) < HEAD_BYTES and rf.head_check is None:
             rf.head += data[: HEAD_BYTES - len(rf.head)]
+        before = rf.last
         rf.offset += len(data)
         rf.last = (rf.last + data)[-MARKER_BYTES:]
         rf.tail = (rf.tail + data[-TAIL_BYTES:])[-TAIL_BYTES:]
         self.state.bytes_read += len(data)
         new, rf.skip_events = recorded(rf.parser.feed(data), rf.writer, rf.skip_events)
         events.extend(new)
+        held = rf.parser.framer.pending
+        if held < len(data):  # a line ended in this block: the marker of a position saved there
+            rf.done_last = (before + data[:len(data) - held])[-MARKER_BYTES:]
+
+    # -- saved positions (--state) ------------------------------------------------------------------
+    def _state_key(self, rf: RemoteFile) -> str:
+        host, user, port = self.endpoint
+        return f"ssh:{user or ''}@{host}:{port or ''}:{rf.path}"
+
+    def _put_position(self, rf: RemoteFile) -> None:
+        """``rf``'s events are handed on up to its last complete line: save where that is."""
+        if self.positions is None or self.once or rf.head_check is not None:
+            return
+        complete = rf.offset - rf.parser.framer.pending
+        if complete <= 0:
+            return
+        head = rf.head[:min(HEAD_BYTES, complete)]
+        line = rf.parser.framer.next_line - 1
+        old, rf.saved_line = rf.saved_line, line
+        try:
+            self.positions.put(self._state_key(rf), saved.Position(
+                dev=0, ino=0, head=saved.head_digest(head), head_len=len(head), offset=complete,
+                marker=rf.done_last[-min(MARKER_BYTES, complete):].hex(), line=line,
+                siblings=sorted(list(sig) for sig in rf.history or ())), max(0, line - old))
+        except OSError as exc:  # a full disk: the reading goes on, the state is saved when it can be
+            self._warn_once(f"cannot save state to {self.positions.path}: {exc.strerror or exc}")
+
+    async def _holds(self, fh, head_check: tuple[int, str], offset: int, marker: bytes) -> bool:
+        """Whether the file behind ``fh`` is the one a saved position was of: its first bytes'
+        digest and the bytes before the offset."""
+        n, digest = head_check
+        head = await fh.read(n, 0) if n else b""
+        if len(head) != n or saved.head_digest(head) != digest:
+            return False
+        return not marker or await fh.read(len(marker), offset - len(marker)) == marker
+
+    async def _from_position(self, sftp, fh, rf: RemoteFile, size: int, events: list[Item]) -> None:
+        """A file read from 0 with a saved position: read on from it if the file at the path is
+        the one saved; else (rotated, or copied and truncated, while we were stopped) the
+        generations rotated through the path since are read first, the saved one on from its
+        offset, then the file at the path from its start."""
+        rf.position_checked = True
+        assert self.positions is not None
+        pos = self.positions.take(self._state_key(rf))
+        if pos is None:
+            return
+        if pos.siblings is not None:
+            rf.history = {tuple(sig) for sig in pos.siblings}
+        marker = bytes.fromhex(pos.marker)
+        rf.parser.framer.next_line = pos.line + 1
+        if pos.offset <= size and await self._holds(fh, (pos.head_len, pos.head), pos.offset, marker):
+            rf.offset, rf.last, rf.done_last = pos.offset, marker, marker
+            rf.head = await fh.read(min(HEAD_BYTES, pos.offset), 0)
+            rf.saved_line = pos.line
+            return
+        rf.offset, rf.last, rf.head_check = pos.offset, marker, (pos.head_len, pos.head)
+        try:
+            await self._drain_generations(sftp, rf, events)
+        finally:
+            rf.head_check = None
+        self._restart(rf, events, "a different file is now at this path (while tuimon was stopped)")
 
 
 TAIL_BYTES = 4096
