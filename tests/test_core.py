@@ -406,7 +406,7 @@ def test_rules_on_the_cores_line_lists_find_what_a_block_search_finds(monkeypatc
         for regex in regexes:
             fmt = Format(name="t", description="", lines=(compile_line({"event": "failure", "regex": regex}),))
             rule = blocks.DataRule(fmt, fmt.lines[0], False, 0)
-            hook = rules.HookRule(regex, print, (0, 0))
+            hook = rules.HookRule(regex, "print", (0, 0))
             literals = sorted(set(rule.anchors) | set(hook.anchors or ()))
             held = {literals[k]: starts for k, starts in core.Literals(literals).scan(text)}
             found = []
@@ -439,7 +439,7 @@ def test_hook_triggers_on_the_core_find_the_lines_re_finds():
     samples += [line.replace(" ", "\x1c") for line in samples]
     checked = 0
     for trigger in triggers:
-        hook = HookRule(trigger, print, (0, 0))
+        hook = HookRule(trigger, "print", (0, 0))
         if hook.core is None:
             continue
         checked += 1

@@ -97,7 +97,7 @@ def test_every_built_in_block_finds_its_markers_and_pairs_by_literals():
     for fmt, entry in entries:
         rule = BlockRule(fmt, entry, 0, BlockState(), "x.log")
         assert rule.markers, (fmt.name, entry.begin, entry.end)
-        assert rule.literals == rule.markers and all(len(m) >= 3 for m in rule.markers), (fmt.name, rule.literals)
+        assert rule.literals_of(entry) == rule.markers and all(len(m) >= 3 for m in rule.markers), (fmt.name, rule.markers)
 
 
 def test_a_regex_run_on_its_anchors_lines_finds_what_a_scan_of_the_block_finds(monkeypatch):
@@ -118,7 +118,7 @@ def test_a_regex_run_on_its_anchors_lines_finds_what_a_scan_of_the_block_finds(m
         for regex in regexes:
             fmt = Format(name="t", description="", lines=(compile_line({"event": "failure", "regex": regex}),))
             rule = blocks.DataRule(fmt, fmt.lines[0], False, 0)
-            hook = rules.HookRule(regex, print, (0, 0))
+            hook = rules.HookRule(regex, "print", (0, 0))
             assert rule.anchors and hook.anchors
             rule.by_line = hook.by_line = True  # as for a regex re cannot find by a literal prefix
             found: dict[bool, tuple[list, list]] = {}

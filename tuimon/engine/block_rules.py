@@ -46,6 +46,11 @@ class BlockState:
         self.opened, self.pairs = state
 
 
+def _markers_of(begin: str, end: str) -> Optional[tuple[str, ...]]:
+    b, e = anchors_of(begin), anchors_of(end)
+    return None if b is None or e is None else tuple(dict.fromkeys(b + e))
+
+
 class BlockRule:
     """One block entry, reading one file (its :class:`BlockState` kept by the engine)."""
 
@@ -57,9 +62,8 @@ class BlockRule:
         self.fmt, self.entry, self.order, self.state, self.file = fmt, entry, order, state, file
         self.user = user  # a user's format: its regexes bounded in time (tuimon.engine.user_regex)
         self.cls = EVENT_TYPES[entry.event]
-        begin, end = anchors_of(entry.begin), anchors_of(entry.end)
         #: texts of which every marker line holds one (None: the markers are looked for by regex)
-        self.markers = None if begin is None or end is None else tuple(dict.fromkeys(begin + end))
+        self.markers = _markers_of(entry.begin, entry.end)
         found = anchors_of(entry.pair)
         self.anchor = entry.anchor or (found[0] if found is not None and len(found) == 1 else None)
         self.core = _core_regex(entry.pair, native.core)
@@ -68,13 +72,13 @@ class BlockRule:
         self._at = 0  # ... and how many of them the engine has handed over
         self._from = -1  # pair lines after this offset belong to the open block
 
-    @property
-    def literals(self) -> tuple[str, ...]:
-        """What the engine's literal scan should find for this rule: its markers' literals.  Not
-        its pair lines' anchor: those are looked for between a block's markers alone, and an
-        anchor such as YAML's ``": "`` is on most lines of a log (in the scan, it cost a
-        third more CPU on every shape)."""
-        return self.markers or ()
+    @staticmethod
+    def literals_of(entry: BlockFormat) -> tuple[str, ...]:
+        """What the engine's literal scan should find for a rule of ``entry``: its markers'
+        literals.  Not its pair lines' anchor: those are looked for between a block's markers
+        alone, and an anchor such as YAML's ``": "`` is on most lines of a log (in the scan, it
+        cost a third more CPU on every shape)."""
+        return _markers_of(entry.begin, entry.end) or ()
 
     def prepare(self, text: str, present: Any, held: Optional[Mapping[str, list[int]]], hits: list) -> None:
         """Take a block of text: its marker lines go into ``hits`` (nothing to do in a text

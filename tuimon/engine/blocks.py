@@ -31,9 +31,9 @@ from tuimon.parsers.timestamps import line_stamp
 
 from . import guard, native
 from .block_rules import BlockRule, BlockState
-from .presence import Presence
+from .presence import presence_of
 from .rows import COLUMN_KINDS, EVENT, ITERATION, ROW, BlockRows, split_rows
-from .rules import HookRule, anchors_of, lines_holding, starts_with_literal
+from .rules import HookRule, anchors_of, hook_rules, lines_holding, starts_with_literal
 from .user_regex import USER_REGEX_TIMEOUT_S, CorePattern, RegexTimeout
 
 Handler = Callable[[str, LineContext], list[Event]]
@@ -44,6 +44,7 @@ _DATE = re.compile(r"-\d\d-\d\d[ T]\d\d:")  # in every stamp (parsers.timestamps
 #: a log with no stamp in its first blocks is taken to have none (each look costs a scan)
 LOG_START_BLOCKS = 8
 
+_COLUMN_KINDS = tuple(COLUMN_KINDS.items())
 native.use(native.core)  # the parsers' record readers: the compiled ones when the core is there
 
 
@@ -61,6 +62,50 @@ class DataRule:
         # a line that is not ASCII goes to Python's regex alone, not the whole block with it)
         core_run = isinstance(entry.pattern, CorePattern)
         self.by_line = bool(self.anchors) and (core_run or not starts_with_literal(entry.regex))
+
+
+#: rule sets by the identities of their formats and parser classes (each held by its entry, so that
+#: no identity is reused while it is a key); a run has a handful (files wake different parsers)
+_RULE_SETS: dict[tuple, tuple] = {}
+
+
+def _rule_set(formats: tuple[Format, ...], builtin: tuple[Format, ...], active: tuple[type, ...],
+              dormant: tuple[type, ...]) -> tuple[list[DataRule], tuple[HookRule, ...], Any]:
+    """(data rules, hook rules, the Presence of all their literals): what a file's engine runs,
+    made once for every file read with the same formats and parsers.  Made per file, it cost
+    1 ms and ~30 KB a file (10,000 followed files: 10 s before the first event)."""
+    key = (tuple(map(id, formats)), tuple(map(id, builtin)), active, dormant, native.core)
+    got = _RULE_SETS.get(key)
+    if got is not None:
+        return got[1]
+    data = [DataRule(f, e, True, k, j) for k, f in enumerate(formats) for j, e in enumerate(f.lines)]
+    data += [DataRule(f, e, False, len(formats) + k, j) for k, f in enumerate(builtin) for j, e in enumerate(f.lines)]
+    hooks = hook_rules(active, native.core, _COLUMN_KINDS)
+    literals = [a for rule in data for a in rule.anchors]
+    literals += [a for hook in hooks for a in ((hook.literal,) if hook.literal else hook.anchors or ())]
+    literals += [lit for f in (*formats, *builtin) for e in f.blocks for lit in BlockRule.literals_of(e)]
+    literals += [n for cls in dormant for n in _sniff_needles(cls) or ()]
+    made = (data, hooks, presence_of(literals))
+    if len(_RULE_SETS) >= 256:
+        _RULE_SETS.clear()
+    _RULE_SETS[key] = ((formats, builtin), made)
+    return made
+
+
+_HOOKS_PRESENT: dict[tuple[tuple, frozenset], tuple[int, ...]] = {}
+
+
+def _hooks_present(hooks: tuple[HookRule, ...], present: frozenset[str]) -> tuple[int, ...]:
+    """The indices of ``hooks`` (a shared rule set's) that may match in a block holding the
+    literals ``present``.  Blocks hold the same few sets of literals over and over: asked of
+    each of 147 rules, it was a tenth of reading a small file."""
+    key = (hooks, present)  # (the rules themselves: an id could be reused once they are gone)
+    got = _HOOKS_PRESENT.get(key)
+    if got is None:
+        if len(_HOOKS_PRESENT) >= 4096:
+            _HOOKS_PRESENT.clear()
+        got = _HOOKS_PRESENT[key] = tuple(n for n, hook in enumerate(hooks) if hook.present(present))
+    return got
 
 
 class BlockEngine:
@@ -127,23 +172,12 @@ class BlockEngine:
 
     def _build(self) -> None:
         self._stale = False
-        self._data = [DataRule(f, e, True, k, j) for k, f in enumerate(self.formats) for j, e in enumerate(f.lines)]
-        self._data += [DataRule(f, e, False, len(self.formats) + k, j)
-                       for k, f in enumerate(self.builtin_formats) for j, e in enumerate(f.lines)]
         formats = [*self.formats, *self.builtin_formats]
         self._blocks = [BlockRule(f, e, k, self._block_states.setdefault((f.name, j), BlockState()), self.file,
                                   k < len(self.formats)) for k, f in enumerate(formats) for j, e in enumerate(f.blocks)]
-        self._hooks: list[HookRule] = []
-        for k, parser in enumerate(self.active):
-            for j, (trigger, name) in enumerate(parser.ROUTES):
-                kind = parser.COLUMNS.get(name) if native.core is not None else None
-                column = COLUMN_KINDS.get(kind) if kind is not None else None
-                self._hooks.append(HookRule(trigger, getattr(parser, name), (k, j), column))
-        literals = [a for rule in self._data for a in rule.anchors]
-        literals += [a for hook in self._hooks for a in ((hook.literal,) if hook.literal else hook.anchors or ())]
-        literals += [a for rule in self._blocks for a in rule.literals]
-        literals += [n for cls in self._dormant for n in _sniff_needles(cls) or ()]  # type: ignore[arg-type]
-        self._presence = Presence(literals)
+        # the rest is the same for every file read with the same formats and parsers: shared
+        self._data, self._hooks, self._presence = _rule_set(self.formats, self.builtin_formats,
+                                                            tuple(type(p) for p in self.active), tuple(self._dormant))
 
     def sniff(self, text: str, present: Optional[frozenset[str]] = None) -> None:
         """Wake the dormant parsers whose SNIFF shows up in ``text`` (``present``: the
@@ -198,18 +232,19 @@ class BlockEngine:
             block.prepare(text, present, held, hits)
         hook_base = len(self._data) + 1
         columns: list[tuple[HookRule, int, list[int]]] = []  # rules whose plain lines the core reads
-        for n, hook in enumerate(self._hooks):
-            if hook.present(present):
-                if hook.column is not None and held is not None:
-                    if hook.literal is not None:
-                        columns.append((hook, hook_base + n, held.get(hook.literal, [])))
-                    else:  # the lines its trigger regex is on
-                        found: list = []
-                        hook.lines(text, hook_base + n, found, held)
-                        columns.append((hook, hook_base + n, [h[0] for h in found]))
-                else:
-                    hook.lines(text, hook_base + n, hits, held)
-        rows = split_rows(self.file, text, first_line, hits, columns) if columns else None
+        hooks = self._hooks
+        for n in _hooks_present(hooks, present):
+            hook = hooks[n]
+            if hook.column is not None and held is not None:
+                if hook.literal is not None:
+                    columns.append((hook, hook_base + n, held.get(hook.literal, [])))
+                else:  # the lines its trigger regex is on
+                    found: list = []
+                    hook.lines(text, hook_base + n, found, held)
+                    columns.append((hook, hook_base + n, [h[0] for h in found]))
+            else:
+                hook.lines(text, hook_base + n, hits, held)
+        rows = split_rows(self.file, text, first_line, hits, columns, self.active) if columns else None
         if hits:
             hits.sort(key=_FIRST)
         start = self._log_start(text, first_line) if not self._log_started and \
@@ -365,7 +400,7 @@ class BlockEngine:
                         emit(self._announce(rule, ev, ctx))
                     continue
                 try:
-                    out = rule.handler(body, ctx)
+                    out = (rule.handler(self.active) if type(rule) is HookRule else rule.handler)(body, ctx)
                 except Exception:  # a hook bug must not stop the stream: counted, reported
                     self.failed += 1
                     continue
@@ -388,7 +423,7 @@ class BlockEngine:
                         continue
                     line_events.extend(self._announce(rule, ev, ctx))
                     continue
-                handler = rule.handler
+                handler = rule.handler(self.active) if type(rule) is HookRule else rule.handler
                 if handler in done:
                     continue
                 done.append(handler)

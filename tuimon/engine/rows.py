@@ -10,7 +10,7 @@ lines, and puts each read line's events in its place)."""
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Any, Optional
+from typing import Any, Optional, Sequence
 
 from tuimon.parsers.columns import IterationRows, TimerRows
 from tuimon.parsers.timers import COMM_OP_NAME, MINMAX
@@ -31,7 +31,8 @@ def _timer_lines(core: Any) -> Any:
     return core.TimerLines(MINMAX, COMM_OP_NAME)
 
 
-def split_rows(file: str, text: str, first_line: int, hits: list, columns: list) -> Optional["BlockRows"]:
+def split_rows(file: str, text: str, first_line: int, hits: list, columns: list,
+               parsers: Sequence[Any]) -> Optional["BlockRows"]:
     """The lines of ``columns`` ((rule, order, its lines' starts) of each hook rule the core
     has a reader for) that the core reads; every other of their lines goes into ``hits``
     as a hook's (the core leaves it, it is not ASCII, or another rule is on it too)."""
@@ -73,7 +74,7 @@ def split_rows(file: str, text: str, first_line: int, hits: list, columns: list)
                 spans.append((frame[2], frame[1], rule.column))
         if not kept:
             return None
-    verdicts, read, events, iterations = _read(core, text, spans, parts)
+    verdicts, read, events, iterations = _read(core, text, spans, parts, parsers)
     if kept is None and HOOK not in verdicts:
         return BlockRows(file, starts, frames, verdicts, read, events, iterations)
     for j in [j for j, verdict in enumerate(verdicts) if verdict == HOOK]:  # (few)
@@ -88,25 +89,26 @@ def split_rows(file: str, text: str, first_line: int, hits: list, columns: list)
                      events, iterations)
 
 
-def _read(core: Any, text: str, spans: list, parts: list) -> tuple[list[int], Any, list, Optional["Iterations"]]:
+def _read(core: Any, text: str, spans: list, parts: list,
+          parsers: Sequence[Any]) -> tuple[list[int], Any, list, Optional["Iterations"]]:
     """The verdict on each line of ``spans`` ((body, end, kind), in line order), the timer
     columns, each EVENT line's (maker, values): its parser's method that makes its events,
     and the values of the ITERATION lines."""
     kinds = {span[2] for span in spans}
     if kinds <= {0, 1}:  # timer lines alone, the common case
-        verdicts, *read = _timer_lines(core).read(text, spans, _owner(parts, 0).offload_said())
+        verdicts, *read = _timer_lines(core).read(text, spans, _owner(parts, 0, parsers).offload_said())
         return verdicts, read, [], None
     read = [[], [], [], [], [], []]  # (no timer lines)
     verdicts_of: dict[int, Any] = {}  # kind -> its lines' verdicts, in order
     values_of: dict[int, Any] = {}  # kind -> (maker, its values) of its EVENT lines, in order
     timer_spans = [span for span in spans if span[2] <= 1]
     if timer_spans:
-        timer_verdicts, *read = _timer_lines(core).read(text, timer_spans, _owner(parts, 0).offload_said())
+        timer_verdicts, *read = _timer_lines(core).read(text, timer_spans, _owner(parts, 0, parsers).offload_said())
         verdicts_of[0] = iter(timer_verdicts)
     iterations = None
     for kind in kinds - {0, 1}:
         reader, maker_name = _READERS[kind]
-        owner = _owner(parts, kind)
+        owner = _owner(parts, kind, parsers)
         verdicts, values = reader(core, text, [(a, z) for a, z, k in spans if k == kind], owner)
         verdicts_of[kind] = iter(verdicts)
         if kind == ITERATION_LINES:
@@ -148,9 +150,10 @@ _READERS = {ITERATION_LINES: (_iterations, "iterations_read"), METRICS_LINES: (_
             HF_DICTS: (_dicts, "dict_row"), MEMORY_LINES: (_memories, "memory_row")}
 
 
-def _owner(parts: list, kind: int) -> Any:
-    """The parser whose route reads the lines of ``kind`` (0: either timer kind)."""
-    return next(rule.handler.__self__ for rule, _, _ in parts if (rule.column <= 1 if kind == 0 else rule.column == kind))
+def _owner(parts: list, kind: int, parsers: Sequence[Any]) -> Any:
+    """The parser (of ``parsers``, the engine's active ones) whose route reads the lines of
+    ``kind`` (0: either timer kind)."""
+    return next(parsers[rule.key[0]] for rule, _, _ in parts if (rule.column <= 1 if kind == 0 else rule.column == kind))
 
 
 @lru_cache(maxsize=4)

@@ -49,6 +49,8 @@ from .watches import Watches
 READ_SIZE = 1 << 20
 MAX_READ_PER_POLL = 16 << 20  # keeps one busy file from starving the others
 HOLE_MIN = 1 << 20  # sparse holes at least this large are skipped, not read as NULs
+SINK_EVERY_EVENTS = 2048  # a poll hands its events on in pieces at least this big (the first one reads every file)
+YIELD_EVERY_S = 0.005  # between blocks, the GIL is offered to the UI's thread at most this often
 SAVE_EVERY_LINES = 10_000  # with a state file: lines output between two saves, at most
 CACHE_EVERY = 30.0  # seconds between two commits of the parse cache entries being written
 ERROR_RETRY = 1.0
@@ -106,6 +108,7 @@ class LocalFollower:
         self._dirty_state = False
         self._lines_unsaved = 0
         self._hurry = False  # a read stopped early to save the state: poll again at once
+        self._yielded = 0.0  # when the reading last offered the GIL to other threads
         self._bounded_saves = False  # set by run(), which saves after each bounded read
         self.fds = DescriptorPool(max_open or fd_budget(), self._closable)
         self._dirs = Directories()
@@ -207,15 +210,20 @@ class LocalFollower:
                 self._next_scan = now
         # files rotated away hold older lines than whatever is now at their names: first
         self._poll_detached(now, events)
+        sunk = 0
         for f in self.schedule.due(now):
             self.schedule.polled(f, self._guarded(f, events), now)
+            if len(events) - sunk >= SINK_EVERY_EVENTS:  # the first poll of 10,000 files: out as they are read
+                self._dirty_state = True
+                self.sink(events[sunk:])
+                sunk = len(events)
         if now >= self._next_sweep:
             self._sweep(now, events)
             self._next_sweep = now + self.max_interval
         self.backfill.poll(MAX_READ_PER_POLL, events)
-        if events:
+        if len(events) > sunk:
             self._dirty_state = True
-            self.sink(events)
+            self.sink(events[sunk:] if sunk else events)
         if self.cache_path is not None and self.clock() - self._cache_saved >= CACHE_EVERY:
             self.save_cache()
         return events
@@ -598,7 +606,10 @@ class LocalFollower:
             self._consume(s, data, events)
             if self._hurry or (self._stop is not None and self._stop.is_set()):
                 break
-            time.sleep(0)  # let the UI thread take the GIL between blocks
+            now = time.monotonic()
+            if now - self._yielded >= YIELD_EVERY_S:  # let the UI thread take the GIL between blocks
+                self._yielded = now
+                time.sleep(0)
         return grew
 
     def _within_save_bound(self, data: bytes) -> bytes:

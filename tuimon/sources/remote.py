@@ -767,7 +767,7 @@ class RemoteHost:
                 marker=rf.done_last[-min(MARKER_BYTES, complete):].hex(), line=line,
                 siblings=sorted(list(sig) for sig in rf.history or ())), max(0, line - old))
         except OSError as exc:  # a full disk: the reading goes on, the state is saved when it can be
-            self._warn_once(f"cannot save state to {self.positions.path}: {exc.strerror or exc}")
+            self._warn(f"cannot save state to {self.positions.path}: {exc.strerror or exc}")
 
     async def _holds(self, fh, head_check: tuple[int, str], offset: int, marker: bytes) -> bool:
         """Whether the file behind ``fh`` is the one a saved position was of: its first bytes'
