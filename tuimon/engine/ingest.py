@@ -278,18 +278,18 @@ def _read_on(fh: Any, fp: FileParser, offset: int, read_size: int, out: Callable
     hole reads as NULs for minutes)."""
     from ..sources.files import next_data
 
-    end = limit if limit is not None else os.fstat(fh.fileno()).st_size
-    fh.seek(offset)
+    # read by offset (pread): SEEK_DATA moves the descriptor's position under a buffered reader,
+    # which then read the same bytes twice
+    fd = fh.fileno()
+    end = limit if limit is not None else os.fstat(fd).st_size
     while limit is None or offset < limit:
-        if offset < end and (data_at := next_data(fh.fileno(), offset, end)) is not None \
-                and data_at - offset >= HOLE_MIN:
+        if offset < end and (data_at := next_data(fd, offset, end)) is not None and data_at - offset >= HOLE_MIN:
             hole = min(data_at, end) - offset
             if on_bytes is not None:
                 on_bytes(hole)
             offset += hole
-            fh.seek(offset)
             continue
-        chunk = fh.read(read_size if limit is None else min(read_size, limit - offset))
+        chunk = os.pread(fd, read_size if limit is None else min(read_size, limit - offset), offset)
         if not chunk:
             return offset
         offset += len(chunk)

@@ -475,7 +475,9 @@ class LocalFollower:
             fd, now = self.fds.open_path(f.path)
         except OSError:
             return False
-        if (now.st_dev, now.st_ino) != key or not continues(fd, s.head, s.offset, s.last):
+        # (replaced again since our stat: the file opened is the one to judge)
+        key = (now.st_dev, now.st_ino)
+        if key in self.streams or now.st_size < s.offset or not continues(fd, s.head, s.offset, s.last):
             os.close(fd)
             return False
         # what the old file held past our offset is in its copy too (the copy continues it): read there
