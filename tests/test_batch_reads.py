@@ -136,3 +136,23 @@ def test_a_sparse_hole_is_stepped_over(tmp_path, verb):
         assert job["last_iteration"] == 50
     else:
         assert sum(1 for raw in proc.stdout.splitlines() if json.loads(raw).get("type") == "iteration") == 50
+
+
+@pytest.mark.parametrize("read_size", [48, 4096, 1 << 20])
+def test_small_reads_give_the_file_once(read_size):
+    """Whatever the block size, the reader hands the parser the file once, in order: what feeding
+    it the same pieces by hand gives (looking for a hole moved the descriptor under a buffered
+    reader, which then gave a file's last lines twice)."""
+    from tests.conftest import FIXTURES
+    from tuimon.engine.ingest import FileParser
+    from tuimon.parsers.columns import expand
+
+    for path in sorted(FIXTURES.iterdir()):
+        events, stats = parse_file(path, read_size=read_size)
+        data = path.read_bytes()
+        assert stats.lines == data.count(b"\n") + (not data.endswith(b"\n")), path.name
+        fp, by_hand = FileParser(str(path)), []
+        for at in range(0, len(data), read_size):
+            by_hand += fp.feed(data[at:at + read_size])
+        by_hand += fp.finish()
+        assert [e.to_dict() for e in events] == [e.to_dict() for e in expand(by_hand)], path.name
