@@ -806,3 +806,37 @@ async def test_rows_hold_their_places_while_jobs_are_marked(tmp_path):
             await until(pilot, lambda: order() == ["fast-1", "slow-2"])
     finally:
         session.stop()
+
+
+async def test_the_header_says_how_far_behind_the_reading_is(tmp_path, monkeypatch):
+    """A writer faster than the reading (here: the reading slowed to 512 bytes a poll): the header
+    says for how long and by how much it is behind, and says nothing once it has caught up; /metrics
+    gives the same figures (tuimon_parse_lag_seconds, tuimon_backlog_bytes)."""
+    from tuimon.sources import local
+
+    d = tmp_path / "live"
+    d.mkdir()
+    log = d / "train-4343.out"
+    line = " iteration {:8d}/  100000 | elapsed time per iteration (ms): 500.0 | lm loss: 2.0E+00 |\n"
+    log.write_text(line.format(1))
+    session = LiveSession([str(d)], poll=0.1)
+    session.start()
+    app = TuimonApp(session, refresh_hz=10)
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            assert await shows(pilot, app, "train-4343", "1/100000", tries=50)
+            monkeypatch.setattr(local, "MAX_READ_PER_POLL", 512)
+            with open(log, "a") as fh:
+                fh.write("".join(line.format(i) for i in range(2, 3000)))
+
+            def header() -> str:
+                return str(app.screen.query_one("#progress").render())
+            await until(pilot, lambda: "behind" in header() and "MB unread" in header(), timeout=20)
+            snap = session.snapshot()
+            assert snap.lag_s >= 2.0 and 0 < snap.backlog_bytes < log.stat().st_size
+            monkeypatch.setattr(local, "MAX_READ_PER_POLL", 16 << 20)
+            await until(pilot, lambda: "behind" not in header() and rows(app)["train-4343"][3] == "2999/100000",
+                        timeout=20)
+            assert session.snapshot().lag_s == 0.0 and session.snapshot().backlog_bytes == 0
+    finally:
+        session.stop()

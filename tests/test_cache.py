@@ -494,3 +494,23 @@ def test_databases_moved_aside_count_in_the_limit_and_are_pruned(tmp_path, monke
     (directory / "parse-cache.sqlite3.corrupt-1700000300").write_bytes(os.urandom(1_100_000))
     cache.evict()
     assert cache.info()["moved_aside_bytes"] == 0, "one bigger than the room left goes too"
+
+
+def test_a_followers_entry_writer_holds_a_bounded_number_of_events(tmp_path):
+    """Rows count one event each: a follower at 20,000 lines/s hands a block's iteration lines as one
+    item, and a writer that counted items held millions of rows before writing a chunk (serve: 750 MB)."""
+    from tuimon.engine.cache import CHUNK_EVENTS
+    from tuimon.parsers.columns import IterationRows
+
+    cache = _cache(tmp_path)
+    assert cache.usable()
+    writer = cache.writer(str(tmp_path / "run.log"), None, keep_store=False)
+    n = 1000
+    for block in range(60):
+        first = block * n
+        rows = IterationRows("run.log", range(first + 1, first + n + 1), [None] * n, [None] * n, [None] * n,
+                             range(first + 1, first + n + 1), [None] * n, [{}] * n)
+        writer.add([rows])
+        held = sum(len(item) for item in writer.buffer)
+        assert held < CHUNK_EVENTS + n, f"{held:,} rows held after {block + 1} blocks"
+    assert writer.seq >= 60 * n // CHUNK_EVENTS - 1, "chunks were written as the rows came"

@@ -94,6 +94,8 @@ def test_metrics_of_the_fixtures_parse_and_hold_every_job(tmp_path):
         alerts = {(s.labels["job"], s.labels["kind"]): s.value for s in fams["tuimon_job_alerts"].samples}
         assert alerts[("oom-run", "failed")] == 1.0
         assert fams["tuimon_files_followed"].samples[0].value == 6
+        # every byte read: not behind (a writer faster than the reading: tests/test_app.py's header test)
+        assert fams["tuimon_backlog_bytes"].samples[0].value == 0 and fams["tuimon_parse_lag_seconds"].samples[0].value == 0
         # units as suffixes, _total last (Prometheus's naming): read bytes are tuimon_read_bytes_total
         assert fams["tuimon_read_bytes"].samples[0].value == sum(f.stat().st_size for f in logs.iterdir())
         plain = serve.get()[2]

@@ -43,6 +43,7 @@ if TYPE_CHECKING:
 
 #: the verbs that read logs (and so take --formats)
 READS_LOGS = ("summary", "events", "alerts", "watch", "serve", "ssh")
+LAG_SAID_EVERY_S = 5.0  # events --follow --debug: how far behind the reading is, this often
 SUMMARY_LOG = logging.getLogger("tuimon.summary")  # what --debug tells of a summary (tuimon.commands.diagnostics)
 STALL_DEFAULTS = _ALERT_DEFAULTS["stalled"]  # when a run read once counts as ended (quiet_verdict)
 
@@ -727,8 +728,12 @@ def _json_lines(out, flush: bool = False):
     from ..figures.schemas import EVENTS_SCHEMA_VERSION
     from ..parsers.columns import expand
 
+    # one encoder (json.dumps makes one a call when given an option) that never checks for cycles:
+    # an event is a flat record; 20,000 a second are written
+    encode = json.JSONEncoder(allow_nan=False, check_circular=False).encode
+
     def emit(events) -> None:
-        out.write("".join(json.dumps({"schema_version": EVENTS_SCHEMA_VERSION, **e.to_dict()}, allow_nan=False) + "\n"
+        out.write("".join(encode({"schema_version": EVENTS_SCHEMA_VERSION, **e.to_dict()}) + "\n"
                           for e in expand(events)))
         if flush:
             out.flush()
@@ -779,8 +784,13 @@ def cmd_follow(settings: Settings, *, show_events: bool = True, alerts_format: s
         if remote:
             failed = not _follow_remote(settings, remote, emit, follower.positions if settings.state else None)
         else:
-            while not stop.wait(3600):
-                pass
+            behind_since: Optional[float] = None
+            while not stop.wait(LAG_SAID_EVERY_S):  # (--debug says how far behind the reading is)
+                backlog = follower.backlog()
+                behind_since = (behind_since or time.monotonic()) if backlog else None
+                if behind_since is not None:
+                    LOG.debug("behind %.0f s: %.1f MB written and not read yet", time.monotonic() - behind_since,
+                              backlog / 1e6)
     except KeyboardInterrupt:
         interrupted = True
     finally:

@@ -42,7 +42,6 @@ class SessionCollector(Collector):
                  clock: Callable[[], float] = time.time) -> None:
         self.session, self.retain_s, self.max_jobs, self.clock = session, retain_s, max_jobs, clock
         self.lock = threading.Lock()  # scrapes may overlap: one snapshot at a time
-        self._backlog_since: Optional[float] = None
         self._last: Optional[tuple[Snapshot, list]] = None  # the figures of the scrape before
 
     def rows(self, snap: Snapshot) -> list[JobRow]:
@@ -71,15 +70,11 @@ class SessionCollector(Collector):
     def _process_metrics(self, snap: Snapshot, now: float) -> Iterable[Any]:
         yield GaugeMetricFamily("tuimon_files_followed", "Log files followed", value=snap.files)
         yield CounterMetricFamily("tuimon_read_bytes", "Bytes of log read", value=snap.bytes_done)  # (unit last: _total)
-        # how long the oldest unread bytes have waited: 0 when every byte written has been read
-        if snap.bytes_total > snap.bytes_done:
-            if self._backlog_since is None:
-                self._backlog_since = now
-            lag = now - self._backlog_since
-        else:
-            self._backlog_since, lag = None, 0.0
-        yield GaugeMetricFamily("tuimon_parse_lag_seconds", "Time the oldest unread log bytes have waited",
-                                value=lag)
+        # how long the reading has been behind: 0 when every byte written has been read
+        yield GaugeMetricFamily("tuimon_parse_lag_seconds", "Time the reading has been behind the writers",
+                                value=snap.lag_s)
+        yield GaugeMetricFamily("tuimon_backlog_bytes", "Log bytes written and not read yet",
+                                value=snap.backlog_bytes)
         hosts = [state for name, state in snap.statuses.items() if name.startswith("ssh ")]
         yield GaugeMetricFamily("tuimon_remote_hosts_connected", "Remote hosts with a live SSH connection",
                                 value=sum(1 for s in hosts if s.startswith("connected")))

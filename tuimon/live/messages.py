@@ -24,6 +24,7 @@ class Progress:
     bytes_total: int
     files: int
     states: Optional[dict[str, str]] = None
+    backlog: int = 0  # bytes written and not read yet
 
 
 @dataclass(frozen=True)

@@ -87,6 +87,8 @@ class Snapshot:
     bytes_total: int
     files: int
     statuses: dict[str, str] = field(default_factory=dict)
+    backlog_bytes: int = 0  # written and not read yet (history to read included)
+    lag_s: float = 0.0  # how long the reading has been behind (0: every byte written is read)
     taken_at: float = 0.0
     alerts: int = 0
     #: changes whenever a row may have: the same number twice means the same rows (a screen skips its work)
@@ -207,7 +209,8 @@ class LiveSession:
                                           on_warning=lambda text: self.apply(IngestWarning(text)), **self._options)
             if remote:
                 self.remote = RemoteThread(remote, self._batch, **self._remote_options)
-        self._progress = (0, 0, 0)  # bytes done, bytes total, files
+        self._progress = (0, 0, 0, 0)  # bytes done, bytes total, files, backlog
+        self._behind_since: Optional[float] = None  # (monotonic) since when the reading is behind
         self._statuses: dict[str, str] = {}
         self._hosts: dict[str, str] = {}  # of _statuses, the hosts' and the ingest's
         self._stop = threading.Event()
@@ -311,7 +314,7 @@ class LiveSession:
             if msg.events:
                 self._sink(msg.events)
         elif isinstance(msg, Progress):
-            self._progress = (msg.bytes_done, msg.bytes_total, msg.files)
+            self._progress = (msg.bytes_done, msg.bytes_total, msg.files, msg.backlog)
             if msg.states is not None:  # None: as before
                 self._statuses = msg.states
                 self._hosts = {n: st for n, st in msg.states.items() if n.startswith("ssh ") or n == "ingest"}
@@ -393,11 +396,22 @@ class LiveSession:
             self._generation += 1
         self._changed.set()
 
-    def progress(self) -> tuple[int, int, int]:
+    def progress(self) -> tuple[int, int, int, int]:
+        """(bytes read, bytes of history found, files, bytes written and not read yet)."""
         if self.follower is not None:
             p = self.follower.progress
-            return p.bytes_done, p.bytes_total, len(self.follower.followed)
+            return p.bytes_done, p.bytes_total, len(self.follower.followed), self.follower.backlog()
         return self._progress
+
+    def _lag(self, backlog: int) -> float:
+        """How long the reading has been behind: 0 once every byte written is read."""
+        now = time.monotonic()
+        if backlog <= 0:
+            self._behind_since = None
+            return 0.0
+        if self._behind_since is None:
+            self._behind_since = now
+        return now - self._behind_since
 
     def statuses(self) -> dict[str, str]:
         """Every file's state, and the hosts' and the ingest's."""
@@ -481,9 +495,10 @@ class LiveSession:
             self._read_since_built = True  # what time alone changes is measured again for the next reader
         finally:
             self.lock.release()
-        done, total, files = self.progress()
+        done, total, files, backlog = self.progress()
         return Snapshot(rows=rows, bytes_done=done, bytes_total=total, files=files, statuses=self.host_statuses(),
-                        taken_at=taken_at, alerts=self.alert_feed.delivered_count, generation=generation)
+                        taken_at=taken_at, alerts=self.alert_feed.delivered_count, generation=generation,
+                        backlog_bytes=backlog, lag_s=self._lag(backlog))
 
     def _judge_alerts(self, now: float) -> None:
         """New alerts of every job (under the lock), at most every ALERT_EVERY_S of real time:
@@ -760,10 +775,10 @@ def ingest_main(paths: list[str], options: dict, out, stop, remote_options: Opti
                     for message in remote_thread.warnings:
                         warn(message)
                     remote_thread.warnings.clear()
-                progress = (p.bytes_done, p.bytes_total, len(follower.followed))
+                progress = (p.bytes_done, p.bytes_total, len(follower.followed), follower.backlog())
                 # sent when it changed: a status of 4,096 files pickled four times a second cost a core's 5 %
                 if states != sent_states or progress != sent_progress:
-                    out.put(Progress(*progress, states if states != sent_states else None))
+                    out.put(Progress(*progress[:3], states if states != sent_states else None, progress[3]))
                     sent_states, sent_progress = states, progress
                 last_status = now
             follower.sleep(0.25)

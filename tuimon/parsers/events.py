@@ -48,22 +48,32 @@ def _to_dict(self: Any) -> dict[str, Any]:
     """Flat JSON-ready dict: ``type``, ``file``, ``line`` and the fields at top level."""
     out: dict[str, Any] = {"type": self.type}
     for name, value in zip(self._fields, self):
-        out[name] = _jsonable(value)
+        # most fields are None, str or int: no call for them (events --follow writes 20,000 a second)
+        out[name] = value if type(value) in _AS_IS else _jsonable(value)
     return out
 
 
+_AS_IS = frozenset({type(None), str, int, bool})
+
+
 def _jsonable(value: Any) -> Any:
-    if isinstance(value, float):
+    kind = type(value)
+    if kind in _AS_IS:
+        return value
+    if kind is float:
         # JSON has no inf/nan: keep them as strings rather than lose them.
-        if math.isnan(value):
+        if value != value:
             return "nan"
-        if math.isinf(value):
+        if value in (math.inf, -math.inf):
             return "inf" if value > 0 else "-inf"
         return value
-    if isinstance(value, Mapping):
+    # (exact types first: asking the Mapping ABC is a slow isinstance, and it was most of the output's cost)
+    if kind is FrozenDict or kind is dict or isinstance(value, Mapping):
         return {k: _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (tuple, list)):
+    if kind is tuple or kind is list or isinstance(value, (tuple, list)):
         return [_jsonable(v) for v in value]
+    if isinstance(value, float):  # a float subclass (numpy's float64)
+        return _jsonable(float(value))
     return value
 
 

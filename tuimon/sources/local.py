@@ -337,6 +337,11 @@ class LocalFollower:
     def status(self) -> dict[str, str]:
         return {p: f.status for p, f in self.followed.items()}
 
+    def backlog(self) -> int:
+        """Bytes written but not read yet, as far as the last stat of each file knows (the lag
+        a reader behind a fast writer has: said by --debug, /metrics and the dashboard's header)."""
+        return sum(s.size_seen - s.offset for s in list(self.streams.values()) if s.size_seen > s.offset)
+
     def take_mtimes(self) -> dict[str, float]:
         """label -> mtime in seconds of the files whose mtime changed since the last call
         (no system call: the alert judge asks every second)."""
@@ -577,6 +582,7 @@ class LocalFollower:
 
     def _read(self, s: Stream, size: int, events: list[Item], mtime_ns: Optional[int] = None) -> bool:
         fd = self._fd(s)
+        s.size_seen = size
         changed = size != s.offset or (mtime_ns is not None and mtime_ns != s.mtime_ns)
         if changed and s.offset == 0 and s.mtime_ns and mtime_ns is not None:
             self._copies_of_empty(s, mtime_ns, events)

@@ -31,6 +31,7 @@ class Stream:
     last: bytes = b""  # the bytes just before ``offset`` (up to MARKER_BYTES)
     skip_nuls: bool = False
     mtime_ns: int = 0
+    size_seen: int = 0  # its size at the last stat: what is past ``offset`` is the backlog
     history: Optional["History"] = None
     detached_at: Optional[float] = None
     #: the parse cache entry being written for this file (only while it is read whole, in order)

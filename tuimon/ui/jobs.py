@@ -28,6 +28,7 @@ from .render import duration, plain, spark, status_text
 #: the screen's columns, left to right: the column registry's (tuimon.figures.columns)
 COLUMNS = tuple(c.screen for c in SCREEN if c.screen)
 MAX_ROWS = 300
+BEHIND_SAID_S = 2.0  # the header says the reading is behind once it has been for this long
 JOB_WIDTH = 34
 #: which columns stay as the terminal narrows, first the longest (the registry's ``keep``).
 #: "TFLOPs" (computed, else as reported, marked r) stands for both where they do not both fit: a run that
@@ -333,6 +334,8 @@ class JobsScreen(Screen):
         if snap.bytes_total and snap.bytes_done < snap.bytes_total:
             pct = 100.0 * snap.bytes_done / snap.bytes_total
             parts.append(f"reading history {pct:.0f}% ({snap.bytes_done / 1e6:.0f}/{snap.bytes_total / 1e6:.0f} MB)")
+        elif snap.lag_s >= BEHIND_SAID_S:  # writers faster than the reading: how far behind it is
+            parts.append(f"behind {snap.lag_s:.0f} s ({snap.backlog_bytes / 1e6:.1f} MB unread)")
         for name, state in sorted(snap.statuses.items()):  # the hosts' and the ingest's
             if name.startswith("ssh "):
                 parts.append(f"{name[4:]}: {state}")
