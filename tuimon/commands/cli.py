@@ -95,6 +95,8 @@ def _add_paths(p: argparse.ArgumentParser) -> None:
                         "or ssh://user@host:port/path")
     p.add_argument("--include", action="append", metavar="GLOB",
                    help=f"file name pattern to read in directories (default: {' '.join(DEFAULT_INCLUDE)})")
+    p.add_argument("--follow-links", action="store_true",
+                   help="enter directory symlinks that lead out of the directories named (not entered by default)")
     p.add_argument("--ssh-config", metavar="FILE", help="OpenSSH client config to use (like ssh -F)")
     p.add_argument("--formats", action="append", metavar="DIR", default=[],
                    help="also read log formats from the TOML files in DIR (or the file DIR); repeatable")
@@ -433,7 +435,7 @@ def _files(settings: Settings, local: Optional[list[str]] = None) -> list[Path]:
     paths = settings.paths if local is None else local
     if not paths:
         return []
-    files = discover(paths, include=include, on_skip=_warn)
+    files = discover(paths, include=include, on_skip=_warn, follow_links=settings.follow_links)
     if not files:
         raise PathError("no log files found under " + " ".join(paths))
     return files
@@ -771,7 +773,7 @@ def cmd_follow(settings: Settings, *, show_events: bool = True, alerts_format: s
     local, remote = split_paths(settings.paths)
     follower = LocalFollower(local, emit, include=_include(settings),
                              exclude=tuple(settings.exclude) if settings.exclude else DEFAULT_EXCLUDE, poll=settings.poll,
-                             state_path=settings.state, on_warning=_warn,
+                             state_path=settings.state, on_warning=_warn, follow_links=settings.follow_links,
                              cache=None if settings.state else settings.cache_path)
     ticker = StoreTicker(feed, alerts_out, follower.take_mtimes)  # last writes as the follower saw them
     stop = threading.Event()
@@ -885,7 +887,7 @@ def make_session(paths: list[str], settings: Settings, *, poll: Optional[float] 
     session = LiveSession(paths, poll=poll, gpu_peak=settings.gpu_peak, gpu=settings.gpu, alerts=feed,
                           startup_timeout=settings.startup_timeout, process=True,
                           ssh_config=settings.ssh_config,
-                          cache=settings.cache_path,
+                          cache=settings.cache_path, follow_links=settings.follow_links,
                           catalog_spec=catalog.current().spec)
     feed.on_warning = session.warnings.append  # shown by the app (stderr is under its screen) or by serve
     return session

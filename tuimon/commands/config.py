@@ -148,6 +148,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("poll", "poll", _number, "a positive number of seconds (at most 1e7)", help="poll interval"),
     Setting("include", "include", _strings, "a list of globs", help="file name patterns to read"),
     Setting("exclude", "exclude", _strings, "a list of globs", help="file name patterns to skip"),
+    Setting("follow_links", "follow_links", _bool, "true or false",
+            help="enter directory symlinks that lead out of the directories named"),
     Setting("formats", "formats", _existing_paths, "a list of existing directories or files", _expand,
             help="user format directories"),
     Setting("ssh_config", "ssh_config", _str, "a file name", _expand, help="OpenSSH client config"),

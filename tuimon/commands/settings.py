@@ -25,6 +25,7 @@ class Settings:
     paths: list[str] = field(default_factory=list)
     include: Optional[list[str]] = None
     exclude: Optional[list[str]] = None
+    follow_links: bool = False
     formats: list[str] = field(default_factory=list)
     ssh_config: Optional[str] = None
     jobs: Optional[int] = None

@@ -1,33 +1,36 @@
-"""Finding log files under the paths a user names (headless, one-shot walk)."""
+"""Finding log files under the paths a user names (headless, one-shot walk), by the one scope
+rule every verb follows (:mod:`.scope`)."""
 from __future__ import annotations
 
-import fnmatch
 import os
 import stat
+import time
 from pathlib import Path
-from typing import Callable, Iterable, Sequence
+from typing import Callable, Iterable, Optional, Sequence
 
-#: PBS names a job's streams ``NAME.o<job id>`` and ``NAME.e<job id>`` (Aurora, Polaris)
-DEFAULT_INCLUDE = ("*.log", "*.out", "*.err", "*.txt", "*.o[0-9]*", "*.e[0-9]*")
-DEFAULT_EXCLUDE = ("*.swp", "*~", ".*")
+from .scope import DEFAULT_EXCLUDE, DEFAULT_INCLUDE, SNIFF_BYTES, Scope, looks_binary, matches, refusal, refused_encoding
+from .scope import LOG as SCOPE_LOG
+
+__all__ = ["DEFAULT_EXCLUDE", "DEFAULT_INCLUDE", "PathError", "discover", "matches"]
 
 
 class PathError(Exception):
     """A path the user named cannot be read; the message is one line for the user."""
 
 
-def matches(name: str, patterns: Sequence[str]) -> bool:
-    return any(fnmatch.fnmatch(name, p) for p in patterns)
-
-
 def discover(paths: Iterable[str], include: Sequence[str] = DEFAULT_INCLUDE,
              exclude: Sequence[str] = DEFAULT_EXCLUDE,
-             on_skip: Callable[[str], None] = lambda message: None) -> list[Path]:
-    """Files named directly are always taken; directories are walked recursively
-    (symlinked directories are not entered, so no loop) for files matching
-    ``include`` and not ``exclude``.  Only regular files are taken: a FIFO or a
-    device would block or never end; each one skipped is told to ``on_skip``.
+             on_skip: Callable[[str], None] = lambda message: None, follow_links: bool = False,
+             scope: Optional[Scope] = None) -> list[Path]:
+    """Files named directly are always taken; directories are walked recursively (each real
+    directory once; a link leaving the tree only with ``follow_links``) for files matching
+    ``include`` and not ``exclude`` whose first bytes are text.  Only regular files are taken:
+    a FIFO or a device would block or never end; each one skipped is told to ``on_skip``.
     Raises :class:`PathError`."""
+    from .walk import DirectoryWalker
+
+    scope = scope or Scope(tuple(include), tuple(exclude), follow_links)
+    walker = DirectoryWalker(scope.wants, on_skip, time.monotonic, scope.enters, retries=False)
     found: list[Path] = []
     seen: set[str] = set()
     for raw in paths:
@@ -37,19 +40,16 @@ def discover(paths: Iterable[str], include: Sequence[str] = DEFAULT_INCLUDE,
         if path.is_dir():
             if not os.access(path, os.R_OK | os.X_OK):
                 raise PathError(f"permission denied: {raw}")
-            for root, dirs, files in os.walk(path, onerror=None):
-                dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-                for name in sorted(files):
-                    if matches(name, include) and not matches(name, exclude):
-                        _add(found, seen, Path(root) / name, on_skip)
+            for name in walker.walk(str(path)):
+                _add(found, seen, Path(name), on_skip, sniff=True)
         else:
             if not os.access(path, os.R_OK):
                 raise PathError(f"permission denied: {raw}")
-            _add(found, seen, path, on_skip)
+            _add(found, seen, path, on_skip, sniff=False)
     return found
 
 
-def _add(found: list[Path], seen: set[str], path: Path, on_skip: Callable[[str], None]) -> None:
+def _add(found: list[Path], seen: set[str], path: Path, on_skip: Callable[[str], None], sniff: bool) -> None:
     key = str(path)
     if key in seen:
         return
@@ -64,4 +64,27 @@ def _add(found: list[Path], seen: set[str], path: Path, on_skip: Callable[[str],
 
         on_skip(f"{path} is {kind_of(mode)}: skipped (only regular files are read)")
         return
+    head = _head(path)
+    encoding = refused_encoding(head)
+    if encoding:
+        on_skip(refusal(str(path), encoding))
+        return
+    if sniff and looks_binary(head):
+        SCOPE_LOG.debug("skipped %s: not text (its name matches, its first bytes are binary)", path)
+        return
     found.append(path)
+
+
+def _head(path: Path) -> bytes:
+    from .files import open_regular
+
+    try:
+        fd, _ = open_regular(str(path))
+    except OSError:
+        return b""  # reading it will say why
+    try:
+        return os.pread(fd, SNIFF_BYTES * 2, 0)
+    except OSError:
+        return b""
+    finally:
+        os.close(fd)

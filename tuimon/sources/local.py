@@ -36,12 +36,14 @@ from ..engine.ingest import FileParser, resume
 from . import state as saved
 from .backfill import Backfill
 from .descriptors import DescriptorPool
-from .discover import DEFAULT_EXCLUDE, DEFAULT_INCLUDE, PathError, matches
+from .discover import DEFAULT_EXCLUDE, DEFAULT_INCLUDE, PathError
 from .files import Directories, NotRegular, Sibling, continues, display, fd_budget, kind_of, next_data, open_regular
 from .parking import COPY_HEAD, MAX_PARKED, Parking
 from .positions import SavedPositions, read_so_far
 from .rotation import rotated_through
 from .schedule import Schedule
+from .scope import LOG as SCOPE_LOG
+from .scope import SNIFF_BYTES, SNIFF_MIN, Scope, looks_binary, refusal, refused_encoding
 from .streams import MIN_INTERVAL, Followed, Gone, Progress, Stream
 from .walk import DirectoryWalker
 from .watches import Watches
@@ -70,12 +72,14 @@ class LocalFollower:
                  on_warning: Optional[Callable[[str], None]] = None,
                  max_open: Optional[int] = None,
                  cache: Optional[Path] = None,
+                 follow_links: bool = False,
                  clock: Callable[[], float] = time.monotonic) -> None:
         """With ``cache`` (a parse cache database), a file read before starts from its entry
         (events and parser state), and what is read is saved there every
         :data:`CACHE_EVERY` seconds and on :meth:`close`."""
         self.sink = sink
         self.include, self.exclude = tuple(include), tuple(exclude)
+        self.scope = Scope(self.include, self.exclude, follow_links)  # what a walk reads: every verb's rule
         self.forced_poll = poll is not None
         self.max_interval = poll if poll is not None else max_interval
         self.grace = grace
@@ -113,14 +117,11 @@ class LocalFollower:
         self.fds = DescriptorPool(max_open or fd_budget(), self._closable)
         self._dirs = Directories()
         self.schedule = Schedule(self.max_interval, self._covered)
-        self._walker = DirectoryWalker(self._wants, self._warn, clock)
+        self._walker = DirectoryWalker(self.scope.wants, self._warn, clock, self.scope.enters)
         self.restarts = 0
         self.cache_path = cache
         self._cache: Optional[ParseCache] = None  # opened in the thread that polls (SQLite's rule)
         self._cache_saved = clock()
-
-    def _wants(self, name: str) -> bool:
-        return matches(name, self.include) and not matches(name, self.exclude)
 
     def _warn(self, message: str) -> None:
         """Tell the user once per distinct message (a file's trouble is retried quietly)."""
@@ -597,6 +598,8 @@ class LocalFollower:
             self._truncated(s, events, "content before the read offset changed")
         if size <= s.offset:
             return False
+        if not s.judged and self._not_text(s, fd, size):
+            return False
         budget = MAX_READ_PER_POLL
         grew = False
         while s.offset < size and budget > 0:
@@ -619,6 +622,32 @@ class LocalFollower:
                 self._yielded = now
                 time.sleep(0)
         return grew
+
+    def _not_text(self, s: Stream, fd: int, size: int) -> bool:
+        """A file found in a directory whose first bytes are not text (``a.out`` matches ``*.out``)
+        is not read; a file the user named is.  Judged once, when its first bytes can tell."""
+        f = self.followed.get(s.label)
+        if s.offset or f is None or f.stream is not s:
+            s.judged = True
+            return False
+        head = os.pread(fd, 2 * SNIFF_BYTES, 0)
+        encoding = refused_encoding(head)
+        if encoding:  # named or found: said, not read as garbage
+            s.judged = s.binary = True
+            f.status = f"skipped: {encoding}"
+            self._warn(refusal(display(s.label), encoding))
+            return True
+        if f.explicit:
+            s.judged = True
+            return False
+        if len(head.lstrip(b"\x00")) < SNIFF_MIN and size < 2 * SNIFF_BYTES:
+            return False  # too little yet to tell: read it, judged again... once it has more
+        s.judged = True
+        s.binary = looks_binary(head)
+        if s.binary:
+            f.status = "skipped: not text"
+            SCOPE_LOG.debug("skipped %s: not text (its name matches, its first bytes are binary)", display(s.label))
+        return s.binary
 
     def _within_save_bound(self, data: bytes) -> bytes:
         """With a state file, a read stops after the line that makes

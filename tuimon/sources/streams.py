@@ -32,6 +32,8 @@ class Stream:
     skip_nuls: bool = False
     mtime_ns: int = 0
     size_seen: int = 0  # its size at the last stat: what is past ``offset`` is the backlog
+    judged: bool = False  # its first bytes were looked at (a file found in a directory must be text)
+    binary: bool = False  # ... and were not text: not read (tuimon.sources.scope)
     history: Optional["History"] = None
     detached_at: Optional[float] = None
     #: the parse cache entry being written for this file (only while it is read whole, in order)
