@@ -620,3 +620,44 @@ def test_a_hook_over_its_time_is_killed_with_what_it_started(tmp_path, monkeypat
     while alive(child) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not alive(child), "the hook's background child outlived it"
+
+
+@pytest.mark.parametrize("how", ["session", "follow"])
+def test_a_clock_two_hours_ahead_raises_one_stalled_alert_at_most(tmp_path, how):
+    """tuimon's clock 2 h ahead of the files' mtimes (a wall-clock jump, a file server's skew) while
+    a run writes on: at most one "stalled" alert (17 on one active log, one per new iteration: a
+    file's writes were dated by its mtime, 2 h "ago" on our clock).  A write seen is dated on our
+    own clock."""
+    from tuimon.commands.alerts import StoreTicker
+    from tuimon.live.alerting import AlertFeed
+    from tuimon.live.session import LiveSession
+    from tuimon.sources.local import LocalFollower
+
+    ahead = 7200.0
+    log = tmp_path / "logs" / "run-8.log"
+    log.parent.mkdir()
+    log.write_text(log_of(megatron_line(i) for i in range(1, 4)))
+    stalled: list = []
+    if how == "session":
+        session = LiveSession([str(log.parent)], clock=lambda: time.time() + ahead, poll=0.1)
+
+        def step(i: int) -> None:
+            session.follower.poll()
+            time.sleep(1.05)  # past the once-a-second throttle on judging
+            session.tick()
+            stalled[:] = [a for a in session.alerts() if a.kind == "stalled"]
+    else:
+        feed = AlertFeed(Rules.default(), clock=lambda: time.time() + ahead)
+        follower = LocalFollower([str(log.parent)], lambda events: ticker.add(events), poll=0.1, wall=feed.clock)
+        ticker = StoreTicker(feed, lambda alerts: stalled.extend(a for a in alerts if a.kind == "stalled"),
+                             follower.take_mtimes)
+
+        def step(i: int) -> None:
+            follower.poll()
+            time.sleep(1.05)
+            ticker.tick()
+    for i in range(4, 10):
+        with open(log, "a") as fh:
+            fh.write(megatron_line(i))
+        step(i)
+    assert len(stalled) <= 1, [a.message for a in stalled]

@@ -774,6 +774,7 @@ def cmd_follow(settings: Settings, *, show_events: bool = True, alerts_format: s
     follower = LocalFollower(local, emit, include=_include(settings),
                              exclude=tuple(settings.exclude) if settings.exclude else DEFAULT_EXCLUDE, poll=settings.poll,
                              state_path=settings.state, on_warning=_warn, follow_links=settings.follow_links,
+                             wall=feed.clock,
                              cache=None if settings.state else settings.cache_path)
     ticker = StoreTicker(feed, alerts_out, follower.take_mtimes)  # last writes as the follower saw them
     stop = threading.Event()

@@ -173,6 +173,7 @@ class LiveSession:
         self.startup_timeout = startup_timeout
         self.tails: dict[str, deque[str]] = {}
         self.last_update: dict[str, float] = {}  # job key -> when its files were last written
+        self._mtime_seen: dict[str, float] = {}  # file -> its mtime when events of it last came
         self._dated: dict[str, int] = {}  # file -> how many of its runs (before its last two) have a date
         self._first_update: dict[str, float] = {}  # job key -> that, when first read (a later one: it grew)
         self._cache: dict[str, tuple[int, JobRow]] = {}
@@ -370,9 +371,18 @@ class LiveSession:
         for e in events:
             if e.file not in written:
                 try:
-                    written[e.file] = min(now, os.stat(e.file).st_mtime)
+                    mtime = os.stat(e.file).st_mtime
                 except OSError:
                     written[e.file] = now
+                    continue
+                # a file first seen is dated by its mtime; one whose mtime moved since was written since
+                # we last looked: now, on our own clock (a +2 h jump of the clock, or a file server's
+                # skew, made every line of an active log a new "stalled" alert: 17 in a test)
+                seen = self._mtime_seen.get(e.file)
+                written[e.file] = min(now, mtime) if seen is None or seen == mtime else now
+                self._mtime_seen[e.file] = mtime
+                if len(self._mtime_seen) > 65536:
+                    self._mtime_seen.pop(next(iter(self._mtime_seen)))
         # in slices, so that the UI thread never waits long for the lock
         for part in slices(events, SINK_SLICE):
             with self.lock:

@@ -73,7 +73,7 @@ class LocalFollower:
                  max_open: Optional[int] = None,
                  cache: Optional[Path] = None,
                  follow_links: bool = False,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic, wall: Callable[[], float] = time.time) -> None:
         """With ``cache`` (a parse cache database), a file read before starts from its entry
         (events and parser state), and what is read is saved there every
         :data:`CACHE_EVERY` seconds and on :meth:`close`."""
@@ -84,6 +84,7 @@ class LocalFollower:
         self.max_interval = poll if poll is not None else max_interval
         self.grace = grace
         self.clock = clock
+        self.wall = wall  # the clock alerts are judged on: a write seen is dated by it
         self.roots = [os.path.abspath(os.path.expanduser(p)) for p in paths]
         self._root_is_dir = {r: os.path.isdir(r) for r in self.roots}
         self.followed: dict[str, Followed] = {}
@@ -590,7 +591,9 @@ class LocalFollower:
         if mtime_ns is not None:
             if s.mtime_ns != mtime_ns:
                 with self._lock:
-                    self._mtimes_changed[s.label] = mtime_ns / 1e9
+                    # first seen: its mtime; written since we looked: now, on our own clock (a jump of
+                    # the clock or a file server's skew must not make every line a "stalled" alert)
+                    self._mtimes_changed[s.label] = mtime_ns / 1e9 if not s.mtime_ns else self.wall()
             s.mtime_ns = mtime_ns
         if size < s.offset:
             self._truncated(s, events, "file shrank")
