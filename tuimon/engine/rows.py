@@ -125,17 +125,8 @@ def _read(core: Any, text: str, spans: list, parts: list,
     return verdicts, read, events, iterations
 
 
-def corrupt_count(iteration: Optional[int], total: Optional[int]) -> bool:
-    """(:func:`tuimon.parsers.megatron.corrupt_count`, asked of the core's rows)"""
-    from tuimon.parsers.megatron import corrupt_count as rule
-
-    return rule(iteration, total)
-
-
 def _iterations(core: Any, text: str, lines: list, owner: Any) -> tuple[list[int], list]:
     found = native.records.iterations(text, lines)
-    # a record far past its own total (a corrupt line) goes to the hook, which says so and leaves it out
-    found = [None if f is not None and corrupt_count(f[0], f[1]) else f for f in found]
     if found and not owner.reported("_announced"):
         found[0] = None  # (the hook names the run's framework, in the line's words, with its first)
     return [HOOK if f is None else ITERATION for f in found], [f for f in found if f is not None]

@@ -14,20 +14,7 @@ from typing import Optional
 
 from .base import LineContext, LineParser, Sample, compile_sniff
 from .common import norm_key, rank_tag
-from .events import (
-    INIT_TIME,
-    Event,
-    Exit,
-    Failure,
-    Iteration,
-    LogWarning,
-    Memory,
-    Milestone,
-    RunConfig,
-    Step,
-    Throughput,
-    frozen_map,
-)
+from .events import INIT_TIME, Event, Exit, Failure, Iteration, Memory, Milestone, RunConfig, Step, Throughput, frozen_map
 from .numbers import to_float, to_int
 from .timestamps import parse_iso
 
@@ -176,14 +163,6 @@ def parse_record(record: str) -> dict:
 
 #: what reads a record: parse_record, or its compiled stand-in (tuimon.engine.native plugs it in)
 read_record = parse_record
-
-
-def corrupt_count(iteration: Optional[int], total: Optional[int]) -> bool:
-    """Whether an iteration record is a corrupt line, not progress: its counter more than twice its
-    own total.  Megatron counts to its total and stops (a resumed run given a smaller total stops at
-    once); one torn line ``iteration 1000000000000000/ 500`` read a running job as finished.  Counts
-    a little past the total (a run whose last record is logged after its end) stay progress."""
-    return iteration is not None and total is not None and total > 0 and iteration > 2 * total
 
 
 class MegatronParser(LineParser):
@@ -415,10 +394,6 @@ class MegatronParser(LineParser):
             if nemo:  # numbered through the run as users count steps; done at the end of this epoch, at least
                 epoch, per_epoch, it = (int(g) for g in nemo.groups())
                 total = (epoch + 1) * (per_epoch + 1) - 1
-            if corrupt_count(it, total):
-                events.append(self.make(LogWarning, ctx, kind="corrupt",
-                                        message=f"iteration {it} of {total}: far past its own total, left out"))
-                continue
             fields["iteration"] = it
             fields["train_iters"] = total
             events.append(self.make(Iteration, ctx, **fields))
