@@ -134,7 +134,7 @@ def test_the_live_view_and_the_summary_are_one_model_on_the_corpus(tmp_path):
     deadline = time.monotonic() + 600
     while time.monotonic() < deadline:
         session.follower.poll()
-        done, total, _ = session.progress()
+        done, total, _, _ = session.progress()
         if total and done >= total:
             break
     live: list[tuple[str, str]] = []
