@@ -688,3 +688,57 @@ def test_an_atomic_replace_with_other_content_is_a_new_file(tmp_path, mode):
         alive(f)
     finally:
         f.close()
+
+
+def test_sigterm_stops_a_follower_with_its_state_at_the_output_s_end(tmp_path):
+    """``events --follow --state`` stopped by SIGTERM (``kill``, ``timeout``, the batch system) just
+    after lines were appended, five times, the log rotated while it is stopped: every line once, in
+    order (SIGTERM killed it outright: the last periodic save stood, and a restart repeated what was
+    output since)."""
+    import json
+    import signal
+
+    d = tmp_path / "logs"
+    d.mkdir()
+    log = d / "x.log"
+    state = tmp_path / "state.json"
+    line = " iteration {:8d}/ 99999999 | elapsed time per iteration (ms): 1.0 |\n"
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    n = 0
+    outs: list[Path] = []
+
+    def write(k: int) -> None:
+        nonlocal n
+        with open(log, "a") as fh:
+            fh.write("".join(line.format(i) for i in range(n + 1, n + k + 1)))
+        n += k
+
+    def iterations(out: Path) -> list[int]:
+        return [json.loads(t)["iteration"] for t in out.read_bytes().split(b"\n")[:-1] if b'"type": "iteration"' in t]
+
+    write(100)
+    for run in range(6):
+        out = tmp_path / f"run{run}.jsonl"
+        outs.append(out)
+        with open(out, "wb") as fh:
+            proc = subprocess.Popen([sys.executable, "-m", "tuimon", "events", "--follow", "--poll", "0.1", str(d),
+                                     "--state", str(state)], stdout=fh, stderr=subprocess.DEVNULL, env=env)
+            deadline = time.monotonic() + 60
+            lock = Path(f"{state}.lock")  # the follower holds the state (its pid in the lock): it has started
+            while not (lock.exists() and lock.read_text().strip() == str(proc.pid)):
+                assert time.monotonic() < deadline, f"run {run}: the follower never took its state"
+                time.sleep(0.02)
+            while max((i for o in outs for i in iterations(o)), default=0) < n:  # all written so far is out
+                assert time.monotonic() < deadline, f"run {run}: not every line out in 60 s"
+                time.sleep(0.05)
+            if run < 5:
+                write(300)  # then stopped at once: some of it is out, perhaps none, perhaps all
+                time.sleep(0.05 * run)
+            proc.send_signal(signal.SIGTERM)
+            assert proc.wait(timeout=30) == 0
+        if run % 2 and run < 5:  # rotated while stopped: the rest of the old file comes first, then the new one
+            os.rename(log, d / f"x.log.{run}")
+            write(50)
+    everything = [i for o in outs for i in iterations(o)]
+    assert len(everything) == len(set(everything)), "a line came out twice"
+    assert everything == list(range(1, n + 1)), "every line, in order"

@@ -763,6 +763,7 @@ def cmd_follow(settings: Settings, *, show_events: bool = True, alerts_format: s
             sys.stdout.flush()
 
     feed = feed_from(settings, seen_path=seen_path_for(settings.state), on_warning=_warn)  # bad options: before anything
+    _term_as_interrupt()  # (before the state file is taken: a SIGTERM from then on saves it)
 
     def emit(events) -> None:  # local and remote events come from two threads (after the ticker exists)
         ticker.add(events)
@@ -811,6 +812,21 @@ def cmd_follow(settings: Settings, *, show_events: bool = True, alerts_format: s
         if stopped:
             follower.close()
     return EXIT_USAGE if failed else 0
+
+
+def _term_as_interrupt() -> None:
+    """SIGTERM (``kill``, ``timeout``, a batch system ending the job) stops a follower as Ctrl-C
+    does: its state is saved at the output's end, so a restart repeats no line (killed outright,
+    the last periodic save stood: a restart repeated up to a second of lines)."""
+    import signal
+
+    def interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    try:
+        signal.signal(signal.SIGTERM, interrupt)
+    except ValueError:  # not the main thread (a test driving the verb): the default stands
+        pass
 
 
 def _follow_remote(settings: Settings, specs, emit, positions=None) -> bool:
