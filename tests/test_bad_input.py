@@ -237,3 +237,38 @@ def test_debug_says_what_a_summary_read(tmp_path):
     assert f"INFO tuimon.summary: 1 file(s) under {tmp_path}" in out.stderr
     assert "DEBUG tuimon.summary: file " in out.stderr and "1 job(s) from 1 file(s)" in out.stderr
     assert "parse cache (off)" in out.stderr
+
+
+@pytest.mark.parametrize("engine", ["core", "python"])
+@pytest.mark.parametrize("read_size", [64, 1 << 20])
+def test_a_torn_line_s_huge_counter_does_not_finish_a_running_job(tmp_path, engine, read_size):
+    """`iteration 1000000000000000/ 500` between iterations 2 and 3 of 500 (a torn line): the run is
+    at 3 of 500, training, not finished; its point stays in the series (nothing read is dropped).  A
+    restart from a checkpoint still starts a run, and a count past the total still finishes one.
+    Both engines, whatever the blocks."""
+    from tuimon.engine import native
+    from tuimon.engine.ingest import parse_file
+    from tuimon.figures.summary import summarize
+    from tuimon.store.job_store import JobStore
+
+    row = "[rank{r}]: iteration {i:>8}/     500 | elapsed time per iteration (ms): 1000.0 | lm loss: 2.0E+00 |\n"
+
+    def summaries(counts) -> list:
+        log = tmp_path / "torn-1.log"
+        log.write_text("".join(row.format(r=r, i=i) for r, i in counts))
+        before = native.use(native.core if engine == "core" else None)
+        try:
+            store = JobStore()
+            parse_file(log, sink=store.add, read_size=read_size)
+        finally:
+            native.use(before)
+        return [summarize(job, now=None) for job in store.jobs.values()]
+
+    (s,) = summaries([(0, 1), (0, 2), (0, 1000000000000000), (0, 3), (0, 4)])
+    assert s.last_iteration == 4 and s.status == "training" and s.iterations_seen == 5
+    (s,) = summaries([(0, 1), (1, 1), (0, 2), (1, 1000000000000000), (0, 3), (1, 3)])  # one rank's torn line
+    assert s.last_iteration == 3 and s.status == "training"
+    runs = summaries([(0, 840), (0, 850), (0, 800), (0, 810)])  # a restart from a checkpoint: a run of its own
+    assert [r.last_iteration for r in runs] == [850, 810]
+    (s,) = summaries([(0, 499), (0, 500), (0, 501)])
+    assert s.status == "finished"

@@ -103,6 +103,22 @@ class Pending:
         return bisect_left(rows.line, line, at) <= held[2]
 
 
+#: a counter that jumped this many times more than the step from the one before it to the one after
+#: it, which then goes back past it, was a torn line (:func:`after_spike`)
+SPIKE_RATIO = 1000
+
+
+def after_spike(seen: tuple[int, int], iteration: int) -> bool:
+    """Whether the record before ``iteration`` (``seen``: its counter and the jump that reached it)
+    was a torn line's counter: ``iteration`` goes back from it but not as far as the counter before
+    it, and that jump was over :data:`SPIKE_RATIO` times the step from there to ``iteration``.
+    ``2, 1000000000000000, 3`` (of 500): the run is at 3, not finished.  A restart goes back further
+    (to a checkpoint, to 1); ranks printed out of order go back by a step, not after a jump."""
+    counter, jump = seen
+    before = counter - jump
+    return before < iteration < counter and jump > SPIKE_RATIO * (iteration - before)
+
+
 def key_of(rank: Optional[int], node: Optional[str], file_rank: Optional[int]) -> RankKey:
     """Whose series a point joins: its rank, else the file's, else its node."""
     if rank is not None:
@@ -161,7 +177,7 @@ class Scan:
     points (not another rank's print of an iteration seen); the ranks' last counters after
     them, and the run's total."""
 
-    __slots__ = ("end", "keys", "points", "last", "known")
+    __slots__ = ("end", "keys", "points", "last", "known", "resets")
 
     def __init__(self, store: Any, job: Any, file_rank: Optional[int], rows: IterationRows, a: int, b: int,
                  max_runs: int, max_ranks: int) -> None:
@@ -174,6 +190,7 @@ class Scan:
         room = max_ranks - len(before)  # (a run remembers so many ranks' counters)
         keys: list[RankKey] = []
         points: list[int] = []
+        resets: dict[int, tuple[int, int]] = {}  # row -> (a torn line's counter before it, where the run is)
         end = b
         for k in range(a, b):
             it, total, rank = its[k], totals[k], ranks[k]
@@ -188,12 +205,17 @@ class Scan:
                 known = total
             if seen is not None and it == seen[0]:
                 continue  # the same iteration again: printed by another rank whose lines carry no rank
-            if seen is not None or room > 0:
+            if seen is not None and after_spike(seen, it):
+                ranks_now = {**before, **last}
+                resets[k] = (seen[0], max([it] + [v[0] for r, v in ranks_now.items() if r != key]))
+                last[key] = (it, it - (seen[0] - seen[1]))
+            elif seen is not None or room > 0:
                 if seen is None:
                     room -= 1
                 last[key] = (it, it - seen[0] if seen is not None and it > seen[0] else 0)
             points.append(k)
         self.end, self.keys, self.points, self.last, self.known = end, keys, points, last, known
+        self.resets = resets
 
 
 def first_split(store: Any, rows: IterationRows, a: int, max_runs: int, max_ranks: int, slack: int) -> int:
@@ -228,7 +250,7 @@ def _fold_run(store: Any, job: Any, file_rank: Optional[int], rows: IterationRow
     if points:
         keys = scan.keys if len(points) == end - a else [scan.keys[k - a] for k in points]
         _points(job, rows, points, keys)
-        _latest(job, rows, points, max_failures)
+        _latest(job, rows, points, max_failures, scan.resets)
     if not segment.progressed:  # the state its timers count in moves with the run's first progress
         segment.mark(rows.line[a], store._timer_state(rows.file))
     return end
@@ -277,7 +299,8 @@ def _points(job: Any, rows: IterationRows, points: list[int], keys: list[RankKey
         job.ranks[key].stage(_PLAN, [made[j] for j in js], [[c[j] for j in js] for c in computed], file_id)
 
 
-def _latest(job: Any, rows: IterationRows, points: list[int], max_failures: int) -> None:
+def _latest(job: Any, rows: IterationRows, points: list[int], max_failures: int,
+            resets: Optional[dict[int, tuple[int, int]]] = None) -> None:
     """What each point leaves as the job's latest (its counter, progress, losses, rates, the
     NaN episode), a row at a time in order."""
     fields, its = rows.fields, rows.iteration
@@ -287,6 +310,8 @@ def _latest(job: Any, rows: IterationRows, points: list[int], max_failures: int)
         it = its[k]
         if top is None or it >= top:
             top = it
+        elif resets and k in resets and top == resets[k][0]:
+            top = resets[k][1]  # the counter before was a torn line's (see after_spike)
         losses = f.get("losses")
         if losses:
             job.last_losses = dict(losses)

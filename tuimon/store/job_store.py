@@ -35,7 +35,7 @@ from tuimon.parsers.timers import COMM_OP
 from .evals import Evals
 from .fields import primary_loss
 from .identity import identify
-from .iteration_fold import MAX_ASIDE, Pending, key_of, nan_check
+from .iteration_fold import MAX_ASIDE, Pending, after_spike, key_of, nan_check
 from .iteration_fold import fold as fold_iterations
 from .series import Series, point_plan
 from .timer_fold import Segment, fold
@@ -628,11 +628,15 @@ def _on_iteration(job: Job, ev: Iteration, file_rank: Optional[int]) -> None:
     run.progressed = True
     if ev.train_iters is not None:
         run.shape["train_iters"] = ev.train_iters
+    reset: Optional[tuple[int, int]] = None
     if ev.iteration is not None:
         seen = run.last.get(key)
         if seen is not None and ev.iteration == seen[0]:
             return  # the same iteration again: printed by another rank whose lines carry no rank
-        if seen is not None or len(run.last) < MAX_RANKS_SEEN:
+        if seen is not None and after_spike(seen, ev.iteration):
+            reset = (seen[0], max([ev.iteration] + [v[0] for k, v in run.last.items() if k != key]))
+            run.last[key] = (ev.iteration, ev.iteration - (seen[0] - seen[1]))
+        elif seen is not None or len(run.last) < MAX_RANKS_SEEN:
             run.last[key] = (ev.iteration, ev.iteration - seen[0] if seen is not None and ev.iteration > seen[0] else 0)
     if run.after_eval:
         if run.after_eval == 2 and len(job.after_eval) < MAX_ASIDE:  # the first record after the pass timed it
@@ -641,6 +645,8 @@ def _on_iteration(job: Job, ev: Iteration, file_rank: Optional[int]) -> None:
     series.append_event(ev, _ITERATION_FIELDS, job.file_index.get(ev.file, 0))
     if ev.iteration is not None and (job.last_iteration is None or ev.iteration >= job.last_iteration):
         job.last_iteration = ev.iteration
+    elif reset is not None and job.last_iteration == reset[0]:
+        job.last_iteration = reset[1]  # the counter before was a torn line's: the run is where this one says
     job.last_progress = (ev.file, ev.line)
     if ev.wall_time is not None:
         job.last_progress_wall = ev.wall_time
