@@ -687,7 +687,7 @@ class _Follower:
         return err
 
 
-@pytest.mark.parametrize("between", ["append", "rotate", "kill -9"])
+@pytest.mark.parametrize("between", ["append", "rotate", "kill -9", "sigterm"])
 def test_follow_with_state_resumes_a_remote_file(server, tmp_path, between):
     """`events --follow --state F host:DIR`, stopped, the file grown (or rotated), restarted with
     the same F: every line once (before: the state held no remote position, and every line came
@@ -704,7 +704,9 @@ def test_follow_with_state_resumes_a_remote_file(server, tmp_path, between):
     finally:
         if between == "kill -9":
             time.sleep(1.5)  # past the save bound: a kill -9 then repeats nothing
-        err = first.stop(signal.SIGKILL if between == "kill -9" else signal.SIGINT)
+        err = first.stop({"kill -9": signal.SIGKILL, "sigterm": signal.SIGTERM}.get(between, signal.SIGINT))
+    if between == "sigterm":  # stopped as Ctrl-C stops it, its state saved at the output's end
+        assert first.proc.returncode == 0, err
     assert "positions" in state.read_text() and f":{log}" in state.read_text(), err
     with open(log, "a") as fh:
         fh.write("".join(line.format(i) for i in range(1501, 1751)))

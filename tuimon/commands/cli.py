@@ -38,6 +38,8 @@ from .usage import EXIT_USAGE
 from .usage import sub_help as _sub_help
 
 if TYPE_CHECKING:
+    import threading
+
     from ..engine.ingest import ParseStats
     from ..store.job_store import JobStore
 
@@ -763,7 +765,8 @@ def cmd_follow(settings: Settings, *, show_events: bool = True, alerts_format: s
             sys.stdout.flush()
 
     feed = feed_from(settings, seen_path=seen_path_for(settings.state), on_warning=_warn)  # bad options: before anything
-    _term_as_interrupt()  # (before the state file is taken: a SIGTERM from then on saves it)
+    stop = threading.Event()
+    _stop_on_term(stop)  # (before the state file is taken: a SIGTERM from then on saves it)
 
     def emit(events) -> None:  # local and remote events come from two threads (after the ticker exists)
         ticker.add(events)
@@ -778,7 +781,6 @@ def cmd_follow(settings: Settings, *, show_events: bool = True, alerts_format: s
                              wall=feed.clock,
                              cache=None if settings.state else settings.cache_path)
     ticker = StoreTicker(feed, alerts_out, follower.take_mtimes)  # last writes as the follower saw them
-    stop = threading.Event()
     thread = threading.Thread(target=supervise, args=(follower, stop, _warn), daemon=True) if local else None
     failed = interrupted = False
     try:
@@ -786,7 +788,7 @@ def cmd_follow(settings: Settings, *, show_events: bool = True, alerts_format: s
         if thread is not None:
             thread.start()
         if remote:
-            failed = not _follow_remote(settings, remote, emit, follower.positions if settings.state else None)
+            failed = not _follow_remote(settings, remote, emit, follower.positions if settings.state else None, stop)
         else:
             behind_since: Optional[float] = None
             while not stop.wait(LAG_SAID_EVERY_S):  # (--debug says how far behind the reading is)
@@ -814,24 +816,26 @@ def cmd_follow(settings: Settings, *, show_events: bool = True, alerts_format: s
     return EXIT_USAGE if failed else 0
 
 
-def _term_as_interrupt() -> None:
-    """SIGTERM (``kill``, ``timeout``, a batch system ending the job) stops a follower as Ctrl-C
-    does: its state is saved at the output's end, so a restart repeats no line (killed outright,
-    the last periodic save stood: a restart repeated up to a second of lines)."""
+def _stop_on_term(stop: threading.Event) -> None:
+    """SIGTERM (``kill``, ``timeout``, a batch system ending the job) stops a follower: ``stop``
+    is set, the main loop ends and the state is saved at the output's end, so a restart repeats
+    no line (killed outright, the last periodic save stood).  Only an event is set: raised as an
+    exception wherever the main thread was (its shutdown included), it exited 1 now and then at load
+    15, its state unsaved."""
     import signal
 
-    def interrupt(signum: int, frame: Any) -> None:
-        raise KeyboardInterrupt
+    def on_term(signum: int, frame: Any) -> None:
+        stop.set()
 
     try:
-        signal.signal(signal.SIGTERM, interrupt)
+        signal.signal(signal.SIGTERM, on_term)
     except ValueError:  # not the main thread (a test driving the verb): the default stands
         pass
 
 
-def _follow_remote(settings: Settings, specs, emit, positions=None) -> bool:
-    """Follow remote specs until Ctrl-C; each host's state changes go to stderr.
-    False (after one line each) when a host refused us for good.  ``positions``: the
+def _follow_remote(settings: Settings, specs, emit, positions=None, halt: Optional[threading.Event] = None) -> bool:
+    """Follow remote specs until Ctrl-C (or ``halt``: SIGTERM); each host's state changes go to
+    stderr.  False (after one line each) when a host refused us for good.  ``positions``: the
     state file's (--state), which the files resume from and save to."""
     import asyncio
 
@@ -863,6 +867,8 @@ def _follow_remote(settings: Settings, specs, emit, positions=None) -> bool:
                     print(f"tuimon: {sanitize(h.host)}: {sanitize(text)}", file=sys.stderr)
             if positions is not None:
                 _save_positions(positions)
+            if halt is not None and halt.is_set():
+                stop[0].set()  # the hosts end their reads, the task ends
             await asyncio.sleep(0.5)
         await task
 
