@@ -70,7 +70,7 @@ def _jsonable(value: Any) -> Any:
     # (exact types first: asking the Mapping ABC is a slow isinstance, and it was most of the output's cost)
     if kind is FrozenDict or kind is dict or isinstance(value, Mapping):
         return {k: _jsonable(v) for k, v in value.items()}
-    if kind is tuple or kind is list or isinstance(value, (tuple, list)):
+    if isinstance(value, (tuple, list)):
         return [_jsonable(v) for v in value]
     if isinstance(value, float):  # a float subclass (numpy's float64)
         return _jsonable(float(value))

@@ -78,8 +78,7 @@ class LocalFollower:
         (events and parser state), and what is read is saved there every
         :data:`CACHE_EVERY` seconds and on :meth:`close`."""
         self.sink = sink
-        self.include, self.exclude = tuple(include), tuple(exclude)
-        self.scope = Scope(self.include, self.exclude, follow_links)  # what a walk reads: every verb's rule
+        self.scope = Scope(tuple(include), tuple(exclude), follow_links)  # what a walk reads: every verb's rule
         self.forced_poll = poll is not None
         self.max_interval = poll if poll is not None else max_interval
         self.grace = grace

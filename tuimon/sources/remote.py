@@ -35,6 +35,7 @@ import posixpath
 import random
 import time
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Callable, Optional
 
@@ -45,9 +46,10 @@ from ..engine import catalog, guard
 from ..engine.cache import EntryWriter, Ident, ParseCache, recorded
 from ..engine.ingest import FileParser, ParseStats, resume
 from . import state as saved
-from .discover import DEFAULT_EXCLUDE, DEFAULT_INCLUDE, matches
+from .discover import DEFAULT_EXCLUDE, DEFAULT_INCLUDE
 from .positions import SavedPositions
 from .rotation import rotated_through, same_content, sibling_names
+from .scope import Scope
 from .specs import RemoteSpec, parse_spec, split_paths  # noqa: F401  (re-exported)
 
 HEAD_BYTES = 1024
@@ -275,6 +277,11 @@ class RemoteHost:
     _cache_saved: float = 0.0
     _stopping: Optional[asyncio.Event] = None
     _retry: Optional[asyncio.Event] = None  # set while waiting to reconnect: the user's "retry now"
+
+    @cached_property
+    def scope(self) -> Scope:
+        """The names a listing reads: the rule every verb follows (tuimon.sources.scope)."""
+        return Scope(tuple(self.include), tuple(self.exclude))
 
     @property
     def host(self) -> str:
@@ -539,7 +546,7 @@ class RemoteHost:
             if not text.startswith(".") and path not in self.dirs and d.depth < MAX_DEPTH:
                 self.dirs[path] = RemoteDir(path, d.depth + 1, False)
             return None
-        if not (matches(text, self.include) and not matches(text, self.exclude)):
+        if not self.scope.wants(text):
             d.names[name] = None
             return None
         if attrs.type == asyncssh.FILEXFER_TYPE_SYMLINK:
