@@ -90,7 +90,7 @@ def test_events_are_immutable_and_typed():
         ev.iteration = 8  # type: ignore[misc]
     assert ev.to_dict()["type"] == "iteration" and ev.to_dict()["iteration"] == 7
     assert set(EVENT_TYPES) == {"run_config", "iteration", "step", "throughput", "timers", "memory", "milestone",
-                                "checkpoint", "eval", "warning", "failure", "exit", "truncated"}
+                                "checkpoint", "resume", "eval", "warning", "failure", "exit", "truncated"}
     for name, cls in EVENT_TYPES.items():
         d = cls(file="x", line=1).to_dict()
         assert d["type"] == name and d["file"] == "x" and d["line"] == 1

@@ -538,6 +538,7 @@ def _cmd_alerts(settings: Settings) -> int:
 
 def cmd_summary(settings: Settings) -> int:
     from ..figures.alerts import quiet_verdict_of
+    from ..figures.ledger import attach as attach_ledgers
     from ..figures.summary import on_clock, summarize_timeless
     from ..store.job_store import JobStore
 
@@ -593,6 +594,7 @@ def cmd_summary(settings: Settings) -> int:
             row = row.with_(failure=dataclasses.replace(
                 row.failure, file=latest, last_line=seen[latest][1] if latest in seen else last_line(latest)))
         rows.append(row)
+    rows = attach_ledgers(rows)
     order = {str(f): k for k, f in enumerate(files)}
     rows.sort(key=lambda r: (r.job, order.get(r.files[0], len(order)) if r.files else len(order)))
     if settings.columns:

@@ -20,6 +20,8 @@ from typing import Any, Callable, Optional
 
 from ..store.fields import FIELDS, SHOWN, Field
 from .cells import csv_text, duration, iter_time, num, safe_cell, short_num
+from .ledger import LABELS as LEDGER_LABELS
+from .ledger import PARTS as LEDGER_PARTS
 from .record import SCHEMA_VERSION, Figure, Summary, achieved_tflops
 
 
@@ -46,6 +48,14 @@ class Column:
     @property
     def aligned_right(self) -> bool:
         return self.right if self.right is not None else self.digits is not None
+
+
+def _hours(seconds: Optional[float]) -> Optional[float]:
+    return None if seconds is None else round(seconds / 3600.0, 4)
+
+
+def _percent(fraction: Optional[float]) -> str:
+    return "-" if fraction is None else f"{100 * fraction:.0f}%"
 
 
 def _cfg(key: str) -> Callable[[Summary], Any]:
@@ -194,6 +204,15 @@ _BUILT_IN: tuple[Column, ...] = (
            compact=lambda r: duration(r.startup_s)),
     # MLPerf's headline figure: run_start to run_stop, its time to train
     Column("run_time", "Run time (s)", lambda r: r.run_time_s, 1),
+    # the job's time ledger (figures.ledger): its runs together, on each of their rows
+    Column("goodput", "Goodput", lambda r: r.ledger.goodput if r.ledger else None, 1, percent=True,
+           screen="Goodput", keep=19, compact=lambda r: _percent(r.ledger.goodput if r.ledger else None)),
+    Column("span_h", "Job span (h)", lambda r: _hours(r.ledger.whole_s) if r.ledger else None, 2),
+    *(Column(f"{part}_h", f"{LEDGER_LABELS[part].capitalize()} (GPU-h)",
+             (lambda p: lambda r: r.ledger.gpu_hours.get(p) if r.ledger else None)(part), 2)
+      for part in LEDGER_PARTS if part != "gap"),
+    Column("gap_h", "Between runs (h)", lambda r: _hours(r.ledger.seconds.get("gap")) if r.ledger else None, 2),
+    Column("redone_iters", "Iterations redone", lambda r: r.ledger.redone_iterations if r.ledger else None, 0),
     Column("warnings", "Warnings", lambda r: sum(r.warnings.values()), 0),
     Column("ranks", "Ranks seen", lambda r: r.ranks_seen, 0),
     Column("gpu", "GPU", lambda r: r.gpu),

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional, Union
 
 from ..store.fields import FIELDS
+from .ledger import Ledger, RunLedger
 
 #: bumped whenever a key changes meaning or goes away (a new key keeps the version)
 SCHEMA_VERSION = 2  # 2: tflops_per_gpu.computed counts the model's work only (MFU's); hardware is HFU's
@@ -148,6 +149,8 @@ class Summary:
     flops_formula: Optional[str] = None  # what computed the FLOPs of an iteration (figures.flops)
     params_source: Optional[str] = None  # where the model's size comes from: the log, or a formula
     iter_time_source: Optional[str] = None  # where the step time is no log's own figure: what gives it
+    run_ledger: Optional[RunLedger] = None  # this run's part of its job's time ledger (figures.ledger)
+    ledger: Optional[Ledger] = None  # the time ledger of the job this run belongs to, its runs together
 
     def metric(self, key: str) -> Optional[float]:
         return self.metrics.get(key)
@@ -179,7 +182,7 @@ def from_dict(data: dict[str, Any]) -> Summary:
     if version != SCHEMA_VERSION:
         raise ValueError(f"summary schema version {version!r}, this tuimon reads {SCHEMA_VERSION}")
     nested = {"iter_time_ms": IterTime, "tflops_per_gpu": Tflops, "memory": Memory, "config": ModelConfig,
-              "failure": Failure}
+              "failure": Failure, "run_ledger": RunLedger, "ledger": Ledger}
     kwargs: dict[str, Any] = {}
     for f in dataclasses.fields(Summary):
         if f.name == "metrics":

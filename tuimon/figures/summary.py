@@ -25,6 +25,8 @@ from .alerts import logged_every, quiet_in_log
 from .gpus import Peak, choose_peak
 from .metrics import aggregate, mfu, startup_timeline, steady_stats, warmup_count
 from .record import Failure, IterTime, Memory, ModelConfig, Summary, Tflops
+from .run_ledger import run_ledger
+from .thresholds import DEFAULTS as ALERT_DEFAULTS
 from .thresholds import STARTUP_TIMEOUT_S as STARTUP_TIMEOUT_S
 
 #: A job with no iteration whose files were written less than this long ago is still starting.
@@ -531,6 +533,14 @@ def summarize_timeless(job: Job, *, gpu_peak: Optional[float] = None,
     else:
         status, failure = startup_status(started, span, None, None, STARTUP_TIMEOUT_S, job.files[0] if job.files else None)
     startup_s, phases, startup_note = startup(job)
+    declared_start = _milestone(job, RUN_START)
+    run_part = run_ledger(primary if primary is not None and len(primary) else job.steps,
+                          first_step=declared_start if declared_start is not None else _first_step_wall(job),
+                          startup_s=startup_s, startup_note=startup_note, end=job.last_wall,
+                          median_ms=it_stats.median if it_stats else None, world_size=gpus,
+                          resumed_from=job.resumed_from,
+                          checkpoints={k: v["save_ms"] for k, v in job.checkpoints.items()},
+                          evals=job.eval_marks, stall_opts=ALERT_DEFAULTS["stalled"])
     loss_last = primary_loss(job.last_losses) if job.last_losses else job.last_step_loss
 
     steady = {name: stat.steady() for name, stat in job.timers.items() if stat.reports}
@@ -568,6 +578,7 @@ def summarize_timeless(job: Job, *, gpu_peak: Optional[float] = None,
         flops_formula=work.formula if work is not None and computed is not None else None,
         params_source=params_source,
         iter_time_source=time_source if it_stats else None,
+        run_ledger=run_part,
         gpu=cfg.get("gpu"),
         precision=cfg.get("precision"),
         gpu_peak_tflops=peak.tflops if peak is not None else None,

@@ -14,6 +14,7 @@ from .launcher import LauncherParser
 from .megatron import MegatronParser
 from .mlperf import MLPerfParser
 from .progress import ProgressParser
+from .resume import ResumeParser
 from .timers import TimerParser
 from .torchtitan import TorchTitanParser
 from .warns import WarningParser
@@ -29,6 +30,7 @@ ALL_PARSERS: tuple[type[LineParser], ...] = (
     LauncherParser,
     ProgressParser,
     EvalParser,
+    ResumeParser,
     WarningParser,
     FailureParser,
 )

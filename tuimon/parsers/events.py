@@ -291,6 +291,28 @@ class Checkpoint(NamedTuple):
     path: Optional[str] = None
 
 
+class Resume(NamedTuple):
+    """A run loading its training state from a checkpoint to go on from it (Megatron's ``loading
+    checkpoint from DIR at iteration N``, torchtitan's ``Loading the checkpoint from .../step-N.``,
+    DeepSpeed's ``global_stepN``, the Trainer's ``Continuing training from global step N``):
+    ``iteration`` is the last one the checkpoint holds, what the run goes on after."""
+
+    @property
+    def type(self) -> str:
+        return "resume"
+
+    def to_dict(self) -> dict[str, Any]:
+        return _to_dict(self)
+
+    file: str = ""
+    line: int = 0
+    rank: Optional[int] = None
+    node: Optional[str] = None
+    wall_time: Optional[float] = None  # POSIX seconds; naive log stamps are read as UTC
+    iteration: Optional[int] = None
+    path: Optional[str] = None
+
+
 class Evaluation(NamedTuple):
     """An evaluation's figures at a step: validation and test losses, perplexities,
     accuracies, named as the log names them (``val lm loss``, ``eval_loss``, ``val_loss``,
@@ -405,10 +427,10 @@ class Truncated(NamedTuple):
 
 
 Event = Union["RunConfig", "Iteration", "Step", "Throughput", "Timers", "Memory", "Milestone", "Checkpoint",
-              "Evaluation", "LogWarning", "Failure", "Exit", "Truncated"]
+              "Resume", "Evaluation", "LogWarning", "Failure", "Exit", "Truncated"]
 
 EVENT_TYPES: dict[str, type] = {
     cls(file="", line=0).type: cls
     for cls in (RunConfig, Iteration, Step, Throughput, Timers, Memory, Milestone,
-                Checkpoint, Evaluation, LogWarning, Failure, Exit, Truncated)
+                Checkpoint, Resume, Evaluation, LogWarning, Failure, Exit, Truncated)
 }

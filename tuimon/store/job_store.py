@@ -24,6 +24,7 @@ from tuimon.parsers.events import (
     LogWarning,
     Memory,
     Milestone,
+    Resume,
     RunConfig,
     Step,
     Throughput,
@@ -59,6 +60,7 @@ MAX_FAILURES = 256
 MAX_WARNING_KINDS = 64
 MAX_RUNS = 64  # runs told apart in one file; past them (two programs interleaving one file) the last takes all
 MAX_RANKS_SEEN = 1 << 16  # distinct ranks a job counts (the largest runs have tens of thousands)
+MAX_EVAL_MARKS = 8192  # evaluation passes a job places in its time ledger (figures.ledger)
 
 
 @dataclass
@@ -133,6 +135,10 @@ class Job:
     #: there, and an earlier one is a stamp carried over from the run before (a line without a stamp
     #: of its own takes the last one before it)
     launch_wall: Optional[float] = None
+    #: the iteration the checkpoint this run went on from holds (its first Resume), None for a fresh start
+    resumed_from: Optional[int] = None
+    #: where evaluation passes ran: (iteration or -1, its line's stamp), at most MAX_EVAL_MARKS
+    eval_marks: list[tuple[int, Optional[float]]] = field(default_factory=list)
     events: int = 0
 
     def flush_series(self) -> None:
@@ -212,6 +218,9 @@ class Job:
             self.closing_eval = other.closing_eval
         if self.launch_wall is None:
             self.launch_wall = other.launch_wall
+        if self.resumed_from is None:
+            self.resumed_from = other.resumed_from
+        self.eval_marks.extend(other.eval_marks[:max(0, MAX_EVAL_MARKS - len(self.eval_marks))])
         for point in other.after_eval:
             if len(self.after_eval) < MAX_ASIDE:
                 self.after_eval.add(point)
@@ -557,6 +566,18 @@ def _milestone_starts_a_run(job: Job, ev: Milestone, _: Optional[int]) -> bool:
         and job.run_of(ev.file).progressed
 
 
+def _resume_starts_a_run(job: Job, ev: Resume, _: Optional[int]) -> bool:
+    """A checkpoint loaded after the run logged progress: the program started again (a requeued
+    job appending to its output) and goes on from it, whether or not its counter goes back past
+    a logging interval (killed at 130, going on from 120 while logging every 10)."""
+    run = job.run_of(ev.file)
+    if ev.iteration is None or not run.progressed or not run.last:
+        return False
+    # at or before where the run is: going back to it.  Past it: a fine-tune loading another run's
+    # weights (torchtitan's initial load, then "Training starts at step 1"), no restart of this one
+    return ev.iteration <= max(last for last, _ in run.last.values())
+
+
 def _commutes(ev: Item) -> bool:
     """Whether ``ev`` and iteration rows of its file give the same store whichever is taken
     first, when the rows start no new run (:mod:`tuimon.store.iteration_fold`): what it
@@ -574,7 +595,8 @@ _COMMUTING = frozenset((Throughput, Memory, LogWarning))
 
 #: event type -> whether such an event begins a new run of its file (see JobStore)
 _STARTS_A_RUN: dict[type, Callable[[Job, Any, Optional[int]], bool]] = {
-    Iteration: _iteration_starts_a_run, RunConfig: _config_starts_a_run, Milestone: _milestone_starts_a_run}
+    Iteration: _iteration_starts_a_run, RunConfig: _config_starts_a_run, Milestone: _milestone_starts_a_run,
+    Resume: _resume_starts_a_run}
 
 
 def _low(a: Optional[float], b: Optional[float]) -> Optional[float]:
@@ -745,8 +767,18 @@ def _on_warning(job: Job, ev: LogWarning, _: Optional[int]) -> None:
         job.warnings[ev.kind] = job.warnings.get(ev.kind, 0) + 1
 
 
+def _on_resume(job: Job, ev: Resume, _: Optional[int]) -> None:
+    if job.resumed_from is None and ev.iteration is not None and not job.run_of(ev.file).progressed:
+        job.resumed_from = ev.iteration
+
+
 def _on_eval(job: Job, ev: Evaluation, _: Optional[int]) -> None:
     job.evals.add(ev.iteration, ev.metrics, ev.wall_time)
+    marks = job.eval_marks
+    mark = (ev.iteration if ev.iteration is not None else -1, ev.wall_time)
+    # one pass, its metrics on several lines (Megatron's validation block, a rank each): one mark
+    if (not marks or marks[-1] != mark) and len(marks) < MAX_EVAL_MARKS:
+        marks.append(mark)
     job.run_of(ev.file).after_eval = 2
     # the step right after the last one trained, in a run that logs every step: where a run logs every
     # Nth step, an evaluation past the last logged one is how every mid-run evaluation reads
@@ -767,5 +799,6 @@ _PROGRESS = frozenset((Iteration, Step))
 _HANDLERS: dict[type, Callable[[Job, Any, Optional[int]], None]] = {
     RunConfig: _on_config, Iteration: _on_iteration, Step: _on_step, Throughput: _on_throughput,
     Memory: _on_memory, Milestone: _on_milestone, Checkpoint: _on_checkpoint,
-    Evaluation: _on_eval, LogWarning: _on_warning, Failure: _on_failure, Exit: _on_exit, Truncated: _on_truncated,
+    Resume: _on_resume, Evaluation: _on_eval, LogWarning: _on_warning, Failure: _on_failure, Exit: _on_exit,
+    Truncated: _on_truncated,
 }

@@ -1,0 +1,205 @@
+"""The time ledger (figures.ledger): where a job's wall-clock time went, across its runs.
+
+Logs are written here line by line from the frameworks' own print statements (Megatron's iteration
+record, its save timer and ``successfully saved``, its ``validation loss at iteration``, Slurm's
+cancellation, Megatron's ``loading checkpoint from ... at iteration N``), so every bound is known
+by hand; corpus jobs are checked against figures read off their lines."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+
+from conftest import shared_or_skip
+from tuimon.figures.ledger import PARTS
+
+T0 = datetime(2024, 1, 1, 10, 0, 0, tzinfo=timezone.utc)
+
+
+def _stamp(s: float) -> str:
+    return (T0 + timedelta(seconds=s)).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _start(s: float) -> str:  # a job script's `echo "START TIME: $(date)"`
+    return f"START TIME: {(T0 + timedelta(seconds=s)).strftime('%a %b %d %H:%M:%S UTC %Y')}"
+
+
+def _iteration(i: int, s: float, total: int = 100) -> str:
+    # Megatron-LM's training_log, with the date its newer versions put first
+    return (f" [{_stamp(s)}] iteration {i:8d}/{total:8d} | consumed samples: {i * 8:12d} | elapsed time per "
+            f"iteration (ms): 1000.0 | learning rate: 1.0E-04 | global batch size:     8 | lm loss: 2.0E+00 | "
+            f"number of skipped iterations:   0 | number of nan iterations:   0 |")
+
+
+def _first_run(lines: list[str]) -> float:
+    """Run 1: starts at 0, first step at 60 s, 1 s steps logged every 10; a 5 s save after 20 (stated by
+    its timer), an 8 s evaluation after 30, 300 s without progress between 40 and 50, cancelled 5 s after
+    iteration 60.  Returns when it ends."""
+    lines += [_start(0), _iteration(10, 60), _iteration(20, 70),
+              "saving checkpoint at iteration      20 to /ckpt/gpt",
+              "  successfully saved checkpoint at iteration      20 to /ckpt/gpt",
+              "(min, max) time across ranks (ms):",
+              "    save-checkpoint ................................: (5000.00, 5000.00)",
+              _iteration(30, 85),
+              "-" * 60, " validation loss at iteration 30 | lm loss value: 1.900000E+00 | lm loss PPL: 6.685894E+00 |",
+              "-" * 60,
+              _iteration(40, 103), _iteration(50, 413), _iteration(60, 423),
+              f"slurmstepd: error: *** JOB 4242 ON nid001 CANCELLED AT {(T0 + timedelta(seconds=428)).strftime('%Y-%m-%dT%H:%M:%S')} "
+              "DUE TO PREEMPTION ***"]
+    return 428.0
+
+
+def _resumed_run(lines: list[str], start: float, total: int = 100) -> float:
+    """A run that goes on from the checkpoint of iteration 20: first step (30) 40 s after its start,
+    then 10 s a logged interval to 100."""
+    lines += [_start(start), " loading checkpoint from /ckpt/gpt at iteration 20",
+              "  successfully loaded checkpoint from /ckpt/gpt [ t 0/1, p 0/1 ] at iteration 20"]
+    t = start + 40
+    lines.append(_iteration(30, t, total))
+    for i in range(40, 101, 10):
+        t += 10
+        lines.append(_iteration(i, t, total))
+    return t
+
+
+def _summary(*dirs: Path) -> list[dict]:
+    out = subprocess.run([sys.executable, "-m", "tuimon", "summary", "--no-cache", "--format", "json", *map(str, dirs)],
+                         capture_output=True, text=True, timeout=120, env={**os.environ, "COLUMNS": "200"})
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)
+
+
+def _the_ledger(rows: list[dict]) -> dict:
+    ledgers = {json.dumps(r["ledger"], sort_keys=True) for r in rows}
+    assert len(ledgers) == 1, "every run of one job carries that job's one ledger"
+    return json.loads(ledgers.pop())
+
+
+def test_a_requeued_job_in_one_file(tmp_path):
+    lines: list[str] = []
+    end = _first_run(lines)
+    last = _resumed_run(lines, end + 600)  # requeued into the same output, 600 s in the queue
+    (tmp_path / "train-4242.out").write_text("\n".join(lines) + "\n")
+    rows = _summary(tmp_path)
+    assert [r["job"] for r in rows] == ["train-4242", "train-4242#2"]
+    assert [r["status"] for r in rows] == ["failed", "finished"]
+    ledger = _the_ledger(rows)
+    assert ledger["runs"] == ["train-4242", "train-4242#2"]
+    # by hand: run 1 startup 60, training 5 intervals x 10 s, the save 5, the evaluation 8 (18 - 10), the stall
+    # 300 (310 - 10), teardown 5 (iteration 60 to the cancellation); 600 between; run 2 startup 40, its 7
+    # intervals of 10 s, of which 30..60 (3) redo what run 1 had reached (it went on from 20)
+    assert ledger["seconds"] == {"startup": 100.0, "training": 90.0, "checkpoint": 5.0, "eval": 8.0, "stall": 300.0,
+                                 "redone": 30.0, "teardown": 5.0, "gap": 600.0}
+    assert ledger["whole_s"] == last - 0 == 1138.0
+    assert sum(ledger["seconds"].values()) == pytest.approx(ledger["whole_s"])
+    assert ledger["goodput"] == round(90 / 1138, 4)
+    assert ledger["redone_iterations"] == 40  # 21..60
+    assert rows[1]["run_ledger"]["resumed_from"] == 20
+    assert ledger["gpu_hours"]["training"] is None  # no world size in this log: GPU-hours unknown, never guessed
+    # the bar: the parts in time order, the second run marked where it starts
+    parts = [p for p, _, _ in ledger["segments"]]
+    assert parts[:2] == ["startup", "training"] and "gap" in parts and "redone" in parts
+    assert ledger["run_starts"] == [1028.0]
+
+
+def test_a_finished_run_then_another_redoes_nothing(tmp_path):
+    """A benchmark script running the trainer twice: the second run repeats iterations, redoes no work."""
+    lines = [_start(0)] + [_iteration(i, 50 + i) for i in range(10, 101, 10)]
+    lines += [_start(200)] + [_iteration(i, 250 + i) for i in range(10, 101, 10)]
+    (tmp_path / "bench.log").write_text("\n".join(lines) + "\n")
+    ledger = _the_ledger(_summary(tmp_path))
+    assert ledger["seconds"]["redone"] == 0.0 and ledger["redone_iterations"] == 0
+    assert ledger["seconds"]["gap"] == 200 - 150  # run 1's last stamp at 150, run 2 starts at 200
+    assert ledger["seconds"]["training"] == 2 * 90.0
+
+
+def test_a_resubmission_under_a_new_job_id_is_the_same_job(tmp_path):
+    first: list[str] = []
+    end = _first_run(first)
+    second: list[str] = []
+    _resumed_run(second, end + 3600)
+    (tmp_path / "train-100001.out").write_text("\n".join(first) + "\n")
+    (tmp_path / "train-100002.out").write_text("\n".join(second) + "\n")
+    (tmp_path / "other-100003.out").write_text("\n".join(_first_run_of_other()) + "\n")
+    rows = _summary(tmp_path)
+    by_job = {r["job"]: r["ledger"] for r in rows}
+    assert by_job["train-100001"] == by_job["train-100002"]
+    ledger = by_job["train-100001"]
+    assert ledger["runs"] == ["train-100001", "train-100002"] and ledger["seconds"]["gap"] == 3600.0
+    assert ledger["seconds"]["redone"] == 30.0
+    assert by_job["other-100003"]["runs"] == ["other-100003"]  # another name: never chained by a job id alone
+
+
+def _first_run_of_other() -> list[str]:
+    return [_start(0)] + [_iteration(i, 30 + i) for i in range(10, 51, 10)]
+
+
+def test_a_sweep_of_one_name_is_not_chained_without_a_resume(tmp_path):
+    """Two jobs of one name, the later starting afresh (no checkpoint loaded): two ledgers."""
+    for job_id, offset in (("200001", 0), ("200002", 5000)):
+        lines = [_start(offset)] + [_iteration(i, offset + 30 + i) for i in range(10, 51, 10)]
+        (tmp_path / f"sweep-{job_id}.out").write_text("\n".join(lines) + "\n")
+    rows = _summary(tmp_path)
+    assert [r["ledger"]["runs"] for r in rows] == [["sweep-200001"], ["sweep-200002"]]
+
+
+def test_without_stamps_the_parts_are_unknown_and_say_why(tmp_path):
+    lines = [" iteration {:8d}/     100 | elapsed time per iteration (ms): 1000.0 | lm loss: 2.0E+00 |".format(i)
+             for i in range(10, 101, 10)]
+    (tmp_path / "plain.log").write_text("\n".join(lines) + "\n")
+    (row,) = _summary(tmp_path)
+    ledger = row["ledger"]
+    assert ledger["goodput"] is None and ledger["whole_s"] is None and ledger["seconds"]["training"] is None
+    assert any("no step has a time stamp" in n for n in ledger["notes"])
+
+
+def test_stamps_carried_from_earlier_lines_time_nothing(tmp_path):
+    """Step lines without a stamp of their own after one stamped line: the engine gives them that line's
+    stamp; their span (0 s for 90 iterations of 1 s) says so, and the parts are unknown, not 0 s of training
+    and a teardown holding the run."""
+    lines = [_start(0), _iteration(10, 60)] + [
+        " iteration {:8d}/     100 | elapsed time per iteration (ms): 1000.0 | lm loss: 2.0E+00 |".format(i)
+        for i in range(20, 101, 10)] + [f"[{_stamp(400)}] done"]
+    (tmp_path / "carried.log").write_text("\n".join(lines) + "\n")
+    (row,) = _summary(tmp_path)
+    ledger = row["ledger"]
+    assert ledger["seconds"]["training"] is None and ledger["seconds"]["teardown"] is None
+    assert ledger["goodput"] is None
+
+
+def test_ledger_parts_are_the_documented_ones():
+    assert PARTS == ("startup", "training", "checkpoint", "eval", "stall", "redone", "teardown", "gap")
+
+
+def test_corpus_resumed_torchtitan_run():
+    """qiu-kimi-436m-resume-killed: torchtitan going on from step-12500 (line 99), its first step 13000's
+    record... its save stated as 11.46 s (line 444), its validation passes, killed mid-run."""
+    log = shared_or_skip("corpus/torchtitan/qiu-kimi-436m-resume-killed.log")
+    (row,) = _summary(log)
+    run = row["run_ledger"]
+    assert run["resumed_from"] == 12500
+    assert run["seconds"]["checkpoint"] == pytest.approx(11.46, abs=0.01)
+    ledger = row["ledger"]
+    assert ledger["seconds"]["eval"] > 0 and ledger["goodput"] is not None
+    assert sum(ledger["seconds"].values()) == pytest.approx(ledger["whole_s"], abs=0.01)
+    # its start: torchrun's first glog line (00:18:33.527) to its last stamp (06:42:44,283 + the lines after)
+    assert ledger["start"] == pytest.approx(datetime(2026, 4, 30, 0, 18, 33, 527000, tzinfo=timezone.utc).timestamp(),
+                                            abs=0.1)  # (the startup figure is to 0.1 s)
+
+
+def test_corpus_repeated_benchmark_runs_redo_nothing():
+    """thetagpu-cobalt-10142816: a Cobalt job running Megatron-DeepSpeed three times, 5 iterations each,
+    each finished: three runs in one ledger, no work redone, their startups summed."""
+    log = shared_or_skip("corpus/megatron-deepspeed/thetagpu-cobalt-10142816.log")
+    rows = _summary(log)
+    ledger = _the_ledger(rows)
+    assert len(ledger["runs"]) == 3 and all(r["status"] == "finished" for r in rows)
+    assert ledger["seconds"]["redone"] == 0.0
+    assert ledger["seconds"]["startup"] == pytest.approx(sum(r["startup_s"] for r in rows), abs=0.01)
+    assert sum(ledger["seconds"].values()) == pytest.approx(ledger["whole_s"], abs=0.01)
+    assert ledger["gpu_hours"]["startup"] == pytest.approx(ledger["seconds"]["startup"] * 32 / 3600, abs=0.002)

@@ -1,0 +1,184 @@
+"""One run's part of its job's time ledger (:mod:`.ledger` says what the parts are), made from
+the run's progress points, its saves and its evaluation passes."""
+from __future__ import annotations
+
+import math
+from typing import Any, Mapping, Optional, Sequence
+
+import numpy as np
+
+from .ledger import RUN_PARTS, RunLedger, add_segment, bounded
+
+KNOTS = 64  # (iteration, training seconds) points a run keeps to place work redone
+
+
+def run_ledger(series: Any, *, first_step: Optional[float], startup_s: Optional[float],
+               startup_note: Optional[str], end: Optional[float], median_ms: Optional[float],
+               world_size: Optional[int], resumed_from: Optional[int],
+               checkpoints: Mapping[int, Optional[float]], evals: Sequence[tuple[int, Optional[float]]],
+               stall_opts: Mapping[str, float]) -> RunLedger:
+    """One run's ledger from its progress points (``series``: the rank that logged most, or
+    its steps), the end of its first step, its startup figure, its last stamp, its steady step
+    time, its saves (iteration -> stated ms or None) and evaluation passes ((iteration or -1,
+    stamp or None))."""
+    notes: list[str] = []
+    seconds: dict[str, Optional[float]] = dict.fromkeys(RUN_PARTS)
+    its, walls = _points(series)
+    start = first_step - startup_s if first_step is not None and startup_s is not None else None
+    if startup_s is not None:
+        seconds["startup"] = float(startup_s)
+    else:
+        notes.append(f"startup {startup_note or 'unknown'}")
+    gap = _logging_gap(its)
+    if resumed_from is not None and its.size and int(its[0]) <= resumed_from:
+        notes.append(f"loaded the checkpoint of iteration {resumed_from} and began at {int(its[0])}: "
+                     "another run's weights, not a resume")
+        resumed_from = None
+    start_iteration = resumed_from if resumed_from is not None else \
+        (max(0, int(its[0]) - gap) if its.size else None)
+    last_iteration = int(its.max()) if its.size else None
+    why = _unstamped(its, walls, median_ms)
+    if why is not None:
+        notes.append(f"{why}: training, saves, evaluation, stalls and teardown are unknown")
+        if end is not None and first_step is not None and end < first_step:
+            end = None  # (a first step placed after every stamp: no span to tell)
+        return RunLedger(start, first_step, None, end, world_size, start_iteration, last_iteration, resumed_from,
+                         seconds, [], [], notes)
+    # a step line without a stamp of its own carries the last one read: the first of equal stamps is kept
+    stamped = np.isfinite(walls)
+    its, walls = its[stamped], walls[stamped]
+    moved = np.concatenate(([True], np.diff(walls) != 0))
+    its, walls = its[moved], walls[moved]
+    t_first = max(first_step, float(walls[0])) if first_step is not None else float(walls[0])
+    last_step = float(walls[-1])
+    if end is not None and end >= last_step:
+        seconds["teardown"] = end - last_step
+    else:
+        end = last_step
+        seconds["teardown"] = 0.0
+    origin = start if start is not None else t_first
+    segments: list[list[Any]] = []
+    if start is not None:
+        segments.append(["startup", 0.0, t_first - origin])
+    parts = _split_intervals(its, walls, t_first, median_ms, checkpoints, evals, stall_opts)
+    if parts is None:
+        span = max(0.0, last_step - t_first)
+        notes.append(f"no steady step time: its {span:.0f} s from first step to last are not split "
+                     "into training, saves, evaluation and stalls")
+        knots: list[list[float]] = []
+        segments.append(["unknown", t_first - origin, last_step - origin])
+    else:
+        train, ckpt, evaluation, stall, cum = parts
+        seconds.update(training=float(train.sum()), checkpoint=float(ckpt.sum()), eval=float(evaluation.sum()),
+                       stall=float(stall.sum()))
+        knots = _knots(its, cum)
+        at = np.maximum(walls[:-1], t_first) - origin
+        for k in range(its.size - 1):
+            t = float(at[k])
+            for part, length in (("training", train[k]), ("checkpoint", ckpt[k]), ("eval", evaluation[k]),
+                                 ("stall", stall[k])):
+                if length > 0:
+                    add_segment(segments, part, t, t + float(length))
+                    t += float(length)
+    if seconds["teardown"]:
+        add_segment(segments, "teardown", last_step - origin, end - origin)
+    return RunLedger(start, first_step, last_step, end, world_size, start_iteration, last_iteration, resumed_from,
+                     seconds, knots, bounded(segments), notes)
+
+
+def _points(series: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Iterations and absolute stamps of a series' points, in the order logged, each iteration
+    once (a second line of one step fills it in; it is no step of its own)."""
+    if series is None or not len(series):
+        return np.empty(0, np.int64), np.empty(0)
+    its = series.column("iteration").astype(np.int64)
+    walls = series.column("wall").astype(np.float64) + (series.wall_base if series.wall_base is not None else np.nan)
+    keep = its >= 0
+    its, walls = its[keep], walls[keep]
+    if its.size > 1:
+        fresh = np.concatenate(([True], its[1:] != its[:-1]))
+        its, walls = its[fresh], walls[fresh]
+    return its, walls
+
+
+def _unstamped(its: np.ndarray, walls: np.ndarray, median_ms: Optional[float]) -> Optional[str]:
+    """Why the steps' stamps cannot time the run's parts, or None when they can: none has one, the
+    last has none (the time after the last stamped one is training and teardown, unsplit), or their
+    span is shorter than their iterations at the steady step time (stamps carried from lines
+    before them, not their own)."""
+    if not its.size or not np.isfinite(walls).any():
+        return "no step has a time stamp"
+    if not math.isfinite(float(walls[-1])):
+        last = int(its[np.flatnonzero(np.isfinite(walls))[-1]])
+        return f"the steps after iteration {last} have no time stamp"
+    if median_ms is not None and math.isfinite(median_ms) and median_ms > 0:
+        stamped = np.flatnonzero(np.isfinite(walls))
+        a, b = int(stamped[0]), int(stamped[-1])
+        work = float(its[b] - its[a]) * median_ms / 1000.0
+        span = float(walls[b] - walls[a])
+        if work > 0 and span < 0.8 * work:
+            return (f"the steps' stamps are not their own ({int(its[b] - its[a])} iterations at the steady "
+                    f"{median_ms:.0f} ms take {work:.0f} s; their stamps span {span:.0f} s)")
+    return None
+
+
+def _logging_gap(its: np.ndarray) -> int:
+    """The iterations between two logged points (Megatron's log interval), 1 with one point."""
+    steps = np.diff(its[:65])
+    steps = steps[steps > 0]
+    return max(1, int(np.median(steps))) if steps.size else 1
+
+
+def _split_intervals(its: np.ndarray, walls: np.ndarray, t_first: float, median_ms: Optional[float],
+                     checkpoints: Mapping[int, Optional[float]], evals: Sequence[tuple[int, Optional[float]]],
+                     stall_opts: Mapping[str, float]) -> Optional[tuple[np.ndarray, ...]]:
+    """Each interval between logged points split into training, checkpoint, evaluation and
+    stall seconds, and the training seconds up to each point; None without a step time."""
+    if median_ms is None or not math.isfinite(median_ms) or median_ms <= 0:
+        return None
+    n = its.size - 1
+    zero = np.zeros(max(n, 0))
+    if n <= 0:
+        return zero, zero, zero, zero, np.zeros(its.size)
+    dt = np.maximum(np.diff(walls), 0.0)
+    dt[0] = max(0.0, float(walls[1]) - max(float(walls[0]), t_first))
+    steps = np.maximum(np.diff(its), 0).astype(np.float64)
+    expected = steps * (median_ms / 1000.0)
+    excess = np.maximum(dt - expected, 0.0)
+    # an event at iteration c comes after step c: it lies in the interval that ends at the first point past c
+    saved = np.zeros(n)
+    unmeasured = np.zeros(n, dtype=bool)
+    for iteration, save_ms in checkpoints.items():
+        k = int(np.searchsorted(its, iteration, side="right")) - 1
+        if 0 <= k < n:
+            if save_ms is None or not math.isfinite(save_ms):
+                unmeasured[k] = True
+            else:
+                saved[k] += save_ms / 1000.0
+    evaluated = np.zeros(n, dtype=bool)
+    for iteration, wall in evals:
+        if iteration >= 0:
+            k = int(np.searchsorted(its, iteration, side="right")) - 1
+        elif wall is not None:
+            k = int(np.searchsorted(walls, wall, side="left")) - 1
+        else:
+            continue
+        if 0 <= k < n:
+            evaluated[k] = True
+    ckpt = np.where(unmeasured & ~evaluated, excess, np.minimum(saved, excess))
+    # an unmeasured save beside an evaluation: the save's share is not in the log; the pass has it all
+    rest = excess - ckpt
+    evaluation = np.where(evaluated, rest, 0.0)
+    limit = np.maximum(stall_opts["factor"] * expected, stall_opts["min_s"])
+    stall = np.where(~evaluated & ~unmeasured & (dt - ckpt > limit), rest, 0.0)
+    train = dt - ckpt - evaluation - stall
+    cum = np.concatenate(([0.0], np.cumsum(train)))
+    return train, ckpt, evaluation, stall, cum
+
+
+def _knots(its: np.ndarray, cum: np.ndarray) -> list[list[float]]:
+    if its.size <= KNOTS:
+        pick = np.arange(its.size)
+    else:
+        pick = np.unique(np.linspace(0, its.size - 1, KNOTS).round().astype(np.int64))
+    return [[float(its[k]), round(float(cum[k]), 3)] for k in pick]
