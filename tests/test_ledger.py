@@ -203,3 +203,48 @@ def test_corpus_repeated_benchmark_runs_redo_nothing():
     assert ledger["seconds"]["startup"] == pytest.approx(sum(r["startup_s"] for r in rows), abs=0.01)
     assert sum(ledger["seconds"].values()) == pytest.approx(ledger["whole_s"], abs=0.01)
     assert ledger["gpu_hours"]["startup"] == pytest.approx(ledger["seconds"]["startup"] * 32 / 3600, abs=0.002)
+
+
+def test_prometheus_serves_the_ledger_once_a_job(tmp_path):
+    from tests.test_prometheus import Serve
+
+    lines: list[str] = []
+    _resumed_run(lines, _first_run(lines) + 600)
+    (tmp_path / "train-4242.out").write_text("\n".join(lines) + "\n")
+    serve = Serve(str(tmp_path))
+    try:
+        fams = serve.families(lambda f: "tuimon_job_goodput_ratio" in f and f["tuimon_job_goodput_ratio"].samples)
+        (sample,) = fams["tuimon_job_goodput_ratio"].samples  # one job: on its latest run's row only
+        assert sample.labels["job"] == "train-4242#2" and sample.value == pytest.approx(90 / 1138, abs=1e-4)
+        parts = {s.labels["part"]: s.value for s in fams["tuimon_job_ledger_seconds"].samples}
+        assert parts == {"startup": 100.0, "training": 90.0, "checkpoint": 5.0, "eval": 8.0, "stall": 300.0,
+                         "redone": 30.0, "teardown": 5.0, "gap": 600.0}
+        assert "tuimon_job_ledger_gpu_seconds" not in fams or not fams["tuimon_job_ledger_gpu_seconds"].samples
+    finally:
+        serve.close()
+
+
+def test_alerts_on_goodput_and_work_redone(tmp_path):
+    """`tuimon alerts` judges the ledger of a job's runs together: goodput 7.9 % (90 s of 1,138) is under a
+    10 % line once the span passes 0.3 h; 30 s redone on 4,000 GPUs (world size stated) is 33.3 GPU-h."""
+    lines: list[str] = []
+    _resumed_run(lines, _first_run(lines) + 600)
+    lines.insert(1, "using world size: 4000, data-parallel size: 4000, tensor-model-parallel size: 1, "
+                    "pipeline-model-parallel size: 1 ")
+    (tmp_path / "train-4242.out").write_text("\n".join(lines) + "\n")
+
+    def alerts(*options: str) -> list[dict]:
+        out = subprocess.run([sys.executable, "-m", "tuimon", "alerts", str(tmp_path), "--format", "json",
+                              "--alert", "failed=off", *options], capture_output=True, text=True, timeout=120)
+        assert out.returncode in (0, 1), out.stderr
+        return json.loads(out.stdout)
+
+    got = {a["kind"]: a for a in alerts("--alert", "goodput.below=0.1", "--alert", "goodput.min_h=0.3",
+                                        "--alert", "redone.gpu_h=30")}
+    assert got["goodput"]["job"] == "train-4242#2" and "goodput 8% under 10%" in got["goodput"]["message"]
+    assert "stalls 0.08 h" in got["goodput"]["message"]
+    assert "33.3 GPU-h" in got["redone"]["message"] and "40 iterations" in got["redone"]["message"]
+    # the lines not crossed: a span under min_h, goodput above the line, redone under its GPU-hours
+    quiet = {a["kind"] for a in alerts("--alert", "goodput.below=0.05", "--alert", "redone.gpu_h=40")}
+    assert not {"goodput", "redone"} & quiet
+    assert "goodput" not in {a["kind"] for a in alerts("--alert", "goodput.below=0.1", "--alert", "goodput.min_h=1")}

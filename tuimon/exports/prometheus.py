@@ -104,6 +104,12 @@ def _job_metrics(rows: list[JobRow], alerts: list, now: float) -> Iterable[Any]:
     updated = gauge("tuimon_job_last_update_timestamp_seconds", "When the job's logs were last written")
     status = gauge("tuimon_job_status", "1 for the job's current status", ["status"])
     world = gauge("tuimon_job_world_size", "GPUs of the run")
+    goodput = gauge("tuimon_job_goodput_ratio", "Training time over the job's span, its runs together (the time "
+                    "ledger; on the row of its latest run)")
+    ledger_s = gauge("tuimon_job_ledger_seconds", "The job's span by part: startup, training, checkpoint, eval, stall, "
+                     "redone, teardown, gap (the time ledger; on the row of its latest run)", ["part"])
+    ledger_gpu = gauge("tuimon_job_ledger_gpu_seconds", "The job's parts in GPU-seconds: world size x seconds "
+                       "(the time ledger; on the row of its latest run)", ["part"])
     counts = CounterMetricFamily("tuimon_job_alerts", "Alerts raised, by kind", labels=LABELS + ["kind"])
     by_job: dict[tuple[str, str], int] = {}
     for a in alerts:
@@ -141,11 +147,18 @@ def _job_metrics(rows: list[JobRow], alerts: list, now: float) -> Iterable[Any]:
         for name in STATUSES:
             status.add_metric(labels + [name], 1.0 if name == current else 0.0)
         put(world, s.world_size)
+        ledger = s.ledger
+        if ledger is not None and ledger.runs and ledger.runs[-1] == s.job:  # once a job, on its latest run
+            put(goodput, ledger.goodput)
+            for part, value in ledger.seconds.items():
+                put(ledger_s, value, part)
+                hours = ledger.gpu_hours.get(part)
+                put(ledger_gpu, None if hours is None else hours * 3600.0, part)
         for (job, kind), n in by_job.items():
             if job == s.job:
                 counts.add_metric(labels + [label_text(kind)], float(n))
     yield from (it, total, secs, *(family for _, family in registry), tflops, mfu, hfu, loss, evaluation, startup, updated,
-                status, world, counts)
+                status, world, goodput, ledger_s, ledger_gpu, counts)
 
 
 def registry_for(session: LiveSession, **kw: Any) -> CollectorRegistry:

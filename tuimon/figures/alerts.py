@@ -22,6 +22,9 @@ Rules and their defaults (each settable, ``--alert loss-spike.k=8``, or off,
 
 A restart (the iteration number going back) starts the windows afresh.
 * ``straggler``: a rank whose median iteration time is ``factor`` x the median rank's.
+* ``goodput``: a job's training time (its runs together, :mod:`.ledger`) under ``below`` of its
+  span, once the span is ``min_h`` hours long (:func:`ledger_alerts`);
+* ``redone``: a job's work redone after restarts over ``gpu_h`` GPU-hours.
 """
 from __future__ import annotations
 
@@ -36,6 +39,8 @@ from ..store.fields import BY_KEY
 from ..store.job_store import Job
 from ..store.series import Series
 from .cells import iter_time, num
+from .ledger import LABELS as LEDGER_LABELS
+from .ledger import Ledger
 from .metrics import steady_median
 from .record import Summary
 from .thresholds import DEFAULTS as DEFAULTS
@@ -428,3 +433,26 @@ def _stragglers(job: Job, name: str, opts: Mapping[str, float]) -> list[Alert]:
 
 def _rank_key(job: Job, rank: str) -> Any:
     return next(k for k in job.ranks if str(k) == rank)
+
+
+def ledger_alerts(ledger: Ledger, rules: Rules) -> list[Alert]:
+    """The time ledger's alerts of a job (its runs together): named after its latest run, one of
+    each kind a job (what the ledger says when it first crossed the line)."""
+    on = rules.settings
+    out: list[Alert] = []
+    name = ledger.runs[-1] if ledger.runs else ledger.group
+    hours = ledger.whole_s / 3600.0 if ledger.whole_s is not None else None
+    if "goodput" in on and ledger.goodput is not None and hours is not None and hours >= on["goodput"]["min_h"] \
+            and ledger.goodput < on["goodput"]["below"]:
+        lost = sorted(((v, p) for p, v in ledger.seconds.items() if p != "training" and v), reverse=True)[:3]
+        where = ", ".join(f"{LEDGER_LABELS[p]} {v / 3600.0:.2f} h" for v, p in lost)
+        out.append(Alert(name, "goodput", None, None, ledger.end,
+                         f"goodput {100 * ledger.goodput:.0f}% under {100 * on['goodput']['below']:.0f}%: "
+                         f"{ledger.seconds['training'] or 0.0:.0f} s of training in {ledger.whole_s:.0f} s"
+                         f"{f' ({where})' if where else ''} over {len(ledger.runs)} run(s)", None, None))
+    redone = ledger.gpu_hours.get("redone")
+    if "redone" in on and redone is not None and redone > on["redone"]["gpu_h"]:
+        out.append(Alert(name, "redone", None, None, ledger.end,
+                         f"work redone after restarts: {redone:.1f} GPU-h ({ledger.redone_iterations} iterations "
+                         f"trained again) over {on['redone']['gpu_h']:g} GPU-h", None, None))
+    return [replace(a, job_key=ledger.group) for a in out]

@@ -30,6 +30,7 @@ up, and is light enough for the command line's options to import.
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import math
 import os
 import re
@@ -150,6 +151,29 @@ def _key(row: Any) -> tuple[str, str]:
     """A run's job: its directory and its file's first run's name."""
     where = os.path.dirname(row.files[0]) if row.files else ""
     return where, group_of(row.job)
+
+
+def family(row: Any) -> tuple[str, str]:
+    """What a run's ledger may take in: the jobs of its directory and run name (scheduler id aside)."""
+    where, group = _key(row)
+    return where, _run_name(group)
+
+
+@dataclass(frozen=True)
+class RunPiece:
+    """What a run's ledger needs of its summary, kept by those who judge jobs one at a time."""
+    job: str
+    files: list[str]
+    status: str
+    run_ledger: RunLedger
+
+
+def piece_of(row: Any) -> Optional[RunPiece]:
+    """A summary's run, small: its ledger without the bar's pieces."""
+    r = row.run_ledger
+    if r is None:
+        return None
+    return RunPiece(row.job, list(row.files[:1]), row.status, dataclasses.replace(r, segments=[]))
 
 
 def _chain_resubmissions(by_group: dict[tuple[str, str], list[int]], rows: Sequence[Any]

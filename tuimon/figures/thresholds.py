@@ -14,6 +14,9 @@ DEFAULTS: dict[str, dict[str, float]] = {
     "grad-norm-spike": {"k": 10.0, "window": 50, "min_points": 20},
     "slowdown": {"factor": 1.3, "window": 20, "baseline": 100},
     "straggler": {"factor": 1.2, "min_points": 5},
+    # the time ledger (figures.ledger): judged on a job's runs together, once its span is min_h long
+    "goodput": {"below": 0.5, "min_h": 1.0},
+    "redone": {"gpu_h": 50.0},
 }
 KINDS = tuple(DEFAULTS)
 

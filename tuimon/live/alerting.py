@@ -25,7 +25,9 @@ import time
 from collections import deque
 from typing import Callable, Iterable, Mapping, Optional, Sequence
 
-from ..figures.alerts import Alert, Rules, evaluate, time_deadline
+from ..figures.alerts import Alert, Rules, evaluate, ledger_alerts, time_deadline
+from ..figures.ledger import RunPiece, family, ledgers, piece_of
+from ..figures.record import Summary
 from ..figures.summary import STARTUP_TIMEOUT_S, summarize
 from ..store.job_store import Job
 
@@ -141,6 +143,8 @@ class AlertFeed:
         #: each job's last write when first judged: a later one means it was seen growing (quiet_verdict)
         self._first_write: dict[str, Optional[float]] = {}
         self._due: list[tuple[float, str]] = []  # (deadline, job key): a heap, for update_some
+        #: (directory, run name) -> job key -> its run's ledger piece (the goodput and redone rules)
+        self._pieces: dict[tuple[str, str], dict[str, RunPiece]] = {}
         self._cost: dict[str, tuple[float, float]] = {}  # job key -> (monotonic end, seconds) of its last judgement
         self._due_mono: list[tuple[float, str]] = []  # (monotonic time, job key): big jobs' next turns
         self._waiting: set[str] = set()
@@ -219,7 +223,8 @@ class AlertFeed:
             self._judged[job.key] = (version, last_write, due)
             if due is not None:
                 heapq.heappush(self._due, (due, job.key))
-        for alert in evaluate(job, summary, self.rules, now=now, last_write=last_write, grew=grew):
+        for alert in evaluate(job, summary, self.rules, now=now, last_write=last_write, grew=grew) + \
+                self._ledger_alerts(job.key, summary):
             key = _plain_key(alert.key)
             if key in self.seen:
                 continue
@@ -227,6 +232,23 @@ class AlertFeed:
             fresh.append(alert)
         ended = time.monotonic()
         self._cost[job.key] = (ended, ended - started)
+
+    def _ledger_alerts(self, key: str, summary: Summary) -> list[Alert]:
+        """The time ledger's alerts of the job ``summary``'s run belongs to: its runs judged so far
+        (a small piece of each, per directory and run name) taken together."""
+        if not ({"goodput", "redone"} & set(self.rules.settings)):
+            return []
+        piece = piece_of(summary)
+        if piece is None:
+            return []
+        pieces = self._pieces.setdefault(family(summary), {})
+        pieces[key] = piece
+        rows = list(pieces.values())
+        out: list[Alert] = []
+        for ledger in {id(led): led for led in ledgers(rows) if led is not None}.values():
+            if summary.job in ledger.runs:
+                out += ledger_alerts(ledger, self.rules)
+        return out
 
     def _deliver(self, fresh: list[Alert]) -> list[Alert]:
         for alert in fresh[:100]:

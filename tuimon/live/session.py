@@ -24,6 +24,7 @@ from tuimon.parsers.columns import Item, slices
 from ..figures import flops
 from ..figures.alerts import DEFAULTS as ALERT_DEFAULTS
 from ..figures.alerts import Alert, Rules, quiet_verdict
+from ..figures.ledger import ledgers
 from ..figures.metrics import steady_stats
 from ..figures.record import IterTime, Summary
 from ..figures.summary import (
@@ -472,6 +473,10 @@ class LiveSession:
                     continue
                 budget -= 1
             rows.append(self._row(job, now))
+        # each run's job's time ledger: its runs together, with their statuses as of now
+        for row, ledger in zip(rows, ledgers([r.summary for r in rows])):
+            if ledger is not None and row.summary.ledger != ledger:
+                row.summary = row.summary.with_(ledger=ledger)
         if budget > 0:  # every row is up to date: the next tick may reuse them
             # what time alone changes (age, ETA, stalled, stuck in startup) is measured again every
             # TIME_REFRESH_S; the screens redraw only if what they show of it changed
