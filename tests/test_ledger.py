@@ -248,3 +248,34 @@ def test_alerts_on_goodput_and_work_redone(tmp_path):
     quiet = {a["kind"] for a in alerts("--alert", "goodput.below=0.05", "--alert", "redone.gpu_h=40")}
     assert not {"goodput", "redone"} & quiet
     assert "goodput" not in {a["kind"] for a in alerts("--alert", "goodput.below=0.1", "--alert", "goodput.min_h=1")}
+
+
+async def test_the_job_screen_draws_the_ledger(tmp_path):
+    """Pilot: the job screen's ledger panel: goodput in its border, the bar with run 2's start marked, the
+    parts' shares; the same whichever run of the job is opened."""
+    from tests.conftest import APP_SIZE, loaded_session, until
+    from tuimon.ui.app import TuimonApp
+    from tuimon.ui.job import JobScreen
+    from tuimon.ui.panels import LedgerPanel
+
+    lines: list[str] = []
+    _resumed_run(lines, _first_run(lines) + 600)
+    (tmp_path / "train-4242.out").write_text("\n".join(lines) + "\n")
+    app = TuimonApp(loaded_session([tmp_path]))
+    async with app.run_test(size=APP_SIZE) as pilot:
+        await until(pilot, lambda: app.screen.query("#jobs") and app.screen.query_one("#jobs").row_count == 2)
+        await pilot.press("enter")
+        await until(pilot, lambda: isinstance(app.screen, JobScreen) and app.screen.query_one(LedgerPanel).detail)
+        panel = app.screen.query_one(LedgerPanel)
+        await until(pilot, lambda: "goodput" in str(panel.border_title))
+        assert str(panel.border_title) == "Time ledger: goodput 8% of 19m, 2 runs, 30s redone"
+        bar, parts = _panel_text(panel)
+        assert bar.count("┃") == 1 and bar.index("┃") == int(1028 / 1138 * len(bar))  # run 2 starts at 1028 s
+        assert "·" in bar and "▒" in bar and "░" in bar  # the gap, the save, the evaluation drawn
+        assert parts.startswith("· between runs 53%") and "stalls 26%" in parts and "redone 3%" in parts
+
+
+def _panel_text(panel) -> tuple[str, str]:
+    text = panel.build(panel.detail, panel.content_size.width)
+    bar, parts = text.plain.split("\n")[:2]
+    return bar, parts

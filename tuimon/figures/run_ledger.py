@@ -42,8 +42,13 @@ def run_ledger(series: Any, *, first_step: Optional[float], startup_s: Optional[
         notes.append(f"{why}: training, saves, evaluation, stalls and teardown are unknown")
         if end is not None and first_step is not None and end < first_step:
             end = None  # (a first step placed after every stamp: no span to tell)
+        placed: list[list[Any]] = []
+        if start is not None and first_step is not None:
+            add_segment(placed, "startup", 0.0, first_step - start)
+            if end is not None:
+                add_segment(placed, "unknown", first_step - start, end - start)
         return RunLedger(start, first_step, None, end, world_size, start_iteration, last_iteration, resumed_from,
-                         seconds, [], [], notes)
+                         seconds, [], bounded(placed), notes)
     # a step line without a stamp of its own carries the last one read: the first of equal stamps is kept
     stamped = np.isfinite(walls)
     its, walls = its[stamped], walls[stamped]
@@ -117,8 +122,8 @@ def _unstamped(its: np.ndarray, walls: np.ndarray, median_ms: Optional[float]) -
         work = float(its[b] - its[a]) * median_ms / 1000.0
         span = float(walls[b] - walls[a])
         if work > 0 and span < 0.8 * work:
-            return (f"the steps' stamps are not their own ({int(its[b] - its[a])} iterations at the steady "
-                    f"{median_ms:.0f} ms take {work:.0f} s; their stamps span {span:.0f} s)")
+            return (f"the steps' stamps are not their own: {int(its[b] - its[a])} iterations of "
+                    f"{median_ms / 1000.0:.3g} s span {span:.0f} s of stamps")
     return None
 
 

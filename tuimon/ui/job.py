@@ -1,4 +1,4 @@
-"""The job screen: charts, breakdowns, startup timeline, ranks and the log tail."""
+"""The job screen: charts, the time ledger, breakdowns, startup timeline, ranks and the log tail."""
 from __future__ import annotations
 
 import math
@@ -20,7 +20,7 @@ from ..text import sanitize
 from .chart import FULL, LineChart, XView, in_view
 from .messages import OpenLog, OpenRank, RefreshRequest
 from .palette import Palette, of
-from .panels import BreakdownPanel, FailuresPanel, Panel, RunPanel, StartupPanel
+from .panels import BreakdownPanel, FailuresPanel, LedgerPanel, Panel, RunPanel, StartupPanel
 from .render import Fitted, num, plain, status_text
 
 TAIL_SHOWN = 500
@@ -184,6 +184,7 @@ class JobScreen(Screen):
             yield Chart("TFLOPs/GPU", "chart-tflops")
             yield Chart("iteration time (s)", "chart-iter", unit="s")
             yield Chart("loss", "chart-loss", warmup=False)
+        yield LedgerPanel(id="ledger")
         with Horizontal(classes="panels"):
             yield BreakdownPanel(id="breakdown")
             yield StartupPanel(id="startup")

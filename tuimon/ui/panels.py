@@ -12,13 +12,24 @@ from textual.widget import Widget
 
 from ..live.session import JobDetail
 from .palette import Palette, of
-from .render import Fitted, breakdown_rows, failures_text, num, plain, short_num, timeline, tree_bars
+from .render import (
+    Fitted,
+    breakdown_rows,
+    failures_text,
+    ledger_heading,
+    ledger_text,
+    num,
+    plain,
+    short_num,
+    timeline,
+    tree_bars,
+)
 
 
 class Panel(Widget):
     """One panel of a job: set ``detail`` and it draws itself again."""
 
-    COMPONENT_CLASSES = {"panel--title", "panel--bar", "panel--phase", "panel--alert", "panel--muted"}
+    COMPONENT_CLASSES = {"panel--title", "panel--bar", "panel--phase", "panel--alert", "panel--muted", "panel--warn"}
     DEFAULT_CSS = """
     Panel { width: 1fr; height: 100%; border: round $secondary 40%; padding: 0 1; }
     Panel > .panel--title { text-style: bold; }
@@ -26,6 +37,7 @@ class Panel(Widget):
     Panel > .panel--phase { color: $secondary; }
     Panel > .panel--alert { color: $error; text-style: bold; }
     Panel > .panel--muted { color: $text-muted; }
+    Panel > .panel--warn { color: $warning; text-style: bold; }
     """
 
     # a detail holds arrays, which do not compare as one value: every assignment redraws
@@ -34,7 +46,7 @@ class Panel(Widget):
     def palette(self) -> Palette:
         style = self.get_component_rich_style
         return Palette(status=of(self).status, alert=style("panel--alert"), bar=style("panel--bar"),
-                       phase=style("panel--phase"), dim=style("panel--muted"))
+                       phase=style("panel--phase"), dim=style("panel--muted"), warn=style("panel--warn"))
 
     def title(self, text: str) -> Text:
         return Text(text, style=self.get_component_rich_style("panel--title"))
@@ -123,6 +135,16 @@ class StartupPanel(Panel):
                 text.append("\n")
                 text.append_text(plain(f"{t['name'][:40]:40s} {t['ms']:10.1f} ms"))
         return text
+
+
+class LedgerPanel(Panel):
+    """The job's time ledger (its runs together, :mod:`tuimon.figures.ledger`): its span as a bar
+    of parts, each run's start marked, then the parts' shares; the goodput in its border."""
+
+    def build(self, d: JobDetail, width: int) -> Text:
+        ledger = d.row.summary.ledger
+        self.border_title = ledger_heading(ledger)
+        return ledger_text(ledger, width, self.palette())
 
 
 class RunPanel(Panel):

@@ -232,3 +232,76 @@ def failures_text(checks: Sequence[str], alerts: Sequence[Any], failures: Sequen
         text.append_text(plain(f["message"][:160]))
         text.append("\n")
     return text
+
+
+#: the ledger's parts on screen: a glyph each (a monochrome terminal still tells them apart) and the role
+#: of its colour; startup in the startup timeline's colour
+LEDGER_LOOK = {"startup": ("▓", "phase"), "training": ("█", "bar"), "checkpoint": ("▒", "bar"), "eval": ("░", "bar"),
+               "stall": ("█", "alert"), "redone": ("█", "warn"), "teardown": ("▓", "dim"), "gap": ("·", "dim"),
+               "unknown": ("?", "dim")}
+_LEDGER_WORDS = {"startup": "startup", "training": "training", "checkpoint": "saves", "eval": "eval",
+                 "stall": "stalls", "redone": "redone", "teardown": "teardown", "gap": "between runs"}
+
+
+def ledger_heading(ledger: Any) -> str:
+    """The panel's title: goodput over the span, the runs, what was redone; or why it is unknown."""
+    if ledger is None:
+        return "Time ledger"
+    runs = len(ledger.runs)
+    if ledger.goodput is None or ledger.whole_s is None:
+        why = ledger.notes[0].split(": ", 1)[-1] if ledger.notes else "unknown"
+        return f"Time ledger: goodput unknown, {why}"
+    words = [f"Time ledger: goodput {100 * ledger.goodput:.0f}% of {duration(ledger.whole_s)}"]
+    if runs > 1:
+        words.append(f"{runs} runs")
+    redone = ledger.gpu_hours.get("redone")
+    if redone:
+        words.append(f"{redone:.1f} GPU-h redone")
+    elif ledger.seconds.get("redone"):
+        words.append(f"{duration(ledger.seconds['redone'])} redone")
+    return ", ".join(words)
+
+
+def ledger_text(ledger: Any, width: int, palette: Palette = DEFAULT) -> Text:
+    """A job's time ledger in two lines of ``width``: its span as a bar (each cell the part that
+    took most of its time, a run's start marked ``┃``), then each part's share (and time where
+    there is room), largest first."""
+    out = Text()
+    if ledger is None or not ledger.segments or not ledger.whole_s:
+        why = ledger.notes[0] if ledger is not None and ledger.notes else "no run of this job has time stamps to place"
+        out.append_text(plain(why[: max(1, width * 2)], "dim"))
+        return out
+    width = max(10, width)
+    span = ledger.whole_s
+    cells: list[dict[str, float]] = [{} for _ in range(width)]
+    for part, a, b in ledger.segments:
+        first, last = int(a / span * width), min(width - 1, int(b / span * width))
+        for k in range(max(0, first), last + 1):
+            lo, hi = span * k / width, span * (k + 1) / width
+            cells[k][part] = cells[k].get(part, 0.0) + max(0.0, min(b, hi) - max(a, lo))
+    marks = {min(width - 1, int(at / span * width)) for at in ledger.run_starts}
+    for k, share in enumerate(cells):
+        if k in marks:
+            out.append("┃", style=palette.dim)
+            continue
+        part = max(share, key=share.__getitem__) if share else "unknown"
+        glyph, role = LEDGER_LOOK.get(part, LEDGER_LOOK["unknown"])
+        out.append(glyph, style=getattr(palette, role))
+    out.append("\n")
+    pieces = sorted(((v, p) for p, v in ledger.seconds.items() if v), reverse=True)
+    unknown = [p for p, v in ledger.seconds.items() if v is None]
+    used = 0
+    for v, part in pieces:
+        glyph, role = LEDGER_LOOK[part]
+        share = ledger.share.get(part)
+        label = f"{_LEDGER_WORDS[part]} {100 * share:.0f}%" if share is not None else _LEDGER_WORDS[part]
+        long = f"{label} {duration(v)}"
+        text = long if used + len(long) + 3 <= width else label
+        if used + len(text) + 3 > width:
+            break
+        out.append(glyph + " ", style=getattr(palette, role))
+        out.append(text + "  ")
+        used += len(text) + 4
+    if unknown and used + 12 < width:
+        out.append(f"? {', '.join(_LEDGER_WORDS[p] for p in unknown)} unknown"[: width - used], style=palette.dim)
+    return out
