@@ -77,14 +77,19 @@ def run_ledger(series: Any, *, first_step: Optional[float], startup_s: Optional[
         seconds.update(training=float(train.sum()), checkpoint=float(ckpt.sum()), eval=float(evaluation.sum()),
                        stall=float(stall.sum()))
         knots = _knots(its, cum)
+        # the bar: training between the intervals that hold something else (a walk over those alone: a
+        # run's points may be a million)
         at = np.maximum(walls[:-1], t_first) - origin
-        for k in range(its.size - 1):
-            t = float(at[k])
-            for part, length in (("training", train[k]), ("checkpoint", ckpt[k]), ("eval", evaluation[k]),
-                                 ("stall", stall[k])):
+        cursor = t_first - origin
+        for k in np.flatnonzero((ckpt + evaluation + stall) > 0):
+            t = float(at[k] + train[k])
+            add_segment(segments, "training", cursor, t)
+            for part, length in (("checkpoint", ckpt[k]), ("eval", evaluation[k]), ("stall", stall[k])):
                 if length > 0:
                     add_segment(segments, part, t, t + float(length))
                     t += float(length)
+            cursor = t
+        add_segment(segments, "training", cursor, last_step - origin)
     if seconds["teardown"]:
         add_segment(segments, "teardown", last_step - origin, end - origin)
     return RunLedger(start, first_step, last_step, end, world_size, start_iteration, last_iteration, resumed_from,
