@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from datetime import datetime, timedelta, timezone
@@ -279,3 +280,90 @@ def _panel_text(panel) -> tuple[str, str]:
     text = panel.build(panel.detail, panel.content_size.width)
     bar, parts = text.plain.split("\n")[:2]
     return bar, parts
+
+
+def _titan_step(step: int, s: float) -> str:
+    # torchtitan's metrics line (components/metrics.py), colours stripped as a file with NO_COLOR has them
+    return (f"[rank0]:[titan] {_stamp(s)},000 - root - INFO - step: {step:2d}  loss:  3.1000  grad_norm:  0.0442  "
+            f"memory: 26.01GiB(82.96%)  tps: 3,226  tflops: 20.02  mfu: 6.42%")
+
+
+def _titan_launch(s: float) -> list[str]:
+    glog = (T0 + timedelta(seconds=s)).strftime("W%m%d %H:%M:%S.000000")
+    return [f"{glog} 429342 site-packages/torch/distributed/run.py:851] ",
+            f"{glog} 429342 site-packages/torch/distributed/run.py:851] *****************************************"]
+
+
+def test_torchtitan_restart_from_its_checkpoint(tmp_path):
+    """A torchtitan job killed after step 60 and requeued into the same file: it loads step-40 (its
+    checkpointer's own line) and trains 41..100 again from there: 20 iterations redone, 10 s of them
+    timed (50 -> 60: its first logged step, 50, ends its startup)."""
+    lines = _titan_launch(0) + [f"[rank0]:[titan] {_stamp(20)},000 - root - INFO - Training starts at step 1"]
+    lines += [_titan_step(i, 30 + i) for i in range(10, 61, 10)]
+    lines += ["Killed"] + _titan_launch(500)
+    lines += [f"[rank0]:[titan] {_stamp(520)},000 - root - INFO - Loading the checkpoint from "
+              "./outputs/checkpoint/step-40.",
+              f"[rank0]:[titan] {_stamp(522)},000 - root - INFO - Finished loading the checkpoint in 2.00 seconds.",
+              f"[rank0]:[titan] {_stamp(522)},000 - root - INFO - Training starts at step 41"]
+    lines += [_titan_step(i, 520 + i) for i in range(50, 101, 10)]
+    (tmp_path / "titan.log").write_text("\n".join(lines) + "\n")
+    rows = _summary(tmp_path)
+    assert [r["job"] for r in rows] == ["titan", "titan#2"]
+    assert rows[1]["run_ledger"]["resumed_from"] == 40
+    ledger = _the_ledger(rows)
+    assert ledger["redone_iterations"] == 20
+    assert ledger["seconds"]["redone"] == pytest.approx(10.0)
+    assert ledger["seconds"]["startup"] == pytest.approx(40.0 + 70.0)  # 0 -> step 10 at 40; 500 -> step 50 at 570
+    assert ledger["seconds"]["training"] == pytest.approx(50.0 + 50.0 - 10.0)
+    assert ledger["seconds"]["gap"] == pytest.approx(500 - 90)
+
+
+def test_deepspeed_and_trainer_resume_lines_start_and_mark_a_run(tmp_path):
+    """DeepSpeed's checkpoint engine loading global_step20 after the run reached step 30: a new run, going
+    on from 20 (10 steps redone); its step lines state no step time, so the time parts are unknown."""
+    def step(n: int, s: float) -> str:
+        return (f"[{_stamp(s)},000] [INFO] [logging.py:128:log_dist] [Rank 0] step={n}, skipped=0, "
+                f"lr=[5e-05, 5e-05], mom=[(0.9, 0.95), (0.9, 0.95)]")
+    lines = [step(i, 10 * i) for i in range(10, 31, 10)]
+    lines += [f"[{_stamp(900)},000] [INFO] [torch_checkpoint_engine.py:27:load] [Torch] Loading checkpoint from "
+              "/ckpt/global_step20/mp_rank_00_model_states.pt...", step(30, 1000), step(40, 1100)]
+    (tmp_path / "ds.log").write_text("\n".join(lines) + "\n")
+    rows = _summary(tmp_path)
+    assert [r["job"] for r in rows] == ["ds", "ds#2"]
+    assert rows[1]["run_ledger"]["resumed_from"] == 20
+    ledger = _the_ledger(rows)
+    assert ledger["redone_iterations"] == 10
+    assert ledger["goodput"] is None and ledger["seconds"]["training"] is None
+
+
+def test_corpus_saves_are_their_stated_times():
+    """elena-1861140: Megatron's `save-checkpoint` timer states each save (17925.59 ms at 50, 1063.41 at
+    100, ...): the ledger's checkpoint part is their sum where each fits its interval's time past its steps."""
+    log = shared_or_skip("corpus/megatron-lm/elena-1861140.out.log")
+    # the (min, max) across ranks: a save takes its slowest rank's time
+    saves = [float(m) for m in re.findall(r"save-checkpoint[ .]*:\s*\([\d.]+, ([\d.]+)\)", log.read_text(errors="replace"))]
+    (row,) = _summary(log)
+    stated = {c["iteration"]: c["save_ms"] for c in row["checkpoints"]}
+    assert sorted(stated.values()) == sorted(set(stated.values()))
+    assert row["run_ledger"]["seconds"]["checkpoint"] == pytest.approx(sum(stated.values()) / 1000.0, abs=0.05)
+    assert sorted(stated.values()) == sorted(saves)
+
+
+def test_the_bar_of_a_long_run_is_bounded_and_the_same_either_way():
+    """A run of thousands of pieces keeps MAX_SEGMENTS even buckets, each its part of most time: the numpy
+    bounding (a run's) gives what the plain one (a job's) gives on a random layout."""
+    import random
+
+    from tuimon.figures.ledger import MAX_SEGMENTS, add_segment, bounded
+    from tuimon.figures.run_ledger import _bounded
+
+    rng = random.Random(3)
+    pieces: list[list] = []
+    t = 0.0
+    for _ in range(5000):
+        d = rng.random() * 10
+        add_segment(pieces, rng.choice(["training", "training", "stall", "eval", "checkpoint"]), t, t + d)
+        t += d
+    fast, plain = _bounded(pieces), bounded(pieces)
+    assert fast == plain and len(fast) <= MAX_SEGMENTS
+    assert fast[0][1] == 0.0 and fast[-1][2] == pytest.approx(t, abs=1e-3)

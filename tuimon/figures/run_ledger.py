@@ -7,13 +7,13 @@ from typing import Any, Mapping, Optional, Sequence
 
 import numpy as np
 
-from .ledger import RUN_PARTS, RunLedger, add_segment, bounded
+from .ledger import MAX_SEGMENTS, RUN_PARTS, RunLedger, add_segment, bounded
 
 KNOTS = 64  # (iteration, training seconds) points a run keeps to place work redone
 
 
 def run_ledger(series: Any, *, first_step: Optional[float], startup_s: Optional[float],
-               startup_note: Optional[str], end: Optional[float], median_ms: Optional[float],
+               startup_note: Optional[str], end: Optional[float], median_ms: Optional[float], stated: bool,
                world_size: Optional[int], resumed_from: Optional[int],
                checkpoints: Mapping[int, Optional[float]], evals: Sequence[tuple[int, Optional[float]]],
                stall_opts: Mapping[str, float]) -> RunLedger:
@@ -23,7 +23,9 @@ def run_ledger(series: Any, *, first_step: Optional[float], startup_s: Optional[
     stamp or None))."""
     notes: list[str] = []
     seconds: dict[str, Optional[float]] = dict.fromkeys(RUN_PARTS)
-    its, walls = _points(series)
+    its, walls, elapsed = _points(series)
+    if not stated:  # step times made from stamps: they hold whatever the interval held
+        elapsed = np.full(its.size, np.nan)
     start = first_step - startup_s if first_step is not None and startup_s is not None else None
     if startup_s is not None:
         seconds["startup"] = float(startup_s)
@@ -48,12 +50,12 @@ def run_ledger(series: Any, *, first_step: Optional[float], startup_s: Optional[
             if end is not None:
                 add_segment(placed, "unknown", first_step - start, end - start)
         return RunLedger(start, first_step, None, end, world_size, start_iteration, last_iteration, resumed_from,
-                         seconds, [], bounded(placed), notes)
+                         seconds, [], _bounded(placed), notes)
     # a step line without a stamp of its own carries the last one read: the first of equal stamps is kept
     stamped = np.isfinite(walls)
-    its, walls = its[stamped], walls[stamped]
+    its, walls, elapsed = its[stamped], walls[stamped], elapsed[stamped]
     moved = np.concatenate(([True], np.diff(walls) != 0))
-    its, walls = its[moved], walls[moved]
+    its, walls, elapsed = its[moved], walls[moved], elapsed[moved]
     t_first = max(first_step, float(walls[0])) if first_step is not None else float(walls[0])
     last_step = float(walls[-1])
     if end is not None and end >= last_step:
@@ -65,7 +67,7 @@ def run_ledger(series: Any, *, first_step: Optional[float], startup_s: Optional[
     segments: list[list[Any]] = []
     if start is not None:
         segments.append(["startup", 0.0, t_first - origin])
-    parts = _split_intervals(its, walls, t_first, median_ms, checkpoints, evals, stall_opts)
+    parts = _split_intervals(its, walls, elapsed, t_first, median_ms, checkpoints, evals, stall_opts)
     if parts is None:
         span = max(0.0, last_step - t_first)
         notes.append(f"no steady step time: its {span:.0f} s from first step to last are not split "
@@ -93,22 +95,24 @@ def run_ledger(series: Any, *, first_step: Optional[float], startup_s: Optional[
     if seconds["teardown"]:
         add_segment(segments, "teardown", last_step - origin, end - origin)
     return RunLedger(start, first_step, last_step, end, world_size, start_iteration, last_iteration, resumed_from,
-                     seconds, knots, bounded(segments), notes)
+                     seconds, knots, _bounded(segments), notes)
 
 
-def _points(series: Any) -> tuple[np.ndarray, np.ndarray]:
-    """Iterations and absolute stamps of a series' points, in the order logged, each iteration
-    once (a second line of one step fills it in; it is no step of its own)."""
+def _points(series: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Iterations, absolute stamps and stated step times (ms, the mean over the interval each
+    point ends) of a series' points, in the order logged, each iteration once (a second line of
+    one step fills it in; it is no step of its own)."""
     if series is None or not len(series):
-        return np.empty(0, np.int64), np.empty(0)
+        return np.empty(0, np.int64), np.empty(0), np.empty(0)
     its = series.column("iteration").astype(np.int64)
     walls = series.column("wall").astype(np.float64) + (series.wall_base if series.wall_base is not None else np.nan)
+    elapsed = series.column("elapsed_ms").astype(np.float64)
     keep = its >= 0
-    its, walls = its[keep], walls[keep]
+    its, walls, elapsed = its[keep], walls[keep], elapsed[keep]
     if its.size > 1:
         fresh = np.concatenate(([True], its[1:] != its[:-1]))
-        its, walls = its[fresh], walls[fresh]
-    return its, walls
+        its, walls, elapsed = its[fresh], walls[fresh], elapsed[fresh]
+    return its, walls, elapsed
 
 
 def _unstamped(its: np.ndarray, walls: np.ndarray, median_ms: Optional[float]) -> Optional[str]:
@@ -139,11 +143,13 @@ def _logging_gap(its: np.ndarray) -> int:
     return max(1, int(np.median(steps))) if steps.size else 1
 
 
-def _split_intervals(its: np.ndarray, walls: np.ndarray, t_first: float, median_ms: Optional[float],
+def _split_intervals(its: np.ndarray, walls: np.ndarray, elapsed: np.ndarray, t_first: float,
+                     median_ms: Optional[float],
                      checkpoints: Mapping[int, Optional[float]], evals: Sequence[tuple[int, Optional[float]]],
                      stall_opts: Mapping[str, float]) -> Optional[tuple[np.ndarray, ...]]:
     """Each interval between logged points split into training, checkpoint, evaluation and
-    stall seconds, and the training seconds up to each point; None without a step time."""
+    stall seconds, and the training seconds up to each point; None without a step time.  What
+    an interval holds past its steps' time is a save's, an evaluation's or a stall's."""
     if median_ms is None or not math.isfinite(median_ms) or median_ms <= 0:
         return None
     n = its.size - 1
@@ -153,7 +159,12 @@ def _split_intervals(its: np.ndarray, walls: np.ndarray, t_first: float, median_
     dt = np.maximum(np.diff(walls), 0.0)
     dt[0] = max(0.0, float(walls[1]) - max(float(walls[0]), t_first))
     steps = np.maximum(np.diff(its), 0).astype(np.float64)
-    expected = steps * (median_ms / 1000.0)
+    # an interval's steps take what its record states (Megatron's interval timer stops for saves and
+    # evaluations), at most the steady median: a record whose interval held an evaluation pass states
+    # it in its mean (NeoX: 20,649 ms between 599 ms ones), a slow step is no save
+    per_step = np.fmin(elapsed[1:], median_ms) / 1000.0
+    per_step[~(per_step > 0)] = median_ms / 1000.0
+    expected = steps * per_step
     excess = np.maximum(dt - expected, 0.0)
     # an event at iteration c comes after step c: it lies in the interval that ends at the first point past c
     saved = np.zeros(n)
@@ -192,3 +203,32 @@ def _knots(its: np.ndarray, cum: np.ndarray) -> list[list[float]]:
     else:
         pick = np.unique(np.linspace(0, its.size - 1, KNOTS).round().astype(np.int64))
     return [[float(its[k]), round(float(cum[k]), 3)] for k in pick]
+
+
+def _bounded(segments: list[list[Any]]) -> list[list[Any]]:
+    """:func:`.ledger.bounded` for a long run, in numpy: past MAX_SEGMENTS pieces, even buckets of
+    the span, each the part with most of its time (a run of a million steps may hold thousands)."""
+    if len(segments) <= MAX_SEGMENTS:
+        return bounded(segments)
+    names = sorted({p for p, _, _ in segments})
+    code = np.array([names.index(p) for p, _, _ in segments])
+    a = np.array([s[1] for s in segments], dtype=np.float64)
+    b = np.array([s[2] for s in segments], dtype=np.float64)
+    edges = np.linspace(a.min(), b.max(), MAX_SEGMENTS + 1)
+    covered = np.zeros((len(names), edges.size))
+    for k in range(len(names)):  # each part's time before each edge: whole pieces, then the one cut
+        mine = code == k
+        s0, s1 = a[mine], b[mine]
+        order = np.argsort(s1)
+        s0, s1 = s0[order], s1[order]
+        done = np.concatenate(([0.0], np.cumsum(s1 - s0)))
+        whole = np.searchsorted(s1, edges, side="right")
+        cut = np.zeros(edges.size)
+        inside = whole < s1.size
+        cut[inside] = np.clip(edges[inside] - s0[whole[inside]], 0.0, None)
+        covered[k] = done[whole] + cut
+    most = np.argmax(np.diff(covered, axis=1), axis=0)
+    out: list[list[Any]] = []
+    for j, k in enumerate(most):
+        add_segment(out, names[int(k)], float(edges[j]), float(edges[j + 1]))
+    return [[p, round(x, 3), round(y, 3)] for p, x, y in out]

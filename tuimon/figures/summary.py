@@ -538,6 +538,7 @@ def summarize_timeless(job: Job, *, gpu_peak: Optional[float] = None,
                           first_step=declared_start if declared_start is not None else _first_step_wall(job),
                           startup_s=startup_s, startup_note=startup_note, end=job.last_wall,
                           median_ms=it_stats.median if it_stats else None, world_size=gpus,
+                          stated=cfg.get("step_time_source") is None,
                           resumed_from=job.resumed_from,
                           checkpoints={k: v["save_ms"] for k, v in job.checkpoints.items()},
                           evals=job.eval_marks, stall_opts=ALERT_DEFAULTS["stalled"])

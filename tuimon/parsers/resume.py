@@ -33,8 +33,9 @@ class ResumeParser(LineParser):
     name = "resume"
     READS = "a run going on from a checkpoint: Megatron, torchtitan, DeepSpeed, the Hugging Face Trainer"
     SNIFF = None  # any framework's restart
-    ROUTES = ((r"oad(?:ing|ed) checkpoint", "_on_loading"), (r"Loading the checkpoint from ", "_on_titan"),
-              (r"Continuing training from global step ", "_on_trainer"))
+    # literal triggers: the engines' literal scan passes every other line by
+    ROUTES = ((r"oading checkpoint", "_on_loading"), (r"oaded checkpoint from ", "_on_loading"),
+              (r"Loading the checkpoint from ", "_on_titan"), (r"Continuing training from global step ", "_on_trainer"))
 
     SAMPLES = (
         Sample(" loading checkpoint from /ckpt/gpt3 at iteration 2000", "resume",

@@ -571,11 +571,14 @@ def _resume_starts_a_run(job: Job, ev: Resume, _: Optional[int]) -> bool:
     job appending to its output) and goes on from it, whether or not its counter goes back past
     a logging interval (killed at 130, going on from 120 while logging every 10)."""
     run = job.run_of(ev.file)
-    if ev.iteration is None or not run.progressed or not run.last:
+    if ev.iteration is None or not run.progressed:
         return False
-    # at or before where the run is: going back to it.  Past it: a fine-tune loading another run's
-    # weights (torchtitan's initial load, then "Training starts at step 1"), no restart of this one
-    return ev.iteration <= max(last for last, _ in run.last.values())
+    # where the run is: its iterations' counter, else its steps' (DeepSpeed's step=N, torchtitan's)
+    reached = [last for last, _ in run.last.values()] or \
+        ([job.last_step_number] if job.last_step_number is not None else [])
+    # at or before it: going back to it.  Past it: a fine-tune loading another run's weights
+    # (torchtitan's initial load, then "Training starts at step 1"), no restart of this one
+    return bool(reached) and ev.iteration <= max(reached)
 
 
 def _commutes(ev: Item) -> bool:
