@@ -367,3 +367,24 @@ def test_the_bar_of_a_long_run_is_bounded_and_the_same_either_way():
     fast, plain = _bounded(pieces), bounded(pieces)
     assert fast == plain and len(fast) <= MAX_SEGMENTS
     assert fast[0][1] == 0.0 and fast[-1][2] == pytest.approx(t, abs=1e-3)
+
+
+def test_a_kept_ledger_is_handed_back_until_a_run_changes(tmp_path):
+    """The live view's rows are built every tick: a job's ledger is made again only when one of its runs'
+    ledgers or statuses is another (the same object back, else a new one that reads the change)."""
+    from dataclasses import replace
+
+    from tuimon.figures.ledger import RunPiece, ledgers
+    from tuimon.figures.record import from_dict
+
+    lines: list[str] = []
+    _resumed_run(lines, _first_run(lines) + 600)
+    (tmp_path / "train-4242.out").write_text("\n".join(lines) + "\n")
+    rows = [from_dict(r) for r in _summary(tmp_path)]
+    pieces = [RunPiece(r.job, r.files, r.status, r.run_ledger) for r in rows]
+    cache: dict = {}
+    first = ledgers(pieces, cache)
+    assert first[0] is first[1] and first[0].seconds["redone"] == 30.0
+    assert ledgers(pieces, cache)[0] is first[0]
+    changed = ledgers([replace(pieces[0], status="finished"), pieces[1]], cache)
+    assert changed[0] is not first[0] and changed[0].seconds["redone"] == 0.0  # after a finished run: none redone

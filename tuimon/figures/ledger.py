@@ -132,18 +132,31 @@ def _run_name(group: str) -> str:
     return _JOB_ID_TAIL.sub("", group)
 
 
-def ledgers(rows: Sequence[Any]) -> list[Optional[Ledger]]:
+def ledgers(rows: Sequence[Any], cache: Optional[dict] = None) -> list[Optional[Ledger]]:
     """Each row's job's ledger (None for a row without a run ledger), from its runs' summaries
-    (anything with ``job``, ``files``, ``status`` and ``run_ledger``)."""
+    (anything with ``job``, ``files``, ``status`` and ``run_ledger``).  ``cache`` (a dict the caller
+    keeps) hands back the ledger of a job whose runs' ledgers and statuses are the same objects as
+    last time: a live view builds its rows every tick, its jobs rarely change."""
     by_group: dict[tuple[str, str], list[int]] = {}
     for k, row in enumerate(rows):
         if getattr(row, "run_ledger", None) is not None:
             by_group.setdefault(_key(row), []).append(k)
     out: list[Optional[Ledger]] = [None] * len(rows)
-    for members in _chain_resubmissions(by_group, rows).values():
-        ledger = combine(group_of(rows[members[0]].job), [rows[k] for k in members])
+    kept: dict = {}
+    for key, members in _chain_resubmissions(by_group, rows).items():
+        runs = [rows[k] for k in members]
+        held = cache.get(key) if cache is not None else None
+        if held is not None and len(held[0]) == len(runs) and all(
+                a is r.run_ledger and b == r.status and c == r.job for (a, b, c), r in zip(held[0], runs)):
+            ledger = held[1]
+        else:
+            ledger = combine(group_of(runs[0].job), runs)
+        kept[key] = ([(r.run_ledger, r.status, r.job) for r in runs], ledger)
         for k in members:
             out[k] = ledger
+    if cache is not None:  # (jobs gone are forgotten)
+        cache.clear()
+        cache.update(kept)
     return out
 
 

@@ -178,6 +178,7 @@ class LiveSession:
         self._dated: dict[str, int] = {}  # file -> how many of its runs (before its last two) have a date
         self._first_update: dict[str, float] = {}  # job key -> that, when first read (a later one: it grew)
         self._cache: dict[str, tuple[int, JobRow]] = {}
+        self._ledgers: dict = {}  # each job's time ledger, kept while its runs are the same (figures.ledger)
         self._details: dict[str, tuple[int, JobDetail]] = {}  # job key -> (version, detail)
         self._job_versions: dict[str, int] = {}
         self._changed_jobs: set[str] = set()  # jobs whose figures changed since alerts were last judged
@@ -474,8 +475,8 @@ class LiveSession:
                 budget -= 1
             rows.append(self._row(job, now))
         # each run's job's time ledger: its runs together, with their statuses as of now
-        for row, ledger in zip(rows, ledgers([r.summary for r in rows])):
-            if ledger is not None and row.summary.ledger != ledger:
+        for row, ledger in zip(rows, ledgers([r.summary for r in rows], self._ledgers)):
+            if ledger is not None and row.summary.ledger is not ledger:
                 row.summary = row.summary.with_(ledger=ledger)
         if budget > 0:  # every row is up to date: the next tick may reuse them
             # what time alone changes (age, ETA, stalled, stuck in startup) is measured again every
