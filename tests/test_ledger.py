@@ -388,3 +388,41 @@ def test_a_kept_ledger_is_handed_back_until_a_run_changes(tmp_path):
     assert ledgers(pieces, cache)[0] is first[0]
     changed = ledgers([replace(pieces[0], status="finished"), pieces[1]], cache)
     assert changed[0] is not first[0] and changed[0].seconds["redone"] == 0.0  # after a finished run: none redone
+
+
+def test_a_trainer_run_requeued_into_its_output_goes_on_from_its_checkpoint(tmp_path):
+    """The real Hugging Face runs of tests/real/hf-trainer-resume (killed after checkpoint-120, its last step
+    dict at 116; resumed from checkpoint-120) appended into one output, with the Trainer's own INFO lines as
+    it resumes (trainer.py: `Continuing training from global step N`): two runs, the second going on from
+    120 though the first logged no step past 116; no stamps on its steps, so no times are claimed."""
+    real = Path(__file__).parent / "real" / "hf-trainer-resume"
+    info = "".join(f"[INFO|trainer.py:2386] 2026-11-28 04:40:00,000 >>   {words}\n" for words in (
+        "Continuing training from checkpoint, will skip to saved global_step", "Continuing training from epoch 0",
+        "Continuing training from global step 120"))
+    (tmp_path / "hf-requeued.log").write_text((real / "hf-resume-run1.log").read_text(errors="replace") + info
+                                              + (real / "hf-resume-run2.log").read_text(errors="replace"))
+    rows = _summary(tmp_path)
+    assert [(r["job"], r["status"]) for r in rows] == [("hf-requeued", "failed"), ("hf-requeued#2", "finished")]
+    assert [r["run_ledger"]["resumed_from"] for r in rows] == [None, 120]
+    ledger = _the_ledger(rows)
+    assert ledger["redone_iterations"] == 0  # the log shows the first run at 116: nothing it shows is redone
+    assert ledger["goodput"] is None and any("no step has a time stamp" in n for n in ledger["notes"])
+
+
+def test_loading_another_runs_weights_is_no_resume(tmp_path):
+    """A fine-tune that loads a pretraining checkpoint (torchtitan's step-12500) and trains from step 1, twice
+    in one file: two runs (the counter goes back), neither going on from 12500, nothing redone but what the
+    second redoes of the first (which did not finish)."""
+    lines = []
+    for start in (0, 300):
+        lines += _titan_launch(start)
+        lines += [f"[rank0]:[titan] {_stamp(start + 5)},000 - root - INFO - Loading the checkpoint from "
+                  "/runs/pretrain/checkpoint/step-12500.",
+                  f"[rank0]:[titan] {_stamp(start + 7)},000 - root - INFO - Training starts at step 1"]
+        lines += [_titan_step(i, start + 20 + i) for i in range(10, 41, 10)]
+    (tmp_path / "sft.log").write_text("\n".join(lines) + "\n")
+    rows = _summary(tmp_path)
+    assert [r["job"] for r in rows] == ["sft", "sft#2"]
+    assert [r["run_ledger"]["resumed_from"] for r in rows] == [None, None]
+    assert all(any("another run's weights" in n for n in r["run_ledger"]["notes"]) for r in rows)
+    assert _the_ledger(rows)["redone_iterations"] == 40  # the second run trained 1..40 again

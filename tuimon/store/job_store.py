@@ -573,12 +573,19 @@ def _resume_starts_a_run(job: Job, ev: Resume, _: Optional[int]) -> bool:
     run = job.run_of(ev.file)
     if ev.iteration is None or not run.progressed:
         return False
-    # where the run is: its iterations' counter, else its steps' (DeepSpeed's step=N, torchtitan's)
-    reached = [last for last, _ in run.last.values()] or \
-        ([job.last_step_number] if job.last_step_number is not None else [])
-    # at or before it: going back to it.  Past it: a fine-tune loading another run's weights
+    # where the run is (its iterations' counter, else its steps': DeepSpeed's step=N, torchtitan's), and
+    # how many steps it logs once
+    if run.last:
+        reached, every = max(run.last.values())
+    elif job.last_step_number is not None:
+        steps = job.steps.column("iteration")[-2:]
+        reached, every = job.last_step_number, int(steps[1] - steps[0]) if steps.size == 2 else 1
+    else:
+        return False
+    # at or before it, or a step or two of logging past (saved after the last step it logged, killed
+    # before the next): going back to it.  Far past it: a fine-tune loading another run's weights
     # (torchtitan's initial load, then "Training starts at step 1"), no restart of this one
-    return bool(reached) and ev.iteration <= max(reached)
+    return ev.iteration <= reached + 2 * max(1, every)
 
 
 def _commutes(ev: Item) -> bool:
