@@ -13,7 +13,12 @@ Written from the frameworks' own print statements:
 * DeepSpeed (``runtime/engine.py``, its checkpoint engines): ``rank: 0 loading checkpoint:
   DIR/global_stepN/mp_rank_00_model_states.pt``, ``[Torch] Loading checkpoint from
   DIR/global_stepN/...``;
-* the Hugging Face Trainer: ``  Continuing training from global step N``.
+* the Hugging Face Trainer: ``  Continuing training from global step N``;
+* a script's own word, before it resumes (the scripts around the Trainer's ``get_last_checkpoint``,
+  NeMo's exp_manager): ``Resuming training from checkpoint: PATH``, where PATH names its step
+  (``checkpoint-1200``, ``step=1200``, ``step-1200``, ``global_step1200``, Megatron's ``iter_0001200``).
+  Lightning's ``Restoring states from the checkpoint path at`` is not read: it also restores the best
+  checkpoint for a test after training, which is no restart.
 """
 from __future__ import annotations
 
@@ -27,6 +32,9 @@ _MEGATRON = re.compile(r"(?:loading|loaded) checkpoint from (\S+)(?: \[[^\]]{0,8
 _TITAN = re.compile(r"Loading the checkpoint from (\S*?step-(\d{1,12}))\.?\s*$")
 _DEEPSPEED = re.compile(r"[Ll]oading checkpoint(?::| from) (\S*?global_step(\d{1,12})\S*)")
 _TRAINER = re.compile(r"Continuing training from global step (\d{1,12})\b")
+_SCRIPT = re.compile(r"[Rr]esuming (?:training )?from (?:the )?checkpoint:? +(\S+)")
+# a checkpoint's step in its path: the last of these in it
+_PATH_STEP = re.compile(r"(?:checkpoint-|step[=_-]|global_step|iter_)(\d{1,12})(?!\d)")
 
 
 class ResumeParser(LineParser):
@@ -35,7 +43,9 @@ class ResumeParser(LineParser):
     SNIFF = None  # any framework's restart
     # literal triggers: the engines' literal scan passes every other line by
     ROUTES = ((r"oading checkpoint", "_on_loading"), (r"oaded checkpoint from ", "_on_loading"),
-              (r"Loading the checkpoint from ", "_on_titan"), (r"Continuing training from global step ", "_on_trainer"))
+              (r"Loading the checkpoint from ", "_on_titan"), (r"Continuing training from global step ", "_on_trainer"),
+              (r"esuming training from ", "_on_script"), (r"esuming from checkpoint", "_on_script"),
+              (r"esuming from the checkpoint", "_on_script"))
 
     SAMPLES = (
         Sample(" loading checkpoint from /ckpt/gpt3 at iteration 2000", "resume",
@@ -57,6 +67,14 @@ class ResumeParser(LineParser):
         Sample("[INFO|trainer.py:2237] 2024-05-01 10:00:00,000 >>   Continuing training from global step 120", "resume",
                {"iteration": 120}),
         Sample("  Continuing training from global step 0", None),
+        Sample("Resuming training from checkpoint: /scratch/out/checkpoint-1200", "resume",
+               {"iteration": 1200, "path": "/scratch/out/checkpoint-1200"}),
+        Sample("[NeMo I 2024-05-01 10:00:00 exp_manager:394] Resuming training from checkpoint: "
+               "/results/checkpoints/megatron_gpt--val_loss=2.10-step=3000-consumed_samples=96000.0-last.ckpt",
+               "resume", {"iteration": 3000}),
+        Sample("Resuming from checkpoint /ckpt/iter_0001500", "resume", {"iteration": 1500}),
+        Sample("Resuming training from checkpoint: runs/last.pt", None),  # no step in its name: not placed
+        Sample("Resuming training from scratch", None),
     )
 
     def _resume(self, ctx: LineContext, iteration: str, path: Optional[str]) -> list[Event]:
@@ -79,3 +97,10 @@ class ResumeParser(LineParser):
     def _on_trainer(self, body: str, ctx: LineContext) -> list[Event]:
         m = _TRAINER.search(body)
         return self._resume(ctx, m.group(1), None) if m else []
+
+    def _on_script(self, body: str, ctx: LineContext) -> list[Event]:
+        m = _SCRIPT.search(body)
+        if not m:
+            return []
+        steps = _PATH_STEP.findall(m.group(1))
+        return self._resume(ctx, steps[-1], m.group(1)) if steps else []
