@@ -426,3 +426,45 @@ def test_loading_another_runs_weights_is_no_resume(tmp_path):
     assert [r["run_ledger"]["resumed_from"] for r in rows] == [None, None]
     assert all(any("another run's weights" in n for n in r["run_ledger"]["notes"]) for r in rows)
     assert _the_ledger(rows)["redone_iterations"] == 40  # the second run trained 1..40 again
+
+
+def test_megatron_records_that_leave_out_their_saves_and_evaluations(tmp_path):
+    """Megatron-LM stops its interval timer for a save and an evaluation: the record after them states its
+    steps alone (1,069.8 ms after the save at 100, against a median near 850). Stamps, means and timers of a
+    public GPT-2 124M run on one GPU (2025-04), 1 s stamps: the save is its timer's 3.41 s, each evaluation
+    what its interval held past its steps' stated time, within the stamps' second of its `evaluate` timer."""
+    rows = [(40, "23:41:37", 849.8), (50, "23:41:46", 904.5), (60, "23:41:57", 837.6), (70, "23:42:06", 840.3),
+            (80, "23:42:14", 849.5), (90, "23:42:23", 832.5), (100, "23:42:31", 869.1), (110, "23:42:47", 1069.8),
+            (120, "23:42:55", 774.3)]
+
+    def record(i: int, hms: str, ms: float) -> str:
+        return (f" [2025-04-13 {hms}] iteration {i:8d}/    1000 | consumed samples: {16 * i:12d} | elapsed time per "
+                f"iteration (ms): {ms:.1f} | learning rate: 9.0E-05 | global batch size:    16 | lm loss: 7.0E+00 | "
+                "loss scale: 4096.0 | number of skipped iterations:   0 | number of nan iterations:   0 |")
+
+    def evaluation(i: int, ms: float) -> list[str]:
+        return ["(min, max) time across ranks (ms):", f"    evaluate .......................................: "
+                f"({ms:.2f}, {ms:.2f})", "-" * 60,
+                f" validation loss at iteration {i} | lm loss value: 7.398865E+00 | lm loss PPL: 1.634128E+03 | ",
+                "-" * 60]
+
+    lines = ["[before the start of training step] datetime: 2025-04-13 23:41:00 "]
+    for i, hms, ms in rows:
+        lines.append(record(i, hms, ms))
+        if i == 50:
+            lines += evaluation(50, 3274.73)
+        if i == 100:
+            lines += evaluation(100, 2052.52) + [
+                "saving checkpoint at iteration     100 to /root/workspace/checkpoint/GPT2 in torch_dist format",
+                "  successfully saved checkpoint from iteration     100 to /root/workspace/checkpoint/GPT2 [ t 1/1, p 1/1 ]",
+                "(min, max) time across ranks (ms):",
+                "    save-checkpoint ................................: (3413.14, 3413.14)"]
+    (tmp_path / "gpt2.log").write_text("\n".join(lines) + "\n")
+    (row,) = _summary(tmp_path)
+    seconds = row["run_ledger"]["seconds"]
+    assert seconds["checkpoint"] == pytest.approx(3.41314)
+    # by hand: 50 -> 60 holds 11 s, its steps state 10 x 837.6 ms: 2.624 s; 100 -> 110 holds 16 s, its steps
+    # 10 x 1,069.8 ms and the save 3.413 s: 1.889 s
+    assert seconds["eval"] == pytest.approx(2.624 + 1.88886, abs=1e-3)
+    assert abs(2.624 - 3.27473) <= 1.0 and abs(1.88886 - 2.05252) <= 1.0
+    assert seconds["stall"] == 0.0

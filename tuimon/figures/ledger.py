@@ -19,7 +19,9 @@ Its span, first run's start to last run's last stamp, splits into:
 * ``gap``: between one run's last stamp and the next one's start (queue, downtime).
 
 "Past its steps" is the interval's time less its iterations at the run's steady step time
-(the summary's median).  A part whose bounds a log does not give (no stamps, no step time,
+(the summary's median), or, in an interval holding a save or an evaluation, at the time its record
+states where that leaves the event room (Megatron-LM's interval timer stops for both; GPT-NeoX's
+record holds them in its mean).  A part whose bounds a log does not give (no stamps, no step time,
 a run that begins mid-run without a start stamp) is unknown (None) with a note saying why:
 the ledger never guesses.  GPU-hours are each run's world size x its seconds; the time
 between runs holds no GPUs this ledger can count (its GPU-hours are None).

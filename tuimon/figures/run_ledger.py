@@ -159,13 +159,6 @@ def _split_intervals(its: np.ndarray, walls: np.ndarray, elapsed: np.ndarray, t_
     dt = np.maximum(np.diff(walls), 0.0)
     dt[0] = max(0.0, float(walls[1]) - max(float(walls[0]), t_first))
     steps = np.maximum(np.diff(its), 0).astype(np.float64)
-    # an interval's steps take what its record states (Megatron's interval timer stops for saves and
-    # evaluations), at most the steady median: a record whose interval held an evaluation pass states
-    # it in its mean (NeoX: 20,649 ms between 599 ms ones), a slow step is no save
-    per_step = np.fmin(elapsed[1:], median_ms) / 1000.0
-    per_step[~(per_step > 0)] = median_ms / 1000.0
-    expected = steps * per_step
-    excess = np.maximum(dt - expected, 0.0)
     # an event at iteration c comes after step c: it lies in the interval that ends at the first point past c
     saved = np.zeros(n)
     unmeasured = np.zeros(n, dtype=bool)
@@ -186,6 +179,16 @@ def _split_intervals(its: np.ndarray, walls: np.ndarray, elapsed: np.ndarray, t_
             continue
         if 0 <= k < n:
             evaluated[k] = True
+    # an interval's steps take the steady median each; one that holds a save or an evaluation takes
+    # what its record states where that leaves the event room (Megatron-LM stops its interval timer for
+    # both: after a save its steps may state 1,070 ms against a median 850, and the save its own 3.4 s).
+    # A record that states nearly the whole interval holds the event in its mean (GPT-NeoX: 20,649 ms
+    # between 599 ms ones, around an evaluation pass): the median then.  A stall is measured against the
+    # median too (a hang inflates any record that holds it)
+    stated = steps * elapsed[1:] / 1000.0
+    own = ((saved > 0) | unmeasured | evaluated) & np.isfinite(stated) & (stated > 0) & (stated < 0.9 * dt)
+    expected = np.where(own, stated, steps * (median_ms / 1000.0))
+    excess = np.maximum(dt - expected, 0.0)
     ckpt = np.where(unmeasured & ~evaluated, excess, np.minimum(saved, excess))
     # an unmeasured save beside an evaluation: the save's share is not in the log; the pass has it all
     rest = excess - ckpt
