@@ -237,7 +237,7 @@ def failures_text(checks: Sequence[str], alerts: Sequence[Any], failures: Sequen
 #: the ledger's parts on screen: a glyph each (a monochrome terminal still tells them apart) and the role
 #: of its colour; startup in the startup timeline's colour
 LEDGER_LOOK = {"startup": ("▓", "phase"), "training": ("█", "bar"), "checkpoint": ("▒", "bar"), "eval": ("░", "bar"),
-               "stall": ("█", "alert"), "redone": ("█", "warn"), "teardown": ("▓", "dim"), "gap": ("·", "dim"),
+               "stall": ("▚", "alert"), "redone": ("▞", "warn"), "teardown": ("▁", "dim"), "gap": ("·", "dim"),
                "unknown": ("?", "dim")}
 _LEDGER_WORDS = {"startup": "startup", "training": "training", "checkpoint": "saves", "eval": "eval",
                  "stall": "stalls", "redone": "redone", "teardown": "teardown", "gap": "between runs"}
