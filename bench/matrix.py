@@ -206,6 +206,9 @@ def main() -> None:
         raise SystemExit("perl not found: the baseline needs it")
     tmp = Path(tempfile.mkdtemp(prefix="tuimon-matrix-"))
     env = dict(os.environ, XDG_CACHE_HOME=str(tmp / "cache"))
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # every run would compile tuimon again (+0.2 s each)
+    for repo in filter(None, (args.repo, args.baseline)):  # and compiled once, before any run is timed
+        subprocess.run([sys.executable, "-m", "compileall", "-q", str(Path(repo) / "tuimon")], check=False)
     tui = [sys.executable, "-m", "tuimon", "summary", "--format", "json"]
     rows = []
     try:

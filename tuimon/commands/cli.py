@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, Optional, Sequence
 # 0.29-0.47 s of CPU, half of it numpy's import; it takes 0.13-0.18 s)
 from .. import __version__
 from ..engine import native
-from ..engine.alloc import keep_freed_memory
+from ..engine.alloc import freeze_startup_objects, keep_freed_memory
 from ..exports.listen import ListenError
 from ..figures.columns import DEFAULT as COLUMN_DEFAULT
 from ..figures.columns import NAMES as COLUMN_NAMES
@@ -549,6 +549,7 @@ def cmd_summary(settings: Settings) -> int:
     for path in files:
         SUMMARY_LOG.debug("file %s", path)
     keep_freed_memory()
+    _settle()
     t0 = time.perf_counter()
     store = JobStore()
     for path in files:
@@ -604,6 +605,15 @@ def cmd_summary(settings: Settings) -> int:
     sys.stdout.flush()
     _report(stats, len(files) + len(remote_files), time.perf_counter() - t0)
     return 0
+
+
+def _settle() -> None:
+    """A batch verb's start-up done (the engine imported, the formats' rules made): out of the cyclic
+    collector's way from here (:func:`~tuimon.engine.alloc.freeze_startup_objects`)."""
+    from ..engine import catalog, ingest  # noqa: F401 (imported before the freeze)
+
+    catalog.current()
+    freeze_startup_objects()
 
 
 def _summaries(settings: Settings, store: JobStore, files: list[Path], cache,
@@ -672,6 +682,7 @@ def cmd_events(settings: Settings) -> int:
     local, remote = split_paths(settings.paths)
     files = _files(settings, local)
     keep_freed_memory()
+    _settle()
     t0 = time.perf_counter()
     out = sys.stdout
     total = ParseStats()

@@ -13,6 +13,7 @@ app does not call this.
 from __future__ import annotations
 
 import ctypes
+import gc
 import sys
 
 MMAP_THRESHOLD = 32 << 20  # glibc's own upper bound for its sliding threshold
@@ -30,3 +31,11 @@ def keep_freed_memory() -> bool:
     except (OSError, AttributeError):
         return False
     return bool(mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD)) and bool(mallopt(_M_TRIM_THRESHOLD, TRIM_THRESHOLD))
+
+
+def freeze_startup_objects() -> None:
+    """Leave the objects made so far (modules, their tables, the rule sets) out of the cyclic
+    collector's passes: a batch parse allocates millions of objects, and each full pass walked the
+    start-up's too (5-7 % of a 30 MB summary's CPU here, the same output).  What is made later is
+    collected as before; a batch command ends in seconds."""
+    gc.freeze()

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Callable, Optional, Protocol, Sequence
 
 from ..store.job_store import JobStore
 from . import catalog
-from .alloc import keep_freed_memory
+from .alloc import freeze_startup_objects, keep_freed_memory
 from .cache import ParseCache
 from .ingest import ParseStats, cached_store, parse_file_store, start_sizes
 
@@ -63,6 +63,7 @@ def _die_with(parent: int) -> None:
 def _parse_whole(path: str, spec: Sequence[tuple[str, str]], cache_path: Optional[str], limit: Optional[int]) -> bytes:
     keep_freed_memory()
     cat = catalog.from_spec(spec)
+    freeze_startup_objects()  # (the worker's modules and the catalog's rules are made by now)
     cache = ParseCache(Path(cache_path), key=cat.key) if cache_path else None
     try:
         result = parse_file_store(Path(path), path, catalog=cat, cache=cache, limit=limit)
