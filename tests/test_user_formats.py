@@ -437,3 +437,33 @@ def test_following_goes_on_past_a_regex_that_hangs(tmp_path):
         proc.stderr.close()  # type: ignore[union-attr]
     assert steps == set(range(1, 211)), f"{len(steps)} of 210 lines of the other file came out; {err}"
     assert err.count("format 'slowb' turned off") == 1, err
+
+
+def test_a_regex_is_judged_the_same_whatever_was_imported_before():
+    """The parsers alone refuse a nested unbounded repeat (they run `re`, which backtracks); the engine,
+    whose core runs such a regex in linear time, says so by passing its answer: importing the engine no
+    longer changes what the parsers say (it rebound a module global at import)."""
+    code = r"""
+from tuimon.parsers.schema import FormatError, format_from_toml
+TOML = 'name = "n"\n[[lines]]\nevent = "step"\nregex = \'\'\'(?:\\w+ )+step (?P<step>\\d+)\'\'\'\n'
+def said():
+    try:
+        format_from_toml(TOML, "n.toml")
+        return "accepted"
+    except FormatError as exc:
+        return "refused" if "exponential" in str(exc) else str(exc)
+before = said()
+import tuimon.engine.user_regex, tuimon.engine.catalog  # noqa
+after = said()
+print(before, after)
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["refused", "refused"]
+    from tuimon.engine import native
+    from tuimon.engine.user_regex import runs_in_the_core
+
+    toml = 'name = "n"\n[[lines]]\nevent = "step"\nregex = \'\'\'(?:\\w+ )+step (?P<step>\\d+)\'\'\'\n'
+    if native.core is not None:  # the engine's own answer: its core runs it, so the repeat is harmless there
+        fmt = format_from_toml(toml, "n.toml", runs_in_the_core)
+        assert fmt.lines[0].parse("a b step 7") == [{"step": 7}]

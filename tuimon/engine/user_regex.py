@@ -15,7 +15,6 @@ import dataclasses
 import re
 from typing import Any, Iterator, Optional
 
-from tuimon.parsers import schema
 from tuimon.parsers.schema import Format, FormatError
 
 from .anchors import skip_class
@@ -241,11 +240,10 @@ def _class_syntax(source: str) -> Optional[str]:
     return None
 
 
-def _runs_in_the_core(source: str) -> bool:
+def runs_in_the_core(source: str) -> bool:
+    """Whether the compiled core runs ``source`` (in time linear in the line): then a format's
+    nested repeat is harmless (:func:`tuimon.parsers.schema.format_from_toml`'s ``linear``)."""
     return core_reason(source) is None
-
-
-schema.linear_time = _runs_in_the_core  # a format's line regex the core runs may nest repeats
 
 
 def compile_user(source: str, multiline: bool = False) -> TimedPattern:

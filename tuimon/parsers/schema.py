@@ -36,14 +36,17 @@ MAP_FIELD = {"iteration": "losses", "timers": "timers", "eval": "metrics"}
 EVENTS = tuple(name for name in EVENT_TYPES if name != "truncated")
 
 
-def _not_known_linear(regex: str) -> bool:
+def not_known_linear(regex: str) -> bool:
+    """The answer where nothing runs a regex but ``re``, which backtracks: no regex is known to
+    run in time linear in the line.  A caller that knows better (the engine, whose compiled core
+    runs some regexes linearly: tuimon.engine.user_regex) says so by passing ``linear``: the
+    answer never depends on what was imported before."""
     return False
 
 
 #: whether a line regex runs in time linear in the line wherever it is read; then a nested
-#: repeat is harmless, not refused.  The engine answers when its compiled core runs the regex
-#: (tuimon.engine.user_regex); alone, these parsers run ``re``, which backtracks.
-linear_time: Callable[[str], bool] = _not_known_linear
+#: repeat is harmless, not refused
+Linear = Callable[[str], bool]
 
 
 class FormatError(ValueError):
@@ -347,7 +350,8 @@ def _need(cond: bool, origin: str, entry: str, message: str) -> None:
         raise FormatError(f"{_where(origin, entry)}: {message}")
 
 
-def compile_line(data: Mapping[str, Any], origin: str = "built-in", entry: str = "") -> LineFormat:
+def compile_line(data: Mapping[str, Any], origin: str = "built-in", entry: str = "",
+                 linear: Linear = not_known_linear) -> LineFormat:
     """One ``[[lines]]`` table -> :class:`LineFormat`, or :class:`FormatError`."""
     known = {"event", "regex", "types", "anchor", "anchors", "pairs", "set", "samples", "cumulative", "time_from"}
     unknown = sorted(set(data) - known)
@@ -361,7 +365,7 @@ def compile_line(data: Mapping[str, Any], origin: str = "built-in", entry: str =
         pattern = re.compile(regex, re.MULTILINE)
     except re.error as exc:
         raise FormatError(f"{_where(origin, entry)}: bad regex: {exc}") from None
-    nested = None if linear_time(regex) else unbounded_nesting(regex)
+    nested = None if linear(regex) else unbounded_nesting(regex)
     _need(nested is None, origin, entry,
           f"regex refused: {nested} can take exponential time on a long line; bound the inner repeat")
     anchors = data.get("anchors", data.get("anchor", ()))
@@ -472,20 +476,21 @@ def _value_fits(value: Any, kind: str) -> bool:
     return isinstance(value, str)
 
 
-def _pattern(data: Mapping[str, Any], key: str, origin: str, entry: str) -> re.Pattern[str]:
+def _pattern(data: Mapping[str, Any], key: str, origin: str, entry: str, linear: Linear) -> re.Pattern[str]:
     regex: Any = data.get(key)
     _need(isinstance(regex, str) and bool(regex), origin, entry, f"{key} missing")
     try:
         pattern = re.compile(regex)
     except re.error as exc:
         raise FormatError(f"{_where(origin, entry)}: bad {key} regex: {exc}") from None
-    nested = None if linear_time(regex) else unbounded_nesting(regex)
+    nested = None if linear(regex) else unbounded_nesting(regex)
     _need(nested is None, origin, entry,
           f"{key} regex refused: {nested} can take exponential time on a long line; bound the inner repeat")
     return pattern
 
 
-def compile_block(data: Mapping[str, Any], origin: str = "built-in", entry: str = "") -> BlockFormat:
+def compile_block(data: Mapping[str, Any], origin: str = "built-in", entry: str = "",
+                  linear: Linear = not_known_linear) -> BlockFormat:
     """One ``[[blocks]]`` table -> :class:`BlockFormat`, or :class:`FormatError`."""
     known = {"event", "begin", "end", "pair", "anchor", "keys", "hook", "samples"}
     unknown = sorted(set(data) - known)
@@ -493,7 +498,7 @@ def compile_block(data: Mapping[str, Any], origin: str = "built-in", entry: str 
     event: Any = data.get("event")
     _need(isinstance(event, str) and event in EVENTS, origin, entry,
           f"unknown event {event!r} (one of {', '.join(EVENTS)})")
-    begin, end, pair = (_pattern(data, key, origin, entry) for key in ("begin", "end", "pair"))
+    begin, end, pair = (_pattern(data, key, origin, entry, linear) for key in ("begin", "end", "pair"))
     _need({"name", "value"} <= set(pair.groupindex), origin, entry, "pair needs groups (?P<name>...) and (?P<value>...)")
     anchor = data.get("anchor")
     _need(anchor is None or (isinstance(anchor, str) and bool(anchor) and "\n" not in anchor), origin, entry,
@@ -523,7 +528,7 @@ def compile_block(data: Mapping[str, Any], origin: str = "built-in", entry: str 
                        begin, end, pair, tuple(plan))
 
 
-def format_from_dict(data: Mapping[str, Any], origin: str = "built-in") -> Format:
+def format_from_dict(data: Mapping[str, Any], origin: str = "built-in", linear: Linear = not_known_linear) -> Format:
     known = {"name", "description", "lines", "blocks"}
     unknown = sorted(set(data) - known)
     _need(not unknown, origin, "", f"unknown key {unknown[0] if unknown else ''!r}")
@@ -534,9 +539,9 @@ def format_from_dict(data: Mapping[str, Any], origin: str = "built-in") -> Forma
     blocks: Any = data.get("blocks", [])
     _need(isinstance(lines, list) and isinstance(blocks, list) and bool(lines or blocks), origin, "",
           "no [[lines]] or [[blocks]] entries")
-    compiled = tuple(compile_line(entry, origin, f"lines[{k}]") if isinstance(entry, Mapping)
+    compiled = tuple(compile_line(entry, origin, f"lines[{k}]", linear) if isinstance(entry, Mapping)
                      else _bad_entry(origin, "lines", k) for k, entry in enumerate(lines))
-    read = tuple(compile_block(entry, origin, f"blocks[{k}]") if isinstance(entry, Mapping)
+    read = tuple(compile_block(entry, origin, f"blocks[{k}]", linear) if isinstance(entry, Mapping)
                  else _bad_entry(origin, "blocks", k) for k, entry in enumerate(blocks))
     return Format(name, str(data.get("description", "")), compiled, origin, read)
 
@@ -545,7 +550,7 @@ def _bad_entry(origin: str, kind: str, k: int) -> Any:
     raise FormatError(f"{_where(origin, f'{kind}[{k}]')}: must be a table")
 
 
-def format_from_toml(text: str, origin: str) -> Format:
+def format_from_toml(text: str, origin: str, linear: Linear = not_known_linear) -> Format:
     """A user's format file (the engine then bounds its regexes in time: tuimon.engine.user_regex)."""
     try:
         data = tomllib.loads(text)
@@ -553,7 +558,7 @@ def format_from_toml(text: str, origin: str) -> Format:
         raise FormatError(f"{origin}: bad TOML: {exc}") from None
     except RecursionError:
         raise FormatError(f"{origin}: nested too deeply") from None
-    return format_from_dict(data, origin)
+    return format_from_dict(data, origin, linear)
 
 
 def _close(got: Any, want: Any) -> bool:
