@@ -37,7 +37,7 @@ def _iteration(i: int, s: float, total: int = 100) -> str:
             f"number of skipped iterations:   0 | number of nan iterations:   0 |")
 
 
-def _first_run(lines: list[str]) -> float:
+def _first_run(lines: list[str], reason: str = "PREEMPTION") -> float:
     """Run 1: starts at 0, first step at 60 s, 1 s steps logged every 10; a 5 s save after 20 (stated by
     its timer), an 8 s evaluation after 30, 300 s without progress between 40 and 50, cancelled 5 s after
     iteration 60.  Returns when it ends."""
@@ -51,7 +51,7 @@ def _first_run(lines: list[str]) -> float:
               "-" * 60,
               _iteration(40, 103), _iteration(50, 413), _iteration(60, 423),
               f"slurmstepd: error: *** JOB 4242 ON nid001 CANCELLED AT {(T0 + timedelta(seconds=428)).strftime('%Y-%m-%dT%H:%M:%S')} "
-              "DUE TO PREEMPTION ***"]
+              f"DUE TO {reason} ***"]
     return 428.0
 
 
@@ -81,9 +81,11 @@ def _the_ledger(rows: list[dict]) -> dict:
     return json.loads(ledgers.pop())
 
 
-def test_a_requeued_job_in_one_file(tmp_path):
+# slurmstepd's own words as it ends an attempt (src/slurmd/slurmstepd/req.c): a requeue, a preemption
+@pytest.mark.parametrize("reason", ["JOB REQUEUE", "PREEMPTION"])
+def test_a_requeued_job_in_one_file(tmp_path, reason):
     lines: list[str] = []
-    end = _first_run(lines)
+    end = _first_run(lines, reason)
     last = _resumed_run(lines, end + 600)  # requeued into the same output, 600 s in the queue
     (tmp_path / "train-4242.out").write_text("\n".join(lines) + "\n")
     rows = _summary(tmp_path)
