@@ -470,3 +470,15 @@ def test_megatron_records_that_leave_out_their_saves_and_evaluations(tmp_path):
     assert seconds["eval"] == pytest.approx(2.624 + 1.88886, abs=1e-3)
     assert abs(2.624 - 3.27473) <= 1.0 and abs(1.88886 - 2.05252) <= 1.0
     assert seconds["stall"] == 0.0
+
+
+def test_the_ledger_heading_shows_a_file_name_literally():
+    """A run's note names its file; the panel's border title is read as markup when given a string: the
+    heading is a Text of the name as it is (markup and control sequences shown, not run)."""
+    from tuimon.figures.ledger import Ledger
+    from tuimon.ui.render import ledger_heading
+
+    name = "x: [bold red]boom[/] \x1b[2J"
+    ledger = Ledger(name, [name], None, None, None, {}, {}, {}, None, None, [], [], [f"{name}: startup unknown"])
+    heading = ledger_heading(ledger)
+    assert "[bold red]boom[/]" in heading.plain and "\x1b" not in heading.plain and not heading.spans

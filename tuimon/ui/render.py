@@ -243,8 +243,14 @@ _LEDGER_WORDS = {"startup": "startup", "training": "training", "checkpoint": "sa
                  "stall": "stalls", "redone": "redone", "teardown": "teardown", "gap": "between runs"}
 
 
-def ledger_heading(ledger: Any) -> str:
-    """The panel's title: goodput over the span, the runs, what was redone; or why it is unknown."""
+def ledger_heading(ledger: Any) -> Text:
+    """The panel's title: goodput over the span, the runs, what was redone; or why it is unknown.
+    A Text, shown literally: a border title given as a string is read as markup, and a note names
+    its run (a file's name)."""
+    return plain(_ledger_heading(ledger))
+
+
+def _ledger_heading(ledger: Any) -> str:
     if ledger is None:
         return "Time ledger"
     runs = len(ledger.runs)
