@@ -41,7 +41,7 @@ from ..store.series import Series
 from .cells import iter_time, num
 from .ledger import LABELS as LEDGER_LABELS
 from .ledger import Ledger
-from .metrics import steady_median
+from .metrics import median_step, steady_median
 from .record import Summary
 from .thresholds import DEFAULTS as DEFAULTS
 from .thresholds import KINDS as KINDS
@@ -265,10 +265,7 @@ def logged_every(job: Job) -> int:
     series = job.primary if job.primary is not None and len(job.primary) else job.steps
     if len(series) < 2:
         return 1
-    numbers = series.column("iteration")[-RECENT_POINTS:]
-    steps = np.diff(numbers[numbers >= 0].astype(np.int64))
-    steps = steps[steps > 0]
-    return max(1, int(np.median(steps))) if steps.size else 1
+    return median_step(series.column("iteration")[-RECENT_POINTS:])
 
 
 def progress_words(summary: Summary) -> str:

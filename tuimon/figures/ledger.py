@@ -39,6 +39,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Optional, Sequence
 
+from ..store.identity import identify
+
 #: the parts, in the order a run goes through them (and the bar's legend)
 PARTS = ("startup", "training", "checkpoint", "eval", "stall", "redone", "teardown", "gap")
 #: what a part is called on screen and in tables
@@ -121,7 +123,6 @@ def bounded(segments: list[list[Any]]) -> list[list[Any]]:
 
 # -- a job: its runs together -----------------------------------------------------------------
 _RUN_SUFFIX = re.compile(r"#\d+$")
-_JOB_ID_TAIL = re.compile(r"[-_.]?\d{5,10}$")
 
 
 def group_of(job: str) -> str:
@@ -129,9 +130,15 @@ def group_of(job: str) -> str:
     return _RUN_SUFFIX.sub("", job)
 
 
-def _run_name(group: str) -> str:
-    """A job's name without its scheduler id (``/runs/gpt-1234567`` -> ``/runs/gpt``)."""
-    return _JOB_ID_TAIL.sub("", group)
+def _run_name(row: Any) -> Optional[str]:
+    """A run's name without its scheduler id, as the job's files name it (``gpt-1234567.out`` ->
+    ``gpt``: :func:`tuimon.store.identity.identify`'s job id); None where they name no id."""
+    if not row.files:
+        return None
+    ident = identify(row.files[0])
+    if ident.job_id is None:
+        return None
+    return ident.job_name[:ident.job_name.rfind(ident.job_id)].rstrip("-_.")
 
 
 def ledgers(rows: Sequence[Any], cache: Optional[dict] = None) -> list[Optional[Ledger]]:
@@ -171,7 +178,8 @@ def _key(row: Any) -> tuple[str, str]:
 def family(row: Any) -> tuple[str, str]:
     """What a run's ledger may take in: the jobs of its directory and run name (scheduler id aside)."""
     where, group = _key(row)
-    return where, _run_name(group)
+    name = _run_name(row)
+    return where, group if name is None else name
 
 
 @dataclass(frozen=True)
@@ -196,10 +204,10 @@ def _chain_resubmissions(by_group: dict[tuple[str, str], list[int]], rows: Seque
     """Jobs of one run name in one directory whose later one goes on from a checkpoint are one
     job: a run resubmitted under a new scheduler id.  Never by the name alone (a sweep)."""
     by_name: dict[tuple[str, str], list[tuple[str, str]]] = {}
-    for where, group in by_group:
-        tail = _run_name(group)
-        if tail != group:
-            by_name.setdefault((where, tail), []).append((where, group))
+    for (where, group), members in by_group.items():
+        name = _run_name(rows[members[0]])
+        if name is not None:
+            by_name.setdefault((where, name), []).append((where, group))
     out = dict(by_group)
     for groups in by_name.values():
         if len(groups) < 2:

@@ -122,3 +122,13 @@ def parse_size(text: str) -> float:
     elif t.endswith("T"):
         t, scale = t[:-1], 1e3
     return float(t) * scale
+
+
+def median_step(numbers: np.ndarray) -> int:
+    """The iterations between two logged points (a log interval): the median of the positive steps
+    between ``numbers`` (iteration numbers in the order logged; negatives are no number), 1 where
+    there are none (every step logged, or one point)."""
+    numbers = numbers[numbers >= 0].astype(np.int64)
+    steps = np.diff(numbers)
+    steps = steps[steps > 0]
+    return max(1, int(np.median(steps))) if steps.size else 1

@@ -7,7 +7,9 @@ from typing import Any, Mapping, Optional, Sequence
 
 import numpy as np
 
+from .alerts import RECENT_POINTS
 from .ledger import MAX_SEGMENTS, RUN_PARTS, RunLedger, add_segment, bounded
+from .metrics import median_step
 
 KNOTS = 64  # (iteration, training seconds) points a run keeps to place work redone
 
@@ -31,7 +33,7 @@ def run_ledger(series: Any, *, first_step: Optional[float], startup_s: Optional[
         seconds["startup"] = float(startup_s)
     else:
         notes.append(f"startup {startup_note or 'unknown'}")
-    gap = _logging_gap(its)
+    gap = median_step(its[:RECENT_POINTS])  # the log interval where the run began
     if resumed_from is not None and its.size and int(its[0]) <= resumed_from:
         notes.append(f"loaded the checkpoint of iteration {resumed_from} and began at {int(its[0])}: "
                      "another run's weights, not a resume")
@@ -134,13 +136,6 @@ def _unstamped(its: np.ndarray, walls: np.ndarray, median_ms: Optional[float]) -
             return (f"the steps' stamps are not their own: {int(its[b] - its[a])} iterations of "
                     f"{median_ms / 1000.0:.3g} s span {span:.0f} s of stamps")
     return None
-
-
-def _logging_gap(its: np.ndarray) -> int:
-    """The iterations between two logged points (Megatron's log interval), 1 with one point."""
-    steps = np.diff(its[:65])
-    steps = steps[steps > 0]
-    return max(1, int(np.median(steps))) if steps.size else 1
 
 
 def _split_intervals(its: np.ndarray, walls: np.ndarray, elapsed: np.ndarray, t_first: float,
