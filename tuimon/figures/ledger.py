@@ -84,9 +84,6 @@ class Ledger:
     run_starts: list[float]  # seconds after start where each run after the first begins
     notes: list[str] = field(default_factory=list)
 
-    def gpu_hours_of(self, part: str) -> Optional[float]:
-        return self.gpu_hours.get(part)
-
 
 def add_segment(segments: list[list[Any]], part: str, t0: float, t1: float) -> None:
     if t1 <= t0:
@@ -240,9 +237,9 @@ def combine(name: str, rows: Sequence[Any]) -> Ledger:
     gpu_s["gap"] = None
     reached: Optional[int] = None  # the highest iteration the runs before reached
     complete = True  # the run before finished (another run after it redoes nothing)
-    redone_iterations: Optional[int] = 0
+    redone_iterations = 0
     previous_end: Optional[float] = None
-    timeline: list[tuple[Any, RunLedger, float]] = []  # (row, its ledger, redone seconds)
+    timeline: list[tuple[RunLedger, float]] = []  # (a run's ledger, its redone seconds)
     for k, row in enumerate(ordered):
         r: RunLedger = row.run_ledger
         label = row.job.rsplit("/", 1)[-1]
@@ -256,8 +253,7 @@ def combine(name: str, rows: Sequence[Any]) -> Ledger:
                 redone = _training_at(r.knots, upto)
             elif r.seconds.get("training") is None:
                 redone = math.nan
-            if redone_iterations is not None:
-                redone_iterations += upto - r.start_iteration
+            redone_iterations += upto - r.start_iteration
         part_s = dict(r.seconds)
         redone_s = None if math.isnan(redone) else redone
         if part_s.get("training") is not None and redone_s:
@@ -285,7 +281,7 @@ def combine(name: str, rows: Sequence[Any]) -> Ledger:
         if r.last_iteration is not None:
             reached = r.last_iteration if reached is None or complete else max(reached, r.last_iteration)
         complete = row.status == "finished"
-        timeline.append((row, r, redone))
+        timeline.append((r, redone))
     first, last = ordered[0].run_ledger, ordered[-1].run_ledger
     start, end = first.start, last.end
     whole = end - start if start is not None and end is not None and end >= start else None
@@ -313,7 +309,7 @@ def _training_at(knots: list[list[float]], iteration: int) -> float:
     return y0 + (y1 - y0) * (iteration - x0) / (x1 - x0) if x1 > x0 else y1
 
 
-def _job_segments(timeline: list[tuple[Any, RunLedger, float]], start: Optional[float]
+def _job_segments(timeline: list[tuple[RunLedger, float]], start: Optional[float]
                   ) -> tuple[list[list[Any]], list[float]]:
     """The bar's pieces over the job's span: each run's, its redone training marked, the gaps."""
     if start is None:
@@ -321,7 +317,7 @@ def _job_segments(timeline: list[tuple[Any, RunLedger, float]], start: Optional[
     out: list[list[Any]] = []
     run_starts: list[float] = []
     previous_end: Optional[float] = None
-    for k, (_, r, redone) in enumerate(timeline):
+    for k, (r, redone) in enumerate(timeline):
         origin = r.start if r.start is not None else r.first_step
         if origin is None:
             continue
