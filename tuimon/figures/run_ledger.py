@@ -69,29 +69,26 @@ def run_ledger(series: Any, *, first_step: Optional[float], startup_s: Optional[
     segments: list[list[Any]] = []
     if start is not None:
         segments.append(["startup", 0.0, t_first - origin])
-    parts = _split_intervals(its, walls, elapsed, t_first, median_ms, checkpoints, evals, stall_opts)
-    if parts is None:
+    split = _split_intervals(its, walls, elapsed, t_first, median_ms, checkpoints, evals, stall_opts)
+    if split is None:
         span = max(0.0, last_step - t_first)
         notes.append(f"no steady step time: its {span:.0f} s from first step to last are not split "
                      "into training, saves, evaluation and stalls")
         knots: list[list[float]] = []
         segments.append(["unknown", t_first - origin, last_step - origin])
     else:
-        train, ckpt, evaluation, stall, cum = parts
-        seconds.update(training=float(train.sum()), checkpoint=float(ckpt.sum()), eval=float(evaluation.sum()),
-                       stall=float(stall.sum()))
-        knots = _knots(its, cum)
-        # the bar: training between the intervals that hold something else (a walk over those alone: a
-        # run's points may be a million)
-        at = np.maximum(walls[:-1], t_first) - origin
+        totals, special, knots = split
+        seconds.update(totals)
+        # the bar: training between the intervals that hold something else (those alone are walked: a
+        # run's points may be millions)
         cursor = t_first - origin
-        for k in np.flatnonzero((ckpt + evaluation + stall) > 0):
-            t = float(at[k] + train[k])
+        for k, train, ckpt, evaluation, stall in special:
+            t = max(float(walls[k]), t_first) - origin + train
             add_segment(segments, "training", cursor, t)
-            for part, length in (("checkpoint", ckpt[k]), ("eval", evaluation[k]), ("stall", stall[k])):
+            for part, length in (("checkpoint", ckpt), ("eval", evaluation), ("stall", stall)):
                 if length > 0:
-                    add_segment(segments, part, t, t + float(length))
-                    t += float(length)
+                    add_segment(segments, part, t, t + length)
+                    t += length
             cursor = t
         add_segment(segments, "training", cursor, last_step - origin)
     if seconds["teardown"]:
@@ -105,10 +102,12 @@ def _points(series: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     point ends) of a series' points, in the order logged, each iteration once (a second line of
     one step fills it in; it is no step of its own)."""
     if series is None or not len(series):
-        return np.empty(0, np.int64), np.empty(0), np.empty(0)
-    its = series.column("iteration").astype(np.int64)
-    walls = series.column("wall").astype(np.float64) + (series.wall_base if series.wall_base is not None else np.nan)
-    elapsed = series.column("elapsed_ms").astype(np.float64)
+        return np.empty(0, np.int32), np.empty(0), np.empty(0, np.float32)
+    # the columns as they are stored (int32, float32): only the stamps widen, to absolute float64 seconds
+    its = series.column("iteration")
+    walls = series.column("wall").astype(np.float64)
+    walls += series.wall_base if series.wall_base is not None else np.nan
+    elapsed = series.column("elapsed_ms")
     keep = its >= 0
     its, walls, elapsed = its[keep], walls[keep], elapsed[keep]
     if its.size > 1:
@@ -138,33 +137,38 @@ def _unstamped(its: np.ndarray, walls: np.ndarray, median_ms: Optional[float]) -
     return None
 
 
+#: what a split gives: each part's total seconds, the intervals that hold more than training
+#: ((interval, training, checkpoint, evaluation, stall) seconds), and the knots for work redone
+Split = tuple[dict[str, float], list[tuple[int, float, float, float, float]], list[list[float]]]
+
+
 def _split_intervals(its: np.ndarray, walls: np.ndarray, elapsed: np.ndarray, t_first: float,
-                     median_ms: Optional[float],
-                     checkpoints: Mapping[int, Optional[float]], evals: Sequence[tuple[int, Optional[float]]],
-                     stall_opts: Mapping[str, float]) -> Optional[tuple[np.ndarray, ...]]:
-    """Each interval between logged points split into training, checkpoint, evaluation and
-    stall seconds, and the training seconds up to each point; None without a step time.  What
-    an interval holds past its steps' time is a save's, an evaluation's or a stall's."""
+                     median_ms: Optional[float], checkpoints: Mapping[int, Optional[float]],
+                     evals: Sequence[tuple[int, Optional[float]]], stall_opts: Mapping[str, float]) -> Optional[Split]:
+    """Each interval between logged points split into training, checkpoint, evaluation and stall
+    seconds; None without a step time.  What an interval holds past its steps' time is a save's,
+    an evaluation's or a stall's.  Arrays the length of the run are few (a run of millions of
+    points is summed, not kept a column a part): the intervals that hold an event or may hold a
+    stall are taken one by one."""
     if median_ms is None or not math.isfinite(median_ms) or median_ms <= 0:
         return None
     n = its.size - 1
-    zero = np.zeros(max(n, 0))
     if n <= 0:
-        return zero, zero, zero, zero, np.zeros(its.size)
-    dt = np.maximum(np.diff(walls), 0.0)
+        return {"training": 0.0, "checkpoint": 0.0, "eval": 0.0, "stall": 0.0}, [], _knots(its, np.zeros(0), [])
+    dt = np.diff(walls)
+    np.maximum(dt, 0.0, out=dt)
     dt[0] = max(0.0, float(walls[1]) - max(float(walls[0]), t_first))
-    steps = np.maximum(np.diff(its), 0).astype(np.float64)
     # an event at iteration c comes after step c: it lies in the interval that ends at the first point past c
-    saved = np.zeros(n)
-    unmeasured = np.zeros(n, dtype=bool)
+    saved: dict[int, float] = {}
+    unmeasured: set[int] = set()
     for iteration, save_ms in checkpoints.items():
         k = int(np.searchsorted(its, iteration, side="right")) - 1
         if 0 <= k < n:
             if save_ms is None or not math.isfinite(save_ms):
-                unmeasured[k] = True
+                unmeasured.add(k)
             else:
-                saved[k] += save_ms / 1000.0
-    evaluated = np.zeros(n, dtype=bool)
+                saved[k] = saved.get(k, 0.0) + save_ms / 1000.0
+    evaluated: set[int] = set()
     for iteration, wall in evals:
         if iteration >= 0:
             k = int(np.searchsorted(its, iteration, side="right")) - 1
@@ -173,34 +177,62 @@ def _split_intervals(its: np.ndarray, walls: np.ndarray, elapsed: np.ndarray, t_
         else:
             continue
         if 0 <= k < n:
-            evaluated[k] = True
-    # an interval's steps take the steady median each; one that holds a save or an evaluation takes
-    # what its record states where that leaves the event room (Megatron-LM stops its interval timer for
-    # both: after a save its steps may state 1,070 ms against a median 850, and the save its own 3.4 s).
-    # A record that states nearly the whole interval holds the event in its mean (GPT-NeoX: 20,649 ms
-    # between 599 ms ones, around an evaluation pass): the median then.  A stall is measured against the
-    # median too (a hang inflates any record that holds it)
-    stated = steps * elapsed[1:] / 1000.0
-    own = ((saved > 0) | unmeasured | evaluated) & np.isfinite(stated) & (stated > 0) & (stated < 0.9 * dt)
-    expected = np.where(own, stated, steps * (median_ms / 1000.0))
-    excess = np.maximum(dt - expected, 0.0)
-    ckpt = np.where(unmeasured & ~evaluated, excess, np.minimum(saved, excess))
-    # an unmeasured save beside an evaluation: the save's share is not in the log; the pass has it all
-    rest = excess - ckpt
-    evaluation = np.where(evaluated, rest, 0.0)
-    limit = np.maximum(stall_opts["factor"] * expected, stall_opts["min_s"])
-    stall = np.where(~evaluated & ~unmeasured & (dt - ckpt > limit), rest, 0.0)
-    train = dt - ckpt - evaluation - stall
-    cum = np.concatenate(([0.0], np.cumsum(train)))
-    return train, ckpt, evaluation, stall, cum
+            evaluated.add(k)
+    # an interval's steps take the steady median each (a stall is measured against it too: a hang
+    # inflates any record that holds it); stall candidates: longer than the stall alert's limit
+    median_s, factor, min_s = median_ms / 1000.0, stall_opts["factor"], stall_opts["min_s"]
+    limit = np.diff(its).astype(np.float64)
+    np.maximum(limit, 0.0, out=limit)
+    limit *= median_s * factor
+    np.maximum(limit, min_s, out=limit)
+    candidates = np.flatnonzero(dt > limit)
+    del limit
+    special: list[tuple[int, float, float, float, float]] = []
+    for k in sorted(set(saved) | unmeasured | evaluated | set(candidates.tolist())):
+        length, steps = float(dt[k]), max(0, int(its[k + 1] - its[k]))
+        expected = steps * median_s
+        # one that holds a save or an evaluation takes what its record states where that leaves the
+        # event room (Megatron-LM stops its interval timer for both: after a save its steps may state
+        # 1,070 ms against a median 850, and the save its own 3.4 s).  A record that states nearly the
+        # whole interval holds the event in its mean (GPT-NeoX: 20,649 ms between 599 ms ones around an
+        # evaluation pass): the median then
+        stated = steps * float(elapsed[k + 1]) / 1000.0
+        event = k in saved or k in unmeasured or k in evaluated
+        if event and math.isfinite(stated) and 0.0 < stated < 0.9 * length:
+            expected = stated
+        excess = max(length - expected, 0.0)
+        ckpt = excess if k in unmeasured and k not in evaluated else min(saved.get(k, 0.0), excess)
+        # an unmeasured save beside an evaluation: the save's share is not in the log; the pass has it all
+        rest = excess - ckpt
+        evaluation = rest if k in evaluated else 0.0
+        over = k not in evaluated and k not in unmeasured and length - ckpt > max(factor * expected, min_s)
+        stall = rest if over else 0.0
+        if ckpt or evaluation or stall:
+            special.append((k, length - ckpt - evaluation - stall, ckpt, evaluation, stall))
+    totals = {"checkpoint": sum(x[2] for x in special), "eval": sum(x[3] for x in special),
+              "stall": sum(x[4] for x in special)}
+    totals["training"] = float(dt.sum()) - totals["checkpoint"] - totals["eval"] - totals["stall"]
+    return totals, special, _knots(its, np.cumsum(dt), special)
 
 
-def _knots(its: np.ndarray, cum: np.ndarray) -> list[list[float]]:
+def _knots(its: np.ndarray, cum: np.ndarray, special: list[tuple[int, float, float, float, float]]
+           ) -> list[list[float]]:
+    """Up to KNOTS points (iteration, training seconds from the first point to it): ``cum[i - 1]``
+    the intervals' seconds up to point i, less what the special intervals before it held besides
+    training."""
     if its.size <= KNOTS:
         pick = np.arange(its.size)
     else:
         pick = np.unique(np.linspace(0, its.size - 1, KNOTS).round().astype(np.int64))
-    return [[float(its[k]), round(float(cum[k]), 3)] for k in pick]
+    out: list[list[float]] = []
+    removed, j = 0.0, 0
+    for i in (int(p) for p in pick):
+        while j < len(special) and special[j][0] < i:
+            removed += special[j][2] + special[j][3] + special[j][4]
+            j += 1
+        total = float(cum[i - 1]) if i > 0 else 0.0
+        out.append([float(its[i]), round(total - removed, 3)])
+    return out
 
 
 def _bounded(segments: list[list[Any]]) -> list[list[Any]]:
