@@ -12,6 +12,7 @@ from .ledger import MAX_SEGMENTS, RUN_PARTS, RunLedger, add_segment, bounded
 from .metrics import median_step
 
 KNOTS = 64  # (iteration, training seconds) points a run keeps to place work redone
+_CHUNK = 1 << 18  # intervals looked at together for stalls
 
 
 def run_ledger(series: Any, *, first_step: Optional[float], startup_s: Optional[float],
@@ -181,12 +182,14 @@ def _split_intervals(its: np.ndarray, walls: np.ndarray, elapsed: np.ndarray, t_
     # an interval's steps take the steady median each (a stall is measured against it too: a hang
     # inflates any record that holds it); stall candidates: longer than the stall alert's limit
     median_s, factor, min_s = median_ms / 1000.0, stall_opts["factor"], stall_opts["min_s"]
-    limit = np.diff(its).astype(np.float64)
-    np.maximum(limit, 0.0, out=limit)
-    limit *= median_s * factor
-    np.maximum(limit, min_s, out=limit)
-    candidates = np.flatnonzero(dt > limit)
-    del limit
+    found = []
+    for a in range(0, n, _CHUNK):  # (a chunk at a time: no third column the length of the run)
+        limit = np.diff(its[a:a + _CHUNK + 1]).astype(np.float64)
+        np.maximum(limit, 0.0, out=limit)
+        limit *= median_s * factor
+        np.maximum(limit, min_s, out=limit)
+        found.append(np.flatnonzero(dt[a:a + _CHUNK] > limit) + a)
+    candidates = np.concatenate(found)
     special: list[tuple[int, float, float, float, float]] = []
     for k in sorted(set(saved) | unmeasured | evaluated | set(candidates.tolist())):
         length, steps = float(dt[k]), max(0, int(its[k + 1] - its[k]))
@@ -212,25 +215,26 @@ def _split_intervals(its: np.ndarray, walls: np.ndarray, elapsed: np.ndarray, t_
     totals = {"checkpoint": sum(x[2] for x in special), "eval": sum(x[3] for x in special),
               "stall": sum(x[4] for x in special)}
     totals["training"] = float(dt.sum()) - totals["checkpoint"] - totals["eval"] - totals["stall"]
-    return totals, special, _knots(its, np.cumsum(dt), special)
+    return totals, special, _knots(its, dt, special)
 
 
-def _knots(its: np.ndarray, cum: np.ndarray, special: list[tuple[int, float, float, float, float]]
+def _knots(its: np.ndarray, dt: np.ndarray, special: list[tuple[int, float, float, float, float]]
            ) -> list[list[float]]:
-    """Up to KNOTS points (iteration, training seconds from the first point to it): ``cum[i - 1]``
-    the intervals' seconds up to point i, less what the special intervals before it held besides
-    training."""
+    """Up to KNOTS points (iteration, training seconds from the first point to it): the intervals'
+    seconds up to point i (``dt[:i]``, summed between knots), less what the special intervals
+    before it held besides training."""
     if its.size <= KNOTS:
         pick = np.arange(its.size)
     else:
         pick = np.unique(np.linspace(0, its.size - 1, KNOTS).round().astype(np.int64))
     out: list[list[float]] = []
-    removed, j = 0.0, 0
+    removed, total, j, last = 0.0, 0.0, 0, 0
     for i in (int(p) for p in pick):
         while j < len(special) and special[j][0] < i:
             removed += special[j][2] + special[j][3] + special[j][4]
             j += 1
-        total = float(cum[i - 1]) if i > 0 else 0.0
+        total += float(dt[last:i].sum())
+        last = i
         out.append([float(its[i]), round(total - removed, 3)])
     return out
 
