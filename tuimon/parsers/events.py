@@ -162,6 +162,8 @@ class Iteration(NamedTuple):
     tokens_per_sec: Optional[float] = None
     tokens_per_gpu_per_sec: Optional[float] = None
     mfu: Optional[float] = None  # percent, as the framework reports it (GPT-NeoX)
+    energy_j_per_gpu: Optional[float] = None  # joules an iteration, per GPU (Megatron's --log-energy)
+    power_w_per_gpu: Optional[float] = None  # watts per GPU over the interval (the same)
 
 
 class Step(NamedTuple):

@@ -101,6 +101,10 @@ _FIELD_OF = {
     "tokens per second per gpu": ("tokens_per_gpu_per_sec", None),
     "tokens/sec/gpu": ("tokens_per_gpu_per_sec", None),  # "tokens/sec/gpu: 8000.5 |" (Megatron forks, 2026)
     "tokens per gpu tokens/s/gpu": ("tokens_per_gpu_per_sec", None),  # Primus: "tokens per GPU (tokens/s/GPU): 9801.4"
+    # --log-energy (training.py): the GPUs' energy over the interval per iteration and per GPU, and that
+    # over the iteration's time: "energy per GPU (J/iter/GPU): 812.4 | power per GPU (W/GPU): 650.2 |"
+    "energy per gpu j/iter/gpu": ("energy_j_per_gpu", None),
+    "power per gpu w/gpu": ("power_w_per_gpu", None),
 }
 _IGNORED_LOSS_KEYS = {"loss scale"}
 
@@ -281,6 +285,12 @@ class MegatronParser(LineParser):
         Sample("Training epoch 0, iteration 11/99 | lr: 1.6e-05 | global_batch_size: 256 | global_step: 11 | "
                "reduced_train_loss: 10.21 | train_step_timing in s: 1.23 | consumed_samples: 3072 | TFLOPS_per_GPU: "
                "350.1", "iteration", {"iteration": 11, "elapsed_ms": 1230.0, "tflops_reported": 350.1}),
+        Sample(" [2026-03-02 10:04:11.271802] iteration       20/    1000 | consumed samples:         2560 | elapsed "
+               "time per iteration (ms): 1249.6 | throughput per GPU (TFLOP/s/GPU): 402.7 | energy per GPU "
+               "(J/iter/GPU): 812.4 | power per GPU (W/GPU): 650.1 | learning rate: 2.999998E-04 | global batch "
+               "size:   128 | lm loss: 7.412309E+00 | loss scale: 1.0 | grad norm: 1.873 |",
+               "iteration", {"iteration": 20, "elapsed_ms": 1249.6, "tflops_reported": 402.7,
+                             "energy_j_per_gpu": 812.4, "power_w_per_gpu": 650.1}),
         Sample("Effective Tera Flops per GPU: 9.29 and total parameters 1.717 B",
                "throughput", {"tflops_reported": 9.29}),
         Sample("NumWorkers: 1; SamplesPerStep: 4; IterationTime: 6.051781535148621;  SamplesPerSecond: "

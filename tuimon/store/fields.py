@@ -136,6 +136,10 @@ FIELDS: tuple[Field, ...] = (
     Field("mfu_reported", "<f4", {"iteration": _attr("mfu", 0.01), "throughput": _attr("mfu", 0.01)}, "median",
           "ratio", "MFU rep", 4, floor=0.0,
           prometheus="tuimon_job_mfu_reported_ratio"),
+    Field("energy_j_per_gpu", "<f4", {"iteration": _attr("energy_j_per_gpu")}, "median", "J/iter/GPU",
+          "Energy/GPU", 1, floor=0.0, prometheus="tuimon_job_energy_joules_per_iteration_per_gpu"),
+    Field("power_w_per_gpu", "<f4", {"iteration": _attr("power_w_per_gpu")}, "median", "W/GPU", "Power/GPU", 1,
+          floor=0.0, prometheus="tuimon_job_power_watts_per_gpu"),
 )
 
 BY_KEY = {f.key: f for f in FIELDS}

@@ -1,0 +1,65 @@
+"""A reader is data in ``parsers/``: a figure a log prints is one key-table row, one field
+registry row and a sample, read the same by the compiled core and the Python engine.
+
+Megatron-LM's ``--log-energy`` (training.py's training_log: ``energy per GPU (J/iter/GPU):
+{energy:.1f} |`` and ``power per GPU (W/GPU): {power:.1f} |``) is the case: nothing in
+``core/src`` names it, yet both engines give it, and every output shows it.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT
+
+
+def _energy_log(path: Path) -> Path:
+    lines = []
+    for k, (energy, power, ms) in enumerate([(812.4, 650.1, 1249.6), (790.0, 640.0, 1234.4), (805.2, 648.8, 1241.1),
+                                             (801.9, 643.0, 1247.1), (799.5, 645.5, 1238.6)], start=1):
+        it = 10 * k
+        lines.append(f" [2026-03-02 10:{it:02d}:11.271802] iteration {it:8d}/{1000:8d} | consumed samples: "
+                     f"{it * 128:12d} | elapsed time per iteration (ms): {ms:.1f} | throughput per GPU "
+                     f"(TFLOP/s/GPU): 402.7 | energy per GPU (J/iter/GPU): {energy:.1f} | power per GPU (W/GPU): "
+                     f"{power:.1f} | learning rate: 2.999998E-04 | global batch size:   128 | lm loss: 7.412309E+00 |"
+                     f" loss scale: 1.0 | grad norm: 1.873 | number of skipped iterations:   0 | number of nan "
+                     f"iterations:   0 |")
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def _summary(log: Path, engine: str, *args: str) -> str:
+    env = {**os.environ, "TUIMON_ENGINE": engine}
+    done = subprocess.run([sys.executable, "-m", "tuimon", "summary", "--no-cache", *args, str(log)], cwd=ROOT,
+                          env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+@pytest.mark.parametrize("engine", ["core", "python"])
+def test_megatron_energy_is_read_by_either_engine_from_the_declaration(tmp_path: Path, engine: str) -> None:
+    from tuimon.engine import native
+    if engine == "core" and native.core is None:
+        pytest.skip(f"the compiled core is not importable ({native.name()})")
+    log = _energy_log(tmp_path / "energy-run.log")
+    job = json.loads(_summary(log, engine, "--format", "json"))[0]
+    # the steady median: the first logged interval (warm-up) left out, the median of the other four,
+    # (799.5 + 801.9) / 2 and (643.0 + 645.5) / 2
+    assert job["energy_j_per_gpu"] == pytest.approx(800.7, abs=0.01)
+    assert job["power_w_per_gpu"] == pytest.approx(644.25, abs=0.01)
+    csv = _summary(log, engine, "--columns", "job,energy_j_per_gpu,power_w_per_gpu", "--format", "csv")
+    assert csv.splitlines()[1].split(",")[1:] == ["800.7", "644.25"]
+    table = _summary(log, engine, "--columns", "job,energy_j_per_gpu,power_w_per_gpu", "--format", "table")
+    head, _, row = table.splitlines()[:3]
+    assert head.split()[1:] == ["Energy/GPU", "Power/GPU"] and row.split()[1:] == ["800.7", "644.2"]
+
+
+def test_the_core_sources_do_not_name_the_energy_keys() -> None:
+    # the point of the case: adding it needed nothing in Rust
+    text = "\n".join(p.read_text() for p in (ROOT / "core" / "src").glob("*.rs")).lower()
+    assert "energy" not in text and "j/iter" not in text and "w/gpu" not in text
