@@ -258,7 +258,7 @@ _VALUES = st.sampled_from([" 1", " 2500.5", "  1.052111E+01", " 3.000E-04", " 64
 @settings(max_examples=1500, deadline=None)
 @given(parts=st.lists(st.tuples(_KEYS, st.sampled_from([":", "=", "", "::"]), _VALUES), max_size=12))
 def test_records_follow_the_python_definitions(parts):
-    records = core.Records(megatron.spec_of, to_float, to_int, frozen_map)
+    records = core.Records(megatron.spec_of, to_float, to_int, frozen_map, megatron.CORE_RECORD)
     text = "|".join(k + d + v for k, d, v in parts)
     want, got = megatron.parse_record(text), records.record(text)
     assert repr(got) == repr(want), text
@@ -278,7 +278,7 @@ def test_metrics_lines_follow_the_python_definition(pieces):
     from tuimon.parsers import torchtitan
 
     body = "".join(pieces)
-    got = core.MetricLines(torchtitan.metric_values).read(body)
+    got = core.MetricLines(torchtitan.metric_values, torchtitan.CORE_METRICS).read(body)
     want = torchtitan.metric_values(body)
     assert got == want and (got is None or list(got.items()) == list(want.items())), body
 
@@ -313,7 +313,7 @@ def test_memory_reports_follow_the_python_definition(body, rank):
     """A line the core reads gives the events the hook gives; a line it leaves goes to the hook."""
     parser = megatron.MegatronParser("m.log")
     frame = (7, len(body), 0, rank, None, "n1", 1.5)
-    verdicts, rows = core.MemoryLines(megatron.MEMORY).read(body, [(0, len(body))])
+    verdicts, rows = core.MemoryLines(megatron.CORE_MEMORY).read(body, [(0, len(body))])
     verdicts = list(verdicts)
     if verdicts == [3]:
         assert parser.memory_row(rows[0], frame, 1.5) == parser._on_memory(body, parser.context_of(frame, 1.5)), body
@@ -324,15 +324,15 @@ def test_memory_reports_follow_the_python_definition(body, rank):
 def test_a_memory_report_is_read_by_the_core_and_two_go_to_the_hook():
     one = "[Rank 12] (after 1 iterations) memory (MB) | allocated: 15382.845703125 | max allocated: 19070.7 | " \
           "reserved: 26762.0 | max reserved: 26800.5"
-    verdicts, rows = core.MemoryLines(megatron.MEMORY).read(one + one, [(0, len(one)), (0, 2 * len(one))])
-    assert list(verdicts) == [3, 1] and rows == [(12, "after 1 iterations", 15382.845703125, 19070.7, 26762.0, 26800.5)]
+    verdicts, rows = core.MemoryLines(megatron.CORE_MEMORY).read(one + one, [(0, len(one)), (0, 2 * len(one))])
+    assert list(verdicts) == [3, 1] and rows == [(12, "after 1 iterations", [15382.845703125, 19070.7, 26762.0, 26800.5])]
     parser = megatron.MegatronParser("m.log")
     frame = (3, len(one), 0, None, None, None, None)
     assert parser.memory_row(rows[0], frame, None) == parser._on_memory(one, parser.context_of(frame, None))
 
 
 def test_records_keep_256_timers_at_most():
-    records = core.Records(megatron.spec_of, to_float, to_int, frozen_map)
+    records = core.Records(megatron.spec_of, to_float, to_int, frozen_map, megatron.CORE_RECORD)
     text = " | ".join(f"t{k}: {k}.5" for k in range(300)) + " | t1: 9.0"
     assert records.pairs(text) == timers.pairs(text) and len(records.pairs(text)) == 256
 

@@ -63,3 +63,44 @@ def test_the_core_sources_do_not_name_the_energy_keys() -> None:
     # the point of the case: adding it needed nothing in Rust
     text = "\n".join(p.read_text() for p in (ROOT / "core" / "src").glob("*.rs")).lower()
     assert "energy" not in text and "j/iter" not in text and "w/gpu" not in text
+
+
+def _core_literals() -> list[tuple[str, str]]:
+    """(file, text) of every string literal of core/src outside its test modules (their sample
+    lines and declarations are test data), comments taken out first."""
+    import re
+
+    out = []
+    for path in sorted((ROOT / "core" / "src").glob("*.rs")):
+        text = path.read_text()
+        text = text.split("#[cfg(test)]")[0]  # a module's tests come last
+        text = re.sub(r"//[^\n]*", "", text)
+        for m in re.finditer(r'b?r?"((?:[^"\\]|\\.)*)"', text):
+            out.append((path.name, m.group(1)))
+    return out
+
+
+def _anchors() -> set[str]:
+    """Every rule's anchor (the literals the built-in readers' rules are found by) and every text
+    the core's readers are handed by the parsers' declarations."""
+    from tuimon.engine import blocks, catalog
+    from tuimon.parsers import megatron, timers, torchtitan
+
+    cat = catalog.current()
+    _, _, presence = blocks._rule_set((), cat.builtin, tuple(cat.parsers), ())
+    anchors = set(presence.literals)
+    for declaration in (megatron.CORE_RECORD, megatron.CORE_MEMORY, timers.CORE, torchtitan.CORE_METRICS):
+        for value in declaration.values():
+            anchors.update(value if isinstance(value, tuple) else (value,))
+    return {a for a in anchors if isinstance(a, str) and len(a.strip()) >= 3}
+
+
+def test_the_core_holds_no_format_literal_key_or_pattern() -> None:
+    anchors = _anchors()
+    assert len(anchors) > 100  # the built-in readers' anchors were found (a check that cannot fail is none)
+    assert {"time (ms)", "validate step", "Training epoch", "[Rank", "max allocated", "iteration "} <= anchors
+    literals = _core_literals()
+    assert literals, "no string literal found in core/src: the scan is wrong"
+    # a short word (a key such as "step") is looked for as a whole literal, a longer text anywhere in one
+    found = sorted({(name, a) for name, text in literals for a in anchors if (a in text if len(a) > 4 else a == text)})
+    assert not found, f"core/src names formats' anchors or keys (move them into a parsers/ declaration): {found}"

@@ -199,6 +199,7 @@ struct Records {
     to_float: Py<PyAny>,
     to_int: Py<PyAny>,
     frozen_map: Py<PyAny>,
+    rules: records::RecordRules,
     specs: Mutex<HashMap<String, Spec>>,
 }
 
@@ -218,25 +219,16 @@ impl Records {
     }
 
     fn iteration<'py>(&self, py: Python<'py>, body: &str) -> PyResult<Option<(i64, i64, Bound<'py, PyDict>)>> {
-        if body.starts_with("Training epoch") {
-            return Ok(None);
-        }
-        let mut found = records::iteration_marks(body.as_bytes());
-        let (it, total) = match (found.next(), found.next()) {
-            (Some(m), None) => m,
-            _ => return Ok(None),
-        };
-        let (Some(it), Some(total)) = (records::counter(&body[it.0..it.1]), records::counter(&body[total.0..total.1]))
-        else {
-            return Ok(None);
-        };
+        let Some((it, total)) = self.rules.one_mark(body) else { return Ok(None) };
         let fields = self.record(py, body)?;
-        if let Some(n) = fields.get_item("nan_count")? {
-            if !n.is_none() && n.gt(0)? {
-                return Ok(None);
+        for veto in &self.rules.vetoes {
+            if let Some(n) = fields.get_item(veto.as_str())? {
+                if !n.is_none() && n.gt(0)? {
+                    return Ok(None);
+                }
             }
         }
-        if let Some(losses) = fields.get_item("losses")? {
+        if let Some(losses) = fields.get_item(self.rules.losses.as_str())? {
             for v in losses.call_method0("values")?.try_iter()? {
                 let v = v?;
                 if v.ne(&v)? {
@@ -255,7 +247,7 @@ impl Records {
         let (name, kind): (Option<Bound<'_, PyString>>, Bound<'_, PyAny>) = answer.extract()?;
         let spec = match name {
             None => Spec::Skip,
-            Some(n) if n.to_str()? == "loss" => Spec::Loss(kind.cast_into::<PyString>()?.unbind()),
+            Some(n) if n.to_str()? == self.rules.loss_tag => Spec::Loss(kind.cast_into::<PyString>()?.unbind()),
             Some(n) if kind.is_instance_of::<PyString>() && kind.extract::<String>()? == "int" => Spec::Int(n.unbind()),
             Some(n) if kind.is_callable() => Spec::Read(n.unbind(), kind.unbind()),
             Some(n) => Spec::Float(n.unbind(), if kind.is_instance_of::<PyFloat>() { Some(kind.extract()?) } else { None }),
@@ -270,9 +262,21 @@ impl Records {
 
 #[pymethods]
 impl Records {
+    /// `declaration`: the reader's (`parsers.megatron.CORE_RECORD`): `mark` (a pattern: the
+    /// counter and total its groups 1 and 2), `skip` (line starts left to the hook), `vetoes`
+    /// (integer fields whose value over 0 leaves the line to the hook), `loss_field` (the field of
+    /// the losses) and `loss_tag` (what `spec_of` names a loss key with).
     #[new]
-    fn new(spec_of: Py<PyAny>, to_float: Py<PyAny>, to_int: Py<PyAny>, frozen_map: Py<PyAny>) -> Self {
-        Records { spec_of, to_float, to_int, frozen_map, specs: Mutex::new(HashMap::new()) }
+    fn new(spec_of: Py<PyAny>, to_float: Py<PyAny>, to_int: Py<PyAny>, frozen_map: Py<PyAny>,
+           declaration: &Bound<'_, PyDict>) -> PyResult<Self> {
+        let rules = records::RecordRules {
+            mark: compile(&item::<String>(declaration, "mark")?)?,
+            skip: item(declaration, "skip")?,
+            vetoes: item(declaration, "vetoes")?,
+            losses: item(declaration, "loss_field")?,
+            loss_tag: item(declaration, "loss_tag")?,
+        };
+        Ok(Records { spec_of, to_float, to_int, frozen_map, rules, specs: Mutex::new(HashMap::new()) })
     }
 
     /// `parse_record(record)`: an iteration record's fields.
@@ -304,16 +308,16 @@ impl Records {
             }
         }
         if !losses.is_empty() {
-            out.set_item("losses", self.frozen_map.bind(py).call1((losses,))?)?;
+            out.set_item(self.rules.losses.as_str(), self.frozen_map.bind(py).call1((losses,))?)?;
         }
         Ok(out)
     }
 
-    /// Megatron's iteration lines, `(body start, end)` of `text` (character offsets, ASCII
-    /// bodies), read as `MegatronParser._on_iteration` reads a line holding one record and
-    /// no NaN: `(iteration, total, fields)`, the total as the line writes it; None for a
-    /// line the hook reads (no record, two or more (ranks writing at once), NeMo 2's
-    /// `Training epoch` form, a NaN loss or count (its failure event), a counter past i64).
+    /// Record lines, `(body start, end)` of `text` (character offsets, ASCII bodies), read as
+    /// `MegatronParser._on_iteration` reads a line holding one record and no NaN: `(counter,
+    /// total, fields)`, the total as the line writes it; None for a line the hook reads (no
+    /// mark, two or more (ranks writing at once), a `skip` start, a NaN loss or a veto over 0
+    /// (its failure event), a counter past i64).
     #[allow(clippy::type_complexity)]
     fn iterations<'py>(&self, py: Python<'py>, text: &Bound<'py, PyString>, lines: Vec<(usize, usize)>)
         -> PyResult<Vec<Option<(i64, i64, Bound<'py, PyDict>)>>> {
@@ -455,25 +459,38 @@ impl LineRegex {
 #[pyclass(frozen, module = "tuimon._core")]
 struct MetricLines {
     fallback: Py<PyAny>,
+    rules: metrics::MetricRules,
 }
 
 #[pymethods]
 impl MetricLines {
+    /// `declaration`: the reader's (`parsers.torchtitan.CORE_METRICS`): `skip` (what makes a
+    /// line give nothing), `start` (where its pairs start), `keys` (a row's: the step, the loss,
+    /// then the others, the last one the value `unit` is read on), `unit`.
     #[new]
-    fn new(fallback: Py<PyAny>) -> Self {
-        MetricLines { fallback }
+    fn new(fallback: Py<PyAny>, declaration: &Bound<'_, PyDict>) -> PyResult<Self> {
+        let rules = metrics::MetricRules {
+            skip: item(declaration, "skip")?,
+            start: item(declaration, "start")?,
+            keys: item(declaration, "keys")?,
+            unit: item(declaration, "unit")?,
+        };
+        if rules.keys.len() < 3 {
+            return Err(pyo3::exceptions::PyValueError::new_err("a metric row needs a step, a loss and a unit's key"));
+        }
+        Ok(MetricLines { fallback, rules })
     }
 
-    /// TorchTitan's metrics lines, `(body start, end)` of `text` (character offsets, ASCII
-    /// bodies), typed as `TorchTitanParser._on_metrics` types them: per line 0 (no step:
-    /// a validation line, no step or no loss), 1 (the hook reads it: a value only Python's
-    /// `to_float`/`to_int` reads, a separator \x1c-\x1f) or 3 (read); and per line read,
-    /// `(step, loss, tflops, tps, wps, mfu, memory in GiB)`, None where the line has none.
+    /// Metrics lines, `(body start, end)` of `text` (character offsets, ASCII bodies), typed
+    /// as `TorchTitanParser._on_metrics` types them: per line 0 (nothing: a `skip` line, no
+    /// step or no loss), 1 (the hook reads it: a value only Python's `to_float`/`to_int`
+    /// reads, a separator \x1c-\x1f) or 3 (read); and per line read, `(step, loss, [the
+    /// middle keys' values], the last key's value in the unit)`, None where the line has none.
     #[allow(clippy::type_complexity)]
     fn rows(&self, text: &Bound<'_, PyString>, lines: Vec<(usize, usize)>) -> PyResult<(Vec<u8>, Vec<MetricRow>)> {
         let (mut verdicts, mut rows) = (Vec::with_capacity(lines.len()), Vec::new());
         for body in text::slices(text.to_str()?, lines) {
-            match metrics::typed(body) {
+            match metrics::typed(&self.rules, body) {
                 metrics::Typed::Nothing => verdicts.push(0),
                 metrics::Typed::Hook => verdicts.push(1),
                 metrics::Typed::Row(row) => {
@@ -492,14 +509,15 @@ impl MetricLines {
             return self.fallback.bind(py).call1((body,));
         }
         let text = metrics::strip_sgr(body);
-        if text.contains("validate step") {
+        let rules = &self.rules;
+        if rules.skip.iter().any(|s| text.contains(s.as_str())) {
             return Ok(py.None().into_bound(py));
         }
-        // as Python's text[text.find("step:"):] (not found: the last character)
-        let start = text.find("step:").unwrap_or(text.len().saturating_sub(1));
+        // as Python's text[text.find(start):] (not found: the last character)
+        let start = text.find(rules.start.as_str()).unwrap_or(text.len().saturating_sub(1));
         let out = PyDict::new(py);
-        for (key, value, unit) in metrics::pairs(&text[start..]) {
-            out.set_item(key, (value, unit))?;
+        for (key, value, unit) in metrics::pairs(&text[start..], &rules.unit) {
+            out.set_item(key, (value, if unit { rules.unit.as_str() } else { "" }))?;
         }
         Ok(out.into_any())
     }
@@ -509,8 +527,7 @@ impl MetricLines {
 /// `parsers/timers.py`'s hooks, whose `(min, max)` and comms-logger patterns these are).
 #[pyclass(frozen, module = "tuimon._core")]
 struct TimerLines {
-    minmax: regex::Regex,
-    comm_op: regex::Regex,
+    rules: timers::TimerRules,
 }
 
 /// (per line: 0 nothing, 1 to the hook, 2 timers; per timer line: its rank tag, how many
@@ -522,11 +539,30 @@ fn compile(p: &str) -> PyResult<regex::Regex> {
     regex::Regex::new(p).map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))
 }
 
+/// A declaration's entry, typed; a missing one is a ValueError naming it.
+fn item<'py, T: FromPyObjectOwned<'py>>(declaration: &Bound<'py, PyDict>, key: &str) -> PyResult<T> {
+    match declaration.get_item(key)? {
+        Some(v) => v.extract().map_err(Into::into),
+        None => Err(pyo3::exceptions::PyValueError::new_err(format!("the declaration has no {key:?}"))),
+    }
+}
+
 #[pymethods]
 impl TimerLines {
+    /// `declaration`: the reader's (`parsers.timers.CORE`): `list_anchor`, `minmax`, `comm_op`,
+    /// `to_hook`, `announce`, `rank_anchor` and `rank_tag` (see `timers::TimerRules`).
     #[new]
-    fn new(minmax: &str, comm_op: &str) -> PyResult<Self> {
-        Ok(TimerLines { minmax: compile(minmax)?, comm_op: compile(comm_op)? })
+    fn new(declaration: &Bound<'_, PyDict>) -> PyResult<Self> {
+        let rules = timers::TimerRules {
+            list_anchor: item(declaration, "list_anchor")?,
+            minmax: compile(&item::<String>(declaration, "minmax")?)?,
+            comm_op: compile(&item::<String>(declaration, "comm_op")?)?,
+            to_hook: item(declaration, "to_hook")?,
+            announce: item(declaration, "announce")?,
+            rank_anchor: item(declaration, "rank_anchor")?,
+            rank_tag: compile(&item::<String>(declaration, "rank_tag")?)?,
+        };
+        Ok(TimerLines { rules })
     }
 
     /// The lines `(body start, end, kind)` of `text` (character offsets, ascending; kind 0
@@ -549,9 +585,9 @@ impl TimerLines {
             };
             for (body, &(_, _, kind)) in bodies.iter().zip(&lines) {
                 let read = if kind == 0 {
-                    timers::time_line(&self.comm_op, body, &mut said)
+                    self.rules.time_line(body, &mut said)
                 } else {
-                    timers::minmax_line(&self.minmax, body, &mut said)
+                    self.rules.minmax_line(body, &mut said)
                 };
                 match read {
                     timers::Read::Nothing => out.0.push(0),
@@ -607,21 +643,28 @@ fn hf_dicts<'py>(py: Python<'py>, text: &Bound<'py, PyString>, lines: Vec<(usize
     Ok((verdicts, rows))
 }
 
-/// A memory report read: its tag's rank, its moment (`after N iterations`), and its
-/// allocated, max allocated, reserved and max reserved MB.
-type MemoryRow = (Option<i64>, String, Option<f64>, Option<f64>, Option<f64>, Option<f64>);
+/// A report read: its tag's rank, its moment (`after N iterations`), and its values in the
+/// declaration's key order.
+type MemoryRow = (Option<i64>, String, Vec<Option<f64>>);
 
-/// Megatron's memory reports, found by the definition's pattern (`parsers.megatron.MEMORY`).
+/// Key-table reports (Megatron's memory reports), by the declaration (`parsers.megatron.CORE_MEMORY`).
 #[pyclass(frozen, module = "tuimon._core")]
 struct MemoryLines {
-    pattern: regex::Regex,
+    rules: memory::ReportRules,
 }
 
 #[pymethods]
 impl MemoryLines {
+    /// `declaration`: `pattern` (group 1 a rank tag's digits, group 2 the moment), `keys` (the
+    /// values kept, as `norm_key` spells them, in the row's order), `rank_anchor`.
     #[new]
-    fn new(pattern: &str) -> PyResult<Self> {
-        Ok(MemoryLines { pattern: compile(pattern)? })
+    fn new(declaration: &Bound<'_, PyDict>) -> PyResult<Self> {
+        let rules = memory::ReportRules {
+            pattern: compile(&item::<String>(declaration, "pattern")?)?,
+            keys: item(declaration, "keys")?,
+            rank_anchor: item(declaration, "rank_anchor")?,
+        };
+        Ok(MemoryLines { rules })
     }
 
     /// The lines `(body start, end)` of `text` (character offsets, ASCII bodies), read as
@@ -630,12 +673,11 @@ impl MemoryLines {
     fn read(&self, text: &Bound<'_, PyString>, lines: Vec<(usize, usize)>) -> PyResult<(Vec<u8>, Vec<MemoryRow>)> {
         let (mut verdicts, mut rows) = (Vec::with_capacity(lines.len()), Vec::new());
         for body in text::slices(text.to_str()?, lines) {
-            match memory::typed(&self.pattern, body) {
+            match memory::typed(&self.rules, body) {
                 None => verdicts.push(1),
                 Some(r) => {
                     verdicts.push(3);
-                    let [a, b, c, d] = r.values;
-                    rows.push((r.tag, r.label.to_string(), a, b, c, d));
+                    rows.push((r.tag, r.label.to_string(), r.values));
                 }
             }
         }

@@ -1,7 +1,9 @@
-//! TorchTitan's metrics line (`parsers/torchtitan.py`, `metric_values`): its colour codes
-//! (`common.ANSI`, `\x1b\[[0-9;]*m`) taken out, then the pairs of `torchtitan.METRIC`,
-//! `([a-z_]+):\s+([-+]?[\d.,]+(?:[eE][-+]?\d+)?|nan|inf)(GiB)?`, found as Python's `findall`
-//! finds them, by hand: the regex crate's captures cost more than Python's own regex here.
+//! Metric lines of `key: value` pairs (`parsers/torchtitan.py`'s `metric_values`, declared in
+//! `torchtitan.CORE_METRICS`): colour codes (`common.ANSI`, `\x1b\[[0-9;]*m`) taken out, lines
+//! holding the declaration's `skip` left, then from its `start` on the pairs of a lowercase key,
+//! a colon, white space and a number (or `nan`, `inf`), with the declaration's unit right after
+//! it (`torchtitan.METRIC`), found as Python's `findall` finds them, by hand: the regex crate's
+//! captures cost more than Python's own regex here.  The row is the declaration's keys' values.
 //! Only ASCII text without \x1c-\x1f comes here (where `\s` and `\d` mean what they mean to
 //! Python); tests/test_core.py holds the two to the same answers.
 
@@ -61,8 +63,20 @@ fn value_end(b: &[u8], j: usize) -> Option<usize> {
     None
 }
 
-/// The `(key, value, unit)` of every pair in `text`, in order.
-pub fn pairs(text: &str) -> Vec<(&str, &str, &str)> {
+/// A metric-line reader's declaration.
+pub struct MetricRules {
+    /// a line holding one of these gives nothing (a validation line)
+    pub skip: Vec<String>,
+    /// where the pairs start (the text from its first place; not there: the last character)
+    pub start: String,
+    /// the keys of a row, in its order: the step (an integer) and the loss first, the unit's key last
+    pub keys: Vec<String>,
+    /// the unit a value may carry (read on the last key alone)
+    pub unit: String,
+}
+
+/// The `(key, value, unit)` of every pair in `text`, in order (`unit` where the value carries it).
+pub fn pairs<'t>(text: &'t str, unit: &str) -> Vec<(&'t str, &'t str, bool)> {
     let b = text.as_bytes();
     let mut out = Vec::new();
     let mut p = 0;
@@ -82,9 +96,9 @@ pub fn pairs(text: &str) -> Vec<(&str, &str, &str)> {
                 j += 1;
             }
             if let Some(end) = value_end(b, j) {
-                let unit = b[end..].starts_with(b"GiB");
-                let stop = if unit { end + 3 } else { end };
-                out.push((&text[p..r], &text[j..end], if unit { "GiB" } else { "" }));
+                let has_unit = !unit.is_empty() && b[end..].starts_with(unit.as_bytes());
+                let stop = if has_unit { end + unit.len() } else { end };
+                out.push((&text[p..r], &text[j..end], has_unit));
                 p = stop;
                 continue;
             }
@@ -94,8 +108,8 @@ pub fn pairs(text: &str) -> Vec<(&str, &str, &str)> {
     out
 }
 
-/// A metrics line typed: (step, loss, tflops, tps, wps, mfu, memory in GiB).
-pub type MetricRow = (i64, f64, Option<f64>, Option<f64>, Option<f64>, Option<f64>, Option<f64>);
+/// A metrics line typed: (step, loss, the middle keys' values, the last key's value in the unit).
+pub type MetricRow = (i64, f64, Vec<Option<f64>>, Option<f64>);
 
 /// What `MetricLines.rows` makes of a line.
 pub enum Typed {
@@ -121,20 +135,20 @@ fn value(text: &str) -> Option<f64> {
 }
 
 /// A metrics body (ASCII) typed as the hook types it (see `MetricLines.rows`).
-pub fn typed(body: &str) -> Typed {
+pub fn typed(rules: &MetricRules, body: &str) -> Typed {
     if !body.bytes().all(|b| b.is_ascii() && !(0x1c..=0x1f).contains(&b)) {
         return Typed::Hook;
     }
     let text = strip_sgr(body);
-    if text.contains("validate step") {
+    if rules.skip.iter().any(|s| text.contains(s.as_str())) {
         return Typed::Nothing;
     }
-    let start = text.find("step:").unwrap_or(text.len().saturating_sub(1));
+    let start = text.find(rules.start.as_str()).unwrap_or(text.len().saturating_sub(1));
     // the last of a key wins, as in the dict the hook builds
-    let mut found: [Option<(&str, &str)>; 7] = [None; 7];
-    const KEYS: [&str; 7] = ["step", "loss", "tflops", "tps", "wps", "mfu", "memory"];
-    for (key, v, unit) in pairs(&text[start..]) {
-        if let Some(k) = KEYS.iter().position(|&n| n == key) {
+    let n = rules.keys.len();
+    let mut found: Vec<Option<(&str, bool)>> = vec![None; n];
+    for (key, v, unit) in pairs(&text[start..], &rules.unit) {
+        if let Some(k) = rules.keys.iter().position(|name| name == key) {
             found[k] = Some((v, unit));
         }
     }
@@ -143,8 +157,8 @@ pub fn typed(body: &str) -> Typed {
     };
     let Some(step) = numbers::fast_int(step) else { return Typed::Hook };
     let Some(loss) = value(loss) else { return Typed::Hook };
-    let mut typed = [None; 4];
-    for (k, slot) in typed.iter_mut().enumerate() {
+    let mut middle = vec![None; n - 3];
+    for (k, slot) in middle.iter_mut().enumerate() {
         if let Some((v, _)) = found[2 + k] {
             match value(v) {
                 Some(x) => *slot = Some(x),
@@ -152,14 +166,14 @@ pub fn typed(body: &str) -> Typed {
             }
         }
     }
-    let memory = match found[6] {
-        Some((v, "GiB")) => match value(v) {
+    let last = match found[n - 1] {
+        Some((v, true)) => match value(v) {
             Some(x) => Some(x),
             None => return Typed::Hook,
         },
         _ => None,
     };
-    Typed::Row((step, loss, typed[0], typed[1], typed[2], typed[3], memory))
+    Typed::Row((step, loss, middle, last))
 }
 
 #[cfg(test)]
@@ -172,6 +186,24 @@ mod tests {
         assert_eq!(strip_sgr("\x1b\x1b[m"), "\x1b");
     }
 
+    // test data: the shape of torchtitan.CORE_METRICS
+    fn rules() -> MetricRules {
+        MetricRules {
+            skip: vec!["validate step".into()],
+            start: "step:".into(),
+            keys: ["step", "loss", "tflops", "tps", "wps", "mfu", "memory"].map(String::from).to_vec(),
+            unit: "GiB".into(),
+        }
+    }
+
+    fn typed(body: &str) -> Typed {
+        super::typed(&rules(), body)
+    }
+
+    fn pairs(text: &str) -> Vec<(&str, &str, &str)> {
+        super::pairs(text, "GiB").into_iter().map(|(k, v, u)| (k, v, if u { "GiB" } else { "" })).collect()
+    }
+
     #[test]
     fn metrics_lines_typed() {
         let row = |body| match typed(body) {
@@ -179,7 +211,7 @@ mod tests {
             _ => None,
         };
         let line = "step: 10  loss: 11.78140  memory: 29.11GiB(92.83%)  tps: 70,593  tflops: 47.97  mfu: 15.38%";
-        assert_eq!(row(line), Some((10, 11.7814, Some(47.97), Some(70593.0), None, Some(15.38), Some(29.11))));
+        assert_eq!(row(line), Some((10, 11.7814, vec![Some(47.97), Some(70593.0), None, Some(15.38)], Some(29.11))));
         assert!(matches!(typed("validate step: 10  loss: 1.0"), Typed::Nothing));
         assert!(matches!(typed("step: 10  tps: 1"), Typed::Nothing));
         assert!(matches!(typed("step: 10  loss: nan"), Typed::Hook));

@@ -1,59 +1,34 @@
-//! Megatron's iteration record marks, `parsers.megatron.ITERATION`
-//! (`iteration[ =]+(\d+)/ *(\d+) *\|`), found as `re.finditer` finds them on an ASCII line.
-//! Each match starts at `iteration` and its classes do not overlap, so a match is found
-//! at an `iteration` or not at all, with no backtracking to mimic.
+//! `|`-separated `key: value` records around a mark (`parsers/megatron.py`'s iteration lines,
+//! declared in `megatron.CORE_RECORD`): the mark is the declaration's pattern (groups 1 and 2
+//! the counter and the total), found as `re.finditer` finds it; the keys are the declaration's
+//! key table's, asked through its `spec_of` (`tuimon._core.Records`).
 
-/// A span of bytes, start and end.
-pub type Span = (usize, usize);
+use regex::Regex;
 
-/// The (counter, total) digit spans of each match in `line`, left to right.
-pub fn iteration_marks(line: &[u8]) -> impl Iterator<Item = (Span, Span)> + '_ {
-    let finder = memchr::memmem::Finder::new(b"iteration");
-    let mut at = 0;
-    std::iter::from_fn(move || {
-        while at < line.len() {
-            let start = at + finder.find(&line[at..])?;
-            match mark_at(line, start + 9) {
-                Some((spans, end)) => {
-                    at = end;
-                    return Some(spans);
-                }
-                None => at = start + 1,
-            }
-        }
-        None
-    })
+/// A record reader's declaration, compiled.
+pub struct RecordRules {
+    /// a record's mark: group 1 the counter, group 2 the total
+    pub mark: Regex,
+    /// lines starting with one of these go to the hook (another form of the same line)
+    pub skip: Vec<String>,
+    /// integer fields whose value over 0 sends the line to the hook (it makes a failure event)
+    pub vetoes: Vec<String>,
+    /// the field the losses go into, and the tag `spec_of` answers for a loss key
+    pub losses: String,
+    pub loss_tag: String,
 }
 
-/// After `iteration`: `[ =]+ digits / spaces digits spaces |`; the two digit spans and the end.
-fn mark_at(b: &[u8], mut i: usize) -> Option<((Span, Span), usize)> {
-    let skip = |i: &mut usize, ok: &dyn Fn(u8) -> bool| -> usize {
-        let from = *i;
-        while *i < b.len() && ok(b[*i]) {
-            *i += 1;
+impl RecordRules {
+    /// The (counter, total) of a line holding exactly one mark whose numbers fit an i64; None
+    /// for any other line (none; several: ranks writing at once; a counter past i64).
+    pub fn one_mark(&self, body: &str) -> Option<(i64, i64)> {
+        if self.skip.iter().any(|s| body.starts_with(s.as_str())) {
+            return None;
         }
-        *i - from
-    };
-    if skip(&mut i, &|c| c == b' ' || c == b'=') == 0 {
-        return None;
+        let mut found = self.mark.captures_iter(body);
+        let (Some(caps), None) = (found.next(), found.next()) else { return None };
+        Some((counter(caps.get(1)?.as_str())?, counter(caps.get(2)?.as_str())?))
     }
-    let first = i;
-    if skip(&mut i, &|c| c.is_ascii_digit()) == 0 || b.get(i) != Some(&b'/') {
-        return None;
-    }
-    let counter = (first, i);
-    i += 1;
-    skip(&mut i, &|c| c == b' ');
-    let second = i;
-    if skip(&mut i, &|c| c.is_ascii_digit()) == 0 {
-        return None;
-    }
-    let total = (second, i);
-    skip(&mut i, &|c| c == b' ');
-    if b.get(i) != Some(&b'|') {
-        return None;
-    }
-    Some(((counter, total), i + 1))
 }
 
 /// A counter's digits as `to_int` reads them, where they fit an i64.
@@ -65,19 +40,26 @@ pub fn counter(digits: &str) -> Option<i64> {
 mod tests {
     use super::*;
 
-    fn marks(line: &str) -> Vec<(&str, &str)> {
-        iteration_marks(line.as_bytes()).map(|(a, b)| (&line[a.0..a.1], &line[b.0..b.1])).collect()
+    // test data: the shape of megatron.CORE_RECORD
+    fn rules() -> RecordRules {
+        RecordRules {
+            mark: Regex::new(r"iteration[ =]+(\d+)/ *(\d+) *\|").unwrap(),
+            skip: vec!["Training epoch".into()],
+            vetoes: vec![],
+            losses: "losses".into(),
+            loss_tag: "loss".into(),
+        }
     }
 
     #[test]
-    fn finds_each_record() {
-        assert_eq!(marks(" iteration       30/      50 | lm loss: 1.0 |"), vec![("30", "50")]);
-        assert_eq!(marks("iteration=  1/  317892 | x"), vec![("1", "317892")]);
-        assert_eq!(marks("iteration 1/ 2 |iteration 3/4|"), vec![("1", "2"), ("3", "4")]);
-        assert_eq!(marks("iterationiteration 5/6 |"), vec![("5", "6")]);
-        assert!(marks("iteration 1/2 x |").is_empty());
-        assert!(marks("iteration1/2 |").is_empty());
-        assert!(marks("iteration 1 /2 |").is_empty());
-        assert!(marks("iteration 1/ |").is_empty());
+    fn one_mark_a_line() {
+        let r = rules();
+        assert_eq!(r.one_mark(" iteration       30/      50 | lm loss: 1.0 |"), Some((30, 50)));
+        assert_eq!(r.one_mark("iteration=  1/  317892 | x"), Some((1, 317892)));
+        assert_eq!(r.one_mark("iteration 1/ 2 |iteration 3/4|"), None);
+        assert_eq!(r.one_mark("iterationiteration 5/6 |"), Some((5, 6)));
+        assert_eq!(r.one_mark("iteration 1/2 x |"), None);
+        assert_eq!(r.one_mark("iteration 99999999999999999999/2 |"), None);
+        assert_eq!(r.one_mark("Training epoch 0, iteration 1/2 |"), None);
     }
 }

@@ -45,7 +45,6 @@ _DATE = re.compile(r"-\d\d-\d\d[ T]\d\d:")  # in every stamp (parsers.timestamps
 LOG_START_BLOCKS = 8
 
 _COLUMN_KINDS = tuple(COLUMN_KINDS.items())
-native.use(native.core)  # the parsers' record readers: the compiled ones when the core is there
 
 
 class DataRule:

@@ -15,7 +15,6 @@ from typing import Any, Optional
 ENV = "TUIMON_ENGINE"
 CHOICES = ("auto", "core", "python")
 CHOICE = os.environ.get(ENV, "").strip().lower() or "auto"
-records: Any = None  # the core's record readers (Records), while the core is in use
 
 
 def _load() -> tuple[Optional[ModuleType], str, Optional[str]]:
@@ -71,23 +70,11 @@ core, description, _trouble = _load()
 
 def use(module: Optional[ModuleType]) -> Optional[ModuleType]:
     """Read with ``module`` (the compiled core) or, given None, with Python alone; returns
-    the one in use before.  The parsers' record readers follow: ``parse_record``,
-    ``pairs`` and ``metric_values`` stay their definitions, the core's stand-ins read the same keys (asked of
-    the Python key table) and hand every number but a plain one to the Python reader."""
-    global core, records
-    from ..parsers import megatron, timers, torchtitan
-    from ..parsers.events import frozen_map
-    from ..parsers.numbers import to_float, to_int
-
+    the one in use before (the tests hold the engines to the same answers this way).  Nothing
+    else is rebound: the parsers' hooks read with their Python definitions, and the core's
+    readers, built from the same declarations, are looked up by the core they belong to."""
+    global core
     before, core = core, module
-    records = None
-    if module is None:
-        megatron.read_record, timers.read_pairs = megatron.parse_record, timers.pairs
-        torchtitan.read_metrics = torchtitan.metric_values
-    else:
-        records = module.Records(megatron.spec_of, to_float, to_int, frozen_map)
-        megatron.read_record, timers.read_pairs = records.record, records.pairs
-        torchtitan.read_metrics = module.MetricLines(torchtitan.metric_values).read
     return before
 
 

@@ -12,8 +12,10 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any, Optional, Sequence
 
+from tuimon.parsers import megatron, timers, torchtitan
 from tuimon.parsers.columns import IterationRows, TimerRows
-from tuimon.parsers.timers import COMM_OP_NAME, MINMAX
+from tuimon.parsers.events import frozen_map
+from tuimon.parsers.numbers import to_float, to_int
 
 from . import native
 
@@ -26,9 +28,26 @@ ITERATION_LINES, METRICS_LINES, HF_DICTS, MEMORY_LINES = 2, 3, 4, 5
 NOTHING, HOOK, ROW, EVENT, ITERATION = 0, 1, 2, 3, 4
 
 
+# The core's readers, each built once a process from its parser's declaration (the core holds no
+# format's literal, key or pattern of its own: tests/test_declarations.py greps core/src for them)
 @lru_cache(maxsize=4)
 def _timer_lines(core: Any) -> Any:
-    return core.TimerLines(MINMAX, COMM_OP_NAME)
+    return core.TimerLines(timers.CORE)
+
+
+@lru_cache(maxsize=4)
+def _records(core: Any) -> Any:
+    return core.Records(megatron.spec_of, to_float, to_int, frozen_map, megatron.CORE_RECORD)
+
+
+@lru_cache(maxsize=4)
+def _memory_lines(core: Any) -> Any:
+    return core.MemoryLines(megatron.CORE_MEMORY)
+
+
+@lru_cache(maxsize=4)
+def _metric_lines(core: Any) -> Any:
+    return core.MetricLines(torchtitan.metric_values, torchtitan.CORE_METRICS)
 
 
 def split_rows(file: str, text: str, first_line: int, hits: list, columns: list,
@@ -126,7 +145,7 @@ def _read(core: Any, text: str, spans: list, parts: list,
 
 
 def _iterations(core: Any, text: str, lines: list, owner: Any) -> tuple[list[int], list]:
-    found = native.records.iterations(text, lines)
+    found = _records(core).iterations(text, lines)
     if found and not owner.reported("_announced"):
         found[0] = None  # (the hook names the run's framework, in the line's words, with its first)
     return [HOOK if f is None else ITERATION for f in found], [f for f in found if f is not None]
@@ -155,19 +174,6 @@ def _owner(parts: list, kind: int, parsers: Sequence[Any]) -> Any:
     ``kind`` (0: either timer kind)."""
     return next(parsers[rule.key[0]] for rule, _, _ in parts if (rule.column <= 1 if kind == 0 else rule.column == kind))
 
-
-@lru_cache(maxsize=4)
-def _memory_lines(core: Any) -> Any:
-    from tuimon.parsers.megatron import MEMORY
-
-    return core.MemoryLines(MEMORY)
-
-
-@lru_cache(maxsize=4)
-def _metric_lines(core: Any) -> Any:
-    from tuimon.parsers import torchtitan
-
-    return core.MetricLines(torchtitan.metric_values)
 
 
 class Iterations:

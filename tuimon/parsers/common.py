@@ -7,7 +7,10 @@ from typing import Optional
 
 from .numbers import to_int
 
-_RANK_TAG = re.compile(r"\[Rank (\d{1,6})\]")
+#: DeepSpeed's log_dist and Megatron's memory reports tag a line "[Rank N]": its anchor, and its pattern
+RANK_ANCHOR = "[Rank"
+RANK_TAG = r"\[Rank (\d{1,6})\]"
+_RANK_TAG = re.compile(RANK_TAG)
 ANSI = re.compile(r"\x1b\[[0-9;]*m")  # an SGR colour code (core/src/metrics.rs reads them so too)
 
 
@@ -29,7 +32,7 @@ def rank_tag(body: str) -> Optional[int]:
 
 def rank_or(body: str, default: Optional[int]) -> Optional[int]:
     """The rank of the line's ``[Rank N]`` tag, else (no tag, or an odd one) ``default``."""
-    rank = rank_tag(body) if "[Rank" in body else None
+    rank = rank_tag(body) if RANK_ANCHOR in body else None
     return default if rank is None else rank
 
 

@@ -13,7 +13,7 @@ from operator import itemgetter, methodcaller
 from typing import Optional
 
 from .base import LineContext, LineParser, Sample, compile_sniff
-from .common import norm_key, rank_tag
+from .common import RANK_ANCHOR, norm_key, rank_tag
 from .events import INIT_TIME, Event, Exit, Failure, Iteration, Memory, Milestone, RunConfig, Step, Throughput, frozen_map
 from .numbers import to_float, to_int
 from .timestamps import parse_iso
@@ -33,10 +33,13 @@ MEMORY = (r"(?:\[Rank (\d+)\] )?\(?(after \d+ iterations|(?:before|after) save_c
 _MEMORY = re.compile(MEMORY)
 # a wrapped report's tail: the cut field's rest ("erved: 42498.00 "), then whole fields
 _MEMORY_TAIL_HEAD = re.compile(r"^\s*[a-z ]{0,16}: [-+\d.]+\s*$")
-_MEMORY_KEYS = frozenset(("allocated", "max allocated", "reserved", "max reserved"))
+#: a report's four figures, as norm_key spells their keys, in the order of Memory's fields
+MEMORY_KEYS = ("allocated", "max allocated", "reserved", "max reserved")
+_MEMORY_KEYS = frozenset(MEMORY_KEYS)
 # NeMo 2's progress printer: "Training epoch 1, iteration 5/49 | ... | global_step: 55 | ...": the
 # iteration counts within the epoch and its total is the epoch's (max_steps when resumed)
-_NEMO2 = re.compile(r"Training epoch (\d+), iteration \d+/(\d+) \|.*?\| global_step: (\d+)\b")
+_NEMO2_START = "Training epoch"
+_NEMO2 = re.compile(re.escape(_NEMO2_START) + r" (\d+), iteration \d+/(\d+) \|.*?\| global_step: (\d+)\b")
 # --exit-interval, --exit-duration-in-mins, and --exit-signal-handler's SIGTERM (Slurm's warning before a
 # time limit or a preemption): the program saved its checkpoint and left
 _EXIT = re.compile(r"\[exiting program (?:at iteration (\d+)|after [\d.]+ minutes|after receiving SIGTERM\.?)\] "
@@ -75,6 +78,7 @@ def tflops_of(text: str) -> Optional[float]:
     return to_float(value)
 
 
+_NAN_COUNT = "nan_count"  # a record's count of NaN iterations: over 0, a failure
 _FIELD_OF = {
     "elapsed time per iteration ms": ("elapsed_ms", 1.0),
     "elapsed time per iteration s": ("elapsed_ms", 1000.0),
@@ -87,7 +91,7 @@ _FIELD_OF = {
     "loss scale": ("loss_scale", None),
     "grad norm": ("grad_norm", None),
     "number of skipped iterations": ("skipped", "int"),
-    "number of nan iterations": ("nan_count", "int"),
+    "number of nan iterations": (_NAN_COUNT, "int"),
     "throughput per gpu tflop/s/gpu": ("tflops_reported", None),
     "tflops": ("tflops_reported", None),
     "tflops per gpu": ("tflops_reported", None),  # NeMo 2's FLOPs callback: "TFLOPS_per_GPU: 350.1"
@@ -112,12 +116,13 @@ _IGNORED_LOSS_KEYS = {"loss scale"}
 def _style(line: str) -> str:
     if "approx flops per GPU" in line:
         return "gpt-neox"
-    if "reduced_train_loss" in line or "Training epoch" in line:
+    if "reduced_train_loss" in line or _NEMO2_START in line:
         return "nemo"
     return "megatron-lm"
 
 
 _LOSS = ("loss", None)
+_LOSSES = "losses"  # the field of a record's losses (Iteration.losses)
 _SKIP = (None, None)
 _key_cache: dict[str, tuple] = {}
 
@@ -161,12 +166,17 @@ def parse_record(record: str) -> dict:
                 v *= kind
             out[name] = v
     if losses:
-        out["losses"] = frozen_map(losses)
+        out[_LOSSES] = frozen_map(losses)
     return out
 
 
-#: what reads a record: parse_record, or its compiled stand-in (tuimon.engine.native plugs it in)
-read_record = parse_record
+#: what the compiled core is handed to read an iteration line as _iterations does, with spec_of's key table
+#: (core/src/records.rs; tuimon.engine.rows builds the reader): the mark; NeMo 2's form, left to the hook (it
+#: renumbers); a NaN count over 0 and a NaN loss, left to it (a failure event)
+CORE_RECORD = {"mark": ITERATION.pattern, "skip": (_NEMO2_START,), "vetoes": (_NAN_COUNT,), "loss_field": _LOSSES,
+               "loss_tag": _LOSS[0]}
+#: and a memory report as _on_memory reads a line holding one (core/src/memory.rs)
+CORE_MEMORY = {"pattern": MEMORY, "keys": MEMORY_KEYS, "rank_anchor": RANK_ANCHOR}
 
 
 class MegatronParser(LineParser):
@@ -398,9 +408,9 @@ class MegatronParser(LineParser):
         for i, m in enumerate(matches):
             start = 0 if i == 0 else m.start()
             end = matches[i + 1].start() if i + 1 < len(matches) else len(body)
-            fields = read_record(body[start:end])
+            fields = parse_record(body[start:end])
             it, total = to_int(m.group(1)), to_int(m.group(2))
-            nemo = _NEMO2.match(body) if i == 0 and body.startswith("Training epoch") else None
+            nemo = _NEMO2.match(body) if i == 0 and body.startswith(_NEMO2_START) else None
             if nemo:  # numbered through the run as users count steps; done at the end of this epoch, at least
                 epoch, per_epoch, it = (int(g) for g in nemo.groups())
                 total = (epoch + 1) * (per_epoch + 1) - 1
@@ -427,8 +437,7 @@ class MegatronParser(LineParser):
                 key, _, value = seg.partition(":")
                 values[norm_key(key)] = to_float(value)
             events.append(self._memory(ctx.line, _memory_rank(m, ctx.rank), ctx.node, ctx.wall_time, m.group(2),
-                                       values.get("allocated"), values.get("max allocated"), values.get("reserved"),
-                                       values.get("max reserved")))
+                                       *(values.get(key) for key in MEMORY_KEYS)))
         return events
 
     def _on_memory_tail(self, body: str, ctx: LineContext) -> list[Event]:
@@ -447,14 +456,14 @@ class MegatronParser(LineParser):
             if name not in _MEMORY_KEYS or number is None:
                 return []  # not a memory report's fields
             values[name] = number
-        return [self._memory(ctx.line, ctx.rank, ctx.node, ctx.wall_time, "(wrapped)", values.get("allocated"),
-                             values.get("max allocated"), values.get("reserved"), values.get("max reserved"))]
+        return [self._memory(ctx.line, ctx.rank, ctx.node, ctx.wall_time, "(wrapped)",
+                             *(values.get(key) for key in MEMORY_KEYS))]
 
     def memory_row(self, row: tuple, frame: tuple, wall: Optional[float]) -> list[Event]:
         """A memory report the compiled core read (``MemoryLines``; see
         :mod:`tuimon.engine.rows`): its tag's rank, its moment (``after N iterations``)
         and its four values, as :meth:`_on_memory` reads a line holding one report."""
-        tag, label, *values = row
+        tag, label, values = row
         return [self._memory(frame[0], frame[3] if tag is None else tag, frame[5], wall, label, *values)]
 
     def _memory(self, line: int, rank: Optional[int], node: Optional[str], wall: Optional[float], label: str,
@@ -494,7 +503,7 @@ def _memory_rank(m: re.Match, default: Optional[int]) -> Optional[int]:
 
 
 def _has_nan(fields: dict) -> bool:
-    if (fields.get("nan_count") or 0) > 0:
+    if (fields.get(_NAN_COUNT) or 0) > 0:
         return True
     losses = fields.get("losses") or {}
     return any(v != v for v in losses.values())

@@ -13,7 +13,7 @@ import re
 from typing import Mapping, Optional
 
 from .base import LineContext, LineParser, Sample, compile_sniff
-from .common import rank_or
+from .common import RANK_ANCHOR, RANK_TAG, rank_or
 from .events import Checkpoint, Event, RunConfig, Timers, frozen_map
 from .numbers import to_float, to_int
 
@@ -21,8 +21,16 @@ from .numbers import to_float, to_int
 MINMAX = r"^\s*(\S.*?) \.{2,}: (?:\(([^,()]+), ([^,()]+)\)|([^\s,()]+))\s*$"  # (min, max), or max alone
 _MINMAX = re.compile(MINMAX)
 # DeepSpeed's comms logger: "rank=0 | comm op: broadcast | time (ms): 3907.38 | msg size: 576.0 B | ..."
-COMM_OP_NAME = r"\bcomm op: ([^|]*?)\s*\|"  # (the core's too)
+COMM_OP_NAME = r"\bcomm op: ([^|]*?)\s*\|"
 _COMM_OP = re.compile(COMM_OP_NAME)
+# a list line's anchor (its pairs follow; a colon right after it: a comms-logger line); the timer a save's time
+# is (the hook gives it to the save announced before); the prefix of offloading's timers (their first line
+# announces the run's offloading)
+_LIST_ANCHOR, _SAVE_TIMER, _OFFLOADING = "time (ms)", "save-checkpoint", "offloading"
+#: what the compiled core is handed to read plain timer lines as the hooks do (core/src/timers.rs;
+#: tuimon.engine.rows builds the reader)
+CORE = {"list_anchor": _LIST_ANCHOR, "minmax": MINMAX, "comm_op": COMM_OP_NAME, "to_hook": (_SAVE_TIMER,),
+        "announce": _OFFLOADING, "rank_anchor": RANK_ANCHOR, "rank_tag": RANK_TAG}
 _SAVED = re.compile(r"successfully saved checkpoint (?:from iteration|at iteration)\s+(\d+) to (\S+)")
 _COMM_WORDS = ("allreduce", "all-reduce", "all_reduce", "allgather", "all-gather", "reduce-scatter",
                "reduce_scatter", "send", "recv", "broadcast", "grads-reduce", "params-all-gather")
@@ -147,13 +155,13 @@ class TimerParser(LineParser):
         return self._timers({m.group(1).strip(): value}, body, ctx) if value is not None else []
 
     def _on_time_line(self, body: str, ctx: LineContext) -> list[Event]:
-        pos = body.find("time (ms)")
+        pos = body.find(_LIST_ANCHOR)
         if pos < 0:
             return []
-        tail = body[pos + 9:]
+        tail = body[pos + len(_LIST_ANCHOR):]
         if tail.startswith(":"):  # one collective's time, not a breakdown: its sizes and bandwidths are no timers
             return self._comm_op(body, tail, ctx)
-        return self._timers(read_pairs(tail), body, ctx)
+        return self._timers(pairs(tail), body, ctx)
 
     def _comm_op(self, body: str, tail: str, ctx: LineContext) -> list[Event]:
         """A line of DeepSpeed's comms logger: the op's time, as a timer named by the op, of
@@ -172,13 +180,13 @@ class TimerParser(LineParser):
             return []
         rank = rank_or(body, ctx.rank)
         events: list[Event] = []
-        save = timers.pop("save-checkpoint", None)
+        save = timers.pop(_SAVE_TIMER, None)
         if save is not None:  # the save it times was announced just before; once used, forgotten
             events.append(self.make(Checkpoint, ctx, iteration=self._saved_iteration, save_ms=save))
             self._saved_iteration = None
         if timers:
             groups = self._groups_of(tuple(timers))
-            if self._offload_announced is not True and any(n.startswith("offloading") for n in timers) and \
+            if self._offload_announced is not True and any(n.startswith(_OFFLOADING) for n in timers) and \
                     self.first_time("_offload_announced"):  # (True: said already; no need to look)
                 events.append(self.make(RunConfig, ctx, framework="stronghold"))
             events.append(Timers(file=self.file, line=ctx.line, rank=rank, node=ctx.node, wall_time=ctx.wall_time,
@@ -208,9 +216,6 @@ def pairs(text: str) -> dict[str, float]:
             out[name] = v
     return out
 
-
-#: what reads a timer list: pairs, or its compiled stand-in (tuimon.engine.native plugs it in)
-read_pairs = pairs
 
 
 # -- how frameworks nest their timers (read off their timer code) ----------------------------

@@ -20,8 +20,14 @@ from .common import STAMP_DIFFERENCES, StampClock, strip_ansi
 from .events import Checkpoint, Event, Exit, Memory, RunConfig, Step, Throughput
 from .numbers import to_float, to_int
 
-# a metrics line's pairs (core/src/metrics.rs finds them so too)
-METRIC = re.compile(r"([a-z_]+):\s+([-+]?[\d.,]+(?:[eE][-+]?\d+)?|nan|inf)(GiB)?")
+# a metrics line: from "step:" on (a validation line, "validate step: ...", is an evaluation's), its pairs
+_VALIDATION, _START, _UNIT = "validate step", "step:", "GiB"
+METRIC = re.compile(r"([a-z_]+):\s+([-+]?[\d.,]+(?:[eE][-+]?\d+)?|nan|inf)(" + re.escape(_UNIT) + ")?")
+#: a typed row's keys: the step and the loss, the rates, and the memory (the one value read with the unit)
+_ROW_KEYS = ("step", "loss", "tflops", "tps", "wps", "mfu", "memory")
+#: what the compiled core is handed to read metrics lines as _on_metrics does (core/src/metrics.rs: the pairs'
+#: grammar is METRIC's, by hand; tuimon.engine.rows builds the reader)
+CORE_METRICS = {"skip": (_VALIDATION,), "start": _START, "keys": _ROW_KEYS, "unit": _UNIT}
 # "Finished saving the checkpoint (or staging if async is enabled)in 12.34 seconds."; since 2025 "Finished saving
 # the checkpoint in 12.34 seconds." or, async, "Finished staging ..." (what blocks training), and at the last step
 # "Last step checkpoint completed in 3.21s"
@@ -42,14 +48,9 @@ def metric_values(body: str) -> Optional[dict[str, tuple[str, str]]]:
     """A metrics line's ``key: value`` pairs from ``step:`` on, as {key: (value, unit)} (the
     last of a key wins); None for a validation line."""
     text = strip_ansi(body)
-    if "validate step" in text:
+    if _VALIDATION in text:
         return None
-    return {key: (value, unit) for key, value, unit in METRIC.findall(text[text.find("step:"):])}
-
-
-#: what reads a metrics line: :func:`metric_values`, or the compiled core's reader of the same
-#: patterns where it is in use (``tuimon.engine.native``)
-read_metrics = metric_values
+    return {key: (value, unit) for key, value, unit in METRIC.findall(text[text.find(_START):])}
 
 
 class TorchTitanParser(LineParser):
@@ -137,22 +138,22 @@ class TorchTitanParser(LineParser):
         self._timed_said = False
 
     def _on_metrics(self, body: str, ctx: LineContext) -> list[Event]:
-        values = read_metrics(body)
+        values = metric_values(body)
         if values is None:
             return []
-        step = to_int(values.get("step", ("",))[0]) if "step" in values else None
-        if step is None or "loss" not in values:
+        step_key, loss_key, *middle, unit_key = _ROW_KEYS
+        step = to_int(values[step_key][0]) if step_key in values else None
+        if step is None or loss_key not in values:
             return []
-        tflops, tps, wps, mfu = (to_float(values[k][0]) if k in values else None
-                                 for k in ("tflops", "tps", "wps", "mfu"))
-        memory = values.get("memory")
-        gib = to_float(memory[0]) if memory is not None and memory[1] == "GiB" else None
-        return self._metrics(step, to_float(values["loss"][0]), tflops, tps, wps, mfu, gib, ctx)
+        tflops, tps, wps, mfu = (to_float(values[k][0]) if k in values else None for k in middle)
+        memory = values.get(unit_key)
+        gib = to_float(memory[0]) if memory is not None and memory[1] == _UNIT else None
+        return self._metrics(step, to_float(values[loss_key][0]), tflops, tps, wps, mfu, gib, ctx)
 
     def metrics_row(self, row: tuple, frame: tuple, wall: Optional[float]) -> list[Event]:
         """A metrics line the compiled core read and typed (``MetricLines.rows``; see
         :mod:`tuimon.engine.rows`)."""
-        step, loss, tflops, tps, wps, mfu, gib = row
+        step, loss, (tflops, tps, wps, mfu), gib = row
         return self._metrics(step, loss, tflops, tps, wps, mfu, gib, self.context_of(frame, wall))
 
     def _metrics(self, step: int, loss: Optional[float], tflops: Optional[float], tps: Optional[float],
