@@ -218,8 +218,9 @@ impl Records {
         }
     }
 
-    fn iteration<'py>(&self, py: Python<'py>, body: &str) -> PyResult<Option<(i64, i64, Bound<'py, PyDict>)>> {
-        let Some((it, total)) = self.rules.one_mark(body) else { return Ok(None) };
+    fn iteration<'py>(&self, py: Python<'py>, body: &str, locs: &mut regex::CaptureLocations)
+        -> PyResult<Option<(i64, i64, Bound<'py, PyDict>)>> {
+        let Some((it, total)) = self.rules.one_mark(body, locs) else { return Ok(None) };
         let fields = self.record(py, body)?;
         for veto in &self.rules.vetoes {
             if let Some(n) = fields.get_item(veto.as_str())? {
@@ -321,7 +322,8 @@ impl Records {
     #[allow(clippy::type_complexity)]
     fn iterations<'py>(&self, py: Python<'py>, text: &Bound<'py, PyString>, lines: Vec<(usize, usize)>)
         -> PyResult<Vec<Option<(i64, i64, Bound<'py, PyDict>)>>> {
-        text::slices(text.to_str()?, lines).into_iter().map(|body| self.iteration(py, body)).collect()
+        let mut locs = self.rules.mark.capture_locations();
+        text::slices(text.to_str()?, lines).into_iter().map(|body| self.iteration(py, body, &mut locs)).collect()
     }
 
     /// `_pairs(text)`: a timer list's `name: value` pairs (the last colon of each part),

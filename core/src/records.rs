@@ -20,14 +20,19 @@ pub struct RecordRules {
 
 impl RecordRules {
     /// The (counter, total) of a line holding exactly one mark whose numbers fit an i64; None
-    /// for any other line (none; several: ranks writing at once; a counter past i64).
-    pub fn one_mark(&self, body: &str) -> Option<(i64, i64)> {
+    /// for any other line (none; several: ranks writing at once; a counter past i64).  `locs`:
+    /// the mark's capture slots, reused from line to line.
+    pub fn one_mark(&self, body: &str, locs: &mut regex::CaptureLocations) -> Option<(i64, i64)> {
         if self.skip.iter().any(|s| body.starts_with(s.as_str())) {
             return None;
         }
-        let mut found = self.mark.captures_iter(body);
-        let (Some(caps), None) = (found.next(), found.next()) else { return None };
-        Some((counter(caps.get(1)?.as_str())?, counter(caps.get(2)?.as_str())?))
+        let (start, end) = self.mark.captures_read(locs, body).map(|m| (m.start(), m.end()))?;
+        // a second mark after it (non-overlapping, as finditer walks): ranks writing at once
+        if self.mark.find_at(body, end.max(start + 1).min(body.len())).is_some() {
+            return None;
+        }
+        let group = |g: usize| locs.get(g).and_then(|(a, z)| counter(&body[a..z]));
+        Some((group(1)?, group(2)?))
     }
 }
 
@@ -51,15 +56,24 @@ mod tests {
         }
     }
 
+    struct Marks<'a>(&'a RecordRules, &'a mut regex::CaptureLocations);
+    impl Marks<'_> {
+        fn one(&mut self, body: &str) -> Option<(i64, i64)> {
+            self.0.one_mark(body, self.1)
+        }
+    }
+
     #[test]
     fn one_mark_a_line() {
-        let r = rules();
-        assert_eq!(r.one_mark(" iteration       30/      50 | lm loss: 1.0 |"), Some((30, 50)));
-        assert_eq!(r.one_mark("iteration=  1/  317892 | x"), Some((1, 317892)));
-        assert_eq!(r.one_mark("iteration 1/ 2 |iteration 3/4|"), None);
-        assert_eq!(r.one_mark("iterationiteration 5/6 |"), Some((5, 6)));
-        assert_eq!(r.one_mark("iteration 1/2 x |"), None);
-        assert_eq!(r.one_mark("iteration 99999999999999999999/2 |"), None);
-        assert_eq!(r.one_mark("Training epoch 0, iteration 1/2 |"), None);
+        let rules = rules();
+        let mut locs = rules.mark.capture_locations();
+        let mut r = Marks(&rules, &mut locs);
+        assert_eq!(r.one(" iteration       30/      50 | lm loss: 1.0 |"), Some((30, 50)));
+        assert_eq!(r.one("iteration=  1/  317892 | x"), Some((1, 317892)));
+        assert_eq!(r.one("iteration 1/ 2 |iteration 3/4|"), None);
+        assert_eq!(r.one("iterationiteration 5/6 |"), Some((5, 6)));
+        assert_eq!(r.one("iteration 1/2 x |"), None);
+        assert_eq!(r.one("iteration 99999999999999999999/2 |"), None);
+        assert_eq!(r.one("Training epoch 0, iteration 1/2 |"), None);
     }
 }

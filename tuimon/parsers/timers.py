@@ -30,7 +30,7 @@ _LIST_ANCHOR, _SAVE_TIMER, _OFFLOADING = "time (ms)", "save-checkpoint", "offloa
 #: what the compiled core is handed to read plain timer lines as the hooks do (core/src/timers.rs;
 #: tuimon.engine.rows builds the reader)
 CORE = {"list_anchor": _LIST_ANCHOR, "minmax": MINMAX, "comm_op": COMM_OP_NAME, "to_hook": (_SAVE_TIMER,),
-        "announce": _OFFLOADING, "rank_anchor": RANK_ANCHOR, "rank_tag": RANK_TAG}
+        "announce": _OFFLOADING, "rank_anchor": RANK_ANCHOR, "rank_tag": RANK_TAG}  # (the rank: its first digits)
 _SAVED = re.compile(r"successfully saved checkpoint (?:from iteration|at iteration)\s+(\d+) to (\S+)")
 _COMM_WORDS = ("allreduce", "all-reduce", "all_reduce", "allgather", "all-gather", "reduce-scatter",
                "reduce_scatter", "send", "recv", "broadcast", "grads-reduce", "params-all-gather")
