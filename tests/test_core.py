@@ -515,7 +515,7 @@ def test_user_regexes_in_the_core_find_what_pythons_regex_finds(regex, lines):
     and without the newline), the core's match and groups are those of the `regex` module."""
     import re as stdlib_re
 
-    from tuimon.engine.user_regex import CorePattern, RegexTimeout, TimedPattern, core_reason
+    from tuimon.engine.user_regex import CorePattern, RegexTimeout, TimedPattern, core_reason, core_regex
 
     try:
         stdlib_re.compile(regex)
@@ -523,7 +523,8 @@ def test_user_regexes_in_the_core_find_what_pythons_regex_finds(regex, lines):
         return
     if core_reason(regex) is not None:
         return
-    timed, ours = TimedPattern(regex, multiline=True), CorePattern(regex, multiline=True)
+    timed, ours = TimedPattern(regex, multiline=True), CorePattern(regex, core_regex(regex)[0], multiline=True)
+    assert list(ours.groupindex.items()) == list(stdlib_re.compile(regex).groupindex.items())
     text = "\n".join(lines) + "\n"
     start = 0
     for line in lines:

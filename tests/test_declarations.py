@@ -104,3 +104,15 @@ def test_the_core_holds_no_format_literal_key_or_pattern() -> None:
     # a short word (a key such as "step") is looked for as a whole literal, a longer text anywhere in one
     found = sorted({(name, a) for name, text in literals for a in anchors if (a in text if len(a) > 4 else a == text)})
     assert not found, f"core/src names formats' anchors or keys (move them into a parsers/ declaration): {found}"
+
+
+def test_the_built_in_formats_pass_the_user_formats_safety_check() -> None:
+    """The parsers compile their own formats with `re` and judge no regex (one safety check, the
+    engine's, for users' regexes); the built-ins are held to it here instead."""
+    from tuimon.engine.regex_safety import unbounded_nesting
+    from tuimon.parsers.formats import BUILTIN_FORMATS
+
+    sources = [s for f in BUILTIN_FORMATS for e in f.lines for s in (e.regex, e.pairs) if s]
+    sources += [s for f in BUILTIN_FORMATS for b in f.blocks for s in (b.begin, b.end, b.pair)]
+    assert len(sources) > 20
+    assert [(s, unbounded_nesting(s)) for s in sources if unbounded_nesting(s)] == []

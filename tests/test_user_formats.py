@@ -298,17 +298,17 @@ def test_a_watch_ingest_process_reads_user_formats_even_when_spawned(tmp_path, m
 def test_a_regex_that_backtracks_without_end_is_refused_by_check(tmp_path):
     """No nested repeat (the static test passes it), yet exponential: the probe runs it
     on long lines with a time bound, and refuses it in bounded time, at check and at load."""
-    from tuimon.parsers.regex_safety import unbounded_nesting
+    from tuimon.engine.regex_safety import unbounded_nesting
 
     fmt = tmp_path / "slow.toml"
     fmt.write_text('name = "slow"\n[[lines]]\nevent = "step"\nregex = \'\'\'^(?:a|aa)+$(?P<step>\\d)\'\'\'\n')
     assert unbounded_nesting(r"^(?:a|aa)+$(?P<step>\d)") is None, "the static test lets it through"
-    from tuimon.engine.user_regex import harden
+    from tuimon.engine.user_regex import load_user_format
 
     before = native.use(None)  # the probe guards the Python engine's regexes
     try:
         with pytest.raises(FormatError, match="took over 2 s"):
-            harden(format_from_toml(fmt.read_text(), "slow.toml"))
+            load_user_format(fmt.read_text(), "slow.toml")
     finally:
         native.use(before)
     t0 = time.monotonic()
@@ -440,30 +440,49 @@ def test_following_goes_on_past_a_regex_that_hangs(tmp_path):
 
 
 def test_a_regex_is_judged_the_same_whatever_was_imported_before():
-    """The parsers alone refuse a nested unbounded repeat (they run `re`, which backtracks); the engine,
-    whose core runs such a regex in linear time, says so by passing its answer: importing the engine no
-    longer changes what the parsers say (it rebound a module global at import)."""
+    """A user's regex has one compiler and one safety check (tuimon.engine.user_regex.compile_user),
+    handed to the schema by whoever loads the file; the parsers compile their own (built-in) formats
+    with `re` and judge no regex.  Nothing is rebound at import: the answers are the same before and
+    after the engine and the catalog are imported, in a fresh interpreter."""
     code = r"""
+import sys
 from tuimon.parsers.schema import FormatError, format_from_toml
 TOML = 'name = "n"\n[[lines]]\nevent = "step"\nregex = \'\'\'(?:\\w+ )+step (?P<step>\\d+)\'\'\'\n'
-def said():
+def said(load):
     try:
-        format_from_toml(TOML, "n.toml")
+        load(TOML, "n.toml")
         return "accepted"
     except FormatError as exc:
         return "refused" if "exponential" in str(exc) else str(exc)
-before = said()
-import tuimon.engine.user_regex, tuimon.engine.catalog  # noqa
-after = said()
-print(before, after)
+before = said(format_from_toml)
+from tuimon.engine.user_regex import load_user_format
+user = said(load_user_format)
+import tuimon.engine.catalog, tuimon.engine.blocks  # noqa
+print(before, said(format_from_toml), user, said(load_user_format))
 """
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60)
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.split() == ["refused", "refused"]
-    from tuimon.engine import native
-    from tuimon.engine.user_regex import runs_in_the_core
+    for engine, user in (("python", "refused"), ("core", "accepted")):
+        if engine == "core" and native.core is None:
+            continue
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60,
+                             env={**os.environ, "TUIMON_ENGINE": engine})
+        assert out.returncode == 0, out.stderr
+        # the schema's own compiler (re, for the built-ins) judges nothing; a user's format is refused
+        # where Python's regex would run the nested repeat, accepted where the core runs it (linear)
+        assert out.stdout.split() == ["accepted", "accepted", user, user], (engine, out.stdout)
 
-    toml = 'name = "n"\n[[lines]]\nevent = "step"\nregex = \'\'\'(?:\\w+ )+step (?P<step>\\d+)\'\'\'\n'
-    if native.core is not None:  # the engine's own answer: its core runs it, so the repeat is harmless there
-        fmt = format_from_toml(toml, "n.toml", runs_in_the_core)
-        assert fmt.lines[0].parse("a b step 7") == [{"step": 7}]
+
+def test_a_user_regex_is_compiled_once_a_load():
+    """A line regex the core runs is compiled there alone (the regex package only when a line the core
+    does not read comes); a block's begin regex, which the core does not run, by the regex package."""
+    from tuimon.engine.user_regex import CorePattern, TimedPattern, load_user_format
+
+    if native.core is None:
+        pytest.skip(f"the compiled core is not importable ({native.name()})")
+    fmt = load_user_format(NANOTRON, "nanotron.toml")
+    line = fmt.lines[0].pattern
+    assert isinstance(line, CorePattern) and line._regex is None
+    assert line.groupindex and fmt.lines[0].parse(fmt.lines[0].samples[0].line)
+    assert line._regex is None, "an ASCII line was read by the core alone"
+    assert line.search("é " + fmt.lines[0].samples[0].line) is not None and line._regex is not None
+    begin = TimedPattern(r"^=+ (?P<x>\w)", False)  # a regex the core does not run: the regex package's alone
+    assert begin._regex is not None and begin.groupindex == {"x": 1}

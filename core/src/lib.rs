@@ -376,6 +376,12 @@ impl LineRegex {
             .map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))
     }
 
+    /// (name, number) of the named groups, in order (numbered as `re` numbers them: by their
+    /// opening parenthesis), as `re.Pattern.groupindex` lists them.
+    fn group_index(&self) -> Vec<(String, usize)> {
+        self.re.capture_names().enumerate().filter_map(|(k, name)| name.map(|n| (n.to_string(), k))).collect()
+    }
+
     /// The first match in `hay[..end]` at or after `start` (byte offsets: the caller passes
     /// an ASCII text, or one line of another), as `re`'s `search(hay, start, end)` finds it:
     /// what lies before `start` is seen by `^` and `\b`, and `end` is the text's end.  Not

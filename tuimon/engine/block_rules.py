@@ -13,7 +13,6 @@ list is 200-900 such lines a run, which went one by one to a Python hook before.
 from __future__ import annotations
 
 import re
-from functools import lru_cache
 from typing import Any, Mapping, Optional
 
 from tuimon.parsers.base import LineContext
@@ -194,12 +193,11 @@ def _start(item: tuple[int, Any]) -> int:
     return item[0]
 
 
-@lru_cache(maxsize=64)
 def _core_regex(pair: str, core: Any) -> Any:
     """The compiled core's regex of ``pair``, where it reads it as ``re`` does; else None."""
-    from .user_regex import core_reason
+    from .user_regex import compiled_in_core
 
-    return core.LineRegex(pair) if core is not None and core_reason(pair) is None else None
+    return compiled_in_core(pair, core)[0]
 
 
 def _lines_holding(text: str, anchors: Optional[tuple[str, ...]], held: Optional[Mapping[str, list[int]]]

@@ -22,11 +22,11 @@ from typing import Iterable, Optional, Sequence
 
 from tuimon.parsers import ALL_PARSERS
 from tuimon.parsers.formats import BUILTIN_FORMATS
-from tuimon.parsers.schema import Format, FormatError, format_from_toml, sample_errors
+from tuimon.parsers.schema import Format, FormatError, sample_errors
 
 from .. import __version__
 from ..paths import config_home
-from .user_regex import harden, runs_in_the_core
+from .user_regex import load_user_format
 
 MAX_FORMAT_FILE = 1 << 20  # a format file is a few kB: anything bigger is not one
 
@@ -79,7 +79,7 @@ def read_format(path: Path) -> tuple[Optional[Format], str, list[str]]:
         return None, "", [f"{path}: larger than {MAX_FORMAT_FILE} bytes: not a format file"]
     text = data.decode("utf-8", "replace")
     try:
-        fmt = harden(format_from_toml(text, str(path), runs_in_the_core))
+        fmt = load_user_format(text, str(path))
     except FormatError as exc:
         return None, text, [str(exc)]
     return fmt, text, sample_errors(fmt)
@@ -132,7 +132,7 @@ def from_spec(spec: Sequence[tuple[str, str]]) -> Catalog:
     user = []
     for origin, text in spec:
         try:
-            user.append(harden(format_from_toml(text, origin, runs_in_the_core)))
+            user.append(load_user_format(text, origin))
         except FormatError:
             continue
     return _catalog(user, list(spec), [])

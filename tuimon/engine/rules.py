@@ -22,12 +22,11 @@ def _compiled(trigger: str) -> tuple[Optional[str], re.Pattern[str], Optional[tu
     return literal_of(trigger), re.compile(trigger, re.MULTILINE), anchors_of(trigger)  # "$" ends a line
 
 
-@lru_cache(maxsize=1024)
 def _core_regex(trigger: str, core: Any) -> Any:
     """The compiled core's regex of ``trigger``, where it reads it as ``re`` does; else None."""
-    from .user_regex import core_reason
+    from .user_regex import compiled_in_core
 
-    return core.LineRegex(trigger) if core is not None and core_reason(trigger) is None else None
+    return compiled_in_core(trigger, core)[0]
 
 
 @lru_cache(maxsize=256)

@@ -1,23 +1,29 @@
-"""User format regexes, bounded in time.
+"""User format regexes: one compiler, one safety check.
 
-A static check (:mod:`parsers.regex_safety`) cannot refuse every regex that backtracks
-without end (``(?:a|aa)+$`` has no nested repeat).  A user format's regexes are
-therefore run by the ``regex`` module, whose matching takes a timeout (Python's ``re``
-has none and cannot be interrupted, even by Ctrl-C): a search that runs over
-:data:`USER_REGEX_TIMEOUT_S` raises :class:`RegexTimeout` and the engine turns the
-format off (:mod:`.guard`).  :func:`harden` gives a parsed user format these patterns
-and probes them, as ``tuimon formats check`` and every load do.  (Here, not in
-``parsers/``: the parsers use the standard library alone.)
+:func:`compile_user` is the one place a user's regex is compiled (``parsers.schema`` is
+handed it by whoever loads a format file: :mod:`.catalog`), once a load.  A line regex
+the compiled core reads as ``re`` does is run there, by the Rust ``regex`` crate, in time
+linear in the line whatever the regex (:class:`CorePattern`; the ``regex`` package is
+compiled for it only if a line the core does not read comes).  Any other regex is run by
+the ``regex`` package, whose matching takes a timeout (Python's ``re`` has none and
+cannot be interrupted, even by Ctrl-C): a search that runs over :data:`USER_REGEX_TIMEOUT_S`
+raises :class:`RegexTimeout` and the engine turns the format off (:mod:`.guard`); and such
+a regex with an unbounded repeat inside another is refused first (:mod:`.regex_safety`,
+which cannot refuse every regex that backtracks without end: ``(?:a|aa)+$`` has no nested
+repeat, so :func:`harden` probes what is left on lines built to be slow, as ``tuimon
+formats check`` and every load do).  (Here, not in ``parsers/``: the parsers use the
+standard library alone.)
 """
 from __future__ import annotations
 
-import dataclasses
 import re
+from functools import lru_cache
 from typing import Any, Iterator, Optional
 
-from tuimon.parsers.schema import Format, FormatError
+from tuimon.parsers.schema import Format, FormatError, RegexRefused
 
 from .anchors import skip_class
+from .regex_safety import unbounded_nesting
 
 USER_REGEX_TIMEOUT_S = 1.0
 
@@ -30,16 +36,25 @@ class TimedPattern:
     """A compiled user regex with ``re.Pattern``'s methods the engine uses, each bounded
     in time.  ``finditer`` returns a list: the bound must hold over the whole walk."""
 
-    __slots__ = ("_compiled", "pattern", "groupindex", "timeout")
+    __slots__ = ("_regex", "pattern", "groupindex", "timeout", "multiline")
 
-    def __init__(self, source: str, multiline: bool = False, timeout: float = USER_REGEX_TIMEOUT_S) -> None:
-        import regex
-
-        flags = regex.VERSION0 | (regex.MULTILINE if multiline else 0)
-        self._compiled = regex.compile(source, flags)
+    def __init__(self, source: str, multiline: bool = False, timeout: float = USER_REGEX_TIMEOUT_S,
+                 groupindex: Optional[dict[str, int]] = None) -> None:
+        """``groupindex``: the groups' numbers where another compiler read them already (the core);
+        then the ``regex`` package compiles the pattern only when it is first asked to search."""
         self.pattern = source
-        self.groupindex = dict(self._compiled.groupindex)
         self.timeout = timeout
+        self.multiline = multiline
+        self._regex: Any = None
+        self.groupindex = dict(self._compiled.groupindex) if groupindex is None else groupindex
+
+    @property
+    def _compiled(self) -> Any:
+        if self._regex is None:
+            import regex
+
+            self._regex = regex.compile(self.pattern, regex.VERSION0 | (regex.MULTILINE if self.multiline else 0))
+        return self._regex
 
     def search(self, string: str, pos: int = 0, endpos: Optional[int] = None) -> Any:
         try:
@@ -61,7 +76,7 @@ class TimedPattern:
             raise RegexTimeout(self.pattern) from None
 
     def __reduce__(self) -> tuple:
-        return (TimedPattern, (self.pattern, bool(self._compiled.flags & 8), self.timeout))
+        return (TimedPattern, (self.pattern, self.multiline, self.timeout))
 
 
 class CoreMatch:
@@ -106,15 +121,14 @@ class CorePattern(TimedPattern):
     """A user line regex the compiled core runs, in time linear in the line whatever the
     regex (a pathological one is harmless there).  Python's classes and the core's agree
     on ASCII text without the separators \\x1c-\\x1f; a search over any other text is
-    left to the time-bounded ``regex`` (:class:`TimedPattern`), as is ``finditer``."""
+    left to the time-bounded ``regex`` (:class:`TimedPattern`), compiled on that first search."""
 
     __slots__ = ("_core",)
 
-    def __init__(self, source: str, multiline: bool = False, timeout: float = USER_REGEX_TIMEOUT_S) -> None:
-        super().__init__(source, multiline, timeout)
-        from . import native
-
-        self._core = native.core.LineRegex(source)  # type: ignore[union-attr]  # (core_reason said it can)
+    def __init__(self, source: str, core: Any, multiline: bool = False, timeout: float = USER_REGEX_TIMEOUT_S) -> None:
+        """``core``: the core's compiled regex (:func:`core_regex`)."""
+        super().__init__(source, multiline, timeout, dict(core.group_index()))
+        self._core = core
 
     def search(self, string: str, pos: int = 0, endpos: Optional[int] = None) -> Any:
         end = len(string) if endpos is None else min(endpos, len(string))
@@ -134,8 +148,23 @@ class CorePattern(TimedPattern):
             return super().search(string, pos, endpos)
         return None if spans is None else CoreMatch(string, offset, spans, self.groupindex)
 
+    def finditer(self, string: str, pos: int = 0, endpos: Optional[int] = None) -> list[Any]:
+        """The matches of :meth:`search` from ``pos`` on, each after the last (``re``'s walk); where
+        one is empty (``re`` then steps on by a rule of its own), the time-bounded regex walks it all."""
+        start, end = pos, len(string) if endpos is None else min(endpos, len(string))
+        out = []
+        while pos <= end:
+            m = self.search(string, pos, endpos)
+            if m is None:
+                break
+            if m.end() == m.start():
+                return super().finditer(string, start, endpos)
+            out.append(m)
+            pos = m.end()
+        return out
+
     def __reduce__(self) -> tuple:  # decided again where it is loaded (that process may have no core)
-        return (compile_user, (self.pattern, bool(self._compiled.flags & 8)))
+        return (compile_user, (self.pattern, "line" if self.multiline else "pairs"))
 
 
 _INLINE_FLAGS_LATER = re.compile(r"(?<!^)\((?:\?[aiLmsux]+)\)")
@@ -144,10 +173,31 @@ _VERBOSE = re.compile(r"\(\?[a-zA-Z-]*x")
 
 def core_reason(source: str) -> Optional[str]:
     """None when the compiled core can run ``source`` with Python's meaning; else why not."""
+    return core_regex(source)[1]
+
+
+def core_regex(source: str) -> tuple[Any, Optional[str]]:
+    """(the core's compiled ``source``, None) where the compiled core runs it with Python's
+    meaning; else (None, why not)."""
     from . import native
 
-    if native.core is None:
-        return "the compiled core is not in use"
+    return compiled_in_core(source, native.core)
+
+
+@lru_cache(maxsize=2048)
+def compiled_in_core(source: str, core: Any) -> tuple[Any, Optional[str]]:
+    """(made once a regex a process: checking it is compiling it)"""
+    reason = _syntax_reason(source) if core is not None else "the compiled core is not in use"
+    if reason is not None:
+        return None, reason
+    try:
+        return core.LineRegex(source), None
+    except ValueError as exc:
+        return None, "the core cannot run it: " + _first_line(str(exc))
+
+
+def _syntax_reason(source: str) -> Optional[str]:
+    """Why the core would read ``source`` otherwise than ``re`` does, or None."""
     if _VERBOSE.search(source):
         return "verbose mode (?x)"
     if _INLINE_FLAGS_LATER.search(source):
@@ -159,10 +209,6 @@ def core_reason(source: str) -> Optional[str]:
         return f"a character class holding {odd!r}, which the two read differently"
     if _empty_repeat(source):
         return "a repeat of what may match nothing (re ends such a loop where the core goes on)"
-    try:
-        native.core.LineRegex(source)
-    except ValueError as exc:
-        return "the core cannot run it: " + _first_line(str(exc))
     return None
 
 
@@ -240,21 +286,30 @@ def _class_syntax(source: str) -> Optional[str]:
     return None
 
 
-def runs_in_the_core(source: str) -> bool:
-    """Whether the compiled core runs ``source`` (in time linear in the line): then a format's
-    nested repeat is harmless (:func:`tuimon.parsers.schema.format_from_toml`'s ``linear``)."""
-    return core_reason(source) is None
+#: the roles (:data:`tuimon.parsers.schema.Compile`) whose regex the core runs where it can: a line regex
+#: (:class:`CorePattern`), and a block's pair regex (tuimon.engine.block_rules reads pair lines with it)
+CORE_ROLES = ("line", "pair")
 
 
-def compile_user(source: str, multiline: bool = False) -> TimedPattern:
-    """A user regex, time-bounded; raises ``re.error`` (as ``re.compile`` would) when it
-    does not compile."""
+def compile_user(source: str, role: str = "pairs") -> TimedPattern:
+    """A user regex (``role`` as :data:`tuimon.parsers.schema.Compile` names them), run in the core
+    where it can be (time linear in the line), else bounded in time; raises ``re.error`` (as
+    ``re.compile`` would) when it does not compile, and :class:`RegexRefused` for an unbounded repeat
+    inside another in a regex the core does not run (it can take exponential time on a long line)."""
     import regex
 
+    multiline = role == "line"
+    core, _ = core_regex(source) if role in CORE_ROLES else (None, None)
     try:
-        if multiline and core_reason(source) is None:  # a line regex: the compiled core runs it
-            return CorePattern(source, multiline)
-        return TimedPattern(source, multiline)
+        if core is not None and multiline:
+            return CorePattern(source, core, multiline)
+        if core is None:
+            nested = unbounded_nesting(source)
+            if nested is not None:
+                raise RegexRefused(f"{nested} can take exponential time on a long line; bound the inner repeat")
+        pattern = TimedPattern(source, multiline)
+        pattern._compiled  # (compiled now: a regex the regex package refuses is refused at load)
+        return pattern
     except regex.error as exc:
         raise re.error(str(exc)) from None
 
@@ -301,28 +356,24 @@ def slow_patterns(patterns: list[TimedPattern], samples: list[str], limit_s: flo
     return None
 
 
-def harden(fmt: Format) -> Format:
-    """``fmt`` (a user's, parsed with ``re``) with time-bounded patterns, after the probe;
-    raises :class:`FormatError` when a regex is too slow on the probe lines or the
-    ``regex`` module cannot compile it."""
-    import re
+def load_user_format(text: str, origin: str) -> Format:
+    """A user's format file, its regexes compiled by :func:`compile_user` and probed
+    (:func:`harden`); raises :class:`FormatError`."""
+    from tuimon.parsers.schema import format_from_toml
 
-    lines, blocks = [], []
-    try:
-        for entry in fmt.lines:
-            pairs = compile_user(entry.pairs_pattern.pattern) if entry.pairs_pattern is not None else None
-            lines.append(dataclasses.replace(entry, pattern=compile_user(entry.pattern.pattern, multiline=True),
-                                             pairs_pattern=pairs))
-        for block in fmt.blocks:  # (its pair regex runs in the core where it can: tuimon.engine.block_rules)
-            blocks.append(dataclasses.replace(block, begin_pattern=compile_user(block.begin),
-                                              end_pattern=compile_user(block.end), pair_pattern=compile_user(block.pair)))
-    except re.error as exc:
-        raise FormatError(f"{fmt.origin}: bad regex: {exc}") from None
+    return harden(format_from_toml(text, origin, compile_user))
+
+
+def harden(fmt: Format) -> Format:
+    """``fmt`` (a user's, compiled by :func:`compile_user`), after the probe; raises
+    :class:`FormatError` when a regex is too slow on the probe lines."""
     # the probe asks what Python's regex does: a line regex the core runs is linear in the line
-    patterns = [p for e in lines for p in (e.pattern, e.pairs_pattern) if p is not None and not isinstance(p, CorePattern)]
-    patterns += [p for b in blocks for p in (b.begin_pattern, b.end_pattern, b.pair_pattern)]
-    samples = [s.line for e in lines for s in e.samples] + [line for b in blocks for s in b.samples for line in s.lines]
+    patterns = [p for e in fmt.lines for p in (e.pattern, e.pairs_pattern)
+                if p is not None and not isinstance(p, CorePattern)]
+    patterns += [p for b in fmt.blocks for p in (b.begin_pattern, b.end_pattern, b.pair_pattern)]
+    samples = [s.line for e in fmt.lines for s in e.samples]
+    samples += [line for b in fmt.blocks for s in b.samples for line in s.lines]
     slow = slow_patterns(patterns, samples)
     if slow is not None:
         raise FormatError(f"{fmt.origin}: {slow}")
-    return dataclasses.replace(fmt, lines=tuple(lines), blocks=tuple(blocks))
+    return fmt

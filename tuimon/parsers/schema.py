@@ -21,7 +21,6 @@ from typing import Any, Callable, Mapping, Optional
 from .events import EVENT_TYPES
 from .numbers import to_float, to_int
 from .prefix import split_prefix
-from .regex_safety import unbounded_nesting
 from .timestamps import line_stamp, parse_compact, parse_date_text, parse_iso
 
 #: the types a group may be read as; ``si`` reads nanotron's ``human_format`` (``1.23K`` is
@@ -36,21 +35,37 @@ MAP_FIELD = {"iteration": "losses", "timers": "timers", "eval": "metrics"}
 EVENTS = tuple(name for name in EVENT_TYPES if name != "truncated")
 
 
-def not_known_linear(regex: str) -> bool:
-    """The answer where nothing runs a regex but ``re``, which backtracks: no regex is known to
-    run in time linear in the line.  A caller that knows better (the engine, whose compiled core
-    runs some regexes linearly: tuimon.engine.user_regex) says so by passing ``linear``: the
-    answer never depends on what was imported before."""
-    return False
-
-
-#: whether a line regex runs in time linear in the line wherever it is read; then a nested
-#: repeat is harmless, not refused
-Linear = Callable[[str], bool]
-
-
 class FormatError(ValueError):
     """A format that cannot be used: the message names the file and the entry."""
+
+
+class RegexRefused(ValueError):
+    """A regex a compiler will not run (``args[0]`` says why: it can take exponential time)."""
+
+
+#: what a format's regexes are compiled by: ``compile(source, role)`` -> a pattern with ``re.Pattern``'s
+#: ``search``, ``finditer``, ``findall``, ``groupindex`` and ``pattern``; ``role`` is ``line`` (a line
+#: regex, multi-line: ``^`` and ``$`` at every line's ends), ``pairs`` (a line's pairs), or a block's
+#: ``begin``, ``end`` or ``pair``.  It raises ``re.error`` for a regex that does not compile and
+#: :class:`RegexRefused` for one it will not run.  The built-in formats are compiled by ``re``
+#: (:func:`compile_builtin`; tests hold them to the engine's safety check); a user's by the engine's
+#: one compiler and its one safety check (tuimon.engine.user_regex.compile_user), passed in by whoever
+#: loads the file: the answer never depends on what was imported before.
+Compile = Callable[[str, str], Any]
+
+
+def compile_builtin(source: str, role: str) -> "re.Pattern[str]":
+    """A built-in format's regex, by ``re``."""
+    return re.compile(source, re.MULTILINE if role == "line" else 0)
+
+
+def _compiled(compile: Compile, source: str, role: str, origin: str, entry: str, what: str) -> Any:
+    try:
+        return compile(source, role)
+    except re.error as exc:
+        raise FormatError(f"{_where(origin, entry)}: bad {what}: {exc}") from None
+    except RegexRefused as exc:
+        raise FormatError(f"{_where(origin, entry)}: {what} refused: {exc}") from None
 
 
 def _si(text: str) -> Optional[float]:
@@ -351,7 +366,7 @@ def _need(cond: bool, origin: str, entry: str, message: str) -> None:
 
 
 def compile_line(data: Mapping[str, Any], origin: str = "built-in", entry: str = "",
-                 linear: Linear = not_known_linear) -> LineFormat:
+                 compile: Compile = compile_builtin) -> LineFormat:
     """One ``[[lines]]`` table -> :class:`LineFormat`, or :class:`FormatError`."""
     known = {"event", "regex", "types", "anchor", "anchors", "pairs", "set", "samples", "cumulative", "time_from"}
     unknown = sorted(set(data) - known)
@@ -361,13 +376,7 @@ def compile_line(data: Mapping[str, Any], origin: str = "built-in", entry: str =
           f"unknown event {event!r} (one of {', '.join(EVENTS)})")
     regex: Any = data.get("regex")
     _need(isinstance(regex, str) and bool(regex), origin, entry, "regex missing")
-    try:
-        pattern = re.compile(regex, re.MULTILINE)
-    except re.error as exc:
-        raise FormatError(f"{_where(origin, entry)}: bad regex: {exc}") from None
-    nested = None if linear(regex) else unbounded_nesting(regex)
-    _need(nested is None, origin, entry,
-          f"regex refused: {nested} can take exponential time on a long line; bound the inner repeat")
+    pattern = _compiled(compile, regex, "line", origin, entry, "regex")
     anchors = data.get("anchors", data.get("anchor", ()))
     if isinstance(anchors, str):
         anchors = (anchors,)
@@ -394,14 +403,10 @@ def compile_line(data: Mapping[str, Any], origin: str = "built-in", entry: str =
     pairs_pattern = None
     if pairs is not None:
         _need(event in MAP_FIELD, origin, entry, f"pairs only fill {' or '.join(MAP_FIELD)} events")
-        try:
-            pairs_pattern = re.compile(pairs)
-        except re.error as exc:
-            raise FormatError(f"{_where(origin, entry)}: bad pairs regex: {exc}") from None
+        _need(isinstance(pairs, str) and bool(pairs), origin, entry, "pairs must be a regex")
+        pairs_pattern = _compiled(compile, pairs, "pairs", origin, entry, "pairs regex")
         _need({"name", "value"} <= set(pairs_pattern.groupindex), origin, entry,
               "pairs needs groups (?P<name>...) and (?P<value>...)")
-        nested = unbounded_nesting(pairs)
-        _need(nested is None, origin, entry, f"pairs regex refused: {nested} can take exponential time")
     constants = data.get("set", {})
     _need(isinstance(constants, Mapping), origin, entry, "set must be a table")
     for name, value in constants.items():
@@ -476,21 +481,14 @@ def _value_fits(value: Any, kind: str) -> bool:
     return isinstance(value, str)
 
 
-def _pattern(data: Mapping[str, Any], key: str, origin: str, entry: str, linear: Linear) -> re.Pattern[str]:
+def _pattern(data: Mapping[str, Any], key: str, origin: str, entry: str, compile: Compile) -> Any:
     regex: Any = data.get(key)
     _need(isinstance(regex, str) and bool(regex), origin, entry, f"{key} missing")
-    try:
-        pattern = re.compile(regex)
-    except re.error as exc:
-        raise FormatError(f"{_where(origin, entry)}: bad {key} regex: {exc}") from None
-    nested = None if linear(regex) else unbounded_nesting(regex)
-    _need(nested is None, origin, entry,
-          f"{key} regex refused: {nested} can take exponential time on a long line; bound the inner repeat")
-    return pattern
+    return _compiled(compile, regex, key, origin, entry, f"{key} regex")
 
 
 def compile_block(data: Mapping[str, Any], origin: str = "built-in", entry: str = "",
-                  linear: Linear = not_known_linear) -> BlockFormat:
+                  compile: Compile = compile_builtin) -> BlockFormat:
     """One ``[[blocks]]`` table -> :class:`BlockFormat`, or :class:`FormatError`."""
     known = {"event", "begin", "end", "pair", "anchor", "keys", "hook", "samples"}
     unknown = sorted(set(data) - known)
@@ -498,7 +496,7 @@ def compile_block(data: Mapping[str, Any], origin: str = "built-in", entry: str 
     event: Any = data.get("event")
     _need(isinstance(event, str) and event in EVENTS, origin, entry,
           f"unknown event {event!r} (one of {', '.join(EVENTS)})")
-    begin, end, pair = (_pattern(data, key, origin, entry, linear) for key in ("begin", "end", "pair"))
+    begin, end, pair = (_pattern(data, key, origin, entry, compile) for key in ("begin", "end", "pair"))
     _need({"name", "value"} <= set(pair.groupindex), origin, entry, "pair needs groups (?P<name>...) and (?P<value>...)")
     anchor = data.get("anchor")
     _need(anchor is None or (isinstance(anchor, str) and bool(anchor) and "\n" not in anchor), origin, entry,
@@ -528,7 +526,7 @@ def compile_block(data: Mapping[str, Any], origin: str = "built-in", entry: str 
                        begin, end, pair, tuple(plan))
 
 
-def format_from_dict(data: Mapping[str, Any], origin: str = "built-in", linear: Linear = not_known_linear) -> Format:
+def format_from_dict(data: Mapping[str, Any], origin: str = "built-in", compile: Compile = compile_builtin) -> Format:
     known = {"name", "description", "lines", "blocks"}
     unknown = sorted(set(data) - known)
     _need(not unknown, origin, "", f"unknown key {unknown[0] if unknown else ''!r}")
@@ -539,9 +537,9 @@ def format_from_dict(data: Mapping[str, Any], origin: str = "built-in", linear: 
     blocks: Any = data.get("blocks", [])
     _need(isinstance(lines, list) and isinstance(blocks, list) and bool(lines or blocks), origin, "",
           "no [[lines]] or [[blocks]] entries")
-    compiled = tuple(compile_line(entry, origin, f"lines[{k}]", linear) if isinstance(entry, Mapping)
+    compiled = tuple(compile_line(entry, origin, f"lines[{k}]", compile) if isinstance(entry, Mapping)
                      else _bad_entry(origin, "lines", k) for k, entry in enumerate(lines))
-    read = tuple(compile_block(entry, origin, f"blocks[{k}]", linear) if isinstance(entry, Mapping)
+    read = tuple(compile_block(entry, origin, f"blocks[{k}]", compile) if isinstance(entry, Mapping)
                  else _bad_entry(origin, "blocks", k) for k, entry in enumerate(blocks))
     return Format(name, str(data.get("description", "")), compiled, origin, read)
 
@@ -550,15 +548,16 @@ def _bad_entry(origin: str, kind: str, k: int) -> Any:
     raise FormatError(f"{_where(origin, f'{kind}[{k}]')}: must be a table")
 
 
-def format_from_toml(text: str, origin: str, linear: Linear = not_known_linear) -> Format:
-    """A user's format file (the engine then bounds its regexes in time: tuimon.engine.user_regex)."""
+def format_from_toml(text: str, origin: str, compile: Compile = compile_builtin) -> Format:
+    """A format file; a user's is compiled by the engine's ``compile`` (tuimon.engine.user_regex.compile_user,
+    which runs each regex in the core or bounds it in time, and refuses the unsafe)."""
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise FormatError(f"{origin}: bad TOML: {exc}") from None
     except RecursionError:
         raise FormatError(f"{origin}: nested too deeply") from None
-    return format_from_dict(data, origin, linear)
+    return format_from_dict(data, origin, compile)
 
 
 def _close(got: Any, want: Any) -> bool:
