@@ -584,3 +584,35 @@ def test_formats_check_says_which_engine_runs_each_entry(tmp_path):
                        cwd=ROOT)
     assert r.returncode == 0, r.stderr
     assert "compiled core" in r.stdout and "look-around" in r.stdout, r.stdout
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(alphabet=st.sampled_from(list('ab ,:[]{}"\\\n\t\x1bé€') + ["\U0001f600"]), max_size=8),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(alphabet='ab:,"[{\\é', max_size=4), inner,
+                                                                  max_size=4),
+    max_leaves=30)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(obj=_JSON)
+def test_json_laid_out_by_the_core_is_pythons_indented_json(obj):
+    """Every summary and alert export in JSON: the core's layout of the C encoder's compact text is
+    json.dumps(indent=2), byte for byte (strings holding the syntax's own characters, escapes, empty
+    containers, nesting)."""
+    import json
+
+    assert native.json_indented(obj) == json.dumps(obj, indent=2, allow_nan=False)
+
+
+def test_json_laid_out_without_the_core_is_pythons_too():
+    import json
+
+    before = native.use(None)
+    try:
+        obj = [{"a": [1, 2.5, {}], "b": None}, []]
+        assert native.json_indented(obj) == json.dumps(obj, indent=2, allow_nan=False)
+    finally:
+        native.use(before)
+    with pytest.raises(ValueError):
+        native.json_indented([float("nan")])

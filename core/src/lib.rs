@@ -14,6 +14,7 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 
 pub mod hf;
+pub mod jsontext;
 pub mod metrics;
 mod memory;
 mod numbers;
@@ -651,6 +652,13 @@ fn hf_dicts<'py>(py: Python<'py>, text: &Bound<'py, PyString>, lines: Vec<(usize
     Ok((verdicts, rows))
 }
 
+/// `json.dumps(obj, indent=indent)`'s text from the compact text of `json.dumps(obj,
+/// separators=(",", ":"))` (`core/src/jsontext.rs`): Python encodes with an indent in pure Python.
+#[pyfunction]
+fn json_indent(py: Python<'_>, compact: &str, indent: usize) -> String {
+    py.detach(|| jsontext::indent(compact, indent))
+}
+
 /// A report read: its tag's rank, its moment (`after N iterations`), and its values in the
 /// declaration's key order.
 type MemoryRow = (Option<i64>, String, Vec<Option<f64>>);
@@ -703,6 +711,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<MemoryLines>()?;
     m.add_function(wrap_pyfunction!(frame, m)?)?;
     m.add_function(wrap_pyfunction!(hf_dicts, m)?)?;
+    m.add_function(wrap_pyfunction!(json_indent, m)?)?;
     m.add_function(wrap_pyfunction!(split_prefix, m)?)?;
     m.add_function(wrap_pyfunction!(line_stamp, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

@@ -9,6 +9,7 @@ import threading
 import time
 from typing import Callable, Optional
 
+from ..engine.native import json_indented
 from ..figures.alerts import Alert, RuleError, Rules
 from ..live.alerting import AlertFeed, HookError, split_command
 from ..store.job_store import JobStore
@@ -54,7 +55,7 @@ def last_writes(store: JobStore, known: Optional[dict[str, float]] = None) -> di
 
 def render_alerts(alerts: list[Alert], fmt: str) -> str:
     if fmt == "json":
-        return json.dumps([a.to_dict() for a in alerts], indent=2, allow_nan=False) + "\n"
+        return json_indented([a.to_dict() for a in alerts]) + "\n"
     head = ("Job", "Kind", "Rank", "Iter", "Where", "Message")
     rows: list[tuple[str, ...]] = [(a.job, a.kind, a.rank or "-", "-" if a.iteration is None else str(a.iteration),
              f"{os.path.basename(a.file)}:{a.line}" if a.file and a.line else (os.path.basename(a.file or "") or "-"),

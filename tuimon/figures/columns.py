@@ -18,6 +18,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
+from ..engine.native import json_indented
 from ..store.fields import FIELDS, SHOWN, Field
 from .cells import csv_text, duration, iter_time, num, safe_cell, short_num
 from .ledger import LABELS as LEDGER_LABELS
@@ -309,11 +310,10 @@ def render(summaries: list[Summary], columns: tuple[Column, ...], fmt: str) -> s
     A table or markdown with the MFU column says below it why a figure is marked ``!``."""
     import csv
     import io
-    import json
 
     if fmt == "json":
         records = [{"schema_version": SCHEMA_VERSION, **{c.name: raw(c, r) for c in columns}} for r in summaries]
-        return json.dumps(records, indent=2, allow_nan=False) + "\n"
+        return json_indented(records) + "\n"
     if fmt == "csv":
         buf = io.StringIO()
         writer = csv.writer(buf, lineterminator="\n")
@@ -339,9 +339,7 @@ def render(summaries: list[Summary], columns: tuple[Column, ...], fmt: str) -> s
 
 def render_json(summaries: list[Summary]) -> str:
     """Every summary whole, as its record's JSON form (with ``schema_version``)."""
-    import json
-
-    return json.dumps([s.as_dict() for s in summaries], indent=2, allow_nan=False) + "\n"
+    return json_indented([s.as_dict() for s in summaries]) + "\n"
 
 
 def render_summary(summaries: list[Summary], fmt: str) -> str:
