@@ -114,8 +114,33 @@ def test_small_files_whose_worker_dies_are_read_here(tmp_path, monkeypatch):
 
     # forked even where threads run (pytest-xdist's): the child sees the wrapper and only dies
     monkeypatch.setattr(pool, "process_context", lambda: multiprocessing.get_context("fork"))
-    monkeypatch.setattr(pool, "_parse_whole", _dies)
+    monkeypatch.setattr(pool, "_parse_batch", _dies)
     files = _copies(tmp_path, 1)
+    assert _run(files, 2) == _run(files, 1)
+
+
+def test_small_files_go_to_the_workers_together_and_give_what_one_process_gives(tmp_path, monkeypatch):
+    """A task a batch of small files (one a file, a task's start-up was twice the work on two workers):
+    the store the same as --jobs 1's, a file that fails in a batch read here and reported, once."""
+    files = _copies(tmp_path, 3)
+    tasks = pool.batches(files, {p: p.stat().st_size for p in files}, 2)
+    # 18 files, at least 4 tasks a worker: 3 files a task at most, in the order given
+    assert [len(t) for t in tasks] == [3] * 6 and [p for t in tasks for p in t] == files
+    assert pool.batches(files, {p: pool.BATCH_BYTES for p in files}, 2) == [[p] for p in files]
+    assert _run(files, 2) == _run(files, 1)
+    gone = files[4]
+    real = pool.parse_file_store
+
+    def fails_once_there(path, *args, **kwargs):  # (in the forked worker only: its failure is read here)
+        if path == gone and os.getpid() != parent:
+            raise MemoryError("the worker ran short")
+        return real(path, *args, **kwargs)
+
+    import multiprocessing
+
+    parent = os.getpid()
+    monkeypatch.setattr(pool, "process_context", lambda: multiprocessing.get_context("fork"))
+    monkeypatch.setattr(pool, "parse_file_store", fails_once_there)
     assert _run(files, 2) == _run(files, 1)
 
 
@@ -137,9 +162,9 @@ def test_several_big_files_are_read_on_every_core(tmp_path, monkeypatch):
     sent: list[str] = []
     real_submit = ProcessPoolExecutor.submit
 
-    def submit(self, fn, path, *args):
-        sent.append(os.path.basename(path))
-        return real_submit(self, fn, path, *args)
+    def submit(self, fn, paths, *args):
+        sent.extend(os.path.basename(path) for path in paths)
+        return real_submit(self, fn, paths, *args)
 
     monkeypatch.setattr(ProcessPoolExecutor, "submit", submit)
     files = _copies(tmp_path, 1)

@@ -275,6 +275,10 @@ class ParseCache:
             db.execute("PRAGMA busy_timeout = 10000")
             if db.execute("PRAGMA journal_mode = WAL").fetchone()[0].lower() != "wal":
                 raise sqlite3.DatabaseError("cannot use write-ahead logging")
+            # a cache, not a record: with the log, NORMAL syncs at checkpoints only, never a commit (each
+            # file's entry is one: 4,096 small files spent 5.6 s of a 9.4 s summary in fsync). The file
+            # stays whole on a crash; the last entries may be lost, and are parsed again
+            db.execute("PRAGMA synchronous = NORMAL")
             version = db.execute("PRAGMA user_version").fetchone()[0]
             if version not in (0, SCHEMA):  # another layout: its entries are of no use
                 db.execute("DROP TABLE IF EXISTS files")
