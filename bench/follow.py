@@ -23,7 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tuimon.sources.local import LocalFollower  # noqa: E402
+from tuimon.follow.local import LocalFollower  # noqa: E402
 
 WRITER = r"""
 import sys, time

@@ -28,7 +28,7 @@ from summary_throughput import block  # noqa: E402
 
 from tests.helpers import sshd  # noqa: E402
 from tests.helpers.output import EventStream  # noqa: E402
-from tuimon.sources.remote import RemoteHost, parse_spec  # noqa: E402
+from tuimon.follow.remote import RemoteHost, parse_spec  # noqa: E402
 
 
 def tuimon(*args: str) -> float:

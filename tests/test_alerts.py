@@ -629,9 +629,9 @@ def test_a_clock_two_hours_ahead_raises_one_stalled_alert_at_most(tmp_path, how)
     file's writes were dated by its mtime, 2 h "ago" on our clock).  A write seen is dated on our
     own clock."""
     from tuimon.commands.alerts import StoreTicker
+    from tuimon.follow.local import LocalFollower
     from tuimon.live.alerting import AlertFeed
     from tuimon.live.session import LiveSession
-    from tuimon.sources.local import LocalFollower
 
     ahead = 7200.0
     log = tmp_path / "logs" / "run-8.log"

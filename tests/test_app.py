@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 import contextlib
-import time
 import shutil
+import time
 
 import numpy as np
 import pytest
@@ -812,7 +812,7 @@ async def test_the_header_says_how_far_behind_the_reading_is(tmp_path, monkeypat
     """A writer faster than the reading (here: the reading slowed to 512 bytes a poll): the header
     says for how long and by how much it is behind, and says nothing once it has caught up; /metrics
     gives the same figures (tuimon_parse_lag_seconds, tuimon_backlog_bytes)."""
-    from tuimon.sources import local
+    from tuimon.follow import local
 
     d = tmp_path / "live"
     d.mkdir()

@@ -229,7 +229,7 @@ def _follow_once(root: Path, **kw) -> list:
     what is waited on is the reading, not a time), then close (which saves the cache)."""
     import time
 
-    from tuimon.sources.local import LocalFollower
+    from tuimon.follow.local import LocalFollower
 
     got: list = []
     follower = LocalFollower([str(root)], got.extend, poll=0.05, **kw)

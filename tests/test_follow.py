@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from tuimon.follow.local import LocalFollower
 from tuimon.parsers.columns import expand
-from tuimon.sources.local import LocalFollower
 
 HELPER = Path(__file__).parent / "helpers" / "writer.py"
 POLL = 0.2  # the forced-polling interval

@@ -14,8 +14,8 @@ import pytest
 from tests.conftest import ROOT
 from tests.helpers.output import EventStream
 from tests.test_follow import Follow, Writer, line, slow
+from tuimon.follow.local import LocalFollower
 from tuimon.parsers.columns import expand
-from tuimon.sources.local import LocalFollower
 
 
 @pytest.fixture(params=["inotify", "polling"])
@@ -63,7 +63,7 @@ def test_rename_away_then_late_recreate(tmp_path, mode, writer):
 
 def test_a_file_that_raises_is_contained(tmp_path, mode, monkeypatch):
     """Any error from one file is kept to that file: said once, retried, the others go on."""
-    import tuimon.sources.local as local
+    import tuimon.follow.local as local
 
     (tmp_path / "bad.log").write_bytes(line(1))
     (tmp_path / "good.log").write_bytes(line(2))
@@ -93,7 +93,7 @@ def test_a_file_that_raises_is_contained(tmp_path, mode, monkeypatch):
 def test_supervisor_restarts_a_dead_follower(tmp_path):
     import threading
 
-    from tuimon.sources.local import supervise
+    from tuimon.follow.local import supervise
 
     (tmp_path / "a.log").write_bytes(line(1))
     got, said = [], []
@@ -571,7 +571,7 @@ def test_sigkill_restarts_double_only_the_unsaved_tail(tmp_path):
     import random
     import signal
 
-    from tuimon.sources.local import SAVE_EVERY_LINES
+    from tuimon.follow.local import SAVE_EVERY_LINES
 
     d = tmp_path / "logs"
     d.mkdir()

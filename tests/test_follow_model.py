@@ -9,21 +9,20 @@ it (written between copytruncate's copy and its truncate), and doubled only if
 it was output after the last save before a kill."""
 from __future__ import annotations
 
-import pytest
-
 import os
 import shutil
 import stat
 import tempfile
 import time
 
+import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 import tuimon.sources.walk as walk
+from tuimon.follow.local import LocalFollower
 from tuimon.parsers.columns import expand
-from tuimon.sources.local import LocalFollower
 
 EXAMPLES = int(os.environ.get("TUIMON_MODEL_EXAMPLES", "1000"))
 GRACE = 3.0

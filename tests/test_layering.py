@@ -204,3 +204,51 @@ def test_the_options_load_without_numpy_or_the_parsers():
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
         assert "HEAVY:" in out.stdout, out.stdout + out.stderr
         assert out.stdout.split("HEAVY:")[-1].strip() == "", f"{argv} imported: {out.stdout.split('HEAVY:')[-1]}"
+
+
+#: tuimon's sub-packages, lowest first: each may import only from the ones below it (data flows one way:
+#: sources hand over bytes, the engine parses, the store keeps, figures compute, the live drivers follow
+#: files with the engine, the UI and exports show, the commands wire them)
+LAYERS = {"text": 0, "paths": 0, "_core": 0, "__init__": 1, "parsers": 2, "themes": 2, "sources": 3, "store": 3,
+          "engine": 4, "figures": 5, "follow": 5, "live": 6, "exports": 7, "ui": 7, "commands": 8, "__main__": 9}
+
+
+def _package_imports():
+    """(importer's sub-package, imported sub-package, file, line) of every import between two of them,
+    relative or absolute, at module level or inside a function."""
+    base = ROOT / "tuimon"
+    for path in base.rglob("*.py"):
+        rel = path.relative_to(base)
+        pkg = rel.parts[0] if len(rel.parts) > 1 else rel.stem
+        for node in ast.walk(ast.parse(path.read_text())):
+            targets = []
+            if isinstance(node, ast.Import):
+                targets = [a.name.split(".")[1] for a in node.names if a.name.startswith("tuimon.")]
+            elif isinstance(node, ast.ImportFrom):
+                if node.level == 0 and (node.module or "").startswith("tuimon."):
+                    targets = [node.module.split(".")[1]]
+                elif node.level > 0:
+                    up = rel.parts[:-1][:len(rel.parts) - node.level]  # the package the dots name
+                    named = list(up) + (node.module.split(".") if node.module else [])
+                    targets = [named[0] if named else "__init__"]  # (from .. import __version__)
+            for target in targets:
+                if target != pkg:
+                    yield pkg, target, rel, node.lineno
+
+
+def test_sub_packages_import_only_the_layers_below():
+    found = list(_package_imports())
+    assert any(t == "engine" for _, t, _, _ in found), "the scan found no import of the engine: it is wrong"
+    upward = [f"{rel}:{line} ({pkg} imports {target})" for pkg, target, rel, line in found
+              if target in LAYERS and LAYERS[target] >= LAYERS.get(pkg, 99)]
+    unknown = sorted({t for _, t, _, _ in found if t not in LAYERS} | {p for p, _, _, _ in found if p not in LAYERS})
+    assert not unknown, f"sub-packages the layering does not place: {unknown}"
+    assert not upward, "imports of a layer not below: " + "; ".join(upward)
+
+
+def test_sources_hand_over_bytes_and_import_no_parser_or_engine():
+    bad = [f"{rel}:{line} imports {target}" for pkg, target, rel, line in _package_imports()
+           if pkg == "sources" and target not in ("text", "paths")]
+    bad += [f"{path.relative_to(ROOT)} imports parsers" for path in (ROOT / "tuimon" / "sources").glob("*.py")
+            if "tuimon.parsers" in path.read_text()]
+    assert not bad, bad

@@ -37,7 +37,7 @@ def _rss_kb() -> int:
 def test_a_thousand_followed_files_cost_kilobytes_each(tmp_path):
     """1,000 files followed, each read: the follower's growth, measured here, is under 100 KB a file
     (was ~1 MB with the core; measured now: ~7 KB with the core, ~10 KB with the Python engine)."""
-    from tuimon.sources.local import LocalFollower
+    from tuimon.follow.local import LocalFollower
 
     for k in range(1000):
         (tmp_path / f"r{k:04d}.log").write_bytes(LINE)

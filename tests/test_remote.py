@@ -16,8 +16,8 @@ import pytest
 from tests.conftest import FIXTURES, ROOT
 from tests.helpers import sshd
 from tests.helpers.output import EventStream
+from tuimon.follow.remote import parse_spec, sftp_path
 from tuimon.parsers.columns import expand
-from tuimon.sources.remote import parse_spec, sftp_path
 
 
 def test_spec_parsing():
@@ -390,7 +390,7 @@ async def test_a_cut_in_the_middle_of_a_round_loses_nothing(server, tmp_path, mo
 
     import asyncssh
 
-    from tuimon.sources.remote import RemoteHost
+    from tuimon.follow.remote import RemoteHost
 
     d = tmp_path / "cut"
     d.mkdir()
@@ -613,8 +613,8 @@ async def test_a_host_waiting_to_reconnect_tries_at_once_when_asked(tmp_path, mo
     import asyncio
     import socket
 
-    from tuimon.sources import remote as remote_mod
-    from tuimon.sources.remote import RemoteHost
+    from tuimon.follow import remote as remote_mod
+    from tuimon.follow.remote import RemoteHost
 
     with socket.socket() as s:  # a port nothing listens on
         s.bind(("127.0.0.1", 0))

@@ -24,9 +24,9 @@ def test_the_rules():
 
 
 def test_local_and_sftp_listings_agree(tmp_path):
-    from tuimon.sources.remote import _Listing  # the SFTP side, fed what readdir would give
-
     import asyncssh
+
+    from tuimon.follow.remote import _Listing  # the SFTP side, fed what readdir would give
 
     for i, name in enumerate(NAMES):
         (tmp_path / name).write_text(name)

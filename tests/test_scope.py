@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT
+from tuimon.follow.local import LocalFollower
 from tuimon.sources.discover import discover
-from tuimon.sources.local import LocalFollower
 from tuimon.sources.scope import looks_binary, refused_encoding
 
 LINE = " iteration {:8d}/    1000 | elapsed time per iteration (ms): 100.0 | lm loss: 2.0E+00 |\n"

@@ -450,7 +450,7 @@ def _read_remote(settings: Settings, specs, sink, seen: Optional[dict] = None, s
     ``stats`` and ``counted`` (one entry a file) what was read, for the report."""
     import asyncio
 
-    from ..sources.remote import last_seen, parsed, read_remote
+    from ..follow.remote import last_seen, parsed, read_remote
 
     errors: list[str] = []
     hosts: list = []
@@ -729,7 +729,7 @@ def _check_follow_args(settings: Settings) -> bool:
     if remote:
         import asyncio
 
-        from ..sources.remote import check_remote
+        from ..follow.remote import check_remote
 
         errors, passing = asyncio.run(check_remote(remote, settings.ssh_config))
         for message in passing:
@@ -762,9 +762,9 @@ def cmd_follow(settings: Settings, *, show_events: bool = True, alerts_format: s
     (alerts alone, ``alerts_format`` table or json)."""
     import threading
 
+    from ..follow.local import LocalFollower, supervise
     from ..live.alerting import seen_path_for
     from ..sources.discover import DEFAULT_EXCLUDE
-    from ..sources.local import LocalFollower, supervise
     from .alerts import StoreTicker, alert_lines, feed_from
 
     if not _check_follow_args(settings):
@@ -852,7 +852,7 @@ def _follow_remote(settings: Settings, specs, emit, positions=None, halt: Option
     state file's (--state), which the files resume from and save to."""
     import asyncio
 
-    from ..sources.remote import read_remote
+    from ..follow.remote import read_remote
 
     errors: list[str] = []
 

@@ -39,9 +39,9 @@ from ..figures.summary import (
     summarize,
     world_size,
 )
-from ..sources.local import LocalFollower, supervise
+from ..follow.local import LocalFollower, supervise
+from ..follow.remote import RemoteThread, split_paths
 from ..sources.logfile import Lines
-from ..sources.remote import RemoteThread, split_paths
 from ..store.job_store import Job, JobStore
 from ..store.series import Series
 from .alerting import AlertFeed

@@ -14,7 +14,7 @@ from typing import Any, Optional
 
 from ..text import sanitize
 from .logfile import KeptLines, LogFile
-from .remote import connect, describe, sftp_path
+from .ssh import connect, describe, sftp_path
 
 CALL_TIMEOUT_S = 20.0
 RECHECK_S = 1.0  # how often a remote file read to its end is asked whether it grew

@@ -1,15 +1,14 @@
 """What the local follower knows of each followed path and file: a followed *path*
 (:class:`Followed`) points at a *stream* (:class:`Stream`, one inode, read by a parser);
 a stream that left its path and was closed is *parked* (:class:`Parked`: known again by
-its first bytes and the bytes before its offset, under any name)."""
+its first bytes and the bytes before its offset, under any name).  What reads a stream's bytes (its
+parser, its parse-cache entry) is the follower's, above the sources (tuimon.follow): held here, not used."""
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Optional
+from typing import Any, Optional
 
-from ..engine.cache import EntryWriter
-from ..engine.ingest import FileParser
 from . import state as saved
 
 MIN_INTERVAL = 0.05  # a hot file's first poll interval (s)
@@ -25,7 +24,7 @@ class Stream:
     fd: Optional[int]  # None while closed to stay under the descriptor budget
     path: str  # where the file is now (for reopening)
     label: str  # the followed path its events are attributed to
-    parser: FileParser
+    parser: Any  # the engine's parser of its bytes (tuimon.engine.ingest.FileParser), the follower's to use
     offset: int = 0
     head: bytes = b""  # the first bytes of the file (up to HEAD_BYTES)
     last: bytes = b""  # the bytes just before ``offset`` (up to MARKER_BYTES)
@@ -37,7 +36,7 @@ class Stream:
     history: Optional["History"] = None
     detached_at: Optional[float] = None
     #: the parse cache entry being written for this file (only while it is read whole, in order)
-    writer: Optional[EntryWriter] = None
+    writer: Any = None  # (tuimon.engine.cache.EntryWriter)
     skip_events: int = 0  # events the parser is yet to give again (a cache entry cut short)
 
 
@@ -47,7 +46,7 @@ class History:
 
     start: int
     end: int
-    parser: FileParser
+    parser: Any
     offset: int = 0
 
 

@@ -12,9 +12,9 @@ from typing import Callable
 from tuimon.parsers.columns import Item
 
 from ..engine.ingest import FileParser
-from . import state as saved
-from .files import display
-from .streams import History, Progress, Stream
+from ..sources import state as saved
+from ..sources.files import display
+from ..sources.streams import History, Progress, Stream
 
 READ_SIZE = 1 << 20
 COUNT_SIZE = 8 << 20  # lines are counted (to number the tail's) at memory speed, in blocks this large

@@ -33,20 +33,20 @@ from tuimon.parsers.events import Truncated
 from ..engine import catalog, guard
 from ..engine.cache import ParseCache, recorded
 from ..engine.ingest import FileParser, resume
-from . import state as saved
+from ..sources import state as saved
+from ..sources.descriptors import DescriptorPool
+from ..sources.discover import DEFAULT_EXCLUDE, DEFAULT_INCLUDE, PathError
+from ..sources.files import Directories, NotRegular, Sibling, continues, display, fd_budget, kind_of, next_data, open_regular
+from ..sources.parking import COPY_HEAD, MAX_PARKED, Parking
+from ..sources.positions import SavedPositions, read_so_far
+from ..sources.rotation import rotated_through
+from ..sources.schedule import Schedule
+from ..sources.scope import LOG as SCOPE_LOG
+from ..sources.scope import SNIFF_BYTES, SNIFF_MIN, Scope, looks_binary, refusal, refused_encoding
+from ..sources.streams import MIN_INTERVAL, Followed, Gone, Progress, Stream
+from ..sources.walk import DirectoryWalker
+from ..sources.watches import Watches
 from .backfill import Backfill
-from .descriptors import DescriptorPool
-from .discover import DEFAULT_EXCLUDE, DEFAULT_INCLUDE, PathError
-from .files import Directories, NotRegular, Sibling, continues, display, fd_budget, kind_of, next_data, open_regular
-from .parking import COPY_HEAD, MAX_PARKED, Parking
-from .positions import SavedPositions, read_so_far
-from .rotation import rotated_through
-from .schedule import Schedule
-from .scope import LOG as SCOPE_LOG
-from .scope import SNIFF_BYTES, SNIFF_MIN, Scope, looks_binary, refusal, refused_encoding
-from .streams import MIN_INTERVAL, Followed, Gone, Progress, Stream
-from .walk import DirectoryWalker
-from .watches import Watches
 
 READ_SIZE = 1 << 20
 MAX_READ_PER_POLL = 16 << 20  # keeps one busy file from starving the others

@@ -37,7 +37,7 @@ import time
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Callable, Optional
 
 from tuimon.parsers.columns import Item
 from tuimon.parsers.events import Truncated
@@ -45,12 +45,13 @@ from tuimon.parsers.events import Truncated
 from ..engine import catalog, guard
 from ..engine.cache import EntryWriter, Ident, ParseCache, recorded
 from ..engine.ingest import FileParser, ParseStats, resume
-from . import state as saved
-from .discover import DEFAULT_EXCLUDE, DEFAULT_INCLUDE
-from .positions import SavedPositions
-from .rotation import rotated_through, same_content, sibling_names
-from .scope import Scope
-from .specs import RemoteSpec, parse_spec, split_paths  # noqa: F401  (re-exported)
+from ..sources import state as saved
+from ..sources.discover import DEFAULT_EXCLUDE, DEFAULT_INCLUDE
+from ..sources.positions import SavedPositions
+from ..sources.rotation import rotated_through, same_content, sibling_names
+from ..sources.scope import Scope
+from ..sources.specs import RemoteSpec, parse_spec, split_paths  # noqa: F401  (re-exported)
+from ..sources.ssh import FatalSSHError, beside_known_hosts, connect, describe, sftp_path  # noqa: F401  (re-exported)
 
 HEAD_BYTES = 1024
 MAX_READ_PER_ROUND = 16 << 20  # a file's backlog is read this much at a time: the other files get their turn
@@ -107,85 +108,12 @@ class RemoteThread:
         self._thread.join(timeout=10)
 
 
-async def connect(endpoint: tuple[str, Optional[str], Optional[int]], ssh_config: Optional[str] = None,
-                  **options: Any) -> Any:
-    """An SSH connection to ``endpoint`` (host, user, port), with the user's SSH config
-    (or ``ssh_config``) and asyncssh's own ``options``."""
-    import asyncssh
-
-    host, user, port = endpoint
-    if ssh_config:
-        options["config"] = [ssh_config]
-        beside = beside_known_hosts(ssh_config)
-        if beside is not None and "known_hosts" not in options:
-            options["known_hosts"] = beside
-    if user:
-        options["username"] = user
-    if port:
-        options["port"] = port
-    return await asyncssh.connect(host, **options)
-
-
-def beside_known_hosts(ssh_config: str) -> Optional[bytes]:
-    """The host keys a ``--ssh-config FILE`` brings: the ``known_hosts`` file beside it (as ``~/.ssh/known_hosts``
-    is beside ``~/.ssh/config``), with the user's own after it; None where the file names its own
-    ``UserKnownHostsFile`` (asyncssh reads that) or has none beside it."""
-    import re
-
-    try:
-        if re.search(r"(?im)^\s*UserKnownHostsFile\b", Path(ssh_config).expanduser().read_text(errors="replace")):
-            return None
-        beside = (Path(ssh_config).expanduser().parent / "known_hosts").read_bytes()
-    except OSError:
-        return None
-    try:
-        own = (Path.home() / ".ssh" / "known_hosts").read_bytes()
-    except OSError:
-        own = b""
-    return beside.rstrip(b"\n") + b"\n" + own
-
-
 def _ns(mtime) -> int:
     """An SFTP mtime (whole seconds, or None) in nanoseconds, 0 when not known."""
     try:
         return int(mtime) * 1_000_000_000 if mtime is not None else 0
     except (TypeError, ValueError, OverflowError):
         return 0
-
-
-def sftp_path(path: str) -> str:
-    """SFTP paths are relative to the remote home: ``~/x`` -> ``x``, ``~`` -> ``.``."""
-    if path == "~":
-        return "."
-    if path.startswith("~/"):
-        return path[2:] or "."
-    return path
-
-
-class FatalSSHError(Exception):
-    """An error retrying cannot fix (authentication, host key): one line for the user."""
-
-
-def describe(exc: BaseException, host: str) -> tuple[str, bool]:
-    """(one-line message, fatal?) for a connection error."""
-    import asyncssh
-
-    if isinstance(exc, asyncssh.HostKeyNotVerifiable):
-        return (f"{host}: host key not verifiable ({exc.reason}); if the host is known to you, check "
-                f"~/.ssh/known_hosts (after a legitimate key change: ssh-keygen -R {host}, then ssh {host} once)",
-                True)
-    if isinstance(exc, asyncssh.PermissionDenied):
-        return f"{host}: authentication failed ({exc.reason}); check your key, agent or ~/.ssh/config", True
-    if isinstance(exc, (asyncssh.ConfigParseError,)):
-        return f"{host}: bad SSH config: {exc}", True
-    if isinstance(exc, OSError) and getattr(exc, "errno", None) is None and "resolve" in str(exc).lower():
-        return f"{host}: unknown host ({exc})", True
-    if isinstance(exc, OSError) and "Name or service not known" in str(exc):
-        return f"{host}: unknown host", True
-    if isinstance(exc, asyncio.TimeoutError):
-        return f"{host}: connection timed out", False
-    text = str(exc) or type(exc).__name__
-    return f"{host}: {text}", False
 
 
 @dataclass(eq=False)
