@@ -840,3 +840,55 @@ async def test_the_header_says_how_far_behind_the_reading_is(tmp_path, monkeypat
             assert session.snapshot().lag_s == 0.0 and session.snapshot().backlog_bytes == 0
     finally:
         session.stop()
+
+
+def test_a_snapshot_handed_out_never_changes_while_the_figures_tick_on(tmp_path):
+    """A screen may draw a snapshot while the figures thread ticks: the rows it holds are its own (the
+    session mutated its cached rows in place: an age, an ETA, a status changed under the screen)."""
+    import dataclasses
+
+    logs = copy_fixture_logs(tmp_path)
+    clock = [FIXED_NOW]
+    session = LiveSession([str(logs)], clock=lambda: clock[0], poll=0.1)
+    for _ in range(3):
+        session.follower.poll()
+    session.tick()
+    first = session.snapshot()
+    seen = [(r.key, r.age_s, r.eta_s, r.stalled, r.summary.status, r.alerts) for r in first.rows]
+    assert len(seen) == 6 and any(age is not None for _, age, *_ in seen)
+    clock[0] += 3600.0  # an hour later: ages and statuses move on
+    session.tick()
+    later = session.snapshot()
+    assert [(r.key, r.age_s, r.eta_s, r.stalled, r.summary.status, r.alerts) for r in first.rows] == seen
+    assert any(a.age_s != b.age_s for a, b in zip(first.rows, later.rows) if a.age_s is not None)
+    detail = session.job_detail(later.rows[0].key)
+    assert detail is not None and detail.row == later.rows[0]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        later.rows[0].age_s = 0.0  # type: ignore[misc]
+    session.stop()
+
+
+def test_the_ui_reads_the_session_and_writes_nothing_back():
+    """Screens pull what they draw through a read-only view (no isinstance chain in the app pushing into
+    them); what is said once (error, warnings, new alerts) is handed over by the session."""
+    import ast
+
+    from tests.conftest import ROOT
+    from tuimon.ui.alerts import AlertsScreen
+    from tuimon.ui.compare import CompareScreen
+    from tuimon.ui.view import ShowsSession
+
+    for screen in (JobsScreen, JobScreen, RankScreen, CompareScreen, AlertsScreen):
+        assert issubclass(screen, ShowsSession), screen
+    writes = []
+    for path in (ROOT / "tuimon" / "ui").glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
+                node, (ast.AugAssign, ast.AnnAssign)) else []
+            for t in targets:
+                if isinstance(t, ast.Attribute) and "session" in ast.unparse(t.value):
+                    writes.append(f"{path.name}:{node.lineno} {ast.unparse(t)}")
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                    node.func.attr in ("popleft", "pop", "clear", "append") and "session" in ast.unparse(node.func):
+                writes.append(f"{path.name}:{node.lineno} {ast.unparse(node.func)}")
+    assert not writes, writes

@@ -75,11 +75,11 @@ def cmd_serve(settings: Settings, *, make_session: Callable[[], Any], warn: Call
     interrupted = False
     try:
         while not stop.wait(WARN_EVERY_S):  # the session's figures thread judges alerts (--on-alert)
-            while session.warnings:
-                warn(session.warnings.popleft())
-            if session.error:
-                warn(session.error)
-                session.error = None
+            notices = session.take_notices()  # (its new alerts go to --on-alert hooks, not here)
+            for warning in notices.warnings:
+                warn(warning)
+            if notices.error:
+                warn(notices.error)
     except KeyboardInterrupt:
         interrupted = True
     finally:

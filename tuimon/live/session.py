@@ -69,7 +69,7 @@ DETAILS_KEPT = 8
 _STARTUP_STATES = ("starting", "stuck-in-startup", "no-iterations")
 
 
-@dataclass
+@dataclass(frozen=True)
 class JobRow:
     key: str
     version: int  # changes whenever the job's figures change (the UI caches per version)
@@ -81,7 +81,16 @@ class JobRow:
     alerts: int = 0  # alerts the job has raised so far
 
 
-@dataclass
+@dataclass(frozen=True)
+class Notices:
+    """What the UI is to say once, handed over (:meth:`LiveSession.take_notices`)."""
+
+    error: Optional[str]
+    warnings: tuple[str, ...]
+    alerts: tuple[Alert, ...]
+
+
+@dataclass(frozen=True)
 class Snapshot:
     rows: list[JobRow]
     bytes_done: int
@@ -177,7 +186,10 @@ class LiveSession:
         self._mtime_seen: dict[str, float] = {}  # file -> its mtime when events of it last came
         self._dated: dict[str, int] = {}  # file -> how many of its runs (before its last two) have a date
         self._first_update: dict[str, float] = {}  # job key -> that, when first read (a later one: it grew)
+        # each job's row as summarized at its version, and as last built from it (times measured again): a
+        # row once handed out is never changed (a screen drawing it while the figures thread ticks)
         self._cache: dict[str, tuple[int, JobRow]] = {}
+        self._built_rows: dict[str, JobRow] = {}
         self._ledgers: dict = {}  # each job's time ledger, kept while its runs are the same (figures.ledger)
         self._details: dict[str, tuple[int, JobDetail]] = {}  # job key -> (version, detail)
         self._job_versions: dict[str, int] = {}
@@ -470,14 +482,15 @@ class LiveSession:
             if cached is None or cached[0] != self._job_versions.get(job.key, 0):
                 if budget <= 0:
                     if cached is not None:
-                        rows.append(cached[1])
+                        rows.append(self._built_rows.get(job.key, cached[1]))
                     continue
                 budget -= 1
             rows.append(self._row(job, now))
         # each run's job's time ledger: its runs together, with their statuses as of now
-        for row, ledger in zip(rows, ledgers([r.summary for r in rows], self._ledgers)):
+        for k, ledger in enumerate(ledgers([r.summary for r in rows], self._ledgers)):
+            row = rows[k]
             if ledger is not None and row.summary.ledger is not ledger:
-                row.summary = row.summary.with_(ledger=ledger)
+                rows[k] = self._built_rows[row.key] = replace(row, summary=row.summary.with_(ledger=ledger))
         if budget > 0:  # every row is up to date: the next tick may reuse them
             # what time alone changes (age, ETA, stalled, stuck in startup) is measured again every
             # TIME_REFRESH_S; the screens redraw only if what they show of it changed
@@ -538,6 +551,18 @@ class LiveSession:
             if written is not None and written >= self.started_at:
                 self.new_alerts.append(alert)
 
+    def take_notices(self) -> Notices:
+        """The error to show (then cleared), and the warnings and new alerts not handed over yet: the
+        UI says each once and writes nothing back into the session."""
+        with self.lock:
+            error, self.error = self.error, None
+        warnings, alerts = [], []
+        while self.warnings:  # (deques: the threads that append need no lock)
+            warnings.append(self.warnings.popleft())
+        while self.new_alerts:
+            alerts.append(self.new_alerts.popleft())
+        return Notices(error, tuple(warnings), tuple(alerts))
+
     def latest_alert(self, key: str) -> Optional[Alert]:
         """The latest alert of the job ``key`` (no copy of every alert a frame)."""
         with self.lock:
@@ -562,28 +587,26 @@ class LiveSession:
         if cached is None or cached[0] != version:
             summary = summarize(job, now=now, last_write=self.last_update.get(job.key), gpu_peak=self.gpu_peak,
                                 gpu=self.gpu, startup_timeout=self.startup_timeout)
-            row = JobRow(job.key, version, summary, None, None, False, _tflops_series(job))
-            self._cache[job.key] = (version, row)
+            base = JobRow(job.key, version, summary, None, None, False, _tflops_series(job))
+            self._cache[job.key] = (version, base)
         else:
-            row = cached[1]
+            base = cached[1]
         written = self.last_update.get(job.key)
-        row.age_s = now - written if written is not None else None
-        row.alerts = self._alert_counts.get(job.key, 0)
-        s = row.summary
+        s = base.summary
         it = s.iter_time_ms
-        row.eta_s = None
-        row.stalled = False
+        eta_s: Optional[float] = None
+        stalled = False
         last = s.last_progress
         if closes_with_eval(job) and settled_status(job) is None:  # (the clock moved on since it was made)
-            row.summary = s = s.with_(status=closing_status(now, written))
+            s = s.with_(status=closing_status(now, written))
         if it and s.status == "training":
             grew = written is not None and written > self._first_update.get(job.key, written)
             verdict = quiet_verdict(job, s, ALERT_DEFAULTS["stalled"], now, written, grew)
             if verdict == "ended":  # a log that stopped long ago, never seen growing: no stalled run
-                row.summary = s = s.with_(status="ended")
-            row.stalled = verdict == "stalled"  # a stalled job has no ETA: the rate it would be read from is gone
+                s = s.with_(status="ended")
+            stalled = verdict == "stalled"  # a stalled job has no ETA: the rate it would be read from is gone
             if verdict is None and s.train_iters and last is not None:
-                row.eta_s = eta(s.train_iters, last, it)
+                eta_s = eta(s.train_iters, last, it)
         # time passes: measured now, not when the summary was cached; a status the log itself says (a job
         # script's end, a launcher's exits before any step) is no clock's, as in the batch summary (on_clock)
         if s.status in _STARTUP_STATES and settled_status(job) is None:
@@ -591,7 +614,10 @@ class LiveSession:
                                              s.files[-1] if s.files else None)
             if status == "stuck-in-startup" and failure is not None:
                 failure = replace(failure, last_line=self._last_line(job))
-            row.summary = s.with_(status=status, failure=failure)
+            s = s.with_(status=status, failure=failure)
+        row = self._built_rows[job.key] = replace(
+            base, summary=s, age_s=now - written if written is not None else None, eta_s=eta_s, stalled=stalled,
+            alerts=self._alert_counts.get(job.key, 0))
         return row
 
     def _last_line(self, job: Job) -> Optional[str]:
@@ -611,8 +637,9 @@ class LiveSession:
             job = self.store.jobs.get(key)
             if job is None:
                 return None
-            built = self._cache.get(key)  # the row the figures thread built last: no summary on the UI thread
-            row = built[1] if built is not None else self._row(job, now)
+            # the row the figures thread built last: no summary on the UI thread
+            built = self._built_rows.get(key)
+            row = built if built is not None else self._row(job, now)
             tail: list[str] = []
             for file in job.files:
                 tail.extend(self.tails.get(file, ()))

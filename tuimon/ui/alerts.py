@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from collections import Counter
 from dataclasses import dataclass
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from rich.text import Text
 from textual import work
@@ -21,6 +21,9 @@ from .messages import OpenLog, RefreshRequest
 from .palette import of
 from .render import plain
 from .tablefilter import TableFilter
+
+if TYPE_CHECKING:  # (a type only: the view is the app's session)
+    from .view import SessionView
 
 COLUMNS = ("Time", "Job", "Kind", "N", "Rank", "Iter", "Where", "Message")
 #: the columns ``/`` reads (N is the folded row's own)
@@ -130,6 +133,9 @@ class AlertsScreen(TableFilter, Screen):
             table.add_column(name, key=name, width={"Job": ALERT_JOB_WIDTH, "Where": WHERE_WIDTH}.get(name))
         table.focus()
         self.post_message(RefreshRequest(self))
+
+    def show_from(self, view: "SessionView") -> None:
+        self.show(view.alerts())
 
     def show(self, alerts: list[Alert]) -> None:
         """The alerts (new ones are added as the screen stays open)."""

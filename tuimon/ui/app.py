@@ -16,6 +16,7 @@ from textual.screen import Screen
 
 from tuimon.themes import STYLESHEET, THEME_ALIASES, textual_themes
 
+from ..figures.alerts import Alert
 from ..live.session import LiveSession
 from ..text import sanitize
 from .alerts import AlertsScreen
@@ -27,6 +28,7 @@ from .keys import help_lines
 from .logscreen import LogScreen
 from .messages import FiguresChanged, OpenJob, OpenLog, OpenRank, RefreshRequest
 from .rank import RankScreen
+from .view import ShowsSession
 
 MAX_HZ = 10.0
 #: new figures are drawn at most this often (and twice a frame's time apart)
@@ -114,18 +116,15 @@ class TuimonApp(App[int]):
         self.frames += 1
         self.frame_ms.append((time.perf_counter() - t0) * 1000.0)
         del self.frame_ms[:-1000]
-        if self.session.error:
-            self.notify(sanitize(self.session.error), severity="error", timeout=10, markup=False)
-            self.session.error = None
-        while self.session.warnings:
-            self.notify(sanitize(self.session.warnings.popleft()), severity="warning", timeout=8, markup=False)
-        self._toast_alerts()
+        notices = self.session.take_notices()
+        if notices.error:
+            self.notify(sanitize(notices.error), severity="error", timeout=10, markup=False)
+        for warning in notices.warnings:
+            self.notify(sanitize(warning), severity="warning", timeout=8, markup=False)
+        self._toast_alerts(notices.alerts)
 
-    def _toast_alerts(self) -> None:
+    def _toast_alerts(self, fresh: tuple[Alert, ...]) -> None:
         """New alerts: a toast each (a few, then how many more), and the bell once."""
-        fresh = []
-        while self.session.new_alerts:
-            fresh.append(self.session.new_alerts.popleft())
         if not fresh:
             return
         for alert in fresh[:self.TOASTS_PER_TICK]:
@@ -138,25 +137,10 @@ class TuimonApp(App[int]):
             self.bell()
 
     def _show(self, screen: Screen) -> None:
-        if isinstance(screen, AlertsScreen):
-            screen.show(self.session.alerts())
-        elif isinstance(screen, JobsScreen):
-            screen.update_snapshot(self.session.snapshot())
-            key = screen.selected_key()
-            detail = self.session.job_detail(key) if key is not None else None
-            alert = self.session.latest_alert(detail.row.key) if detail is not None else None
-            screen.update_preview(detail, alert)
-        elif isinstance(screen, JobScreen):
-            detail = self.session.job_detail(screen.key)
-            if detail is not None:
-                screen.update_detail(detail)
-        elif isinstance(screen, CompareScreen):
-            details = [d for d in (self.session.job_detail(k) for k in screen.keys) if d is not None]
-            screen.show(details)
-        elif isinstance(screen, RankScreen):
-            detail = self.session.job_detail(screen.key)
-            if detail is not None:
-                screen.update_detail(detail, *self.session.rank_vs_others(screen.key, screen.rank))
+        """The screen pulls what it draws from the session's read-only view (:mod:`.view`); the
+        others (help, a log) have their own sources."""
+        if isinstance(screen, ShowsSession):
+            screen.show_from(self.session)
 
     # -- navigation ------------------------------------------------------------------------
     def open_job(self, key: str) -> None:

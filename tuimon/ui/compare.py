@@ -3,6 +3,8 @@ iteration-time and loss curves overlaid, aligned by iteration, with a legend, an
 below them one row per job in the columns of seed 001's tables."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -18,6 +20,9 @@ from .job import curve_xy
 from .palette import of
 from .render import plain
 from .tablefilter import TableFilter
+
+if TYPE_CHECKING:  # (a type only: the view is the app's session)
+    from .view import SessionView
 
 CHARTS = (("compare-tflops", "TFLOPs/GPU", "", True), ("compare-iter", "iteration time (s)", "s", True),
           ("compare-loss", "loss", "", False))
@@ -46,6 +51,9 @@ class CompareScreen(TableFilter, Screen):
         yield Input(id="compare-columns", placeholder="columns, as summary --columns takes them")
         yield self.filter_box("filter: words in any column, or column:value (status:failed)")
         yield Footer()
+
+    def show_from(self, view: "SessionView") -> None:
+        self.show([d for d in (view.job_detail(k) for k in self.keys) if d is not None])
 
     def show(self, details: list[JobDetail]) -> None:
         """The marked jobs' curves and rows (called on every refresh)."""

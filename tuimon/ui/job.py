@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import math
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import numpy as np
 from rich.text import Text
@@ -22,6 +22,9 @@ from .messages import OpenLog, OpenRank, RefreshRequest
 from .palette import Palette, of
 from .panels import BreakdownPanel, FailuresPanel, LedgerPanel, Panel, RunPanel, StartupPanel
 from .render import Fitted, num, plain, status_text
+
+if TYPE_CHECKING:  # (a type only: the view is the app's session)
+    from .view import SessionView
 
 TAIL_SHOWN = 500
 
@@ -203,6 +206,11 @@ class JobScreen(Screen):
         self._ready = True
         # nested widgets (the charts) finish mounting after this handler: fill on the next refresh
         self.call_after_refresh(self.post_message, RefreshRequest(self))
+
+    def show_from(self, view: "SessionView") -> None:
+        detail = view.job_detail(self.key)
+        if detail is not None:
+            self.update_detail(detail)
 
     def update_detail(self, d: JobDetail) -> None:
         if not self._ready or not self.query("#chart-tflops"):

@@ -1,7 +1,7 @@
 """The jobs screen: one row per job, updated in place from session snapshots."""
 from __future__ import annotations
 
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 from rich.text import Text
 from textual import events
@@ -24,6 +24,9 @@ from .job import Chart, show_charts
 from .messages import OpenJob, RefreshRequest
 from .palette import DEFAULT, Palette, of
 from .render import duration, plain, spark, status_text
+
+if TYPE_CHECKING:  # (a type only: the view is the app's session)
+    from .view import SessionView
 
 #: the screen's columns, left to right: the column registry's (tuimon.figures.columns)
 COLUMNS = tuple(c.screen for c in SCREEN if c.screen)
@@ -159,6 +162,13 @@ class JobsScreen(Screen):
         self.post_message(RefreshRequest(self))  # filled before the first key or frame
 
     # -- data ---------------------------------------------------------------------------------
+    def show_from(self, view: "SessionView") -> None:
+        """The rows, then the selected job's preview (the selection may have moved with the rows)."""
+        self.update_snapshot(view.snapshot())
+        key = self.selected_key()
+        detail = view.job_detail(key) if key is not None else None
+        self.update_preview(detail, view.latest_alert(detail.row.key) if detail is not None else None)
+
     def update_snapshot(self, snap: Snapshot) -> None:
         if not self._ready:
             return

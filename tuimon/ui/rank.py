@@ -3,6 +3,7 @@ the numbers, and its own log lines."""
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
 from rich.text import Text
@@ -21,6 +22,9 @@ from .job import curve_xy
 from .messages import OpenLog, RefreshRequest
 from .palette import of
 from .render import num, plain
+
+if TYPE_CHECKING:  # (a type only: the view is the app's session)
+    from .view import SessionView
 
 
 def lines_of_rank(tail: list[str], rank: str) -> list[str]:
@@ -50,6 +54,11 @@ class RankScreen(Screen):
 
     def on_mount(self) -> None:
         self.post_message(RefreshRequest(self))  # filled before the first key or frame
+
+    def show_from(self, view: "SessionView") -> None:
+        detail = view.job_detail(self.key)
+        if detail is not None:
+            self.update_detail(detail, *view.rank_vs_others(self.key, self.rank))
 
     def update_detail(self, d: JobDetail, mine: Curve, others: Curve) -> None:
         row = next((r for r in d.ranks if r.rank == self.rank), None)
