@@ -71,9 +71,15 @@ def test_alerts_screen_sizes(snap_compare, tmp_path, size):
 
 @pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
 def test_compare_screen_sizes(snap_compare, tmp_path, size):
-    # mark megatron-deepspeed and stronghold (rows 2 and 6), then compare
-    assert snap_compare(make_app(tmp_path), run_before=keys("j", "space", "j", "j", "j", "j", "space", "c"),
-                        terminal_size=size)
+    """Shot once the two marked jobs (megatron-deepspeed and stronghold, rows 2 and 6) are drawn: a fixed
+    pause let a loaded machine (a fresh clone's test run) take the shot before the screen's first draw."""
+    from tuimon.ui.compare import CompareScreen
+
+    async def run_before(pilot) -> None:
+        await keys("j", "space", "j", "j", "j", "j", "space", "c")(pilot)
+        await until(pilot, lambda: isinstance(pilot.app.screen, CompareScreen) and len(pilot.app.screen.details) == 2)
+        await pilot.pause(0.2)
+    assert snap_compare(make_app(tmp_path), run_before=run_before, terminal_size=size)
 
 
 @pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
