@@ -24,7 +24,6 @@ pub mod stamp;
 pub mod text;
 pub mod timers;
 
-use metrics::MetricRow;
 use text::Cursor;
 
 /// Literals asked about a block at a time (`tuimon.engine.presence.Presence`'s question).
@@ -484,8 +483,9 @@ impl MetricLines {
             keys: item(declaration, "keys")?,
             unit: item(declaration, "unit")?,
         };
-        if rules.keys.len() < 3 {
-            return Err(pyo3::exceptions::PyValueError::new_err("a metric row needs a step, a loss and a unit's key"));
+        if rules.keys.len() < 3 || rules.keys.len() > metrics::MAX_KEYS {
+            return Err(pyo3::exceptions::PyValueError::new_err(
+                "a metric row needs a step, a loss and a unit's key, and at most 16 keys"));
         }
         Ok(MetricLines { fallback, rules })
     }
@@ -493,18 +493,28 @@ impl MetricLines {
     /// Metrics lines, `(body start, end)` of `text` (character offsets, ASCII bodies), typed
     /// as `TorchTitanParser._on_metrics` types them: per line 0 (nothing: a `skip` line, no
     /// step or no loss), 1 (the hook reads it: a value only Python's `to_float`/`to_int`
-    /// reads, a separator \x1c-\x1f) or 3 (read); and per line read, `(step, loss, [the
-    /// middle keys' values], the last key's value in the unit)`, None where the line has none.
-    #[allow(clippy::type_complexity)]
-    fn rows(&self, text: &Bound<'_, PyString>, lines: Vec<(usize, usize)>) -> PyResult<(Vec<u8>, Vec<MetricRow>)> {
+    /// reads, a separator \x1c-\x1f) or 3 (read); and per line read, a tuple of the
+    /// declaration's keys' values in their order (the step an int, the loss a float, the
+    /// others floats or None where the line has none, the last one's in the unit).
+    fn rows<'py>(&self, py: Python<'py>, text: &Bound<'py, PyString>, lines: Vec<(usize, usize)>)
+        -> PyResult<(Vec<u8>, Vec<Bound<'py, PyTuple>>)> {
         let (mut verdicts, mut rows) = (Vec::with_capacity(lines.len()), Vec::new());
         for body in text::slices(text.to_str()?, lines) {
             match metrics::typed(&self.rules, body) {
                 metrics::Typed::Nothing => verdicts.push(0),
                 metrics::Typed::Hook => verdicts.push(1),
-                metrics::Typed::Row(row) => {
+                metrics::Typed::Row((step, loss, middle, last)) => {
                     verdicts.push(3);
-                    rows.push(row);
+                    let mut items: Vec<Bound<'py, PyAny>> = Vec::with_capacity(middle.len() + 3);
+                    items.push(step.into_pyobject(py)?.into_any());
+                    items.push(PyFloat::new(py, loss).into_any());
+                    for v in middle[..self.rules.keys.len() - 3].iter().chain(std::iter::once(&last)) {
+                        items.push(match v {
+                            Some(x) => PyFloat::new(py, *x).into_any(),
+                            None => py.None().into_bound(py),
+                        });
+                    }
+                    rows.push(PyTuple::new(py, items)?);
                 }
             }
         }

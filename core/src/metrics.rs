@@ -63,6 +63,9 @@ fn value_end(b: &[u8], j: usize) -> Option<usize> {
     None
 }
 
+/// The most keys a row has (checked where a declaration is handed over).
+pub const MAX_KEYS: usize = 16;
+
 /// A metric-line reader's declaration.
 pub struct MetricRules {
     /// a line holding one of these gives nothing (a validation line)
@@ -109,9 +112,10 @@ pub fn pairs<'t>(text: &'t str, unit: &str) -> Vec<(&'t str, &'t str, bool)> {
 }
 
 /// A metrics line typed: (step, loss, the middle keys' values, the last key's value in the unit).
-pub type MetricRow = (i64, f64, Vec<Option<f64>>, Option<f64>);
+pub type MetricRow = (i64, f64, [Option<f64>; MAX_KEYS], Option<f64>);
 
 /// What `MetricLines.rows` makes of a line.
+#[allow(clippy::large_enum_variant)] // a row is made and read once a line: a box would cost an allocation each
 pub enum Typed {
     Nothing,
     Hook,
@@ -145,10 +149,10 @@ pub fn typed(rules: &MetricRules, body: &str) -> Typed {
     }
     let start = text.find(rules.start.as_str()).unwrap_or(text.len().saturating_sub(1));
     // the last of a key wins, as in the dict the hook builds
-    let n = rules.keys.len();
-    let mut found: Vec<Option<(&str, bool)>> = vec![None; n];
+    let n = rules.keys.len().min(MAX_KEYS);
+    let mut found: [Option<(&str, bool)>; MAX_KEYS] = [None; MAX_KEYS];
     for (key, v, unit) in pairs(&text[start..], &rules.unit) {
-        if let Some(k) = rules.keys.iter().position(|name| name == key) {
+        if let Some(k) = rules.keys[..n].iter().position(|name| name == key) {
             found[k] = Some((v, unit));
         }
     }
@@ -157,8 +161,8 @@ pub fn typed(rules: &MetricRules, body: &str) -> Typed {
     };
     let Some(step) = numbers::fast_int(step) else { return Typed::Hook };
     let Some(loss) = value(loss) else { return Typed::Hook };
-    let mut middle = vec![None; n - 3];
-    for (k, slot) in middle.iter_mut().enumerate() {
+    let mut middle = [None; MAX_KEYS];
+    for (k, slot) in middle[..n - 3].iter_mut().enumerate() {
         if let Some((v, _)) = found[2 + k] {
             match value(v) {
                 Some(x) => *slot = Some(x),
@@ -211,7 +215,9 @@ mod tests {
             _ => None,
         };
         let line = "step: 10  loss: 11.78140  memory: 29.11GiB(92.83%)  tps: 70,593  tflops: 47.97  mfu: 15.38%";
-        assert_eq!(row(line), Some((10, 11.7814, vec![Some(47.97), Some(70593.0), None, Some(15.38)], Some(29.11))));
+        let (step, loss, middle, last) = row(line).expect("a row");
+        assert_eq!((step, loss, &middle[..4], last), (10, 11.7814, &[Some(47.97), Some(70593.0), None, Some(15.38)][..],
+                                                      Some(29.11)));
         assert!(matches!(typed("validate step: 10  loss: 1.0"), Typed::Nothing));
         assert!(matches!(typed("step: 10  tps: 1"), Typed::Nothing));
         assert!(matches!(typed("step: 10  loss: nan"), Typed::Hook));

@@ -153,7 +153,7 @@ class TorchTitanParser(LineParser):
     def metrics_row(self, row: tuple, frame: tuple, wall: Optional[float]) -> list[Event]:
         """A metrics line the compiled core read and typed (``MetricLines.rows``; see
         :mod:`tuimon.engine.rows`)."""
-        step, loss, (tflops, tps, wps, mfu), gib = row
+        step, loss, tflops, tps, wps, mfu, gib = row  # (the values of _ROW_KEYS, in their order)
         return self._metrics(step, loss, tflops, tps, wps, mfu, gib, self.context_of(frame, wall))
 
     def _metrics(self, step: int, loss: Optional[float], tflops: Optional[float], tps: Optional[float],
