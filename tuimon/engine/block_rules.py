@@ -22,7 +22,7 @@ from tuimon.parsers.schema import MAX_BLOCK_PAIRS, BlockFormat, Format
 
 from . import guard, native
 from .rules import anchors_of, lines_holding
-from .user_regex import USER_REGEX_TIMEOUT_S, RegexTimeout
+from .user_regex import USER_REGEX_TIMEOUT_S, RegexTimeout, core_line_regex
 
 _NEWLINE = re.compile("\n")
 
@@ -65,7 +65,7 @@ class BlockRule:
         self.markers = _markers_of(entry.begin, entry.end)
         found = anchors_of(entry.pair)
         self.anchor = entry.anchor or (found[0] if found is not None and len(found) == 1 else None)
-        self.core = _core_regex(entry.pair, native.core)
+        self.core = core_line_regex(entry.pair, native.core)
         self._text = ""
         self._starts: list[int] = []  # this text's marker lines, in line order ...
         self._at = 0  # ... and how many of them the engine has handed over
@@ -191,13 +191,6 @@ class BlockRule:
 
 def _start(item: tuple[int, Any]) -> int:
     return item[0]
-
-
-def _core_regex(pair: str, core: Any) -> Any:
-    """The compiled core's regex of ``pair``, where it reads it as ``re`` does; else None."""
-    from .user_regex import compiled_in_core
-
-    return compiled_in_core(pair, core)[0]
 
 
 def _lines_holding(text: str, anchors: Optional[tuple[str, ...]], held: Optional[Mapping[str, list[int]]]

@@ -7,6 +7,7 @@ from typing import Any, Callable, Container, Mapping, Optional, Sequence
 
 from . import native
 from .anchors import literal_of, required_anchors
+from .user_regex import core_line_regex
 
 
 @lru_cache(maxsize=1024)
@@ -20,13 +21,6 @@ def anchors_of(regex: str) -> Optional[tuple[str, ...]]:
 @lru_cache(maxsize=1024)
 def _compiled(trigger: str) -> tuple[Optional[str], re.Pattern[str], Optional[tuple[str, ...]]]:
     return literal_of(trigger), re.compile(trigger, re.MULTILINE), anchors_of(trigger)  # "$" ends a line
-
-
-def _core_regex(trigger: str, core: Any) -> Any:
-    """The compiled core's regex of ``trigger``, where it reads it as ``re`` does; else None."""
-    from .user_regex import compiled_in_core
-
-    return compiled_in_core(trigger, core)[0]
 
 
 @lru_cache(maxsize=256)
@@ -56,7 +50,7 @@ class HookRule:
         self.literal, self.regex, self.anchors = _compiled(trigger)
         self.by_line = bool(self.anchors) and not starts_with_literal(trigger)
         # the trigger over its candidate lines in one call to the core (2 us a line in re)
-        self.core = _core_regex(trigger, native.core) if self.literal is None and self.anchors else None
+        self.core = core_line_regex(trigger, native.core) if self.literal is None and self.anchors else None
 
     def handler(self, parsers: Sequence[Any]) -> Callable[..., Any]:
         """Its handler among an engine's active ``parsers``."""

@@ -184,6 +184,12 @@ def core_regex(source: str) -> tuple[Any, Optional[str]]:
     return compiled_in_core(source, native.core)
 
 
+def core_line_regex(source: str, core: Any) -> Any:
+    """``core``'s compiled ``source`` where it reads it as ``re`` does (a hook's trigger, a block's pair
+    regex); else None."""
+    return compiled_in_core(source, core)[0]
+
+
 @lru_cache(maxsize=2048)
 def compiled_in_core(source: str, core: Any) -> tuple[Any, Optional[str]]:
     """(made once a regex a process: checking it is compiling it)"""
