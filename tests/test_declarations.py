@@ -84,21 +84,23 @@ def _anchors() -> set[str]:
     """Every rule's anchor (the literals the built-in readers' rules are found by) and every text
     the core's readers are handed by the parsers' declarations."""
     from tuimon.engine import blocks, catalog
-    from tuimon.parsers import megatron, timers, torchtitan
+    from tuimon.parsers import megatron, prefix, timers, timestamps, torchtitan
 
     cat = catalog.current()
     _, _, presence = blocks._rule_set((), cat.builtin, tuple(cat.parsers), ())
     anchors = set(presence.literals)
-    for declaration in (megatron.CORE_RECORD, megatron.CORE_MEMORY, timers.CORE, torchtitan.CORE_METRICS):
+    for declaration in (megatron.CORE_RECORD, megatron.CORE_MEMORY, timers.CORE, torchtitan.CORE_METRICS,
+                        prefix.CORE, timestamps.CORE):
         for value in declaration.values():
-            anchors.update(value if isinstance(value, tuple) else (value,))
+            anchors.update(value if isinstance(value, (tuple, list)) else (value,))
     return {a for a in anchors if isinstance(a, str) and len(a.strip()) >= 3}
 
 
 def test_the_core_holds_no_format_literal_key_or_pattern() -> None:
     anchors = _anchors()
     assert len(anchors) > 100  # the built-in readers' anchors were found (a check that cannot fail is none)
-    assert {"time (ms)", "validate step", "Training epoch", "[Rank", "max allocated", "iteration "} <= anchors
+    assert {"time (ms)", "validate step", "Training epoch", "[Rank", "max allocated", "iteration ", "[default",
+            "[rank"} <= anchors
     literals = _core_literals()
     assert literals, "no string literal found in core/src: the scan is wrong"
     # a short word (a key such as "step") is looked for as a whole literal, a longer text anywhere in one
@@ -116,3 +118,26 @@ def test_the_built_in_formats_pass_the_user_formats_safety_check() -> None:
     sources += [s for f in BUILTIN_FORMATS for b in f.blocks for s in (b.begin, b.end, b.pair)]
     assert len(sources) > 20
     assert [(s, unbounded_nesting(s)) for s in sources if unbounded_nesting(s)] == []
+
+
+def test_the_core_frames_lines_by_the_declaration_it_is_handed() -> None:
+    """The launcher prefixes and the leading stamp are the parsers' declarations: a declaration
+    that names another prefix is read by the core with no change to it."""
+    from tuimon.engine import native
+    from tuimon.parsers import prefix, timestamps
+
+    if native.core is None:
+        pytest.skip("the compiled core is not built here (TUIMON_ENGINE=python or no wheel): nothing to check")
+    made_up = dict(prefix.CORE, pattern=prefix.CORE["pattern"].replace("default", "worker"),
+                   brackets=["[worker", "[rank"])
+    theirs = native.core.Framing(made_up, timestamps.CORE)
+    ours = native.core.Framing(prefix.CORE, timestamps.CORE)
+    assert theirs.split_prefix("[worker3]: x") == (11, None, 3, None)
+    assert ours.split_prefix("[worker3]: x") == (0, None, None, None)
+    assert ours.split_prefix("[default3]: x") == (12, None, 3, None)
+    later = native.core.Framing(prefix.CORE, dict(timestamps.CORE, reach=5))
+    assert ours.line_stamp("x  2024-05-01 10:00:01") is None  # a letter first: no stamp
+    assert ours.line_stamp("  2024-05-01 10:00:01") == 1714557601.0
+    assert later.line_stamp("  2024-05-01 10:00:01") is None  # its dash lies past the declared reach
+    with pytest.raises(ValueError, match="pattern"):
+        native.core.Framing({"starts": "a", "brackets": [], "pad": 0}, timestamps.CORE)

@@ -106,64 +106,98 @@ impl Literals {
     }
 }
 
-/// For each distinct line start of `starts` (character offsets, ascending, repeats
-/// allowed): `(number, end, body, rank, local_rank, node, stamp)`, where `number` counts
-/// from `first_line`, `end` is the offset of the line's newline (or of the text's end)
-/// and `body` the offset where the line's text after its launcher prefix starts.  A line
-/// that is not ASCII has `body` None: the caller reads it with the Python definitions.
-#[pyfunction]
-fn frame<'py>(py: Python<'py>, text: &Bound<'py, PyString>, starts: Vec<usize>, first_line: i64)
-    -> PyResult<Vec<Bound<'py, PyTuple>>> {
-    let s = text.to_str()?;
-    let bytes = s.as_bytes();
-    let mut cursor = Cursor::new(s);
-    let mut out = Vec::with_capacity(starts.len());
-    let (mut number, mut counted) = (first_line, 0usize);
-    let mut last: Option<usize> = None;
-    for start in starts {
-        if last == Some(start) {
-            continue;
-        }
-        last = Some(start);
-        let b = cursor.byte_of(start);
-        number += memchr::memchr_iter(b'\n', &bytes[counted.min(b)..b]).count() as i64;
-        counted = counted.max(b);
-        let e = memchr::memchr(b'\n', &bytes[b..]).map_or(bytes.len(), |i| b + i);
-        let line = &s[b..e];
-        let end = cursor.char_of(e);
-        if !line.is_ascii() {
-            out.push((number, end, None::<usize>, None::<i64>, None::<i64>, None::<&str>, None::<f64>)
-                .into_pyobject(py)?);
-            continue;
-        }
-        let p = prefix::split(line);
-        let node = p.node.map(|(a, z)| &line[a..z]);
-        let wall = stamp::line_stamp(&line.as_bytes()[p.body..]);
-        // ASCII: the body's character offset is its byte offset from the line's start
-        out.push((number, end, start + p.body, p.rank, p.local_rank, node, wall).into_pyobject(py)?);
+/// The framing readers a process is handed (`parsers.prefix.CORE`, `parsers.timestamps.CORE`):
+/// each line's launcher prefix and leading stamp.  Only lines the core reads as Python
+/// does come here: ASCII, without the separators \x1c-\x1f (which Python's `\s` holds).
+#[pyclass(frozen, module = "tuimon._core")]
+struct Framing {
+    prefix: prefix::PrefixRules,
+    stamp: stamp::StampRules,
+}
+
+/// Whether the core reads `line` as the Python definitions do (see `Framing`).
+fn plain(line: &str) -> bool {
+    line.bytes().all(|c| c.is_ascii() && !(0x1c..=0x1f).contains(&c))
+}
+
+#[pymethods]
+impl Framing {
+    /// `prefix`: `pattern`, `starts`, `brackets`, `pad`; `stamp`: `pattern`, `opener`, `reach`.
+    #[new]
+    fn new(prefix: &Bound<'_, PyDict>, stamp: &Bound<'_, PyDict>) -> PyResult<Self> {
+        let opener: String = item(stamp, "opener")?;
+        let [opener] = opener.as_bytes() else {
+            return Err(pyo3::exceptions::PyValueError::new_err("a stamp's opener is one ASCII character"));
+        };
+        Ok(Framing {
+            prefix: prefix::PrefixRules {
+                pattern: compile(&item::<String>(prefix, "pattern")?)?,
+                starts: item::<String>(prefix, "starts")?.into_bytes(),
+                brackets: item(prefix, "brackets")?,
+                pad: item(prefix, "pad")?,
+            },
+            stamp: stamp::StampRules { pattern: compile(&item::<String>(stamp, "pattern")?)?, opener: *opener,
+                                       reach: item(stamp, "reach")? },
+        })
     }
-    Ok(out)
+
+    /// For each distinct line start of `starts` (character offsets, ascending, repeats
+    /// allowed): `(number, end, body, rank, local_rank, node, stamp)`, where `number` counts
+    /// from `first_line`, `end` is the offset of the line's newline (or of the text's end)
+    /// and `body` the offset where the line's text after its launcher prefix starts.  A line
+    /// not read here (see `Framing`) has `body` None: the caller reads it with the Python definitions.
+    fn frame<'py>(&self, py: Python<'py>, text: &Bound<'py, PyString>, starts: Vec<usize>, first_line: i64)
+        -> PyResult<Vec<Bound<'py, PyTuple>>> {
+        let s = text.to_str()?;
+        let bytes = s.as_bytes();
+        let mut cursor = Cursor::new(s);
+        let mut out = Vec::with_capacity(starts.len());
+        let (mut number, mut counted) = (first_line, 0usize);
+        let mut last: Option<usize> = None;
+        for start in starts {
+            if last == Some(start) {
+                continue;
+            }
+            last = Some(start);
+            let b = cursor.byte_of(start);
+            number += memchr::memchr_iter(b'\n', &bytes[counted.min(b)..b]).count() as i64;
+            counted = counted.max(b);
+            let e = memchr::memchr(b'\n', &bytes[b..]).map_or(bytes.len(), |i| b + i);
+            let line = &s[b..e];
+            let end = cursor.char_of(e);
+            if !plain(line) {
+                out.push((number, end, None::<usize>, None::<i64>, None::<i64>, None::<&str>, None::<f64>)
+                    .into_pyobject(py)?);
+                continue;
+            }
+            let p = prefix::split(&self.prefix, line);
+            let node = p.node.map(|(a, z)| &line[a..z]);
+            let wall = stamp::line_stamp(&self.stamp, &line.as_bytes()[p.body..]);
+            // ASCII: the body's character offset is its byte offset from the line's start
+            out.push((number, end, start + p.body, p.rank, p.local_rank, node, wall).into_pyobject(py)?);
+        }
+        Ok(out)
+    }
+
+    /// The prefix of one line, as `parsers.prefix.split_prefix` gives it: (body offset,
+    /// rank, local rank, node); None for a line not read here.  (Tests compare the two.)
+    fn split_prefix(&self, line: &str) -> Option<PrefixTuple> {
+        if !plain(line) {
+            return None;
+        }
+        let p = prefix::split(&self.prefix, line);
+        Some((p.body, p.rank, p.local_rank, p.node.map(|(a, z)| line[a..z].to_string())))
+    }
+
+    /// The leading stamp of one line's body, as `parsers.timestamps.line_stamp` gives it
+    /// (None for a body not read here).
+    fn line_stamp(&self, body: &str) -> Option<f64> {
+        if plain(body) { stamp::line_stamp(&self.stamp, body.as_bytes()) } else { None }
+    }
 }
 
 /// (body offset, rank, local rank, node)
 type PrefixTuple = (usize, Option<i64>, Option<i64>, Option<String>);
-
-/// The prefix of one line, as `parsers.prefix.split_prefix` gives it: (body offset,
-/// rank, local rank, node); None for a line that is not ASCII.  (Tests compare the two.)
-#[pyfunction]
-fn split_prefix(line: &str) -> Option<PrefixTuple> {
-    if !line.is_ascii() {
-        return None;
-    }
-    let p = prefix::split(line);
-    Some((p.body, p.rank, p.local_rank, p.node.map(|(a, z)| line[a..z].to_string())))
-}
-
-/// The leading stamp of one ASCII line body, as `parsers.timestamps.line_stamp` gives it.
-#[pyfunction]
-fn line_stamp(body: &str) -> Option<f64> {
-    if body.is_ascii() { stamp::line_stamp(body.as_bytes()) } else { None }
-}
 
 /// What a record's raw key means (`parsers.megatron._spec_of`'s answer, asked once a key).
 enum Spec {
@@ -434,8 +468,9 @@ impl LineRegex {
     /// hold one (a block's pair lines); and the lines not read here (not ASCII, or holding
     /// \x1c-\x1f), for the Python regex.
     #[allow(clippy::type_complexity)]
-    fn bodies(&self, py: Python<'_>, text: &Bound<'_, PyString>, starts: Vec<usize>, groups: Vec<usize>)
-        -> PyResult<(Vec<(usize, Vec<Option<String>>)>, Vec<usize>)> {
+    fn bodies(&self, py: Python<'_>, text: &Bound<'_, PyString>, starts: Vec<usize>, groups: Vec<usize>,
+              framing: PyRef<'_, Framing>) -> PyResult<(Vec<(usize, Vec<Option<String>>)>, Vec<usize>)> {
+        let rules = &framing.prefix;
         let s = text.to_str()?;
         let bytes = s.as_bytes();
         let mut cursor = Cursor::new(s);
@@ -446,11 +481,11 @@ impl LineRegex {
             for (&start, &b) in starts.iter().zip(&at) {
                 let end = memchr::memchr(b'\n', &bytes[b..]).map_or(bytes.len(), |i| b + i);
                 let line = &s[b..end];
-                if !line.bytes().all(|c| c.is_ascii() && !(0x1c..=0x1f).contains(&c)) {
+                if !plain(line) {
                     unread.push(start);
                     continue;
                 }
-                let body = &line[prefix::split(line).body..];
+                let body = &line[prefix::split(rules, line).body..];
                 if self.re.captures_read(&mut locs, body).is_some() {
                     let texts = groups.iter().map(|&g| locs.get(g).map(|(a, z)| body[a..z].to_string())).collect();
                     found.push((start, texts));
@@ -719,11 +754,9 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<TimerLines>()?;
     m.add_class::<MetricLines>()?;
     m.add_class::<MemoryLines>()?;
-    m.add_function(wrap_pyfunction!(frame, m)?)?;
+    m.add_class::<Framing>()?;
     m.add_function(wrap_pyfunction!(hf_dicts, m)?)?;
     m.add_function(wrap_pyfunction!(json_indent, m)?)?;
-    m.add_function(wrap_pyfunction!(split_prefix, m)?)?;
-    m.add_function(wrap_pyfunction!(line_stamp, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     // `tuimon --version` names the build: a debug core reads several times slower
     m.add("BUILD", if cfg!(debug_assertions) { "debug" } else { "release" })?;

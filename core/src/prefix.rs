@@ -1,11 +1,11 @@
-//! Launcher prefixes (`parsers/prefix.py`, the definition): `srun --label`'s `12: `,
-//! pdsh's `host: `, torchrun's `[default3]:` and `[rank3]:`, stacked.
+//! Launcher prefixes, read by the declaration `parsers/prefix.py` hands over (`CORE`): the
+//! rule kind is "a stack of prefixes before the line's body", what they look like is the
+//! declaration's (srun's `12: `, pdsh's `host: `, torchrun's `[default3]:` and `[rank3]:`).
 //!
 //! Only ASCII lines are read here; the caller hands any other line to the Python
 //! definition (whose `\d` is every Unicode decimal digit).
 
 use regex::Regex;
-use std::sync::OnceLock;
 
 /// The prefix of one line: where the body starts, and what the prefix says.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -17,53 +17,51 @@ pub struct Prefix {
     pub node: Option<(usize, usize)>,
 }
 
-fn pattern() -> &'static Regex {
-    static RE: OnceLock<Regex> = OnceLock::new();
-    // the Python pattern, spelled for ASCII (leftmost-first: the same match as `re`'s backtracking)
-    RE.get_or_init(|| {
-        Regex::new(concat!(
-            r"^(?: {0,6}(?P<label>[0-9]{1,6}): ",
-            r"|(?P<host>(?:[0-9]{1,3}(?:\.[0-9]{1,3}){3}|[a-z][a-z0-9-]*[0-9][a-z0-9-]*(?:\.[a-z0-9-]+)*|localhost)): )?",
-            r"(?:\[default(?P<local>[0-9]{1,5})\]: ?)?",
-            r"(?:\[rank(?P<rank>[0-9]{1,6})\]: ?)*",
-        ))
-        .expect("the prefix pattern compiles")
-    })
+/// A launcher prefix reader's declaration (`parsers.prefix.CORE`): the pattern (named groups
+/// `label`, `host`, `local`, `rank`), the bytes a label or host prefix can start with, the
+/// prefixes that open with a bracket, and how many spaces may pad a label.
+pub struct PrefixRules {
+    pub pattern: Regex,
+    pub starts: Vec<u8>,
+    pub brackets: Vec<String>,
+    pub pad: usize,
 }
 
-/// False for most lines: no launcher prefix can start there (`may_have_prefix`).
-pub fn may_have_prefix(line: &[u8]) -> bool {
+/// False for most lines: no launcher prefix can start there (`may_have_prefix`).  A label
+/// or host prefix ends in a colon that comes before any space.
+pub fn may_have_prefix(rules: &PrefixRules, line: &[u8]) -> bool {
     match line.first() {
         Some(b' ') => {
             let pad = line.iter().take_while(|&&b| b == b' ').count();
-            pad <= 6 && line.get(pad).is_some_and(u8::is_ascii_digit) && may_have_prefix(&line[pad..])
+            pad <= rules.pad && line.get(pad).is_some_and(u8::is_ascii_digit) && may_have_prefix(rules, &line[pad..])
         }
-        Some(c) if c.is_ascii_digit() || c.is_ascii_lowercase() => {
+        Some(c) if rules.starts.contains(c) => {
             let space = memchr::memchr(b' ', line).unwrap_or(line.len());
             space > 1 && memchr::memchr(b':', &line[1..space]).is_some()
         }
-        _ => line.starts_with(b"[default") || line.starts_with(b"[rank"),
+        _ => rules.brackets.iter().any(|b| line.starts_with(b.as_bytes())),
     }
 }
 
 /// The prefix of an ASCII line (`split_prefix`).
-pub fn split(line: &str) -> Prefix {
+pub fn split(rules: &PrefixRules, line: &str) -> Prefix {
     let none = Prefix { body: 0, rank: None, local_rank: None, node: None };
-    if !may_have_prefix(line.as_bytes()) {
+    if !may_have_prefix(rules, line.as_bytes()) {
         return none;
     }
-    let caps = match pattern().captures(line) {
+    let caps = match rules.pattern.captures(line) {
         Some(c) if c.get(0).is_some_and(|m| m.end() > 0) => c,
         _ => return none,
     };
-    let int = |name: &str| caps.name(name).map(|m| m.as_str().parse::<i64>().expect("digits"));
+    // ASCII digits (the pattern's `\d` on an ASCII line), at most a few: parsed, or None if absurd
+    let int = |name: &str| caps.name(name).and_then(|m| m.as_str().parse::<i64>().ok());
     let mut rank = int("rank");
     let local_rank = int("local");
     let mut node = caps.name("host").map(|m| (m.start(), m.end()));
     if let Some(label) = caps.name("label") {
         if local_rank.is_none() && rank.is_none() {
             // the srun task id is the global rank when each task is one process
-            rank = Some(label.as_str().parse::<i64>().expect("digits"));
+            rank = label.as_str().parse::<i64>().ok();
         } else {
             node = Some((label.start(), label.end()));
         }
@@ -74,6 +72,26 @@ pub fn split(line: &str) -> Prefix {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    // test data: the shape of parsers.prefix.CORE (the Python module is the definition)
+    fn rules() -> PrefixRules {
+        PrefixRules {
+            pattern: Regex::new(concat!(
+                r"^(?: {0,6}(?P<label>\d{1,6}): ",
+                r"|(?P<host>(?:\d{1,3}(?:\.\d{1,3}){3}|[a-z][a-z0-9-]*\d[a-z0-9-]*(?:\.[a-z0-9-]+)*|localhost)): )?",
+                r"(?:\[default(?P<local>\d{1,5})\]: ?)?",
+                r"(?:\[rank(?P<rank>\d{1,6})\]: ?)*",
+            ))
+            .unwrap(),
+            starts: b"0123456789abcdefghijklmnopqrstuvwxyz".to_vec(),
+            brackets: vec!["[default".into(), "[rank".into()],
+            pad: 6,
+        }
+    }
+
+    fn split(line: &str) -> Prefix {
+        super::split(&rules(), line)
+    }
 
     fn node_of(line: &str) -> Option<&str> {
         split(line).node.map(|(a, b)| &line[a..b])

@@ -1,20 +1,17 @@
-//! The stamp a line starts with (`parsers/timestamps.py`'s `line_stamp`, the definition),
-//! for ASCII lines, as POSIX seconds read as UTC.
+//! The stamp a line starts with, read by the declaration `parsers/timestamps.py` hands over
+//! (`CORE`; its `line_stamp` is the definition), for ASCII lines without the separators
+//! \x1c-\x1f (where the pattern's `\s` means what it means to Python), as POSIX seconds read as UTC.
 
 use crate::numbers::py_space;
 use regex::Regex;
-use std::sync::OnceLock;
 
-fn leading() -> &'static Regex {
-    static RE: OnceLock<Regex> = OnceLock::new();
-    // LEADING, spelled for ASCII with Python's `\s` (which holds \x1c-\x1f, Rust's does not)
-    RE.get_or_init(|| {
-        Regex::new(concat!(
-            r"^[\t\n\x0B\x0C\r \x1C-\x1F]*(?:\[[^\]0-9]{1,16}\][\t\n\x0B\x0C\r \x1C-\x1F]*)?\[?",
-            r"([0-9]{4}-[0-9]{2}-[0-9]{2}[ T][0-9]{2}:[0-9]{2}:[0-9]{2}(?:[.,][0-9]{1,9})?)",
-        ))
-        .expect("the stamp pattern compiles")
-    })
+/// A leading stamp reader's declaration (`parsers.timestamps.CORE`): the pattern (its first
+/// group the stamp, `YYYY-MM-DD HH:MM:SS[.fraction]`), the bracket a stamped line may open
+/// with, and how far into the line the stamp's first dash may lie.
+pub struct StampRules {
+    pub pattern: Regex,
+    pub opener: u8,
+    pub reach: usize,
 }
 
 fn num(s: &[u8]) -> i64 {
@@ -47,23 +44,34 @@ fn epoch(s: &[u8]) -> Option<f64> {
     Some((((days * 24 + h) * 60 + mi) * 60 + sec) as f64)
 }
 
-/// The stamp an ASCII line's body starts with (within its first 40 characters).
-pub fn line_stamp(body: &[u8]) -> Option<f64> {
+/// `YYYY-MM-DD?HH:MM:SS`, then nothing or one separator and 1 to 9 fraction digits: the form
+/// the declaration's stamp group has (anything else a changed declaration captured is no stamp).
+fn iso_shaped(stamp: &[u8]) -> bool {
+    const DIGITS: [usize; 14] = [0, 1, 2, 3, 5, 6, 8, 9, 11, 12, 14, 15, 17, 18];
+    stamp.len() >= 19
+        && DIGITS.iter().all(|&i| stamp[i].is_ascii_digit())
+        && (stamp.len() == 19 || (stamp.len() <= 29 && stamp.len() > 20 && stamp[20..].iter().all(u8::is_ascii_digit)))
+}
+
+/// The stamp an ASCII line's body starts with (its first dash within `reach` characters).
+pub fn line_stamp(rules: &StampRules, body: &[u8]) -> Option<f64> {
     let mut head = body.first().copied();
     if head == Some(b' ') {
         head = body.get(1).copied();
     }
     match head {
-        Some(b'[') => {}
-        Some(c) if c.is_ascii_digit() || py_space(c) => {}
-        _ => return None, // after white space, a leading stamp starts with "[" or a digit
+        Some(c) if c == rules.opener || c.is_ascii_digit() || py_space(c) => {}
+        _ => return None, // after white space, a leading stamp starts with its opener or a digit
     }
-    // a stamp starts "YYYY-" within the first 40 characters
-    let window = &body[..body.len().min(40)];
+    // a stamp starts "YYYY-" within the first `reach` characters
+    let window = &body[..body.len().min(rules.reach)];
     let dash = (4..window.len()).find(|&i| window[i] == b'-' && window[i - 4..i].iter().all(u8::is_ascii_digit));
     dash?;
     let text = std::str::from_utf8(body).ok()?;
-    let stamp = leading().captures(text)?.get(1)?.as_str().as_bytes();
+    let stamp = rules.pattern.captures(text)?.get(1)?.as_str().as_bytes();
+    if !iso_shaped(stamp) {
+        return None;
+    }
     let base = epoch(&stamp[..19])?;
     Some(if stamp.len() > 20 {
         let frac = &stamp[20..];
@@ -76,6 +84,20 @@ pub fn line_stamp(body: &[u8]) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    // test data: the shape of parsers.timestamps.CORE (the Python module is the definition)
+    fn line_stamp(body: &[u8]) -> Option<f64> {
+        let rules = StampRules {
+            pattern: Regex::new(concat!(
+                r"^[\t\n\x0B\x0C\r \x1C-\x1F]*(?:\[[^\]0-9]{1,16}\][\t\n\x0B\x0C\r \x1C-\x1F]*)?\[?",
+                r"([0-9]{4}-[0-9]{2}-[0-9]{2}[ T][0-9]{2}:[0-9]{2}:[0-9]{2}(?:[.,][0-9]{1,9})?)",
+            ))
+            .unwrap(),
+            opener: b'[',
+            reach: 40,
+        };
+        super::line_stamp(&rules, body)
+    }
 
     #[test]
     fn common_stamps() {

@@ -21,6 +21,7 @@ from tuimon.parsers.prefix import split_prefix
 from tuimon.parsers.schema import MAX_BLOCK_PAIRS, BlockFormat, Format
 
 from . import guard, native
+from .rows import framing
 from .rules import anchors_of, lines_holding
 from .user_regex import USER_REGEX_TIMEOUT_S, RegexTimeout, core_line_regex
 
@@ -53,7 +54,7 @@ def _markers_of(begin: str, end: str) -> Optional[tuple[str, ...]]:
 class BlockRule:
     """One block entry, reading one file (its :class:`BlockState` kept by the engine)."""
 
-    __slots__ = ("fmt", "entry", "order", "state", "file", "user", "cls", "markers", "anchor", "core", "_text",
+    __slots__ = ("fmt", "entry", "order", "state", "file", "user", "cls", "markers", "anchor", "core", "framing", "_text",
                  "_starts", "_at", "_from")
 
     def __init__(self, fmt: Format, entry: BlockFormat, order: int, state: BlockState, file: str,
@@ -66,6 +67,7 @@ class BlockRule:
         found = anchors_of(entry.pair)
         self.anchor = entry.anchor or (found[0] if found is not None and len(found) == 1 else None)
         self.core = core_line_regex(entry.pair, native.core)
+        self.framing = framing(native.core) if self.core is not None else None
         self._text = ""
         self._starts: list[int] = []  # this text's marker lines, in line order ...
         self._at = 0  # ... and how many of them the engine has handed over
@@ -169,7 +171,7 @@ class BlockRule:
         pairs = self.state.pairs
         found: list[tuple[int, Any]] = []
         if self.core is not None:
-            read, starts = self.core.bodies(text, starts, self.core_groups)
+            read, starts = self.core.bodies(text, starts, self.core_groups, self.framing)
             found.extend(read)
         pair_of = self.entry.pair_of
         for start in starts:

@@ -32,7 +32,7 @@ from tuimon.parsers.timestamps import line_stamp
 from . import guard, native
 from .block_rules import BlockRule, BlockState
 from .presence import presence_of
-from .rows import COLUMN_KINDS, EVENT, ITERATION, ROW, BlockRows, split_rows
+from .rows import COLUMN_KINDS, EVENT, ITERATION, ROW, BlockRows, framing, split_rows
 from .rules import HookRule, anchors_of, hook_rules, lines_holding, starts_with_literal
 from .user_regex import USER_REGEX_TIMEOUT_S, CorePattern, RegexTimeout
 
@@ -361,8 +361,8 @@ class BlockEngine:
         count = text.count
         i, n = 0, len(hits)
         # the compiled core frames every hit line at once: number, end, launcher prefix, stamp
-        frames = native.core.frame(text, [h[0] for h in hits], first_line) if native.core is not None and hits \
-            else None
+        core = native.core
+        frames = framing(core).frame(text, [h[0] for h in hits], first_line) if core is not None and hits else None
         line_no = -1  # the frame of the line at hand
         while i < n:
             start = hits[i][0]

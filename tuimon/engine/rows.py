@@ -12,7 +12,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any, Optional, Sequence
 
-from tuimon.parsers import megatron, timers, torchtitan
+from tuimon.parsers import megatron, prefix, timers, timestamps, torchtitan
 from tuimon.parsers.columns import IterationRows, TimerRows
 from tuimon.parsers.events import frozen_map
 from tuimon.parsers.numbers import to_float, to_int
@@ -30,6 +30,12 @@ NOTHING, HOOK, ROW, EVENT, ITERATION = 0, 1, 2, 3, 4
 
 # The core's readers, each built once a process from its parser's declaration (the core holds no
 # format's literal, key or pattern of its own: tests/test_declarations.py greps core/src for them)
+@lru_cache(maxsize=4)
+def framing(core: Any) -> Any:
+    """The core's launcher prefix and leading stamp readers (one a process and core)."""
+    return core.Framing(prefix.CORE, timestamps.CORE)
+
+
 @lru_cache(maxsize=4)
 def _timer_lines(core: Any) -> Any:
     return core.TimerLines(timers.CORE)
@@ -77,7 +83,7 @@ def split_rows(file: str, text: str, first_line: int, hits: list, columns: list,
         starts, owners = [m[0] for m in merged], [m[1] for m in merged]
     core = native.core
     assert core is not None  # (a rule has a column reader only with the core)
-    frames = core.frame(text, starts, first_line)
+    frames = framing(core).frame(text, starts, first_line)
     if owners is None and all(frame[2] is not None for frame in frames):  # one reader, every line ASCII
         column = parts[0][0].column
         spans = [(frame[2], frame[1], column) for frame in frames]

@@ -33,6 +33,18 @@ class Prefix:
 
 _PREFIX_START = frozenset("0123456789abcdefghijklmnopqrstuvwxyz")  # what a prefix can start with,
 _BRACKET_PREFIXES = ("[default", "[rank")  # ... besides these
+_PAD = 6  # spaces srun pads a label with, at most
+
+#: The reader as the compiled core is handed it (it holds no prefix of its own): the pattern
+#: (named groups label, host, local, rank: read as in :func:`split_prefix`) and the quick
+#: test's data (:func:`may_have_prefix`).  The core reads ASCII lines alone, where its ``\d``
+#: is Python's.
+CORE = {
+    "pattern": "(?x)" + _PREFIX.pattern,
+    "starts": "".join(sorted(_PREFIX_START)),
+    "brackets": list(_BRACKET_PREFIXES),
+    "pad": _PAD,
+}
 
 
 def may_have_prefix(line: str) -> bool:
@@ -40,7 +52,7 @@ def may_have_prefix(line: str) -> bool:
     prefix ends in a colon that comes before any space."""
     if line[:1] == " ":  # srun pads its labels to the widest: " 0: " when there are ten tasks or more
         stripped = line.lstrip(" ")
-        return len(line) - len(stripped) <= 6 and stripped[:1].isdigit() and may_have_prefix(stripped)
+        return len(line) - len(stripped) <= _PAD and stripped[:1].isdigit() and may_have_prefix(stripped)
     if line[:1] in _PREFIX_START:
         space = line.find(" ")
         return line.find(":", 1, space if space >= 0 else len(line)) > 0

@@ -21,6 +21,13 @@ _COMPACT = re.compile(r"(?P<y>\d{4})-(?P<mo>\d{2})-(?P<d>\d{2})-(?P<h>\d{2})(?P<
 # Leading stamp of a line: "[2022-06-29 01:36:30,237] ...", "[2023-12-19 13:33:24][INFO]...",
 # " [2026-04-15 11:19:02.524672] iteration ...", "[titan] 2026-05-19 23:02:48,804 - root"
 LEADING = re.compile(r"^\s*(?:\[[^\]\d]{1,16}\]\s*)?\[?(\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[.,]\d{1,9})?)")
+_OPENER = "["  # a stamped line's bracket (its quick test: a stamp starts with this or a digit)
+_REACH = 40  # a line's stamp starts within this many characters
+
+#: The reader as the compiled core is handed it (it holds no stamp pattern of its own): the
+#: pattern (its first group the stamp), and the quick test's data (:func:`line_stamp`).  The
+#: core reads ASCII lines without \x1c-\x1f alone, where its ``\s`` and ``\d`` are Python's.
+CORE = {"pattern": LEADING.pattern, "opener": _OPENER, "reach": _REACH}
 
 
 def _to_epoch(m: re.Match) -> Optional[float]:
@@ -64,20 +71,20 @@ def _cached_stamp(line: str, at: int) -> Optional[float]:
 
 
 def line_stamp(body: str) -> Optional[float]:
-    """The stamp a log line starts with (within its first 40 characters), as
+    """The stamp a log line starts with (within its first :data:`_REACH` characters), as
     :func:`leading_timestamp`, after a quick test that rules out most lines."""
     head = body[:1]
-    if head == "[":  # most stamped lines: a second already read needs no other test
+    if head == _OPENER:  # most stamped lines: a second already read needs no other test
         known = _cached_stamp(body, 1)
         if known is not None:
             return known
     elif head == " ":
         head = body[1:2]
-    if head != "[" and not (head.isdigit() or head.isspace()):
-        return None  # after white space, a leading stamp starts with "[" or a digit
-    dash = body.find("-", 4, 40)
+    if head != _OPENER and not (head.isdigit() or head.isspace()):
+        return None  # after white space, a leading stamp starts with the opener or a digit
+    dash = body.find("-", 4, _REACH)
     while dash > 0 and not body[dash - 4:dash].isdigit():  # a stamp starts "YYYY-"
-        dash = body.find("-", dash + 1, 40)
+        dash = body.find("-", dash + 1, _REACH)
     return leading_timestamp(body) if dash > 0 else None
 
 
