@@ -361,7 +361,7 @@ def test_framing_cases_live(tmp_path, mode, writer):
         events = f.of_type("iteration")
         assert [e.line for e in events] == [1, 2, 3, 5, 7]
         stream = next(iter(f.follower.streams.values()))
-        assert stream.parser.framer.too_long == 1 and stream.parser.framer.invalid_utf8 == 1
+        assert stream.reading.parser.framer.too_long == 1 and stream.reading.parser.framer.invalid_utf8 == 1
     finally:
         f.close()
 
@@ -376,7 +376,7 @@ def test_huge_line_is_bounded_marker(tmp_path, mode):
     fol.close()
     assert [e.iteration for e in got if e.type == "iteration"] == [1]
     stream = next(iter(fol.streams.values()))
-    assert stream.parser.framer.too_long == 1 and stream.parser.framer.pending == 0
+    assert stream.reading.parser.framer.too_long == 1 and stream.reading.parser.framer.pending == 0
 
 
 def test_two_files_with_identical_first_kb(tmp_path, mode, writer):

@@ -614,16 +614,6 @@ def _commit_row(c: ParseCache, path: bytes, ident: Ident, offset: int, gen: int,
     c.evict()
 
 
-def recorded(new: list, writer: Optional["EntryWriter"], skip: int) -> tuple[list, int]:
-    """A follower's parse also written to its cache entry: the events to hand on, and
-    how many are still to be skipped (given already from an entry cut short)."""
-    if writer is not None:
-        writer.add(new)
-    if skip:
-        return skipped(new, skip)
-    return new, 0
-
-
 def skipped(items: list, skip: int) -> tuple[list, int]:
     """``items`` without their first ``skip`` events (timer rows counted as their events:
     chunks end between blocks, so what was handed on is a prefix of the events in line

@@ -9,7 +9,7 @@ from typing import Any, Callable, Optional
 import numpy as np
 
 from tuimon.parsers.columns import ROWS, Item, IterationRows, TimerRows, expand
-from tuimon.parsers.events import Event
+from tuimon.parsers.events import Event, Truncated
 
 from ..sources.framing import Block, Framer
 from . import catalog as catalog_mod
@@ -137,6 +137,83 @@ class FileParser:
                           disabled=guard.disabled())
 
 
+class Reading:
+    """One file's ingest, whoever hands its bytes over (a batch read, the local follower, an
+    SFTP host): its parser, the parse cache entry being written of it, and how many events a
+    cache entry cut short gave already.  Every verb reads a file through one of these; the
+    sources above which it sits only hand over bytes at their cursor (:mod:`tuimon.sources.cursor`)."""
+
+    __slots__ = ("label", "parser", "writer", "skip_events", "on_block", "catalog")
+
+    def __init__(self, label: str, catalog: Optional[Catalog] = None,
+                 on_block: Optional[Callable[[str, str, int], None]] = None) -> None:
+        self.label = label
+        self.catalog = catalog
+        self.on_block = on_block
+        self.parser = FileParser(label, catalog, on_block)
+        self.writer: Optional[EntryWriter] = None  # its parse cache entry, while it is read whole, in order
+        self.skip_events = 0  # events the parser is yet to give again (a cache entry cut short)
+
+    @property
+    def next_line(self) -> int:
+        """The number the next line read will have."""
+        return self.parser.framer.next_line
+
+    @next_line.setter
+    def next_line(self, line: int) -> None:
+        self.parser.framer.next_line = line
+
+    @property
+    def pending(self) -> int:
+        """Bytes read of a line not ended yet (a position saved is at the last line's end)."""
+        return self.parser.framer.pending
+
+    @property
+    def stats(self) -> "ParseStats":
+        return self.parser.stats
+
+    def feed(self, data: bytes) -> list[Item]:
+        """The events of ``data``'s complete lines, written to the cache entry, less those given already."""
+        events = self.parser.feed(data)
+        if self.writer is not None:
+            self.writer.add(events)
+        if self.skip_events:
+            events, self.skip_events = skipped(events, self.skip_events)
+        return events
+
+    def finish(self) -> list[Item]:
+        """End of input: the last line's events and any block left open."""
+        return self.parser.finish()
+
+    def restart(self, reason: str) -> Truncated:
+        """The file is read again from 0 (truncated, or another file at its path): the event that
+        says so; its cache entry, of the old content, starts over."""
+        event = Truncated(file=self.label, line=self.next_line, reason=reason)
+        if self.writer is not None:
+            self.writer.abandon()
+            self.writer = self.writer.restart()
+        self.parser = FileParser(self.label, self.catalog, self.on_block)
+        return event
+
+    def resume(self, cache: ParseCache, key: str, entry: Optional[Entry],
+               out: Callable[[list[Item]], None]) -> Optional[Entry]:
+        """Take in ``entry`` (checked by the caller to be of the file as it is now, each
+        transport its own way): its events go to ``out`` and its parser reads on from its
+        offset; returned, or None when the file is to be read from 0 (:attr:`skip_events` of
+        its events given already, when a chunk of the entry could not be read)."""
+        got = resume(cache, key, entry, self.label, out, self.catalog)
+        self.skip_events = got.skip_events
+        if got.parser is None or got.entry is None:
+            return None
+        got.parser.on_block = self.on_block
+        self.parser = got.parser
+        return got.entry
+
+    def write_to(self, cache: ParseCache, key: str, base: Optional[Entry], keep_store: bool = True) -> None:
+        """What is read from now on is saved in ``cache`` under ``key``, after ``base``'s."""
+        self.writer = cache.writer(key, base, keep_store=keep_store)
+
+
 def parse_file(path: Path, label: Optional[str] = None,
                sink: Optional[Callable[[list[Item]], None]] = None,
                read_size: int = READ_SIZE, catalog: Optional[Catalog] = None,
@@ -155,26 +232,20 @@ def parse_file(path: Path, label: Optional[str] = None,
     out = sink or collected.extend
     fd, _ = open_regular(str(path))
     with open(fd, "rb", closefd=True) as fh:
-        fp, writer, offset, skip = _from_cache(cache, label, fh.fileno(), out, catalog)
-        if fp is None:
-            fp = FileParser(label, catalog)
-        skip_left = [skip]
-
-        def taken(events: list[Item]) -> None:
-            if writer is not None:
-                writer.add(events)
-            if skip_left[0]:  # given already, from an entry cut short
-                events, skip_left[0] = skipped(events, skip_left[0])
-            if events:
-                out(events)
-
-        offset = _read_on(fh, fp, offset, read_size, taken, limit=limit)
-        if writer is not None:
-            writer.commit(fh.fileno(), offset, fp)  # the state before the end-of-input flush
-        tail = fp.finish()
+        reading, offset = Reading(label, catalog), 0
+        if cache is not None:
+            key = _cache_key(label)
+            entry = reading.resume(cache, key, cache.load(key, fh.fileno()), out)
+            offset = entry.offset if entry is not None else 0
+            if entry is None or os.fstat(fh.fileno()).st_size > offset:
+                reading.write_to(cache, key, entry)
+        offset = _read_on(fh, reading, offset, read_size, out, limit=limit)
+        if reading.writer is not None:
+            reading.writer.commit(fh.fileno(), offset, reading.parser)  # the state before the end-of-input flush
+        tail = reading.finish()
         if tail:
             out(tail)
-    return expand(collected), fp.stats
+    return expand(collected), reading.stats
 
 
 def _cache_key(label: str) -> str:
@@ -219,20 +290,6 @@ def resume(cache: ParseCache, key: str, entry: Optional[Entry], label: str, out:
     return Resumed(fp, entry)
 
 
-def _from_cache(cache: Optional[ParseCache], label: str, fd: int, out: Callable[[list[Item]], None],
-                catalog: Optional[Catalog]) -> tuple[Optional[FileParser], Optional[EntryWriter], int, int]:
-    """(parser or None, cache writer or None, offset, events to skip): the file's saved
-    events handed to ``out`` and its parser restored, or what to read from 0 with."""
-    if cache is None:
-        return None, None, 0, 0
-    key = _cache_key(label)
-    got = resume(cache, key, cache.load(key, fd), label, out, catalog)
-    if got.parser is None or got.entry is None:
-        return None, cache.writer(key, None), 0, got.skip_events
-    grown = os.fstat(fd).st_size > got.entry.offset
-    return got.parser, (cache.writer(key, got.entry) if grown else None), got.entry.offset, 0
-
-
 def parse_file_store(path: Path, label: Optional[str] = None, read_size: int = READ_SIZE,
                      catalog: Optional[Catalog] = None, cache: Optional[ParseCache] = None,
                      on_bytes: Optional[Callable[[int], None]] = None,
@@ -259,21 +316,24 @@ def parse_file_store(path: Path, label: Optional[str] = None, read_size: int = R
                     store = None  # a chunk could not be read: parsed from 0
             fp = restored(entry, label, catalog) if store is not None else None
             offset = fp.cached if fp is not None else 0
+        reading = Reading(label, catalog)
         if fp is None or store is None:
-            store, fp, offset = JobStore(), FileParser(label, catalog), 0
+            store, offset = JobStore(), 0
+        else:
+            reading.parser = fp
         start = offset
         if on_bytes is not None and start:
             on_bytes(start)  # taken in from the cache
-        offset = _read_on(fh, fp, offset, read_size, store.add, on_bytes, limit)
-        if cache is not None and (offset > start or not fp.cached):
-            cache.save_store(key, fh.fileno(), offset, fp, store)  # before the end-of-input flush
-        store.add(fp.finish())
-    return store, fp.stats
+        offset = _read_on(fh, reading, offset, read_size, store.add, on_bytes, limit)
+        if cache is not None and (offset > start or not reading.parser.cached):
+            cache.save_store(key, fh.fileno(), offset, reading.parser, store)  # before the end-of-input flush
+        store.add(reading.finish())
+    return store, reading.stats
 
 
-def _read_on(fh: Any, fp: FileParser, offset: int, read_size: int, out: Callable[[list[Item]], None],
+def _read_on(fh: Any, reading: Reading, offset: int, read_size: int, out: Callable[[list[Item]], None],
              on_bytes: Optional[Callable[[int], None]] = None, limit: Optional[int] = None) -> int:
-    """Feed ``fp`` the file from ``offset`` to its end (or to ``limit``); returns the offset
+    """Feed ``reading`` the file from ``offset`` to its end (or to ``limit``); returns the offset
     reached.  A sparse hole of :data:`HOLE_MIN` or more is stepped over: it holds no line (a 100 GB
     hole reads as NULs for minutes)."""
     from ..sources.files import next_data
@@ -295,7 +355,7 @@ def _read_on(fh: Any, fp: FileParser, offset: int, read_size: int, out: Callable
         offset += len(chunk)
         if on_bytes is not None:
             on_bytes(len(chunk))
-        events = fp.feed(chunk)
+        events = reading.feed(chunk)
         if events:
             out(events)
     return offset

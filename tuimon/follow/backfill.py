@@ -11,7 +11,7 @@ from typing import Callable
 
 from tuimon.parsers.columns import Item
 
-from ..engine.ingest import FileParser
+from ..engine.ingest import Reading
 from ..sources import state as saved
 from ..sources.files import display
 from ..sources.streams import History, Progress, Stream
@@ -56,11 +56,10 @@ class Backfill:
                 break
             lines_before_tail += chunk.count(b"\n")
             pos += len(chunk)
-        history = History(head_end, tail_start, FileParser(s.label), head_end)
-        history.parser.framer.next_line = s.parser.framer.next_line
-        s.parser.framer.next_line = lines_before_tail + 1
-        s.offset = tail_start
-        s.last = os.pread(fd, saved.MARKER_BYTES, tail_start - saved.MARKER_BYTES)
+        history = History(head_end, tail_start, Reading(s.label), head_end)
+        history.reading.next_line = s.reading.next_line
+        s.reading.next_line = lines_before_tail + 1
+        s.placed(tail_start, os.pread(fd, saved.MARKER_BYTES, tail_start - saved.MARKER_BYTES), s.head)
         s.history = history
         self.streams.append(s)
         return events
@@ -82,13 +81,13 @@ class Backfill:
                     h.offset += len(data)
                     budget -= len(data)
                     self._progress.bytes_done += len(data)
-                    events.extend(h.parser.feed(data))
+                    events.extend(h.reading.feed(data))
                     time.sleep(0)  # the UI thread takes the GIL between blocks
             except OSError as exc:
                 self._warn(f"{display(s.label)}: history not read: {exc.strerror or type(exc).__name__}")
                 h.offset = h.end
             if h.offset >= h.end:
-                events.extend(h.parser.finish())
+                events.extend(h.reading.finish())
                 s.history = None
                 self.streams.remove(s)
             if budget <= 0:

@@ -28,15 +28,15 @@ from pathlib import Path
 from typing import Callable, Optional, Sequence
 
 from tuimon.parsers.columns import Item
-from tuimon.parsers.events import Truncated
 
 from ..engine import catalog, guard
-from ..engine.cache import ParseCache, recorded
-from ..engine.ingest import FileParser, resume
+from ..engine.cache import ParseCache
+from ..engine.ingest import Reading
 from ..sources import state as saved
+from ..sources.cursor import continues
 from ..sources.descriptors import DescriptorPool
 from ..sources.discover import DEFAULT_EXCLUDE, DEFAULT_INCLUDE, PathError
-from ..sources.files import Directories, NotRegular, Sibling, continues, display, fd_budget, kind_of, next_data, open_regular
+from ..sources.files import Directories, NotRegular, Sibling, display, fd_budget, kind_of, next_data, open_regular
 from ..sources.parking import COPY_HEAD, MAX_PARKED, Parking
 from ..sources.positions import SavedPositions, read_so_far
 from ..sources.rotation import rotated_through
@@ -483,7 +483,7 @@ class LocalFollower:
             return False
         # (replaced again since our stat: the file opened is the one to judge)
         key = (now.st_dev, now.st_ino)
-        if key in self.streams or now.st_size < s.offset or not continues(fd, s.head, s.offset, s.last):
+        if key in self.streams or now.st_size < s.offset or not continues(fd, s):
             os.close(fd)
             return False
         # what the old file held past our offset is in its copy too (the copy continues it): read there
@@ -495,8 +495,8 @@ class LocalFollower:
         self.streams[key] = s
         return True
 
-    def _parser(self, label: str) -> FileParser:
-        return FileParser(label, on_block=self.on_block)
+    def _reading(self, label: str) -> Reading:
+        return Reading(label, on_block=self.on_block)
 
     def _reattach(self, key: tuple[int, int], path: str) -> Optional[Stream]:
         """A file that left one followed path and appeared at another (a rename
@@ -526,7 +526,7 @@ class LocalFollower:
         if real_key != key and real_key in self.streams:
             os.close(fd)
             return self.streams[real_key]
-        s = Stream(real_key, None, f.path, f.path, self._parser(f.path))
+        s = Stream(real_key, None, f.path, f.path, self._reading(f.path))
         self.fds.adopt(s, fd)
         parked = self.parking.take(real_key)
         if parked is not None and parked.offset and parked.matches(fd):
@@ -557,29 +557,26 @@ class LocalFollower:
         if cache is None:
             return
         key = os.path.abspath(s.label)
-        got = resume(cache, key, cache.load(key, fd), s.label, self.sink)
-        s.skip_events = got.skip_events
-        if got.parser is not None and got.entry is not None:
-            got.parser.on_block = self.on_block
-            s.parser, s.offset = got.parser, got.entry.offset
-            s.head = os.pread(fd, min(saved.HEAD_BYTES, s.offset), 0)
-            s.last = os.pread(fd, min(saved.MARKER_BYTES, s.offset), s.offset - min(saved.MARKER_BYTES, s.offset))
+        entry = s.reading.resume(cache, key, cache.load(key, fd), self.sink)
+        if entry is not None:
+            n = min(saved.MARKER_BYTES, entry.offset)
+            s.placed(entry.offset, os.pread(fd, n, entry.offset - n), os.pread(fd, min(saved.HEAD_BYTES, entry.offset), 0))
             self._dirty_state = True
         if s.offset == 0 and self.head_tail and size > self.head_tail:
             return  # read head, tail, then middle: not in order, not for the cache
-        s.writer = cache.writer(key, got.entry, keep_store=False)  # a follower: memory does not grow with the file
+        s.reading.write_to(cache, key, entry, keep_store=False)  # a follower: memory does not grow with the file
 
     def save_cache(self) -> None:
         """Commit every stream's cache entry that took events since the last commit."""
         self._cache_saved = self.clock()
         for s in list(self.streams.values()):
-            w = s.writer
+            w = s.reading.writer
             if w is None or not w.dirty:
                 continue
             try:
-                w.commit(self._fd(s), s.offset, s.parser)
+                w.commit(self._fd(s), s.offset, s.reading.parser)
             except OSError:
-                s.writer = None
+                s.reading.writer = None
 
     def _read(self, s: Stream, size: int, events: list[Item], mtime_ns: Optional[int] = None) -> bool:
         fd = self._fd(s)
@@ -669,10 +666,7 @@ class LocalFollower:
         if data_at is None or data_at - s.offset < HOLE_MIN:
             return False
         hole = min(data_at, size) - s.offset
-        if len(s.head) < saved.HEAD_BYTES and len(s.head) == s.offset:
-            s.head += b"\x00" * min(saved.HEAD_BYTES - len(s.head), hole)
-        s.offset += hole
-        s.last = b"\x00" * min(saved.MARKER_BYTES, hole)
+        s.stepped_over(hole)
         self.progress.bytes_done += hole
         return True
 
@@ -688,13 +682,10 @@ class LocalFollower:
     def _rewritten(self, s: Stream, fd: int) -> bool:
         """Truncated and written again past the old offset between two polls: the
         first bytes or the bytes before the offset are no longer what was read."""
-        return not continues(fd, s.head, s.offset, s.last)
+        return not continues(fd, s)
 
     def _consume(self, s: Stream, data: bytes, events: list[Item]) -> None:
-        if len(s.head) < saved.HEAD_BYTES and len(s.head) == s.offset:
-            s.head += data[: saved.HEAD_BYTES - len(s.head)]
-        s.offset += len(data)
-        s.last = (s.last + data)[-saved.MARKER_BYTES:]
+        s.took(data)
         self.progress.bytes_done += len(data)
         if s.skip_nuls:
             stripped = data.lstrip(b"\x00")
@@ -702,28 +693,21 @@ class LocalFollower:
                 s.skip_nuls = False
             data = stripped
         if data:
-            before = s.parser.framer.next_line
-            new, s.skip_events = recorded(s.parser.feed(data), s.writer, s.skip_events)
-            events.extend(new)
-            self._lines_unsaved += s.parser.framer.next_line - before
+            before = s.reading.next_line
+            events.extend(s.reading.feed(data))
+            self._lines_unsaved += s.reading.next_line - before
 
     def _truncated(self, s: Stream, events: list[Item], reason: str) -> None:
         self._read_copy(s, events)
         self.parking.remember(s)
-        events.extend(s.parser.finish())
+        events.extend(s.reading.finish())
         f = self.followed.get(s.label)
         if f is not None and f.stream is s and f.siblings is not None:
             # several copytruncates between two polls: the generations we never saw in
             # the file are only in their copies, which are older than its last write
             self._read_rotated_siblings(f, s.key, events, not_after=s.mtime_ns or None)
-        events.append(Truncated(file=s.label, line=s.parser.framer.next_line, reason=reason))
-        if s.writer is not None:  # the entry was of the old content: the new one starts at 0
-            s.writer.abandon()
-            s.writer = s.writer.restart()
-        s.parser = self._parser(s.label)
-        s.offset = 0
-        s.head = b""
-        s.last = b""
+        events.append(s.reading.restart(reason))
+        s.rewind()
         s.skip_nuls = True  # copytruncate with a writer that keeps its offset leaves NULs
 
     def _read_copy(self, s: Stream, events: list[Item]) -> None:
@@ -739,7 +723,7 @@ class LocalFollower:
             except OSError:
                 continue
             try:
-                if not continues(fd, s.head, s.offset, s.last):
+                if not continues(fd, s):
                     continue
                 while True:
                     data = os.pread(fd, READ_SIZE, s.offset)
@@ -788,7 +772,7 @@ class LocalFollower:
         self.detached = keep
 
     def _park(self, s: Stream, events: list[Item]) -> None:
-        events.extend(s.parser.finish())
+        events.extend(s.reading.finish())
         self.fds.close(s)
         self.parking.park(s)
 
@@ -829,7 +813,7 @@ class LocalFollower:
             for parked in candidates:
                 if parked.matches(fd):
                     self.parking.take(parked.key)
-                    s = Stream(sib.key, None, sib.path, label, self._parser(label))
+                    s = Stream(sib.key, None, sib.path, label, self._reading(label))
                     parked.resume(s, fd)
                     self.fds.adopt(s, fd)
                     fd = -1
@@ -856,7 +840,7 @@ class LocalFollower:
             fd, st = open_regular(sib.path)
         except OSError:
             return
-        s = Stream((st.st_dev, st.st_ino), None, sib.path, f.path, self._parser(f.path))
+        s = Stream((st.st_dev, st.st_ino), None, sib.path, f.path, self._reading(f.path))
         self.fds.adopt(s, fd)
         self._finish_sibling(s, events)
 

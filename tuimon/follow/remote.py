@@ -40,22 +40,20 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from tuimon.parsers.columns import Item
-from tuimon.parsers.events import Truncated
 
 from ..engine import catalog, guard
-from ..engine.cache import EntryWriter, Ident, ParseCache, recorded
-from ..engine.ingest import FileParser, ParseStats, resume
+from ..engine.cache import Ident, ParseCache
+from ..engine.ingest import ParseStats, Reading
 from ..sources import state as saved
+from ..sources.cursor import HEAD_BYTES, MARKER_BYTES, Cursor, Fingerprint
 from ..sources.discover import DEFAULT_EXCLUDE, DEFAULT_INCLUDE
 from ..sources.positions import SavedPositions
-from ..sources.rotation import rotated_through, same_content, sibling_names
+from ..sources.rotation import rotated_through, sibling_names
 from ..sources.scope import Scope
 from ..sources.specs import RemoteSpec, parse_spec, split_paths  # noqa: F401  (re-exported)
 from ..sources.ssh import FatalSSHError, beside_known_hosts, connect, describe, sftp_path  # noqa: F401  (re-exported)
 
-HEAD_BYTES = 1024
 MAX_READ_PER_ROUND = 16 << 20  # a file's backlog is read this much at a time: the other files get their turn
-MARKER_BYTES = 32
 CACHE_EVERY = 30.0  # seconds between two commits of the parse cache entries being written
 READ_SIZE = 1 << 20
 MAX_DEPTH = 6
@@ -117,28 +115,23 @@ def _ns(mtime) -> int:
 
 
 @dataclass(eq=False)
-class RemoteFile:
+class RemoteFile(Cursor):
+    """A file followed over SFTP: its cursor (the model local files share: no inode here, its
+    first bytes and those before the offset tell it), and its ingest."""
+
     path: str  # SFTP path
     label: str
-    parser: FileParser
-    offset: int = 0
-    head: bytes = b""
-    last: bytes = b""
+    reading: Reading
     size_seen: int = -1
     mtime_seen: Optional[int] = None
     interval: float = 0.0  # adaptive: short after a change, doubling while idle
     due: float = 0.0
-    writer: Optional[EntryWriter] = None  # its parse cache entry, while it is read whole, in order
     cache_checked: bool = False
-    skip_events: int = 0  # events the parser is yet to give again (a cache entry cut short)
     tail: bytes = b""  # the last bytes read (a stuck job's last line is shown from them)
     #: (size, mtime) of its rotated siblings (``x.log.1``...) accounted for: there when it was first
     #: seen (history), or read since.  A rename keeps both, so a generation is known under any name.
     history: Optional[set] = None
     position_checked: bool = False  # its saved position (--state) was looked for
-    #: (length, digest) of the first bytes of the file a saved position was of, while that file is
-    #: looked for among the generations (``head`` is then empty: only the digest was saved)
-    head_check: Optional[tuple[int, str]] = None
     done_last: bytes = b""  # the bytes before its last complete line's end (a saved position's marker)
     saved_line: int = 0  # the line its last saved position was at
 
@@ -236,21 +229,20 @@ class RemoteHost:
             head = await fh.read(row.head_len, 0) if row.head_len else b""
             tail = await fh.read(row.tail_len, row.offset - row.tail_len) if row.tail_len else b""
             entry = cache.check(row, Ident(0, 0, head, tail, size, _ns(mtime)), size)
-        got = resume(cache, rf.path, entry, rf.label, events.extend)
-        rf.skip_events = got.skip_events
-        if got.parser is not None and got.entry is not None:
-            rf.parser, rf.offset = got.parser, got.entry.offset
-            rf.head = await fh.read(min(HEAD_BYTES, rf.offset), 0)
-            rf.last = await fh.read(min(MARKER_BYTES, rf.offset), rf.offset - min(MARKER_BYTES, rf.offset))
-        rf.writer = cache.writer(rf.path, got.entry, keep_store=False)  # memory does not grow with the file
+        entry = rf.reading.resume(cache, rf.path, entry, events.extend)
+        if entry is not None:
+            n = min(MARKER_BYTES, entry.offset)
+            rf.placed(entry.offset, await fh.read(n, entry.offset - n), await fh.read(min(HEAD_BYTES, entry.offset), 0))
+        rf.reading.write_to(cache, rf.path, entry, keep_store=False)  # memory does not grow with the file
 
     def _save_cache(self) -> None:
         self._cache_saved = time.monotonic()
         for rf in self.files.values():
-            if rf.writer is not None and rf.writer.dirty:
+            w = rf.reading.writer
+            if w is not None and w.dirty:
                 tail = rf.last[-min(len(rf.last), rf.offset):] if rf.offset else b""
-                rf.writer.commit_as(Ident(0, 0, rf.head[:min(HEAD_BYTES, rf.offset)], tail, max(rf.size_seen, 0),
-                                          _ns(rf.mtime_seen)), rf.offset, rf.parser)
+                w.commit_as(Ident(0, 0, rf.head[:min(HEAD_BYTES, rf.offset)], tail, max(rf.size_seen, 0),
+                                  _ns(rf.mtime_seen)), rf.offset, rf.reading.parser)
 
     async def run(self, stop: asyncio.Event) -> None:
         self._stopping = stop  # a long read looks at it between blocks
@@ -376,7 +368,7 @@ class RemoteHost:
             if self.once:
                 events: list[Item] = []
                 for rf in self.files.values():
-                    events.extend(rf.parser.finish())
+                    events.extend(rf.reading.finish())
                 if events:
                     self.sink(events)
                 return
@@ -531,7 +523,7 @@ class RemoteHost:
         rf = self.files.get(path)
         if rf is None:
             label = f"{self.host}:{path}"
-            rf = self.files[path] = RemoteFile(path, label, FileParser(label))
+            rf = self.files[path] = RemoteFile(path, label, Reading(label))
         return rf
 
     async def _read_file(self, sftp, rf: RemoteFile, size: int, mtime) -> None:
@@ -582,13 +574,7 @@ class RemoteHost:
             self._put_position(rf)
 
     async def _replaced(self, fh, rf: RemoteFile, size: int) -> bool:
-        if size < rf.offset:
-            return True
-        head = await fh.read(len(rf.head), 0) if rf.head else b""
-        if head != rf.head:
-            return True
-        n = len(rf.last)
-        return bool(n) and await fh.read(n, rf.offset - n) != rf.last
+        return size < rf.offset or not await self._holds(fh, rf)
 
     async def _siblings(self, sftp, rf: RemoteFile) -> set:
         """(size, mtime) of ``rf``'s rotated siblings now (one listing)."""
@@ -632,13 +618,19 @@ class RemoteHost:
     async def _continues(self, fh, rf: RemoteFile) -> bool:
         """Whether the file behind ``fh`` holds what was read of ``rf`` (the file read
         before, gone on under another name)."""
-        if rf.offset and rf.head_check is not None:  # a saved position: its first bytes' digest
-            return await self._holds(fh, rf.head_check, rf.offset, rf.last)
-        if not (rf.offset and rf.head):
+        if not rf.offset or (rf.known_by is None and not rf.head):
             return False
-        head_now = await fh.read(len(rf.head), 0)
-        before = await fh.read(len(rf.last), rf.offset - len(rf.last)) if rf.last and head_now == rf.head else b""
-        return same_content(rf.head, rf.last, head_now, before)
+        return await self._holds(fh, rf)
+
+    async def _holds(self, fh, cursor: Cursor) -> bool:
+        """Whether the file behind ``fh`` holds what ``cursor`` read (its rule,
+        :meth:`.cursor.Cursor.continues_in`, over SFTP reads)."""
+        n_head, n_last = cursor.wanted()
+        head_now = await fh.read(n_head, 0) if n_head else b""
+        if not cursor.head_holds(head_now):
+            return False  # no second read when the first bytes differ already
+        before = await fh.read(n_last, cursor.offset - n_last) if n_last else b""
+        return cursor.continues_in(head_now, before)
 
     async def _read_on(self, fh, rf: RemoteFile, events: list[Item]) -> None:
         while True:
@@ -648,36 +640,29 @@ class RemoteHost:
             self._consume(rf, data, events)
 
     async def _read_whole(self, fh, label: str, events: list[Item]) -> None:
-        parser, at = FileParser(label), 0
+        reading, at = Reading(label), 0
         while True:
             data = await fh.read(READ_SIZE, at)
             if not data:
                 break
             at += len(data)
             self.state.bytes_read += len(data)
-            events.extend(parser.feed(data))
-        events.extend(parser.finish())
+            events.extend(reading.feed(data))
+        events.extend(reading.finish())
 
     def _restart(self, rf: RemoteFile, events: list[Item], reason: str) -> None:
-        events.extend(rf.parser.finish())
-        events.append(Truncated(file=rf.label, line=rf.parser.framer.next_line, reason=reason))
-        rf.parser = FileParser(rf.label)
-        rf.offset, rf.head, rf.last, rf.done_last = 0, b"", b"", b""
-        if rf.writer is not None:  # the entry was of the old content: the new one starts at 0
-            rf.writer.abandon()
-            rf.writer = rf.writer.restart()
+        events.extend(rf.reading.finish())
+        events.append(rf.reading.restart(reason))
+        rf.rewind()
+        rf.done_last = b""
 
     def _consume(self, rf: RemoteFile, data: bytes, events: list[Item]) -> None:
-        if len(rf.head) < HEAD_BYTES and rf.head_check is None:
-            rf.head += data[: HEAD_BYTES - len(rf.head)]
         before = rf.last
-        rf.offset += len(data)
-        rf.last = (rf.last + data)[-MARKER_BYTES:]
+        rf.took(data)
         rf.tail = (rf.tail + data[-TAIL_BYTES:])[-TAIL_BYTES:]
         self.state.bytes_read += len(data)
-        new, rf.skip_events = recorded(rf.parser.feed(data), rf.writer, rf.skip_events)
-        events.extend(new)
-        held = rf.parser.framer.pending
+        events.extend(rf.reading.feed(data))
+        held = rf.reading.pending
         if held < len(data):  # a line ended in this block: the marker of a position saved there
             rf.done_last = (before + data[:len(data) - held])[-MARKER_BYTES:]
 
@@ -688,30 +673,21 @@ class RemoteHost:
 
     def _put_position(self, rf: RemoteFile) -> None:
         """``rf``'s events are handed on up to its last complete line: save where that is."""
-        if self.positions is None or self.once or rf.head_check is not None:
+        if self.positions is None or self.once or rf.known_by is not None:
             return
-        complete = rf.offset - rf.parser.framer.pending
+        complete = rf.offset - rf.reading.pending
         if complete <= 0:
             return
-        head = rf.head[:min(HEAD_BYTES, complete)]
-        line = rf.parser.framer.next_line - 1
+        known = rf.fingerprint(upto=complete, last=rf.done_last)
+        line = rf.reading.next_line - 1
         old, rf.saved_line = rf.saved_line, line
         try:
             self.positions.put(self._state_key(rf), saved.Position(
-                dev=0, ino=0, head=saved.head_digest(head), head_len=len(head), offset=complete,
-                marker=rf.done_last[-min(MARKER_BYTES, complete):].hex(), line=line,
+                dev=0, ino=0, head=known.head_digest, head_len=known.head_len, offset=complete,
+                marker=known.last.hex(), line=line,
                 siblings=sorted(list(sig) for sig in rf.history or ())), max(0, line - old))
         except OSError as exc:  # a full disk: the reading goes on, the state is saved when it can be
             self._warn(f"cannot save state to {self.positions.path}: {exc.strerror or exc}")
-
-    async def _holds(self, fh, head_check: tuple[int, str], offset: int, marker: bytes) -> bool:
-        """Whether the file behind ``fh`` is the one a saved position was of: its first bytes'
-        digest and the bytes before the offset."""
-        n, digest = head_check
-        head = await fh.read(n, 0) if n else b""
-        if len(head) != n or saved.head_digest(head) != digest:
-            return False
-        return not marker or await fh.read(len(marker), offset - len(marker)) == marker
 
     async def _from_position(self, sftp, fh, rf: RemoteFile, size: int, events: list[Item]) -> None:
         """A file read from 0 with a saved position: read on from it if the file at the path is
@@ -726,17 +702,17 @@ class RemoteHost:
         if pos.siblings is not None:
             rf.history = {tuple(sig) for sig in pos.siblings}
         marker = bytes.fromhex(pos.marker)
-        rf.parser.framer.next_line = pos.line + 1
-        if pos.offset <= size and await self._holds(fh, (pos.head_len, pos.head), pos.offset, marker):
-            rf.offset, rf.last, rf.done_last = pos.offset, marker, marker
-            rf.head = await fh.read(min(HEAD_BYTES, pos.offset), 0)
+        rf.reading.next_line = pos.line + 1
+        rf.looking_for(Fingerprint(pos.head_len, pos.head, pos.offset, marker))
+        if pos.offset <= size and await self._holds(fh, rf):
+            rf.placed(pos.offset, marker, await fh.read(min(HEAD_BYTES, pos.offset), 0))
+            rf.done_last = marker
             rf.saved_line = pos.line
             return
-        rf.offset, rf.last, rf.head_check = pos.offset, marker, (pos.head_len, pos.head)
         try:
             await self._drain_generations(sftp, rf, events)
         finally:
-            rf.head_check = None
+            rf.stop_looking()
         self._restart(rf, events, "a different file is now at this path (while tuimon was stopped)")
 
 
@@ -784,7 +760,7 @@ def parsed(hosts: list[RemoteHost]) -> tuple[int, ParseStats]:
     for host in hosts:
         for rf in host.files.values():
             files += 1
-            total.add(rf.parser.stats)
+            total.add(rf.reading.stats)
     return files, total
 
 

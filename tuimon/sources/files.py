@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass
 from typing import Optional
 
-from .rotation import rotation_order, same_content, sibling_names
+from .rotation import rotation_order, sibling_names
 
 
 class NotRegular(OSError):
@@ -125,16 +125,6 @@ class Directories:
             if stat.S_ISREG(st.st_mode):
                 out.append(Sibling(full, (st.st_dev, st.st_ino), st.st_mtime_ns, st.st_size))
         return sorted(out, key=lambda sib: rotation_order(sib.mtime_ns, sib.path))
-
-
-def continues(fd: int, head: bytes, offset: int, last: bytes) -> bool:
-    """Whether the file behind ``fd`` holds what was read up to ``offset`` (the rotation
-    model's rule, :func:`tuimon.sources.rotation.same_content`, over local reads)."""
-    head_now = os.pread(fd, len(head), 0) if head else b""
-    if head and head_now != head:
-        return False  # no second read when the first bytes differ already
-    before = os.pread(fd, len(last), offset - len(last)) if last else b""
-    return same_content(head, last, head_now, before)
 
 
 def display(path: str) -> str:

@@ -8,9 +8,11 @@ from __future__ import annotations
 import os
 import threading
 import time
+from dataclasses import replace
 from typing import Callable, Iterable, Optional
 
 from . import state as saved
+from .cursor import Fingerprint
 from .files import Sibling
 from .parking import Parking
 from .streams import Followed, Parked, Stream
@@ -135,21 +137,21 @@ class SavedPositions:
             s = f.stream
             if s is None:
                 continue
-            complete = s.offset - s.parser.framer.pending
+            complete = s.offset - s.reading.pending
             if complete < 0:
                 continue
             n = min(saved.MARKER_BYTES, complete)
-            if s.parser.framer.pending == 0 and len(s.last) >= n:
+            if s.reading.pending == 0 and len(s.last) >= n:
                 marker = s.last[len(s.last) - n:] if n else b""
             else:
                 try:
                     marker = os.pread(fd_of(s), n, complete - n) if n else b""
                 except OSError:
                     continue
-            head = s.head[:min(saved.HEAD_BYTES, complete)]
-            positions[f.path] = saved.Position(dev=s.key[0], ino=s.key[1], head=saved.head_digest(head),
-                                               head_len=len(head), offset=complete, marker=marker.hex(),
-                                               line=s.parser.framer.next_line - 1, mtime_ns=s.mtime_ns,
+            known = s.fingerprint(upto=complete, last=marker)
+            positions[f.path] = saved.Position(dev=s.key[0], ino=s.key[1], head=known.head_digest,
+                                               head_len=known.head_len, offset=complete, marker=known.last.hex(),
+                                               line=s.reading.next_line - 1, mtime_ns=s.mtime_ns,
                                                siblings=sorted(list(sig) for sig in f.siblings or ()),
                                                parked=[p.to_saved() for p in read_to.get(f.path, ())[-16:]])
         with self._guard:
@@ -166,19 +168,19 @@ def read_so_far(s: Stream, fd_of: FdOf) -> Parked:
     """Where an open stream was read to, up to its last complete line (a held partial
     line is read again after a restart)."""
     parked = Parked.of(s)
-    pending = s.parser.framer.pending
-    if pending:
-        parked.offset -= pending
-        parked.next_line = s.parser.framer.next_line
-        n = min(saved.MARKER_BYTES, parked.offset)
-        try:
-            parked.last = os.pread(fd_of(s), n, parked.offset - n) if n else b""
-        except OSError:
-            parked.offset = 0  # not saved: unknown
-    return parked
+    pending = s.reading.pending
+    if not pending:
+        return parked
+    complete = s.offset - pending
+    n = min(saved.MARKER_BYTES, complete)
+    try:
+        marker = os.pread(fd_of(s), n, complete - n) if n else b""
+    except OSError:
+        return replace(parked, print=replace(parked.print, offset=0))  # not saved: unknown
+    return replace(parked, print=replace(parked.print, offset=complete, last=marker))
 
 
 def parked_at(label: str, pos: saved.Position) -> Parked:
     """A saved position as a parked file: known again by its content, under any name."""
-    return Parked((pos.dev, pos.ino), label, pos.head_len, pos.head, pos.offset, bytes.fromhex(pos.marker),
+    return Parked((pos.dev, pos.ino), label, Fingerprint(pos.head_len, pos.head, pos.offset, bytes.fromhex(pos.marker)),
                   pos.line + 1)

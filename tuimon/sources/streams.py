@@ -1,8 +1,9 @@
 """What the local follower knows of each followed path and file: a followed *path*
-(:class:`Followed`) points at a *stream* (:class:`Stream`, one inode, read by a parser);
-a stream that left its path and was closed is *parked* (:class:`Parked`: known again by
-its first bytes and the bytes before its offset, under any name).  What reads a stream's bytes (its
-parser, its parse-cache entry) is the follower's, above the sources (tuimon.follow): held here, not used."""
+(:class:`Followed`) points at a *stream* (:class:`Stream`, one inode, a :class:`.cursor.Cursor`);
+a stream that left its path and was closed is *parked* (:class:`Parked`: its cursor's
+fingerprint, known again under any name).  What reads a stream's bytes (its parser, its
+parse-cache entry: tuimon.engine.ingest.Reading) is the follower's, above the sources: a
+stream holds it, and asks it only how many lines were read and how many bytes of a line it holds."""
 from __future__ import annotations
 
 import os
@@ -10,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from . import state as saved
+from .cursor import Cursor, Fingerprint
 
 MIN_INTERVAL = 0.05  # a hot file's first poll interval (s)
 
@@ -19,15 +21,14 @@ class Gone(OSError):
 
 
 @dataclass(eq=False)
-class Stream:
+class Stream(Cursor):
     key: tuple[int, int]
     fd: Optional[int]  # None while closed to stay under the descriptor budget
     path: str  # where the file is now (for reopening)
     label: str  # the followed path its events are attributed to
-    parser: Any  # the engine's parser of its bytes (tuimon.engine.ingest.FileParser), the follower's to use
-    offset: int = 0
-    head: bytes = b""  # the first bytes of the file (up to HEAD_BYTES)
-    last: bytes = b""  # the bytes just before ``offset`` (up to MARKER_BYTES)
+    #: its bytes' ingest (tuimon.engine.ingest.Reading), the follower's to use; the sources ask it
+    #: only ``next_line`` (a saved position's line) and ``pending`` (bytes of a line not ended yet)
+    reading: Any
     skip_nuls: bool = False
     mtime_ns: int = 0
     size_seen: int = 0  # its size at the last stat: what is past ``offset`` is the backlog
@@ -35,9 +36,6 @@ class Stream:
     binary: bool = False  # ... and were not text: not read (tuimon.sources.scope)
     history: Optional["History"] = None
     detached_at: Optional[float] = None
-    #: the parse cache entry being written for this file (only while it is read whole, in order)
-    writer: Any = None  # (tuimon.engine.cache.EntryWriter)
-    skip_events: int = 0  # events the parser is yet to give again (a cache entry cut short)
 
 
 @dataclass(eq=False)
@@ -46,50 +44,50 @@ class History:
 
     start: int
     end: int
-    parser: Any
+    reading: Any  # (tuimon.engine.ingest.Reading)
     offset: int = 0
 
 
 @dataclass
 class Parked:
     """A file that left its path and was closed, or the file a state file names:
-    enough to know it again by its content, under any name (its first bytes and
-    the bytes before ``offset``), and to read on from ``offset``."""
+    its fingerprint (:class:`.cursor.Fingerprint`, to know it again by its content under
+    any name), and the line to read on from."""
 
     key: tuple[int, int]
     label: str
-    head_len: int
-    head_digest: str
-    offset: int
-    last: bytes
+    print: Fingerprint
     next_line: int
+
+    @property
+    def offset(self) -> int:
+        return self.print.offset
 
     @classmethod
     def of(cls, s: "Stream") -> "Parked":
-        head = s.head[:saved.HEAD_BYTES]
-        return cls(s.key, s.label, len(head), saved.head_digest(head), s.offset, s.last, s.parser.framer.next_line)
+        return cls(s.key, s.label, s.fingerprint(), s.reading.next_line)
 
     @classmethod
     def saved(cls, label: str, p: dict) -> "Parked":
-        return cls((p["dev"], p["ino"]), label, p["head_len"], p["head"], p["offset"], bytes.fromhex(p["marker"]),
-                   p["line"] + 1)
+        return cls((p["dev"], p["ino"]), label, Fingerprint(p["head_len"], p["head"], p["offset"],
+                                                            bytes.fromhex(p["marker"])), p["line"] + 1)
 
     def to_saved(self) -> dict:
-        return {"dev": self.key[0], "ino": self.key[1], "head_len": self.head_len, "head": self.head_digest,
-                "offset": self.offset, "marker": self.last.hex(), "line": self.next_line - 1}
+        f = self.print
+        return {"dev": self.key[0], "ino": self.key[1], "head_len": f.head_len, "head": f.head_digest,
+                "offset": f.offset, "marker": f.last.hex(), "line": self.next_line - 1}
 
     def resume(self, s: "Stream", fd: int) -> None:
         """Read ``s`` (the file behind ``fd``, found to match) on from where this was left."""
-        s.offset, s.last = self.offset, self.last
-        s.head = os.pread(fd, min(saved.HEAD_BYTES, self.offset), 0)
-        s.parser.framer.next_line = self.next_line
+        s.placed(self.print.offset, self.print.last, os.pread(fd, min(saved.HEAD_BYTES, self.print.offset), 0))
+        s.reading.next_line = self.next_line
 
     def matches(self, fd: int) -> bool:
-        head = os.pread(fd, self.head_len, 0)
-        if len(head) != self.head_len or saved.head_digest(head) != self.head_digest:
+        f = self.print
+        if not f.head_holds(os.pread(fd, f.head_len, 0)):
             return False
-        n = len(self.last)
-        return not n or os.pread(fd, n, self.offset - n) == self.last
+        n = len(f.last)
+        return not n or os.pread(fd, n, f.offset - n) == f.last
 
 
 @dataclass(eq=False)
