@@ -706,7 +706,7 @@ async def test_v_charts_the_evaluation_metric_and_its_name_is_shown_literally(tm
         job.evals = Evals()
         job.evals.add(20, {"\x1b[31mval\x07 loss": 4.0}, None)
         app.session._details.clear()  # the detail is cached by the job's version
-        app.refresh_now(screen)
+        app.refresh_now()
         assert "\x1b" not in chart.title and "\x07" not in chart.title and "val" in chart.title
 
 
@@ -878,8 +878,11 @@ def test_the_ui_reads_the_session_and_writes_nothing_back():
     from tuimon.ui.compare import CompareScreen
     from tuimon.ui.view import ShowsSession
 
+    from tuimon.ui.view import WatchesSnapshot
+
     for screen in (JobsScreen, JobScreen, RankScreen, CompareScreen, AlertsScreen):
-        assert issubclass(screen, ShowsSession), screen
+        assert issubclass(screen, ShowsSession) and issubclass(screen, WatchesSnapshot), screen
+    assert "show_from" not in (ROOT / "tuimon" / "ui" / "app.py").read_text()  # the app draws no screen itself
     writes = []
     for path in (ROOT / "tuimon" / "ui").glob("*.py"):
         for node in ast.walk(ast.parse(path.read_text())):
@@ -892,3 +895,31 @@ def test_the_ui_reads_the_session_and_writes_nothing_back():
                     node.func.attr in ("popleft", "pop", "clear", "append") and "session" in ast.unparse(node.func):
                 writes.append(f"{path.name}:{node.lineno} {ast.unparse(node.func)}")
     assert not writes, writes
+
+
+async def test_screens_watch_the_apps_snapshot_and_only_the_one_on_top_draws(app, monkeypatch):
+    """The app sets its ``snapshot`` reactive; the jobs screen, watching it, draws each one while
+    it is visible, none while a job's screen covers it, and the latest at once when uncovered."""
+    drawn: list[object] = []
+    real = JobsScreen.show_from
+
+    def counted(self, view, snap):
+        drawn.append(snap)
+        return real(self, view, snap)
+
+    monkeypatch.setattr(JobsScreen, "show_from", counted)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: len(rows(app)) == 6)
+        before = len(drawn)
+        app.refresh_now()
+        assert len(drawn) == before + 1 and drawn[-1] is app.snapshot  # drawn at once, the very snapshot set
+        app.open_job(app.snapshot.rows[0].key)
+        await until(pilot, lambda: isinstance(app.screen, JobScreen))
+        covered = len(drawn)
+        app.refresh_now()
+        app.refresh_now()
+        assert len(drawn) == covered  # covered: not drawn
+        latest = app.snapshot
+        app.pop_screen()
+        await until(pilot, lambda: len(drawn) > covered)
+        assert drawn[covered] is latest  # uncovered: the latest at once, not at the next tick

@@ -17,12 +17,14 @@ from textual.widgets import DataTable, Footer, Input, Static
 
 from ..figures.alerts import Alert
 from ..figures.names import distinct_labels
-from .messages import OpenLog, RefreshRequest
+from .messages import OpenLog
 from .palette import of
 from .render import plain
 from .tablefilter import TableFilter
+from .view import WatchesSnapshot
 
 if TYPE_CHECKING:  # (a type only: the view is the app's session)
+    from ..live.session import Snapshot
     from .view import SessionView
 
 COLUMNS = ("Time", "Job", "Kind", "N", "Rank", "Iter", "Where", "Message")
@@ -103,7 +105,7 @@ def kinds_counted(alerts: tuple[Alert, ...]) -> str:
     return ", ".join(f"{kind} {n}" if n > 1 else kind for kind, n in counts.most_common())
 
 
-class AlertsScreen(TableFilter, Screen):
+class AlertsScreen(WatchesSnapshot, TableFilter, Screen):
     BINDINGS = [
         Binding("escape,backspace", "back", "Back", id="back"),
         Binding("j", "cursor_down", "Down", show=False, id="down"),
@@ -132,9 +134,9 @@ class AlertsScreen(TableFilter, Screen):
         for name in COLUMNS:
             table.add_column(name, key=name, width={"Job": ALERT_JOB_WIDTH, "Where": WHERE_WIDTH}.get(name))
         table.focus()
-        self.post_message(RefreshRequest(self))
+        self.watch_snapshots()
 
-    def show_from(self, view: "SessionView") -> None:
+    def show_from(self, view: "SessionView", snap: "Snapshot") -> None:
         self.show(view.alerts())
 
     def show(self, alerts: list[Alert]) -> None:

@@ -12,12 +12,13 @@ from typing import Callable, Iterable, Mapping, Optional
 from textual.app import App, ScreenStackError, SystemCommand
 from textual.binding import Binding
 from textual.css.query import NoMatches
+from textual.reactive import reactive
 from textual.screen import Screen
 
 from tuimon.themes import STYLESHEET, THEME_ALIASES, textual_themes
 
 from ..figures.alerts import Alert
-from ..live.session import LiveSession
+from ..live.session import LiveSession, Snapshot
 from ..text import sanitize
 from .alerts import AlertsScreen
 from .compare import CompareScreen
@@ -28,7 +29,6 @@ from .keys import help_lines
 from .logscreen import LogScreen
 from .messages import FiguresChanged, OpenJob, OpenLog, OpenRank, RefreshRequest
 from .rank import RankScreen
-from .view import ShowsSession
 
 MAX_HZ = 10.0
 #: new figures are drawn at most this often (and twice a frame's time apart)
@@ -46,6 +46,9 @@ class TuimonApp(App[int]):
         Binding("R", "retry_hosts", "Retry hosts", show=False, id="retry-hosts"),
     ]
     TOASTS_PER_TICK = 3  # a burst of alerts shows as a few toasts and a count, not a wall of them
+    #: the latest figures (immutable), set on the UI thread on new figures and on the timer; the screens
+    #: that draw the session watch it (ui/view.WatchesSnapshot).  Every tick is news (ages, ETAs move)
+    snapshot: reactive[Optional[Snapshot]] = reactive(None, always_update=True, repaint=False, init=False)
 
     def __init__(self, session: LiveSession, *, theme: str = "tuimon-dark", refresh_hz: float = 1.0,
                  quit_after: Optional[float] = None, on_quit: Optional[Callable[[], None]] = None,
@@ -103,14 +106,13 @@ class TuimonApp(App[int]):
         self._deferred = False
         self.refresh_now()
 
-    def refresh_now(self, screen: Optional[Screen] = None) -> None:
-        """Pull a snapshot and show it on ``screen`` (default: the visible one).
+    def refresh_now(self) -> None:
+        """Take the session's latest snapshot: the screen on top, watching it, draws it.
         UI thread; the session copies what it needs under its lock."""
         self._frame_at = time.monotonic()
         t0 = time.perf_counter()
         try:
-            screen = screen or self.screen
-            self._show(screen)
+            self.snapshot = self.session.snapshot()
         except (NoMatches, ScreenStackError):
             return  # the screen is being built or torn down (a request may arrive as the app closes)
         self.frames += 1
@@ -136,12 +138,6 @@ class TuimonApp(App[int]):
         if self.ring_bell:
             self.bell()
 
-    def _show(self, screen: Screen) -> None:
-        """The screen pulls what it draws from the session's read-only view (:mod:`.view`); the
-        others (help, a log) have their own sources."""
-        if isinstance(screen, ShowsSession):
-            screen.show_from(self.session)
-
     # -- navigation ------------------------------------------------------------------------
     def open_job(self, key: str) -> None:
         self.push_screen(JobScreen(key))
@@ -159,8 +155,8 @@ class TuimonApp(App[int]):
             path = str(downloads) if downloads.is_dir() else os.getcwd()
         self.deliver_screenshot(filename, path)
 
-    def on_refresh_request(self, message: RefreshRequest) -> None:
-        self.refresh_now(message.screen)
+    def on_refresh_request(self, _message: RefreshRequest) -> None:
+        self.refresh_now()
 
     def on_open_job(self, message: OpenJob) -> None:
         self.open_job(message.key)

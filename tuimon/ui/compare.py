@@ -20,15 +20,17 @@ from .job import curve_xy
 from .palette import of
 from .render import plain
 from .tablefilter import TableFilter
+from .view import WatchesSnapshot
 
 if TYPE_CHECKING:  # (a type only: the view is the app's session)
+    from ..live.session import Snapshot
     from .view import SessionView
 
 CHARTS = (("compare-tflops", "TFLOPs/GPU", "", True), ("compare-iter", "iteration time (s)", "s", True),
           ("compare-loss", "loss", "", False))
 
 
-class CompareScreen(TableFilter, Screen):
+class CompareScreen(WatchesSnapshot, TableFilter, Screen):
     BINDINGS = [Binding("escape,backspace", "back", "Back", id="back"),
                 Binding("o", "columns", "Columns", id="columns"),
                 Binding("slash", "filter", "Filter", id="filter")]
@@ -52,7 +54,11 @@ class CompareScreen(TableFilter, Screen):
         yield self.filter_box("filter: words in any column, or column:value (status:failed)")
         yield Footer()
 
-    def show_from(self, view: "SessionView") -> None:
+    def on_mount(self) -> None:
+        # the charts finish mounting after this handler: watched from the next refresh
+        self.call_after_refresh(self.watch_snapshots)
+
+    def show_from(self, view: "SessionView", snap: "Snapshot") -> None:
         self.show([d for d in (view.job_detail(k) for k in self.keys) if d is not None])
 
     def show(self, details: list[JobDetail]) -> None:

@@ -18,12 +18,14 @@ from textual.widgets import DataTable, Footer, Log, Static
 from ..live.session import Curve, JobDetail
 from ..text import sanitize
 from .chart import FULL, LineChart, XView, in_view
-from .messages import OpenLog, OpenRank, RefreshRequest
+from .messages import OpenLog, OpenRank
 from .palette import Palette, of
 from .panels import BreakdownPanel, FailuresPanel, LedgerPanel, Panel, RunPanel, StartupPanel
 from .render import Fitted, num, plain, status_text
+from .view import WatchesSnapshot
 
 if TYPE_CHECKING:  # (a type only: the view is the app's session)
+    from ..live.session import Snapshot
     from .view import SessionView
 
 TAIL_SHOWN = 500
@@ -152,7 +154,7 @@ class ExportSeries(Message):
         self.key = key
 
 
-class JobScreen(Screen):
+class JobScreen(WatchesSnapshot, Screen):
     BINDINGS = [
         Binding("escape,backspace", "back", "Back", id="back"),
         Binding("enter", "open_rank", "Open rank", id="open-rank"),
@@ -205,9 +207,9 @@ class JobScreen(Screen):
         ranks.focus()
         self._ready = True
         # nested widgets (the charts) finish mounting after this handler: fill on the next refresh
-        self.call_after_refresh(self.post_message, RefreshRequest(self))
+        self.call_after_refresh(self.watch_snapshots)
 
-    def show_from(self, view: "SessionView") -> None:
+    def show_from(self, view: "SessionView", snap: "Snapshot") -> None:
         detail = view.job_detail(self.key)
         if detail is not None:
             self.update_detail(detail)

@@ -21,9 +21,10 @@ from ..figures.names import distinct_labels
 from ..figures.record import achieved_tflops
 from ..live.session import JobDetail, JobRow, Snapshot
 from .job import Chart, show_charts
-from .messages import OpenJob, RefreshRequest
+from .messages import OpenJob
 from .palette import DEFAULT, Palette, of
 from .render import duration, plain, spark, status_text
+from .view import WatchesSnapshot
 
 if TYPE_CHECKING:  # (a type only: the view is the app's session)
     from .view import SessionView
@@ -99,7 +100,7 @@ class CompareJobs(Message):
         self.keys = keys
 
 
-class JobsScreen(Screen):
+class JobsScreen(WatchesSnapshot, Screen):
     BINDINGS = [
         Binding("enter", "open_job", "Open job", id="open"),
         Binding("j", "cursor_down", "Down", show=False, id="down"),
@@ -159,12 +160,12 @@ class JobsScreen(Screen):
         self._set_columns(table, COLUMNS)
         table.focus()
         self._ready = True
-        self.post_message(RefreshRequest(self))  # filled before the first key or frame
+        self.watch_snapshots()
 
     # -- data ---------------------------------------------------------------------------------
-    def show_from(self, view: "SessionView") -> None:
+    def show_from(self, view: "SessionView", snap: Snapshot) -> None:
         """The rows, then the selected job's preview (the selection may have moved with the rows)."""
-        self.update_snapshot(view.snapshot())
+        self.update_snapshot(snap)
         key = self.selected_key()
         detail = view.job_detail(key) if key is not None else None
         self.update_preview(detail, view.latest_alert(detail.row.key) if detail is not None else None)
@@ -432,13 +433,13 @@ class JobsScreen(Screen):
         self.filter_text = ""
         self._order = None
         self.query_one("#jobs", DataTable).focus()
-        self.post_message(RefreshRequest())
+        self.redraw()
 
     def on_input_changed(self, event: Input.Changed) -> None:
         if event.input.id == "filter":
             self.filter_text = event.value
             self._order = None
-            self.post_message(RefreshRequest())
+            self.redraw()
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         if event.input.id == "filter":
@@ -457,7 +458,7 @@ class JobsScreen(Screen):
         self.marked ^= {key}
         self._shown.pop(key, None)
         self._last_view = None  # its row is redrawn with (or without) the mark
-        self.post_message(RefreshRequest(self))
+        self.redraw()
 
     def action_compare(self) -> None:
         keys = [k for k in self._order or () if k in self.marked]
@@ -479,4 +480,4 @@ class JobsScreen(Screen):
     def set_sort(self, name: str) -> None:
         self.sort = name
         self._order = None
-        self.post_message(RefreshRequest())
+        self.redraw()

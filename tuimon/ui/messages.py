@@ -1,18 +1,11 @@
 """What screens ask of the app, as messages (a screen does not call the app's methods)."""
 from __future__ import annotations
 
-from typing import Optional
-
 from textual.message import Message
-from textual.screen import Screen
 
 
 class RefreshRequest(Message):
-    """Show the latest figures now (on ``screen``, default the visible one)."""
-
-    def __init__(self, screen: Optional[Screen] = None) -> None:
-        super().__init__()
-        self.screen = screen
+    """Take the session's latest figures now (the screens watching the app's snapshot draw them)."""
 
 
 class OpenJob(Message):

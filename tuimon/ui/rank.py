@@ -19,11 +19,13 @@ from ..live.session import Curve, JobDetail
 from ..text import sanitize
 from .chart import FULL, OverlayChart
 from .job import curve_xy
-from .messages import OpenLog, RefreshRequest
+from .messages import OpenLog
 from .palette import of
 from .render import num, plain
+from .view import WatchesSnapshot
 
 if TYPE_CHECKING:  # (a type only: the view is the app's session)
+    from ..live.session import Snapshot
     from .view import SessionView
 
 
@@ -34,7 +36,7 @@ def lines_of_rank(tail: list[str], rank: str) -> list[str]:
     return [ln for ln in tail if pattern.search(ln)] or tail
 
 
-class RankScreen(Screen):
+class RankScreen(WatchesSnapshot, Screen):
     BINDINGS = [Binding("escape,backspace", "back", "Back", id="back"),
                 Binding("l", "log", "Log of this rank", id="log"),
                 Binding("slash", "log(True)", "Search its log", id="search")]
@@ -53,9 +55,9 @@ class RankScreen(Screen):
         yield Footer()
 
     def on_mount(self) -> None:
-        self.post_message(RefreshRequest(self))  # filled before the first key or frame
+        self.watch_snapshots()
 
-    def show_from(self, view: "SessionView") -> None:
+    def show_from(self, view: "SessionView", snap: "Snapshot") -> None:
         detail = view.job_detail(self.key)
         if detail is not None:
             self.update_detail(detail, *view.rank_vs_others(self.key, self.rank))

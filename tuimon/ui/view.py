@@ -1,16 +1,21 @@
-"""What a screen reads of the live session: a read-only view.
+"""What a screen reads of the live session: an immutable snapshot it watches, and a read-only view.
 
-The app asks the visible screen to show itself (``screen.show_from(view)``); each screen pulls
-the figures it draws (copies made under the session's lock: immutable snapshots and job
-details) and writes nothing back.  What the UI is to say once (the session's error, its
-warnings, new alerts) is handed over by :meth:`SessionView.take_notices`, never popped by the UI.
+The app holds the latest :class:`Snapshot` in a Textual reactive (``TuimonApp.snapshot``), set on
+the UI thread when the session says new figures were made and on the app's timer.  A screen that
+draws the session watches it (:class:`WatchesSnapshot`, Textual's ``watch`` of another node's
+reactive): the app dispatches into no screen.  What a screen draws besides the rows (a job's
+detail, its alerts, a rank's curves) it pulls from the read-only :class:`SessionView` (copies
+made under the session's lock), and it writes nothing back.  What the UI is to say once (the
+session's error, its warnings, new alerts) is handed over by :meth:`SessionView.take_notices`,
+never popped by the UI.
 """
 from __future__ import annotations
 
-from typing import Optional, Protocol, runtime_checkable
+from typing import Any, Optional, Protocol, cast, runtime_checkable
 
 from ..figures.alerts import Alert
 from ..live.session import Curve, JobDetail, Notices, Snapshot
+from .messages import RefreshRequest
 
 
 class SessionView(Protocol):
@@ -31,6 +36,33 @@ class SessionView(Protocol):
 
 @runtime_checkable
 class ShowsSession(Protocol):
-    """A screen that draws the session: it pulls what it shows from ``view``."""
+    """A screen that draws the session: the snapshot watched, and what else it shows from ``view``."""
 
-    def show_from(self, view: SessionView) -> None: ...
+    def show_from(self, view: SessionView, snap: Snapshot) -> None: ...
+
+
+class WatchesSnapshot:
+    """Mixed into a screen that draws the session (before ``Screen`` in its bases): call
+    :meth:`watch_snapshots` once its widgets are mounted.  It draws each snapshot the app sets
+    while it is the screen on top, the latest at once when it is shown again, and again from the
+    same snapshot when its own state changes (:meth:`redraw`: a filter, a sort, a mark)."""
+
+    def watch_snapshots(self) -> None:
+        screen = cast(Any, self)
+        screen.watch(screen.app, "snapshot", self._snapshot_changed, init=True)
+        if screen.app.snapshot is None:  # the first screen, before the first tick: filled before the first key
+            screen.post_message(RefreshRequest())
+
+    def _snapshot_changed(self, snap: Optional[Snapshot]) -> None:
+        screen = cast(Any, self)
+        # the screen on top alone (Textual's is_current holds the one beneath it too, drawn or not)
+        if snap is not None and screen.is_attached and screen.app.screen is screen:
+            cast(ShowsSession, self).show_from(screen.app.session, snap)
+
+    def redraw(self) -> None:
+        """Draw again from the snapshot shown (this screen's own state changed, not the figures)."""
+        self._snapshot_changed(cast(Any, self).app.snapshot)
+
+    def on_screen_resume(self) -> None:
+        """Shown again (a screen above it closed): the latest figures at once, not at the next tick."""
+        self.redraw()
