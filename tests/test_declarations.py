@@ -141,3 +141,45 @@ def test_the_core_frames_lines_by_the_declaration_it_is_handed() -> None:
     assert later.line_stamp("  2024-05-01 10:00:01") is None  # its dash lies past the declared reach
     with pytest.raises(ValueError, match="pattern"):
         native.core.Framing({"starts": "a", "brackets": [], "pad": 0}, timestamps.CORE)
+
+
+def test_nemo2_epoch_counters_are_renumbered_by_the_core_from_the_declaration(tmp_path: Path, monkeypatch) -> None:
+    """NeMo 2's progress printer counts iterations within an epoch ("Training epoch 2, iteration 5/49 |
+    ... | global_step: 105 |"): the declaration's epoch form renumbers them through the run, in the
+    core as in the hook; only the run's first line (it names the framework) goes to the hook."""
+    from tuimon.engine import native
+    from tuimon.engine.ingest import parse_file
+    from tuimon.parsers import megatron
+    from tuimon.parsers.columns import expand
+
+    if native.core is None:
+        pytest.skip(f"the compiled core is not importable ({native.name()})")
+    lines = [f"Training epoch {s // 50}, iteration {s % 50}/49 | lr: 1e-05 | global_batch_size: 8 | "
+             f"global_step: {s} | reduced_train_loss: {2.0 - s / 1000:.3f} | train_step_timing in s: 0.5"
+             for s in range(120)]
+    lines.append("Training epoch 0, iteration 7/9 | lr: 1e-05 | no step here: 1")  # the form unfinished: the mark's
+    log = tmp_path / "nemo2.log"
+    log.write_text("\n".join(lines) + "\n")
+    hooked = []
+    real = megatron.MegatronParser._iterations
+
+    def counted(self, body, matches, ctx):
+        hooked.append(ctx.line)
+        return real(self, body, matches, ctx)
+
+    monkeypatch.setattr(megatron.MegatronParser, "_iterations", counted)
+    steps = {}
+    compiled = native.core
+    for engine, module in (("core", compiled), ("python", None)):
+        before = native.use(module)
+        try:
+            hooked.clear()
+            events = [e for e in expand(parse_file(log)[0]) if e.type == "iteration"]
+        finally:
+            native.use(before)
+        steps[engine] = [(e.line, e.iteration, e.train_iters, e.losses) for e in events]
+        if engine == "core":
+            assert hooked == [1], hooked  # the first line alone (it names the run's framework)
+    assert steps["core"] == steps["python"]
+    assert steps["core"][105][1:3] == (105, 149)  # epoch 2 of 50 counters: done at 149 at least
+    assert steps["core"][-1][1:3] == (7, 9)

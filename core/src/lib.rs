@@ -306,7 +306,10 @@ impl Records {
            declaration: &Bound<'_, PyDict>) -> PyResult<Self> {
         let rules = records::RecordRules {
             mark: compile(&item::<String>(declaration, "mark")?)?,
-            skip: item(declaration, "skip")?,
+            epoch: match (item::<Option<String>>(declaration, "epoch_start")?, item::<Option<String>>(declaration, "epoch_mark")?) {
+                (Some(start), Some(mark)) => Some(records::EpochRule { start, pattern: compile(&mark)? }),
+                _ => None,
+            },
             vetoes: item(declaration, "vetoes")?,
             losses: item(declaration, "loss_field")?,
             loss_tag: item(declaration, "loss_tag")?,

@@ -9,8 +9,8 @@ use regex::Regex;
 pub struct RecordRules {
     /// a record's mark: group 1 the counter, group 2 the total
     pub mark: Regex,
-    /// lines starting with one of these go to the hook (another form of the same line)
-    pub skip: Vec<String>,
+    /// a form whose counter counts within an epoch, renumbered through the run
+    pub epoch: Option<EpochRule>,
     /// integer fields whose value over 0 sends the line to the hook (it makes a failure event)
     pub vetoes: Vec<String>,
     /// the field the losses go into, and the tag `spec_of` answers for a loss key
@@ -18,21 +18,48 @@ pub struct RecordRules {
     pub loss_tag: String,
 }
 
+/// A record form that counts its iterations within an epoch (NeMo 2's progress printer): lines
+/// starting with `start` whose `pattern` matches at their start (groups 1 to 3: the epoch, the
+/// epoch's last counter, the run's step) are the step of the run, done at the end of the epoch at
+/// least: `(epoch + 1) * (last + 1) - 1`.
+pub struct EpochRule {
+    pub start: String,
+    pub pattern: Regex,
+}
+
+impl EpochRule {
+    /// (step, total) of a line of this form; None where its numbers do not fit an i64 (the hook's).
+    fn renumbered(&self, body: &str) -> Option<Option<(i64, i64)>> {
+        if !body.starts_with(self.start.as_str()) {
+            return Some(None);
+        }
+        let caps = match self.pattern.captures(body) {
+            Some(c) if c.get(0).is_some_and(|m| m.start() == 0) => c,
+            _ => return Some(None), // not the whole form: the mark's own numbers
+        };
+        let group = |g: usize| caps.get(g).and_then(|m| counter(m.as_str()));
+        let (epoch, last, step) = (group(1)?, group(2)?, group(3)?);
+        let total = epoch.checked_add(1)?.checked_mul(last.checked_add(1)?)?.checked_sub(1)?;
+        Some(Some((step, total)))
+    }
+}
+
 impl RecordRules {
     /// The (counter, total) of a line holding exactly one mark whose numbers fit an i64; None
     /// for any other line (none; several: ranks writing at once; a counter past i64).  `locs`:
     /// the mark's capture slots, reused from line to line.
     pub fn one_mark(&self, body: &str, locs: &mut regex::CaptureLocations) -> Option<(i64, i64)> {
-        if self.skip.iter().any(|s| body.starts_with(s.as_str())) {
-            return None;
-        }
         let (start, end) = self.mark.captures_read(locs, body).map(|m| (m.start(), m.end()))?;
         // a second mark after it (non-overlapping, as finditer walks): ranks writing at once
         if self.mark.find_at(body, end.max(start + 1).min(body.len())).is_some() {
             return None;
         }
         let group = |g: usize| locs.get(g).and_then(|(a, z)| counter(&body[a..z]));
-        Some((group(1)?, group(2)?))
+        let marked = (group(1)?, group(2)?);
+        match &self.epoch {
+            Some(rule) => rule.renumbered(body).map(|found| found.unwrap_or(marked)),
+            None => Some(marked),
+        }
     }
 }
 
@@ -49,7 +76,10 @@ mod tests {
     fn rules() -> RecordRules {
         RecordRules {
             mark: Regex::new(r"iteration[ =]+(\d+)/ *(\d+) *\|").unwrap(),
-            skip: vec!["Training epoch".into()],
+            epoch: Some(EpochRule {
+                start: "Training epoch".into(),
+                pattern: Regex::new(r"Training\ epoch (\d+), iteration \d+/(\d+) \|.*?\| global_step: (\d+)\b").unwrap(),
+            }),
             vetoes: vec![],
             losses: "losses".into(),
             loss_tag: "loss".into(),
@@ -74,6 +104,9 @@ mod tests {
         assert_eq!(r.one("iterationiteration 5/6 |"), Some((5, 6)));
         assert_eq!(r.one("iteration 1/2 x |"), None);
         assert_eq!(r.one("iteration 99999999999999999999/2 |"), None);
-        assert_eq!(r.one("Training epoch 0, iteration 1/2 |"), None);
+        // an epoch's counter, renumbered through the run; the form unfinished: the mark's numbers
+        assert_eq!(r.one("Training epoch 2, iteration 5/49 | lr: 1e-05 | global_step: 105 | x: 1"), Some((105, 149)));
+        assert_eq!(r.one("Training epoch 0, iteration 1/2 |"), Some((1, 2)));
+        assert_eq!(r.one("Training epoch 99999999999999999999, iteration 1/2 | a | global_step: 3 |"), None);
     }
 }

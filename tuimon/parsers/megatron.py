@@ -171,10 +171,11 @@ def parse_record(record: str) -> dict:
 
 
 #: what the compiled core is handed to read an iteration line as _iterations does, with spec_of's key table
-#: (core/src/records.rs; tuimon.engine.rows builds the reader): the mark; NeMo 2's form, left to the hook (it
-#: renumbers); a NaN count over 0 and a NaN loss, left to it (a failure event)
-CORE_RECORD = {"mark": ITERATION.pattern, "skip": (_NEMO2_START,), "vetoes": (_NAN_COUNT,), "loss_field": _LOSSES,
-               "loss_tag": _LOSS[0]}
+#: (core/src/records.rs; tuimon.engine.rows builds the reader): the mark; NeMo 2's form (the start it is
+#: known by, its pattern: the epoch, the epoch's last counter and the run's step, renumbered as
+#: _iterations does); a NaN count over 0 and a NaN loss, left to the hook (a failure event)
+CORE_RECORD = {"mark": ITERATION.pattern, "epoch_start": _NEMO2_START, "epoch_mark": _NEMO2.pattern,
+               "vetoes": (_NAN_COUNT,), "loss_field": _LOSSES, "loss_tag": _LOSS[0]}
 #: and a memory report as _on_memory reads a line holding one (core/src/memory.rs)
 CORE_MEMORY = {"pattern": MEMORY, "keys": MEMORY_KEYS, "rank_anchor": RANK_ANCHOR}
 
