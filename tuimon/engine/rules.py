@@ -19,8 +19,13 @@ def anchors_of(regex: str) -> Optional[tuple[str, ...]]:
 
 
 @lru_cache(maxsize=1024)
-def _compiled(trigger: str) -> tuple[Optional[str], re.Pattern[str], Optional[tuple[str, ...]]]:
-    return literal_of(trigger), re.compile(trigger, re.MULTILINE), anchors_of(trigger)  # "$" ends a line
+def _read_off(trigger: str) -> tuple[Optional[str], Optional[tuple[str, ...]]]:
+    return literal_of(trigger), anchors_of(trigger)
+
+
+@lru_cache(maxsize=1024)
+def _compiled(trigger: str) -> re.Pattern[str]:
+    return re.compile(trigger, re.MULTILINE)  # "$" ends a line
 
 
 @lru_cache(maxsize=256)
@@ -42,15 +47,21 @@ class HookRule:
     that every file read by the same parsers shares one list of rules (:func:`hook_rules`):
     each file holding its own cost ~25 KB a file, 250 MB at 10,000 followed files."""
 
-    __slots__ = ("trigger", "name", "key", "literal", "regex", "anchors", "by_line", "column", "core")
+    __slots__ = ("trigger", "name", "key", "literal", "anchors", "by_line", "column", "core")
 
     def __init__(self, trigger: str, name: str, key: tuple[int, int], column: Optional[int] = None) -> None:
         self.trigger, self.name, self.key = trigger, name, key
         self.column = column  # the compiled core's reader of its plain lines (see BlockEngine._events), if any
-        self.literal, self.regex, self.anchors = _compiled(trigger)
+        self.literal, self.anchors = _read_off(trigger)
         self.by_line = bool(self.anchors) and not starts_with_literal(trigger)
         # the trigger over its candidate lines in one call to the core (2 us a line in re)
         self.core = core_line_regex(trigger, native.core) if self.literal is None and self.anchors else None
+
+    @property
+    def regex(self) -> re.Pattern[str]:
+        """The trigger, compiled by ``re`` when a line needs it (a literal's lines are found by
+        ``find``, a trigger the core runs by the core: 100 compiles were 3 ms of every start)."""
+        return _compiled(self.trigger)
 
     def handler(self, parsers: Sequence[Any]) -> Callable[..., Any]:
         """Its handler among an engine's active ``parsers``."""
@@ -67,7 +78,7 @@ class HookRule:
         """Append (line start, order, self, None) for each line holding the trigger
         (``held``: the lines holding each literal, when the compiled core found them)."""
         find, rfind = text.find, text.rfind
-        literal, search = self.literal, self.regex.search
+        literal = self.literal
         if literal is not None and held is not None:
             hits.extend([(start, order, self, None) for start in held.get(literal, ())])
             return
@@ -81,6 +92,7 @@ class HookRule:
                 core = self.core
                 if core is not None:
                     kept, starts = core.lines(text, starts)  # (and leaves those it cannot read)
+                search = self.regex.search if starts else _no_search
                 for start in starts:
                     end = find("\n", start)
                     if search(text, start, len(text) if end < 0 else end + 1) is not None:
@@ -90,6 +102,7 @@ class HookRule:
                 hits.extend([(start, order, self, None) for start in kept])
                 return
         pos = 0
+        search = self.regex.search if literal is None else _no_search
         while True:
             if literal is not None:
                 at = find(literal, pos)
@@ -109,6 +122,11 @@ class HookRule:
             if end < 0:
                 return
             pos = end + 1
+
+
+def _no_search(text: str, pos: int = 0, endpos: int = 0) -> Optional[re.Match[str]]:
+    """(a literal trigger's stand-in for a regex it never runs)"""
+    return None
 
 
 def starts_with_literal(regex: str) -> bool:
