@@ -50,6 +50,9 @@ TAIL_BYTES = 4096  # hashed just before the saved offset
 DEFAULT_MAX_MB = 2048
 
 
+EVICT_EVERY_BYTES = 1 << 20  # the size limit is looked at after this much is saved (or a 16th of the limit)
+
+
 def max_bytes() -> int:
     """How big the cache may grow: ``TUIMON_CACHE_MAX_MB`` (default 2048) megabytes."""
     try:
@@ -240,6 +243,8 @@ class ParseCache:
         self._db: Optional[sqlite3.Connection] = None
         self._broken = False
         self.sealer: Optional[Sealer] = None
+        #: bytes saved since the size limit was last looked at: the first save looks
+        self._unchecked = EVICT_EVERY_BYTES
 
     # -- the database -----------------------------------------------------------------
     def _connect(self) -> Optional[sqlite3.Connection]:
@@ -489,8 +494,21 @@ class ParseCache:
         """Keep ``blob`` in ``slot`` (what was there goes), valid for ``sig``."""
         if self._connect() is None or self.sealer is None:
             return
-        self._query("INSERT OR REPLACE INTO results VALUES (?, ?, ?, ?, ?)",
-                    (self.host, slot, sig, self.sealer.seal(blob), time.time()))
+        sealed = self.sealer.seal(blob)
+        self._query("INSERT OR REPLACE INTO results VALUES (?, ?, ?, ?, ?)", (self.host, slot, sig, sealed, time.time()))
+        self.wrote(len(sealed))
+
+    def wrote(self, size: int, enforce: bool = True) -> None:
+        """``size`` bytes were written: past :data:`EVICT_EVERY_BYTES` (or a 16th of the limit)
+        since the last look, the size limit is enforced (with ``enforce``: a row was committed, not
+        an entry's chunk, which a look could take from under its writer).  Looked at after each
+        row, it was 7 queries and a directory listing for every file saved (a cold summary of 4,096
+        small files: 28,672 queries and 4,096 listings).  The limit is overshot by that much at
+        most, until the next look."""
+        self._unchecked += size
+        if enforce and self._unchecked >= min(EVICT_EVERY_BYTES, max_bytes() // 16):
+            self._unchecked = 0
+            self.evict()
 
     def used_bytes(self) -> int:
         """Bytes the database's live pages hold (free pages excluded)."""
@@ -611,7 +629,7 @@ def _commit_row(c: ParseCache, path: bytes, ident: Ident, offset: int, gen: int,
               time.time()))
     c._query("DELETE FROM chunks WHERE host = ? AND path = ? AND gen != ?", (c.host, path, gen))
     c._query("COMMIT", ())
-    c.evict()
+    c.wrote(len(state) + len(partial or b""))
 
 
 def skipped(items: list, skip: int) -> tuple[list, int]:
@@ -682,6 +700,7 @@ class EntryWriter:
         done = self.cache._query("INSERT INTO chunks VALUES (?, ?, ?, ?, ?)",
                                  (self.cache.host, self.path, self.gen, self.seq, blob))
         self.ok = done is not None
+        self.cache.wrote(len(blob), enforce=False)
         self.seq += 1
 
     def commit(self, fd: int, offset: int, parser: Any) -> None:
