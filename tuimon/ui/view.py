@@ -13,6 +13,9 @@ from __future__ import annotations
 
 from typing import Any, Optional, Protocol, cast, runtime_checkable
 
+from textual.app import ScreenStackError
+from textual.css.query import NoMatches
+
 from ..figures.alerts import Alert
 from ..live.session import Curve, JobDetail, Notices, Snapshot
 from .messages import RefreshRequest
@@ -55,9 +58,12 @@ class WatchesSnapshot:
 
     def _snapshot_changed(self, snap: Optional[Snapshot]) -> None:
         screen = cast(Any, self)
-        # the screen on top alone (Textual's is_current holds the one beneath it too, drawn or not)
-        if snap is not None and screen.is_attached and screen.app.screen is screen:
-            cast(ShowsSession, self).show_from(screen.app.session, snap)
+        try:
+            # the screen on top alone (Textual's is_current holds the one beneath it too, drawn or not)
+            if snap is not None and screen.is_attached and screen.app.screen is screen:
+                cast(ShowsSession, self).show_from(screen.app.session, snap)
+        except (NoMatches, ScreenStackError):
+            return  # being built or torn down (a key may come as the app closes): the next snapshot draws it
 
     def redraw(self) -> None:
         """Draw again from the snapshot shown (this screen's own state changed, not the figures)."""
