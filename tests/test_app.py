@@ -897,9 +897,10 @@ def test_the_ui_reads_the_session_and_writes_nothing_back():
     assert not writes, writes
 
 
-async def test_screens_watch_the_apps_snapshot_and_only_the_one_on_top_draws(app, monkeypatch):
-    """The app sets its ``snapshot`` reactive; the jobs screen, watching it, draws each one while
-    it is visible, none while a job's screen covers it, and the latest at once when uncovered."""
+async def test_screens_are_bound_to_the_apps_snapshot_and_only_the_one_on_top_draws(app, monkeypatch):
+    """The app sets its ``snapshot`` reactive; the jobs screen, bound to it (Textual's data_bind),
+    draws each one while it is on top, none while a job's screen covers it (its own reactive still
+    follows), and the latest at once when uncovered."""
     drawn: list[object] = []
     real = JobsScreen.show_from
 
@@ -913,13 +914,16 @@ async def test_screens_watch_the_apps_snapshot_and_only_the_one_on_top_draws(app
         before = len(drawn)
         app.refresh_now()
         assert len(drawn) == before + 1 and drawn[-1] is app.snapshot  # drawn at once, the very snapshot set
+        jobs = app.screen
+        assert jobs.snapshot is app.snapshot
         app.open_job(app.snapshot.rows[0].key)
-        await until(pilot, lambda: isinstance(app.screen, JobScreen))
+        await until(pilot, lambda: isinstance(app.screen, JobScreen) and app.screen.snapshot is not None)
         covered = len(drawn)
         app.refresh_now()
         app.refresh_now()
         assert len(drawn) == covered  # covered: not drawn
         latest = app.snapshot
+        assert jobs.snapshot is latest and app.screen.snapshot is latest  # both bound
         app.pop_screen()
         await until(pilot, lambda: len(drawn) > covered)
         assert drawn[covered] is latest  # uncovered: the latest at once, not at the next tick

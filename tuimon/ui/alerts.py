@@ -134,7 +134,7 @@ class AlertsScreen(WatchesSnapshot, TableFilter, Screen):
         for name in COLUMNS:
             table.add_column(name, key=name, width={"Job": ALERT_JOB_WIDTH, "Where": WHERE_WIDTH}.get(name))
         table.focus()
-        self.watch_snapshots()
+        self.first_draw()
 
     def show_from(self, view: "SessionView", snap: "Snapshot") -> None:
         self.show(view.alerts())

@@ -7,7 +7,7 @@ import logging
 import os
 import time
 from functools import partial
-from typing import Callable, Iterable, Mapping, Optional
+from typing import Callable, Iterable, Mapping, Optional, TypeVar
 
 from textual.app import App, ScreenStackError, SystemCommand
 from textual.binding import Binding
@@ -29,6 +29,8 @@ from .keys import help_lines
 from .logscreen import LogScreen
 from .messages import FiguresChanged, OpenJob, OpenLog, OpenRank, RefreshRequest
 from .rank import RankScreen
+
+ScreenT = TypeVar("ScreenT", bound=Screen)
 
 MAX_HZ = 10.0
 #: new figures are drawn at most this often (and twice a frame's time apart)
@@ -73,7 +75,7 @@ class TuimonApp(App[int]):
         for theme in textual_themes():
             self.register_theme(theme)
         self.theme = self._theme_name
-        self.push_screen(JobsScreen())
+        self.push_screen(self._bound(JobsScreen()))
         # what exists by now (modules, classes, themes, the app) lives as long as the app: full
         # collections need not walk it again.  Each one took 20 ms longer with it, on the UI thread.
         gc.freeze()
@@ -139,11 +141,16 @@ class TuimonApp(App[int]):
             self.bell()
 
     # -- navigation ------------------------------------------------------------------------
+    def _bound(self, screen: ScreenT) -> ScreenT:
+        """``screen`` with its ``snapshot`` bound to the app's (Textual's data binding: called here,
+        the app is the node that binds)."""
+        return screen.data_bind(TuimonApp.snapshot)
+
     def open_job(self, key: str) -> None:
-        self.push_screen(JobScreen(key))
+        self.push_screen(self._bound(JobScreen(key)))
 
     def open_rank(self, key: str, rank: str) -> None:
-        self.push_screen(RankScreen(key, rank))
+        self.push_screen(self._bound(RankScreen(key, rank)))
 
     def action_screenshot(self, filename: Optional[str] = None, path: Optional[str] = None) -> None:
         """Textual's screenshot, saved to the current directory when there is no Downloads
@@ -173,7 +180,7 @@ class TuimonApp(App[int]):
                                    rank=message.rank, at=at))
 
     def on_compare_jobs(self, message: CompareJobs) -> None:
-        self.push_screen(CompareScreen(message.keys))
+        self.push_screen(self._bound(CompareScreen(message.keys)))
 
     def on_export_series(self, message: ExportSeries) -> None:
         """``e`` on a job screen: its series to ``<job>-series.csv`` in the current directory."""
@@ -193,7 +200,7 @@ class TuimonApp(App[int]):
 
     def action_alerts(self) -> None:
         if not isinstance(self.screen, AlertsScreen):
-            self.push_screen(AlertsScreen())
+            self.push_screen(self._bound(AlertsScreen()))
 
     def action_retry_hosts(self) -> None:
         """Remote hosts waiting to reconnect try now, rather than at the end of their backoff."""

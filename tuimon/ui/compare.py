@@ -55,8 +55,8 @@ class CompareScreen(WatchesSnapshot, TableFilter, Screen):
         yield Footer()
 
     def on_mount(self) -> None:
-        # the charts finish mounting after this handler: watched from the next refresh
-        self.call_after_refresh(self.watch_snapshots)
+        # the charts finish mounting after this handler: drawn from the next refresh
+        self.call_after_refresh(self.first_draw)
 
     def show_from(self, view: "SessionView", snap: "Snapshot") -> None:
         self.show([d for d in (view.job_detail(k) for k in self.keys) if d is not None])

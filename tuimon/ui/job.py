@@ -207,7 +207,7 @@ class JobScreen(WatchesSnapshot, Screen):
         ranks.focus()
         self._ready = True
         # nested widgets (the charts) finish mounting after this handler: fill on the next refresh
-        self.call_after_refresh(self.watch_snapshots)
+        self.call_after_refresh(self.first_draw)
 
     def show_from(self, view: "SessionView", snap: "Snapshot") -> None:
         detail = view.job_detail(self.key)

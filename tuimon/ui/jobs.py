@@ -160,7 +160,7 @@ class JobsScreen(WatchesSnapshot, Screen):
         self._set_columns(table, COLUMNS)
         table.focus()
         self._ready = True
-        self.watch_snapshots()
+        self.first_draw()
 
     # -- data ---------------------------------------------------------------------------------
     def show_from(self, view: "SessionView", snap: Snapshot) -> None:

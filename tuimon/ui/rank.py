@@ -55,7 +55,7 @@ class RankScreen(WatchesSnapshot, Screen):
         yield Footer()
 
     def on_mount(self) -> None:
-        self.watch_snapshots()
+        self.first_draw()
 
     def show_from(self, view: "SessionView", snap: "Snapshot") -> None:
         detail = view.job_detail(self.key)
