@@ -34,9 +34,16 @@ def _no_cargo_env() -> dict[str, str]:
 
 
 def _pip_wheel(out: pathlib.Path, env=None) -> subprocess.CompletedProcess:
-    # --no-build-isolation: the build's own needs (maturin, where cargo is) come from this environment, offline
-    return subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-index",
-                           "-v", "-w", str(out), str(ROOT)], capture_output=True, text=True, env=env)
+    # --no-build-isolation: the build's own needs (maturin, where cargo is) come from this environment, offline.
+    # One build at a time (a lock file): two test workers building the checkout at once share its build
+    # folders, and one of them failed now and then
+    import fcntl
+
+    lock = pathlib.Path(os.environ.get("TMPDIR", "/tmp")) / f"tuimon-wheel-build-{os.getuid()}.lock"
+    with open(lock, "a") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        return subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-index",
+                               "-v", "-w", str(out), str(ROOT)], capture_output=True, text=True, env=env)
 
 
 def _fresh_env(where: pathlib.Path) -> pathlib.Path:
@@ -213,3 +220,35 @@ def test_the_portable_wheel_installs_where_there_is_no_cargo(tmp_path, reference
     r = _summary([str(bin_dir / "tuimon")], tmp_path, _no_cargo_env())
     assert r.returncode == 0 and r.stderr.startswith("tuimon: parsed 1 file") and "warning" not in r.stderr, r.stderr
     _same_figures(r.stdout, reference_summary)
+
+
+def test_a_core_built_from_other_sources_is_not_used_and_said_once(tmp_path):
+    """A checkout whose core/src changed after its core was built (a git pull without a rebuild): the
+    core's readers would be handed declarations they do not know, a traceback mid-read.  tuimon reads
+    with Python instead and says why in one line; the same checkout with its own sources uses the core."""
+    from tuimon.engine import native
+
+    if native.core is None:
+        pytest.skip(f"the compiled core is not importable here ({native.name()}): nothing to find stale")
+    checkout = tmp_path / "checkout"
+    shutil.copytree(ROOT / "tuimon", checkout / "tuimon", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(ROOT / "core" / "src", checkout / "core" / "src")
+    log = tmp_path / "run.log"
+    log.write_text(" iteration       10/     100 | elapsed time per iteration (ms): 1000.0 | lm loss: 2.5 |\n")
+    env = {k: v for k, v in os.environ.items() if k != "TUIMON_ENGINE"}
+
+    def summary() -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "tuimon", "summary", "--no-cache", "--format", "json", str(log)],
+                              cwd=checkout, env=env, capture_output=True, text=True, timeout=120)
+
+    same = subprocess.run([sys.executable, "-m", "tuimon", "--version"], cwd=checkout, env=env, capture_output=True,
+                          text=True, timeout=60)
+    assert "core" in same.stdout and "python (" not in same.stdout, same.stdout
+    with open(checkout / "core" / "src" / "lib.rs", "a") as fh:
+        fh.write("// changed after the build\n")
+    done = summary()
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr
+    said = [line for line in done.stderr.splitlines() if "built from other sources" in line]
+    assert len(said) == 1 and "rebuild it" in said[0] and "Python engine" in said[0], done.stderr
+    assert json.loads(done.stdout)[0]["last_iteration"] == 10

@@ -4,13 +4,14 @@
 from typing import Any, Callable, Optional, final
 
 __all__ = ["Literals", "Records", "LineRegex", "TimerLines", "MetricLines", "MemoryLines", "Framing", "hf_dicts",
-           "json_indent", "__version__", "BUILD"]
+           "json_indent", "__version__", "SOURCES", "BUILD"]
 
 #: a reader's declaration, from parsers/ (megatron.CORE_RECORD, CORE_MEMORY, timers.CORE, torchtitan.CORE_METRICS,
 #: prefix.CORE, timestamps.CORE)
 _Declaration = dict[str, Any]
 
 __version__: str
+SOURCES: str
 BUILD: str  # "release" or "debug": the cargo profile the core was built with
 
 @final

@@ -761,6 +761,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(hf_dicts, m)?)?;
     m.add_function(wrap_pyfunction!(json_indent, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    // the sources it was built from (build.rs): a checkout's Python compares them with its core/src
+    m.add("SOURCES", env!("TUIMON_CORE_SOURCES"))?;
     // `tuimon --version` names the build: a debug core reads several times slower
     m.add("BUILD", if cfg!(debug_assertions) { "debug" } else { "release" })?;
     Ok(())

@@ -9,6 +9,8 @@ fallback when the extension is missing); ``TUIMON_ENGINE=core`` insists on the c
 from __future__ import annotations
 
 import os
+import zlib
+from pathlib import Path
 from types import ModuleType
 from typing import Any, Optional
 
@@ -31,7 +33,38 @@ def _load() -> tuple[Optional[ModuleType], str, Optional[str]]:
         else:
             missing = f"the compiled core tuimon._core is missing ({exc})"
         return None, f"python ({missing})", missing
+    stale = _stale(_core)
+    if stale is not None:
+        return None, f"python ({stale})", stale
     return _core, f"core {_core.__version__} (compiled, {getattr(_core, 'BUILD', 'release')})", None
+
+
+def sources_digest(src: Path) -> str:
+    """What ``core/build.rs`` names a core's sources by: the CRC-32 of ``src/*.rs`` (each file's
+    name, a NUL, its bytes, a NUL), in name order."""
+    crc = 0
+    for path in sorted(src.glob("*.rs"), key=lambda p: p.name):
+        crc = zlib.crc32(path.read_bytes() + b"\0", zlib.crc32(path.name.encode() + b"\0", crc))
+    return f"{crc:08x}"
+
+
+def _stale(module: ModuleType) -> Optional[str]:
+    """Why the core cannot be used with this checkout's Python, or None: run from a checkout
+    (an editable install, ``python -m tuimon`` in it), the core must be built from its ``core/src``
+    (a ``git pull`` without a rebuild hands the old core declarations it does not know).  An
+    installed wheel has no ``core/src`` beside it: its core and Python were built together."""
+    src = Path(__file__).resolve().parents[2] / "core" / "src"
+    if not (src / "lib.rs").is_file():
+        return None
+    try:
+        here = sources_digest(src)
+    except OSError:
+        return None
+    built = getattr(module, "SOURCES", None)
+    if built == here:
+        return None
+    return (f"the compiled core tuimon._core was built from other sources than {src} "
+            f"({built or 'unnamed'}, these are {here}): rebuild it (pip install -e .)")
 
 
 def _installed() -> Any:
