@@ -143,7 +143,7 @@ class _Version(argparse.Action):
     line is printed whole (argparse's own action wraps it at the terminal's width)."""
 
     def __call__(self, parser, namespace, values, option_string=None):
-        sys.stdout.write(f"tuimon {__version__}, engine: {native.name()}, install: {native.install()}\n")
+        sys.stdout.write(sanitize(f"tuimon {__version__}, engine: {native.name()}, install: {native.install()}") + "\n")
         parser.exit(0)
 
 

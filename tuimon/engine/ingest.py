@@ -146,11 +146,13 @@ class Reading:
     __slots__ = ("label", "parser", "writer", "skip_events", "on_block", "catalog")
 
     def __init__(self, label: str, catalog: Optional[Catalog] = None,
-                 on_block: Optional[Callable[[str, str, int], None]] = None) -> None:
+                 on_block: Optional[Callable[[str, str, int], None]] = None,
+                 parser: Optional[FileParser] = None) -> None:
+        """``parser``: one restored from the parse cache, to read on with."""
         self.label = label
         self.catalog = catalog
         self.on_block = on_block
-        self.parser = FileParser(label, catalog, on_block)
+        self.parser = parser if parser is not None else FileParser(label, catalog, on_block)
         self.writer: Optional[EntryWriter] = None  # its parse cache entry, while it is read whole, in order
         self.skip_events = 0  # events the parser is yet to give again (a cache entry cut short)
 
@@ -200,14 +202,18 @@ class Reading:
         """Take in ``entry`` (checked by the caller to be of the file as it is now, each
         transport its own way): its events go to ``out`` and its parser reads on from its
         offset; returned, or None when the file is to be read from 0 (:attr:`skip_events` of
-        its events given already, when a chunk of the entry could not be read)."""
-        got = resume(cache, key, entry, self.label, out, self.catalog)
-        self.skip_events = got.skip_events
-        if got.parser is None or got.entry is None:
+        its events given already, when a chunk of the entry could not be read: the same bytes
+        give the same events)."""
+        fp = restored(entry if entry is not None and entry.chunks is not None else None, self.label, self.catalog)
+        if fp is None or entry is None:
             return None
-        got.parser.on_block = self.on_block
-        self.parser = got.parser
-        return got.entry
+        cut_short = cache.replay(key, entry, out)
+        if cut_short is not None:
+            self.skip_events = cut_short
+            return None
+        fp.on_block = self.on_block
+        self.parser = fp
+        return entry
 
     def write_to(self, cache: ParseCache, key: str, base: Optional[Entry], keep_store: bool = True) -> None:
         """What is read from now on is saved in ``cache`` under ``key``, after ``base``'s."""
@@ -264,32 +270,6 @@ def restored(entry: Optional[Entry], label: str, catalog: Optional[Catalog] = No
     return fp
 
 
-@dataclass(frozen=True)
-class Resumed:
-    """A file's parse cache entry taken in by a reader: ``parser`` goes on from the entry's
-    offset (its events were handed on), with ``entry`` the base of what is saved next; or,
-    with ``parser`` None, the file is read from 0, its first ``skip_events`` events
-    already handed on (a chunk of the entry could not be read: the same bytes give the
-    same events)."""
-
-    parser: Optional[FileParser] = None
-    entry: Optional[Entry] = None
-    skip_events: int = 0
-
-
-def resume(cache: ParseCache, key: str, entry: Optional[Entry], label: str, out: Callable[[list[Item]], None],
-           catalog: Optional[Catalog] = None) -> Resumed:
-    """Take in ``entry`` (checked by the caller to be of the file as it is now, each
-    transport its own way): its saved events go to ``out`` and its parser is restored."""
-    fp = restored(entry if entry is not None and entry.chunks is not None else None, label, catalog)
-    if fp is None or entry is None:
-        return Resumed()
-    cut_short = cache.replay(key, entry, out)
-    if cut_short is not None:
-        return Resumed(skip_events=cut_short)
-    return Resumed(fp, entry)
-
-
 def parse_file_store(path: Path, label: Optional[str] = None, read_size: int = READ_SIZE,
                      catalog: Optional[Catalog] = None, cache: Optional[ParseCache] = None,
                      on_bytes: Optional[Callable[[int], None]] = None,
@@ -316,11 +296,9 @@ def parse_file_store(path: Path, label: Optional[str] = None, read_size: int = R
                     store = None  # a chunk could not be read: parsed from 0
             fp = restored(entry, label, catalog) if store is not None else None
             offset = fp.cached if fp is not None else 0
-        reading = Reading(label, catalog)
         if fp is None or store is None:
-            store, offset = JobStore(), 0
-        else:
-            reading.parser = fp
+            store, fp, offset = JobStore(), None, 0
+        reading = Reading(label, catalog, parser=fp)
         start = offset
         if on_bytes is not None and start:
             on_bytes(start)  # taken in from the cache

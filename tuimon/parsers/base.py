@@ -2,8 +2,8 @@
 
 A parser declares, as data:
   * ``SNIFF``: a pattern whose presence in a file switches the parser on for it;
-  * ``TRIGGERS``: patterns of which a line must contain one to be worth feeding
-    (the dispatcher skips every other line without calling the parser);
+  * ``ROUTES``: (trigger, handler) pairs: a line holding a trigger goes to its handler
+    (the engine finds a block's lines by the triggers and skips every other line);
   * ``SAMPLES``: real lines with the event and fields they must produce; the test
     suite checks each one field by field, as lnav does for its formats.
 ``feed`` must never raise: a line it cannot make sense of yields no event.
@@ -77,18 +77,13 @@ class LineParser:
     #: (``tuimon._core.TimerLines``): a line it reads gives the event the handler would
     #: give, and any other line of the route still goes to the handler
     COLUMNS: ClassVar[dict[str, str]] = {}
-    TRIGGERS: ClassVar[tuple[str, ...]] = ()
     SAMPLES: ClassVar[tuple[Sample, ...]] = ()
     _ROUTE_RES: ClassVar[Optional[tuple[tuple[Pattern[str], str], ...]]] = None
 
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        super().__init_subclass__(**kwargs)
-        cls.TRIGGERS = tuple(p for p, _ in cls.ROUTES)
-        cls._ROUTE_RES = None  # compiled by the first line fed one at a time (:meth:`feed`): the engine
-        # finds a block's lines by the triggers itself, and 160 compiles were 5 ms of every start
-
     @classmethod
     def _route_res(cls) -> tuple[tuple[Pattern[str], str], ...]:
+        """The routes compiled, each class its own, by the first line fed one at a time (:meth:`feed`):
+        the engine finds a block's lines by the triggers itself, and 160 compiles were 5 ms of every start."""
         routes = cls.__dict__.get("_ROUTE_RES")
         if routes is None:
             routes = tuple((re.compile(p), h) for p, h in cls.ROUTES)
