@@ -78,7 +78,7 @@ pub fn pairs(line: &str) -> Vec<(&str, &str)> {
 /// A dict line's pairs typed as `to_float` types them, where every value reads as Rust reads
 /// it (else None: the hook reads the line).
 pub fn typed(line: &str) -> Option<Vec<(&str, f64)>> {
-    if !line.bytes().all(|b| b.is_ascii() && !(0x1c..=0x1f).contains(&b)) || has_quoted_text(line) {
+    if !crate::text::plain(line.as_bytes()) || has_quoted_text(line) {
         return None;
     }
     pairs(line).into_iter().map(|(k, v)| numbers::fast_float(v).map(|x| (k, x))).collect()

@@ -115,9 +115,9 @@ struct Framing {
     stamp: stamp::StampRules,
 }
 
-/// Whether the core reads `line` as the Python definitions do (see `Framing`).
+/// Whether the core reads `line` as the Python definitions do (see `text::plain`).
 fn plain(line: &str) -> bool {
-    line.bytes().all(|c| c.is_ascii() && !(0x1c..=0x1f).contains(&c))
+    text::plain(line.as_bytes())
 }
 
 #[pymethods]
@@ -430,7 +430,7 @@ impl LineRegex {
             return (true, None);
         }
         let seen = &hay.as_bytes()[start.saturating_sub(1)..end];
-        if !seen.iter().all(|&b| b.is_ascii() && !(0x1c..=0x1f).contains(&b)) {
+        if !text::plain(seen) {
             return (false, None);
         }
         let hay = &hay[..end];
@@ -455,7 +455,7 @@ impl LineRegex {
             let (mut kept, mut unread) = (Vec::new(), Vec::new());
             for (&start, &b) in starts.iter().zip(&at) {
                 let end = memchr::memchr(b'\n', &bytes[b..]).map_or(bytes.len(), |i| b + i + 1);
-                if !bytes[b.saturating_sub(1)..end].iter().all(|&c| c.is_ascii() && !(0x1c..=0x1f).contains(&c)) {
+                if !text::plain(&bytes[b.saturating_sub(1)..end]) {
                     unread.push(start);
                 } else if self.re.find_at(&s[..end], b).is_some() {
                     kept.push(start);
@@ -562,7 +562,7 @@ impl MetricLines {
     /// `metric_values(body)`: {key: (value, unit)} of the pairs from `step:` on, the last of
     /// a key winning; None for a validation line.
     fn read<'py>(&self, py: Python<'py>, body: &str) -> PyResult<Bound<'py, PyAny>> {
-        if !body.bytes().all(|b| b.is_ascii() && !(0x1c..=0x1f).contains(&b)) {
+        if !plain(body) {
             return self.fallback.bind(py).call1((body,));
         }
         let text = metrics::strip_sgr(body);

@@ -140,7 +140,7 @@ fn value(text: &str) -> Option<f64> {
 
 /// A metrics body (ASCII) typed as the hook types it (see `MetricLines.rows`).
 pub fn typed(rules: &MetricRules, body: &str) -> Typed {
-    if !body.bytes().all(|b| b.is_ascii() && !(0x1c..=0x1f).contains(&b)) {
+    if !crate::text::plain(body.as_bytes()) {
         return Typed::Hook;
     }
     let text = strip_sgr(body);

@@ -1,4 +1,13 @@
-//! Offsets: Python slices a block by characters, the core reads its UTF-8 bytes.
+//! Offsets: Python slices a block by characters, the core reads its UTF-8 bytes; and which text
+//! the core reads as Python does.
+
+/// Whether the core reads `bytes` as the Python definitions do: ASCII (Python's `\d`, `\w` and
+/// case folding are Unicode's) without the separators \x1c-\x1f (Python's `\s` and `str.isspace`
+/// hold them, the regex crate's do not); any other text goes to Python.  Every line a reader
+/// types comes here: the ASCII test a word at a time, the separators by memchr.
+pub fn plain(bytes: &[u8]) -> bool {
+    bytes.is_ascii() && memchr::memchr3(0x1c, 0x1d, 0x1e, bytes).is_none() && memchr::memchr(0x1f, bytes).is_none()
+}
 
 /// Moves forward through a text, turning byte offsets into character offsets and back;
 /// every call must ask for an offset no earlier than the one before (one pass a block).
@@ -81,6 +90,16 @@ pub fn slices(text: &str, spans: impl IntoIterator<Item = (usize, usize)>) -> Ve
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn plain_is_ascii_without_separators() {
+        assert!(plain(b"iteration 5 | loss: 1.0\t"));
+        assert!(!plain("caf\u{e9}".as_bytes()));
+        for sep in 0x1cu8..=0x1f {
+            assert!(!plain(&[b'a', sep, b'b']));
+        }
+        assert!(plain(b"\x1b[0m \x0b\x0c"));
+    }
 
     /// The byte offset of the `target`th character, one character at a time.
     fn naive(text: &str, target: usize) -> usize {

@@ -48,7 +48,7 @@ pub struct TimerRules {
 /// Python's `str.isspace` holds for \x1c-\x1f, the regex crate's `\s` does not: such lines,
 /// and any that is not ASCII, go to the hook.
 fn plain(body: &str) -> bool {
-    body.bytes().all(|b| b.is_ascii() && !(0x1c..=0x1f).contains(&b))
+    crate::text::plain(body.as_bytes())
 }
 
 /// `timers.pairs(text)`: `|`-separated parts, each split at its last colon; None when a
