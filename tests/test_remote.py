@@ -1,6 +1,7 @@
 """Following logs over SSH against a real OpenSSH sshd on 127.0.0.1."""
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import re
@@ -386,7 +387,6 @@ async def test_a_cut_in_the_middle_of_a_round_loses_nothing(server, tmp_path, mo
     """The session is killed between two files of one polling round (on the 10th
     file of the second round): events of the files read before the cut are handed
     on with their offsets, so after the reconnect nothing is missing or doubled."""
-    import asyncio
 
     import asyncssh
 
@@ -610,7 +610,6 @@ async def test_a_host_waiting_to_reconnect_tries_at_once_when_asked(tmp_path, mo
     """A host that cannot be reached waits before trying again (here 30 s, the backoff's jitter pinned);
     `retry_now` (the dashboard's R) ends the wait: the next attempt comes at once, and the backoff starts
     over from a second."""
-    import asyncio
     import socket
 
     from tuimon.follow import remote as remote_mod
@@ -748,3 +747,107 @@ def test_one_state_file_resumes_local_and_remote_files_alike(server, tmp_path):
         err = second.stop()
     assert sorted(got) == [*range(101, 151), *range(1101, 1151)], (len(got), err)
     assert f"{local / 'b.log'}" in state.read_text() and f":{remote / 'a.log'}" in state.read_text()
+
+
+class _CuttingSFTP:
+    """An SFTP client whose link is dropped (the server's processes killed) at the second
+    block read of a chosen file: a cut at a known point of a drain, not a timing's luck."""
+
+    def __init__(self, conn, sftp, server, name: str, block: int) -> None:
+        self.conn, self.sftp, self.server, self.name, self.block = conn, sftp, server, name, block
+        self.blocks, self.cut = 0, False
+
+    def __getattr__(self, attr):
+        return getattr(self.sftp, attr)
+
+    def open(self, path, *args, **kw):
+        return _CuttingOpen(self, self.sftp.open(path, *args, **kw), os.path.basename(path) == self.name)
+
+
+class _CuttingOpen:
+    def __init__(self, owner, opener, watched: bool) -> None:
+        self.owner, self.opener, self.watched = owner, opener, watched
+
+    async def __aenter__(self):
+        return _CuttingHandle(self.owner, await self.opener.__aenter__(), self.watched)
+
+    async def __aexit__(self, *exc):
+        return await self.opener.__aexit__(*exc)
+
+
+class _CuttingHandle:
+    def __init__(self, owner, fh, watched: bool) -> None:
+        self.owner, self.fh, self.watched = owner, fh, watched
+
+    async def read(self, size, offset):
+        if self.watched and size == self.owner.block:
+            self.owner.blocks += 1
+            if self.owner.blocks == 2:
+                self.owner.cut = True
+                self.owner.server.kill_connections()
+                await asyncio.wait_for(self.owner.conn.wait_closed(), 30)  # the read below meets the cut
+        return await self.fh.read(size, offset)
+
+
+@pytest.mark.parametrize("cut_in", ["generation read on", "generation read whole"])
+async def test_a_cut_while_draining_rotated_generations_loses_and_doubles_nothing(server, tmp_path, cut_in):
+    """The link dropped in the middle of a rotated generation (the one that continues what was
+    read, or one never seen, read whole): the read is not over, the reconnection reads on from
+    where the cut left it.  Before, the drain took the cut for a file gone: the path's new file
+    was read over the half-read generation, whose whole was read again at the next rotation
+    (612 lines doubled in the rotation soak)."""
+    import asyncssh
+
+    from tuimon.follow import remote
+
+    d = tmp_path / "gen"
+    d.mkdir()
+    log = d / "rank0.log"
+    line = " iteration {:8d}/ 99999999 | elapsed time per iteration (ms): 10.0 |\n"
+    big = remote.READ_SIZE * 5 // (2 * len(line.format(0)))  # lines in 2.5 read blocks
+    at = [0]
+
+    def lines(n: int) -> str:
+        text = "".join(line.format(at[0] + i + 1) for i in range(n))
+        at[0] += n
+        return text
+
+    def rotate(new: str) -> None:
+        for j in (3, 2, 1):
+            if (d / f"rank0.log.{j}").exists():
+                os.replace(d / f"rank0.log.{j}", d / f"rank0.log.{j + 1}")
+        os.replace(log, d / "rank0.log.1")
+        log.write_text(new)
+
+    got: list[int] = []
+    host = remote.RemoteHost(("tuimon-test", None, None), [str(d)],
+                             lambda evs: got.extend(e.iteration for e in expand(evs) if e.type == "iteration"),
+                             ssh_config=str(server.config))
+    rf = host._add(str(log))
+
+    async def read(sftp) -> None:
+        attrs = await sftp.stat(str(log))
+        await host._read_file(sftp, rf, attrs.size, attrs.mtime)
+
+    log.write_text(lines(100))
+    async with await host._connect() as conn:
+        await read(await conn.start_sftp_client())
+    assert got == list(range(1, 101))
+    with open(log, "a") as fh:
+        fh.write(lines(big))  # the rest of the file read, then renamed away
+    rotate(lines(big) if cut_in == "generation read whole" else lines(10))
+    if cut_in == "generation read whole":  # rotated again before the next look: never seen
+        rotate(lines(10))
+    conn = await host._connect()
+    cutting = _CuttingSFTP(conn, await conn.start_sftp_client(), server, "rank0.log.1", remote.READ_SIZE)
+    with pytest.raises((asyncssh.Error, OSError)):
+        await read(cutting)
+    conn.abort()
+    assert cutting.cut and 100 < len(got) < at[0]
+    async with await host._connect() as conn:
+        await read(await conn.start_sftp_client())
+    assert got == list(range(1, at[0] + 1)), (len(got), len(set(got)), at[0])
+    rotate(lines(10))  # a later rotation: the half-read generation is not read again whole
+    async with await host._connect() as conn:
+        await read(await conn.start_sftp_client())
+    assert got == list(range(1, at[0] + 1)), (len(got), len(set(got)), at[0])

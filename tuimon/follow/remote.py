@@ -106,6 +106,14 @@ class RemoteThread:
         self._thread.join(timeout=10)
 
 
+def _link_down(exc: BaseException) -> bool:
+    """Whether an SFTP error is the connection going (not a file gone or closed to us): the
+    read that met it is not over, it goes on after the reconnection, so it must propagate."""
+    import asyncssh
+
+    return isinstance(exc, (asyncssh.SFTPConnectionLost, asyncssh.SFTPNoConnection))
+
+
 def _ns(mtime) -> int:
     """An SFTP mtime (whole seconds, or None) in nanoseconds, 0 when not known."""
     try:
@@ -134,6 +142,17 @@ class RemoteFile(Cursor):
     position_checked: bool = False  # its saved position (--state) was looked for
     done_last: bytes = b""  # the bytes before its last complete line's end (a saved position's marker)
     saved_line: int = 0  # the line its last saved position was at
+    #: a never-seen rotated generation whose whole read a dropped link cut short: read on
+    #: from where it stopped once found again by content (its events up to there were handed on)
+    whole: Optional[WholeRead] = None
+
+
+@dataclass(eq=False, kw_only=True)
+class WholeRead(Cursor):
+    """A rotated generation read whole, and how far (the same cursor model: it is known
+    again by its first bytes and those before the offset, under whatever name it has then)."""
+
+    reading: Reading
 
 
 @dataclass(eq=False)
@@ -384,7 +403,9 @@ class RemoteHost:
 
         try:
             attrs = await sftp.stat(d.path)
-        except asyncssh.SFTPError:
+        except asyncssh.SFTPError as exc:
+            if _link_down(exc):
+                raise
             return True  # gone, or closed to us: the listing says which
         return attrs.mtime != d.mtime
 
@@ -472,7 +493,9 @@ class RemoteHost:
         if attrs.type == asyncssh.FILEXFER_TYPE_SYMLINK:
             try:
                 attrs = await sftp.stat(path)  # what the link points at (resolved at each listing)
-            except asyncssh.SFTPError:
+            except asyncssh.SFTPError as exc:
+                if _link_down(exc):
+                    raise
                 return None
         if attrs.type != asyncssh.FILEXFER_TYPE_REGULAR:
             self._warn(f"{path} is not a regular file: skipped")
@@ -583,7 +606,9 @@ class RemoteHost:
         try:
             return _Listing(await sftp.readdir(posixpath.dirname(rf.path) or ".")).siblings(
                 posixpath.basename(rf.path))
-        except asyncssh.SFTPError:
+        except asyncssh.SFTPError as exc:
+            if _link_down(exc):
+                raise  # not "no siblings": every one there would later be read as new
             return set()
 
     async def _drain_generations(self, sftp, rf: RemoteFile, events: list[Item]) -> None:
@@ -591,29 +616,44 @@ class RemoteHost:
         files rotated through ``rf``'s path since it was last read (``x.log`` ->
         ``x.log.1`` -> ``x.log.2``, copytruncate's copy), oldest first.  The one that
         continues what was read is read on from the offset; the others, never seen, are
-        read whole.  SFTP has no inode: a generation is known by (size, mtime)."""
+        read whole.  SFTP has no inode: a generation is known by (size, mtime).
+
+        A dropped link propagates (the reconnection drains again): what was handed on stays
+        accounted for, the generation read on by ``rf``'s offset, one read whole by
+        ``rf.whole``, those done by the history (a cut swallowed here once restarted the
+        path's file over a generation half read, which a later drain read again whole)."""
         import asyncssh
 
         directory, base = posixpath.split(rf.path)
         try:
             entries = await sftp.readdir(directory or ".")
-        except asyncssh.SFTPError:
+        except asyncssh.SFTPError as exc:
+            if _link_down(exc):
+                raise
             return
         history = set(rf.history) if rf.history is not None else set()
         pending, _ = rotated_through(_Listing(entries).generations(base), history)
         for gen in pending:
             try:
                 async with sftp.open(posixpath.join(directory, gen.name), "rb") as fh:
-                    if await self._continues(fh, rf):
+                    if rf.whole is not None and rf.whole.offset and await self._holds(fh, rf.whole):
+                        await self._read_whole(fh, rf.whole, events)
+                    elif await self._continues(fh, rf):
                         await self._read_on(fh, rf, events)
                     else:
-                        await self._read_whole(fh, rf.label, events)
-            except asyncssh.SFTPError:
+                        rf.whole = WholeRead(reading=Reading(rf.label))
+                        await self._read_whole(fh, rf.whole, events)
+                    # history one generation at a time, once read (before the close, which a
+                    # dropped link may fail): a link dropped part-way leaves the rest to be read
+                    # after the reconnection (all of them up front lost 453 lines in a soak)
+                    rf.whole = None
+                    history.add(gen.sig)
+                    rf.history = set(history)
+            except asyncssh.SFTPError as exc:
+                if _link_down(exc):
+                    raise
                 continue  # gone or closed to us for now: looked at again at the next drain
-            # history one generation at a time, once read: a link dropped part-way leaves the
-            # rest to be read after the reconnection (all of them up front lost 453 lines in a soak)
-            history.add(gen.sig)
-            rf.history = set(history)
+        rf.whole = None  # a generation cut short and gone since: nothing left of it to read
 
     async def _continues(self, fh, rf: RemoteFile) -> bool:
         """Whether the file behind ``fh`` holds what was read of ``rf`` (the file read
@@ -639,22 +679,25 @@ class RemoteHost:
                 return
             self._consume(rf, data, events)
 
-    async def _read_whole(self, fh, label: str, events: list[Item]) -> None:
-        reading, at = Reading(label), 0
+    async def _read_whole(self, fh, whole: WholeRead, events: list[Item]) -> None:
+        """Read a generation from ``whole``'s offset (0 when first seen) to its end."""
         while True:
-            data = await fh.read(READ_SIZE, at)
+            data = await fh.read(READ_SIZE, whole.offset)
             if not data:
                 break
-            at += len(data)
+            whole.took(data)
             self.state.bytes_read += len(data)
-            events.extend(reading.feed(data))
-        events.extend(reading.finish())
+            events.extend(whole.reading.feed(data))
+        events.extend(whole.reading.finish())
 
     def _restart(self, rf: RemoteFile, events: list[Item], reason: str) -> None:
         events.extend(rf.reading.finish())
         events.append(rf.reading.restart(reason))
         rf.rewind()
         rf.done_last = b""
+        # nothing of the path's file is read yet: a link dropped before it is looks for what
+        # was rotated through the path meanwhile, as a file seen empty and then written does
+        rf.size_seen = 0
 
     def _consume(self, rf: RemoteFile, data: bytes, events: list[Item]) -> None:
         before = rf.last
