@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from unittest import mock
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -84,3 +85,105 @@ def test_a_store_leaves_nothing_staged_and_pickles_its_points():
     again = pickle.loads(pickle.dumps(series))
     assert again.points.tobytes() == series.points.tobytes()
     assert list(again.column("iteration")) == list(range(1, 101))
+
+
+class _RecordSeries:
+    """The definition the columnar series keeps: every point a whole record (all columns, NaN
+    where not given), thinned as the module's doc says, over plain lists."""
+
+    def __init__(self, bounded: bool, recent: int, history: int) -> None:
+        self.points: list[tuple] = []
+        self.bounded, self.recent_max, self.history_max = bounded, recent, history
+        self.history, self.stride, self.appended, self.wall_base = 0, 1, 0, None
+
+    def _thin(self) -> None:
+        n, h = len(self.points), self.history
+        recent = n - h
+        move = recent // 2
+        start = (-(self.appended - recent)) % self.stride
+        picked = self.points[h + start:h + move:self.stride]
+        self.points = self.points[:h] + picked + self.points[h + move:]
+        self.history += len(picked)
+        while self.history > self.history_max:
+            self.points = self.points[:self.history:2] + self.points[self.history:]
+            self.history = (self.history + 1) // 2
+            self.stride *= 2
+
+    def append(self, iteration, wall, file_id, line, values) -> None:
+        from tuimon.store.series import _FLOAT_KEYS, _f
+
+        if self.bounded and len(self.points) - self.history >= self.recent_max:
+            self._thin()
+        self.appended += 1
+        if wall is not None and self.wall_base is None:
+            self.wall_base = wall
+        it = iteration if iteration is not None and 0 <= iteration <= 2 ** 31 - 1 else -1
+        rel = wall - self.wall_base if wall is not None and self.wall_base is not None else None
+        self.points.append((it, *(_f(values.get(k)) for k in _FLOAT_KEYS), _f(rel), file_id, min(line, 2 ** 32 - 1)))
+
+    def set_last(self, key, value) -> None:
+        from tuimon.store.series import POINT_DTYPE, _f
+
+        if self.points:
+            last = list(self.points[-1])
+            last[POINT_DTYPE.names.index(key)] = _f(value)
+            self.points[-1] = tuple(last)
+
+
+keys = st.sampled_from(["elapsed_ms", "loss", "grad_norm", "tflops", "mfu_reported", "energy_j_per_gpu"])
+ops = st.one_of(
+    st.tuples(st.just("append"), steps, walls, st.integers(0, 3), st.integers(0, 2 ** 33),
+              st.dictionaries(keys, st.one_of(numbers, st.just(-math.nan)), max_size=3)),
+    st.tuples(st.just("set_last"), keys, st.one_of(numbers, st.just(-math.nan))),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.booleans(), st.lists(ops, max_size=80))
+def test_the_columns_hold_the_points_a_record_array_would(bounded, items):
+    """Column by column (a float column made only once a value needs it; NaN past the end,
+    kept through growth and thinning) the points are bit for bit the whole records the series
+    kept before, -NaN and values past float32 included, with or without thinning."""
+    import numpy as np
+
+    from tuimon.store import series as module
+
+    s, ref = module.Series(capacity=2, bounded=bounded), _RecordSeries(bounded, 6, 5)
+    with mock.patch.multiple(module, RECENT=6, HISTORY=5), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # (a value past float32 in the reference's cast)
+        for op in items:
+            if op[0] == "append":
+                _, it, wall, file_id, line, values = op
+                it = it if not isinstance(it, bool) else int(it)
+                s.append(it, wall, file_id=file_id, line=line, **values)
+                ref.append(it, wall, file_id, line, values)
+            else:
+                s.set_last(op[1], op[2])
+                ref.set_last(op[1], op[2])
+        expected = np.array(ref.points, dtype=module.POINT_DTYPE)
+    assert len(s) == len(expected) and s.appended == ref.appended and s.history == ref.history
+    assert s.points.tobytes() == expected.tobytes()
+    for key in module.POINT_DTYPE.names:
+        assert s.column(key).tobytes() == expected[key].tobytes()
+    assert not any(s.column(k).size and k not in s._cols and not np.isnan(s.column(k)).all() for k in module._FLOAT_KEYS)
+
+
+def test_a_point_costs_only_the_columns_its_lines_give():
+    """A TorchTitan step gives its loss (and its time from the second on): the other float
+    columns are never made; a column made late reads NaN before its first value."""
+    import numpy as np
+
+    from tuimon.store.series import Series
+
+    s = Series()
+    plan = PLANS[Step]
+    n = 50_000
+    for k in range(n):
+        s.append_event(Step(file="f", line=k + 1, wall_time=1.7e9 + k, step=k, loss=2.0, elapsed_ms=None), plan)
+    s.append_event(Step(file="f", line=n + 1, wall_time=1.7e9 + n, step=n, loss=2.0, elapsed_ms=5.0), plan)
+    assert len(s) == n + 1
+    assert set(s._cols) == {"iteration", "wall", "file", "line", "loss", "elapsed_ms"}
+    assert s.bytes_allocated <= (n + 1) * 22 * 9 // 8 + 4096
+    elapsed = s.column("elapsed_ms")
+    assert np.isnan(elapsed[:n]).all() and elapsed[n] == 5.0
+    assert np.isnan(s.column("tflops")).all() and len(s.column("tflops")) == n + 1

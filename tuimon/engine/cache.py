@@ -43,7 +43,7 @@ from typing import Any, Callable, Iterator, Optional
 from ..parsers.columns import expand, weight
 from ..paths import cache_home
 
-SCHEMA = 10
+SCHEMA = 11  # 11: series saved column by column (tuimon.store.series)
 HEAD_BYTES = 4096  # hashed from the start of the file
 TAIL_BYTES = 4096  # hashed just before the saved offset
 

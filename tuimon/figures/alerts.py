@@ -188,7 +188,7 @@ def _primary(job: Job) -> tuple[Optional[str], Optional[Series]]:
 
 def _point(job: Job, series: Series, i: int) -> tuple[Optional[int], Optional[float], Optional[str], Optional[int]]:
     """(iteration, wall time, file, line) of point ``i``."""
-    p = series.points[i]
+    p = series.point(i)
     it = int(p["iteration"]) if int(p["iteration"]) >= 0 else None
     wall = float(p["wall"]) + series.wall_base if series.wall_base is not None and math.isfinite(p["wall"]) else None
     fid = int(p["file"])

@@ -1,9 +1,13 @@
 """Growable numpy series of iteration points, one column a registry field (4 bytes each),
 and where each point was logged (an index into its job's files, and a line number).
 
+The points are kept column by column, not as one record array: a float column is made only
+once a value in it is not the plain NaN of "no value", so a point costs 14 bytes and 4 for
+each column its lines give (a TorchTitan step 22, a Megatron iteration about 38) rather than
+all of them (54), and a growth copies one column at a time (a record array's growth held the
+old and the new arrays at once: 2.1 times the points, the peak of a big read).
 Wall time is stored as float32 seconds after the series' first stamp (about 0.25 s
-resolution after a month), which is what keeps a point under 32 bytes; growth by
-1/8 keeps the allocated slack under 4 bytes a point.
+resolution after a month); growth by 1/8 keeps the allocated slack under an eighth.
 
 A series of a long-running verb (a follower's store) is *bounded*: it keeps its
 :data:`RECENT` latest points at full resolution and an evenly thinned history before
@@ -22,11 +26,16 @@ import numpy as np
 
 from .fields import FIELDS, Attr, Getter, getters_for
 
-#: one column a registry field (tuimon.store.fields), and the wall time
+#: one column a registry field (tuimon.store.fields), and the wall time: a point as :attr:`Series.points` gives it
 POINT_DTYPE = np.dtype([(f.key, f.dtype) for f in FIELDS] + [("wall", "<f4"), ("file", "<u2"), ("line", "<u4")])
+_NAMES: tuple[str, ...] = POINT_DTYPE.names or ()
+#: the columns every point has (a float column of the registry is made when a value needs it)
+_ALWAYS = ("iteration", "wall", "file", "line")
+#: the bits of the NaN an absent float column reads as (what None and NaN are stored as)
+_NAN_BITS = int(np.array([np.nan], dtype="<f4").view("<u4")[0])
 _U32_MAX = np.iinfo(np.uint32).max
 _FLOAT_KEYS = tuple(f.key for f in FIELDS if f.key != "iteration")
-_FLOATS = len(_FLOAT_KEYS)
+_FLOAT_SET = frozenset(_FLOAT_KEYS)
 _NAN = float("nan")
 _I32_MAX = np.iinfo(np.int32).max
 RECENT = 1 << 16  # points kept at full resolution by a bounded series
@@ -120,12 +129,18 @@ def point_plan(event_type: str) -> PointPlan:
 
 
 class Series:
-    __slots__ = ("_data", "n", "wall_base", "bounded", "stride", "history", "appended",
+    """One series' points, a numpy column each (see the module's doc): ``_cols`` holds the
+    iteration, wall, file and line columns and the float columns made so far, each of
+    ``_cap`` places; past ``n`` a float column holds NaN (a point that gives no value for a
+    column it has leaves the NaN there)."""
+
+    __slots__ = ("_cols", "_cap", "n", "wall_base", "bounded", "stride", "history", "appended",
                  "_staged", "_plan", "_files", "_computed")
 
     def __init__(self, capacity: int = 64, bounded: bool = False) -> None:
-        self._data = np.empty(capacity, dtype=POINT_DTYPE)
-        self.n = 0  # points in _data (staged ones are not yet)
+        self._cap = capacity
+        self._cols: dict[str, np.ndarray] = {key: np.empty(capacity, dtype=POINT_DTYPE[key]) for key in _ALWAYS}
+        self.n = 0  # points in the columns (staged ones are not yet)
         self.wall_base: Optional[float] = None
         self.bounded = bounded
         self.stride = 1  # the history holds points 0, stride, 2 stride... of those appended
@@ -148,13 +163,13 @@ class Series:
     def __getstate__(self) -> tuple:
         """The points without the room kept for growth (the parse cache saves series)."""
         self.flush()
-        return self._data[:self.n].copy(), self.n, self.wall_base, self.bounded, self.stride, self.history, \
-            self.appended
+        n = self.n
+        return {key: col[:n].copy() for key, col in self._cols.items()}, n, self.wall_base, self.bounded, \
+            self.stride, self.history, self.appended
 
     def __setstate__(self, state: tuple) -> None:
-        if len(state) == 3:  # saved before series could be bounded
-            state = (*state, False, 1, 0, state[1])
-        self._data, self.n, self.wall_base, self.bounded, self.stride, self.history, self.appended = state
+        self._cols, self.n, self.wall_base, self.bounded, self.stride, self.history, self.appended = state
+        self._cap = self.n
         self._unstage()
 
     @property
@@ -163,31 +178,74 @@ class Series:
         self.flush()
         return self.appended > self.n
 
+    # -- the columns ---------------------------------------------------------------------------
+    def _float_column(self, key: str) -> np.ndarray:
+        """``key``'s column, made (NaN) if it is not yet."""
+        col = self._cols.get(key)
+        if col is None:
+            col = self._cols[key] = np.full(self._cap, np.nan, dtype="<f4")
+        return col
+
+    def _put(self, key: str, at: int, values: np.ndarray) -> None:
+        """Float ``values`` at ``at``: into ``key``'s column, made only if one of them is no plain NaN."""
+        if key not in self._cols:
+            as_stored = np.asarray(values, dtype="<f4")
+            if (as_stored.view("<u4") == _NAN_BITS).all():
+                return  # what an absent column reads as already
+            values = as_stored
+        self._float_column(key)[at:at + len(values)] = values
+
+    def _put_one(self, key: str, at: int, value: float) -> None:
+        if key in self._cols:
+            self._cols[key][at] = value
+        elif value == value or np.array([value], dtype="<f4").view("<u4")[0] != _NAN_BITS:
+            self._float_column(key)[at] = value
+
+    def _grow(self, capacity: int) -> None:
+        """Room for ``capacity`` points, a column at a time (the new room of a float column is NaN)."""
+        n = self.n
+        for key, col in self._cols.items():
+            grown = np.empty(capacity, dtype=col.dtype) if key in _ALWAYS else np.full(capacity, np.nan, dtype="<f4")
+            grown[:n] = col[:n]
+            self._cols[key] = grown
+        self._cap = capacity
+
+    def _room(self, k: int) -> None:
+        if self.n + k > self._cap:
+            self._grow(max(self.n + k, self._cap + max(64, self._cap // 8)))
+
     def _thin(self) -> None:
         """Make room in a bounded series: the oldest half of the recent points goes into
         the history, one every ``stride`` of them (by their order of arrival); a full
         history keeps every other of its points and its stride doubles."""
+        old_n = self.n
         recent = self.n - self.history
         move = recent // 2
         first = self.appended - recent  # the arrival number of the oldest recent point
-        data = self._data
         start = (-first) % self.stride  # the moved points that fall on the history's grid
         picked = np.arange(self.history + start, self.history + move, self.stride)
         kept = len(picked)
-        data[self.history:self.history + kept] = data[picked]
         tail = self.n - (self.history + move)
-        data[self.history + kept:self.history + kept + tail] = data[self.history + move:self.n]
+        for col in self._cols.values():
+            col[self.history:self.history + kept] = col[picked]
+            col[self.history + kept:self.history + kept + tail] = col[self.history + move:self.n]
         self.history += kept
         self.n = self.history + tail
         while self.history > HISTORY:
-            half = data[0:self.history:2].copy()
-            rest = data[self.history:self.n].copy()
-            data[:len(half)] = half
-            data[len(half):len(half) + len(rest)] = rest
-            self.history = len(half)
-            self.n = self.history + len(rest)
+            for col in self._cols.values():
+                half = col[0:self.history:2].copy()
+                after = col[self.history:self.n].copy()
+                col[:len(half)] = half
+                col[len(half):len(half) + len(after)] = after
+            rest = self.n - self.history
+            self.history = (self.history + 1) // 2  # (the points 0, 2, 4... of the history)
+            self.n = self.history + rest
             self.stride *= 2
+        for key, col in self._cols.items():  # what the points left: NaN again past n
+            if key not in _ALWAYS:
+                col[self.n:old_n] = np.nan
 
+    # -- points in -----------------------------------------------------------------------------
     def append(self, iteration: Optional[int], wall: Optional[float] = None, *, file_id: int = 0, line: int = 0,
                **values: Optional[float]) -> None:
         """One point: its iteration, wall time and registry fields by key (absent: NaN)."""
@@ -195,15 +253,22 @@ class Series:
         if self.bounded and self.n - self.history >= RECENT:
             self._thin()
         self.appended += 1
-        if self.n == len(self._data):
-            self._grow(len(self._data) + max(64, len(self._data) // 8))
+        self._room(1)
         if wall is not None and self.wall_base is None:
             self.wall_base = wall
-        it = iteration if iteration is not None and 0 <= iteration <= _I32_MAX else -1
         rel = (wall - self.wall_base) if wall is not None and self.wall_base is not None else None
-        get = values.get
-        self._data[self.n] = (it, *(_f(get(k)) for k in _FLOAT_KEYS), _f(rel), file_id, min(line, _U32_MAX))
-        self.n += 1
+        for key, value in values.items():
+            if key in _FLOAT_SET:
+                self._put_one(key, self.n, _f(value))
+        self._close_point(iteration, rel, file_id, line)
+
+    def _close_point(self, iteration: Optional[int], rel: Optional[float], file_id: int, line: int) -> None:
+        cols, n = self._cols, self.n
+        cols["iteration"][n] = iteration if iteration is not None and 0 <= iteration <= _I32_MAX else -1
+        cols["wall"][n] = _f(rel)
+        cols["file"][n] = file_id
+        cols["line"][n] = min(line, _U32_MAX)
+        self.n = n + 1
 
     def extend_from(self, other: "Series") -> None:
         """``other``'s points after this series' own, as if appended one by one (wall
@@ -213,16 +278,19 @@ class Series:
         k = other.n
         if not k:
             return
-        if self.n + k > len(self._data):
-            self._grow(max(self.n + k, len(self._data) + max(64, len(self._data) // 8)))
-        out = self._data[self.n:self.n + k]
-        out[...] = other._data[:k]
+        self._room(k)
+        n = self.n
+        for key, col in other._cols.items():
+            if key in _ALWAYS:
+                self._cols[key][n:n + k] = col[:k]
+            else:
+                self._float_column(key)[n:n + k] = col[:k]
         if other.wall_base is not None:
             if self.wall_base is None:
                 self.wall_base = other.wall_base
             elif other.wall_base != self.wall_base:
-                walls = other._data["wall"][:k].astype(np.float64) + (other.wall_base - self.wall_base)
-                out["wall"] = np.clip(walls, -3.4e38, 3.4e38)
+                walls = other._cols["wall"][:k].astype(np.float64) + (other.wall_base - self.wall_base)
+                self._cols["wall"][n:n + k] = np.clip(walls, -3.4e38, 3.4e38)
         self.n += k
         self.appended += other.appended
         while self.bounded and self.n - self.history > RECENT:
@@ -274,27 +342,26 @@ class Series:
         assert plan is not None
         self._unstage()
         k = len(rows)
-        if self.n + k > len(self._data):
-            self._grow(max(self.n + k, len(self._data) + max(64, len(self._data) // 8)))
-        out = self._data[self.n:self.n + k]
+        self._room(k)
+        n, cols = self.n, self._cols
         columns = list(zip(*rows))
-        out["iteration"] = _iterations(columns[0]) if plan.iteration_at >= 0 else -1
-        for key in _FLOAT_KEYS:
-            out[key] = _NAN
+        iterations = cols["iteration"]
+        iterations[n:n + k] = _iterations(columns[0]) if plan.iteration_at >= 0 else -1
         for at, place, scale, floor in plan.plain:
-            out[_FLOAT_KEYS[at]] = _floats(columns[place], scale, floor)
+            self._put(_FLOAT_KEYS[at], n, _floats(columns[place], scale, floor))
         for (at, _), values in zip(plan.computed, computed):
             if at < 0:
-                out["iteration"] = _iterations(values)
+                iterations[n:n + k] = _iterations(values)
             else:
-                out[_FLOAT_KEYS[at]] = _floats(values, 1.0, None)
+                self._put(_FLOAT_KEYS[at], n, _floats(values, 1.0, None))
         walls = columns[-2]
         if self.wall_base is None:
             self.wall_base = next((w for w in walls if w is not None), None)
         base = self.wall_base
-        out["wall"] = _NAN if base is None else _floats(tuple(None if w is None else w - base for w in walls), 1.0, None)
-        out["file"] = files
-        out["line"] = np.minimum(np.array(columns[-1], dtype=np.int64), _U32_MAX)
+        cols["wall"][n:n + k] = _NAN if base is None else _floats(tuple(None if w is None else w - base for w in walls),
+                                                                  1.0, None)
+        cols["file"][n:n + k] = files
+        cols["line"][n:n + k] = np.minimum(np.array(columns[-1], dtype=np.int64), _U32_MAX)
         self.n += k
 
     def _append_now(self, ev: Any, plan: PointPlan, file_id: int) -> None:
@@ -302,60 +369,65 @@ class Series:
         if self.bounded and self.n - self.history >= RECENT:
             self._thin()
         self.appended += 1
-        if self.n == len(self._data):
-            self._grow(len(self._data) + max(64, len(self._data) // 8))
+        self._room(1)
         wall = ev.wall_time
         if wall is not None and self.wall_base is None:
             self.wall_base = wall
         iteration = plan.iteration(ev) if plan.iteration is not None else None
-        it = iteration if iteration is not None and 0 <= iteration <= _I32_MAX else -1
         rel = (wall - self.wall_base) if wall is not None and self.wall_base is not None else None
-        values = [_NAN] * _FLOATS  # only the columns the event type gives are read: most are not
-        for k, get in plan.columns:
-            values[k] = _f(get(ev))
-        self._data[self.n] = (it, *values, _f(rel), file_id, min(ev.line, _U32_MAX))
-        self.n += 1
+        for k, get in plan.columns:  # only the columns the event type gives are read: most are not
+            self._put_one(_FLOAT_KEYS[k], self.n, _f(get(ev)))
+        self._close_point(iteration, rel, file_id, ev.line)
 
     def remap_files(self, mapping: np.ndarray, start: int = 0) -> None:
         """Points from ``start`` on came from another job's store: their file indexes,
         through ``mapping`` (other index -> this job's), become this job's."""
         self.flush()
         if start < self.n:
-            column = self._data["file"][start:self.n]
+            column = self._cols["file"][start:self.n]
             column[...] = mapping[column]
-
-    def _grow(self, capacity: int) -> None:
-        # np.resize would fill the new room with copies of the data: only the points are copied
-        # copied as bytes: a copy field by field of the structured points runs ten times slower
-        data = np.empty(capacity, dtype=POINT_DTYPE)
-        data.view(np.uint8)[:self.n * POINT_DTYPE.itemsize] = self._data.view(np.uint8)[:self.n * POINT_DTYPE.itemsize]
-        self._data = data
 
     def set_last(self, column: str, value: Optional[float]) -> None:
         self.flush()
         if self.n:
-            self._data[column][self.n - 1] = _f(value)
+            if column in _ALWAYS:
+                self._cols[column][self.n - 1] = _f(value)
+            else:
+                self._put_one(column, self.n - 1, _f(value))
 
+    # -- points out ----------------------------------------------------------------------------
     @property
     def points(self) -> np.ndarray:
-        """Read-only view of the stored points."""
+        """The stored points as one read-only record array (made on each call: an export's)."""
         self.flush()
-        view = self._data[: self.n]
-        view.flags.writeable = False
-        return view
+        out = np.empty(self.n, dtype=POINT_DTYPE)
+        for key in _NAMES:
+            out[key] = self.column(key)
+        out.flags.writeable = False
+        return out
+
+    def point(self, i: int) -> dict[str, Any]:
+        """Point ``i``'s values by column (numpy scalars)."""
+        self.flush()
+        return {key: self.column(key)[i] if key in self._cols else np.float32(np.nan) for key in _NAMES}
 
     def column(self, name: str) -> np.ndarray:
+        """A column's first ``n`` values (a float column no point gave a value: NaN)."""
         self.flush()
-        return self._data[name][: self.n]
+        col = self._cols.get(name)
+        if col is None:
+            if name not in _NAMES:
+                raise KeyError(name)
+            return np.full(self.n, np.nan, dtype=POINT_DTYPE[name])
+        return col[: self.n]
 
     def last(self, name: str) -> Optional[float]:
         self.flush()
         if not self.n:
             return None
-        value = self._data[name][self.n - 1]
-        return float(value)
+        return float(self.column(name)[self.n - 1])
 
     @property
     def bytes_allocated(self) -> int:
         self.flush()
-        return int(self._data.nbytes)
+        return sum(int(col.nbytes) for col in self._cols.values())
