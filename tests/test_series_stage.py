@@ -71,6 +71,37 @@ def test_staged_points_are_those_made_one_at_a_time(items):
     _same(staged, made)
 
 
+fill_ops = st.one_of(
+    st.tuples(st.just("event"), events(), st.integers(min_value=0, max_value=3), st.booleans()),
+    st.tuples(st.just("fill"), st.sampled_from(["elapsed_ms", "loss", "samples_per_sec", "tflops", "wall"]),
+              st.one_of(numbers.filter(lambda v: v is not None), st.just(-math.nan))),
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(fill_ops, max_size=40))
+def test_a_point_filled_while_staged_is_the_one_filled_when_made(items):
+    """fill_last on staged points (a step told twice) leaves what last-then-set_last left
+    on points made one at a time, a read in between or not."""
+    staged, made = Series(), Series()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        for op in items:
+            if op[0] == "event":
+                _, ev, file_id, read = op
+                staged.append_event(ev, PLANS[type(ev)], file_id)
+                made._append_now(ev, PLANS[type(ev)], file_id)
+                if read:
+                    assert len(staged) == len(made)
+            else:
+                _, key, value = op
+                staged.fill_last(key, value)
+                kept = made.last(key)  # the rule fill_last replaces
+                if kept is not None and kept != kept:
+                    made.set_last(key, value)
+    _same(staged, made)
+
+
 def test_a_store_leaves_nothing_staged_and_pickles_its_points():
     """Staged points are made by the end of each add (bounded by what one call takes), and
     a series saved (the parse cache, the pool) holds them."""

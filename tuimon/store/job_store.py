@@ -719,8 +719,8 @@ def _on_step(job: Job, ev: Step, _: Optional[int]) -> None:
     if ev.step is not None and ev.step == job.last_step_number:
         for name in _STEP_FILLS:  # the same step told again: one point, each step counted once
             value = getattr(ev, name)
-            if value is not None and (kept := steps.last(name)) is not None and kept != kept:
-                steps.set_last(name, value)
+            if value is not None:
+                steps.fill_last(name, value)
     else:
         steps.append_event(ev, _STEP_FIELDS, job.file_index.get(ev.file, 0))
         job.last_step_number = ev.step

@@ -135,7 +135,7 @@ class Series:
     column it has leaves the NaN there)."""
 
     __slots__ = ("_cols", "_cap", "n", "wall_base", "bounded", "stride", "history", "appended",
-                 "_staged", "_plan", "_files", "_computed")
+                 "_staged", "_plan", "_files", "_computed", "_fills")
 
     def __init__(self, capacity: int = 64, bounded: bool = False) -> None:
         self._cap = capacity
@@ -155,6 +155,7 @@ class Series:
         self._plan: Optional[PointPlan] = None
         self._files: list[int] = []
         self._computed: list[list] = []
+        self._fills: list[tuple[int, str, float]] = []  # (staged point, column, value) of fill_last, in order
 
     def __len__(self) -> int:
         self.flush()
@@ -338,7 +339,7 @@ class Series:
         rows = self._staged
         if not rows:
             return
-        plan, files, computed = self._plan, self._files, self._computed
+        plan, files, computed, fills = self._plan, self._files, self._computed, self._fills
         assert plan is not None
         self._unstage()
         k = len(rows)
@@ -363,6 +364,8 @@ class Series:
         cols["file"][n:n + k] = files
         cols["line"][n:n + k] = np.minimum(np.array(columns[-1], dtype=np.int64), _U32_MAX)
         self.n += k
+        for at, column, value in fills:
+            self._fill(n + at, column, value)
 
     def _append_now(self, ev: Any, plan: PointPlan, file_id: int) -> None:
         """The point of ``ev``, made now (a bounded series: it may thin first)."""
@@ -394,6 +397,25 @@ class Series:
                 self._cols[column][self.n - 1] = _f(value)
             else:
                 self._put_one(column, self.n - 1, _f(value))
+
+    def fill_last(self, column: str, value: float) -> None:
+        """The last point's ``column`` becomes ``value`` if it holds NaN there (what
+        ``last`` then ``set_last`` do), without making staged points now: a point told
+        twice (DeepSpeed's step and samples lines) made every staged point one at a time."""
+        if self._staged:
+            self._fills.append((len(self._staged) - 1, column, value))
+        elif self.n:
+            self._fill(self.n - 1, column, value)
+
+    def _fill(self, i: int, column: str, value: float) -> None:
+        col = self._cols.get(column)
+        if col is None and column not in _NAMES:
+            raise KeyError(column)
+        if col is None or col[i] != col[i]:
+            if column in _ALWAYS:
+                self._cols[column][i] = _f(value)
+            else:
+                self._put_one(column, i, _f(value))
 
     # -- points out ----------------------------------------------------------------------------
     @property
