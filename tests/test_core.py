@@ -60,8 +60,12 @@ def _store_state(items: list, slice_size: int = 0) -> list:
     for key, job in store.jobs.items():
         timers = [(name, t.group, t.total_ms, t.count, t.last_ms, t.in_training, list(t._at), list(t._sum),
                    list(t._val[1:]), t._stride, t.aside_count, t.aside_ms) for name, t in job.timers.items()]
+        # (the step rows' part: the steps and reported series bit for bit, the latest values)
+        steps = (job.steps.points.tobytes(), job.reported.points.tobytes(), repr(sorted(job.memory.items())),
+                 job.last_step_number, repr(job.last_step_loss), job.last_step_lr, job.last_progress,
+                 job.last_progress_wall, job.first_step_wall, repr(job.nan_at), repr(job.nan_events))
         out.append((key, job.events, sorted(job.ranks_seen), job.first_wall, job.last_wall, repr(timers),
-                    sorted(job.after_eval),
+                    sorted(job.after_eval), steps,
                     repr(summarize(job, now=0.0).as_dict())))
     return out
 

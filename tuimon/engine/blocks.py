@@ -293,6 +293,8 @@ class BlockEngine:
         def emit(out: list) -> None:
             """A line's events (``number``'s) after those before them."""
             nonlocal log_start
+            if rows is not None:
+                rows.close_steps(events)
             if log_start is not None:
                 k = next((k for k, e in enumerate(out) if e.line >= log_start.line), None)
                 if k is not None:
@@ -321,17 +323,29 @@ class BlockEngine:
                     last = own
                 verdict = verdicts[k]
                 if verdict == EVENT:  # a line the core read for its parser: its events, in their place
-                    maker, values = rows.events[rows.events_at]
+                    entry = rows.events[rows.events_at]
                     rows.events_at += 1
                     try:
-                        out = maker(values, frame, own)
+                        # (a step line's maker puts the line into the step rows where its events are a row's: None)
+                        out = entry[0](rows.steps, entry[1], frame, own) if len(entry) == 3 else \
+                            entry[0](entry[1], frame, own)
                     except Exception:  # a hook bug must not stop the stream: counted, reported
                         self.failed += 1
                         out = []
-                    if out and log_start is not None and frame[0] >= log_start.line:
-                        events.append(log_start)
-                        log_start = None
-                    events.extend(out)
+                    if out is None:
+                        if log_start is not None and frame[0] >= log_start.line:  # it goes before this row
+                            steps = rows.steps
+                            rows.steps = steps.split(len(steps) - 1)
+                            if steps.line:
+                                events.append(steps)
+                            events.append(log_start)
+                            log_start = None
+                    elif out:
+                        rows.close_steps(events)
+                        if log_start is not None and frame[0] >= log_start.line:
+                            events.append(log_start)
+                            log_start = None
+                        events.extend(out)
                 elif verdict == ROW:
                     if log_start is not None and frame[0] >= log_start.line:
                         rows.close(events)  # (the rows so far are of earlier lines)

@@ -1,19 +1,20 @@
 """A block's plain lines of a few kinds read by the compiled core, apart from the lines
 the hooks read: timer lines into columns (see :mod:`tuimon.parsers.columns`); Megatron's
 iteration lines and memory reports, TorchTitan's metrics lines and Hugging Face Trainer's
-metrics dicts into typed values: iteration lines into :class:`IterationRows`, the others
-into values their parser makes events of (``memory_row``, ``metrics_row``, ``dict_row``:
-the hook's own code, without the reading).  Which lines the core reads, what it read, and
-the rows they make, closed into the block's events where the events' order needs it
-(:class:`tuimon.engine.blocks.BlockEngine` walks them in line order with its other hit
-lines, and puts each read line's events in its place)."""
+metrics dicts into typed values: iteration lines into :class:`IterationRows`, metrics
+lines and dicts into :class:`StepRows` at their place (``metrics_into``, ``dict_into``: the
+parser's own code, without the reading, which gives a line's events instead where it says
+something once), memory reports into values their parser makes events of (``memory_row``).
+Which lines the core reads, what it read, and the rows they make, closed into the block's
+events where the events' order needs it (:class:`tuimon.engine.blocks.BlockEngine` walks
+them in line order with its other hit lines, and puts each read line's events in its place)."""
 from __future__ import annotations
 
 from functools import lru_cache
 from typing import Any, Optional, Sequence
 
 from tuimon.parsers import megatron, prefix, timers, timestamps, torchtitan
-from tuimon.parsers.columns import IterationRows, TimerRows
+from tuimon.parsers.columns import IterationRows, StepRows, TimerRows
 from tuimon.parsers.events import frozen_map
 from tuimon.parsers.numbers import to_float, to_int
 
@@ -138,6 +139,9 @@ def _read(core: Any, text: str, spans: list, parts: list,
         verdicts_of[kind] = iter(verdicts)
         if kind == ITERATION_LINES:
             iterations = Iterations(values, getattr(owner, maker_name))
+        elif kind in _INTO:  # (the maker takes the block's step rows first: it may make a row of the line)
+            maker = getattr(owner, maker_name)
+            values_of[kind] = iter([(maker, v, True) for v in values])
         else:
             maker = getattr(owner, maker_name)
             values_of[kind] = iter([(maker, v) for v in values])
@@ -171,8 +175,10 @@ def _memories(core: Any, text: str, lines: list, owner: Any) -> tuple[list[int],
 
 #: a kind of read line -> (its reader: verdicts and each read line's values; its parser's maker of
 #: events, or for iteration rows the method told the last counter its walk read)
-_READERS = {ITERATION_LINES: (_iterations, "iterations_read"), METRICS_LINES: (_metrics, "metrics_row"),
-            HF_DICTS: (_dicts, "dict_row"), MEMORY_LINES: (_memories, "memory_row")}
+_READERS = {ITERATION_LINES: (_iterations, "iterations_read"), METRICS_LINES: (_metrics, "metrics_into"),
+            HF_DICTS: (_dicts, "dict_into"), MEMORY_LINES: (_memories, "memory_row")}
+#: the kinds whose lines' makers put a line into the block's StepRows where its events are a row's
+_INTO = frozenset((METRICS_LINES, HF_DICTS))
 
 
 def _owner(parts: list, kind: int, parsers: Sequence[Any]) -> Any:
@@ -215,14 +221,16 @@ class BlockRows:
     events' order needs it."""
 
     __slots__ = ("file", "starts", "frames", "verdicts", "names", "name_index", "ms", "counts", "comm", "ranks",
-                 "at", "closed", "pairs_at", "line", "rank", "node", "wall", "events", "events_at", "iterations")
+                 "at", "closed", "pairs_at", "line", "rank", "node", "wall", "events", "events_at", "iterations",
+                 "steps")
 
     def __init__(self, file: str, starts: list[int], frames: list, verdicts: list[int], read: Any,
                  events: Optional[list] = None, iterations: Optional[Iterations] = None) -> None:
         self.file = file
         self.starts, self.frames, self.verdicts = starts, frames, verdicts
         self.ranks, self.counts, self.comm, self.names, self.name_index, self.ms = read
-        self.events = events or []  # each EVENT line's (maker, values), in line order
+        self.events = events or []  # each EVENT line's (maker, values[, True: a maker into steps]), in line order
+        self.steps = StepRows(file)  # the step rows walked since the last event put in the block's events
         self.events_at = 0
         self.iterations = iterations
         self.at = 0  # the next line to walk
@@ -244,9 +252,16 @@ class BlockRows:
                     self.close(events)
                     return
 
+    def close_steps(self, events: list) -> None:
+        """The step rows walked since the last event, into ``events`` at their place."""
+        if self.steps.line:
+            events.append(self.steps)
+            self.steps = StepRows(self.file)
+
     def close(self, events: list) -> None:
         """The rows walked since the last close, as one :class:`IterationRows` and one
-        :class:`TimerRows` after ``events``."""
+        :class:`TimerRows` after ``events`` (the step rows walked before them first)."""
+        self.close_steps(events)
         if self.iterations is not None:
             self.iterations.close(self.file, events)
         a, b = self.closed, len(self.line)

@@ -18,7 +18,7 @@ from array import array
 from itertools import accumulate
 from typing import Any, Optional, Sequence, TypeVar, Union
 
-from .events import Event, Iteration, Timers, frozen_map
+from .events import Event, Iteration, Memory, Step, Throughput, Timers, frozen_map
 from .timers import COMM_OP, timer_group
 
 
@@ -120,9 +120,91 @@ class IterationRows(Rows):
         return [self.event(k) for k in range(len(self.line))]
 
 
-#: the kinds of rows (each in line order, after its block's other events)
-ROWS = (TimerRows, IterationRows)
-Item = Union[Event, TimerRows, IterationRows]
+class StepRows(Rows):
+    """Step lines of one file the core read (TorchTitan's metrics lines, Hugging Face
+    Trainer's metrics dicts), at the place of their events among the block's others (not
+    after them): per row its line, rank, node and stamp, its :class:`~.events.Step`'s step,
+    loss, lr and time, and the :class:`~.events.Throughput` (TFLOPs, tokens a second on a
+    device, MFU) and :class:`~.events.Memory` (max reserved) its line gives, if any.  A row
+    whose line says something once (the run's framework, where its step time comes from) is
+    not one: its parser gives its events."""
+
+    __slots__ = ("file", "line", "rank", "node", "wall_time", "step", "loss", "lr", "elapsed_ms", "tflops", "tps",
+                 "mfu", "gib")
+    type = "step_rows"
+
+    def __init__(self, file: str) -> None:
+        self.file = file
+        self.line: list[int] = []
+        self.rank: list[Optional[int]] = []
+        self.node: list[Optional[str]] = []
+        self.wall_time: list[Optional[float]] = []
+        self.step: list[Optional[int]] = []
+        self.loss: list[Optional[float]] = []
+        self.lr: list[Optional[float]] = []
+        self.elapsed_ms: list[Optional[float]] = []
+        self.tflops: list[Optional[float]] = []
+        self.tps: list[Optional[float]] = []
+        self.mfu: list[Optional[float]] = []
+        self.gib: list[Optional[float]] = []
+
+    def add(self, line: int, rank: Optional[int], node: Optional[str], wall: Optional[float], step: Optional[int],
+            loss: Optional[float], lr: Optional[float], elapsed_ms: Optional[float], tflops: Optional[float] = None,
+            tps: Optional[float] = None, mfu: Optional[float] = None, gib: Optional[float] = None) -> None:
+        self.line.append(line)
+        self.rank.append(rank)
+        self.node.append(node)
+        self.wall_time.append(wall)
+        self.step.append(step)
+        self.loss.append(loss)
+        self.lr.append(lr)
+        self.elapsed_ms.append(elapsed_ms)
+        self.tflops.append(tflops)
+        self.tps.append(tps)
+        self.mfu.append(mfu)
+        self.gib.append(gib)
+
+    def split(self, k: int) -> "StepRows":
+        """Rows ``k`` on, taken out of these (which keep the rows before)."""
+        out = StepRows(self.file)
+        for name in self.__slots__[1:]:
+            column = getattr(self, name)
+            setattr(out, name, column[k:])
+            del column[k:]
+        return out
+
+    def throughputs(self) -> list[int]:
+        """The rows whose line gives a Throughput."""
+        return [k for k, (a, b, c) in enumerate(zip(self.tflops, self.tps, self.mfu))
+                if a is not None or b is not None or c is not None]
+
+    def weight(self) -> int:
+        """How many events these rows stand for."""
+        return 2 * len(self.line) + len(self.throughputs()) - self.gib.count(None)
+
+    def events(self) -> list[Event]:
+        """Each row as the events its parser gives for its line: its Step, then its Throughput
+        and its Memory where the line gives them."""
+        out: list[Event] = []
+        file = self.file
+        for k, line in enumerate(self.line):
+            rank, node, wall, step = self.rank[k], self.node[k], self.wall_time[k], self.step[k]
+            out.append(Step(file=file, line=line, rank=rank, node=node, wall_time=wall, step=step, loss=self.loss[k],
+                            lr=self.lr[k], elapsed_ms=self.elapsed_ms[k]))
+            tflops, tps, mfu, gib = self.tflops[k], self.tps[k], self.mfu[k], self.gib[k]
+            if tflops is not None or tps is not None or mfu is not None:
+                out.append(Throughput(file=file, line=line, rank=rank, node=node, wall_time=wall, iteration=step,
+                                      tflops_reported=tflops, tokens_per_gpu_per_sec=tps, mfu=mfu))
+            if gib is not None:
+                out.append(Memory(file=file, line=line, rank=rank, node=node, wall_time=wall,
+                                  gpu_max_reserved_mb=gib * 1024.0))
+        return out
+
+
+#: the kinds of rows (in line order among themselves; timer and iteration rows after their block's
+#: other events, step rows at their place)
+ROWS = (TimerRows, IterationRows, StepRows)
+Item = Union[Event, TimerRows, IterationRows, StepRows]
 
 
 def expand(items: Sequence[Item]) -> list[Event]:
@@ -132,7 +214,9 @@ def expand(items: Sequence[Item]) -> list[Event]:
         return list(items)  # type: ignore[arg-type]
     out: list[Event] = []
     for item in items:
-        if type(item) in ROWS:
+        if type(item) is StepRows:
+            out.extend(item.events())  # (at their place)
+        elif type(item) in ROWS:
             _merge(out, item.events())  # type: ignore[union-attr]
         else:
             out.append(item)  # type: ignore[arg-type]
@@ -159,7 +243,8 @@ def _line(ev: Event) -> int:
 
 def weight(items: Sequence[Item]) -> int:
     """How many events ``items`` stand for."""
-    return len(items) + sum(len(item) - 1 for item in items if type(item) in ROWS)  # type: ignore[arg-type]
+    return len(items) + sum((item.weight() if type(item) is StepRows else len(item)) - 1  # type: ignore[union-attr]
+                            for item in items if type(item) in ROWS)
 
 
 def slices(items: Sequence[Item], size: int) -> list[Sequence[Item]]:

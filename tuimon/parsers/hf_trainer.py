@@ -16,6 +16,7 @@ import re
 from typing import Optional
 
 from .base import LineContext, LineParser, Sample, compile_sniff
+from .columns import StepRows
 from .events import Checkpoint, Evaluation, Event, Exit, RunConfig, Step, Throughput, frozen_map
 from .numbers import to_float
 
@@ -75,7 +76,7 @@ class HFTrainerParser(LineParser):
               (r"\{'eval_", "_on_eval"), (r"eval_\w+ +=  ", "_on_eval_metric"))
     ONCE_FLAGS = ("_announced", "_rate_said", "_swift_said")
     # with the compiled core, a metrics dict whose values it reads as to_float does is read there
-    # and handed to dict_row in its place (tuimon.engine.rows)
+    # and handed to dict_into in its place (tuimon.engine.rows)
     COLUMNS = {"_on_dict": "hf-dict"}
 
     SAMPLES = (
@@ -284,10 +285,18 @@ class HFTrainerParser(LineParser):
             self._step = step
         return self._dict({key: to_float(value) for key, value in pairs(body)}, ctx)
 
-    def dict_row(self, pairs: dict[str, Optional[float]], frame: tuple, wall: Optional[float]) -> list[Event]:
-        """A metrics dict the compiled core read, its pairs typed (``hf_dicts``; see
-        :mod:`tuimon.engine.rows`)."""
-        return self._dict(pairs, self.context_of(frame, wall))
+    def dict_into(self, rows: StepRows, pairs: dict[str, Optional[float]], frame: tuple,
+                  wall: Optional[float]) -> Optional[list[Event]]:
+        """A metrics dict the compiled core read, into ``rows`` (None) where its event is a
+        row's (a step's loss: :class:`~.columns.StepRows`), else its events (the run's end;
+        the first step, which says the framework; the first that says where its step time
+        comes from)."""
+        loss = pairs.get("loss")
+        if loss is None or not self.reported("_announced") or not (
+                self._step_s is None or self.reported("_swift_said" if self._swift_at is not None else "_rate_said")):
+            return self._dict(pairs, self.context_of(frame, wall))
+        rows.add(frame[0], frame[3], frame[5], wall, self._step, loss, pairs.get("learning_rate"), self._elapsed_ms())
+        return None
 
     def _dict(self, pairs: dict[str, Optional[float]], ctx: LineContext) -> list[Event]:
         events: list[Event] = []

@@ -16,6 +16,7 @@ import re
 from typing import Optional
 
 from .base import LineContext, LineParser, Sample, compile_sniff
+from .columns import StepRows
 from .common import STAMP_DIFFERENCES, StampClock, strip_ansi
 from .events import Checkpoint, Event, Exit, Memory, RunConfig, Step, Throughput
 from .numbers import to_float, to_int
@@ -66,7 +67,7 @@ class TorchTitanParser(LineParser):
               (r"Last step checkpoint completed in ", "_on_saved"))
     ONCE_FLAGS = ("_announced", "_timed_said")
     # with the compiled core, a metrics line whose values it reads as to_float does is typed there
-    # and handed to metrics_row in its place (tuimon.engine.rows)
+    # and handed to metrics_into in its place (tuimon.engine.rows)
     COLUMNS = {"_on_metrics": "metrics"}
 
     SAMPLES = (
@@ -150,16 +151,28 @@ class TorchTitanParser(LineParser):
         gib = to_float(memory[0]) if memory is not None and memory[1] == _UNIT else None
         return self._metrics(step, to_float(values[loss_key][0]), tflops, tps, wps, mfu, gib, ctx)
 
-    def metrics_row(self, row: tuple, frame: tuple, wall: Optional[float]) -> list[Event]:
-        """A metrics line the compiled core read and typed (``MetricLines.rows``; see
-        :mod:`tuimon.engine.rows`)."""
-        step, loss, tflops, tps, wps, mfu, gib = row  # (the values of _ROW_KEYS, in their order)
-        return self._metrics(step, loss, tflops, tps, wps, mfu, gib, self.context_of(frame, wall))
+    def metrics_into(self, rows: StepRows, row: tuple, frame: tuple, wall: Optional[float]) -> Optional[list[Event]]:
+        """A metrics line the compiled core read, into ``rows`` (None) where its events are a
+        row's (:class:`~.columns.StepRows`), else its events: the first says the framework,
+        the first timed one where its step time comes from."""
+        step, loss, tflops, tps, wps, mfu, gib = row
+        self._last_step = step
+        elapsed = self._clock.elapsed_ms(frame[3], step, wall if frame[6] is not None else None)
+        if not self.reported("_announced") or (elapsed is not None and not self.reported("_timed_said")):
+            return self._metric_events(step, loss, tflops, tps, wps, mfu, gib, elapsed, self.context_of(frame, wall))
+        rows.add(frame[0], frame[3], frame[5], wall, step, loss, None, elapsed, tflops, wps if tps is None else tps,
+                 mfu, gib)
+        return None
 
     def _metrics(self, step: int, loss: Optional[float], tflops: Optional[float], tps: Optional[float],
                  wps: Optional[float], mfu: Optional[float], gib: Optional[float], ctx: LineContext) -> list[Event]:
         self._last_step = step
         elapsed = self._clock.elapsed_ms(ctx.rank, step, ctx.wall_time if ctx.own_stamp else None)
+        return self._metric_events(step, loss, tflops, tps, wps, mfu, gib, elapsed, ctx)
+
+    def _metric_events(self, step: int, loss: Optional[float], tflops: Optional[float], tps: Optional[float],
+                       wps: Optional[float], mfu: Optional[float], gib: Optional[float], elapsed: Optional[float],
+                       ctx: LineContext) -> list[Event]:
         events: list[Event] = [self.make(Step, ctx, step=step, loss=loss, elapsed_ms=elapsed)]
         if elapsed is not None and self.first_time("_timed_said"):
             events.insert(0, self.make(RunConfig, ctx, step_time_source=STAMP_DIFFERENCES))

@@ -12,7 +12,7 @@ from typing import Any, Callable, Iterable, Optional, Union
 
 import numpy as np
 
-from tuimon.parsers.columns import Item, IterationRows, TimerRows
+from tuimon.parsers.columns import Item, IterationRows, StepRows, TimerRows
 from tuimon.parsers.events import (
     GLOG_LAUNCH,
     Checkpoint,
@@ -39,6 +39,7 @@ from .identity import identify
 from .iteration_fold import MAX_ASIDE, Pending, after_spike, key_of, nan_check
 from .iteration_fold import fold as fold_iterations
 from .series import Series, point_plan
+from .step_fold import fold as fold_steps
 from .timer_fold import Segment, fold
 from .timers import TimerStat
 
@@ -441,8 +442,18 @@ class JobStore:
         segments: dict[str, Segment] = {}  # per file: its events since its last rows
         touched: dict[int, Job] = {}  # the jobs whose series may hold staged points
         pending = Pending(items) if any(type(item) is IterationRows for item in items) else None
+        if pending is not None and any(type(item) is StepRows and item.file in pending.queue for item in items):
+            # (step rows among a file's iteration rows: the rows go in between, as their events)
+            items = [e for item in items for e in (
+                item.events() if type(item) is StepRows and item.file in pending.queue else (item,))]
         last_job = None
         for ev in items:
+            if isinstance(ev, StepRows):
+                job = fold_steps(self, ev, segments, lambda e: self._take(e, segments),
+                                 lambda: Segment(self._timer_state(ev.file)), MAX_RANKS_SEEN)
+                if job is not last_job:
+                    touched[id(job)] = last_job = job
+                continue
             if isinstance(ev, TimerRows):
                 held = segments.pop(ev.file) if ev.file in segments else Segment(self._timer_state(ev.file))
                 fold(held, ev, MAX_TIMERS, MAX_RANKS_SEEN)

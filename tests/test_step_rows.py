@@ -1,0 +1,163 @@
+"""The store takes the core's step rows (TorchTitan's metrics lines, Hugging Face Trainer's
+metrics dicts) as it takes their events, one by one.
+
+Generated runs of step rows (ranks or none, steps going on, told again, going back, none;
+losses finite, NaN, infinite or none; stamps or none; rates and memory or none) among the
+events a store sees beside them (an evaluation pass, a job script's start, configs, other
+steps, iteration rows of the same file), taken at once, in slices, by a bounded store:
+they must leave the store what their events leave it.  And the engine puts a run of
+step lines at the place of its events (the log's first stamp before the row of its line).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tuimon.engine import native
+from tuimon.engine.ingest import parse_file
+from tuimon.figures.summary import summarize
+from tuimon.parsers.columns import IterationRows, StepRows, expand, slices
+from tuimon.parsers.events import Evaluation, Memory, Milestone, RunConfig, Step, Throughput, frozen_map
+from tuimon.store import job_store
+from tuimon.store.job_store import JobStore
+
+_RANKS = st.sampled_from([None, None, 0, 1])
+_LOSS = st.sampled_from([2.5, 3.25, 1.0, None, math.nan, math.inf, -math.inf])
+_MAYBE = st.sampled_from([None, None, 120.5, 0.0, -1.0, math.nan])
+
+
+def _other(kind: str, file: str, line: int, rank, wall, step: int):
+    common = dict(file=file, line=line, rank=rank, node=None, wall_time=wall)
+    if kind == "evaluation":
+        return Evaluation(**common, iteration=step, metrics=frozen_map({"loss": 2.0}))
+    if kind == "job-start":
+        return Milestone(**common, name="job-start")
+    if kind == "config":
+        return RunConfig(**common, train_iters=3000, global_batch=256)
+    if kind == "step":
+        return Step(**common, step=step, loss=2.0, lr=1e-4, samples_per_sec=12.5)
+    if kind == "throughput":
+        return Throughput(**common, iteration=step, tflops_reported=99.0)
+    if kind == "memory":
+        return Memory(**common, gpu_max_reserved_mb=1000.0 + line)
+    return IterationRows(file, [line], [rank], [None], [wall], [max(step, 1)], [1000],
+                         [{"losses": frozen_map({"lm loss": 2.75}), "elapsed_ms": 900.0}])
+
+
+_OTHERS = ["evaluation", "job-start", "config", "step", "throughput", "memory", "iteration-rows"]
+
+
+@st.composite
+def _items(draw) -> list:
+    """A log's items as the engine hands them over, for one or two files: runs of step rows
+    at their place among other events."""
+    items: list = []
+    for file in draw(st.sampled_from([["a.log"], ["a.log", "b.log"]])):
+        step, line = 0, 0
+        rows = StepRows(file)
+        for _ in range(draw(st.integers(1, 40))):
+            line += draw(st.integers(1, 3))
+            wall = draw(st.sampled_from([None, 1.7e9 + line, 1.6e9]))
+            step = max(0, step + draw(st.sampled_from([1, 1, 1, 0, -3])))
+            if draw(st.integers(0, 3)) > 0:
+                rows.add(line, draw(_RANKS), None, wall, draw(st.sampled_from([step, step, None])), draw(_LOSS),
+                         draw(st.sampled_from([None, 3e-4])), draw(st.sampled_from([None, 1000.0, -2.0])),
+                         draw(_MAYBE), draw(_MAYBE), draw(_MAYBE), draw(st.sampled_from([None, 30.5, math.nan])))
+                continue
+            if rows.line:
+                items.append(rows)
+                rows = StepRows(file)
+            items.append(_other(draw(st.sampled_from(_OTHERS)), file, line, draw(_RANKS), wall, step))
+        if rows.line:
+            items.append(rows)
+    return items
+
+
+def _state(items: list, bounded: bool = False, slice_size: int = 0) -> list:
+    """What the store keeps of its jobs (the step rows' part bit for bit)."""
+    store = JobStore(bounded=bounded)
+    for part in slices(items, slice_size) if slice_size else (items,):
+        store.add(list(part))
+    out = []
+    for key, job in store.jobs.items():
+        out.append((key, job.events, sorted(job.ranks_seen), job.first_wall, job.last_wall, job.first_step_wall,
+                    job.steps.points.tobytes(), job.reported.points.tobytes(), repr(sorted(job.memory.items())),
+                    job.last_step_number, repr(job.last_step_loss), job.last_step_lr, job.last_progress,
+                    job.last_progress_wall, repr(job.nan_at), repr(job.nan_events), sorted(job.after_eval),
+                    repr({f: (r.progressed, r.after_eval) for f, r in job.runs_by_file.items()}),
+                    repr(summarize(job, now=0.0).as_dict())))
+    return out
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_items(), st.sampled_from([0, 0, 3, 7]), st.booleans())
+def test_step_rows_leave_the_store_their_events_leave(items, slice_size, bounded):
+    with np.errstate(all="ignore"):
+        assert _state(items, bounded, slice_size) == _state(expand(items), bounded)
+
+
+def test_step_rows_count_as_their_events():
+    rows = StepRows("a.log")
+    rows.add(1, 0, None, None, 1, 2.0, None, None)  # a step alone
+    rows.add(2, 0, None, None, 2, 2.0, None, None, 1.0, None, None, 30.0)  # with a rate and memory
+    rows.add(3, 0, None, None, 3, None, None, None, None, None, 5.0)  # with an MFU
+    assert rows.weight() == len(rows.events()) == 6
+
+
+def test_a_run_of_steps_folds_in_bulk():
+    """A run of 500 TorchTitan rows (with a rate and memory each) is folded without an event a row."""
+    rows = StepRows("a.log")
+    for k in range(500):
+        rows.add(k + 1, 0, None, 1.7e9 + k, k + 1, 3.0 - k / 1000, None, 1000.0 if k else None, 150.0, 6000.0, 40.0,
+                 30.0 + k % 7)
+    taken: list = []
+    original = job_store.JobStore._take
+
+    def counting(self, ev, segments):
+        taken.append(type(ev).__name__)
+        return original(self, ev, segments)
+
+    job_store.JobStore._take = counting  # type: ignore[method-assign]
+    try:
+        state = _state([rows])
+    finally:
+        job_store.JobStore._take = original  # type: ignore[method-assign]
+    assert taken == []
+    assert state == _state(rows.events())
+    job = state[0]
+    assert job[1] == 1500 and job[9] == 500  # events, the last step
+
+
+def test_the_first_stamp_goes_before_the_step_row_of_its_line(tmp_path):
+    """The log's first stamp (a log-start milestone) goes before the events of its line, a
+    step row's too: the rows before it stay before it (both engines, the same events)."""
+    core = native.core
+    if core is None:
+        pytest.skip("the compiled core is not built here: the Python engine makes no rows")
+    lines = ["***** Running training *****", "  Total optimization steps = 40",
+             "{'loss': 2.5, 'grad_norm': 0.5, 'learning_rate': 5e-05, 'epoch': 0.1}",
+             "{'loss': 2.4, 'grad_norm': 0.5, 'learning_rate': 5e-05, 'epoch': 0.2}",
+             "{'loss': 2.3, 'grad_norm': 0.5, 'learning_rate': 5e-05, 'epoch': 0.3}",
+             "[2024-05-01 10:00:01,250] {'loss': 2.2, 'grad_norm': 0.5, 'learning_rate': 5e-05, 'epoch': 0.4}",
+             "{'loss': 2.1, 'grad_norm': 0.5, 'learning_rate': 5e-05, 'epoch': 0.5}"]
+    path = tmp_path / "hf.log"
+    path.write_text("\n".join(lines) + "\n")
+    got: dict = {}
+    for engine in ("python", "core"):
+        before = native.use(core if engine == "core" else None)
+        try:
+            items: list = []
+            parse_file(path, sink=items.extend)
+        finally:
+            native.use(before)
+        got[engine] = items
+    assert any(type(item) is StepRows for item in got["core"]), got["core"]
+    events = expand(got["core"])
+    assert [repr(e) for e in events] == [repr(e) for e in got["python"]]
+    kinds = [(type(e).__name__, e.line) for e in events]
+    start = kinds.index(("Milestone", 6))
+    assert kinds[start + 1] == ("Step", 6) and ("Step", 5) in kinds[:start]
