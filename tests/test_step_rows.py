@@ -58,22 +58,22 @@ def _items(draw) -> list:
     items: list = []
     for file in draw(st.sampled_from([["a.log"], ["a.log", "b.log"]])):
         step, line = 0, 0
-        rows = StepRows(file)
+        rows: list = []
         for _ in range(draw(st.integers(1, 40))):
             line += draw(st.integers(1, 3))
             wall = draw(st.sampled_from([None, 1.7e9 + line, 1.6e9]))
             step = max(0, step + draw(st.sampled_from([1, 1, 1, 0, -3])))
             if draw(st.integers(0, 3)) > 0:
-                rows.add(line, draw(_RANKS), None, wall, draw(st.sampled_from([step, step, None])), draw(_LOSS),
-                         draw(st.sampled_from([None, 3e-4])), draw(st.sampled_from([None, 1000.0, -2.0])),
-                         draw(_MAYBE), draw(_MAYBE), draw(_MAYBE), draw(st.sampled_from([None, 30.5, math.nan])))
+                rows.append((line, draw(_RANKS), None, wall, draw(st.sampled_from([step, step, None])), draw(_LOSS),
+                             draw(st.sampled_from([None, 3e-4])), draw(st.sampled_from([None, 1000.0, -2.0])),
+                             draw(_MAYBE), draw(_MAYBE), draw(_MAYBE), draw(st.sampled_from([None, 30.5, math.nan]))))
                 continue
-            if rows.line:
-                items.append(rows)
-                rows = StepRows(file)
+            if rows:
+                items.append(StepRows(file, rows))
+                rows = []
             items.append(_other(draw(st.sampled_from(_OTHERS)), file, line, draw(_RANKS), wall, step))
-        if rows.line:
-            items.append(rows)
+        if rows:
+            items.append(StepRows(file, rows))
     return items
 
 
@@ -101,19 +101,18 @@ def test_step_rows_leave_the_store_their_events_leave(items, slice_size, bounded
 
 
 def test_step_rows_count_as_their_events():
-    rows = StepRows("a.log")
-    rows.add(1, 0, None, None, 1, 2.0, None, None)  # a step alone
-    rows.add(2, 0, None, None, 2, 2.0, None, None, 1.0, None, None, 30.0)  # with a rate and memory
-    rows.add(3, 0, None, None, 3, None, None, None, None, None, 5.0)  # with an MFU
+    rows = StepRows("a.log", [(1, 0, None, None, 1, 2.0, None, None, None, None, None, None),  # a step alone
+                              (2, 0, None, None, 2, 2.0, None, None, 1.0, None, None, 30.0),  # a rate, memory
+                              (3, 0, None, None, 3, None, None, None, None, None, 5.0, None)])  # an MFU
     assert rows.weight() == len(rows.events()) == 6
+    assert [type(e).__name__ for e in rows.events()] == ["Step", "Step", "Throughput", "Memory", "Step", "Throughput"]
+    assert StepRows("a.log").weight() == 0 and not StepRows("a.log").events()
 
 
 def test_a_run_of_steps_folds_in_bulk():
     """A run of 500 TorchTitan rows (with a rate and memory each) is folded without an event a row."""
-    rows = StepRows("a.log")
-    for k in range(500):
-        rows.add(k + 1, 0, None, 1.7e9 + k, k + 1, 3.0 - k / 1000, None, 1000.0 if k else None, 150.0, 6000.0, 40.0,
-                 30.0 + k % 7)
+    rows = StepRows("a.log", [(k + 1, 0, None, 1.7e9 + k, k + 1, 3.0 - k / 1000, None, 1000.0 if k else None, 150.0,
+                               6000.0, 40.0, 30.0 + k % 7) for k in range(500)])
     taken: list = []
     original = job_store.JobStore._take
 

@@ -334,11 +334,10 @@ class BlockEngine:
                         out = []
                     if out is None:
                         if log_start is not None and frame[0] >= log_start.line:  # it goes before this row
-                            steps = rows.steps
-                            rows.steps = steps.split(len(steps) - 1)
-                            if steps.line:
-                                events.append(steps)
+                            row = rows.steps.pop()
+                            rows.close_steps(events)
                             events.append(log_start)
+                            rows.steps.append(row)
                             log_start = None
                     elif out:
                         rows.close_steps(events)

@@ -230,7 +230,7 @@ class BlockRows:
         self.starts, self.frames, self.verdicts = starts, frames, verdicts
         self.ranks, self.counts, self.comm, self.names, self.name_index, self.ms = read
         self.events = events or []  # each EVENT line's (maker, values[, True: a maker into steps]), in line order
-        self.steps = StepRows(file)  # the step rows walked since the last event put in the block's events
+        self.steps: list[tuple] = []  # the step rows walked since the last event put in the block's events
         self.events_at = 0
         self.iterations = iterations
         self.at = 0  # the next line to walk
@@ -254,9 +254,9 @@ class BlockRows:
 
     def close_steps(self, events: list) -> None:
         """The step rows walked since the last event, into ``events`` at their place."""
-        if self.steps.line:
-            events.append(self.steps)
-            self.steps = StepRows(self.file)
+        if self.steps:
+            events.append(StepRows(self.file, self.steps))
+            self.steps = []
 
     def close(self, events: list) -> None:
         """The rows walked since the last close, as one :class:`IterationRows` and one

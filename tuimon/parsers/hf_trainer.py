@@ -16,7 +16,6 @@ import re
 from typing import Optional
 
 from .base import LineContext, LineParser, Sample, compile_sniff
-from .columns import StepRows
 from .events import Checkpoint, Evaluation, Event, Exit, RunConfig, Step, Throughput, frozen_map
 from .numbers import to_float
 
@@ -285,17 +284,18 @@ class HFTrainerParser(LineParser):
             self._step = step
         return self._dict({key: to_float(value) for key, value in pairs(body)}, ctx)
 
-    def dict_into(self, rows: StepRows, pairs: dict[str, Optional[float]], frame: tuple,
+    def dict_into(self, rows: list[tuple], pairs: dict[str, Optional[float]], frame: tuple,
                   wall: Optional[float]) -> Optional[list[Event]]:
         """A metrics dict the compiled core read, into ``rows`` (None) where its event is a
-        row's (a step's loss: :class:`~.columns.StepRows`), else its events (the run's end;
+        row's (a step's loss: a tuple of :class:`~.columns.StepRows`), else its events (the run's end;
         the first step, which says the framework; the first that says where its step time
         comes from)."""
         loss = pairs.get("loss")
         if loss is None or not self.reported("_announced") or not (
                 self._step_s is None or self.reported("_swift_said" if self._swift_at is not None else "_rate_said")):
             return self._dict(pairs, self.context_of(frame, wall))
-        rows.add(frame[0], frame[3], frame[5], wall, self._step, loss, pairs.get("learning_rate"), self._elapsed_ms())
+        rows.append((frame[0], frame[3], frame[5], wall, self._step, loss, pairs.get("learning_rate"),
+                     self._elapsed_ms(), None, None, None, None))
         return None
 
     def _dict(self, pairs: dict[str, Optional[float]], ctx: LineContext) -> list[Event]:

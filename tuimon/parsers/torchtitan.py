@@ -16,7 +16,6 @@ import re
 from typing import Optional
 
 from .base import LineContext, LineParser, Sample, compile_sniff
-from .columns import StepRows
 from .common import STAMP_DIFFERENCES, StampClock, strip_ansi
 from .events import Checkpoint, Event, Exit, Memory, RunConfig, Step, Throughput
 from .numbers import to_float, to_int
@@ -151,17 +150,17 @@ class TorchTitanParser(LineParser):
         gib = to_float(memory[0]) if memory is not None and memory[1] == _UNIT else None
         return self._metrics(step, to_float(values[loss_key][0]), tflops, tps, wps, mfu, gib, ctx)
 
-    def metrics_into(self, rows: StepRows, row: tuple, frame: tuple, wall: Optional[float]) -> Optional[list[Event]]:
+    def metrics_into(self, rows: list[tuple], row: tuple, frame: tuple, wall: Optional[float]) -> Optional[list[Event]]:
         """A metrics line the compiled core read, into ``rows`` (None) where its events are a
-        row's (:class:`~.columns.StepRows`), else its events: the first says the framework,
-        the first timed one where its step time comes from."""
+        row's (a tuple of :class:`~.columns.StepRows`), else its events: the first says the
+        framework, the first timed one where its step time comes from."""
         step, loss, tflops, tps, wps, mfu, gib = row
         self._last_step = step
         elapsed = self._clock.elapsed_ms(frame[3], step, wall if frame[6] is not None else None)
         if not self.reported("_announced") or (elapsed is not None and not self.reported("_timed_said")):
             return self._metric_events(step, loss, tflops, tps, wps, mfu, gib, elapsed, self.context_of(frame, wall))
-        rows.add(frame[0], frame[3], frame[5], wall, step, loss, None, elapsed, tflops, wps if tps is None else tps,
-                 mfu, gib)
+        rows.append((frame[0], frame[3], frame[5], wall, step, loss, None, elapsed, tflops,
+                     wps if tps is None else tps, mfu, gib))
         return None
 
     def _metrics(self, step: int, loss: Optional[float], tflops: Optional[float], tps: Optional[float],
