@@ -89,8 +89,8 @@ def _anchors() -> set[str]:
     cat = catalog.current()
     _, _, presence = blocks._rule_set((), cat.builtin, tuple(cat.parsers), ())
     anchors = set(presence.literals)
-    for declaration in (megatron.CORE_RECORD, megatron.CORE_MEMORY, timers.CORE, torchtitan.CORE_METRICS,
-                        prefix.CORE, timestamps.CORE):
+    for declaration in (megatron.CORE_RECORD, megatron.CORE_MEMORY, megatron.CORE_EFFECTIVE, megatron.CORE_NUMWORKERS,
+                        timers.CORE, torchtitan.CORE_METRICS, prefix.CORE, timestamps.CORE):
         for value in declaration.values():
             anchors.update(value if isinstance(value, (tuple, list)) else (value,))
     return {a for a in anchors if isinstance(a, str) and len(a.strip()) >= 3}

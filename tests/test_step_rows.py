@@ -1,5 +1,6 @@
 """The store takes the core's step rows (TorchTitan's metrics lines, Hugging Face Trainer's
-metrics dicts) as it takes their events, one by one.
+metrics dicts) and rate rows (Megatron-DeepSpeed's Effective Tera Flops and NumWorkers
+lines) as it takes their events, one by one.
 
 Generated runs of step rows (ranks or none, steps going on, told again, going back, none;
 losses finite, NaN, infinite or none; stamps or none; rates and memory or none) among the
@@ -20,7 +21,7 @@ from hypothesis import strategies as st
 from tuimon.engine import native
 from tuimon.engine.ingest import parse_file
 from tuimon.figures.summary import summarize
-from tuimon.parsers.columns import IterationRows, StepRows, expand, slices
+from tuimon.parsers.columns import IterationRows, RateRows, StepRows, expand, slices
 from tuimon.parsers.events import Evaluation, Memory, Milestone, RunConfig, Step, Throughput, frozen_map
 from tuimon.store import job_store
 from tuimon.store.job_store import JobStore
@@ -77,6 +78,47 @@ def _items(draw) -> list:
     return items
 
 
+@st.composite
+def _blocks(draw) -> list:
+    """Megatron-DeepSpeed's blocks as the engine hands them over: rate rows at their place
+    among the block's other events, its iteration rows (counters going on, repeated, going
+    back: a restart) after them all, for one or two files."""
+    items: list = []
+    for file in draw(st.sampled_from([["a.log"], ["a.log", "b.log"]])):
+        counter, line = 0, 0
+        for _ in range(draw(st.integers(1, 6))):
+            iterations: list = []
+            rates: list = []
+            for _ in range(draw(st.integers(1, 12))):
+                line += draw(st.integers(1, 3))
+                wall = draw(st.sampled_from([None, 1.7e9 + line]))
+                rank = draw(_RANKS)
+                kind = draw(st.sampled_from(["iteration", "iteration", "effective", "numworkers", "other"]))
+                if kind == "iteration":
+                    counter = max(1, counter + draw(st.sampled_from([1, 1, 0, -30])))
+                    iterations.append((line, rank, wall, counter))
+                    continue
+                if kind == "other":
+                    if rates:
+                        items.append(RateRows(file, rates))
+                        rates = []
+                    items.append(_other(draw(st.sampled_from(_OTHERS[:-1])), file, line, rank, wall, counter))
+                    continue
+                tflops, params = draw(_MAYBE), draw(st.sampled_from([52.005, 1.3, math.nan]))
+                rates.append((line, rank, None, wall, draw(st.sampled_from([counter, None])),
+                               tflops if kind == "effective" else None, params if kind == "effective" else None,
+                               None if kind == "effective" else draw(_MAYBE),
+                               None if kind == "effective" else draw(_MAYBE), 0 if kind == "effective" else 1))
+            if rates:
+                items.append(RateRows(file, rates))
+            if iterations:
+                items.append(IterationRows(file, [r[0] for r in iterations], [r[1] for r in iterations],
+                                           [None] * len(iterations), [r[2] for r in iterations],
+                                           [r[3] for r in iterations], [1000] * len(iterations),
+                                           [{"elapsed_ms": 900.0} for _ in iterations]))
+    return items
+
+
 def _state(items: list, bounded: bool = False, slice_size: int = 0) -> list:
     """What the store keeps of its jobs (the step rows' part bit for bit)."""
     store = JobStore(bounded=bounded)
@@ -98,6 +140,39 @@ def _state(items: list, bounded: bool = False, slice_size: int = 0) -> list:
 def test_step_rows_leave_the_store_their_events_leave(items, slice_size, bounded):
     with np.errstate(all="ignore"):
         assert _state(items, bounded, slice_size) == _state(expand(items), bounded)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_blocks(), st.sampled_from([0, 0, 3, 7]), st.booleans())
+def test_rate_rows_leave_the_store_their_events_leave(items, slice_size, bounded):
+    with np.errstate(all="ignore"):
+        assert _state(items, bounded, slice_size) == _state(expand(items), bounded)
+
+
+def test_rate_rows_fold_at_once_among_iteration_rows():
+    """A block of 200 iteration lines, each followed by its Effective Tera Flops and NumWorkers
+    lines (Megatron-DeepSpeed's): the rate rows are taken at once, not an event a row."""
+    rates = [(3 * k + 2, 0, None, 1.7e9 + k, k, 150.0 + k, 52.0, None, None, 0) for k in range(200)] + \
+        [(3 * k + 3, 0, None, 1.7e9 + k, k, None, None, 12.5, 2.0, 1) for k in range(200)]
+    rows = RateRows("a.log", sorted(rates))
+    iterations = IterationRows("a.log", [3 * k + 1 for k in range(200)], [0] * 200, [None] * 200,
+                               [1.7e9 + k for k in range(200)], list(range(1, 201)), [1000] * 200,
+                               [{"elapsed_ms": 900.0} for _ in range(200)])
+    taken: list = []
+    original = job_store.JobStore._take
+
+    def counting(self, ev, segments):
+        taken.append(type(ev).__name__)
+        return original(self, ev, segments)
+
+    job_store.JobStore._take = counting  # type: ignore[method-assign]
+    try:
+        state = _state([rows, iterations])
+    finally:
+        job_store.JobStore._take = original  # type: ignore[method-assign]
+    assert "Throughput" not in taken and "RunConfig" not in taken
+    assert state == _state(expand([rows, iterations]))
+    assert state[0][1] == 200 + 600  # the iterations' and the rates' events
 
 
 def test_step_rows_count_as_their_events():

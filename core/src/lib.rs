@@ -749,6 +749,68 @@ impl MemoryLines {
     }
 }
 
+/// Per line a verdict, and the values of each line read.
+type FieldRows = (Vec<u8>, Vec<Vec<Option<f64>>>);
+
+/// Lines read by a declared regex into numbers (`parsers.megatron.CORE_EFFECTIVE`, `CORE_NUMWORKERS`):
+/// the rule kind "a line whose pattern's groups are floats"; the pattern and which groups are the
+/// declaration's.
+#[pyclass(frozen, module = "tuimon._core")]
+struct FieldLines {
+    pattern: regex::Regex,
+    groups: Vec<usize>,
+}
+
+#[pymethods]
+impl FieldLines {
+    /// `declaration`: `pattern` (searched in a line's body, as `re.search` does) and `groups`
+    /// (the numbers of the groups read, each as `to_float` reads it).
+    #[new]
+    fn new(declaration: &Bound<'_, PyDict>) -> PyResult<Self> {
+        let pattern = compile(&item::<String>(declaration, "pattern")?)?;
+        let groups: Vec<usize> = item(declaration, "groups")?;
+        if let Some(&g) = groups.iter().find(|&&g| g == 0 || g >= pattern.captures_len()) {
+            return Err(pyo3::exceptions::PyValueError::new_err(format!("the pattern has no group {g}")));
+        }
+        Ok(FieldLines { pattern, groups })
+    }
+
+    /// The lines `(body start, end)` of `text` (character offsets, plain ASCII bodies): per line
+    /// 0 (no match: nothing), 1 (a value only Python reads: the hook reads the line) or 3 (read);
+    /// per line read, its groups' values (None: a group that took no part).
+    fn read(&self, text: &Bound<'_, PyString>, lines: Vec<(usize, usize)>) -> PyResult<FieldRows> {
+        let (mut verdicts, mut rows) = (Vec::with_capacity(lines.len()), Vec::new());
+        let mut locs = self.pattern.capture_locations();
+        for body in text::slices(text.to_str()?, lines) {
+            if self.pattern.captures_read(&mut locs, body).is_none() {
+                verdicts.push(0);
+                continue;
+            }
+            let mut values = Vec::with_capacity(self.groups.len());
+            let mut plain = true;
+            for &g in &self.groups {
+                match locs.get(g) {
+                    None => values.push(None),
+                    Some((a, z)) => match numbers::fast_float(&body[a..z]) {
+                        Some(v) => values.push(Some(v)),
+                        None => {
+                            plain = false;
+                            break;
+                        }
+                    },
+                }
+            }
+            if plain {
+                verdicts.push(3);
+                rows.push(values);
+            } else {
+                verdicts.push(1);
+            }
+        }
+        Ok((verdicts, rows))
+    }
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Literals>()?;
@@ -757,6 +819,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<TimerLines>()?;
     m.add_class::<MetricLines>()?;
     m.add_class::<MemoryLines>()?;
+    m.add_class::<FieldLines>()?;
     m.add_class::<Framing>()?;
     m.add_function(wrap_pyfunction!(hf_dicts, m)?)?;
     m.add_function(wrap_pyfunction!(json_indent, m)?)?;

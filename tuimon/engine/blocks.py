@@ -325,10 +325,14 @@ class BlockEngine:
                 if verdict == EVENT:  # a line the core read for its parser: its events, in their place
                     entry = rows.events[rows.events_at]
                     rows.events_at += 1
+                    if its is not None and len(its.line) > told:  # (a maker may read the last counter)
+                        told = len(its.line)
+                        its.told(its.values[told - 1][0])
                     try:
-                        # (a step line's maker puts the line into the step rows where its events are a row's: None)
-                        out = entry[0](rows.steps, entry[1], frame, own) if len(entry) == 3 else \
-                            entry[0](entry[1], frame, own)
+                        # (a step or rate line's maker puts the line into the rows made at their place where its
+                        # events are a row's: None)
+                        out = entry[0](rows.steps_of(entry[2], events), entry[1], frame, own) if len(entry) == 3 \
+                            else entry[0](entry[1], frame, own)
                     except Exception:  # a hook bug must not stop the stream: counted, reported
                         self.failed += 1
                         out = []

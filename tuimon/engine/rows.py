@@ -14,7 +14,7 @@ from functools import lru_cache
 from typing import Any, Optional, Sequence
 
 from tuimon.parsers import megatron, prefix, timers, timestamps, torchtitan
-from tuimon.parsers.columns import IterationRows, StepRows, TimerRows
+from tuimon.parsers.columns import IterationRows, RateRows, StepRows, TimerRows
 from tuimon.parsers.events import frozen_map
 from tuimon.parsers.numbers import to_float, to_int
 
@@ -22,8 +22,9 @@ from . import native
 
 #: LineParser.COLUMNS' kinds -> the kind numbers of tuimon._core.TimerLines, Megatron's iteration
 #: lines, TorchTitan's metrics lines, Hugging Face Trainer's metrics dicts and Megatron's memory reports
-COLUMN_KINDS = {"time-list": 0, "minmax": 1, "iteration": 2, "metrics": 3, "hf-dict": 4, "memory": 5}
-ITERATION_LINES, METRICS_LINES, HF_DICTS, MEMORY_LINES = 2, 3, 4, 5
+COLUMN_KINDS = {"time-list": 0, "minmax": 1, "iteration": 2, "metrics": 3, "hf-dict": 4, "memory": 5,
+                "effective": 6, "numworkers": 7}
+ITERATION_LINES, METRICS_LINES, HF_DICTS, MEMORY_LINES, EFFECTIVE_LINES, NUMWORKERS_LINES = 2, 3, 4, 5, 6, 7
 #: the core's verdict on a line: nothing to read, left to its hook, a timer row, values for its
 #: parser, an iteration row
 NOTHING, HOOK, ROW, EVENT, ITERATION = 0, 1, 2, 3, 4
@@ -50,6 +51,11 @@ def _records(core: Any) -> Any:
 @lru_cache(maxsize=4)
 def _memory_lines(core: Any) -> Any:
     return core.MemoryLines(megatron.CORE_MEMORY)
+
+
+@lru_cache(maxsize=8)
+def _field_lines(core: Any, kind: int) -> Any:
+    return core.FieldLines(megatron.CORE_EFFECTIVE if kind == EFFECTIVE_LINES else megatron.CORE_NUMWORKERS)
 
 
 @lru_cache(maxsize=4)
@@ -139,9 +145,9 @@ def _read(core: Any, text: str, spans: list, parts: list,
         verdicts_of[kind] = iter(verdicts)
         if kind == ITERATION_LINES:
             iterations = Iterations(values, getattr(owner, maker_name))
-        elif kind in _INTO:  # (the maker takes the block's step rows first: it may make a row of the line)
-            maker = getattr(owner, maker_name)
-            values_of[kind] = iter([(maker, v, True) for v in values])
+        elif kind in _INTO:  # (the maker takes the block's rows of its kind first: it may make a row of the line)
+            maker, into = getattr(owner, maker_name), _INTO[kind]
+            values_of[kind] = iter([(maker, v, into) for v in values])
         else:
             maker = getattr(owner, maker_name)
             values_of[kind] = iter([(maker, v) for v in values])
@@ -173,12 +179,22 @@ def _memories(core: Any, text: str, lines: list, owner: Any) -> tuple[list[int],
     return _memory_lines(core).read(text, lines)
 
 
+def _effective(core: Any, text: str, lines: list, owner: Any) -> tuple[list[int], list]:
+    return _field_lines(core, EFFECTIVE_LINES).read(text, lines)
+
+
+def _numworkers(core: Any, text: str, lines: list, owner: Any) -> tuple[list[int], list]:
+    return _field_lines(core, NUMWORKERS_LINES).read(text, lines)
+
+
 #: a kind of read line -> (its reader: verdicts and each read line's values; its parser's maker of
 #: events, or for iteration rows the method told the last counter its walk read)
 _READERS = {ITERATION_LINES: (_iterations, "iterations_read"), METRICS_LINES: (_metrics, "metrics_into"),
-            HF_DICTS: (_dicts, "dict_into"), MEMORY_LINES: (_memories, "memory_row")}
-#: the kinds whose lines' makers put a line into the block's StepRows where its events are a row's
-_INTO = frozenset((METRICS_LINES, HF_DICTS))
+            HF_DICTS: (_dicts, "dict_into"), MEMORY_LINES: (_memories, "memory_row"),
+            EFFECTIVE_LINES: (_effective, "effective_into"), NUMWORKERS_LINES: (_numworkers, "numworkers_into")}
+#: the kinds whose lines' makers put a line into the block's rows of a kind made at their place (where
+#: its events are a row's: the maker returns None), and that kind
+_INTO = {METRICS_LINES: StepRows, HF_DICTS: StepRows, EFFECTIVE_LINES: RateRows, NUMWORKERS_LINES: RateRows}
 
 
 def _owner(parts: list, kind: int, parsers: Sequence[Any]) -> Any:
@@ -222,7 +238,7 @@ class BlockRows:
 
     __slots__ = ("file", "starts", "frames", "verdicts", "names", "name_index", "ms", "counts", "comm", "ranks",
                  "at", "closed", "pairs_at", "line", "rank", "node", "wall", "events", "events_at", "iterations",
-                 "steps")
+                 "steps", "steps_kind")
 
     def __init__(self, file: str, starts: list[int], frames: list, verdicts: list[int], read: Any,
                  events: Optional[list] = None, iterations: Optional[Iterations] = None) -> None:
@@ -230,7 +246,8 @@ class BlockRows:
         self.starts, self.frames, self.verdicts = starts, frames, verdicts
         self.ranks, self.counts, self.comm, self.names, self.name_index, self.ms = read
         self.events = events or []  # each EVENT line's (maker, values[, True: a maker into steps]), in line order
-        self.steps: list[tuple] = []  # the step rows walked since the last event put in the block's events
+        self.steps: list[tuple] = []  # the rows made at their place walked since the last event put in the block's
+        self.steps_kind: Any = StepRows  # and their kind (StepRows or RateRows)
         self.events_at = 0
         self.iterations = iterations
         self.at = 0  # the next line to walk
@@ -253,10 +270,17 @@ class BlockRows:
                     return
 
     def close_steps(self, events: list) -> None:
-        """The step rows walked since the last event, into ``events`` at their place."""
+        """The rows made at their place walked since the last event, into ``events`` there."""
         if self.steps:
-            events.append(StepRows(self.file, self.steps))
+            events.append(self.steps_kind(self.file, self.steps))
             self.steps = []
+
+    def steps_of(self, kind: Any, events: list) -> list[tuple]:
+        """Where a line's row of ``kind`` goes (the rows of another kind walked before it closed)."""
+        if kind is not self.steps_kind:
+            self.close_steps(events)
+            self.steps_kind = kind
+        return self.steps
 
     def close(self, events: list) -> None:
         """The rows walked since the last close, as one :class:`IterationRows` and one

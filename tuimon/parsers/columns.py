@@ -18,7 +18,7 @@ from array import array
 from itertools import accumulate
 from typing import Any, Optional, Sequence, TypeVar, Union
 
-from .events import Event, Iteration, Memory, Step, Throughput, Timers, frozen_map
+from .events import Event, Iteration, Memory, RunConfig, Step, Throughput, Timers, frozen_map
 from .timers import COMM_OP, timer_group
 
 
@@ -169,10 +169,51 @@ class StepRows(Rows):
         return out
 
 
+class RateRows(Rows):
+    """Megatron-DeepSpeed's rate lines of one file the core read, at the place of their events
+    (as :class:`StepRows`): per row its line, rank, node and stamp, the iteration before it,
+    and its ``kind``: 0 an ``Effective Tera Flops`` line (a Throughput of its TFLOPs, then a
+    RunConfig of its parameters, in billions), 1 a ``NumWorkers`` line (a Throughput of its
+    samples a second and iteration time)."""
+
+    __slots__ = ("file", "line", "rank", "node", "wall_time", "iteration", "tflops", "params_b", "samples_per_sec",
+                 "iteration_time_s", "kind")
+    type = "rate_rows"
+
+    def __init__(self, file: str, rows: Sequence[tuple] = ()) -> None:
+        """``rows``: each row's values in the order of the slots after ``file``."""
+        self.file = file
+        columns = [list(column) for column in zip(*rows)] if rows else [[] for _ in self.__slots__[1:]]
+        (self.line, self.rank, self.node, self.wall_time, self.iteration, self.tflops, self.params_b,
+         self.samples_per_sec, self.iteration_time_s, self.kind) = columns
+
+    def weight(self) -> int:
+        """How many events these rows stand for."""
+        return len(self.line) + self.kind.count(0)
+
+    def events(self) -> list[Event]:
+        """Each row as the events its parser's hook gives for its line."""
+        out: list[Event] = []
+        file = self.file
+        for k, line in enumerate(self.line):
+            rank, node, wall = self.rank[k], self.node[k], self.wall_time[k]
+            if self.kind[k] == 0:
+                out.append(Throughput(file=file, line=line, rank=rank, node=node, wall_time=wall,
+                                      iteration=self.iteration[k], tflops_reported=self.tflops[k]))
+                out.append(RunConfig(file=file, line=line, rank=rank, node=node, wall_time=wall,
+                                     total_params_b=self.params_b[k]))
+            else:
+                out.append(Throughput(file=file, line=line, rank=rank, node=node, wall_time=wall,
+                                      iteration=self.iteration[k], samples_per_sec=self.samples_per_sec[k],
+                                      iteration_time_s=self.iteration_time_s[k]))
+        return out
+
+
 #: the kinds of rows (in line order among themselves; timer and iteration rows after their block's
-#: other events, step rows at their place)
-ROWS = (TimerRows, IterationRows, StepRows)
-Item = Union[Event, TimerRows, IterationRows, StepRows]
+#: other events, step and rate rows at their place)
+ROWS = (TimerRows, IterationRows, StepRows, RateRows)
+IN_PLACE = (StepRows, RateRows)
+Item = Union[Event, TimerRows, IterationRows, StepRows, RateRows]
 
 
 def expand(items: Sequence[Item]) -> list[Event]:
@@ -182,8 +223,8 @@ def expand(items: Sequence[Item]) -> list[Event]:
         return list(items)  # type: ignore[arg-type]
     out: list[Event] = []
     for item in items:
-        if type(item) is StepRows:
-            out.extend(item.events())  # (at their place)
+        if type(item) in IN_PLACE:
+            out.extend(item.events())  # type: ignore[union-attr]  # (at their place)
         elif type(item) in ROWS:
             _merge(out, item.events())  # type: ignore[union-attr]
         else:
@@ -211,8 +252,13 @@ def _line(ev: Event) -> int:
 
 def weight(items: Sequence[Item]) -> int:
     """How many events ``items`` stand for."""
-    return len(items) + sum((item.weight() if type(item) is StepRows else len(item)) - 1  # type: ignore[union-attr]
-                            for item in items if type(item) in ROWS)
+    total = len(items)
+    for item in items:
+        if isinstance(item, (StepRows, RateRows)):
+            total += item.weight() - 1
+        elif isinstance(item, (TimerRows, IterationRows)):
+            total += len(item) - 1
+    return total
 
 
 def slices(items: Sequence[Item], size: int) -> list[Sequence[Item]]:

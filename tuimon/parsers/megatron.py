@@ -24,6 +24,10 @@ ITERATION = re.compile(r"iteration[ =]+(\d+)/ *(\d+) *\|")
 
 _EFFECTIVE = re.compile(r"Effective Tera Flops per GPU: (\S+) and total parameters (\S+) B")
 _NUMWORKERS = re.compile(r"NumWorkers: (\d+); SamplesPerStep: (\d+); IterationTime: (\S+);\s*SamplesPerSecond: (\S+)")
+#: also the compiled core's (tuimon._core.FieldLines): the groups it reads, as to_float does, for the
+#: lines' rows (Megatron-DeepSpeed prints both every logging interval)
+CORE_EFFECTIVE = {"pattern": _EFFECTIVE.pattern, "groups": [1, 2]}
+CORE_NUMWORKERS = {"pattern": _NUMWORKERS.pattern, "groups": [3, 4]}
 # one report; ranks printing at once can write several on one physical line, each with its tag
 # a report's name is its moment: after N iterations, or (Megatron-LM since 2026-01) around a checkpoint's save,
 # where saving may raise the peak
@@ -210,7 +214,9 @@ class MegatronParser(LineParser):
     # with the compiled core, an iteration line holding one record and no NaN is read there into
     # rows (tuimon.engine.rows: Records.iterations holds to _iterations), and a line holding one
     # memory report is typed there, memory_row making its event (MemoryLines holds to _on_memory, by MEMORY)
-    COLUMNS = {"_on_iteration": "iteration", "_on_memory": "memory"}
+    # the Effective Tera Flops and NumWorkers lines into rows (FieldLines by CORE_EFFECTIVE, CORE_NUMWORKERS)
+    COLUMNS = {"_on_iteration": "iteration", "_on_memory": "memory", "_on_effective": "effective",
+               "_on_numworkers": "numworkers"}
 
     SAMPLES = (
         Sample(" iteration       30/      50 | elapsed time per iteration (ms): 6051.8 | learning rate: 1.406E-06 | "
@@ -377,6 +383,16 @@ class MegatronParser(LineParser):
             return []
         return [self.make(Throughput, ctx, iteration=self.last_iteration, tflops_reported=to_float(m.group(1))),
                 self.make(RunConfig, ctx, total_params_b=to_float(m.group(2)))]
+
+    def effective_into(self, rows: list[tuple], values: list, frame: tuple, wall: Optional[float]) -> None:
+        """An ``Effective Tera Flops`` line the compiled core read (its TFLOPs and parameters,
+        :data:`CORE_EFFECTIVE`), into ``rows`` (a tuple of :class:`~.columns.RateRows`)."""
+        rows.append((frame[0], frame[3], frame[5], wall, self.last_iteration, values[0], values[1], None, None, 0))
+
+    def numworkers_into(self, rows: list[tuple], values: list, frame: tuple, wall: Optional[float]) -> None:
+        """A ``NumWorkers`` line the compiled core read (its iteration time and samples a
+        second, :data:`CORE_NUMWORKERS`), into ``rows`` (a tuple of :class:`~.columns.RateRows`)."""
+        rows.append((frame[0], frame[3], frame[5], wall, self.last_iteration, None, None, values[1], values[0], 1))
 
     def _on_numworkers(self, body: str, ctx: LineContext) -> list[Event]:
         m = _NUMWORKERS.search(body)

@@ -12,7 +12,7 @@ from typing import Any, Callable, Iterable, Optional, Union
 
 import numpy as np
 
-from tuimon.parsers.columns import Item, IterationRows, StepRows, TimerRows
+from tuimon.parsers.columns import Item, IterationRows, RateRows, StepRows, TimerRows
 from tuimon.parsers.events import (
     GLOG_LAUNCH,
     Checkpoint,
@@ -40,6 +40,7 @@ from .iteration_fold import MAX_ASIDE, Pending, after_spike, key_of, nan_check
 from .iteration_fold import fold as fold_iterations
 from .series import Series, point_plan
 from .step_fold import fold as fold_steps
+from .step_fold import fold_rates
 from .timer_fold import Segment, fold
 from .timers import TimerStat
 
@@ -448,6 +449,15 @@ class JobStore:
                 item.events() if type(item) is StepRows and item.file in pending.queue else (item,))]
         last_job = None
         for ev in items:
+            if isinstance(ev, RateRows):
+                if pending is not None and ev.file in pending.queue and not self._rates_may_wait(ev, pending):
+                    job = self._take_each(ev.events(), pending, segments, touched)
+                else:
+                    job = fold_rates(self, ev, segments, lambda e: self._take(e, segments),
+                                     lambda: Segment(self._timer_state(ev.file)), MAX_RANKS_SEEN)
+                if job is not last_job:
+                    touched[id(job)] = last_job = job
+                continue
             if isinstance(ev, StepRows):
                 job = fold_steps(self, ev, segments, lambda e: self._take(e, segments),
                                  lambda: Segment(self._timer_state(ev.file)), MAX_RANKS_SEEN)
@@ -471,6 +481,24 @@ class JobStore:
                 fold(segment, None, MAX_TIMERS, MAX_RANKS_SEEN)
         for job in touched.values():  # (staged points are bounded by what one call takes)
             job.flush_series()
+
+    def _rates_may_wait(self, rows: RateRows, pending: Pending) -> bool:
+        """Whether ``rows`` may be taken before their file's iteration rows still to fold (those
+        of earlier lines start no run: what :meth:`_rows_before` asks of each of their events)."""
+        line = rows.line[-1]
+        return pending.first_line(rows.file) >= line or pending.may_wait(self, rows.file, line, MAX_RUNS,
+                                                                          MAX_RANKS_SEEN)
+
+    def _take_each(self, events: list[Event], pending: Pending, segments: dict[str, Segment],
+                   touched: dict[int, "Job"]) -> "Job":
+        """``events`` one by one, each after its file's iteration rows that go before it."""
+        for ev in events:
+            if ev.file in pending.queue:
+                for job in self._rows_before(ev, pending, segments):
+                    touched[id(job)] = job
+            job = self._take(ev, segments)
+            touched[id(job)] = job
+        return job
 
     def _rows_before(self, ev: Union[Event, IterationRows], pending: Pending,
                      segments: dict[str, Segment]) -> list[Job]:

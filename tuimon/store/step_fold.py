@@ -1,4 +1,4 @@
-"""Step rows into a job, in bulk.
+"""Step and rate rows into a job, in bulk.
 
 The compiled core reads TorchTitan's metrics lines and Hugging Face Trainer's metrics
 dicts into :class:`~tuimon.parsers.columns.StepRows`, which stand at the place of their
@@ -10,6 +10,12 @@ step told twice, which fills the point it made; a loss that is not finite, a div
 said at its line; an evaluation pass's interval; a bounded series, which thins as it
 takes points) the rows go through the event path one by one.
 
+Megatron-DeepSpeed's rate lines (:class:`~tuimon.parsers.columns.RateRows`: Throughputs,
+and the parameter count an ``Effective Tera Flops`` line gives, a RunConfig that shapes no
+run) change nothing an iteration reads: among iteration rows of their file still to fold
+they are taken at once where none of those rows before them starts a run (as the event
+path lets each wait, :meth:`~tuimon.store.iteration_fold.Pending.may_wait`).
+
 The tests hold the store of rows to the store of the same rows' events.
 """
 from __future__ import annotations
@@ -17,7 +23,7 @@ from __future__ import annotations
 import math
 from typing import Any, Callable, Optional
 
-from tuimon.parsers.columns import StepRows
+from tuimon.parsers.columns import RateRows, StepRows
 
 from .series import PointPlan, point_plan
 
@@ -42,20 +48,7 @@ def fold(store: Any, rows: StepRows, segments: dict, take: Callable[[Any], Any],
             job = take(ev)
         return job
     n = len(rows.line)
-    job.events += rows.weight()
-    seen = job.ranks_seen
-    for rank in dict.fromkeys(rows.rank):
-        if rank is not None and rank not in seen and len(seen) < max_ranks:
-            seen.add(rank)
-    walls = [w for w in rows.wall_time if w is not None]
-    floor = job.launch_wall  # (a stamp before its run's launch is the run before's, carried over)
-    counted = walls if floor is None else [w for w in walls if w >= floor]
-    if counted:
-        low, high = min(counted), max(counted)
-        if job.first_wall is None or low < job.first_wall:
-            job.first_wall = low
-        if job.last_wall is None or high > job.last_wall:
-            job.last_wall = high
+    walls = _counts(job, rows, max_ranks)
     # the Steps
     run.progressed = True
     file_id = job.file_index.get(rows.file, 0)
@@ -87,6 +80,52 @@ def fold(store: Any, rows: StepRows, segments: dict, take: Callable[[Any], Any],
     return job
 
 
+def fold_rates(store: Any, rows: RateRows, segments: dict, take: Callable[[Any], Any],
+               new_segment: Callable[[], Any], max_ranks: int) -> Any:
+    """``rates`` into ``store`` as their events would go (the caller knows none of its file's
+    iteration rows still to fold starts a run before them; ``take`` takes one event the event
+    path's way); the job they went to."""
+    job, _ = store.job_for(rows.file)
+    if rows.file not in segments:  # (what its timers count in from here, as an event's taking makes it)
+        segments[rows.file] = new_segment()
+    if job.bounded or not _COLUMNAR:
+        for ev in rows.events():
+            job = take(ev)
+        return job
+    _counts(job, rows, max_ranks)
+    file_id = job.file_index.get(rows.file, 0)
+    job.reported.stage(_THROUGHPUT, _points(_THROUGHPUT, rows, range(len(rows.line)), _RATE_COLUMNS), [], file_id)
+    told = [k for k, kind in enumerate(rows.kind) if kind == 0]  # the RunConfigs of the parameters
+    if told:
+        walls = [w for w in (rows.wall_time[k] for k in told) if w is not None]
+        if walls and (job.first_config_wall is None or min(walls) < job.first_config_wall):
+            job.first_config_wall = min(walls)
+        params = _last([rows.params_b[k] for k in told])
+        if params is not None:
+            job.config["total_params_b"] = params
+    return job
+
+
+def _counts(job: Any, rows: Any, max_ranks: int) -> list[float]:
+    """What the store counts of every event (how many, the ranks seen, the first and last
+    stamps) for the rows' events; their stamps."""
+    job.events += rows.weight()
+    seen = job.ranks_seen
+    for rank in dict.fromkeys(rows.rank):
+        if rank is not None and rank not in seen and len(seen) < max_ranks:
+            seen.add(rank)
+    walls = [w for w in rows.wall_time if w is not None]
+    floor = job.launch_wall  # (a stamp before its run's launch is the run before's, carried over)
+    counted = walls if floor is None else [w for w in walls if w >= floor]
+    if counted:
+        low, high = min(counted), max(counted)
+        if job.first_wall is None or low < job.first_wall:
+            job.first_wall = low
+        if job.last_wall is None or high > job.last_wall:
+            job.last_wall = high
+    return walls
+
+
 def _plain(rows: StepRows, last_step: Optional[int]) -> bool:
     """Whether no row tells its step again (its point is filled, not made) and every loss is
     finite or none (a divergence is said at its line)."""
@@ -108,9 +147,12 @@ _STEP_COLUMNS = {"step": "step", "loss": "loss", "lr": "lr", "elapsed_ms": "elap
                  "line": "line"}
 _THROUGHPUT_COLUMNS = {"iteration": "step", "tflops_reported": "tflops", "tokens_per_gpu_per_sec": "tps",
                        "mfu": "mfu", "wall_time": "wall_time", "line": "line"}
+#: the same of a rate row's Throughput
+_RATE_COLUMNS = {"iteration": "iteration", "tflops_reported": "tflops", "samples_per_sec": "samples_per_sec",
+                 "iteration_time_s": "iteration_time_s", "wall_time": "wall_time", "line": "line"}
 
 
-def _points(plan: PointPlan, rows: StepRows, at: Any, attrs: dict[str, str]) -> list[tuple]:
+def _points(plan: PointPlan, rows: Any, at: Any, attrs: dict[str, str]) -> list[tuple]:
     """What ``plan.fetch`` reads off the events of rows ``at`` (``attrs``: where their
     attributes are), column by column."""
     k = len(at)
