@@ -45,7 +45,8 @@ def test_a_hook_that_raises_is_counted_and_reported(tmp_path, monkeypatch, capsy
     def broken(self, body, ctx):
         raise ValueError("a parser bug")
 
-    monkeypatch.setattr(MegatronParser, "_on_effective", broken)
+    monkeypatch.setattr(MegatronParser, "_on_effective", broken)  # (the Python engine's reader)
+    monkeypatch.setattr(MegatronParser, "effective_into", broken)  # (the core's lines' maker)
     log = tmp_path / "run.log"
     log.write_text(" iteration 1/ 10 | elapsed time per iteration (ms): 5.0 | lm loss: 1.0 |\n"
                    "Effective Tera Flops per GPU: 41.9 and total parameters 52.0 B\n" * 3)

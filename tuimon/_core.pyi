@@ -3,11 +3,11 @@
 ``tests/test_packaging.py`` holds this stub to the built module with mypy's stubtest."""
 from typing import Any, Callable, Optional, final
 
-__all__ = ["Literals", "Records", "LineRegex", "TimerLines", "MetricLines", "MemoryLines", "Framing", "hf_dicts",
-           "json_indent", "__version__", "SOURCES", "BUILD"]
+__all__ = ["Literals", "Records", "LineRegex", "TimerLines", "MetricLines", "MemoryLines", "FieldLines", "Framing",
+           "hf_dicts", "json_indent", "__version__", "SOURCES", "BUILD"]
 
-#: a reader's declaration, from parsers/ (megatron.CORE_RECORD, CORE_MEMORY, timers.CORE, torchtitan.CORE_METRICS,
-#: prefix.CORE, timestamps.CORE)
+#: a reader's declaration, from parsers/ (megatron.CORE_RECORD, CORE_MEMORY, CORE_EFFECTIVE, CORE_NUMWORKERS,
+#: timers.CORE, torchtitan.CORE_METRICS, prefix.CORE, timestamps.CORE)
 _Declaration = dict[str, Any]
 
 __version__: str
