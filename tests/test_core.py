@@ -339,6 +339,35 @@ def test_a_memory_report_is_read_by_the_core_and_two_go_to_the_hook():
     assert parser.memory_row(rows[0], frame, None) == parser._on_memory(one, parser.context_of(frame, None))
 
 
+def test_a_whole_memory_report_goes_to_the_core_not_the_hooks(tmp_path, monkeypatch):
+    """A whole report holds the wrapped tail's trigger (``| max reserved:``) too; its handler
+    leaves such lines (LineParser.LEAVES), so the report is the core's reader's, not a line of
+    two hooks; a tail srun wrapped onto its own line still goes to the tail's handler."""
+    called: list = []
+    for name in ("_on_memory", "_on_memory_tail"):
+        original = getattr(megatron.MegatronParser, name)
+
+        def spy(self, body, ctx, _name=name, _original=original):
+            called.append(_name)
+            return _original(self, body, ctx)
+
+        monkeypatch.setattr(megatron.MegatronParser, name, spy)
+    path = tmp_path / "m.log"
+    path.write_text(" iteration 1/ 10 | elapsed time per iteration (ms): 5.0 | lm loss: 1.0 |\n"
+                    "[Rank 0] (after 1 iterations) memory (MB) | allocated: 15382.8 | max allocated: 19070.7 | "
+                    "reserved: 26762.0 | max reserved: 26762.0\n"
+                    "0: [Rank 1] (after 1 iterations) memory (MB) | allocated: 1.0 | max allocated: 2.0 | res\n"
+                    "0: erved: 42498.00 | max reserved: 42498.00\n")
+    python_items, _ = _items(path, "python")
+    assert called.count("_on_memory") == 2 and called.count("_on_memory_tail") == 1
+    called.clear()
+    core_items, _ = _items(path, "core")
+    assert called == ["_on_memory_tail"], "the whole report went to the core's reader"
+    assert [repr(e) for e in expand(core_items)] == [repr(e) for e in expand(python_items)]
+    memory = [e for e in expand(core_items) if e.type == "memory"]
+    assert [(e.line, e.gpu_max_reserved_mb) for e in memory] == [(2, 26762.0), (3, None), (4, 42498.0)]
+
+
 def test_records_keep_256_timers_at_most():
     records = core.Records(megatron.spec_of, to_float, to_int, frozen_map, megatron.CORE_RECORD)
     text = " | ".join(f"t{k}: {k}.5" for k in range(300)) + " | t1: 9.0"

@@ -37,7 +37,8 @@ def hook_rules(parsers: tuple[Any, ...], core: Any, column_kinds: tuple[tuple[st
     for k, cls in enumerate(parsers):
         for j, (trigger, name) in enumerate(cls.ROUTES):
             kind = cls.COLUMNS.get(name) if core is not None else None
-            rules.append(HookRule(trigger, name, (k, j), kinds.get(kind) if kind is not None else None))
+            rules.append(HookRule(trigger, name, (k, j), kinds.get(kind) if kind is not None else None,
+                                  cls.LEAVES.get(name)))
     return tuple(rules)
 
 
@@ -47,10 +48,12 @@ class HookRule:
     that every file read by the same parsers shares one list of rules (:func:`hook_rules`):
     each file holding its own cost ~25 KB a file, 250 MB at 10,000 followed files."""
 
-    __slots__ = ("trigger", "name", "key", "literal", "anchors", "by_line", "column", "core")
+    __slots__ = ("trigger", "name", "key", "literal", "anchors", "by_line", "column", "core", "leaves")
 
-    def __init__(self, trigger: str, name: str, key: tuple[int, int], column: Optional[int] = None) -> None:
+    def __init__(self, trigger: str, name: str, key: tuple[int, int], column: Optional[int] = None,
+                 leaves: Optional[str] = None) -> None:
         self.trigger, self.name, self.key = trigger, name, key
+        self.leaves = leaves  # a text whose lines its handler gives nothing for (LineParser.LEAVES): not its
         self.column = column  # the compiled core's reader of its plain lines (see BlockEngine._events), if any
         self.literal, self.anchors = _read_off(trigger)
         self.by_line = bool(self.anchors) and not starts_with_literal(trigger)
@@ -75,8 +78,21 @@ class HookRule:
         return self.anchors is None or any(a in literals for a in self.anchors)
 
     def lines(self, text: str, order: int, hits: list, held: Optional[Mapping[str, list[int]]] = None) -> None:
-        """Append (line start, order, self, None) for each line holding the trigger
-        (``held``: the lines holding each literal, when the compiled core found them)."""
+        """Append (line start, order, self, None) for each line holding the trigger and not
+        what its handler leaves (``held``: the lines holding each literal, when the compiled
+        core found them)."""
+        if self.leaves is None:
+            self._lines(text, order, hits, held)
+            return
+        found: list = []
+        self._lines(text, order, found, held)
+        find, leaves, size = text.find, self.leaves, len(text)
+        for hit in found:
+            end = find("\n", hit[0])
+            if find(leaves, hit[0], size if end < 0 else end) < 0:
+                hits.append(hit)
+
+    def _lines(self, text: str, order: int, hits: list, held: Optional[Mapping[str, list[int]]] = None) -> None:
         find, rfind = text.find, text.rfind
         literal = self.literal
         if literal is not None and held is not None:

@@ -77,6 +77,10 @@ class LineParser:
     #: (``tuimon._core.TimerLines``): a line it reads gives the event the handler would
     #: give, and any other line of the route still goes to the handler
     COLUMNS: ClassVar[dict[str, str]] = {}
+    #: handler -> a text whose lines its trigger is on and it gives nothing for: they are not
+    #: handed to it (a whole memory report holds the tail's trigger: as a hook's line too, the
+    #: compiled core's reader left it to the hooks)
+    LEAVES: ClassVar[dict[str, str]] = {}
     SAMPLES: ClassVar[tuple[Sample, ...]] = ()
     _ROUTE_RES: ClassVar[Optional[tuple[tuple[Pattern[str], str], ...]]] = None
 
@@ -134,8 +138,9 @@ class LineParser:
         probe = body + "\n"  # triggers may anchor on the line end
         events: list[Event] = []
         done: list[str] = []
+        leaves = self.LEAVES
         for rx, handler in self._route_res():
-            if handler not in done and rx.search(probe):
+            if handler not in done and rx.search(probe) and not (handler in leaves and leaves[handler] in body):
                 done.append(handler)
                 events.extend(getattr(self, handler)(body, ctx))
         return events

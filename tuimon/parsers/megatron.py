@@ -24,6 +24,8 @@ ITERATION = re.compile(r"iteration[ =]+(\d+)/ *(\d+) *\|")
 
 _EFFECTIVE = re.compile(r"Effective Tera Flops per GPU: (\S+) and total parameters (\S+) B")
 _NUMWORKERS = re.compile(r"NumWorkers: (\d+); SamplesPerStep: (\d+); IterationTime: (\S+);\s*SamplesPerSecond: (\S+)")
+#: what every whole memory report holds (a wrapped report's tail does not)
+_WHOLE_REPORT = "memory (MB)"
 #: also the compiled core's (tuimon._core.FieldLines): the groups it reads, as to_float does, for the
 #: lines' rows (Megatron-DeepSpeed prints both every logging interval)
 CORE_EFFECTIVE = {"pattern": _EFFECTIVE.pattern, "groups": [1, 2]}
@@ -217,6 +219,7 @@ class MegatronParser(LineParser):
     # the Effective Tera Flops and NumWorkers lines into rows (FieldLines by CORE_EFFECTIVE, CORE_NUMWORKERS)
     COLUMNS = {"_on_iteration": "iteration", "_on_memory": "memory", "_on_effective": "effective",
                "_on_numworkers": "numworkers"}
+    LEAVES = {"_on_memory_tail": _WHOLE_REPORT}  # (a whole report is _on_memory's)
 
     SAMPLES = (
         Sample(" iteration       30/      50 | elapsed time per iteration (ms): 6051.8 | learning rate: 1.406E-06 | "
@@ -461,7 +464,7 @@ class MegatronParser(LineParser):
         """The rest of a report srun wrapped onto a line of its own, behind the rank's label
         (``... | max allocated: 45008.92 | res`` then ``0: erved: 42498.00 | max reserved: 42498.00``):
         its whole fields count, the cut one before them is left out (the report's own line read the rest)."""
-        if "memory (MB)" in body:
+        if _WHOLE_REPORT in body:
             return []  # a whole report: _on_memory's
         first, *rest = body.split("|")
         if not rest or not _MEMORY_TAIL_HEAD.match(first):
