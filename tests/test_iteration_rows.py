@@ -16,10 +16,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tuimon.figures.summary import summarize
-from tuimon.parsers.columns import IterationRows, expand, slices
+from tuimon.parsers.columns import IterationRows, expand
 from tuimon.parsers.events import Iteration, LogWarning, Memory, Milestone, RunConfig, Step, Throughput, frozen_map
-from tuimon.store import job_store
-from tuimon.store.job_store import JobStore
+
+from tests.helpers.stores import events_taken, stored
 
 _RANKS = st.sampled_from([None, None, 0, 1, 2, 3])
 _LOSS = st.sampled_from([2.5, 3.25, 1.0, math.nan, math.inf, None])
@@ -106,9 +106,7 @@ def _close(items: list, file: str, events: list, rows: list) -> None:
 
 def _state(items: list, bounded: bool = False, slice_size: int = 0) -> list:
     """What the store keeps (its config by key: the order its keys came in is not read)."""
-    store = JobStore(bounded=bounded)
-    for part in slices(items, slice_size) if slice_size else (items,):
-        store.add(list(part))
+    store = stored(items, bounded, slice_size)
     out = []
     for key, job in store.jobs.items():
         series = {k: s.points.tobytes() for k, s in job.ranks.items()}
@@ -138,18 +136,8 @@ def test_rows_fold_in_bulk_where_nothing_orders_them():
               for kind in ("throughput", "memory")]
     items: list = []
     _close(items, "a.log", events, rows)
-    taken: list = []
-    original = job_store.JobStore._take
-
-    def counting(self, ev, segments):
-        taken.append(type(ev).__name__)
-        return original(self, ev, segments)
-
-    job_store.JobStore._take = counting  # type: ignore[method-assign]
-    try:
+    with events_taken() as taken:
         state = _state(items)
-    finally:
-        job_store.JobStore._take = original  # type: ignore[method-assign]
     assert "Iteration" not in taken and len(taken) == len(events)
     assert state == _state(expand(items))
     job = next(iter(state))

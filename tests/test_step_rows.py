@@ -18,13 +18,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.helpers.stores import events_taken, stored
 from tuimon.engine import native
 from tuimon.engine.ingest import parse_file
 from tuimon.figures.summary import summarize
-from tuimon.parsers.columns import IterationRows, RateRows, StepRows, expand, slices
+from tuimon.parsers.columns import IterationRows, RateRows, StepRows, expand
 from tuimon.parsers.events import Evaluation, Memory, Milestone, RunConfig, Step, Throughput, frozen_map
-from tuimon.store import job_store
-from tuimon.store.job_store import JobStore
 
 _RANKS = st.sampled_from([None, None, 0, 1])
 _LOSS = st.sampled_from([2.5, 3.25, 1.0, None, math.nan, math.inf, -math.inf])
@@ -121,9 +120,7 @@ def _blocks(draw) -> list:
 
 def _state(items: list, bounded: bool = False, slice_size: int = 0) -> list:
     """What the store keeps of its jobs (the step rows' part bit for bit)."""
-    store = JobStore(bounded=bounded)
-    for part in slices(items, slice_size) if slice_size else (items,):
-        store.add(list(part))
+    store = stored(items, bounded, slice_size)
     out = []
     for key, job in store.jobs.items():
         out.append((key, job.events, sorted(job.ranks_seen), job.first_wall, job.last_wall, job.first_step_wall,
@@ -158,18 +155,8 @@ def test_rate_rows_fold_at_once_among_iteration_rows():
     iterations = IterationRows("a.log", [3 * k + 1 for k in range(200)], [0] * 200, [None] * 200,
                                [1.7e9 + k for k in range(200)], list(range(1, 201)), [1000] * 200,
                                [{"elapsed_ms": 900.0} for _ in range(200)])
-    taken: list = []
-    original = job_store.JobStore._take
-
-    def counting(self, ev, segments):
-        taken.append(type(ev).__name__)
-        return original(self, ev, segments)
-
-    job_store.JobStore._take = counting  # type: ignore[method-assign]
-    try:
+    with events_taken() as taken:
         state = _state([rows, iterations])
-    finally:
-        job_store.JobStore._take = original  # type: ignore[method-assign]
     assert "Throughput" not in taken and "RunConfig" not in taken
     assert state == _state(expand([rows, iterations]))
     assert state[0][1] == 200 + 600  # the iterations' and the rates' events
@@ -188,18 +175,8 @@ def test_a_run_of_steps_folds_in_bulk():
     """A run of 500 TorchTitan rows (with a rate and memory each) is folded without an event a row."""
     rows = StepRows("a.log", [(k + 1, 0, None, 1.7e9 + k, k + 1, 3.0 - k / 1000, None, 1000.0 if k else None, 150.0,
                                6000.0, 40.0, 30.0 + k % 7) for k in range(500)])
-    taken: list = []
-    original = job_store.JobStore._take
-
-    def counting(self, ev, segments):
-        taken.append(type(ev).__name__)
-        return original(self, ev, segments)
-
-    job_store.JobStore._take = counting  # type: ignore[method-assign]
-    try:
+    with events_taken() as taken:
         state = _state([rows])
-    finally:
-        job_store.JobStore._take = original  # type: ignore[method-assign]
     assert taken == []
     assert state == _state(rows.events())
     job = state[0]

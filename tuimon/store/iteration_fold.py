@@ -259,14 +259,20 @@ def _fold_run(store: Any, job: Any, file_rank: Optional[int], rows: IterationRow
 def _counts(job: Any, rows: IterationRows, a: int, b: int, max_ranks: int) -> None:
     """What the store counts of every event: how many, the ranks seen, the first and last stamps."""
     job.events += b - a
+    seen_in(job, rows.rank[a:b], rows.wall_time[a:b], max_ranks)
+
+
+def seen_in(job: Any, ranks: Sequence[Optional[int]], walls: Sequence[Optional[float]], max_ranks: int) -> None:
+    """What the store keeps of every event of rows (the ranks seen, the first and last
+    stamps), of their ``ranks`` and stamps ``walls``."""
     seen = job.ranks_seen
-    for rank in dict.fromkeys(rows.rank[a:b]):
+    for rank in dict.fromkeys(ranks):
         if rank is not None and rank not in seen and len(seen) < max_ranks:
             seen.add(rank)
     floor = job.launch_wall  # (a stamp before its run's launch is the run before's, carried over)
-    walls = [w for w in rows.wall_time[a:b] if w is not None and (floor is None or w >= floor)]
-    if walls:
-        low, high = min(walls), max(walls)
+    counted = [w for w in walls if w is not None and (floor is None or w >= floor)]
+    if counted:
+        low, high = min(counted), max(counted)
         if job.first_wall is None or low < job.first_wall:
             job.first_wall = low
         if job.last_wall is None or high > job.last_wall:

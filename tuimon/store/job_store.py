@@ -449,18 +449,8 @@ class JobStore:
                 item.events() if type(item) is StepRows and item.file in pending.queue else (item,))]
         last_job = None
         for ev in items:
-            if isinstance(ev, RateRows):
-                if pending is not None and ev.file in pending.queue and not self._rates_may_wait(ev, pending):
-                    job = self._take_each(ev.events(), pending, segments, touched)
-                else:
-                    job = fold_rates(self, ev, segments, lambda e: self._take(e, segments),
-                                     lambda: Segment(self._timer_state(ev.file)), MAX_RANKS_SEEN)
-                if job is not last_job:
-                    touched[id(job)] = last_job = job
-                continue
-            if isinstance(ev, StepRows):
-                job = fold_steps(self, ev, segments, lambda e: self._take(e, segments),
-                                 lambda: Segment(self._timer_state(ev.file)), MAX_RANKS_SEEN)
+            if isinstance(ev, (RateRows, StepRows)):
+                job = self._fold_in_place(ev, pending, segments, touched)
                 if job is not last_job:
                     touched[id(job)] = last_job = job
                 continue
@@ -481,6 +471,22 @@ class JobStore:
                 fold(segment, None, MAX_TIMERS, MAX_RANKS_SEEN)
         for job in touched.values():  # (staged points are bounded by what one call takes)
             job.flush_series()
+
+    def _fold_in_place(self, rows: Union[RateRows, StepRows], pending: Optional[Pending], segments: dict[str, Segment],
+                       touched: dict[int, "Job"]) -> "Job":
+        """Rows that stand at the place of their events, folded in bulk (rate rows one by one
+        where their file's iteration rows still to fold must go first); the job they went to."""
+        def take(ev: Event) -> Job:
+            return self._take(ev, segments)
+
+        def new_segment() -> Segment:
+            return Segment(self._timer_state(rows.file))
+
+        if isinstance(rows, StepRows):
+            return fold_steps(self, rows, segments, take, new_segment, MAX_RANKS_SEEN)
+        if pending is not None and rows.file in pending.queue and not self._rates_may_wait(rows, pending):
+            return self._take_each(rows.events(), pending, segments, touched)
+        return fold_rates(self, rows, segments, take, new_segment, MAX_RANKS_SEEN)
 
     def _rates_may_wait(self, rows: RateRows, pending: Pending) -> bool:
         """Whether ``rows`` may be taken before their file's iteration rows still to fold (those

@@ -25,6 +25,7 @@ from typing import Any, Callable, Optional
 
 from tuimon.parsers.columns import RateRows, StepRows
 
+from .iteration_fold import seen_in
 from .series import PointPlan, point_plan
 
 _STEP = point_plan("step")
@@ -110,20 +111,8 @@ def _counts(job: Any, rows: Any, max_ranks: int) -> list[float]:
     """What the store counts of every event (how many, the ranks seen, the first and last
     stamps) for the rows' events; their stamps."""
     job.events += rows.weight()
-    seen = job.ranks_seen
-    for rank in dict.fromkeys(rows.rank):
-        if rank is not None and rank not in seen and len(seen) < max_ranks:
-            seen.add(rank)
-    walls = [w for w in rows.wall_time if w is not None]
-    floor = job.launch_wall  # (a stamp before its run's launch is the run before's, carried over)
-    counted = walls if floor is None else [w for w in walls if w >= floor]
-    if counted:
-        low, high = min(counted), max(counted)
-        if job.first_wall is None or low < job.first_wall:
-            job.first_wall = low
-        if job.last_wall is None or high > job.last_wall:
-            job.last_wall = high
-    return walls
+    seen_in(job, rows.rank, rows.wall_time, max_ranks)
+    return [w for w in rows.wall_time if w is not None]
 
 
 def _plain(rows: StepRows, last_step: Optional[int]) -> bool:
