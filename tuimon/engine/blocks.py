@@ -294,7 +294,7 @@ class BlockEngine:
             """A line's events (``number``'s) after those before them."""
             nonlocal log_start
             if rows is not None:
-                rows.close_steps(events)
+                rows.close_placed(events)
             if log_start is not None:
                 k = next((k for k, e in enumerate(out) if e.line >= log_start.line), None)
                 if k is not None:
@@ -331,20 +331,20 @@ class BlockEngine:
                     try:
                         # (a step or rate line's maker puts the line into the rows made at their place where its
                         # events are a row's: None)
-                        out = entry[0](rows.steps_of(entry[2], events), entry[1], frame, own) if len(entry) == 3 \
+                        out = entry[0](rows.placed_of(entry[2], events), entry[1], frame, own) if len(entry) == 3 \
                             else entry[0](entry[1], frame, own)
                     except Exception:  # a hook bug must not stop the stream: counted, reported
                         self.failed += 1
                         out = []
                     if out is None:
                         if log_start is not None and frame[0] >= log_start.line:  # it goes before this row
-                            row = rows.steps.pop()
-                            rows.close_steps(events)
+                            row = rows.placed.pop()
+                            rows.close_placed(events)
                             events.append(log_start)
-                            rows.steps.append(row)
+                            rows.placed.append(row)
                             log_start = None
                     elif out:
-                        rows.close_steps(events)
+                        rows.close_placed(events)
                         if log_start is not None and frame[0] >= log_start.line:
                             events.append(log_start)
                             log_start = None

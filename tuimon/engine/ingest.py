@@ -8,7 +8,7 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
-from tuimon.parsers.columns import ROWS, Item, IterationRows, RateRows, StepRows, TimerRows, expand
+from tuimon.parsers.columns import ROWS, Item, Rows, expand
 from tuimon.parsers.events import Event, Truncated
 
 from ..sources.framing import Block, Framer
@@ -121,7 +121,7 @@ class FileParser:
                 items = list(expand(items))
         out: list[Item] = []
         for item in items:
-            if isinstance(item, (TimerRows, IterationRows, StepRows, RateRows)):
+            if isinstance(item, Rows):
                 out.append(item.renumbered(renumbered(np.asarray(item.line, dtype=np.int64)).tolist()))
             elif item.line is not None and item.line > first:
                 out.append(item._replace(line=item.line - int(np.searchsorted(later, item.line - first, side="right"))))

@@ -11,7 +11,7 @@ them in line order with its other hit lines, and puts each read line's events in
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Any, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 from tuimon.parsers import megatron, prefix, timers, timestamps, torchtitan
 from tuimon.parsers.columns import IterationRows, RateRows, StepRows, TimerRows
@@ -53,9 +53,13 @@ def _memory_lines(core: Any) -> Any:
     return core.MemoryLines(megatron.CORE_MEMORY)
 
 
+#: the kinds the core reads by a declared regex of float groups (FieldLines), and their declarations
+_FIELDS = {EFFECTIVE_LINES: megatron.CORE_EFFECTIVE, NUMWORKERS_LINES: megatron.CORE_NUMWORKERS}
+
+
 @lru_cache(maxsize=8)
 def _field_lines(core: Any, kind: int) -> Any:
-    return core.FieldLines(megatron.CORE_EFFECTIVE if kind == EFFECTIVE_LINES else megatron.CORE_NUMWORKERS)
+    return core.FieldLines(_FIELDS[kind])
 
 
 @lru_cache(maxsize=4)
@@ -179,19 +183,19 @@ def _memories(core: Any, text: str, lines: list, owner: Any) -> tuple[list[int],
     return _memory_lines(core).read(text, lines)
 
 
-def _effective(core: Any, text: str, lines: list, owner: Any) -> tuple[list[int], list]:
-    return _field_lines(core, EFFECTIVE_LINES).read(text, lines)
-
-
-def _numworkers(core: Any, text: str, lines: list, owner: Any) -> tuple[list[int], list]:
-    return _field_lines(core, NUMWORKERS_LINES).read(text, lines)
+def _fields_of(kind: int) -> Callable[[Any, str, list, Any], tuple[list[int], list]]:
+    """The reader of a kind of :data:`_FIELDS`."""
+    def read(core: Any, text: str, lines: list, owner: Any) -> tuple[list[int], list]:
+        return _field_lines(core, kind).read(text, lines)
+    return read
 
 
 #: a kind of read line -> (its reader: verdicts and each read line's values; its parser's maker of
 #: events, or for iteration rows the method told the last counter its walk read)
 _READERS = {ITERATION_LINES: (_iterations, "iterations_read"), METRICS_LINES: (_metrics, "metrics_into"),
             HF_DICTS: (_dicts, "dict_into"), MEMORY_LINES: (_memories, "memory_row"),
-            EFFECTIVE_LINES: (_effective, "effective_into"), NUMWORKERS_LINES: (_numworkers, "numworkers_into")}
+            EFFECTIVE_LINES: (_fields_of(EFFECTIVE_LINES), "effective_into"),
+            NUMWORKERS_LINES: (_fields_of(NUMWORKERS_LINES), "numworkers_into")}
 #: the kinds whose lines' makers put a line into the block's rows of a kind made at their place (where
 #: its events are a row's: the maker returns None), and that kind
 _INTO = {METRICS_LINES: StepRows, HF_DICTS: StepRows, EFFECTIVE_LINES: RateRows, NUMWORKERS_LINES: RateRows}
@@ -238,16 +242,17 @@ class BlockRows:
 
     __slots__ = ("file", "starts", "frames", "verdicts", "names", "name_index", "ms", "counts", "comm", "ranks",
                  "at", "closed", "pairs_at", "line", "rank", "node", "wall", "events", "events_at", "iterations",
-                 "steps", "steps_kind")
+                 "placed", "placed_kind")
 
     def __init__(self, file: str, starts: list[int], frames: list, verdicts: list[int], read: Any,
                  events: Optional[list] = None, iterations: Optional[Iterations] = None) -> None:
         self.file = file
         self.starts, self.frames, self.verdicts = starts, frames, verdicts
         self.ranks, self.counts, self.comm, self.names, self.name_index, self.ms = read
-        self.events = events or []  # each EVENT line's (maker, values[, True: a maker into steps]), in line order
-        self.steps: list[tuple] = []  # the rows made at their place walked since the last event put in the block's
-        self.steps_kind: Any = StepRows  # and their kind (StepRows or RateRows)
+        # each EVENT line's (maker, values), or (maker, values, the PlacedRows kind it may add the line to)
+        self.events = events or []
+        self.placed: list[tuple] = []  # the rows made at their place walked since the last event put in the block's
+        self.placed_kind: Any = StepRows  # and their kind (a PlacedRows: StepRows or RateRows)
         self.events_at = 0
         self.iterations = iterations
         self.at = 0  # the next line to walk
@@ -269,23 +274,23 @@ class BlockRows:
                     self.close(events)
                     return
 
-    def close_steps(self, events: list) -> None:
+    def close_placed(self, events: list) -> None:
         """The rows made at their place walked since the last event, into ``events`` there."""
-        if self.steps:
-            events.append(self.steps_kind(self.file, self.steps))
-            self.steps = []
+        if self.placed:
+            events.append(self.placed_kind(self.file, self.placed))
+            self.placed = []
 
-    def steps_of(self, kind: Any, events: list) -> list[tuple]:
+    def placed_of(self, kind: Any, events: list) -> list[tuple]:
         """Where a line's row of ``kind`` goes (the rows of another kind walked before it closed)."""
-        if kind is not self.steps_kind:
-            self.close_steps(events)
-            self.steps_kind = kind
-        return self.steps
+        if kind is not self.placed_kind:
+            self.close_placed(events)
+            self.placed_kind = kind
+        return self.placed
 
     def close(self, events: list) -> None:
         """The rows walked since the last close, as one :class:`IterationRows` and one
         :class:`TimerRows` after ``events`` (the step rows walked before them first)."""
-        self.close_steps(events)
+        self.close_placed(events)
         if self.iterations is not None:
             self.iterations.close(self.file, events)
         a, b = self.closed, len(self.line)

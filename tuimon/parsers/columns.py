@@ -120,7 +120,23 @@ class IterationRows(Rows):
         return [self.event(k) for k in range(len(self.line))]
 
 
-class StepRows(Rows):
+class PlacedRows(Rows):
+    """Rows at the place of their events among a block's others (not after them), gathered as
+    one tuple a line (its values in the order of the slots after ``file``: 12 list appends a
+    line cost a third of the rows' time) and made columns at once."""
+
+    __slots__ = ()
+
+    def __init__(self, file: str, rows: Sequence[tuple] = ()) -> None:
+        columns = zip(*rows) if rows else ((),) * (len(self.__slots__) - 1)
+        self.__setstate__((file, *(list(column) for column in columns)))
+
+    def weight(self) -> int:
+        """How many events these rows stand for."""
+        raise NotImplementedError
+
+
+class StepRows(PlacedRows):
     """Step lines of one file the core read (TorchTitan's metrics lines, Hugging Face
     Trainer's metrics dicts), at the place of their events among the block's others (not
     after them): per row its line, rank, node and stamp, its :class:`~.events.Step`'s step,
@@ -132,14 +148,18 @@ class StepRows(Rows):
     __slots__ = ("file", "line", "rank", "node", "wall_time", "step", "loss", "lr", "elapsed_ms", "tflops", "tps",
                  "mfu", "gib")
     type = "step_rows"
-
-    def __init__(self, file: str, rows: Sequence[tuple] = ()) -> None:
-        """``rows``: each row's values in the order of the slots after ``file`` (a maker appends
-        a tuple a line: 12 list appends a line cost a third of the rows' time)."""
-        self.file = file
-        columns = [list(column) for column in zip(*rows)] if rows else [[] for _ in self.__slots__[1:]]
-        (self.line, self.rank, self.node, self.wall_time, self.step, self.loss, self.lr, self.elapsed_ms, self.tflops,
-         self.tps, self.mfu, self.gib) = columns
+    line: list[int]
+    rank: list[Optional[int]]
+    node: list[Optional[str]]
+    wall_time: list[Optional[float]]
+    step: list[Optional[int]]
+    loss: list[Optional[float]]
+    lr: list[Optional[float]]
+    elapsed_ms: list[Optional[float]]
+    tflops: list[Optional[float]]
+    tps: list[Optional[float]]
+    mfu: list[Optional[float]]
+    gib: list[Optional[float]]
 
     def throughputs(self) -> list[int]:
         """The rows whose line gives a Throughput."""
@@ -169,7 +189,7 @@ class StepRows(Rows):
         return out
 
 
-class RateRows(Rows):
+class RateRows(PlacedRows):
     """Megatron-DeepSpeed's rate lines of one file the core read, at the place of their events
     (as :class:`StepRows`): per row its line, rank, node and stamp, the iteration before it,
     and its ``kind``: 0 an ``Effective Tera Flops`` line (a Throughput of its TFLOPs, then a
@@ -179,13 +199,16 @@ class RateRows(Rows):
     __slots__ = ("file", "line", "rank", "node", "wall_time", "iteration", "tflops", "params_b", "samples_per_sec",
                  "iteration_time_s", "kind")
     type = "rate_rows"
-
-    def __init__(self, file: str, rows: Sequence[tuple] = ()) -> None:
-        """``rows``: each row's values in the order of the slots after ``file``."""
-        self.file = file
-        columns = [list(column) for column in zip(*rows)] if rows else [[] for _ in self.__slots__[1:]]
-        (self.line, self.rank, self.node, self.wall_time, self.iteration, self.tflops, self.params_b,
-         self.samples_per_sec, self.iteration_time_s, self.kind) = columns
+    line: list[int]
+    rank: list[Optional[int]]
+    node: list[Optional[str]]
+    wall_time: list[Optional[float]]
+    iteration: list[Optional[int]]
+    tflops: list[Optional[float]]
+    params_b: list[Optional[float]]
+    samples_per_sec: list[Optional[float]]
+    iteration_time_s: list[Optional[float]]
+    kind: list[int]
 
     def weight(self) -> int:
         """How many events these rows stand for."""
@@ -212,7 +235,6 @@ class RateRows(Rows):
 #: the kinds of rows (in line order among themselves; timer and iteration rows after their block's
 #: other events, step and rate rows at their place)
 ROWS = (TimerRows, IterationRows, StepRows, RateRows)
-IN_PLACE = (StepRows, RateRows)
 Item = Union[Event, TimerRows, IterationRows, StepRows, RateRows]
 
 
@@ -223,8 +245,8 @@ def expand(items: Sequence[Item]) -> list[Event]:
         return list(items)  # type: ignore[arg-type]
     out: list[Event] = []
     for item in items:
-        if type(item) in IN_PLACE:
-            out.extend(item.events())  # type: ignore[union-attr]  # (at their place)
+        if isinstance(item, PlacedRows):
+            out.extend(item.events())  # (at their place)
         elif type(item) in ROWS:
             _merge(out, item.events())  # type: ignore[union-attr]
         else:
@@ -254,7 +276,7 @@ def weight(items: Sequence[Item]) -> int:
     """How many events ``items`` stand for."""
     total = len(items)
     for item in items:
-        if isinstance(item, (StepRows, RateRows)):
+        if isinstance(item, PlacedRows):
             total += item.weight() - 1
         elif isinstance(item, (TimerRows, IterationRows)):
             total += len(item) - 1

@@ -25,7 +25,7 @@ import math
 from bisect import bisect_left
 from typing import Any, Callable, Optional, Sequence, Union
 
-from tuimon.parsers.columns import IterationRows
+from tuimon.parsers.columns import IterationRows, weight
 
 from .fields import Of, primary_loss
 from .series import Series, point_plan
@@ -53,7 +53,7 @@ class Pending:
             if type(item) is IterationRows:
                 self.queue.setdefault(item.file, []).append([item, 0])
         self.epoch = 0  # moved on by every event that may change what the rows do to their run
-        self.slack = len(items)  # the most ranks the call's events can add to a job's
+        self.slack = weight(items)  # the most ranks the call's events can add to a job's (a row's events count)
         self._safe: dict[str, tuple] = {}  # file -> (epoch, rows, the first row that starts a new run)
 
     def first_line(self, file: str) -> int:

@@ -443,10 +443,6 @@ class JobStore:
         segments: dict[str, Segment] = {}  # per file: its events since its last rows
         touched: dict[int, Job] = {}  # the jobs whose series may hold staged points
         pending = Pending(items) if any(type(item) is IterationRows for item in items) else None
-        if pending is not None and any(type(item) is StepRows and item.file in pending.queue for item in items):
-            # (step rows among a file's iteration rows: the rows go in between, as their events)
-            items = [e for item in items for e in (
-                item.events() if type(item) is StepRows and item.file in pending.queue else (item,))]
         last_job = None
         for ev in items:
             if isinstance(ev, (RateRows, StepRows)):
@@ -474,18 +470,20 @@ class JobStore:
 
     def _fold_in_place(self, rows: Union[RateRows, StepRows], pending: Optional[Pending], segments: dict[str, Segment],
                        touched: dict[int, "Job"]) -> "Job":
-        """Rows that stand at the place of their events, folded in bulk (rate rows one by one
-        where their file's iteration rows still to fold must go first); the job they went to."""
+        """Rows that stand at the place of their events, folded in bulk; one by one where their
+        file's iteration rows still to fold go in between (step rows) or may have to go first
+        (rate rows); the job they went to."""
         def take(ev: Event) -> Job:
             return self._take(ev, segments)
 
         def new_segment() -> Segment:
             return Segment(self._timer_state(rows.file))
 
+        if pending is not None and rows.file in pending.queue and (
+                isinstance(rows, StepRows) or not self._rates_may_wait(rows, pending)):
+            return self._take_each(rows.events(), pending, segments, touched)
         if isinstance(rows, StepRows):
             return fold_steps(self, rows, segments, take, new_segment, MAX_RANKS_SEEN)
-        if pending is not None and rows.file in pending.queue and not self._rates_may_wait(rows, pending):
-            return self._take_each(rows.events(), pending, segments, touched)
         return fold_rates(self, rows, segments, take, new_segment, MAX_RANKS_SEEN)
 
     def _rates_may_wait(self, rows: RateRows, pending: Pending) -> bool:

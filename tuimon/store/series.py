@@ -393,10 +393,13 @@ class Series:
     def set_last(self, column: str, value: Optional[float]) -> None:
         self.flush()
         if self.n:
-            if column in _ALWAYS:
-                self._cols[column][self.n - 1] = _f(value)
-            else:
-                self._put_one(column, self.n - 1, _f(value))
+            self._assign(self.n - 1, column, value)
+
+    def _assign(self, i: int, column: str, value: Optional[float]) -> None:
+        if column in _ALWAYS:
+            self._cols[column][i] = _f(value)
+        else:
+            self._put_one(column, i, _f(value))
 
     def fill_last(self, column: str, value: float) -> None:
         """The last point's ``column`` becomes ``value`` if it holds NaN there (what
@@ -412,10 +415,7 @@ class Series:
         if col is None and column not in _NAMES:
             raise KeyError(column)
         if col is None or col[i] != col[i]:
-            if column in _ALWAYS:
-                self._cols[column][i] = _f(value)
-            else:
-                self._put_one(column, i, _f(value))
+            self._assign(i, column, value)
 
     # -- points out ----------------------------------------------------------------------------
     @property
