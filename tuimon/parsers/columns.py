@@ -126,6 +126,9 @@ class PlacedRows(Rows):
     line cost a third of the rows' time) and made columns at once."""
 
     __slots__ = ()
+    rank: list[Optional[int]]
+    node: list[Optional[str]]
+    wall_time: list[Optional[float]]
 
     def __init__(self, file: str, rows: Sequence[tuple] = ()) -> None:
         columns = zip(*rows) if rows else ((),) * (len(self.__slots__) - 1)
@@ -148,10 +151,6 @@ class StepRows(PlacedRows):
     __slots__ = ("file", "line", "rank", "node", "wall_time", "step", "loss", "lr", "elapsed_ms", "tflops", "tps",
                  "mfu", "gib")
     type = "step_rows"
-    line: list[int]
-    rank: list[Optional[int]]
-    node: list[Optional[str]]
-    wall_time: list[Optional[float]]
     step: list[Optional[int]]
     loss: list[Optional[float]]
     lr: list[Optional[float]]
@@ -199,10 +198,6 @@ class RateRows(PlacedRows):
     __slots__ = ("file", "line", "rank", "node", "wall_time", "iteration", "tflops", "params_b", "samples_per_sec",
                  "iteration_time_s", "kind")
     type = "rate_rows"
-    line: list[int]
-    rank: list[Optional[int]]
-    node: list[Optional[str]]
-    wall_time: list[Optional[float]]
     iteration: list[Optional[int]]
     tflops: list[Optional[float]]
     params_b: list[Optional[float]]
