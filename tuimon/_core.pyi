@@ -7,7 +7,7 @@ __all__ = ["Literals", "Records", "LineRegex", "TimerLines", "MetricLines", "Mem
            "hf_dicts", "json_indent", "__version__", "SOURCES", "BUILD"]
 
 #: a reader's declaration, from parsers/ (megatron.CORE_RECORD, CORE_MEMORY, CORE_EFFECTIVE, CORE_NUMWORKERS,
-#: timers.CORE, torchtitan.CORE_METRICS, prefix.CORE, timestamps.CORE)
+#: deepspeed.CORE_STEP, CORE_SAMPLES, CORE_PIPE, timers.CORE, torchtitan.CORE_METRICS, prefix.CORE, timestamps.CORE)
 _Declaration = dict[str, Any]
 
 __version__: str
@@ -65,7 +65,7 @@ class MetricLines:
 @final
 class FieldLines:
     def __new__(cls, declaration: _Declaration) -> "FieldLines": ...
-    def read(self, text: str, lines: list[tuple[int, int]]) -> tuple[bytes, list[list[Optional[float]]]]: ...
+    def read(self, text: str, lines: list[tuple[int, int]]) -> tuple[bytes, list[list[Optional[float | int]]]]: ...
 
 @final
 class MemoryLines:

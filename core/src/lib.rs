@@ -16,6 +16,7 @@ use std::sync::Mutex;
 pub mod hf;
 pub mod jsontext;
 pub mod metrics;
+mod fields;
 mod memory;
 mod numbers;
 pub mod prefix;
@@ -750,61 +751,73 @@ impl MemoryLines {
 }
 
 /// Per line a verdict, and the values of each line read.
-type FieldRows = (Vec<u8>, Vec<Vec<Option<f64>>>);
+type FieldRows = (Vec<u8>, Vec<Vec<Option<fields::Value>>>);
 
-/// Lines read by a declared regex into numbers (`parsers.megatron.CORE_EFFECTIVE`, `CORE_NUMWORKERS`):
-/// the rule kind "a line whose pattern's groups are floats"; the pattern and which groups are the
-/// declaration's.
+/// Lines read by a declared regex into numbers (`parsers.megatron.CORE_EFFECTIVE`, `CORE_NUMWORKERS`,
+/// `parsers.deepspeed.CORE_STEP`, ...): the rule kind "a line whose pattern's groups are numbers"
+/// (see `fields`); everything it looks for is the declaration's.
 #[pyclass(frozen, module = "tuimon._core")]
 struct FieldLines {
-    pattern: regex::Regex,
-    groups: Vec<usize>,
+    fields: fields::Fields,
+}
+
+/// A declaration's `pattern` and `groups` (`ints`: those of them read as ints).
+fn reading(declaration: &Bound<'_, PyDict>) -> PyResult<fields::Reading> {
+    let pattern = compile(&item::<String>(declaration, "pattern")?)?;
+    let numbers: Vec<usize> = item(declaration, "groups")?;
+    let ints: Vec<usize> = optional(declaration, "ints")?.unwrap_or_default();
+    if let Some(&g) = numbers.iter().chain(&ints).find(|&&g| g == 0 || g >= pattern.captures_len()) {
+        return Err(pyo3::exceptions::PyValueError::new_err(format!("the pattern has no group {g}")));
+    }
+    let groups = numbers.iter().map(|&number| fields::Group { number, int: ints.contains(&number) }).collect();
+    Ok(fields::Reading { pattern, groups })
+}
+
+/// A declaration's optional entry, typed.
+fn optional<'py, T: FromPyObjectOwned<'py>>(declaration: &Bound<'py, PyDict>, key: &str) -> PyResult<Option<T>> {
+    match declaration.get_item(key)? {
+        Some(v) if !v.is_none() => v.extract().map(Some).map_err(Into::into),
+        _ => Ok(None),
+    }
 }
 
 #[pymethods]
 impl FieldLines {
-    /// `declaration`: `pattern` (searched in a line's body, as `re.search` does) and `groups`
-    /// (the numbers of the groups read, each as `to_float` reads it).
+    /// `declaration`: `pattern` (searched in a line's body, as `re.search` does) and `groups` (the
+    /// numbers of the groups read, each as `to_float` reads it; those in `ints` as `to_int` does);
+    /// optionally `hook_if` (a pattern: a line it is found in goes to the hook), `tag` (a pattern
+    /// whose group 1, an int, is read after the groups; None where it is not found) and `then` (a
+    /// declaration of `pattern` and `groups` searched from the end of the match; its values come
+    /// last, None where it is not found).
     #[new]
     fn new(declaration: &Bound<'_, PyDict>) -> PyResult<Self> {
-        let pattern = compile(&item::<String>(declaration, "pattern")?)?;
-        let groups: Vec<usize> = item(declaration, "groups")?;
-        if let Some(&g) = groups.iter().find(|&&g| g == 0 || g >= pattern.captures_len()) {
-            return Err(pyo3::exceptions::PyValueError::new_err(format!("the pattern has no group {g}")));
+        let main = reading(declaration)?;
+        let hook_if = optional::<String>(declaration, "hook_if")?.map(|p| compile(&p)).transpose()?;
+        let tag = optional::<String>(declaration, "tag")?.map(|p| compile(&p)).transpose()?;
+        if tag.as_ref().is_some_and(|t| t.captures_len() < 2) {
+            return Err(pyo3::exceptions::PyValueError::new_err("the tag has no group 1"));
         }
-        Ok(FieldLines { pattern, groups })
+        let then = optional::<Bound<'_, PyDict>>(declaration, "then")?.map(|d| reading(&d)).transpose()?;
+        Ok(FieldLines { fields: fields::Fields { main, hook_if, tag, then } })
     }
 
     /// The lines `(body start, end)` of `text` (character offsets, plain ASCII bodies): per line
     /// 0 (no match: nothing), 1 (a value only Python reads: the hook reads the line) or 3 (read);
-    /// per line read, its groups' values (None: a group that took no part).
+    /// per line read, its values (floats and ints; None: a group that took no part).
     fn read(&self, text: &Bound<'_, PyString>, lines: Vec<(usize, usize)>) -> PyResult<FieldRows> {
         let (mut verdicts, mut rows) = (Vec::with_capacity(lines.len()), Vec::new());
-        let mut locs = self.pattern.capture_locations();
+        let f = &self.fields;
+        let mut locs = f.main.pattern.capture_locations();
+        let mut then_locs = f.then.as_ref().map_or_else(|| f.main.pattern.capture_locations(),
+                                                         |t| t.pattern.capture_locations());
         for body in text::slices(text.to_str()?, lines) {
-            if self.pattern.captures_read(&mut locs, body).is_none() {
-                verdicts.push(0);
-                continue;
-            }
-            let mut values = Vec::with_capacity(self.groups.len());
-            let mut plain = true;
-            for &g in &self.groups {
-                match locs.get(g) {
-                    None => values.push(None),
-                    Some((a, z)) => match numbers::fast_float(&body[a..z]) {
-                        Some(v) => values.push(Some(v)),
-                        None => {
-                            plain = false;
-                            break;
-                        }
-                    },
+            match f.read(body, &mut locs, &mut then_locs) {
+                fields::Verdict::Nothing => verdicts.push(0),
+                fields::Verdict::Hook => verdicts.push(1),
+                fields::Verdict::Read(values) => {
+                    verdicts.push(3);
+                    rows.push(values);
                 }
-            }
-            if plain {
-                verdicts.push(3);
-                rows.push(values);
-            } else {
-                verdicts.push(1);
             }
         }
         Ok((verdicts, rows))

@@ -331,17 +331,17 @@ class BlockEngine:
                     try:
                         # (a step or rate line's maker puts the line into the rows made at their place where its
                         # events are a row's: None)
-                        out = entry[0](rows.placed_of(entry[2], events), entry[1], frame, own) if len(entry) == 3 \
-                            else entry[0](entry[1], frame, own)
+                        placed = rows.placed_of(entry[2])
+                        out = entry[0](placed, entry[1], frame, own)
                     except Exception:  # a hook bug must not stop the stream: counted, reported
                         self.failed += 1
                         out = []
                     if out is None:
                         if log_start is not None and frame[0] >= log_start.line:  # it goes before this row
-                            row = rows.placed.pop()
+                            row = placed.pop()
                             rows.close_placed(events)
                             events.append(log_start)
-                            rows.placed.append(row)
+                            rows.placed_of(entry[2]).append(row)
                             log_start = None
                     elif out:
                         rows.close_placed(events)

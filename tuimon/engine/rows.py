@@ -1,10 +1,11 @@
 """A block's plain lines of a few kinds read by the compiled core, apart from the lines
 the hooks read: timer lines into columns (see :mod:`tuimon.parsers.columns`); Megatron's
 iteration lines and memory reports, TorchTitan's metrics lines and Hugging Face Trainer's
-metrics dicts into typed values: iteration lines into :class:`IterationRows`, metrics
-lines and dicts into :class:`StepRows` at their place (``metrics_into``, ``dict_into``: the
-parser's own code, without the reading, which gives a line's events instead where it says
-something once), memory reports into values their parser makes events of (``memory_row``).
+metrics dicts, Megatron-DeepSpeed's and DeepSpeed's rate and step lines into typed values:
+iteration lines into :class:`IterationRows`, the others into rows at their place
+(:class:`StepRows`, :class:`RateRows`, :class:`MemoryRows`) by their parser's own code
+without the reading (``metrics_into``, ``dict_into``, ``step_into``, ``memory_into``, ...),
+which gives a line's events instead where it says something once.
 Which lines the core reads, what it read, and the rows they make, closed into the block's
 events where the events' order needs it (:class:`tuimon.engine.blocks.BlockEngine` walks
 them in line order with its other hit lines, and puts each read line's events in its place)."""
@@ -13,8 +14,8 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any, Callable, Optional, Sequence
 
-from tuimon.parsers import megatron, prefix, timers, timestamps, torchtitan
-from tuimon.parsers.columns import IterationRows, RateRows, StepRows, TimerRows
+from tuimon.parsers import deepspeed, megatron, prefix, timers, timestamps, torchtitan
+from tuimon.parsers.columns import IterationRows, MemoryRows, RateRows, StepRows, TimerRows
 from tuimon.parsers.events import frozen_map
 from tuimon.parsers.numbers import to_float, to_int
 
@@ -23,8 +24,9 @@ from . import native
 #: LineParser.COLUMNS' kinds -> the kind numbers of tuimon._core.TimerLines, Megatron's iteration
 #: lines, TorchTitan's metrics lines, Hugging Face Trainer's metrics dicts and Megatron's memory reports
 COLUMN_KINDS = {"time-list": 0, "minmax": 1, "iteration": 2, "metrics": 3, "hf-dict": 4, "memory": 5,
-                "effective": 6, "numworkers": 7}
+                "effective": 6, "numworkers": 7, "ds-step": 8, "ds-samples": 9, "ds-pipe": 10}
 ITERATION_LINES, METRICS_LINES, HF_DICTS, MEMORY_LINES, EFFECTIVE_LINES, NUMWORKERS_LINES = 2, 3, 4, 5, 6, 7
+DS_STEP_LINES, DS_SAMPLES_LINES, DS_PIPE_LINES = 8, 9, 10
 #: the core's verdict on a line: nothing to read, left to its hook, a timer row, values for its
 #: parser, an iteration row
 NOTHING, HOOK, ROW, EVENT, ITERATION = 0, 1, 2, 3, 4
@@ -54,7 +56,9 @@ def _memory_lines(core: Any) -> Any:
 
 
 #: the kinds the core reads by a declared regex of float groups (FieldLines), and their declarations
-_FIELDS = {EFFECTIVE_LINES: megatron.CORE_EFFECTIVE, NUMWORKERS_LINES: megatron.CORE_NUMWORKERS}
+_FIELDS = {EFFECTIVE_LINES: megatron.CORE_EFFECTIVE, NUMWORKERS_LINES: megatron.CORE_NUMWORKERS,
+           DS_STEP_LINES: deepspeed.CORE_STEP, DS_SAMPLES_LINES: deepspeed.CORE_SAMPLES,
+           DS_PIPE_LINES: deepspeed.CORE_PIPE}
 
 
 @lru_cache(maxsize=8)
@@ -136,7 +140,7 @@ def _read(core: Any, text: str, spans: list, parts: list,
         return verdicts, read, [], None
     read = [[], [], [], [], [], []]  # (no timer lines)
     verdicts_of: dict[int, Any] = {}  # kind -> its lines' verdicts, in order
-    values_of: dict[int, Any] = {}  # kind -> (maker, its values) of its EVENT lines, in order
+    values_of: dict[int, Any] = {}  # kind -> (maker, its values, its rows' kind) of its EVENT lines, in order
     timer_spans = [span for span in spans if span[2] <= 1]
     if timer_spans:
         timer_verdicts, *read = _timer_lines(core).read(text, timer_spans, _owner(parts, 0, parsers).offload_said())
@@ -149,12 +153,9 @@ def _read(core: Any, text: str, spans: list, parts: list,
         verdicts_of[kind] = iter(verdicts)
         if kind == ITERATION_LINES:
             iterations = Iterations(values, getattr(owner, maker_name))
-        elif kind in _INTO:  # (the maker takes the block's rows of its kind first: it may make a row of the line)
+        else:  # (the maker takes the block's rows of its kind first: it makes a row of the line, or its events)
             maker, into = getattr(owner, maker_name), _INTO[kind]
             values_of[kind] = iter([(maker, v, into) for v in values])
-        else:
-            maker = getattr(owner, maker_name)
-            values_of[kind] = iter([(maker, v) for v in values])
     verdicts, events = [], []
     for _, _, kind in spans:
         verdict = next(verdicts_of[0 if kind <= 1 else kind])
@@ -193,12 +194,17 @@ def _fields_of(kind: int) -> Callable[[Any, str, list, Any], tuple[list[int], li
 #: a kind of read line -> (its reader: verdicts and each read line's values; its parser's maker of
 #: events, or for iteration rows the method told the last counter its walk read)
 _READERS = {ITERATION_LINES: (_iterations, "iterations_read"), METRICS_LINES: (_metrics, "metrics_into"),
-            HF_DICTS: (_dicts, "dict_into"), MEMORY_LINES: (_memories, "memory_row"),
+            HF_DICTS: (_dicts, "dict_into"), MEMORY_LINES: (_memories, "memory_into"),
             EFFECTIVE_LINES: (_fields_of(EFFECTIVE_LINES), "effective_into"),
-            NUMWORKERS_LINES: (_fields_of(NUMWORKERS_LINES), "numworkers_into")}
+            NUMWORKERS_LINES: (_fields_of(NUMWORKERS_LINES), "numworkers_into"),
+            DS_STEP_LINES: (_fields_of(DS_STEP_LINES), "step_into"),
+            DS_SAMPLES_LINES: (_fields_of(DS_SAMPLES_LINES), "samples_into"),
+            DS_PIPE_LINES: (_fields_of(DS_PIPE_LINES), "pipe_into")}
 #: the kinds whose lines' makers put a line into the block's rows of a kind made at their place (where
 #: its events are a row's: the maker returns None), and that kind
-_INTO = {METRICS_LINES: StepRows, HF_DICTS: StepRows, EFFECTIVE_LINES: RateRows, NUMWORKERS_LINES: RateRows}
+_INTO = {METRICS_LINES: StepRows, HF_DICTS: StepRows, MEMORY_LINES: MemoryRows, EFFECTIVE_LINES: RateRows,
+         NUMWORKERS_LINES: RateRows,
+         DS_STEP_LINES: StepRows, DS_SAMPLES_LINES: RateRows, DS_PIPE_LINES: StepRows}
 
 
 def _owner(parts: list, kind: int, parsers: Sequence[Any]) -> Any:
@@ -242,17 +248,18 @@ class BlockRows:
 
     __slots__ = ("file", "starts", "frames", "verdicts", "names", "name_index", "ms", "counts", "comm", "ranks",
                  "at", "closed", "pairs_at", "line", "rank", "node", "wall", "events", "events_at", "iterations",
-                 "placed", "placed_kind")
+                 "placed")
 
     def __init__(self, file: str, starts: list[int], frames: list, verdicts: list[int], read: Any,
                  events: Optional[list] = None, iterations: Optional[Iterations] = None) -> None:
         self.file = file
         self.starts, self.frames, self.verdicts = starts, frames, verdicts
         self.ranks, self.counts, self.comm, self.names, self.name_index, self.ms = read
-        # each EVENT line's (maker, values), or (maker, values, the PlacedRows kind it may add the line to)
+        # each EVENT line's (maker, values, the PlacedRows kind it may add the line to)
         self.events = events or []
-        self.placed: list[tuple] = []  # the rows made at their place walked since the last event put in the block's
-        self.placed_kind: Any = StepRows  # and their kind (a PlacedRows: StepRows or RateRows)
+        # the rows made at their place walked since the last event put in the block's, by kind (a PlacedRows:
+        # their lines may interleave, as DeepSpeed's step and samples lines do)
+        self.placed: dict[Any, list[tuple]] = {}
         self.events_at = 0
         self.iterations = iterations
         self.at = 0  # the next line to walk
@@ -275,17 +282,18 @@ class BlockRows:
                     return
 
     def close_placed(self, events: list) -> None:
-        """The rows made at their place walked since the last event, into ``events`` there."""
+        """The rows made at their place walked since the last event, into ``events`` there (one
+        PlacedRows a kind: their lines may interleave, see :func:`tuimon.parsers.columns.expand`)."""
         if self.placed:
-            events.append(self.placed_kind(self.file, self.placed))
-            self.placed = []
+            events.extend(kind(self.file, rows) for kind, rows in self.placed.items() if rows)
+            self.placed = {}
 
-    def placed_of(self, kind: Any, events: list) -> list[tuple]:
-        """Where a line's row of ``kind`` goes (the rows of another kind walked before it closed)."""
-        if kind is not self.placed_kind:
-            self.close_placed(events)
-            self.placed_kind = kind
-        return self.placed
+    def placed_of(self, kind: Any) -> list[tuple]:
+        """Where a line's row of ``kind`` goes."""
+        rows = self.placed.get(kind)
+        if rows is None:
+            rows = self.placed[kind] = []
+        return rows
 
     def close(self, events: list) -> None:
         """The rows walked since the last close, as one :class:`IterationRows` and one

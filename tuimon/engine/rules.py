@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
-from typing import Any, Callable, Container, Mapping, Optional, Sequence
+from typing import Any, Callable, Container, Mapping, Optional, Sequence, Union
+
+from tuimon.parsers.base import holds
 
 from . import native
 from .anchors import literal_of, required_anchors
@@ -51,7 +53,7 @@ class HookRule:
     __slots__ = ("trigger", "name", "key", "literal", "anchors", "by_line", "column", "core", "leaves")
 
     def __init__(self, trigger: str, name: str, key: tuple[int, int], column: Optional[int] = None,
-                 leaves: Optional[str] = None) -> None:
+                 leaves: Union[str, re.Pattern[str], None] = None) -> None:
         self.trigger, self.name, self.key = trigger, name, key
         self.leaves = leaves  # a text whose lines its handler gives nothing for (LineParser.LEAVES): not its
         self.column = column  # the compiled core's reader of its plain lines (see BlockEngine._events), if any
@@ -89,7 +91,7 @@ class HookRule:
         find, leaves, size = text.find, self.leaves, len(text)
         for hit in found:
             end = find("\n", hit[0])
-            if find(leaves, hit[0], size if end < 0 else end) < 0:
+            if not holds(leaves, text, hit[0], size if end < 0 else end):
                 hits.append(hit)
 
     def _lines(self, text: str, order: int, hits: list, held: Optional[Mapping[str, list[int]]] = None) -> None:

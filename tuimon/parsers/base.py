@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Callable, ClassVar, Optional, Pattern
+from typing import Any, Callable, ClassVar, Optional, Pattern, Union
 
 from .events import Event, RunConfig
 
@@ -77,10 +77,10 @@ class LineParser:
     #: (``tuimon._core.TimerLines``): a line it reads gives the event the handler would
     #: give, and any other line of the route still goes to the handler
     COLUMNS: ClassVar[dict[str, str]] = {}
-    #: handler -> a text whose lines its trigger is on and it gives nothing for: they are not
-    #: handed to it (a whole memory report holds the tail's trigger: as a hook's line too, the
-    #: compiled core's reader left it to the hooks)
-    LEAVES: ClassVar[dict[str, str]] = {}
+    #: handler -> a text (or a regex) whose lines its trigger is on and it gives nothing for: they
+    #: are not handed to it (a whole memory report holds the tail's trigger: as a hook's line too,
+    #: the compiled core's reader left it to the hooks)
+    LEAVES: ClassVar[dict[str, Union[str, re.Pattern[str]]]] = {}
     SAMPLES: ClassVar[tuple[Sample, ...]] = ()
     _ROUTE_RES: ClassVar[Optional[tuple[tuple[Pattern[str], str], ...]]] = None
 
@@ -140,7 +140,7 @@ class LineParser:
         done: list[str] = []
         leaves = self.LEAVES
         for rx, handler in self._route_res():
-            if handler not in done and rx.search(probe) and not (handler in leaves and leaves[handler] in body):
+            if handler not in done and rx.search(probe) and not (handler in leaves and holds(leaves[handler], body)):
                 done.append(handler)
                 events.extend(getattr(self, handler)(body, ctx))
         return events
@@ -167,6 +167,14 @@ class LineParser:
     def make(self, cls: type[Event], ctx: LineContext, **fields: Any) -> Event:
         return cls(file=self.file, line=ctx.line, rank=ctx.rank, node=ctx.node,
                    wall_time=ctx.wall_time, **fields)
+
+
+def holds(leaves: Union[str, re.Pattern[str]], text: str, start: int = 0, end: Optional[int] = None) -> bool:
+    """Whether ``text[start:end]`` holds ``leaves`` (a :attr:`LineParser.LEAVES` value)."""
+    stop = len(text) if end is None else end
+    if isinstance(leaves, str):
+        return text.find(leaves, start, stop) >= 0
+    return leaves.search(text, start, stop) is not None
 
 
 class Sniff:

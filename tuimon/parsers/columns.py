@@ -18,6 +18,7 @@ from array import array
 from itertools import accumulate
 from typing import Any, Optional, Sequence, TypeVar, Union
 
+from .deepspeed import SAMPLES_MEMORY
 from .events import Event, Iteration, Memory, RunConfig, Step, Throughput, Timers, frozen_map
 from .timers import COMM_OP, timer_group
 
@@ -141,15 +142,16 @@ class PlacedRows(Rows):
 
 class StepRows(PlacedRows):
     """Step lines of one file the core read (TorchTitan's metrics lines, Hugging Face
-    Trainer's metrics dicts), at the place of their events among the block's others (not
-    after them): per row its line, rank, node and stamp, its :class:`~.events.Step`'s step,
-    loss, lr and time, and the :class:`~.events.Throughput` (TFLOPs, tokens a second on a
-    device, MFU) and :class:`~.events.Memory` (max reserved) its line gives, if any.  A row
-    whose line says something once (the run's framework, where its step time comes from) is
-    not one: its parser gives its events."""
+    Trainer's metrics dicts, DeepSpeed's step lines and its pipeline engine's), at the place
+    of their events among the block's others (not after them): per row its line, rank, node
+    and stamp, its :class:`~.events.Step`'s step, loss, lr, time, skipped steps and samples a
+    second, and the :class:`~.events.Throughput` (TFLOPs, tokens a second on a device, MFU)
+    and :class:`~.events.Memory` (max reserved) its line gives, if any.  A row whose line says
+    something once (the run's framework, where its step time comes from) is not one: its
+    parser gives its events."""
 
     __slots__ = ("file", "line", "rank", "node", "wall_time", "step", "loss", "lr", "elapsed_ms", "tflops", "tps",
-                 "mfu", "gib")
+                 "mfu", "gib", "skipped", "samples_per_sec")
     type = "step_rows"
     step: list[Optional[int]]
     loss: list[Optional[float]]
@@ -159,6 +161,8 @@ class StepRows(PlacedRows):
     tps: list[Optional[float]]
     mfu: list[Optional[float]]
     gib: list[Optional[float]]
+    skipped: list[Optional[int]]
+    samples_per_sec: list[Optional[float]]
 
     def throughputs(self) -> list[int]:
         """The rows whose line gives a Throughput."""
@@ -177,7 +181,8 @@ class StepRows(PlacedRows):
         for k, line in enumerate(self.line):
             rank, node, wall, step = self.rank[k], self.node[k], self.wall_time[k], self.step[k]
             out.append(Step(file=file, line=line, rank=rank, node=node, wall_time=wall, step=step, loss=self.loss[k],
-                            lr=self.lr[k], elapsed_ms=self.elapsed_ms[k]))
+                            lr=self.lr[k], elapsed_ms=self.elapsed_ms[k], skipped=self.skipped[k],
+                            samples_per_sec=self.samples_per_sec[k]))
             tflops, tps, mfu, gib = self.tflops[k], self.tps[k], self.mfu[k], self.gib[k]
             if tflops is not None or tps is not None or mfu is not None:
                 out.append(Throughput(file=file, line=line, rank=rank, node=node, wall_time=wall, iteration=step,
@@ -189,14 +194,16 @@ class StepRows(PlacedRows):
 
 
 class RateRows(PlacedRows):
-    """Megatron-DeepSpeed's rate lines of one file the core read, at the place of their events
-    (as :class:`StepRows`): per row its line, rank, node and stamp, the iteration before it,
-    and its ``kind``: 0 an ``Effective Tera Flops`` line (a Throughput of its TFLOPs, then a
-    RunConfig of its parameters, in billions), 1 a ``NumWorkers`` line (a Throughput of its
-    samples a second and iteration time)."""
+    """Rate lines of one file the core read, at the place of their events (as
+    :class:`StepRows`): per row its line, rank, node and stamp, its iteration, and its
+    ``kind``: 0 Megatron-DeepSpeed's ``Effective Tera Flops`` line (a Throughput of its
+    TFLOPs at the iteration before it, then a RunConfig of its parameters, in billions), 1 its
+    ``NumWorkers`` line (a Throughput of its samples a second and iteration time, the same),
+    2 DeepSpeed's throughput timer line (a Throughput of its samples a second at its own step,
+    then a Memory of its allocated and peak allocated MB, if it gives them)."""
 
     __slots__ = ("file", "line", "rank", "node", "wall_time", "iteration", "tflops", "params_b", "samples_per_sec",
-                 "iteration_time_s", "kind")
+                 "iteration_time_s", "kind", "allocated_mb", "max_allocated_mb")
     type = "rate_rows"
     iteration: list[Optional[int]]
     tflops: list[Optional[float]]
@@ -204,10 +211,12 @@ class RateRows(PlacedRows):
     samples_per_sec: list[Optional[float]]
     iteration_time_s: list[Optional[float]]
     kind: list[int]
+    allocated_mb: list[Optional[float]]
+    max_allocated_mb: list[Optional[float]]
 
     def weight(self) -> int:
         """How many events these rows stand for."""
-        return len(self.line) + self.kind.count(0)
+        return len(self.line) + self.kind.count(0) + len(self.line) - self.allocated_mb.count(None)
 
     def events(self) -> list[Event]:
         """Each row as the events its parser's hook gives for its line."""
@@ -215,22 +224,55 @@ class RateRows(PlacedRows):
         file = self.file
         for k, line in enumerate(self.line):
             rank, node, wall = self.rank[k], self.node[k], self.wall_time[k]
-            if self.kind[k] == 0:
+            kind = self.kind[k]
+            if kind == 0:
                 out.append(Throughput(file=file, line=line, rank=rank, node=node, wall_time=wall,
                                       iteration=self.iteration[k], tflops_reported=self.tflops[k]))
                 out.append(RunConfig(file=file, line=line, rank=rank, node=node, wall_time=wall,
                                      total_params_b=self.params_b[k]))
-            else:
-                out.append(Throughput(file=file, line=line, rank=rank, node=node, wall_time=wall,
-                                      iteration=self.iteration[k], samples_per_sec=self.samples_per_sec[k],
-                                      iteration_time_s=self.iteration_time_s[k]))
+                continue
+            out.append(Throughput(file=file, line=line, rank=rank, node=node, wall_time=wall,
+                                  iteration=self.iteration[k], samples_per_sec=self.samples_per_sec[k],
+                                  iteration_time_s=self.iteration_time_s[k]))
+            if self.allocated_mb[k] is not None:
+                out.append(Memory(file=file, line=line, rank=rank, node=node, wall_time=wall, label=SAMPLES_MEMORY,
+                                  gpu_allocated_mb=self.allocated_mb[k],
+                                  gpu_max_allocated_mb=self.max_allocated_mb[k]))
         return out
 
 
+class MemoryRows(PlacedRows):
+    """Megatron's memory reports of one file the core read, at the place of their events (as
+    :class:`StepRows`): per row its line, rank (its ``[Rank N]`` tag's, else the line's), node
+    and stamp, its moment (``after N iterations``) and its four figures (MB)."""
+
+    __slots__ = ("file", "line", "rank", "node", "wall_time", "label", "allocated_mb", "max_allocated_mb",
+                 "reserved_mb", "max_reserved_mb")
+    type = "memory_rows"
+    label: list[Optional[str]]
+    allocated_mb: list[Optional[float]]
+    max_allocated_mb: list[Optional[float]]
+    reserved_mb: list[Optional[float]]
+    max_reserved_mb: list[Optional[float]]
+
+    def weight(self) -> int:
+        """How many events these rows stand for."""
+        return len(self.line)
+
+    def events(self) -> list[Event]:
+        """Each row as the Memory its parser's hook gives for its line."""
+        file = self.file
+        return [Memory(file=file, line=line, rank=rank, node=node, wall_time=wall, label=label, gpu_allocated_mb=a,
+                       gpu_max_allocated_mb=b, gpu_reserved_mb=c, gpu_max_reserved_mb=d)
+                for line, rank, node, wall, label, a, b, c, d in zip(
+                    self.line, self.rank, self.node, self.wall_time, self.label, self.allocated_mb,
+                    self.max_allocated_mb, self.reserved_mb, self.max_reserved_mb)]
+
+
 #: the kinds of rows (in line order among themselves; timer and iteration rows after their block's
-#: other events, step and rate rows at their place)
-ROWS = (TimerRows, IterationRows, StepRows, RateRows)
-Item = Union[Event, TimerRows, IterationRows, StepRows, RateRows]
+#: other events, step, rate and memory rows at their place)
+ROWS = (TimerRows, IterationRows, StepRows, RateRows, MemoryRows)
+Item = Union[Event, TimerRows, IterationRows, StepRows, RateRows, MemoryRows]
 
 
 def expand(items: Sequence[Item]) -> list[Event]:
@@ -239,10 +281,20 @@ def expand(items: Sequence[Item]) -> list[Event]:
     if not any(type(item) in ROWS for item in items):
         return list(items)  # type: ignore[arg-type]
     out: list[Event] = []
+    placed_at = -1  # where the run of placed rows at hand starts in ``out``, if one is
     for item in items:
         if isinstance(item, PlacedRows):
-            out.extend(item.events())  # (at their place)
-        elif type(item) in ROWS:
+            # (at their place; rows of another kind closed with them, their lines interleaved, merged in)
+            if placed_at >= 0 and out[placed_at].file == item.file:
+                tail = out[placed_at:]
+                del out[placed_at:]
+                out.extend(heapq.merge(tail, item.events(), key=_line))
+            else:
+                placed_at = len(out)
+                out.extend(item.events())
+            continue
+        placed_at = -1
+        if type(item) in ROWS:
             _merge(out, item.events())  # type: ignore[union-attr]
         else:
             out.append(item)  # type: ignore[arg-type]

@@ -13,7 +13,7 @@ import re
 from typing import Optional
 
 from .base import LineContext, LineParser, Sample, compile_sniff
-from .common import rank_or
+from .common import RANK_TAG, rank_or
 from .events import Checkpoint, Event, Memory, Milestone, RunConfig, Step, Throughput
 from .numbers import to_float, to_int
 
@@ -40,9 +40,18 @@ _PIPE = re.compile(r"steps: (\d+) loss: (\S+) iter time \(s\): (\S+) samples/sec
 _MA = re.compile(r"MA (\S+) GB\s+Max_MA (\S+) GB\s+CA (\S+) GB\s+Max_CA (\S+) GB")
 _CPU = re.compile(r"CPU Virtual Memory:\s+used = (\S+) GB, percent = (\S+)%")
 _MEM_LABEL = re.compile(r"see_memory_usage\] (.*)")
+#: also the compiled core's (tuimon._core.FieldLines): the hooks' own regexes, the groups they read (ints
+#: as to_int reads them, the rest as to_float does), the [Rank N] tag rank_or reads, the older samples line
+#: the hook reads first, the memory figures searched after the samples
+CORE_STEP = {"pattern": _STEP.pattern, "groups": [1, 2, 3], "ints": [1, 2], "tag": RANK_TAG}
+CORE_SAMPLES = {"pattern": _SAMPLES_NEW.pattern, "groups": [1, 3], "ints": [1], "hook_if": _SAMPLES.pattern,
+                "then": {"pattern": _SAMPLES_MEM.pattern, "groups": [1, 2]}}
+CORE_PIPE = {"pattern": _PIPE.pattern, "groups": [1, 2, 3, 4], "ints": [1]}
 # a checkpoint: "Saving model checkpoint: /ckpt/global_step1000/mp_rank_00_model_states.pt", and (0.10 on)
 # "[Torch] Checkpoint global_step1000 is about to be saved!" ... "[Torch] Checkpoint global_step1000 is ready now!"
 _CKPT_SAVING = re.compile(r"Saving model checkpoint: (\S*?global_step(\d{1,12}))/\S*")
+#: the label of the memory figures of a samples line
+SAMPLES_MEMORY = "throughput timer"
 _CKPT_STAGE = re.compile(r"\] Checkpoint global_step(\d{1,12}) is (about to be saved|ready now)!")
 
 
@@ -64,6 +73,8 @@ class DeepSpeedParser(LineParser):
               # at a line's start, or after a launcher's prefix ("0: ", "[rank0]: "): the handler sees the body
               (r'(?:^|:) ?\s*"(?:stage|offload_param|offload_optimizer|device|cpu_offload)": ', "_on_json_key"),
               (r"(?:^|:) ?\}[ \t\r]*$", "_on_json_close"))
+    # the step, samples and pipeline lines into rows (FieldLines by CORE_STEP, CORE_SAMPLES, CORE_PIPE)
+    COLUMNS = {"_on_step": "ds-step", "_on_samples": "ds-samples", "_on_pipe": "ds-pipe"}
     ONCE_FLAGS = ("_announced",)
 
     SAMPLES = (
@@ -175,14 +186,33 @@ class DeepSpeedParser(LineParser):
         if not m:
             return []
         if m.group(1) == "0":
-            # the engine reports its progress once when it is built (global_steps counts the steps taken,
-            # and none is): no step, so a run's startup ends at its first real one; the moment is a phase of
-            # it (seed 002 took it for the first step)
-            built = [self.make(Milestone, ctx, name="engine-built")]
-            return built if self._announced else self.announce([self.make(RunConfig, ctx)] + built, ctx)
-        return self.announce([Step(file=self.file, line=ctx.line, rank=rank_or(body, ctx.rank),
-                                    node=ctx.node, wall_time=ctx.wall_time, step=to_int(m.group(1)),
-                                    skipped=to_int(m.group(2)), lr=to_float(m.group(3)))], ctx)
+            return self._built(ctx)
+        return self._step(to_int(m.group(1)), to_int(m.group(2)), to_float(m.group(3)), rank_or(body, ctx.rank), ctx)
+
+    def _built(self, ctx: LineContext) -> list[Event]:
+        # the engine reports its progress once when it is built (global_steps counts the steps taken,
+        # and none is): no step, so a run's startup ends at its first real one; the moment is a phase of
+        # it (seed 002 took it for the first step)
+        built = [self.make(Milestone, ctx, name="engine-built")]
+        return built if self._announced else self.announce([self.make(RunConfig, ctx)] + built, ctx)
+
+    def _step(self, step: Optional[int], skipped: Optional[int], lr: Optional[float], rank: Optional[int],
+              ctx: LineContext) -> list[Event]:
+        return self.announce([Step(file=self.file, line=ctx.line, rank=rank, node=ctx.node, wall_time=ctx.wall_time,
+                                   step=step, skipped=skipped, lr=lr)], ctx)
+
+    def step_into(self, rows: list[tuple], values: list, frame: tuple, wall: Optional[float]) -> Optional[list[Event]]:
+        """A step line the compiled core read (:data:`CORE_STEP`), into ``rows`` (None) where its
+        event is a row's (a tuple of :class:`~.columns.StepRows`), else its events: the engine's
+        step 0, the first line that says the framework."""
+        step, skipped, lr, tag = values
+        rank = frame[3] if tag is None else tag
+        if step == 0:
+            return self._built(self.context_of(frame, wall))
+        if not self.reported("_announced"):
+            return self._step(step, skipped, lr, rank, self.context_of(frame, wall))
+        rows.append((frame[0], rank, frame[5], wall, step, None, lr, None, None, None, None, None, skipped, None))
+        return None
 
     def _on_samples(self, body: str, ctx: LineContext) -> list[Event]:
         m = _SAMPLES.search(body)
@@ -192,24 +222,55 @@ class DeepSpeedParser(LineParser):
         m = _SAMPLES_NEW.search(body)
         if not m:
             return []
-        events: list[Event] = [self.make(Throughput, ctx, iteration=to_int(m.group(1)),
-                                         samples_per_sec=to_float(m.group(3)))]
+        allocated = peak = None
         mem = _SAMPLES_MEM.search(body, m.end())
         if mem:
             allocated, peak = (to_float(g) for g in mem.groups()[:2])
-            if allocated is not None and peak is not None:
-                events.append(self.make(Memory, ctx, label="throughput timer", gpu_allocated_mb=allocated * 1024.0,
-                                        gpu_max_allocated_mb=peak * 1024.0))
+        return self._samples(to_int(m.group(1)), to_float(m.group(3)), allocated, peak, ctx)
+
+    def _samples(self, iteration: Optional[int], rate: Optional[float], allocated: Optional[float],
+                 peak: Optional[float], ctx: LineContext) -> list[Event]:
+        events: list[Event] = [self.make(Throughput, ctx, iteration=iteration, samples_per_sec=rate)]
+        if allocated is not None and peak is not None:
+            events.append(self.make(Memory, ctx, label=SAMPLES_MEMORY, gpu_allocated_mb=allocated * 1024.0,
+                                    gpu_max_allocated_mb=peak * 1024.0))
         return self.announce(events, ctx)
+
+    def samples_into(self, rows: list[tuple], values: list, frame: tuple,
+                     wall: Optional[float]) -> Optional[list[Event]]:
+        """A samples line of the throughput timer the compiled core read (:data:`CORE_SAMPLES`), into
+        ``rows`` (None) where its events are a row's (a tuple of :class:`~.columns.RateRows`), else its
+        events (the first line that says the framework)."""
+        iteration, rate, allocated, peak = values
+        if not self.reported("_announced"):
+            return self._samples(iteration, rate, allocated, peak, self.context_of(frame, wall))
+        memory = allocated is not None and peak is not None
+        rows.append((frame[0], frame[3], frame[5], wall, iteration, None, None, rate, None, 2,
+                     allocated * 1024.0 if memory else None, peak * 1024.0 if memory else None))
+        return None
 
     def _on_pipe(self, body: str, ctx: LineContext) -> list[Event]:
         m = _PIPE.search(body)
         if not m:
             return []
-        secs = to_float(m.group(3))
-        return self.announce([self.make(Step, ctx, step=to_int(m.group(1)), loss=to_float(m.group(2)),
-                                         elapsed_ms=secs * 1000.0 if secs is not None else None,
-                                         samples_per_sec=to_float(m.group(4)))], ctx)
+        return self._pipe(to_int(m.group(1)), to_float(m.group(2)), to_float(m.group(3)), to_float(m.group(4)), ctx)
+
+    def _pipe(self, step: Optional[int], loss: Optional[float], secs: Optional[float], rate: Optional[float],
+              ctx: LineContext) -> list[Event]:
+        return self.announce([self.make(Step, ctx, step=step, loss=loss,
+                                        elapsed_ms=secs * 1000.0 if secs is not None else None,
+                                        samples_per_sec=rate)], ctx)
+
+    def pipe_into(self, rows: list[tuple], values: list, frame: tuple, wall: Optional[float]) -> Optional[list[Event]]:
+        """A line of the pipeline engine the compiled core read (:data:`CORE_PIPE`), into ``rows``
+        (None) where its event is a row's (a tuple of :class:`~.columns.StepRows`), else its events
+        (the first line that says the framework)."""
+        step, loss, secs, rate = values
+        if not self.reported("_announced"):
+            return self._pipe(step, loss, secs, rate, self.context_of(frame, wall))
+        rows.append((frame[0], frame[3], frame[5], wall, step, loss, None, secs * 1000.0 if secs is not None else None,
+                     None, None, None, None, None, rate))
+        return None
 
     def _on_config_print(self, body: str, ctx: LineContext) -> list[Event]:
         """ZeRO-Offload (optimizer states on the CPU or NVMe) or ZeRO-Infinity (stage 3

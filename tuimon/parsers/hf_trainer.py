@@ -295,7 +295,7 @@ class HFTrainerParser(LineParser):
                 self._step_s is None or self.reported("_swift_said" if self._swift_at is not None else "_rate_said")):
             return self._dict(pairs, self.context_of(frame, wall))
         rows.append((frame[0], frame[3], frame[5], wall, self._step, loss, pairs.get("learning_rate"),
-                     self._elapsed_ms(), None, None, None, None))
+                     self._elapsed_ms(), None, None, None, None, None, None))
         return None
 
     def _dict(self, pairs: dict[str, Optional[float]], ctx: LineContext) -> list[Event]:

@@ -215,7 +215,7 @@ class MegatronParser(LineParser):
     ONCE_FLAGS = ("_announced", "_nan_reported")
     # with the compiled core, an iteration line holding one record and no NaN is read there into
     # rows (tuimon.engine.rows: Records.iterations holds to _iterations), and a line holding one
-    # memory report is typed there, memory_row making its event (MemoryLines holds to _on_memory, by MEMORY)
+    # memory report is typed there, memory_into making its row (MemoryLines holds to _on_memory, by MEMORY)
     # the Effective Tera Flops and NumWorkers lines into rows (FieldLines by CORE_EFFECTIVE, CORE_NUMWORKERS)
     COLUMNS = {"_on_iteration": "iteration", "_on_memory": "memory", "_on_effective": "effective",
                "_on_numworkers": "numworkers"}
@@ -390,12 +390,14 @@ class MegatronParser(LineParser):
     def effective_into(self, rows: list[tuple], values: list, frame: tuple, wall: Optional[float]) -> None:
         """An ``Effective Tera Flops`` line the compiled core read (its TFLOPs and parameters,
         :data:`CORE_EFFECTIVE`), into ``rows`` (a tuple of :class:`~.columns.RateRows`)."""
-        rows.append((frame[0], frame[3], frame[5], wall, self.last_iteration, values[0], values[1], None, None, 0))
+        rows.append((frame[0], frame[3], frame[5], wall, self.last_iteration, values[0], values[1], None, None, 0, None,
+                     None))
 
     def numworkers_into(self, rows: list[tuple], values: list, frame: tuple, wall: Optional[float]) -> None:
         """A ``NumWorkers`` line the compiled core read (its iteration time and samples a
         second, :data:`CORE_NUMWORKERS`), into ``rows`` (a tuple of :class:`~.columns.RateRows`)."""
-        rows.append((frame[0], frame[3], frame[5], wall, self.last_iteration, None, None, values[1], values[0], 1))
+        rows.append((frame[0], frame[3], frame[5], wall, self.last_iteration, None, None, values[1], values[0], 1, None,
+                     None))
 
     def _on_numworkers(self, body: str, ctx: LineContext) -> list[Event]:
         m = _NUMWORKERS.search(body)
@@ -479,12 +481,13 @@ class MegatronParser(LineParser):
         return [self._memory(ctx.line, ctx.rank, ctx.node, ctx.wall_time, "(wrapped)",
                              *(values.get(key) for key in MEMORY_KEYS))]
 
-    def memory_row(self, row: tuple, frame: tuple, wall: Optional[float]) -> list[Event]:
+    def memory_into(self, rows: list[tuple], row: tuple, frame: tuple, wall: Optional[float]) -> None:
         """A memory report the compiled core read (``MemoryLines``; see
         :mod:`tuimon.engine.rows`): its tag's rank, its moment (``after N iterations``)
-        and its four values, as :meth:`_on_memory` reads a line holding one report."""
+        and its four values, as :meth:`_on_memory` reads a line holding one report, into
+        ``rows`` (a tuple of :class:`~.columns.MemoryRows`)."""
         tag, label, values = row
-        return [self._memory(frame[0], frame[3] if tag is None else tag, frame[5], wall, label, *values)]
+        rows.append((frame[0], frame[3] if tag is None else tag, frame[5], wall, label, *values))
 
     def _memory(self, line: int, rank: Optional[int], node: Optional[str], wall: Optional[float], label: str,
                 allocated: Optional[float], max_allocated: Optional[float], reserved: Optional[float],

@@ -73,8 +73,10 @@ _HEADER = re.compile(r"\[(?:step|batch)=(\d{1,12})(?:/(\d{1,12}))?\]:?\s*$")
 _METRIC_LOSS = re.compile(r"\s+((?:train[ /])?[\w/ ]*?loss[\w/]*)\s*[=:]\s*(" + _NUMBER + r"|nan|inf)\s*$", re.I)
 _HEADER_REACH = 60  # lines a header's metrics may follow it by
 # lines other parsers read, or progress bars whose postfix carries a loss
+# DeepSpeed's pipeline engine's step line (parsers.deepspeed reads it, the compiled core too: see LEAVES)
+_PIPELINE = re.compile(r"\bsteps: \d+ loss: ")
 _OTHERS = re.compile(r"iteration[ =]+\d+/ *\d+ *\||\{'loss'|\[titan\]|\]\s*iter=\d|reduced_train_loss|"
-                     r"\bsteps: \d+ loss: |\d%\|")
+                     + _PIPELINE.pattern + r"|\d%\|")
 # a text each alternative of _OTHERS holds, and a word each key of _STEP holds (in any case): a line
 # without them needs no search (each costs 6-8 us a line: no literal starts them)
 _OTHERS_NEEDLES = ("iteration", "{'loss'", "[titan]", "iter=", "reduced_train_loss", "steps: ", "%|")
@@ -93,6 +95,8 @@ class ProgressParser(LineParser):
     ROUTES = ((r"\[step=\d+(?:/\d+)?\]\s*$", "_on_header"), (r"\[batch=\d+(?:/\d+)?\]:\s*$", "_on_header"),
               (r"loss", "_on_line"), (r"Loss", "_on_line"))
     ONCE_FLAGS = ("_announced", "_total_reported")
+    # (DeepSpeed's pipeline lines are its, given nothing here: left, they are the compiled core's)
+    LEAVES = {"_on_line": _PIPELINE}
 
     SAMPLES = (
         Sample("iter 100: loss 3.2456, time 123.45ms, mfu 35.12%", "step",

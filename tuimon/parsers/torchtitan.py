@@ -160,7 +160,7 @@ class TorchTitanParser(LineParser):
         if not self.reported("_announced") or (elapsed is not None and not self.reported("_timed_said")):
             return self._metric_events(step, loss, tflops, tps, wps, mfu, gib, elapsed, self.context_of(frame, wall))
         rows.append((frame[0], frame[3], frame[5], wall, step, loss, None, elapsed, tflops,
-                     wps if tps is None else tps, mfu, gib))
+                     wps if tps is None else tps, mfu, gib, None, None))
         return None
 
     def _metrics(self, step: int, loss: Optional[float], tflops: Optional[float], tps: Optional[float],

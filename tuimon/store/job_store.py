@@ -6,13 +6,14 @@ Each job keeps its iteration points per rank in :class:`~tuimon.store.series.Ser
 """
 from __future__ import annotations
 
+import heapq
 import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Optional, Union
 
 import numpy as np
 
-from tuimon.parsers.columns import Item, IterationRows, RateRows, StepRows, TimerRows
+from tuimon.parsers.columns import Item, IterationRows, MemoryRows, PlacedRows, RateRows, StepRows, TimerRows
 from tuimon.parsers.events import (
     GLOG_LAUNCH,
     Checkpoint,
@@ -39,8 +40,8 @@ from .identity import identify
 from .iteration_fold import MAX_ASIDE, Pending, after_spike, key_of, nan_check
 from .iteration_fold import fold as fold_iterations
 from .series import Series, point_plan
+from .step_fold import STEP_FILLS, fold_memory, fold_rates
 from .step_fold import fold as fold_steps
-from .step_fold import fold_rates
 from .timer_fold import Segment, fold
 from .timers import TimerStat
 
@@ -444,9 +445,19 @@ class JobStore:
         touched: dict[int, Job] = {}  # the jobs whose series may hold staged points
         pending = Pending(items) if any(type(item) is IterationRows for item in items) else None
         last_job = None
-        for ev in items:
-            if isinstance(ev, (RateRows, StepRows)):
-                job = self._fold_in_place(ev, pending, segments, touched)
+        i, n = 0, len(items)
+        while i < n:
+            ev = items[i]
+            i += 1
+            if isinstance(ev, PlacedRows):
+                j = i
+                while j < n and isinstance(items[j], PlacedRows) and items[j].file == ev.file:
+                    j += 1
+                if j > i:  # rows of other kinds closed with these (their lines interleave)
+                    job = self._fold_kinds(items[i - 1:j], pending, segments, touched)  # type: ignore[arg-type]
+                    i = j
+                else:
+                    job = self._fold_in_place(ev, pending, segments, touched)
                 if job is not last_job:
                     touched[id(job)] = last_job = job
                 continue
@@ -468,11 +479,11 @@ class JobStore:
         for job in touched.values():  # (staged points are bounded by what one call takes)
             job.flush_series()
 
-    def _fold_in_place(self, rows: Union[RateRows, StepRows], pending: Optional[Pending], segments: dict[str, Segment],
+    def _fold_in_place(self, rows: PlacedRows, pending: Optional[Pending], segments: dict[str, Segment],
                        touched: dict[int, "Job"]) -> "Job":
         """Rows that stand at the place of their events, folded in bulk; one by one where their
         file's iteration rows still to fold go in between (step rows) or may have to go first
-        (rate rows); the job they went to."""
+        (rate and memory rows); the job they went to."""
         def take(ev: Event) -> Job:
             return self._take(ev, segments)
 
@@ -481,12 +492,84 @@ class JobStore:
 
         if pending is not None and rows.file in pending.queue and (
                 isinstance(rows, StepRows) or not self._rates_may_wait(rows, pending)):
+            if isinstance(rows, StepRows):
+                job = self._steps_among_iterations(rows, pending, segments, touched)
+                if job is not None:
+                    return job
             return self._take_each(rows.events(), pending, segments, touched)
         if isinstance(rows, StepRows):
             return fold_steps(self, rows, segments, take, new_segment, MAX_RANKS_SEEN)
+        if isinstance(rows, MemoryRows):
+            return fold_memory(self, rows, segments, take, new_segment, MAX_RANKS_SEEN)
+        assert isinstance(rows, RateRows)
         return fold_rates(self, rows, segments, take, new_segment, MAX_RANKS_SEEN)
 
-    def _rates_may_wait(self, rows: RateRows, pending: Pending) -> bool:
+    def _steps_among_iterations(self, rows: StepRows, pending: Pending, segments: dict[str, Segment],
+                                touched: dict[int, "Job"]) -> Optional["Job"]:
+        """Step rows whose file's iteration rows still to fold go in between them (Megatron-DeepSpeed's
+        iteration lines and DeepSpeed's step lines), both folded in bulk, the iteration rows first,
+        where their order changes nothing but the job's last progress: none of those rows starts
+        a run, the steps say no loss (a divergence check), no evaluation's interval is open and
+        the file's run logged progress before (its timers' state moves with neither); else None."""
+        file = rows.file
+        job = self.job_for(file)[0]
+        segment = segments.get(file)
+        if segment is None:
+            segment = segments[file] = Segment(self._timer_state(file))
+        last = rows.line[-1]
+        if job.bounded or job.run_of(file).after_eval or not segment.progressed or segment.aside or \
+                any(loss is not None for loss in rows.loss) or \
+                not pending.may_wait(self, file, last, MAX_RUNS, MAX_RANKS_SEEN):
+            return None
+        parts = pending.before(file, last)
+        latest: Optional[tuple[int, float]] = None  # the line and stamp of the last iteration row with one
+        for its, a, b in parts:
+            for k in range(b - 1, a - 1, -1):
+                if its.wall_time[k] is not None:
+                    latest = (its.line[k], its.wall_time[k])  # type: ignore[assignment]
+                    break
+            for moved in fold_iterations(self, its, a, b, segment, lambda e: self._take(e, segments),
+                                         (MAX_RUNS, MAX_RANKS_SEEN, MAX_FAILURES)):
+                touched[id(moved)] = moved
+        folded = fold_steps(self, rows, segments, lambda e: self._take(e, segments),
+                            lambda: Segment(self._timer_state(file)), MAX_RANKS_SEEN)
+        # (the job's last progress is its latest line's: the steps' last is the latest; its stamp, the
+        # latest line's that has one, of either)
+        stamped = next((k for k in range(len(rows.line) - 1, -1, -1) if rows.wall_time[k] is not None), None)
+        if latest is not None and (stamped is None or rows.line[stamped] < latest[0]):
+            folded.last_progress_wall = latest[1]
+        return folded
+
+    def _fold_kinds(self, run: list[PlacedRows], pending: Optional[Pending], segments: dict[str, Segment],
+                    touched: dict[int, "Job"]) -> "Job":
+        """Rows at their place of one file, a PlacedRows a kind, their lines interleaved: each
+        kind folded on its own (the rate and memory rows first: they change nothing the steps
+        read, nor the iteration rows of their file still to fold, which may wait for them when
+        none of those before them starts a run), where the ranks a job counts cannot fill up
+        meanwhile and one kind at most gives the job's reported rates (a series: its points go in
+        line order); else their events merged in line order, one by one."""
+        file = run[0].file
+        job = self.job_for(file)[0]
+        others = [rows for rows in run if not isinstance(rows, StepRows)]
+        rates = sum(1 for rows in run if isinstance(rows, RateRows) or (
+            isinstance(rows, StepRows) and rows.throughputs()))
+        waits = rates > 1 or (pending is not None and file in pending.queue and not all(
+            self._rates_may_wait(rows, pending) for rows in others))
+        ranks = set().union(*(rows.rank for rows in run))
+        ranks.discard(None)
+        if waits or len(job.ranks_seen) + len(ranks - job.ranks_seen) > MAX_RANKS_SEEN:
+            events = list(heapq.merge(*(rows.events() for rows in run), key=_line_of))
+            if pending is not None:
+                return self._take_each(events, pending, segments, touched)
+            for ev in events:
+                job = self._take(ev, segments)
+            return job
+        for rows in others + [rows for rows in run if isinstance(rows, StepRows)]:
+            job = self._fold_in_place(rows, pending, segments, touched)
+            touched[id(job)] = job
+        return job
+
+    def _rates_may_wait(self, rows: PlacedRows, pending: Pending) -> bool:
         """Whether ``rows`` may be taken before their file's iteration rows still to fold (those
         of earlier lines start no run: what :meth:`_rows_before` asks of each of their events)."""
         line = rows.line[-1]
@@ -631,6 +714,10 @@ def _resume_starts_a_run(job: Job, ev: Resume, _: Optional[int]) -> bool:
     return ev.iteration <= reached + 2 * max(1, every)
 
 
+def _line_of(ev: Event) -> int:
+    return ev.line or 0
+
+
 def _commutes(ev: Item) -> bool:
     """Whether ``ev`` and iteration rows of its file give the same store whichever is taken
     first, when the rows start no new run (:mod:`tuimon.store.iteration_fold`): what it
@@ -747,9 +834,6 @@ def _first_step(job: Job, wall: Optional[float]) -> None:
         job.first_step_wall = wall
 
 
-#: what a step's second line may add to the point its first made (NeoX prints DeepSpeed's 'step=N' with
-#: the lr and its pipeline engine's 'steps: N loss: ... iter time (s): ...' for the same step)
-_STEP_FILLS = ("elapsed_ms", "loss", "samples_per_sec")
 
 
 def _on_step(job: Job, ev: Step, _: Optional[int]) -> None:
@@ -760,7 +844,7 @@ def _on_step(job: Job, ev: Step, _: Optional[int]) -> None:
     steps = job.steps
     # (the number is kept beside the series: reading its last point flushes the points it stages)
     if ev.step is not None and ev.step == job.last_step_number:
-        for name in _STEP_FILLS:  # the same step told again: one point, each step counted once
+        for name in STEP_FILLS:  # the same step told again: one point, each step counted once
             value = getattr(ev, name)
             if value is not None:
                 steps.fill_last(name, value)

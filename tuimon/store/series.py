@@ -315,13 +315,18 @@ class Series:
                 out.append(get(ev))
         self.appended += 1
 
-    def stage(self, plan: PointPlan, points: list, computed: list[list], file_id: int = 0) -> None:
+    def stage(self, plan: PointPlan, points: list, computed: list[list], file_id: int = 0,
+              fills: Sequence[tuple[int, str, float]] = ()) -> None:
         """Points as :meth:`append_event` stages them, made of rows rather than events: each
         point what ``plan.fetch`` would read, ``computed`` the values of each of the plan's
-        computed getters (an unbounded series: a bounded one makes its points one by one)."""
+        computed getters (an unbounded series: a bounded one makes its points one by one);
+        ``fills``: (point of ``points``, column, value) as :meth:`fill_last` on it, in order."""
         assert not self.bounded
         if plan is not self._plan:
             self._stage_with(plan)
+        if fills:
+            at = len(self._staged)
+            self._fills.extend((at + k, column, value) for k, column, value in fills)
         self._staged.extend(points)
         self._files.extend([file_id] * len(points))
         for out, values in zip(self._computed, computed):

@@ -1,0 +1,152 @@
+//! Lines read by a declared regex into numbers: the rule kind "a line whose pattern's groups are
+//! numbers" (`parsers.megatron.CORE_EFFECTIVE`, `parsers.deepspeed.CORE_STEP`, ...). Everything a
+//! reader looks for is its declaration's: the pattern, the groups read (floats as `to_float`
+//! reads them, ints as `to_int` does), a pattern whose line goes to the hook first, a tag whose
+//! number is read too (`[Rank N]`), and a second pattern searched after the first's match.
+
+use crate::numbers;
+
+/// A value read: a float group, an int group or a tag.
+#[derive(Clone, Copy, Debug, PartialEq, pyo3::IntoPyObject)]
+pub enum Value {
+    F(f64),
+    I(i64),
+}
+
+/// A group read, and how.
+#[derive(Clone, Copy, Debug)]
+pub struct Group {
+    pub number: usize,
+    pub int: bool,
+}
+
+/// A pattern and its groups read.
+#[derive(Debug)]
+pub struct Reading {
+    pub pattern: regex::Regex,
+    pub groups: Vec<Group>,
+}
+
+/// A reader: its pattern and groups, the line's hook first where `hook_if` matches, the tag's
+/// number read after the groups (`tag`: its group 1), then the groups of `then`, searched from the
+/// end of the pattern's match.
+#[derive(Debug)]
+pub struct Fields {
+    pub main: Reading,
+    pub hook_if: Option<regex::Regex>,
+    pub tag: Option<regex::Regex>,
+    pub then: Option<Reading>,
+}
+
+/// What a reader makes of a line.
+#[derive(Debug, PartialEq)]
+pub enum Verdict {
+    /// no match: nothing
+    Nothing,
+    /// a value only Python reads (or the hook goes first): the hook reads the line
+    Hook,
+    /// its values, in the order of the groups, the tag, then `then`'s groups (None: not there)
+    Read(Vec<Option<Value>>),
+}
+
+/// An int group as `to_int` reads it, for plain digits without a leading zero (the hook tells "0"
+/// from "00"): None, ask Python.
+fn plain_int(text: &str) -> Option<i64> {
+    let b = text.as_bytes();
+    if b.len() > 1 && b[0] == b'0' {
+        return None;
+    }
+    numbers::fast_int(text).filter(|_| b.iter().all(u8::is_ascii_digit))
+}
+
+/// `groups` of `locs` appended to `out`; false where one is a value only Python reads.
+fn take(body: &str, locs: &regex::CaptureLocations, groups: &[Group], out: &mut Vec<Option<Value>>) -> bool {
+    for g in groups {
+        match locs.get(g.number) {
+            None => out.push(None),
+            Some((a, z)) => {
+                let text = &body[a..z];
+                let value = if g.int { plain_int(text).map(Value::I) } else { numbers::fast_float(text).map(Value::F) };
+                match value {
+                    Some(v) => out.push(Some(v)),
+                    None => return false,
+                }
+            }
+        }
+    }
+    true
+}
+
+impl Fields {
+    pub fn read(&self, body: &str, locs: &mut regex::CaptureLocations, then_locs: &mut regex::CaptureLocations)
+                -> Verdict {
+        if self.hook_if.as_ref().is_some_and(|p| p.is_match(body)) {
+            return Verdict::Hook;
+        }
+        let Some(found) = self.main.pattern.captures_read(locs, body) else {
+            return Verdict::Nothing;
+        };
+        let end = found.end();
+        let mut values = Vec::with_capacity(self.main.groups.len() + 3);
+        if !take(body, locs, &self.main.groups, &mut values) {
+            return Verdict::Hook;
+        }
+        if let Some(tag) = &self.tag {
+            match tag.captures(body).and_then(|c| c.get(1)) {
+                None => values.push(None),
+                Some(m) => match numbers::fast_int(m.as_str()) {
+                    Some(v) => values.push(Some(Value::I(v))),
+                    None => return Verdict::Hook,
+                },
+            }
+        }
+        if let Some(then) = &self.then {
+            if then.pattern.captures_read_at(then_locs, body, end).is_some() {
+                if !take(body, then_locs, &then.groups, &mut values) {
+                    return Verdict::Hook;
+                }
+            } else {
+                values.extend(std::iter::repeat_n(None, then.groups.len()));
+            }
+        }
+        Verdict::Read(values)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reading(pattern: &str, groups: &[(usize, bool)]) -> Reading {
+        Reading { pattern: regex::Regex::new(pattern).unwrap(),
+                  groups: groups.iter().map(|&(number, int)| Group { number, int }).collect() }
+    }
+
+    fn read(f: &Fields, body: &str) -> Verdict {
+        let (mut a, mut b) = (f.main.pattern.capture_locations(),
+                              f.then.as_ref().map_or(f.main.pattern.capture_locations(), |t| t.pattern.capture_locations()));
+        f.read(body, &mut a, &mut b)
+    }
+
+    // (test data: a made-up line shape, not any format's)
+    #[test]
+    fn groups_tag_and_then() {
+        let f = Fields { main: reading(r"n=(\d+) x=(\S+)", &[(1, true), (2, false)]),
+                         hook_if: Some(regex::Regex::new(r"old").unwrap()),
+                         tag: Some(regex::Regex::new(r"<(\d+)>").unwrap()),
+                         then: Some(reading(r"m=(\S+)", &[(1, false)])) };
+        assert_eq!(read(&f, "<3> n=12 x=0.5 m=2"),
+                   Verdict::Read(vec![Some(Value::I(12)), Some(Value::F(0.5)), Some(Value::I(3)), Some(Value::F(2.0))]));
+        // `then` is searched after the match only
+        assert_eq!(read(&f, "m=2 n=12 x=0.5"),
+                   Verdict::Read(vec![Some(Value::I(12)), Some(Value::F(0.5)), None, None]));
+        assert_eq!(read(&f, "nothing"), Verdict::Nothing);
+        assert_eq!(read(&f, "old n=1 x=1"), Verdict::Hook);
+        // what only Python reads: a leading zero, a lenient float, a long int
+        assert_eq!(read(&f, "n=01 x=1"), Verdict::Hook);
+        assert_eq!(read(&f, "n=1 x=1,5"), Verdict::Hook);
+        assert_eq!(read(&f, "n=1234567890123456789 x=1"), Verdict::Hook);
+        assert_eq!(read(&f, "n=0 x=1 m=1x"), Verdict::Hook);
+        assert_eq!(read(&f, "n=0 x=1"), Verdict::Read(vec![Some(Value::I(0)), Some(Value::F(1.0)), None, None]));
+    }
+}
