@@ -40,8 +40,10 @@ def _state(store: JobStore) -> list[str]:
     out = []
     for job in store.jobs.values():
         out.append(json.dumps(summarize(job, now=0.0).as_dict(), sort_keys=True, default=str))
+        # (the memory figures' order is when each was first seen: no figure reads it)
         out.append(repr((job.files, job.frameworks, job.last_progress, job.last_lr, job.last_iteration,
-                         job.last_losses, job.config, job.memory, job.first_wall, job.last_wall, job.first_step_wall,
+                         job.last_losses, job.config, sorted(job.memory.items()), job.first_wall, job.last_wall,
+                         job.first_step_wall,
                          job.events, job.truncations, job.milestones, job.failures, job.exits, job.checkpoints,
                          # a file's timer totals are summed, then added: equal to the last bits only
                          sorted((k, v.group, f"{v.total_ms:.9g}", v.count, v.last_ms) for k, v in job.timers.items()))))

@@ -331,15 +331,23 @@ def weight(items: Sequence[Item]) -> int:
 
 
 def slices(items: Sequence[Item], size: int) -> list[Sequence[Item]]:
-    """``items`` in slices of about ``size``, each one a store can take on its own: a cut
-    never falls between a block's events and the rows that follow them (their rows
-    take the state those events leave), nor between its iteration rows and timer rows.  A
-    cut is moved past the first rows of its file that come before the file changes: at
-    worst a slice holds one more block."""
+    """``items`` in slices of about ``size`` events (a row is the events it stands for),
+    each one a store can take on its own: a cut never falls between a block's events and
+    the rows that follow them (their rows take the state those events leave), nor between
+    its iteration rows and timer rows, nor between rows at their place of one file (their
+    kinds' lines interleave).  A cut is moved past the first rows of its file that come
+    before the file changes: at worst a slice holds one more block."""
     out: list[Sequence[Item]] = []
     start, n = 0, len(items)
     while start < n:
-        end = min(start + size, n)
+        end, taken = start, 0
+        while end < n and (taken < size or end == start):
+            item = items[end]
+            taken += item.weight() if isinstance(item, PlacedRows) else len(item) if type(item) in ROWS else 1
+            end += 1
+        while end < n and isinstance(items[end], PlacedRows) and isinstance(items[end - 1], PlacedRows) and \
+                items[end].file == items[end - 1].file:
+            end += 1
         if end < n and not _closes(items, end - 1):
             file = items[end - 1].file
             j = end

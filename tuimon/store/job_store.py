@@ -40,7 +40,7 @@ from .identity import identify
 from .iteration_fold import MAX_ASIDE, Pending, after_spike, key_of, nan_check
 from .iteration_fold import fold as fold_iterations
 from .series import Series, point_plan
-from .step_fold import STEP_FILLS, fold_memory, fold_rates
+from .step_fold import MEMORY_FIGURES, STEP_FILLS, fold_memory, fold_rates
 from .step_fold import fold as fold_steps
 from .timer_fold import Segment, fold
 from .timers import TimerStat
@@ -867,8 +867,7 @@ def _on_throughput(job: Job, ev: Throughput, file_rank: Optional[int]) -> None:
 
 
 def _on_memory(job: Job, ev: Memory, _: Optional[int]) -> None:
-    for name in ("gpu_max_allocated_mb", "gpu_max_reserved_mb", "cpu_used_gb", "gpu_allocated_mb",
-                 "gpu_reserved_mb"):
+    for name in MEMORY_FIGURES:
         value = getattr(ev, name)
         if value is not None and value == value and value > job.memory.get(name, float("-inf")):
             job.memory[name] = value

@@ -81,7 +81,7 @@ def fold(store: Any, rows: StepRows, segments: dict, take: Callable[[Any], Any],
     if told:
         job.reported.stage(_THROUGHPUT, _points(_THROUGHPUT, rows, told, _THROUGHPUT_COLUMNS), [], file_id)
     # the Memory reports
-    _maxima(job, (("gpu_max_reserved_mb", [g * 1024.0 for g in rows.gib if g is not None]),))
+    _maxima(job, {"gpu_max_reserved_mb": [g * 1024.0 for g in rows.gib if g is not None]})
     return job
 
 
@@ -109,7 +109,7 @@ def fold_rates(store: Any, rows: RateRows, segments: dict, take: Callable[[Any],
         if params is not None:
             job.config["total_params_b"] = params
     # the Memory of the samples lines that give one (kind 2)
-    _maxima(job, (("gpu_allocated_mb", rows.allocated_mb), ("gpu_max_allocated_mb", rows.max_allocated_mb)))
+    _maxima(job, {"gpu_allocated_mb": rows.allocated_mb, "gpu_max_allocated_mb": rows.max_allocated_mb})
     return job
 
 
@@ -125,14 +125,21 @@ def fold_memory(store: Any, rows: MemoryRows, segments: dict, take: Callable[[An
             job = take(ev)
         return job
     _counts(job, rows, max_ranks)
-    _maxima(job, (("gpu_max_allocated_mb", rows.max_allocated_mb), ("gpu_max_reserved_mb", rows.max_reserved_mb),
-                  ("gpu_allocated_mb", rows.allocated_mb), ("gpu_reserved_mb", rows.reserved_mb)))
+    _maxima(job, {"gpu_max_allocated_mb": rows.max_allocated_mb, "gpu_max_reserved_mb": rows.max_reserved_mb,
+                  "gpu_allocated_mb": rows.allocated_mb, "gpu_reserved_mb": rows.reserved_mb})
     return job
 
 
-def _maxima(job: Any, columns: Any) -> None:
+#: a Memory's figures, in the order the store's event path takes them
+MEMORY_FIGURES = ("gpu_max_allocated_mb", "gpu_max_reserved_mb", "cpu_used_gb", "gpu_allocated_mb", "gpu_reserved_mb")
+
+
+def _maxima(job: Any, columns: dict[str, list]) -> None:
     """The job's memory figures, each the highest of its own and a column's (NaN: none)."""
-    for name, column in columns:
+    for name in MEMORY_FIGURES:
+        column = columns.get(name)
+        if column is None:
+            continue
         top = max((v for v in column if v is not None and v == v), default=None)
         if top is not None and top > job.memory.get(name, float("-inf")):
             job.memory[name] = top
