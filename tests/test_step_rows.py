@@ -101,7 +101,7 @@ def _blocks(draw) -> list:
                                              "step", "other"]))
                 if kind == "iteration":
                     counter = max(1, counter + draw(st.sampled_from([1, 1, 0, -30])))
-                    iterations.append((line, rank, wall, counter))
+                    iterations.append((line, rank, wall, counter, _iteration_fields(draw)))
                     continue
                 if kind == "other":
                     _close(items, file, rates, steps, memories)
@@ -134,8 +134,20 @@ def _blocks(draw) -> list:
                 items.append(IterationRows(file, [r[0] for r in iterations], [r[1] for r in iterations],
                                            [None] * len(iterations), [r[2] for r in iterations],
                                            [r[3] for r in iterations], [1000] * len(iterations),
-                                           [{"elapsed_ms": 900.0} for _ in iterations]))
+                                           [r[4] for r in iterations]))
     return items
+
+
+def _iteration_fields(draw) -> dict:
+    """An iteration row's fields: its time, a loss or none (finite or not), a grad norm or none."""
+    fields: dict = {"elapsed_ms": 900.0}
+    loss = draw(st.sampled_from([None, 2.5, 2.5, math.nan]))
+    if loss is not None:
+        fields["losses"] = frozen_map({"lm loss": loss})
+    grad = draw(st.sampled_from([None, None, 1.5, math.inf]))
+    if grad is not None:
+        fields["grad_norm"] = grad
+    return fields
 
 
 def _close(items: list, file: str, rates: list, steps: list, memories: list) -> None:

@@ -139,6 +139,13 @@ class PlacedRows(Rows):
         """How many events these rows stand for."""
         raise NotImplementedError
 
+    def part(self, a: int, b: int) -> "PlacedRows":
+        """Rows ``a`` to ``b`` (of the same kind)."""
+        out = object.__new__(type(self))
+        file, *columns = self.__getstate__()
+        out.__setstate__((file, *(column[a:b] for column in columns)))
+        return out
+
 
 class StepRows(PlacedRows):
     """Step lines of one file the core read (TorchTitan's metrics lines, Hugging Face

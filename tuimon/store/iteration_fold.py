@@ -79,6 +79,18 @@ class Pending:
         del self.queue[file]
         return out
 
+    def peek(self, file: str, line: int) -> list[tuple[IterationRows, int, int]]:
+        """The slices (rows, start, end) of ``file``'s rows not folded yet of lines before
+        ``line`` (as :meth:`before`, not marked folded)."""
+        out = []
+        for rows, at in self.queue[file]:
+            end = bisect_left(rows.line, line, at)
+            if end > at:
+                out.append((rows, at, end))
+            if end < len(rows.line):
+                break
+        return out
+
     def rest(self, rows: IterationRows) -> list[tuple[IterationRows, int, int]]:
         """The slice of ``rows`` (at its place in the items) not folded yet, marked folded."""
         queue = self.queue[rows.file]
@@ -303,6 +315,22 @@ def _points(job: Any, rows: IterationRows, points: list[int], keys: list[RankKey
         where.setdefault(key, []).append(j)
     for key, js in where.items():
         job.ranks[key].stage(_PLAN, [made[j] for j in js], [[c[j] for j in js] for c in computed], file_id)
+
+
+def diverges(rows: IterationRows, a: int, b: int) -> bool:
+    """Whether a row of ``a`` to ``b`` may say a divergence (:func:`_latest`'s check): a loss
+    that is not finite, NaN iterations counted, a grad norm that is not finite in a step
+    not skipped."""
+    fields = rows.fields
+    for k in range(a, b):
+        f = fields[k]
+        losses = f.get("losses")
+        loss = primary_loss(losses) if losses else None
+        grad = f.get("grad_norm")
+        if f.get("nan_count") or (loss is not None and not math.isfinite(loss)) or (
+                grad is not None and not math.isfinite(grad) and not f.get("skipped")):
+            return True
+    return False
 
 
 def _latest(job: Any, rows: IterationRows, points: list[int], max_failures: int,

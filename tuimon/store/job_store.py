@@ -37,7 +37,7 @@ from tuimon.parsers.timers import COMM_OP
 from .evals import Evals
 from .fields import primary_loss
 from .identity import identify
-from .iteration_fold import MAX_ASIDE, Pending, after_spike, key_of, nan_check
+from .iteration_fold import MAX_ASIDE, Pending, after_spike, diverges, key_of, nan_check
 from .iteration_fold import fold as fold_iterations
 from .series import Series, point_plan
 from .step_fold import MEMORY_FIGURES, STEP_FILLS, fold_memory, fold_rates
@@ -493,9 +493,7 @@ class JobStore:
         if pending is not None and rows.file in pending.queue and (
                 isinstance(rows, StepRows) or not self._rates_may_wait(rows, pending)):
             if isinstance(rows, StepRows):
-                job = self._steps_among_iterations(rows, pending, segments, touched)
-                if job is not None:
-                    return job
+                return self._steps_pending(rows, pending, segments, touched)
             return self._take_each(rows.events(), pending, segments, touched)
         if isinstance(rows, StepRows):
             return fold_steps(self, rows, segments, take, new_segment, MAX_RANKS_SEEN)
@@ -504,13 +502,39 @@ class JobStore:
         assert isinstance(rows, RateRows)
         return fold_rates(self, rows, segments, take, new_segment, MAX_RANKS_SEEN)
 
+    def _steps_pending(self, rows: StepRows, pending: Pending, segments: dict[str, Segment],
+                       touched: dict[int, "Job"]) -> "Job":
+        """Step rows whose file's iteration rows still to fold go in between them: the first
+        ones one by one while an evaluation's interval is open (the iteration records after
+        the pass close it) or the run has logged no progress, the rest in bulk with those
+        iteration rows where that leaves the store as the events would
+        (:meth:`_steps_among_iterations`), else one by one too."""
+        file, k, n = rows.file, 0, len(rows)
+        job = self.job_for(file)[0]
+        while k < n:
+            segment = segments.get(file)
+            if not job.run_of(file).after_eval and segment is not None and segment.progressed and not segment.aside:
+                break
+            job = self._take_each(rows.part(k, k + 1).events(), pending, segments, touched)
+            k += 1
+        if k == n:
+            return job
+        rest = rows.part(k, n) if k else rows
+        if file not in pending.queue:  # (those taken folded its rows still to fold)
+            return fold_steps(self, rest, segments, lambda e: self._take(e, segments),  # type: ignore[arg-type]
+                              lambda: Segment(self._timer_state(file)), MAX_RANKS_SEEN)
+        folded = self._steps_among_iterations(rest, pending, segments, touched)  # type: ignore[arg-type]
+        return folded if folded is not None else self._take_each(rest.events(), pending, segments, touched)
+
     def _steps_among_iterations(self, rows: StepRows, pending: Pending, segments: dict[str, Segment],
                                 touched: dict[int, "Job"]) -> Optional["Job"]:
         """Step rows whose file's iteration rows still to fold go in between them (Megatron-DeepSpeed's
-        iteration lines and DeepSpeed's step lines), both folded in bulk, the iteration rows first,
-        where their order changes nothing but the job's last progress: none of those rows starts
-        a run, the steps say no loss (a divergence check), no evaluation's interval is open and
-        the file's run logged progress before (its timers' state moves with neither); else None."""
+        iteration lines and DeepSpeed's step lines, NeoX's and its pipeline engine's), both folded in
+        bulk, the iteration rows first, where their order changes nothing: none of those rows starts
+        a run, neither says a divergence (where the steps say a loss, each clears one: the latest of
+        either leaves none), the last step (the latest line) has a stamp or none of those rows has,
+        no evaluation's interval is open and the file's run logged progress before (its timers'
+        state moves with neither); else None."""
         file = rows.file
         job = self.job_for(file)[0]
         segment = segments.get(file)
@@ -518,27 +542,24 @@ class JobStore:
             segment = segments[file] = Segment(self._timer_state(file))
         last = rows.line[-1]
         if job.bounded or job.run_of(file).after_eval or not segment.progressed or segment.aside or \
-                any(loss is not None for loss in rows.loss) or \
                 not pending.may_wait(self, file, last, MAX_RUNS, MAX_RANKS_SEEN):
             return None
+        ahead = pending.peek(file, last)
+        if any(loss is not None for loss in rows.loss) and (
+                not all(loss is None or math.isfinite(loss) for loss in rows.loss) or
+                any(diverges(its, a, b) for its, a, b in ahead)):
+            return None
+        # the job's last progress is its latest line's, the steps' last: its stamp too (the iteration
+        # rows', folded first, are of earlier lines), where it has one or none of theirs has
+        if rows.wall_time[-1] is None and any(w is not None for its, a, b in ahead for w in its.wall_time[a:b]):
+            return None
         parts = pending.before(file, last)
-        latest: Optional[tuple[int, float]] = None  # the line and stamp of the last iteration row with one
         for its, a, b in parts:
-            for k in range(b - 1, a - 1, -1):
-                if its.wall_time[k] is not None:
-                    latest = (its.line[k], its.wall_time[k])  # type: ignore[assignment]
-                    break
             for moved in fold_iterations(self, its, a, b, segment, lambda e: self._take(e, segments),
                                          (MAX_RUNS, MAX_RANKS_SEEN, MAX_FAILURES)):
                 touched[id(moved)] = moved
-        folded = fold_steps(self, rows, segments, lambda e: self._take(e, segments),
-                            lambda: Segment(self._timer_state(file)), MAX_RANKS_SEEN)
-        # (the job's last progress is its latest line's: the steps' last is the latest; its stamp, the
-        # latest line's that has one, of either)
-        stamped = next((k for k in range(len(rows.line) - 1, -1, -1) if rows.wall_time[k] is not None), None)
-        if latest is not None and (stamped is None or rows.line[stamped] < latest[0]):
-            folded.last_progress_wall = latest[1]
-        return folded
+        return fold_steps(self, rows, segments, lambda e: self._take(e, segments),
+                          lambda: Segment(self._timer_state(file)), MAX_RANKS_SEEN)
 
     def _fold_kinds(self, run: list[PlacedRows], pending: Optional[Pending], segments: dict[str, Segment],
                     touched: dict[int, "Job"]) -> "Job":
