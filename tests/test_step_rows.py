@@ -224,6 +224,20 @@ def test_a_run_of_steps_folds_in_bulk():
     assert job[1] == 1500 and job[9] == 500  # events, the last step
 
 
+def _both_engines(path, core) -> dict:
+    """The items of ``path`` as the Python engine and the compiled core give them."""
+    got: dict = {}
+    for engine in ("python", "core"):
+        before = native.use(core if engine == "core" else None)
+        try:
+            items: list = []
+            parse_file(path, sink=items.extend)
+        finally:
+            native.use(before)
+        got[engine] = items
+    return got
+
+
 def test_the_first_stamp_goes_before_the_step_row_of_its_line(tmp_path):
     """The log's first stamp (a log-start milestone) goes before the events of its line, a
     step row's too: the rows before it stay before it (both engines, the same events)."""
@@ -238,15 +252,7 @@ def test_the_first_stamp_goes_before_the_step_row_of_its_line(tmp_path):
              "{'loss': 2.1, 'grad_norm': 0.5, 'learning_rate': 5e-05, 'epoch': 0.5}"]
     path = tmp_path / "hf.log"
     path.write_text("\n".join(lines) + "\n")
-    got: dict = {}
-    for engine in ("python", "core"):
-        before = native.use(core if engine == "core" else None)
-        try:
-            items: list = []
-            parse_file(path, sink=items.extend)
-        finally:
-            native.use(before)
-        got[engine] = items
+    got = _both_engines(path, core)
     assert any(type(item) is StepRows for item in got["core"]), got["core"]
     events = expand(got["core"])
     assert [repr(e) for e in events] == [repr(e) for e in got["python"]]
@@ -279,15 +285,7 @@ def test_deepspeed_step_lines_fold_in_bulk(tmp_path):
         pytest.skip("the compiled core is not built here: the Python engine makes no rows")
     path = tmp_path / "neox.log"
     _ds_log(path, 300)
-    got: dict = {}
-    for engine in ("python", "core"):
-        before = native.use(core if engine == "core" else None)
-        try:
-            items: list = []
-            parse_file(path, sink=items.extend)
-        finally:
-            native.use(before)
-        got[engine] = items
+    got = _both_engines(path, core)
     kinds = {type(item).__name__ for item in got["core"]}
     assert {"StepRows", "RateRows"} <= kinds, kinds
     assert [repr(e) for e in expand(got["core"])] == [repr(e) for e in got["python"]]

@@ -491,7 +491,7 @@ class JobStore:
             return Segment(self._timer_state(rows.file))
 
         if pending is not None and rows.file in pending.queue and (
-                isinstance(rows, StepRows) or not self._rates_may_wait(rows, pending)):
+                isinstance(rows, StepRows) or not self._may_go_first(rows, pending)):
             if isinstance(rows, StepRows):
                 return self._steps_pending(rows, pending, segments, touched)
             return self._take_each(rows.events(), pending, segments, touched)
@@ -575,7 +575,7 @@ class JobStore:
         rates = sum(1 for rows in run if isinstance(rows, RateRows) or (
             isinstance(rows, StepRows) and rows.throughputs()))
         waits = rates > 1 or (pending is not None and file in pending.queue and not all(
-            self._rates_may_wait(rows, pending) for rows in others))
+            self._may_go_first(rows, pending) for rows in others))
         ranks = set().union(*(rows.rank for rows in run))
         ranks.discard(None)
         if waits or len(job.ranks_seen) + len(ranks - job.ranks_seen) > MAX_RANKS_SEEN:
@@ -590,9 +590,10 @@ class JobStore:
             touched[id(job)] = job
         return job
 
-    def _rates_may_wait(self, rows: PlacedRows, pending: Pending) -> bool:
-        """Whether ``rows`` may be taken before their file's iteration rows still to fold (those
-        of earlier lines start no run: what :meth:`_rows_before` asks of each of their events)."""
+    def _may_go_first(self, rows: PlacedRows, pending: Pending) -> bool:
+        """Whether ``rows`` (rate or memory rows: nothing an iteration reads or changes) may be taken
+        before their file's iteration rows still to fold (those of earlier lines start no run: what
+        :meth:`_rows_before` asks of each of their events)."""
         line = rows.line[-1]
         return pending.first_line(rows.file) >= line or pending.may_wait(self, rows.file, line, MAX_RUNS,
                                                                           MAX_RANKS_SEEN)
@@ -853,8 +854,6 @@ def _on_iteration(job: Job, ev: Iteration, file_rank: Optional[int]) -> None:
 def _first_step(job: Job, wall: Optional[float]) -> None:
     if wall is not None and (job.first_step_wall is None or wall < job.first_step_wall):
         job.first_step_wall = wall
-
-
 
 
 def _on_step(job: Job, ev: Step, _: Optional[int]) -> None:
