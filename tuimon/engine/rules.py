@@ -102,7 +102,8 @@ class HookRule:
             return
         if literal is None and self.anchors and (self.by_line or held is not None):
             # a regex that starts with a literal finds its own candidates fast, unless they are few and known
-            starts = lines_holding(text, self.anchors, held, few=not self.by_line)
+            # (or the compiled core runs it over them: one call, in Rust, however many there are)
+            starts = lines_holding(text, self.anchors, held, few=not self.by_line and self.core is None)
             if starts is not None:  # few candidates: the regex runs on their lines alone
                 kept: list[int] = []
                 # in a text that is not ASCII the core walks to each start's byte (8 bytes a step, one walk a call:
