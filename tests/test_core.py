@@ -155,7 +155,8 @@ _BODIES = st.sampled_from([
     "[timer.py:181:stop] 0/50, SamplesPerSec=0.25199842464335126 global_step=3, RunningAvgSamplesPerSec=1, "
     "CurrSamplesPerSec=2", "steps: 2 loss: 12.8004 iter time (s): 145.206 samples/sec: 7.052",
     "steps: 20 loss: 12.8004 iter time (s): 1,5 samples/sec: 7.052", "steps: 3 loss: nan iter time (s): 1.0 "
-    "samples/sec: x",
+    "samples/sec: x", "steps: 4 loss: 2.5123 moe_loss: 0.0125 aux loss: 1 iter time (s): 1.250 samples/sec: 51.2",
+    "steps: 5 loss: 2.5 moe_loss: 0.0125 lbl_loss: 0.5 iter time (s): 1.250 samples/sec: 51.2",
     "step: 10  loss:  7.1234  memory: 30.12GiB(31.70%)  tps: 65,622  tflops: 304.53  mfu: 14.59%",
     # metrics lines the core types, and those whose values only Python's to_float reads (the hook's)
     "step: 20  loss: nan  memory: 1.5GiB(3%)  tps: 1,2.5  tflops: 1,  mfu: .", "validate step: 5  loss: 1.0",

@@ -36,7 +36,9 @@ _ZERO_OFFLOAD = re.compile(r"offload_(param|optimizer)=\w+\(device='(?:cpu|nvme)
 _JSON_OPEN = re.compile(r"(?:zero_config \.+ |json = )\{\s*$")
 _JSON_KEY = re.compile(r'^\s*"(stage|offload_param|offload_optimizer|device|cpu_offload)": ("?[\w{]+"?)')
 _JSON_CLOSE = re.compile(r"^\}\s*$")
-_PIPE = re.compile(r"steps: (\d+) loss: (\S+) iter time \(s\): (\S+) samples/sec: (\S+)")
+# the pipeline engine's train_batch: "steps: {global_steps} loss: {agg_train_loss:0.4f} ", since 0.14.1 (MoE
+# pipelines) each additional loss as "{name}: {value:0.4f} ", then "iter time (s): {:0.3f} samples/sec: {:0.3f}"
+_PIPE = re.compile(r"steps: (\d+) loss: (\S+) (?:\S+: \S+ )*?iter time \(s\): (\S+) samples/sec: (\S+)")
 _MA = re.compile(r"MA (\S+) GB\s+Max_MA (\S+) GB\s+CA (\S+) GB\s+Max_CA (\S+) GB")
 _CPU = re.compile(r"CPU Virtual Memory:\s+used = (\S+) GB, percent = (\S+)%")
 _MEM_LABEL = re.compile(r"see_memory_usage\] (.*)")
@@ -141,6 +143,8 @@ class DeepSpeedParser(LineParser):
         Sample("[2022-07-02 05:00:15,099] [INFO] [stage2.py:115:__init__] CPU Offload: False", None),
         Sample("[2023-03-01 10:00:00,000] [INFO] [stage_1_and_2.py:133:__init__] CPU Offload: True", "run_config",
                {"framework": "zero-offload"}),
+        Sample("steps: 10 loss: 2.5123 moe_loss: 0.0125 iter time (s): 1.250 samples/sec: 51.200",
+               "step", {"step": 10, "loss": 2.5123, "elapsed_ms": 1250.0, "samples_per_sec": 51.2}),
         Sample("steps: 2 loss: 12.8004 iter time (s): 145.206 samples/sec: 7.052",
                "step", {"step": 2, "loss": 12.8004, "elapsed_ms": 145206.0, "samples_per_sec": 7.052}),
         Sample("[2022-06-29 01:22:16,071] [INFO] [utils.py:823:see_memory_usage] MA 0.0 GB         Max_MA 0.0 GB"
