@@ -140,14 +140,25 @@ def key_of(rank: Optional[int], node: Optional[str], file_rank: Optional[int]) -
     return node if node is not None else "-"
 
 
+def says_divergence(loss: Optional[float], grad_norm: Optional[float], skipped: Any) -> bool:
+    """A loss that is not finite, or a grad norm that is not finite in a step not skipped (see
+    :func:`nan_check`)."""
+    return (loss is not None and not math.isfinite(loss)) or (
+        grad_norm is not None and not math.isfinite(grad_norm) and not skipped)
+
+
+def _row_loss(f: dict) -> Optional[float]:
+    """An iteration row's loss (its primary one; NaN where it counted NaN iterations)."""
+    losses = f.get("losses")
+    return math.nan if f.get("nan_count") else primary_loss(losses) if losses else None
+
+
 def nan_check(job: Any, step: Optional[int], ev: Any, loss: Optional[float], grad_norm: Optional[float],
               skipped: bool, max_failures: int) -> None:
     """A non-finite loss is a divergence.  A non-finite grad norm is one too, unless the
     step was skipped: fp16's loss scaler skips a step whose gradients overflowed, and
     lowers its scale; that is normal.  A finite step after it clears it."""
-    bad_loss = loss is not None and not math.isfinite(loss)
-    bad_grad = grad_norm is not None and not math.isfinite(grad_norm) and not skipped
-    if bad_loss or bad_grad:
+    if says_divergence(loss, grad_norm, skipped):
         if job.nan_at is None and len(job.nan_events) < max_failures:
             rank = ev.rank if ev.rank is not None else None
             job.nan_events.append((step, None if rank is None else str(rank), ev.file, ev.line, ev.wall_time))
@@ -322,15 +333,7 @@ def diverges(rows: IterationRows, a: int, b: int) -> bool:
     that is not finite, NaN iterations counted, a grad norm that is not finite in a step
     not skipped."""
     fields = rows.fields
-    for k in range(a, b):
-        f = fields[k]
-        losses = f.get("losses")
-        loss = primary_loss(losses) if losses else None
-        grad = f.get("grad_norm")
-        if f.get("nan_count") or (loss is not None and not math.isfinite(loss)) or (
-                grad is not None and not math.isfinite(grad) and not f.get("skipped")):
-            return True
-    return False
+    return any(says_divergence(_row_loss(f), f.get("grad_norm"), f.get("skipped")) for f in fields[a:b])
 
 
 def _latest(job: Any, rows: IterationRows, points: list[int], max_failures: int,
@@ -349,12 +352,9 @@ def _latest(job: Any, rows: IterationRows, points: list[int], max_failures: int,
         losses = f.get("losses")
         if losses:
             job.last_losses = dict(losses)
-        loss = primary_loss(losses) if losses else None
-        if f.get("nan_count"):
-            loss = math.nan
+        loss = _row_loss(f)
         grad = f.get("grad_norm")
-        if (loss is not None and not math.isfinite(loss)) or (
-                grad is not None and not math.isfinite(grad) and not f.get("skipped")):
+        if says_divergence(loss, grad, f.get("skipped")):
             nan_check(job, it, rows.event(k), loss, grad, bool(f.get("skipped")), max_failures)
         elif loss is not None:
             job.nan_at = None

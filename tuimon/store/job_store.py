@@ -521,8 +521,7 @@ class JobStore:
             return job
         rest = rows.part(k, n) if k else rows
         if file not in pending.queue:  # (those taken folded its rows still to fold)
-            return fold_steps(self, rest, segments, lambda e: self._take(e, segments),  # type: ignore[arg-type]
-                              lambda: Segment(self._timer_state(file)), MAX_RANKS_SEEN)
+            return self._fold_steps(rest, segments)  # type: ignore[arg-type]
         folded = self._steps_among_iterations(rest, pending, segments, touched)  # type: ignore[arg-type]
         return folded if folded is not None else self._take_each(rest.events(), pending, segments, touched)
 
@@ -537,9 +536,7 @@ class JobStore:
         state moves with neither); else None."""
         file = rows.file
         job = self.job_for(file)[0]
-        segment = segments.get(file)
-        if segment is None:
-            segment = segments[file] = Segment(self._timer_state(file))
+        segment = self._segment(file, segments)
         last = rows.line[-1]
         if job.bounded or job.run_of(file).after_eval or not segment.progressed or segment.aside or \
                 not pending.may_wait(self, file, last, MAX_RUNS, MAX_RANKS_SEEN):
@@ -553,13 +550,29 @@ class JobStore:
         # rows', folded first, are of earlier lines), where it has one or none of theirs has
         if rows.wall_time[-1] is None and any(w is not None for its, a, b in ahead for w in its.wall_time[a:b]):
             return None
-        parts = pending.before(file, last)
-        for its, a, b in parts:
-            for moved in fold_iterations(self, its, a, b, segment, lambda e: self._take(e, segments),
-                                         (MAX_RUNS, MAX_RANKS_SEEN, MAX_FAILURES)):
-                touched[id(moved)] = moved
+        for moved in self._fold_parts(pending.before(file, last), segments):
+            touched[id(moved)] = moved
+        return self._fold_steps(rows, segments)
+
+    def _fold_steps(self, rows: StepRows, segments: dict[str, Segment]) -> "Job":
+        """``rows`` folded in bulk where they may be (:func:`tuimon.store.step_fold.fold`)."""
         return fold_steps(self, rows, segments, lambda e: self._take(e, segments),
-                          lambda: Segment(self._timer_state(file)), MAX_RANKS_SEEN)
+                          lambda: Segment(self._timer_state(rows.file)), MAX_RANKS_SEEN)
+
+    def _fold_parts(self, parts: list, segments: dict[str, Segment]) -> list["Job"]:
+        """Slices (rows, start, end) of iteration rows folded; the jobs whose series they staged points in."""
+        touched: list[Job] = []
+        for rows, a, b in parts:
+            touched += fold_iterations(self, rows, a, b, self._segment(rows.file, segments),
+                                       lambda e: self._take(e, segments), (MAX_RUNS, MAX_RANKS_SEEN, MAX_FAILURES))
+        return touched
+
+    def _segment(self, file: str, segments: dict[str, Segment]) -> Segment:
+        """``file``'s events since its last rows, in this call (begun here if none)."""
+        segment = segments.get(file)
+        if segment is None:
+            segment = segments[file] = Segment(self._timer_state(file))
+        return segment
 
     def _fold_kinds(self, run: list[PlacedRows], pending: Optional[Pending], segments: dict[str, Segment],
                     touched: dict[int, "Job"]) -> "Job":
@@ -629,12 +642,7 @@ class JobStore:
         touched: list[Job] = []
         if parts:
             runs = len(self.runs_of(ev.file))
-            for rows, a, b in parts:
-                segment = segments.get(rows.file)
-                if segment is None:
-                    segment = segments[rows.file] = Segment(self._timer_state(rows.file))
-                touched += fold_iterations(self, rows, a, b, segment, lambda e: self._take(e, segments),
-                                           (MAX_RUNS, MAX_RANKS_SEEN, MAX_FAILURES))
+            touched = self._fold_parts(parts, segments)
             if len(self.runs_of(ev.file)) != runs:  # a row started a new run
                 pending.epoch += 1
         return touched
@@ -642,9 +650,7 @@ class JobStore:
     def _take(self, ev: Event, segments: dict[str, Segment]) -> Job:
         """One event (its file's events before it taken); the job it went to."""
         job, file_rank = self.job_for(ev.file)
-        segment = segments.get(ev.file)
-        if segment is None:
-            segment = segments[ev.file] = Segment(self._timer_state(ev.file))
+        segment = self._segment(ev.file, segments)
         kind = type(ev)
         starts = _STARTS_A_RUN.get(kind)
         new_run = starts is not None and starts(job, ev, file_rank) and len(self.runs_of(ev.file)) < MAX_RUNS
