@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import FIXTURE_LOGS, ROOT, shared_or_skip
@@ -391,6 +391,42 @@ def test_a_whole_memory_report_goes_to_the_core_not_the_hooks(tmp_path, monkeypa
     assert [repr(e) for e in expand(core_items)] == [repr(e) for e in expand(python_items)]
     memory = [e for e in expand(core_items) if e.type == "memory"]
     assert [(e.line, e.gpu_max_reserved_mb) for e in memory] == [(2, 26762.0), (3, None), (4, 42498.0)]
+
+
+_RECORD_KEYS = st.sampled_from([" lm loss", " mtp_1 loss", " number of nan iterations", " number of skipped iterations",
+                                 " grad norm", " learning rate", " loss scale", " x", " élan loss", ""])
+_RECORD_VALUES = st.sampled_from([" 0", " 1", " 2", " 2.5", " nan", " inf", " -1", " 00", " 1_000", " n/a", "", " ٣",
+                                  " 12345678901234567890", " 1e309"])
+
+
+@settings(max_examples=400, deadline=None)
+@example(lines=[[(" mtp_1 loss", " 1")], [(" loss scale", " 2")], [(" mtp_1 loss", " nan")]])  # (same length, same place)
+@given(lines=st.lists(st.lists(st.tuples(_RECORD_KEYS, _RECORD_VALUES), max_size=8), min_size=1, max_size=8))
+def test_iteration_records_read_one_after_another_follow_the_python_definitions(lines):
+    """One reader over many lines: keys found by their place in the line before, keys that move,
+    repeat within a line (the last value counts, to the NaN and veto checks too) or come new."""
+    records = rows._records(core)
+    bodies = ["iteration 5/ 10 |" + "|".join(k + ":" + v for k, v in parts) + " |" for parts in lines]
+    text = "\n".join(bodies) + "\n"
+    spans, at = [], 0
+    for body in bodies:
+        spans.append((at, at + len(body)))
+        at += len(body) + 1
+    for body, got in zip(bodies, records.iterations(text, spans)):
+        want = megatron.parse_record(body)
+        losses = want.get(megatron._LOSSES, {})
+        nan_count = want.get(megatron._NAN_COUNT)
+        if any(v != v for v in losses.values()) or (nan_count is not None and nan_count > 0):
+            assert got is None, body
+        else:
+            assert got is not None and (got[0], got[1]) == (5, 10) and repr(got[2]) == repr(want), body
+
+
+def test_records_remember_4096_keys_and_read_the_rest_as_well():
+    records = core.Records(megatron.spec_of, to_float, to_int, frozen_map, megatron.CORE_RECORD)
+    for k in range(4200):
+        text = f"k{k}: 1 | lm loss: {k}.5 | number of nan iterations: {k % 2}"
+        assert repr(records.record(text)) == repr(megatron.parse_record(text)), text
 
 
 def test_records_keep_256_timers_at_most():

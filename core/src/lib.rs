@@ -210,19 +210,49 @@ enum Spec {
     Read(Py<PyString>, Py<PyAny>),
 }
 
-impl Spec {
-    fn clone_ref(&self, py: Python<'_>) -> Spec {
-        match self {
-            Spec::Skip => Spec::Skip,
-            Spec::Loss(k) => Spec::Loss(k.clone_ref(py)),
-            Spec::Int(n) => Spec::Int(n.clone_ref(py)),
-            Spec::Float(n, scale) => Spec::Float(n.clone_ref(py), *scale),
-            Spec::Read(n, f) => Spec::Read(n.clone_ref(py), f.clone_ref(py)),
+/// `text.split(sep)` for an ASCII separator, by memchr.
+fn split_bytes(text: &str, sep: u8) -> impl Iterator<Item = &str> {
+    let mut from = 0;
+    let mut done = false;
+    std::iter::from_fn(move || {
+        if done {
+            return None;
         }
-    }
+        let rest = &text.as_bytes()[from..];
+        let part = match memchr::memchr(sep, rest) {
+            Some(i) => {
+                let part = &text[from..from + i];
+                from += i + 1;
+                part
+            }
+            None => {
+                done = true;
+                &text[from..]
+            }
+        };
+        Some(part)
+    })
+}
+
+/// A raw key's meaning, and which of the declaration's vetoes its field is (if one).
+struct Key {
+    spec: Spec,
+    veto: Option<usize>,
 }
 
 const MAX_KEYS: usize = 4096; // raw keys remembered (as the Python definition's cache)
+
+const MAX_PLACES: usize = 64; // a record's parts whose keys are remembered by place
+const NO_KEY: usize = usize::MAX; // (a place whose part had no key)
+
+/// The raw keys asked so far, and the last record's keys by place: a log's records repeat
+/// their keys in the same order, so most keys are found by one comparison, without a hash.
+#[derive(Default)]
+struct KeyTable {
+    index: HashMap<String, usize>,
+    keys: Vec<Key>,
+    last: Vec<(String, usize)>,
+}
 
 /// The compiled readers of two record kinds, `|`-separated `key: value` lists:
 /// `parsers.megatron.parse_record` (an iteration's fields) and `parsers.timers._pairs`
@@ -235,7 +265,16 @@ struct Records {
     to_int: Py<PyAny>,
     frozen_map: Py<PyAny>,
     rules: records::RecordRules,
-    specs: Mutex<HashMap<String, Spec>>,
+    keys: Mutex<KeyTable>,
+}
+
+/// What a record's values say to the line's checks, each by its last value (a later part
+/// of the same field replaces an earlier one, as in the fields' dict).
+struct Checks<'py> {
+    /// per veto: whether its last value is over 0, or the value where Python compares it
+    vetoes: Vec<Option<Result<bool, Bound<'py, PyAny>>>>,
+    /// a loss was NaN (or a value Python reads): the losses are looked at again, as Python does
+    odd_loss: bool,
 }
 
 impl Records {
@@ -246,41 +285,77 @@ impl Records {
         }
     }
 
-    fn int<'py>(&self, py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyAny>> {
-        match numbers::fast_int(text) {
-            Some(v) => Ok(v.into_pyobject(py)?.into_any()),
-            None => self.to_int.bind(py).call1((text,)),
-        }
-    }
-
-    fn iteration<'py>(&self, py: Python<'py>, body: &str, locs: &mut regex::CaptureLocations)
-        -> PyResult<Option<(i64, i64, Bound<'py, PyDict>)>> {
+    fn iteration<'py>(&self, py: Python<'py>, body: &str, locs: &mut regex::CaptureLocations,
+                      keys: &mut KeyTable) -> PyResult<Option<(i64, i64, Bound<'py, PyDict>)>> {
         let Some((it, total)) = self.rules.one_mark(body, locs) else { return Ok(None) };
-        let fields = self.record(py, body)?;
-        for veto in &self.rules.vetoes {
-            if let Some(n) = fields.get_item(veto.as_str())? {
-                if !n.is_none() && n.gt(0)? {
-                    return Ok(None);
+        let (fields, checks) = self.read(py, body, keys)?;
+        for veto in checks.vetoes.into_iter().flatten() {
+            match veto {
+                Ok(true) => return Ok(None),
+                Ok(false) => {}
+                Err(n) => {
+                    if !n.is_none() && n.gt(0)? {
+                        return Ok(None);
+                    }
                 }
             }
         }
-        if let Some(losses) = fields.get_item(self.rules.losses.as_str())? {
-            for v in losses.call_method0("values")?.try_iter()? {
-                let v = v?;
-                if v.ne(&v)? {
-                    return Ok(None);
+        if checks.odd_loss {
+            if let Some(losses) = fields.get_item(self.rules.losses.as_str())? {
+                for v in losses.call_method0("values")?.try_iter()? {
+                    let v = v?;
+                    if v.ne(&v)? {
+                        return Ok(None);
+                    }
                 }
             }
         }
         Ok(Some((it, total, fields)))
     }
 
-    fn spec(&self, py: Python<'_>, raw: &str) -> PyResult<Spec> {
-        if let Some(spec) = self.specs.lock().expect("not poisoned").get(raw) {
-            return Ok(spec.clone_ref(py));
+    /// The meaning of the `place`th key of a record, `raw` (asked of `spec_of` once, remembered in
+    /// `table` while they are few).
+    fn key<'k>(&self, py: Python<'_>, table: &'k mut KeyTable, place: usize, raw: &str, once: &'k mut Option<Key>)
+        -> PyResult<&'k Key> {
+        if let Some((last, k)) = table.last.get(place) {
+            if *k != NO_KEY && last == raw {
+                return Ok(&table.keys[*k]);
+            }
         }
+        let k = match table.index.get(raw) {
+            Some(&k) => k,
+            None => {
+                let key = self.ask(py, raw)?;
+                if table.keys.len() >= MAX_KEYS {
+                    return Ok(once.insert(key));
+                }
+                table.keys.push(key);
+                table.index.insert(raw.to_string(), table.keys.len() - 1);
+                table.keys.len() - 1
+            }
+        };
+        if place < MAX_PLACES {
+            if table.last.len() <= place {
+                table.last.resize(place + 1, (String::new(), NO_KEY));
+            }
+            let slot = &mut table.last[place];
+            slot.0.clear();
+            slot.0.push_str(raw);
+            slot.1 = k;
+        }
+        Ok(&table.keys[k])
+    }
+
+    fn ask(&self, py: Python<'_>, raw: &str) -> PyResult<Key> {
         let answer = self.spec_of.bind(py).call1((raw,))?;
         let (name, kind): (Option<Bound<'_, PyString>>, Bound<'_, PyAny>) = answer.extract()?;
+        let veto = match &name {
+            Some(n) => {
+                let n = n.to_str()?;
+                self.rules.vetoes.iter().position(|v| v == n)
+            }
+            None => None,
+        };
         let spec = match name {
             None => Spec::Skip,
             Some(n) if n.to_str()? == self.rules.loss_tag => Spec::Loss(kind.cast_into::<PyString>()?.unbind()),
@@ -288,11 +363,85 @@ impl Records {
             Some(n) if kind.is_callable() => Spec::Read(n.unbind(), kind.unbind()),
             Some(n) => Spec::Float(n.unbind(), if kind.is_instance_of::<PyFloat>() { Some(kind.extract()?) } else { None }),
         };
-        let mut specs = self.specs.lock().expect("not poisoned");
-        if specs.len() < MAX_KEYS {
-            specs.insert(raw.to_string(), spec.clone_ref(py));
+        let veto = if matches!(spec, Spec::Loss(_)) { None } else { veto };
+        Ok(Key { spec, veto })
+    }
+
+    /// `parse_record(record)`'s fields, and what they say to the line's checks.
+    fn read<'py>(&self, py: Python<'py>, record: &str, keys: &mut KeyTable)
+        -> PyResult<(Bound<'py, PyDict>, Checks<'py>)> {
+        let out = PyDict::new(py);
+        let losses = PyDict::new(py);
+        let mut checks = Checks { vetoes: (0..self.rules.vetoes.len()).map(|_| None).collect(), odd_loss: false };
+        for (place, seg) in split_bytes(record, b'|').enumerate() {
+            let bytes = seg.as_bytes();
+            let Some(at) = memchr::memchr(b':', bytes).or_else(|| memchr::memchr(b'=', bytes)) else { continue };
+            let (raw, value) = (&seg[..at], &seg[at + 1..]);
+            let mut once = None;
+            let key = self.key(py, keys, place, raw, &mut once)?;
+            let v = match &key.spec {
+                Spec::Skip => continue,
+                Spec::Loss(name) => {
+                    match numbers::fast_float(value) {
+                        Some(v) => {
+                            checks.odd_loss |= v.is_nan();
+                            losses.set_item(name, PyFloat::new(py, v))?;
+                        }
+                        None => {
+                            let v = self.to_float.bind(py).call1((value,))?;
+                            if !v.is_none() {
+                                checks.odd_loss = true;
+                                losses.set_item(name, v)?;
+                            }
+                        }
+                    }
+                    continue;
+                }
+                Spec::Int(name) => {
+                    let v = match numbers::fast_int(value) {
+                        Some(n) => (n.into_pyobject(py)?.into_any(), Ok(n > 0)),
+                        None => {
+                            let n = self.to_int.bind(py).call1((value,))?;
+                            (n.clone(), Err(n))
+                        }
+                    };
+                    out.set_item(name, v.0)?;
+                    v.1
+                }
+                Spec::Read(name, read) => {
+                    let v = read.bind(py).call1((value,))?;
+                    out.set_item(name, &v)?;
+                    Err(v)
+                }
+                Spec::Float(name, scale) => {
+                    let v = match (numbers::fast_float(value), scale) {
+                        (Some(f), Some(k)) => f * k,
+                        (Some(f), None) => f,
+                        (None, _) => {
+                            let v = self.float(py, value)?;
+                            match scale {
+                                Some(f) if !v.is_none() => out.set_item(name, v.extract::<f64>()? * f)?,
+                                _ => out.set_item(name, &v)?,
+                            }
+                            if let Some(k) = key.veto {
+                                let v = out.get_item(name)?.expect("just set");
+                                checks.vetoes[k] = Some(Err(v));
+                            }
+                            continue;
+                        }
+                    };
+                    out.set_item(name, PyFloat::new(py, v))?;
+                    Ok(v > 0.0)
+                }
+            };
+            if let Some(k) = key.veto {
+                checks.vetoes[k] = Some(v);
+            }
         }
-        Ok(spec)
+        if !losses.is_empty() {
+            out.set_item(self.rules.losses.as_str(), self.frozen_map.bind(py).call1((losses,))?)?;
+        }
+        Ok((out, checks))
     }
 }
 
@@ -315,41 +464,13 @@ impl Records {
             losses: item(declaration, "loss_field")?,
             loss_tag: item(declaration, "loss_tag")?,
         };
-        Ok(Records { spec_of, to_float, to_int, frozen_map, rules, specs: Mutex::new(HashMap::new()) })
+        Ok(Records { spec_of, to_float, to_int, frozen_map, rules, keys: Mutex::new(KeyTable::default()) })
     }
 
     /// `parse_record(record)`: an iteration record's fields.
     fn record<'py>(&self, py: Python<'py>, record: &str) -> PyResult<Bound<'py, PyDict>> {
-        let out = PyDict::new(py);
-        let losses = PyDict::new(py);
-        for seg in record.split('|') {
-            let (raw, value) = match seg.split_once(':').or_else(|| seg.split_once('=')) {
-                Some(pair) => pair,
-                None => continue,
-            };
-            match self.spec(py, raw)? {
-                Spec::Skip => {}
-                Spec::Loss(key) => {
-                    let v = self.float(py, value)?;
-                    if !v.is_none() {
-                        losses.set_item(key, v)?;
-                    }
-                }
-                Spec::Int(name) => out.set_item(name, self.int(py, value)?)?,
-                Spec::Read(name, read) => out.set_item(name, read.bind(py).call1((value,))?)?,
-                Spec::Float(name, scale) => {
-                    let v = self.float(py, value)?;
-                    match scale {
-                        Some(f) if !v.is_none() => out.set_item(name, v.extract::<f64>()? * f)?,
-                        _ => out.set_item(name, v)?,
-                    }
-                }
-            }
-        }
-        if !losses.is_empty() {
-            out.set_item(self.rules.losses.as_str(), self.frozen_map.bind(py).call1((losses,))?)?;
-        }
-        Ok(out)
+        let mut keys = self.keys.lock().expect("not poisoned");
+        Ok(self.read(py, record, &mut keys)?.0)
     }
 
     /// Record lines, `(body start, end)` of `text` (character offsets, ASCII bodies), read as
@@ -361,7 +482,8 @@ impl Records {
     fn iterations<'py>(&self, py: Python<'py>, text: &Bound<'py, PyString>, lines: Vec<(usize, usize)>)
         -> PyResult<Vec<Option<(i64, i64, Bound<'py, PyDict>)>>> {
         let mut locs = self.rules.mark.capture_locations();
-        text::slices(text.to_str()?, lines).into_iter().map(|body| self.iteration(py, body, &mut locs)).collect()
+        let mut keys = self.keys.lock().expect("not poisoned");
+        text::slices(text.to_str()?, lines).into_iter().map(|body| self.iteration(py, body, &mut locs, &mut keys)).collect()
     }
 
     /// `_pairs(text)`: a timer list's `name: value` pairs (the last colon of each part),

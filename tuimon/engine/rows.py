@@ -18,7 +18,7 @@ from typing import Any, Callable, Optional, Sequence
 
 from tuimon.parsers import deepspeed, megatron, prefix, timers, timestamps, torchtitan
 from tuimon.parsers.columns import IterationRows, MemoryRows, RateRows, StepRows, TimerRows
-from tuimon.parsers.events import frozen_map
+from tuimon.parsers.events import FrozenDict
 from tuimon.parsers.numbers import to_float, to_int
 
 from . import native
@@ -52,7 +52,8 @@ def _timer_lines(core: Any) -> Any:
 
 @lru_cache(maxsize=4)
 def _records(core: Any) -> Any:
-    return core.Records(megatron.spec_of, to_float, to_int, frozen_map, megatron.CORE_RECORD)
+    # (losses into a FrozenDict, called as a type: ``frozen_map`` of a mapping that is not empty, without its call)
+    return core.Records(megatron.spec_of, to_float, to_int, FrozenDict, megatron.CORE_RECORD)
 
 
 @lru_cache(maxsize=4)
