@@ -85,3 +85,11 @@ def test_a_bounded_store_counts_every_iteration_and_its_median_stays_close():
     assert abs(a["iter_time_ms"]["median"] - b["iter_time_ms"]["median"]) < 1.0
     series = next(iter(next(iter(bounded.jobs.values())).ranks.values()))
     assert series.n <= RECENT + HISTORY
+
+
+def test_a_batch_parse_leaves_start_up_out_and_collects_the_young_less_often():
+    code = ("import gc; from tuimon.engine.alloc import YOUNG_PASS, collector_for_batch; before = gc.get_threshold(); "
+            "collector_for_batch(); after = gc.get_threshold(); "
+            "print(gc.get_freeze_count() > 0, after[0] == YOUNG_PASS > before[0], after[1:] == before[1:])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["True", "True", "True"], out

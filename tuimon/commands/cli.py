@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, Optional, Sequence
 # 0.29-0.47 s of CPU, half of it numpy's import; it takes 0.13-0.18 s)
 from .. import __version__
 from ..engine import native
-from ..engine.alloc import freeze_startup_objects, keep_freed_memory
+from ..engine.alloc import collector_for_batch, keep_freed_memory
 from ..exports.listen import ListenError
 from ..figures.columns import DEFAULT as COLUMN_DEFAULT
 from ..figures.columns import NAMES as COLUMN_NAMES
@@ -609,11 +609,11 @@ def cmd_summary(settings: Settings) -> int:
 
 def _settle() -> None:
     """A batch verb's start-up done (the engine imported, the formats' rules made): out of the cyclic
-    collector's way from here (:func:`~tuimon.engine.alloc.freeze_startup_objects`)."""
+    collector's way from here (:func:`~tuimon.engine.alloc.collector_for_batch`)."""
     from ..engine import catalog, ingest  # noqa: F401 (imported before the freeze)
 
     catalog.current()
-    freeze_startup_objects()
+    collector_for_batch()
 
 
 def _summaries(settings: Settings, store: JobStore, files: list[Path], cache,

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Callable, Optional, Protocol, Sequence
 
 from ..store.job_store import JobStore
 from . import catalog
-from .alloc import freeze_startup_objects, keep_freed_memory
+from .alloc import collector_for_batch, keep_freed_memory
 from .cache import ParseCache
 from .ingest import ParseStats, cached_store, parse_file_store, start_sizes
 
@@ -72,7 +72,7 @@ def _parse_batch(paths: Sequence[str], spec: Sequence[tuple[str, str]], cache_pa
     caller, which reports what is wrong with it)."""
     keep_freed_memory()
     cat = catalog.from_spec(spec)
-    freeze_startup_objects()  # (the worker's modules and the catalog's rules are made by now)
+    collector_for_batch()  # (the worker's modules and the catalog's rules are made by now)
     cache = ParseCache(Path(cache_path), key=cat.key) if cache_path else None
     out: list[Optional[bytes]] = []
     try:
