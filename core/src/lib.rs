@@ -131,12 +131,9 @@ impl Framing {
             return Err(pyo3::exceptions::PyValueError::new_err("a stamp's opener is one ASCII character"));
         };
         Ok(Framing {
-            prefix: prefix::PrefixRules {
-                pattern: compile(&item::<String>(prefix, "pattern")?)?,
-                starts: item::<String>(prefix, "starts")?.into_bytes(),
-                brackets: item(prefix, "brackets")?,
-                pad: item(prefix, "pad")?,
-            },
+            prefix: prefix::PrefixRules::new(compile(&item::<String>(prefix, "pattern")?)?,
+                                             item::<String>(prefix, "starts")?.into_bytes(), item(prefix, "brackets")?,
+                                             item(prefix, "pad")?),
             stamp: stamp::StampRules { pattern: compile(&item::<String>(stamp, "pattern")?)?, opener: *opener,
                                        reach: item(stamp, "reach")? },
         })
@@ -155,6 +152,8 @@ impl Framing {
         let mut out = Vec::with_capacity(starts.len());
         let (mut number, mut counted) = (first_line, 0usize);
         let mut last: Option<usize> = None;
+        let mut locs = self.prefix.pattern.capture_locations();
+        let mut stamp_locs = self.stamp.pattern.capture_locations();
         for start in starts {
             if last == Some(start) {
                 continue;
@@ -171,9 +170,9 @@ impl Framing {
                     .into_pyobject(py)?);
                 continue;
             }
-            let p = prefix::split(&self.prefix, line);
+            let p = prefix::split(&self.prefix, line, &mut locs);
             let node = p.node.map(|(a, z)| &line[a..z]);
-            let wall = stamp::line_stamp(&self.stamp, &line.as_bytes()[p.body..]);
+            let wall = stamp::line_stamp(&self.stamp, &line.as_bytes()[p.body..], &mut stamp_locs);
             // ASCII: the body's character offset is its byte offset from the line's start
             out.push((number, end, start + p.body, p.rank, p.local_rank, node, wall).into_pyobject(py)?);
         }
@@ -186,14 +185,14 @@ impl Framing {
         if !plain(line) {
             return None;
         }
-        let p = prefix::split(&self.prefix, line);
+        let p = prefix::split(&self.prefix, line, &mut self.prefix.pattern.capture_locations());
         Some((p.body, p.rank, p.local_rank, p.node.map(|(a, z)| line[a..z].to_string())))
     }
 
     /// The leading stamp of one line's body, as `parsers.timestamps.line_stamp` gives it
     /// (None for a body not read here).
     fn line_stamp(&self, body: &str) -> Option<f64> {
-        if plain(body) { stamp::line_stamp(&self.stamp, body.as_bytes()) } else { None }
+        if plain(body) { stamp::line_stamp(&self.stamp, body.as_bytes(), &mut self.stamp.pattern.capture_locations()) } else { None }
     }
 }
 
@@ -604,6 +603,7 @@ impl LineRegex {
         Ok(py.detach(|| {
             let (mut found, mut unread) = (Vec::new(), Vec::new());
             let mut locs = self.re.capture_locations();
+            let mut prefix_locs = rules.pattern.capture_locations();
             for (&start, &b) in starts.iter().zip(&at) {
                 let end = memchr::memchr(b'\n', &bytes[b..]).map_or(bytes.len(), |i| b + i);
                 let line = &s[b..end];
@@ -611,7 +611,7 @@ impl LineRegex {
                     unread.push(start);
                     continue;
                 }
-                let body = &line[prefix::split(rules, line).body..];
+                let body = &line[prefix::split(rules, line, &mut prefix_locs).body..];
                 if self.re.captures_read(&mut locs, body).is_some() {
                     let texts = groups.iter().map(|&g| locs.get(g).map(|(a, z)| body[a..z].to_string())).collect();
                     found.push((start, texts));

@@ -25,6 +25,16 @@ pub struct PrefixRules {
     pub starts: Vec<u8>,
     pub brackets: Vec<String>,
     pub pad: usize,
+    /// the indices of the groups `label`, `host`, `local` and `rank` (looked up once, not a line)
+    groups: [Option<usize>; 4],
+}
+
+impl PrefixRules {
+    pub fn new(pattern: Regex, starts: Vec<u8>, brackets: Vec<String>, pad: usize) -> Self {
+        let index = |name: &str| pattern.capture_names().position(|n| n == Some(name));
+        let groups = [index("label"), index("host"), index("local"), index("rank")];
+        PrefixRules { pattern, starts, brackets, pad, groups }
+    }
 }
 
 /// False for most lines: no launcher prefix can start there (`may_have_prefix`).  A label
@@ -43,30 +53,33 @@ pub fn may_have_prefix(rules: &PrefixRules, line: &[u8]) -> bool {
     }
 }
 
-/// The prefix of an ASCII line (`split_prefix`).
-pub fn split(rules: &PrefixRules, line: &str) -> Prefix {
+/// The prefix of an ASCII line (`split_prefix`); `locs`: the pattern's capture slots, reused
+/// from line to line.
+pub fn split(rules: &PrefixRules, line: &str, locs: &mut regex::CaptureLocations) -> Prefix {
     let none = Prefix { body: 0, rank: None, local_rank: None, node: None };
     if !may_have_prefix(rules, line.as_bytes()) {
         return none;
     }
-    let caps = match rules.pattern.captures(line) {
-        Some(c) if c.get(0).is_some_and(|m| m.end() > 0) => c,
+    let body = match rules.pattern.captures_read(locs, line) {
+        Some(m) if m.end() > 0 => m.end(),
         _ => return none,
     };
+    let span = |g: Option<usize>| g.and_then(|g| locs.get(g));
+    let [label, host, local, rank] = rules.groups.map(span);
     // ASCII digits (the pattern's `\d` on an ASCII line), at most a few: parsed, or None if absurd
-    let int = |name: &str| caps.name(name).and_then(|m| m.as_str().parse::<i64>().ok());
-    let mut rank = int("rank");
-    let local_rank = int("local");
-    let mut node = caps.name("host").map(|m| (m.start(), m.end()));
-    if let Some(label) = caps.name("label") {
+    let int = |at: Option<(usize, usize)>| at.and_then(|(a, z)| line[a..z].parse::<i64>().ok());
+    let mut rank = int(rank);
+    let local_rank = int(local);
+    let mut node = host;
+    if let Some(label) = label {
         if local_rank.is_none() && rank.is_none() {
             // the srun task id is the global rank when each task is one process
-            rank = label.as_str().parse::<i64>().ok();
+            rank = int(Some(label));
         } else {
-            node = Some((label.start(), label.end()));
+            node = Some(label);
         }
     }
-    Prefix { body: caps.get(0).map_or(0, |m| m.end()), rank, local_rank, node }
+    Prefix { body, rank, local_rank, node }
 }
 
 #[cfg(test)]
@@ -75,22 +88,24 @@ mod tests {
 
     // test data: the shape of parsers.prefix.CORE (the Python module is the definition)
     fn rules() -> PrefixRules {
-        PrefixRules {
-            pattern: Regex::new(concat!(
+        PrefixRules::new(
+            Regex::new(concat!(
                 r"^(?: {0,6}(?P<label>\d{1,6}): ",
                 r"|(?P<host>(?:\d{1,3}(?:\.\d{1,3}){3}|[a-z][a-z0-9-]*\d[a-z0-9-]*(?:\.[a-z0-9-]+)*|localhost)): )?",
                 r"(?:\[default(?P<local>\d{1,5})\]: ?)?",
                 r"(?:\[rank(?P<rank>\d{1,6})\]: ?)*",
             ))
             .unwrap(),
-            starts: b"0123456789abcdefghijklmnopqrstuvwxyz".to_vec(),
-            brackets: vec!["[default".into(), "[rank".into()],
-            pad: 6,
-        }
+            b"0123456789abcdefghijklmnopqrstuvwxyz".to_vec(),
+            vec!["[default".into(), "[rank".into()],
+            6,
+        )
     }
 
     fn split(line: &str) -> Prefix {
-        super::split(&rules(), line)
+        let rules = rules();
+        let mut locs = rules.pattern.capture_locations();
+        super::split(&rules, line, &mut locs)
     }
 
     fn node_of(line: &str) -> Option<&str> {

@@ -54,7 +54,8 @@ fn iso_shaped(stamp: &[u8]) -> bool {
 }
 
 /// The stamp an ASCII line's body starts with (its first dash within `reach` characters).
-pub fn line_stamp(rules: &StampRules, body: &[u8]) -> Option<f64> {
+/// `locs`: the pattern's capture slots, reused from line to line.
+pub fn line_stamp(rules: &StampRules, body: &[u8], locs: &mut regex::CaptureLocations) -> Option<f64> {
     let mut head = body.first().copied();
     if head == Some(b' ') {
         head = body.get(1).copied();
@@ -68,7 +69,9 @@ pub fn line_stamp(rules: &StampRules, body: &[u8]) -> Option<f64> {
     let dash = (4..window.len()).find(|&i| window[i] == b'-' && window[i - 4..i].iter().all(u8::is_ascii_digit));
     dash?;
     let text = std::str::from_utf8(body).ok()?;
-    let stamp = rules.pattern.captures(text)?.get(1)?.as_str().as_bytes();
+    rules.pattern.captures_read(locs, text)?;
+    let (a, z) = locs.get(1)?;
+    let stamp = &text.as_bytes()[a..z];
     if !iso_shaped(stamp) {
         return None;
     }
@@ -96,7 +99,8 @@ mod tests {
             opener: b'[',
             reach: 40,
         };
-        super::line_stamp(&rules, body)
+        let mut locs = rules.pattern.capture_locations();
+        super::line_stamp(&rules, body, &mut locs)
     }
 
     #[test]
