@@ -12,9 +12,11 @@ them in line order with its other hit lines, and puts each read line's events in
 from __future__ import annotations
 
 from functools import lru_cache
-from itertools import chain, repeat
+from itertools import chain, compress, count, repeat
 from operator import itemgetter
 from typing import Any, Callable, Optional, Sequence
+
+import numpy as np
 
 from tuimon.parsers import deepspeed, megatron, prefix, timers, timestamps, torchtitan
 from tuimon.parsers.columns import IterationRows, MemoryRows, RateRows, StepRows, TimerRows
@@ -35,6 +37,8 @@ NOTHING, HOOK, ROW, EVENT, ITERATION = 0, 1, 2, 3, 4
 #: a frame's body offset and end (see tuimon._core.Framing.frame)
 _BODY, _END = itemgetter(2), itemgetter(1)
 _FIRST, _SECOND = itemgetter(0), itemgetter(1)
+#: a span's kind, and its (body, end)
+_KIND, _SPAN = itemgetter(2), itemgetter(0, 1)
 
 
 # The core's readers, each built once a process from its parser's declaration (the core holds no
@@ -106,9 +110,12 @@ def split_rows(file: str, text: str, first_line: int, hits: list, columns: list,
     core = native.core
     assert core is not None  # (a rule has a column reader only with the core)
     frames = framing(core).frame(text, starts, first_line)
-    if owners is None and None not in map(_BODY, frames):  # one reader, every line ASCII
-        # (each line's (body, end, kind), made in C: a comprehension was 0.1 s of 50 MB)
-        spans = list(zip(map(_BODY, frames), map(_END, frames), repeat(parts[0][0].column)))
+    bodies = list(map(_BODY, frames))
+    if None not in bodies:  # every line ASCII (the common case)
+        # (each line's (body, end, kind), made in C: a comprehension was 0.1 s of 50 MB, a loop more)
+        column_of = [part[0].column for part in parts]
+        kinds = repeat(column_of[0]) if owners is None else map(column_of.__getitem__, owners)
+        spans = list(zip(bodies, map(_END, frames), kinds))
         kept = None
     else:
         kept, spans = [], []
@@ -141,34 +148,46 @@ def _read(core: Any, text: str, spans: list, parts: list,
     """The verdict on each line of ``spans`` ((body, end, kind), in line order), the timer
     columns, each EVENT line's (maker, values): its parser's method that makes its events,
     and the values of the ITERATION lines."""
-    kinds = {span[2] for span in spans}
+    kinds = set(map(_KIND, spans))
     if kinds <= {0, 1}:  # timer lines alone, the common case
         verdicts, *read = _timer_lines(core).read(text, spans, _owner(parts, 0, parsers).offload_said())
         return verdicts, read, [], None
     read = [[], [], [], [], [], []]  # (no timer lines)
-    verdicts_of: dict[int, Any] = {}  # kind -> its lines' verdicts, in order
-    values_of: dict[int, Any] = {}  # kind -> (maker, its values, its rows' kind) of its EVENT lines, in order
-    timer_spans = [span for span in spans if span[2] <= 1]
-    if timer_spans:
-        timer_verdicts, *read = _timer_lines(core).read(text, timer_spans, _owner(parts, 0, parsers).offload_said())
-        verdicts_of[0] = iter(timer_verdicts)
+    # each reader's lines: where they are among the spans (made in C: a loop over the lines, a
+    # comprehension a kind, cost a tenth of 50 MB of a shape of six kinds)
+    readers = list(map(_READER_OF.__getitem__, map(_KIND, spans))) if len(kinds) > 1 else None
+    placed: list[tuple[list[int], list[int]]] = []  # each reader's (positions, verdicts)
+    events_at: list[tuple[list[int], list]] = []  # each kind's (positions, entries) of its EVENT lines
     iterations = None
-    for kind in kinds - {0, 1}:
+    for kind in sorted({_READER_OF[kind] for kind in kinds}):
+        at = list(range(len(spans))) if readers is None else list(compress(count(), map(kind.__eq__, readers)))
+        mine = spans if readers is None else list(map(spans.__getitem__, at))
+        if kind == 0:
+            verdicts, *read = _timer_lines(core).read(text, mine, _owner(parts, 0, parsers).offload_said())
+            placed.append((at, verdicts))
+            continue
         reader, maker_name = _READERS[kind]
         owner = _owner(parts, kind, parsers)
-        verdicts, values = reader(core, text, [(a, z) for a, z, k in spans if k == kind], owner)
-        verdicts_of[kind] = iter(verdicts)
+        verdicts, values = reader(core, text, list(map(_SPAN, mine)), owner)
+        placed.append((at, verdicts))
         if kind == ITERATION_LINES:
             iterations = Iterations(values, getattr(owner, maker_name))
-        else:  # (the maker takes the block's rows of its kind first: it makes a row of the line, or its events)
+        elif values:  # (the maker takes the block's rows of its kind first: it makes a row of the line, or its events)
             maker, into = getattr(owner, maker_name), _INTO[kind]
-            values_of[kind] = iter([(maker, v, into) for v in values])
-    verdicts, events = [], []
-    for _, _, kind in spans:
-        verdict = next(verdicts_of[0 if kind <= 1 else kind])
-        verdicts.append(verdict)
-        if verdict == EVENT:
-            events.append(next(values_of[kind]))
+            events_at.append((list(compress(at, map(EVENT.__eq__, verdicts))), [(maker, v, into) for v in values]))
+    if len(placed) == 1:
+        verdicts = placed[0][1]
+    else:  # each reader's verdicts into their lines' places
+        merged = np.empty(len(spans), dtype=np.uint8)
+        for at, verdicts in placed:  # (a reader's verdicts: bytes, or a list)
+            merged[at] = np.frombuffer(verdicts, dtype=np.uint8) if isinstance(verdicts, bytes) else verdicts
+        verdicts = merged.tolist()
+    if len(events_at) == 1:
+        events = events_at[0][1]
+    else:  # the EVENT lines of several kinds, in line order
+        where = list(chain.from_iterable(at for at, _ in events_at))
+        entries = list(chain.from_iterable(entries for _, entries in events_at))
+        events = list(map(entries.__getitem__, sorted(range(len(where)), key=where.__getitem__)))
     return verdicts, read, events, iterations
 
 
@@ -207,6 +226,8 @@ _READERS = {ITERATION_LINES: (_iterations, "iterations_read"), METRICS_LINES: (_
             DS_STEP_LINES: (_fields_of(DS_STEP_LINES), "step_into"),
             DS_SAMPLES_LINES: (_fields_of(DS_SAMPLES_LINES), "samples_into"),
             DS_PIPE_LINES: (_fields_of(DS_PIPE_LINES), "pipe_into")}
+#: a kind of read line -> its reader's (the timer kinds share one: 0)
+_READER_OF = [0, 0, *range(2, 11)]
 #: the kinds whose lines' makers put a line into the block's rows of a kind made at their place (where
 #: its events are a row's: the maker returns None), and that kind
 _INTO = {METRICS_LINES: StepRows, HF_DICTS: StepRows, MEMORY_LINES: MemoryRows, EFFECTIVE_LINES: RateRows,
