@@ -196,6 +196,15 @@ class Series:
             values = as_stored
         self._float_column(key)[at:at + len(values)] = values
 
+    def _put_column(self, key: str, at: int, values: Sequence, scale: float, floor: Optional[float]) -> None:
+        """Staged ``values`` (:func:`_floats` of them) into ``key``'s column from ``at`` (``n``).  Values
+        that are all None leave it as it is: NaN past ``n``, or absent, which reads as NaN (most of a
+        point plan's columns are absent from most events: half the columns of a flush, each made a
+        numpy array for nothing)."""
+        if values.count(None) == len(values):
+            return
+        self._put(key, at, _floats(values, scale, floor))
+
     def _put_one(self, key: str, at: int, value: float) -> None:
         if key in self._cols:
             self._cols[key][at] = value
@@ -354,12 +363,12 @@ class Series:
         iterations = cols["iteration"]
         iterations[n:n + k] = _iterations(columns[0]) if plan.iteration_at >= 0 else -1
         for at, place, scale, floor in plan.plain:
-            self._put(_FLOAT_KEYS[at], n, _floats(columns[place], scale, floor))
+            self._put_column(_FLOAT_KEYS[at], n, columns[place], scale, floor)
         for (at, _), values in zip(plan.computed, computed):
             if at < 0:
                 iterations[n:n + k] = _iterations(values)
             else:
-                self._put(_FLOAT_KEYS[at], n, _floats(values, 1.0, None))
+                self._put_column(_FLOAT_KEYS[at], n, values, 1.0, None)
         walls = columns[-2]
         if self.wall_base is None:
             self.wall_base = next((w for w in walls if w is not None), None)
