@@ -16,6 +16,7 @@ block's plain timer lines, after the block's other events) are both taken in her
 """
 from __future__ import annotations
 
+from bisect import bisect_left
 from typing import Any, Optional
 
 import numpy as np
@@ -24,6 +25,7 @@ from tuimon.parsers.columns import TimerRows
 from tuimon.parsers.events import Timers
 from tuimon.parsers.timers import COMM_OP, one_off_timer, timer_group
 
+from .iteration_fold import seen_in
 from .timers import TimerStat
 
 #: (the job of the file's run, a store.job_store.Job; whether that run had logged progress; whether
@@ -72,7 +74,20 @@ def fold(segment: Segment, rows: Optional[TimerRows], max_timers: int, max_ranks
 
     held = segment.held
     i = 0
-    if rows is not None and len(rows):
+    if rows is not None and len(rows) and not segment.states:  # one state for every row (the common case)
+        lines, state = rows.line, segment.start
+        state[0].events += len(lines)
+        seen_in(state[0], rows.rank, rows.wall_time, max_ranks)
+        a = 0
+        while i < len(held) and held[i][0] <= lines[-1]:  # (a held event and a row never share a line)
+            k = bisect_left(lines, held[i][0], a)  # the rows before it
+            if k > a:
+                put(state, (a, k))
+                a = k
+            put(held[i][1], held[i][2])
+            i += 1
+        put(state, (a, len(lines)))
+    elif rows is not None and len(rows):
         lines = rows.line
         states = segment.states_of(lines)
         _count_rows(rows, [state[0] for state in states], max_ranks)
