@@ -713,6 +713,43 @@ struct TimerLines {
 /// (per line: 0 nothing, 1 to the hook, 2 timers; per timer line: its rank tag, how many
 /// timers and whether it is a comms-logger op; the names met, each once; per timer: its
 /// name's index and its ms)
+/// A block's timer names, numbered in order of first report.  The names last seen at each place
+/// of a list are kept (a few: logs alternate a few kinds of lists, each repeating its names in the
+/// same order), so most are found by a comparison or two, without a hash.
+#[derive(Default)]
+struct Names<'t> {
+    index: HashMap<&'t str, u32>,
+    by_place: Vec<[(&'t str, u32); PLACE_WAYS]>,
+}
+
+const PLACE_WAYS: usize = 4;
+const PLACES: usize = 64;
+
+impl<'t> Names<'t> {
+    /// The number of `name`, the `place`th of its list (a new one goes into `names`).
+    fn id(&mut self, names: &mut Vec<String>, place: usize, name: &'t str) -> u32 {
+        if let Some(ways) = self.by_place.get(place) {
+            if let Some(&(_, id)) = ways.iter().find(|(seen, id)| *id != u32::MAX && *seen == name) {
+                return id;
+            }
+        }
+        let next = self.index.len() as u32;
+        let id = *self.index.entry(name).or_insert_with(|| {
+            names.push(name.to_string());
+            next
+        });
+        if place < PLACES {
+            if self.by_place.len() <= place {
+                self.by_place.resize(place + 1, [("", u32::MAX); PLACE_WAYS]);
+            }
+            let ways = &mut self.by_place[place];
+            ways.rotate_right(1);  // (the oldest goes)
+            ways[0] = (name, id);
+        }
+        id
+    }
+}
+
 type TimerColumns = (Vec<u8>, Vec<Option<i64>>, Vec<u32>, Vec<u8>, Vec<String>, Vec<u32>, Vec<f64>);
 
 fn compile(p: &str) -> PyResult<regex::Regex> {
@@ -754,15 +791,8 @@ impl TimerLines {
         let bodies = text::slices(text.to_str()?, lines.iter().map(|&(a, z, _)| (a, z)));
         Ok(py.detach(|| {
             let mut out: TimerColumns = Default::default();
-            let mut index: HashMap<String, u32> = HashMap::new();
+            let mut names = Names::default();
             let mut said = offload_said;
-            let mut name_id = |out: &mut TimerColumns, name: String| {
-                let next = index.len() as u32;
-                *index.entry(name).or_insert_with_key(|n| {
-                    out.4.push(n.clone());
-                    next
-                })
-            };
             for (body, &(_, _, kind)) in bodies.iter().zip(&lines) {
                 let read = if kind == 0 {
                     self.rules.time_line(body, &mut said)
@@ -777,8 +807,8 @@ impl TimerLines {
                         out.1.push(rank);
                         out.2.push(pairs.len() as u32);
                         out.3.push(0);
-                        for (name, ms) in pairs {
-                            let id = name_id(&mut out, name);
+                        for (place, (name, ms)) in pairs.into_iter().enumerate() {
+                            let id = names.id(&mut out.4, place, name);
                             out.5.push(id);
                             out.6.push(ms);
                         }
@@ -788,7 +818,7 @@ impl TimerLines {
                         out.1.push(rank);
                         out.2.push(1);
                         out.3.push(1);
-                        let id = name_id(&mut out, op);
+                        let id = names.id(&mut out.4, 0, op);
                         out.5.push(id);
                         out.6.push(ms);
                     }

@@ -11,15 +11,15 @@ use regex::Regex;
 
 /// What one line gives.
 #[derive(Debug, PartialEq)]
-pub enum Read {
+pub enum Read<'a> {
     /// nothing (the hook gives no event for it either)
     Nothing,
     /// the hook must read it
     Hook,
     /// timers (name, ms) in the order a Python dict keeps them, and the line's rank tag
-    Timers(Vec<(String, f64)>, Option<i64>),
+    Timers(Vec<(&'a str, f64)>, Option<i64>),
     /// one collective's time (DeepSpeed's comms logger): the op, its ms, the line's rank tag
-    CommOp(String, f64, Option<i64>),
+    CommOp(&'a str, f64, Option<i64>),
 }
 
 /// The longest op name kept (`TimerParser._comm_op`).
@@ -53,18 +53,19 @@ fn plain(body: &str) -> bool {
 
 /// `timers.pairs(text)`: `|`-separated parts, each split at its last colon; None when a
 /// value is not a plain number (Python's `to_float` decides those).
-fn pairs(text: &str) -> Option<Vec<(String, f64)>> {
-    let mut out: Vec<(String, f64)> = Vec::new();
+fn pairs(text: &str) -> Option<Vec<(&str, f64)>> {
+    let mut out: Vec<(&str, f64)> = Vec::new();
     for seg in text.split('|') {
-        let Some((name, value)) = seg.rsplit_once(':') else { continue };
+        let Some(at) = memchr::memrchr(b':', seg.as_bytes()) else { continue };
+        let (name, value) = (&seg[..at], &seg[at + 1..]);
         let v = fast_float(value)?;
         let name = py_strip(name);
         if name.is_empty() || out.len() >= MAX_PAIRS {
             continue;
         }
-        match out.iter_mut().find(|(n, _)| n == name) {
+        match out.iter_mut().find(|(n, _)| *n == name) {
             Some(pair) => pair.1 = v, // a dict keeps a name's first place and its last value
-            None => out.push((name.to_string(), v)),
+            None => out.push((name, v)),
         }
     }
     Some(out)
@@ -86,7 +87,7 @@ impl TimerRules {
     /// `TimerParser._timers`'s checks on a plain line's timers.  `offload_said`: the run's
     /// announcing prefix was announced, or will be by a line before this one (the first line
     /// with such a timer goes to the hook, which announces it; the lines after it need not).
-    fn checked(&self, timers: Vec<(String, f64)>, body: &str, offload_said: &mut bool) -> Read {
+    fn checked<'a>(&self, timers: Vec<(&'a str, f64)>, body: &str, offload_said: &mut bool) -> Read<'a> {
         if timers.is_empty() {
             return Read::Nothing;
         }
@@ -102,7 +103,7 @@ impl TimerRules {
 
     /// A list line's body (the list after the anchor), or a comms-logger line (a colon right
     /// after the anchor: one collective's time, no breakdown, its sizes and bandwidths no timers).
-    pub fn time_line(&self, body: &str, offload_said: &mut bool) -> Read {
+    pub fn time_line<'a>(&self, body: &'a str, offload_said: &mut bool) -> Read<'a> {
         if !plain(body) {
             return Read::Hook;
         }
@@ -115,7 +116,7 @@ impl TimerRules {
             if op.is_empty() {
                 return Read::Nothing;
             }
-            return Read::CommOp(op[..op.len().min(MAX_OP)].to_string(), ms, self.tag(body));
+            return Read::CommOp(&op[..op.len().min(MAX_OP)], ms, self.tag(body));
         }
         match pairs(tail) {
             Some(timers) => self.checked(timers, body, offload_said),
@@ -124,14 +125,14 @@ impl TimerRules {
     }
 
     /// A `(min, max)` line's body: the max is the pattern's third group, or its fourth.
-    pub fn minmax_line(&self, body: &str, offload_said: &mut bool) -> Read {
+    pub fn minmax_line<'a>(&self, body: &'a str, offload_said: &mut bool) -> Read<'a> {
         if !plain(body) {
             return Read::Hook;
         }
         let Some(caps) = self.minmax.captures(body) else { return Read::Nothing };
         let (Some(name), Some(max)) = (caps.get(1), caps.get(3).or_else(|| caps.get(4))) else { return Read::Nothing };
         match fast_float(max.as_str()) {
-            Some(v) => self.checked(vec![(py_strip(name.as_str()).to_string(), v)], body, offload_said),
+            Some(v) => self.checked(vec![(py_strip(&body[name.range()]), v)], body, offload_said),
             None => Read::Hook,
         }
     }
@@ -154,7 +155,7 @@ mod tests {
         }
     }
 
-    fn timers(read: Read) -> Vec<(String, f64)> {
+    fn timers(read: Read<'_>) -> Vec<(&str, f64)> {
         match read {
             Read::Timers(t, _) => t,
             other => panic!("{other:?}"),
@@ -166,7 +167,7 @@ mod tests {
         let said = &mut true;
         let r = rules();
         let t = timers(r.time_line("time (ms) | a: 1.5 | b : 2 | a: 3 | junk | c:: 4", said));
-        assert_eq!(t, vec![("a".into(), 3.0), ("b".into(), 2.0), ("c:".into(), 4.0)]);
+        assert_eq!(t, vec![("a", 3.0), ("b", 2.0), ("c:", 4.0)]);
         assert_eq!(r.time_line("time (ms) | a: n/a", said), Read::Hook);
         assert_eq!(r.time_line("time (ms) | save-checkpoint: 5.0", said), Read::Hook);
         assert_eq!(r.time_line("time (ms)", said), Read::Nothing);
@@ -177,7 +178,7 @@ mod tests {
     fn reads_comms_logger_lines() {
         let (r, said) = (rules(), &mut false);
         assert_eq!(r.time_line("[Rank 2] rank=2 | comm op: all_reduce | time (ms): 3.5 | msg size: 1 KB", said),
-                   Read::CommOp("all_reduce".into(), 3.5, Some(2)));
+                   Read::CommOp("all_reduce", 3.5, Some(2)));
         assert_eq!(r.time_line("x time (ms): 3.0 | msg size: 1", said), Read::Nothing);
         assert_eq!(r.time_line("comm op:  | time (ms): 3.0 |", said), Read::Nothing);
         assert_eq!(r.time_line("comm op: x | time (ms): n/a |", said), Read::Hook);
@@ -187,7 +188,7 @@ mod tests {
     #[test]
     fn the_first_offloading_line_goes_to_the_hook() {
         let (r, said) = (rules(), &mut false);
-        assert_eq!(r.time_line("time (ms) | a: 1", said), Read::Timers(vec![("a".into(), 1.0)], None));
+        assert_eq!(r.time_line("time (ms) | a: 1", said), Read::Timers(vec![("a", 1.0)], None));
         assert_eq!(r.time_line("time (ms) | offloading-x: 5.0", said), Read::Hook);
         assert!(*said);
         assert!(matches!(r.time_line("[Rank 3] time (ms) | offloading-x: 5.0", said), Read::Timers(_, Some(3))));
@@ -205,11 +206,11 @@ mod tests {
         let r = rules();
         let said = &mut true;
         let t = timers(r.minmax_line("    forward-compute ....: (1000.12, 1100.34)", said));
-        assert_eq!(t, vec![("forward-compute".into(), 1100.34)]);
+        assert_eq!(t, vec![("forward-compute", 1100.34)]);
         assert_eq!(r.minmax_line("nothing here", said), Read::Nothing);
         assert_eq!(r.minmax_line("  a ..: (1, inf)", said), Read::Hook);
         let t = timers(r.minmax_line("    forward-backward ....: 4670.69 ", said));
-        assert_eq!(t, vec![("forward-backward".into(), 4670.69)]);
+        assert_eq!(t, vec![("forward-backward", 4670.69)]);
         assert_eq!(r.minmax_line("    forward-backward ....: (4670.69)", said), Read::Nothing);
     }
 }
