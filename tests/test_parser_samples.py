@@ -244,3 +244,30 @@ def test_samples_read_the_same_behind_a_launcher_prefix(prefix):
         if not any(e.type == sample.type for e in events):
             missed.append(f"{cls.name}-{index}: {sample.line[:80]!r}")
     assert missed == []
+
+
+_NEOX_PIECES = st.sampled_from(["True", "1024", ".", "....", "default", "updated", "defaul", "pdated", " ", "{'a': 1}",
+                                "x" * 40, "é", "d", "u"])
+
+
+@settings(max_examples=3000, deadline=None)
+@given(name=st.sampled_from(["lr", "num_layers", "a_very_long_argument_name_over_32_chars"]),
+       pieces=st.lists(_NEOX_PIECES, max_size=8))
+def test_an_argument_value_loses_the_neox_note_as_the_regex_and_the_width_say(name, pieces):
+    """The quick return (a value ending in neither note word) gives what the full reading gives."""
+    import re
+
+    from tuimon.parsers.formats.megatron import _NEOX_WIDTH, _neox_value
+
+    def full(value: str) -> str:  # the reading without the quick return
+        m = re.search(r"\.+(?:default|updated)$", value)
+        if m is not None:
+            return value[:m.start()]
+        for word in ("updated", "default"):
+            bare = value[:-len(word)]
+            if value.endswith(word) and bare and 4 + max(len(name), 32) + len(bare) >= _NEOX_WIDTH:
+                return bare
+        return value
+
+    value = "".join(pieces).strip()  # (a pair's value: the block's pattern leaves no white space around it)
+    assert _neox_value(name, value) == full(value), value

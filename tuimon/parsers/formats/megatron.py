@@ -14,10 +14,13 @@ from ..numbers import to_int
 # where the line was already that long ("{'enabled': True}updated")
 _NEOX_INFO = re.compile(r"\.+(?:default|updated)$")
 _NEOX_WIDTH = 64
+_NEOX_NOTES = ("default", "updated")
 
 
 def _neox_value(name: str, value: str) -> str:
     """``value`` without NeoX's default/updated note (a Megatron value is left as it is)."""
+    if not value.endswith(_NEOX_NOTES):  # (no note: neither the regex nor the words below can find one)
+        return value
     m = _NEOX_INFO.search(value)
     if m is not None:
         return value[:m.start()]
