@@ -255,19 +255,7 @@ _NEOX_PIECES = st.sampled_from(["True", "1024", ".", "....", "default", "updated
        pieces=st.lists(_NEOX_PIECES, max_size=8))
 def test_an_argument_value_loses_the_neox_note_as_the_regex_and_the_width_say(name, pieces):
     """The quick return (a value ending in neither note word) gives what the full reading gives."""
-    import re
-
-    from tuimon.parsers.formats.megatron import _NEOX_WIDTH, _neox_value
-
-    def full(value: str) -> str:  # the reading without the quick return
-        m = re.search(r"\.+(?:default|updated)$", value)
-        if m is not None:
-            return value[:m.start()]
-        for word in ("updated", "default"):
-            bare = value[:-len(word)]
-            if value.endswith(word) and bare and 4 + max(len(name), 32) + len(bare) >= _NEOX_WIDTH:
-                return bare
-        return value
+    from tuimon.parsers.formats.megatron import _neox_value, _without_note
 
     value = "".join(pieces).strip()  # (a pair's value: the block's pattern leaves no white space around it)
-    assert _neox_value(name, value) == full(value), value
+    assert _neox_value(name, value) == _without_note(name, value), value

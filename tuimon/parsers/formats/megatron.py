@@ -19,12 +19,17 @@ _NEOX_NOTES = ("default", "updated")
 
 def _neox_value(name: str, value: str) -> str:
     """``value`` without NeoX's default/updated note (a Megatron value is left as it is)."""
-    if not value.endswith(_NEOX_NOTES):  # (no note: neither the regex nor the words below can find one)
+    if not value.endswith(_NEOX_NOTES):  # (no note: neither the regex nor the words can find one)
         return value
+    return _without_note(name, value)
+
+
+def _without_note(name: str, value: str) -> str:
+    """``value`` without NeoX's note, read in full (see :func:`_neox_value`)."""
     m = _NEOX_INFO.search(value)
     if m is not None:
         return value[:m.start()]
-    for word in ("updated", "default"):
+    for word in _NEOX_NOTES:  # (a value ends in one at most: their order is no matter)
         bare = value[:-len(word)]
         # no dots: the line up to the value's end had reached the width (dots pad arg names to 32)
         if value.endswith(word) and bare and 4 + max(len(name), 32) + len(bare) >= _NEOX_WIDTH:
