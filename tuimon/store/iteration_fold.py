@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_left
-from typing import Any, Callable, Optional, Sequence, Union
+from typing import Any, Callable, Iterable, Optional, Sequence, Union
 
 from tuimon.parsers.columns import IterationRows, weight
 
@@ -332,14 +332,36 @@ def diverges(rows: IterationRows, a: int, b: int) -> bool:
     """Whether a row of ``a`` to ``b`` may say a divergence (:func:`_latest`'s check): a loss
     that is not finite, NaN iterations counted, a grad norm that is not finite in a step
     not skipped."""
-    fields = rows.fields
-    return any(says_divergence(_row_loss(f), f.get("grad_norm"), f.get("skipped")) for f in fields[a:b])
+    return _diverging(rows.fields[a:b])
+
+
+def _diverging(fields: Iterable[dict]) -> bool:
+    """Whether one of these rows' fields says a divergence (:func:`says_divergence`)."""
+    return any(says_divergence(_row_loss(f), f.get("grad_norm"), f.get("skipped")) for f in fields)
 
 
 def _latest(job: Any, rows: IterationRows, points: list[int], max_failures: int,
             resets: Optional[dict[int, tuple[int, int]]] = None) -> None:
     """What each point leaves as the job's latest (its counter, progress, losses, rates, the
-    NaN episode), a row at a time in order."""
+    NaN episode): at once where no point says a divergence and no torn counter is undone,
+    else a row at a time in order."""
+    top = None if resets else _latest_at_once(job, rows, points)
+    if top is None:
+        top = _latest_each(job, rows, points, max_failures, resets)
+    job.last_iteration = top
+    k = points[-1]
+    job.last_progress = (rows.file, rows.line[k])
+    walls: list[float] = [w for w in (rows.wall_time[k] for k in points) if w is not None]
+    if walls:
+        job.last_progress_wall = walls[-1]
+        low = min(walls)
+        if job.first_step_wall is None or low < job.first_step_wall:
+            job.first_step_wall = low
+
+
+def _latest_each(job: Any, rows: IterationRows, points: list[int], max_failures: int,
+                 resets: Optional[dict[int, tuple[int, int]]]) -> int:
+    """:func:`_latest`, a row at a time in order; the latest counter."""
     fields, its = rows.fields, rows.iteration
     top = job.last_iteration
     for k in points:
@@ -369,12 +391,41 @@ def _latest(job: Any, rows: IterationRows, points: list[int], max_failures: int,
             job.config["global_batch"] = gbs
         if rows.train_iters[k] is not None:
             job.config["train_iters"] = rows.train_iters[k]
-    job.last_iteration = top
-    k = points[-1]
-    job.last_progress = (rows.file, rows.line[k])
-    walls: list[float] = [w for w in (rows.wall_time[k] for k in points) if w is not None]
-    if walls:
-        job.last_progress_wall = walls[-1]
-        low = min(walls)
-        if job.first_step_wall is None or low < job.first_step_wall:
-            job.first_step_wall = low
+    return top
+
+
+def _latest_at_once(job: Any, rows: IterationRows, points: list[int]) -> Optional[int]:
+    """:func:`_latest` at once, where no point says a divergence (no NaN episode to record): each
+    field's last value; the latest counter, or None (nothing changed) where a point says one."""
+    fields, its = rows.fields, rows.iteration
+    rows_of = [fields[k] for k in points]
+    if _diverging(rows_of):
+        return None
+    last = _last_of(rows_of, "losses", truthy=True)
+    if last is not None:
+        job.last_losses = dict(last)
+    if any(_row_loss(f) is not None for f in rows_of):  # (a finite loss clears a NaN episode)
+        job.nan_at = None
+    lr = _last_of(rows_of, "lr")
+    if lr is not None:
+        job.last_iteration_lr = lr
+    scale = _last_of(rows_of, "loss_scale")
+    if scale is not None:
+        job.last_loss_scale = scale
+    gbs = _last_of(rows_of, "global_batch")
+    if gbs is not None:
+        job.config["global_batch"] = gbs
+    total = next((t for t in (rows.train_iters[k] for k in reversed(points)) if t is not None), None)
+    if total is not None:  # (a key's place in the config is not read: only its value)
+        job.config["train_iters"] = total
+    top = max(its[k] for k in points)
+    return top if job.last_iteration is None or top >= job.last_iteration else job.last_iteration
+
+
+def _last_of(rows: list[dict], name: str, truthy: bool = False) -> Any:
+    """The last of ``rows``' values of ``name`` that is not None (with ``truthy``: not empty)."""
+    for f in reversed(rows):
+        value = f.get(name)
+        if value if truthy else value is not None:
+            return value
+    return None
