@@ -446,6 +446,32 @@ def test_non_ascii_lines_are_left_to_python():
     assert text[6:29] == "[2024-05-01 10:00:01] x"
 
 
+def test_long_blocks_not_ascii_are_sliced_in_characters_whichever_block_came_before():
+    """The core indexes a block that is not ASCII once and reuses the index while the same str
+    is asked about: blocks asked in turn, and an equal block that is another str, give Python's
+    offsets (lines past many checkpoints of 4,096 characters)."""
+    import random
+
+    rng = random.Random(5)
+    pieces = ["a", "é", "█", "😀", "abcdefgh", "step=1 ", "0: "]
+
+    def block() -> str:
+        return "".join("".join(rng.choice(pieces) for _ in range(rng.randint(0, 30))) + "\n" for _ in range(3000))
+
+    framing = rows.framing(core)
+    first, second = block(), block()
+    copy = "".join(list(first))  # (equal, another object)
+    assert copy == first and copy is not first
+    for text in (first, second, first, copy, second):
+        starts = [0] + [k + 1 for k, ch in enumerate(text) if ch == "\n" and k + 1 < len(text)]
+        picked = sorted(rng.sample(starts, 200))
+        frames = framing.frame(text, picked, 1)
+        assert [f[0] for f in frames] == [text.count("\n", 0, a) + 1 for a in picked]
+        assert [f[1] for f in frames] == [text.find("\n", a) for a in picked]
+        got = dict(core.Literals(["step=1", "█"]).scan(text))
+        assert got.get(0, []) == [a for a in starts if "step=1" in text[a:text.find("\n", a)]]
+
+
 def test_literal_scan_counts_characters_not_bytes():
     lits = core.Literals(["loss", "step"])
     text = "█ step 1\nloss █ loss\nnone\nstep loss"

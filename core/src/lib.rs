@@ -25,7 +25,28 @@ pub mod stamp;
 pub mod text;
 pub mod timers;
 
+use std::sync::Arc;
 use text::Cursor;
+
+/// The index of the last block that is not ASCII (see `text::Index`), kept with the block itself:
+/// every reader asks about the same block in turn, and a str is the same text while it lives.
+static LAST_INDEX: Mutex<Option<(Py<PyString>, Arc<text::Index>)>> = Mutex::new(None);
+
+/// `text`'s character index (None for ASCII, where characters are bytes), made once a block.
+fn index_of(py: Python<'_>, text: &Bound<'_, PyString>, s: &str) -> Option<Arc<text::Index>> {
+    if s.is_ascii() {
+        return None;
+    }
+    let mut last = LAST_INDEX.lock().expect("not poisoned");
+    if let Some((kept, index)) = last.as_ref() {
+        if kept.bind(py).is(text) {
+            return Some(index.clone());
+        }
+    }
+    let index = Arc::new(text::Index::build(s));
+    *last = Some((text.clone().unbind(), index.clone()));
+    Some(index)
+}
 
 /// Literals asked about a block at a time (`tuimon.engine.presence.Presence`'s question).
 #[pyclass(frozen, module = "tuimon._core")]
@@ -91,7 +112,8 @@ impl Literals {
         }
         // every offset is a line start: one pass numbers the lines' starts in characters
         let mut starts_in_chars: HashMap<usize, usize> = HashMap::new();
-        let mut cursor = Cursor::new(s);
+        let index = index_of(py, text, s);
+        let mut cursor = Cursor::indexed(s, index.as_deref());
         let mut wanted: Vec<usize> = found.iter().flatten().copied().collect();
         wanted.sort_unstable();
         wanted.dedup();
@@ -148,7 +170,8 @@ impl Framing {
         -> PyResult<Vec<Bound<'py, PyTuple>>> {
         let s = text.to_str()?;
         let bytes = s.as_bytes();
-        let mut cursor = Cursor::new(s);
+        let index = index_of(py, text, s);
+        let mut cursor = Cursor::indexed(s, index.as_deref());
         let mut out = Vec::with_capacity(starts.len());
         let (mut number, mut counted) = (first_line, 0usize);
         let mut last: Option<usize> = None;
@@ -482,7 +505,7 @@ impl Records {
         -> PyResult<Vec<Option<(i64, i64, Bound<'py, PyDict>)>>> {
         let mut locs = self.rules.mark.capture_locations();
         let mut keys = self.keys.lock().expect("not poisoned");
-        text::slices(text.to_str()?, lines).into_iter().map(|body| self.iteration(py, body, &mut locs, &mut keys)).collect()
+        text::slices(text.to_str()?, index_of(text.py(), text, text.to_str()?).as_deref(), lines).into_iter().map(|body| self.iteration(py, body, &mut locs, &mut keys)).collect()
     }
 
     /// `_pairs(text)`: a timer list's `name: value` pairs (the last colon of each part),
@@ -571,7 +594,8 @@ impl LineRegex {
     fn lines(&self, py: Python<'_>, text: &Bound<'_, PyString>, starts: Vec<usize>) -> PyResult<(Vec<usize>, Vec<usize>)> {
         let s = text.to_str()?;
         let bytes = s.as_bytes();
-        let mut cursor = Cursor::new(s);
+        let index = index_of(py, text, s);
+        let mut cursor = Cursor::indexed(s, index.as_deref());
         let at: Vec<usize> = starts.iter().map(|&c| cursor.byte_of(c)).collect();
         Ok(py.detach(|| {
             let (mut kept, mut unread) = (Vec::new(), Vec::new());
@@ -598,7 +622,8 @@ impl LineRegex {
         let rules = &framing.prefix;
         let s = text.to_str()?;
         let bytes = s.as_bytes();
-        let mut cursor = Cursor::new(s);
+        let index = index_of(py, text, s);
+        let mut cursor = Cursor::indexed(s, index.as_deref());
         let at: Vec<usize> = starts.iter().map(|&c| cursor.byte_of(c)).collect();
         Ok(py.detach(|| {
             let (mut found, mut unread) = (Vec::new(), Vec::new());
@@ -660,7 +685,7 @@ impl MetricLines {
     fn rows<'py>(&self, py: Python<'py>, text: &Bound<'py, PyString>, lines: Vec<(usize, usize)>)
         -> PyResult<(Vec<u8>, Vec<Bound<'py, PyTuple>>)> {
         let (mut verdicts, mut rows) = (Vec::with_capacity(lines.len()), Vec::new());
-        for body in text::slices(text.to_str()?, lines) {
+        for body in text::slices(text.to_str()?, index_of(text.py(), text, text.to_str()?).as_deref(), lines) {
             match metrics::typed(&self.rules, body) {
                 metrics::Typed::Nothing => verdicts.push(0),
                 metrics::Typed::Hook => verdicts.push(1),
@@ -788,7 +813,8 @@ impl TimerLines {
     /// timers goes to the hook, which announces it).
     fn read(&self, py: Python<'_>, text: &Bound<'_, PyString>, lines: Vec<(usize, usize, u8)>, offload_said: bool)
         -> PyResult<TimerColumns> {
-        let bodies = text::slices(text.to_str()?, lines.iter().map(|&(a, z, _)| (a, z)));
+        let index = index_of(py, text, text.to_str()?);
+        let bodies = text::slices(text.to_str()?, index.as_deref(), lines.iter().map(|&(a, z, _)| (a, z)));
         Ok(py.detach(|| {
             let mut out: TimerColumns = Default::default();
             let mut names = Names::default();
@@ -837,7 +863,7 @@ impl TimerLines {
 fn hf_dicts<'py>(py: Python<'py>, text: &Bound<'py, PyString>, lines: Vec<(usize, usize)>)
     -> PyResult<(Vec<u8>, Vec<Bound<'py, PyDict>>)> {
     let (mut verdicts, mut rows) = (Vec::with_capacity(lines.len()), Vec::new());
-    for body in text::slices(text.to_str()?, lines) {
+    for body in text::slices(text.to_str()?, index_of(text.py(), text, text.to_str()?).as_deref(), lines) {
         match hf::typed(body) {
             None => verdicts.push(1),
             Some(pairs) => {
@@ -889,7 +915,7 @@ impl MemoryLines {
     /// line 1 (the hook reads it) or 3 (read); per line read, its report.
     fn read(&self, text: &Bound<'_, PyString>, lines: Vec<(usize, usize)>) -> PyResult<(Vec<u8>, Vec<MemoryRow>)> {
         let (mut verdicts, mut rows) = (Vec::with_capacity(lines.len()), Vec::new());
-        for body in text::slices(text.to_str()?, lines) {
+        for body in text::slices(text.to_str()?, index_of(text.py(), text, text.to_str()?).as_deref(), lines) {
             match memory::typed(&self.rules, body) {
                 None => verdicts.push(1),
                 Some(r) => {
@@ -962,7 +988,7 @@ impl FieldLines {
         let mut locs = f.main.pattern.capture_locations();
         let mut then_locs = f.then.as_ref().map_or_else(|| f.main.pattern.capture_locations(),
                                                          |t| t.pattern.capture_locations());
-        for body in text::slices(text.to_str()?, lines) {
+        for body in text::slices(text.to_str()?, index_of(text.py(), text, text.to_str()?).as_deref(), lines) {
             match f.read(body, &mut locs, &mut then_locs) {
                 fields::Verdict::Nothing => verdicts.push(0),
                 fields::Verdict::Hook => verdicts.push(1),
