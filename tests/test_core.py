@@ -449,7 +449,7 @@ def test_non_ascii_lines_are_left_to_python():
 def test_long_blocks_not_ascii_are_sliced_in_characters_whichever_block_came_before():
     """The core indexes a block that is not ASCII once and reuses the index while the same str
     is asked about: blocks asked in turn, and an equal block that is another str, give Python's
-    offsets (lines past many checkpoints of 4,096 characters)."""
+    offsets (lines past many of its checkpoints)."""
     import random
 
     rng = random.Random(5)
