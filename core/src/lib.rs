@@ -33,10 +33,13 @@ use text::Cursor;
 static LAST_INDEX: Mutex<Option<(Py<PyString>, Arc<text::Index>)>> = Mutex::new(None);
 
 /// `text`'s character index (None for ASCII, where characters are bytes), made once a block.
-fn index_of(py: Python<'_>, text: &Bound<'_, PyString>, s: &str) -> Option<Arc<text::Index>> {
-    if s.is_ascii() {
+/// Whether it is ASCII the str says (`str.isascii` reads a flag; a scan of the block cost each
+/// reader's call a pass over it).
+fn index_of(text: &Bound<'_, PyString>) -> Option<Arc<text::Index>> {
+    if ascii(text) {
         return None;
     }
+    let (py, s) = (text.py(), text.to_str().ok()?);
     let mut last = LAST_INDEX.lock().expect("not poisoned");
     if let Some((kept, index)) = last.as_ref() {
         if kept.bind(py).is(text) {
@@ -46,6 +49,14 @@ fn index_of(py: Python<'_>, text: &Bound<'_, PyString>, s: &str) -> Option<Arc<t
     let index = Arc::new(text::Index::build(s));
     *last = Some((text.clone().unbind(), index.clone()));
     Some(index)
+}
+
+/// Whether `text` is ASCII, as the str knows it (a failed call: scanned).
+fn ascii(text: &Bound<'_, PyString>) -> bool {
+    match text.call_method0("isascii").and_then(|r| r.is_truthy()) {
+        Ok(answer) => answer,
+        Err(_) => text.to_str().is_ok_and(str::is_ascii),
+    }
 }
 
 /// Literals asked about a block at a time (`tuimon.engine.presence.Presence`'s question).
@@ -107,12 +118,12 @@ impl Literals {
             }
             starts
         });
-        if s.is_ascii() {
+        let index = index_of(text);
+        if index.is_none() {  // ASCII: characters are bytes
             return Ok(found.into_iter().enumerate().filter(|(_, v)| !v.is_empty()).collect());
         }
         // every offset is a line start: one pass numbers the lines' starts in characters
         let mut starts_in_chars: HashMap<usize, usize> = HashMap::new();
-        let index = index_of(py, text, s);
         let mut cursor = Cursor::indexed(s, index.as_deref());
         let mut wanted: Vec<usize> = found.iter().flatten().copied().collect();
         wanted.sort_unstable();
@@ -170,7 +181,7 @@ impl Framing {
         -> PyResult<Vec<Bound<'py, PyTuple>>> {
         let s = text.to_str()?;
         let bytes = s.as_bytes();
-        let index = index_of(py, text, s);
+        let index = index_of(text);
         let mut cursor = Cursor::indexed(s, index.as_deref());
         let mut out = Vec::with_capacity(starts.len());
         let (mut number, mut counted) = (first_line, 0usize);
@@ -435,26 +446,22 @@ impl Records {
                     out.set_item(name, &v)?;
                     Err(v)
                 }
-                Spec::Float(name, scale) => {
-                    let v = match (numbers::fast_float(value), scale) {
-                        (Some(f), Some(k)) => f * k,
-                        (Some(f), None) => f,
-                        (None, _) => {
-                            let v = self.float(py, value)?;
-                            match scale {
-                                Some(f) if !v.is_none() => out.set_item(name, v.extract::<f64>()? * f)?,
-                                _ => out.set_item(name, &v)?,
-                            }
-                            if let Some(k) = key.veto {
-                                let v = out.get_item(name)?.expect("just set");
-                                checks.vetoes[k] = Some(Err(v));
-                            }
-                            continue;
-                        }
-                    };
-                    out.set_item(name, PyFloat::new(py, v))?;
-                    Ok(v > 0.0)
-                }
+                Spec::Float(name, scale) => match numbers::fast_float(value) {
+                    Some(f) => {
+                        let v = f * scale.unwrap_or(1.0);
+                        out.set_item(name, PyFloat::new(py, v))?;
+                        Ok(v > 0.0)
+                    }
+                    None => {  // (what only Python's to_float reads: Python compares it too)
+                        let v = self.to_float.bind(py).call1((value,))?;
+                        let v = match scale {
+                            Some(k) if !v.is_none() => PyFloat::new(py, v.extract::<f64>()? * k).into_any(),
+                            _ => v,
+                        };
+                        out.set_item(name, &v)?;
+                        Err(v)
+                    }
+                },
             };
             if let Some(k) = key.veto {
                 checks.vetoes[k] = Some(v);
@@ -505,7 +512,7 @@ impl Records {
         -> PyResult<Vec<Option<(i64, i64, Bound<'py, PyDict>)>>> {
         let mut locs = self.rules.mark.capture_locations();
         let mut keys = self.keys.lock().expect("not poisoned");
-        text::slices(text.to_str()?, index_of(text.py(), text, text.to_str()?).as_deref(), lines).into_iter().map(|body| self.iteration(py, body, &mut locs, &mut keys)).collect()
+        text::slices(text.to_str()?, index_of(text).as_deref(), lines).into_iter().map(|body| self.iteration(py, body, &mut locs, &mut keys)).collect()
     }
 
     /// `_pairs(text)`: a timer list's `name: value` pairs (the last colon of each part),
@@ -594,7 +601,7 @@ impl LineRegex {
     fn lines(&self, py: Python<'_>, text: &Bound<'_, PyString>, starts: Vec<usize>) -> PyResult<(Vec<usize>, Vec<usize>)> {
         let s = text.to_str()?;
         let bytes = s.as_bytes();
-        let index = index_of(py, text, s);
+        let index = index_of(text);
         let mut cursor = Cursor::indexed(s, index.as_deref());
         let at: Vec<usize> = starts.iter().map(|&c| cursor.byte_of(c)).collect();
         Ok(py.detach(|| {
@@ -622,7 +629,7 @@ impl LineRegex {
         let rules = &framing.prefix;
         let s = text.to_str()?;
         let bytes = s.as_bytes();
-        let index = index_of(py, text, s);
+        let index = index_of(text);
         let mut cursor = Cursor::indexed(s, index.as_deref());
         let at: Vec<usize> = starts.iter().map(|&c| cursor.byte_of(c)).collect();
         Ok(py.detach(|| {
@@ -685,7 +692,7 @@ impl MetricLines {
     fn rows<'py>(&self, py: Python<'py>, text: &Bound<'py, PyString>, lines: Vec<(usize, usize)>)
         -> PyResult<(Vec<u8>, Vec<Bound<'py, PyTuple>>)> {
         let (mut verdicts, mut rows) = (Vec::with_capacity(lines.len()), Vec::new());
-        for body in text::slices(text.to_str()?, index_of(text.py(), text, text.to_str()?).as_deref(), lines) {
+        for body in text::slices(text.to_str()?, index_of(text).as_deref(), lines) {
             match metrics::typed(&self.rules, body) {
                 metrics::Typed::Nothing => verdicts.push(0),
                 metrics::Typed::Hook => verdicts.push(1),
@@ -813,7 +820,7 @@ impl TimerLines {
     /// timers goes to the hook, which announces it).
     fn read(&self, py: Python<'_>, text: &Bound<'_, PyString>, lines: Vec<(usize, usize, u8)>, offload_said: bool)
         -> PyResult<TimerColumns> {
-        let index = index_of(py, text, text.to_str()?);
+        let index = index_of(text);
         let bodies = text::slices(text.to_str()?, index.as_deref(), lines.iter().map(|&(a, z, _)| (a, z)));
         Ok(py.detach(|| {
             let mut out: TimerColumns = Default::default();
@@ -863,7 +870,7 @@ impl TimerLines {
 fn hf_dicts<'py>(py: Python<'py>, text: &Bound<'py, PyString>, lines: Vec<(usize, usize)>)
     -> PyResult<(Vec<u8>, Vec<Bound<'py, PyDict>>)> {
     let (mut verdicts, mut rows) = (Vec::with_capacity(lines.len()), Vec::new());
-    for body in text::slices(text.to_str()?, index_of(text.py(), text, text.to_str()?).as_deref(), lines) {
+    for body in text::slices(text.to_str()?, index_of(text).as_deref(), lines) {
         match hf::typed(body) {
             None => verdicts.push(1),
             Some(pairs) => {
@@ -915,7 +922,7 @@ impl MemoryLines {
     /// line 1 (the hook reads it) or 3 (read); per line read, its report.
     fn read(&self, text: &Bound<'_, PyString>, lines: Vec<(usize, usize)>) -> PyResult<(Vec<u8>, Vec<MemoryRow>)> {
         let (mut verdicts, mut rows) = (Vec::with_capacity(lines.len()), Vec::new());
-        for body in text::slices(text.to_str()?, index_of(text.py(), text, text.to_str()?).as_deref(), lines) {
+        for body in text::slices(text.to_str()?, index_of(text).as_deref(), lines) {
             match memory::typed(&self.rules, body) {
                 None => verdicts.push(1),
                 Some(r) => {
@@ -988,7 +995,7 @@ impl FieldLines {
         let mut locs = f.main.pattern.capture_locations();
         let mut then_locs = f.then.as_ref().map_or_else(|| f.main.pattern.capture_locations(),
                                                          |t| t.pattern.capture_locations());
-        for body in text::slices(text.to_str()?, index_of(text.py(), text, text.to_str()?).as_deref(), lines) {
+        for body in text::slices(text.to_str()?, index_of(text).as_deref(), lines) {
             match f.read(body, &mut locs, &mut then_locs) {
                 fields::Verdict::Nothing => verdicts.push(0),
                 fields::Verdict::Hook => verdicts.push(1),

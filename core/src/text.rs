@@ -63,12 +63,12 @@ fn leads(bytes: &[u8]) -> usize {
 
 impl<'a> Cursor<'a> {
     pub fn new(text: &'a str) -> Self {
-        Cursor::indexed(text, None)
+        Cursor { ascii: text.is_ascii(), ..Cursor::indexed(text, None) }
     }
 
-    /// A cursor that jumps by `index` (the text's own, or None).
+    /// A cursor that jumps by `index`: the text's own, or None for a text known to be ASCII.
     pub fn indexed(text: &'a str, index: Option<&'a Index>) -> Self {
-        Cursor { bytes: text.as_bytes(), ascii: index.is_none() && text.is_ascii(), byte: 0, chr: 0, index }
+        Cursor { bytes: text.as_bytes(), ascii: index.is_none(), byte: 0, chr: 0, index }
     }
 
     /// The byte offset of character offset `target`.
