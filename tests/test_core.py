@@ -8,6 +8,7 @@ line pieces (prefix, stamp) are also held to the Python definitions one line at 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -214,6 +215,50 @@ def test_generated_logs_give_the_same_events(data, read_size, tmp_path, monkeypa
     path = tmp_path / "gen.log"
     path.write_bytes(data)
     _same(path, monkeypatch, read_size)
+
+
+_MINMAX_PIECES = st.sampled_from(["    ", " ", "forward-compute", "a", "1", "..", ".", "....", ": ", ":", "(", ")", ", ",
+                                  ",", "1001.12", "1e3", "inf", "nan", "n/a", "\t", "\x0b", "\r", "\x1c", "é", " .. ",
+                                  "batch-generator ....: ", "(1.5, 2.5)"])
+
+
+@st.composite
+def _minmax_body(draw) -> str:
+    """A ``(min, max)`` timer line's parts, one of them changed or another put in, or pieces in any order."""
+    if draw(st.booleans()):
+        return "".join(draw(st.lists(_MINMAX_PIECES, max_size=16)))
+    parts = ["    ", draw(st.sampled_from(["forward-compute", "a b", "x ..y", "optimizer-copy-to-main-grad"])), " ",
+             draw(st.sampled_from(["..", "....", "."])), ": ",
+             draw(st.sampled_from(["(1001.12, 1101.34)", "4670.69", "4670.69 ", "(1, 2) ", "(1,2)", "(1, 2, 3)"]))]
+    at = draw(st.integers(0, len(parts)))
+    parts.insert(at, draw(st.sampled_from(["", "", " ", ".", ":", "(", ",", "\t", "\x0b"])))
+    return "".join(parts)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(bodies=st.lists(_minmax_body(), min_size=1, max_size=8), prefix=st.sampled_from(["", "3: "]))
+def test_min_max_timer_lines_the_core_reads_by_their_shape_give_the_hooks_events(bodies, prefix, tmp_path,
+                                                                                  monkeypatch):
+    """The core reads a ``(min, max)`` line by its declared shape, not a regex; the hook by the
+    regex made of the shape: the same events, line for line."""
+    head = f"{prefix}(min, max) time across ranks (ms):\n"
+    path = tmp_path / "minmax.log"
+    path.write_text(head + "".join(f"{prefix}{body}\n" for body in bodies), encoding="utf-8")
+    _same(path, monkeypatch)
+
+
+def test_the_min_max_shape_is_the_regex_the_hook_reads_by():
+    """One definition: the hook's regex is made of the shape the core is handed."""
+    assert timers.CORE["minmax_shape"] is timers.MINMAX_SHAPE
+    assert timers.MINMAX == timers.shape_regex(timers.MINMAX_SHAPE)
+    other = dict(timers.MINMAX_SHAPE, leader="_", after=" = ")
+    reader = core.TimerLines(dict(timers.CORE, minmax_shape=other))
+    text = "  forward-compute ____ = (1.5, 2.5)\n  forward-compute ....: (1.5, 2.5)\n"
+    verdicts, *_ = reader.read(text, [(0, 35, 1), (36, 71, 1)], True)
+    assert list(verdicts) == [rows.ROW, rows.NOTHING]
+    assert re.match(timers.shape_regex(other), text[:35])
+    with pytest.raises(ValueError, match="leader"):
+        core.TimerLines(dict(timers.CORE, minmax_shape=dict(timers.MINMAX_SHAPE, leader="..")))
 
 
 def test_timer_segments_of_a_line_other_items_share_keep_their_order(tmp_path, monkeypatch):

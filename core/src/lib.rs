@@ -798,13 +798,20 @@ fn item<'py, T: FromPyObjectOwned<'py>>(declaration: &Bound<'py, PyDict>, key: &
 
 #[pymethods]
 impl TimerLines {
-    /// `declaration`: the reader's (`parsers.timers.CORE`): `list_anchor`, `minmax`, `comm_op`,
+    /// `declaration`: the reader's (`parsers.timers.CORE`): `list_anchor`, `minmax_shape`, `comm_op`,
     /// `to_hook`, `announce`, `rank_anchor` and `rank_tag` (see `timers::TimerRules`).
     #[new]
     fn new(declaration: &Bound<'_, PyDict>) -> PyResult<Self> {
         let rules = timers::TimerRules {
             list_anchor: item(declaration, "list_anchor")?,
-            minmax: compile(&item::<String>(declaration, "minmax")?)?,
+            minmax: {
+                let shape: std::collections::HashMap<String, String> = item(declaration, "minmax_shape")?;
+                let part = |k: &str| shape.get(k).map(String::as_str).ok_or_else(|| {
+                    pyo3::exceptions::PyValueError::new_err(format!("the minmax shape has no {k:?}"))
+                });
+                timers::MinMaxShape::new(part("leader")?, part("after")?, part("open")?, part("comma")?, part("close")?)
+                    .map_err(pyo3::exceptions::PyValueError::new_err)?
+            },
             comm_op: compile(&item::<String>(declaration, "comm_op")?)?,
             to_hook: item(declaration, "to_hook")?,
             announce: item(declaration, "announce")?,

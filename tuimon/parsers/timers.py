@@ -17,8 +17,23 @@ from .common import RANK_ANCHOR, RANK_TAG, rank_or
 from .events import Checkpoint, Event, RunConfig, Timers, frozen_map
 from .numbers import to_float, to_int
 
-#: also the compiled core's, for the lines it reads in columns (what it reads must stay what re reads)
-MINMAX = r"^\s*(\S.*?) \.{2,}: (?:\(([^,()]+), ([^,()]+)\)|([^\s,()]+))\s*$"  # (min, max), or max alone
+#: a ``name ....: (min, max)`` line (or ``name ....: max``), as data: a name, a space and at least two
+#: leaders, ``after``; a pair (``open`` min ``comma`` and a space, max ``close``) or a value alone; spaces to
+#: the end.  The compiled core reads lines by the shape itself (core/src/timers.rs, in a pass: a regex's
+#: captures cost 0.8 us a line), re by :data:`MINMAX`, made of it here
+MINMAX_SHAPE = {"leader": ".", "after": ": ", "open": "(", "comma": ",", "close": ")"}
+
+
+def shape_regex(shape: Mapping[str, str]) -> str:
+    """The regex of a ``(min, max)`` line's shape (:data:`MINMAX_SHAPE`): groups 1 the name, 2 and 3
+    a pair's min and max, 4 a value alone."""
+    leader, after, open_, comma, close = (re.escape(shape[k]) for k in ("leader", "after", "open", "comma", "close"))
+    marks = comma + open_ + close  # (what a value holds none of)
+    return (rf"^\s*(\S.*?) {leader}{{2,}}{after}(?:{open_}([^{marks}]+){comma} ([^{marks}]+){close}|([^\s{marks}]+))"
+            rf"\s*$")
+
+
+MINMAX = shape_regex(MINMAX_SHAPE)  # (min, max), or max alone
 _MINMAX = re.compile(MINMAX)
 # DeepSpeed's comms logger: "rank=0 | comm op: broadcast | time (ms): 3907.38 | msg size: 576.0 B | ..."
 COMM_OP_NAME = r"\bcomm op: ([^|]*?)\s*\|"
@@ -29,7 +44,7 @@ _COMM_OP = re.compile(COMM_OP_NAME)
 _LIST_ANCHOR, _SAVE_TIMER, _OFFLOADING = "time (ms)", "save-checkpoint", "offloading"
 #: what the compiled core is handed to read plain timer lines as the hooks do (core/src/timers.rs;
 #: tuimon.engine.rows builds the reader)
-CORE = {"list_anchor": _LIST_ANCHOR, "minmax": MINMAX, "comm_op": COMM_OP_NAME, "to_hook": (_SAVE_TIMER,),
+CORE = {"list_anchor": _LIST_ANCHOR, "minmax_shape": MINMAX_SHAPE, "comm_op": COMM_OP_NAME, "to_hook": (_SAVE_TIMER,),
         "announce": _OFFLOADING, "rank_anchor": RANK_ANCHOR, "rank_tag": RANK_TAG}  # (the rank: its first digits)
 _SAVED = re.compile(r"successfully saved checkpoint (?:from iteration|at iteration)\s+(\d+) to (\S+)")
 _COMM_WORDS = ("allreduce", "all-reduce", "all_reduce", "allgather", "all-gather", "reduce-scatter",
