@@ -142,3 +142,51 @@ def test_rows_fold_in_bulk_where_nothing_orders_them():
     assert state == _state(expand(items))
     job = next(iter(state))
     assert job[6] == rows[-1][3]["iteration"]  # the last counter
+
+
+class _Run:
+    def __init__(self, last: dict, total) -> None:
+        self.last, self.shape = last, {"train_iters": total}
+
+
+@settings(max_examples=3000, deadline=None)
+@given(its=st.lists(st.integers(0, 12), min_size=1, max_size=8),
+       ranks=st.lists(st.sampled_from([None, 0, 1]), min_size=8, max_size=8),
+       nodes=st.lists(st.sampled_from([None, "n1"]), min_size=8, max_size=8),
+       totals=st.lists(st.sampled_from([None, 100, 200]), min_size=8, max_size=8),
+       before=st.dictionaries(st.sampled_from([0, 1, "n1", "-", 7]), st.tuples(st.integers(0, 12), st.integers(0, 5)),
+                              max_size=3),
+       file_rank=st.sampled_from([None, 7]), known=st.sampled_from([None, 100]), max_ranks=st.integers(0, 4),
+       a=st.integers(0, 2))
+def test_a_scan_at_once_reads_rows_as_one_at_a_time_does(its, ranks, nodes, totals, before, file_rank, known,
+                                                         max_ranks, a):
+    """Where the scan reads rows at once (one rank's, its counter going up), it finds what reading
+    them one at a time finds; rows it cannot read so are read one at a time."""
+    from tuimon.store.iteration_fold import Scan
+
+    n = len(its)
+    rows = IterationRows("f.log", list(range(n)), ranks[:n], nodes[:n], [None] * n, its, totals[:n], [{}] * n)
+    a = min(a, n - 1)
+    store = type("Store", (), {"runs_of": lambda self, file: [1]})()
+    fast, each = Scan.__new__(Scan), Scan.__new__(Scan)
+    each._each(store, rows, a, n, dict(before), known, file_rank, 4, max_ranks)
+    if fast._one_rank_on(rows, a, n, dict(before), known, file_rank, max_ranks):
+        assert (fast.end, fast.keys, fast.points, fast.last, fast.known, fast.resets) == \
+            (each.end, each.keys, each.points, each.last, each.known, each.resets)
+
+
+def test_the_common_rows_are_scanned_at_once():
+    """Each rank's counters going up from the run's last (one rank, or several that each print every
+    record): read at once (the test above then holds them to the reading one at a time); a rank's
+    counter repeated or going back: one at a time."""
+    from tuimon.store.iteration_fold import Scan
+
+    def at_once(its: list, ranks: list, before: dict) -> bool:
+        n = len(its)
+        rows = IterationRows("f.log", list(range(n)), ranks, [None] * n, [None] * n, its, [None] * n, [{}] * n)
+        return Scan.__new__(Scan)._one_rank_on(rows, 0, n, before, None, None, 64)
+
+    assert at_once([10, 20, 30], [3, 3, 3], {3: (5, 5)}) and at_once([1], [None], {})
+    assert at_once([1, 1, 2, 2], [0, 1, 0, 1], {}) and at_once([5, 6], [0, None], {0: (4, 1)})
+    assert not at_once([10, 20, 20], [3, 3, 3], {}) and not at_once([10, 20, 10], [3, 4, 3], {})
+    assert not at_once([10, 20], [3, 3], {3: (10, 5)}) and not at_once([11, 10], [3, 4], {4: (10, 1)})

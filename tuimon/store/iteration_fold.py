@@ -24,7 +24,8 @@ from __future__ import annotations
 import math
 from bisect import bisect_left
 from itertools import repeat
-from typing import Any, Callable, Iterable, Optional, Sequence, Union
+from operator import lt
+from typing import Any, Callable, Iterable, Optional, Sequence, Union, cast
 
 from tuimon.parsers.columns import IterationRows, weight
 
@@ -208,6 +209,63 @@ class Scan:
         run = job.run_of(rows.file)
         before = run.last
         known = run.shape.get("train_iters")
+        if not self._one_rank_on(rows, a, b, before, known, file_rank, max_ranks):
+            self._each(store, rows, a, b, before, known, file_rank, max_runs, max_ranks)
+
+    def _one_rank_on(self, rows: IterationRows, a: int, b: int, before: dict, known: Optional[int],
+                     file_rank: Optional[int], max_ranks: int) -> bool:
+        """The common cases at once: each rank's counter going up from row to row and from the run's
+        last of that rank (one rank's rows, or ranks that each print every record), with room for
+        the ranks new to the run. Each row is then a point, none starts a new run (a split needs a
+        counter that does not go up), none undoes a torn one. False (nothing set) where the rows are
+        not so: :meth:`_each` reads them."""
+        n = b - a
+        if n < 1:
+            return False
+        its, ranks = rows.iteration[a:b], rows.rank[a:b]
+        rank = ranks[0]
+        if ranks.count(rank) == n and (rank is not None or file_rank is not None or
+                                       rows.node[a:b].count(rows.node[a]) == n):  # one key (in C)
+            key = key_of(rank, rows.node[a], file_rank)
+            seen = before.get(key)
+            if seen is None and max_ranks - len(before) <= 0 or seen is not None and its[0] <= seen[0]:
+                return False
+            if n > 1 and not all(map(lt, its, its[1:])):
+                return False
+            step = its[-1] - its[-2] if n > 1 else its[0] - seen[0] if seen is not None else 0
+            keys: list[RankKey] = [key] * n
+            last = {key: (its[-1], step)}
+        else:
+            keys = cast(list[RankKey], ranks) if None not in ranks else [key_of(r, node, file_rank)
+                                                    for r, node in zip(ranks, rows.node[a:b])]
+            counter: dict[RankKey, int] = {}
+            steps: dict[RankKey, int] = {}
+            new = 0
+            for key, it in zip(keys, its):
+                was = counter.get(key)
+                if was is None:
+                    seen = before.get(key)
+                    if seen is None:
+                        new += 1
+                    was = seen[0] if seen is not None else it - 1
+                    steps[key] = it - seen[0] if seen is not None else 0
+                else:
+                    steps[key] = it - was
+                if it <= was:
+                    return False
+                counter[key] = it
+            if new > max_ranks - len(before):
+                return False
+            last = {key: (counter[key], steps[key]) for key in counter}
+        totals = [t for t in rows.train_iters[a:b] if t is not None]
+        self.end, self.keys, self.points = b, keys, list(range(a, b))
+        self.last, self.known = last, totals[-1] if totals else known
+        self.resets: dict[int, tuple[int, int]] = {}
+        return True
+
+    def _each(self, store: Any, rows: IterationRows, a: int, b: int, before: dict, known: Optional[int],
+              file_rank: Optional[int], max_runs: int, max_ranks: int) -> None:
+        """The rows read one at a time, in order."""
         can_split = len(store.runs_of(rows.file)) < max_runs
         its, totals, ranks, nodes = rows.iteration, rows.train_iters, rows.rank, rows.node
         last: dict[RankKey, tuple[int, int]] = {}  # the counters these rows leave (over ``before``)
