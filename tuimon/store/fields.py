@@ -10,6 +10,8 @@ the format line that reads it).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import repeat
+from operator import contains, getitem
 from typing import Any, Callable, Mapping, Optional
 
 Getter = Callable[[Any], Any]
@@ -41,13 +43,19 @@ class Of:
     """``fn`` of an event's attribute: a getter that rows of values (not events) can use too
     (:mod:`tuimon.store.iteration_fold`)."""
 
-    __slots__ = ("name", "fn")
+    __slots__ = ("name", "fn", "many")
 
-    def __init__(self, name: str, fn: Callable[[Any], Any]) -> None:
+    def __init__(self, name: str, fn: Callable[[Any], Any],
+                 many: Optional[Callable[[list], list]] = None) -> None:
         self.name, self.fn = name, fn
+        self.many = many  # ``fn`` of each value of a column at once (what ``map`` of it gives), if it has one
 
     def __call__(self, ev: Any) -> Any:
         return self.fn(getattr(ev, self.name))
+
+    def of_each(self, values: list) -> list:
+        """``fn`` of each of ``values`` (a column of rows' attribute)."""
+        return self.many(values) if self.many is not None else list(map(self.fn, values))
 
 
 def above(value: Any, floor: float) -> Any:
@@ -62,14 +70,26 @@ def _attr(name: str, scale: float = 1.0) -> Getter:
     return Attr(name, scale)
 
 
+_PRIMARY_LOSSES = ("lm loss", "loss", "reduced train loss")  # the first a log names is the one
+
+
 def primary_loss(losses: Optional[Mapping[str, float]]) -> Optional[float]:
     """The loss a job is judged by: the LM loss where the log names several."""
     if not losses:
         return None
-    for name in ("lm loss", "loss", "reduced train loss"):
+    for name in _PRIMARY_LOSSES:
         if name in losses:
             return losses[name]
     return next(iter(losses.values()))
+
+
+def primary_losses(column: list) -> list:
+    """:func:`primary_loss` of each of ``column`` (rows' losses): in C where every row names the
+    first of :data:`_PRIMARY_LOSSES` (Megatron's rows: a call a row was a tenth of their fold)."""
+    first = _PRIMARY_LOSSES[0]
+    if None not in column and all(map(contains, column, repeat(first))):
+        return list(map(getitem, column, repeat(first)))
+    return list(map(primary_loss, column))
 
 
 @dataclass(frozen=True)
@@ -118,7 +138,7 @@ FIELDS: tuple[Field, ...] = (
     Field("elapsed_ms", "<f4", {"iteration": _attr("elapsed_ms"), "step": _attr("elapsed_ms"),
                                 "throughput": _attr("iteration_time_s", 1000.0)}, "median", "ms", "Iter time",
           summary=False, floor=0.0),
-    Field("loss", "<f4", {"iteration": Of("losses", primary_loss), "step": _attr("loss")}, "last", "",
+    Field("loss", "<f4", {"iteration": Of("losses", primary_loss, primary_losses), "step": _attr("loss")}, "last", "",
           "Loss", 4, summary=False),
     Field("grad_norm", "<f4", {"iteration": _attr("grad_norm")}, "last", "", "Grad norm", 3, summary=False),
     Field("tflops", "<f4", {"iteration": _attr("tflops_reported"), "throughput": _attr("tflops_reported")},

@@ -23,9 +23,9 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_left
-from itertools import repeat
+from itertools import chain, repeat
 from operator import lt
-from typing import Any, Callable, Iterable, Optional, Sequence, Union, cast
+from typing import Any, Callable, Optional, Sequence, Union, cast
 
 from tuimon.parsers.columns import IterationRows, weight
 
@@ -149,10 +149,13 @@ def says_divergence(loss: Optional[float], grad_norm: Optional[float], skipped: 
         grad_norm is not None and not math.isfinite(grad_norm) and not skipped)
 
 
+_NAN_COUNT = "nan_count"  # (an iteration's count of NaN iterations)
+
+
 def _row_loss(f: dict) -> Optional[float]:
     """An iteration row's loss (its primary one; NaN where it counted NaN iterations)."""
     losses = f.get("losses")
-    return math.nan if f.get("nan_count") else primary_loss(losses) if losses else None
+    return math.nan if f.get(_NAN_COUNT) else primary_loss(losses) if losses else None
 
 
 def nan_check(job: Any, step: Optional[int], ev: Any, loss: Optional[float], grad_norm: Optional[float],
@@ -384,7 +387,7 @@ def _points(job: Any, rows: IterationRows, points: list[int], keys: list[RankKey
         else:
             columns.append(list(map(dict.get, fields, repeat(name))))
     made = list(zip(*columns))
-    computed = [list(map(get.fn, map(dict.get, fields, repeat(get.name)))) for _, get in _COMPUTED]
+    computed = [get.of_each(list(map(dict.get, fields, repeat(get.name)))) for _, get in _COMPUTED]
     file_id = job.file_index.get(rows.file, 0)
     if len(set(keys)) == 1:
         job.ranks[keys[0]].stage(_PLAN, made, computed, file_id)
@@ -403,8 +406,18 @@ def diverges(rows: IterationRows, a: int, b: int) -> bool:
     return _diverging(rows.fields[a:b])
 
 
-def _diverging(fields: Iterable[dict]) -> bool:
-    """Whether one of these rows' fields says a divergence (:func:`says_divergence`)."""
+def _diverging(fields: Sequence[dict]) -> bool:
+    """Whether one of these rows' fields says a divergence (:func:`says_divergence`): none can
+    where no row counts NaN iterations and every loss and grad norm is finite (looked at in C),
+    else each row is asked."""
+    if not any(map(dict.get, fields, repeat(_NAN_COUNT))):
+        losses = chain.from_iterable(map(dict.values, filter(None, map(dict.get, fields, repeat("losses")))))
+        grads = [g for g in map(dict.get, fields, repeat("grad_norm")) if g is not None]
+        try:
+            if all(map(math.isfinite, losses)) and all(map(math.isfinite, grads)):
+                return False
+        except TypeError:  # (a value that is no number: each row is asked, as before)
+            pass
     return any(says_divergence(_row_loss(f), f.get("grad_norm"), f.get("skipped")) for f in fields)
 
 
@@ -419,7 +432,7 @@ def _latest(job: Any, rows: IterationRows, points: list[int], max_failures: int,
     job.last_iteration = top
     k = points[-1]
     job.last_progress = (rows.file, rows.line[k])
-    walls: list[float] = [w for w in (rows.wall_time[k] for k in points) if w is not None]
+    walls: list[float] = [w for w in map(rows.wall_time.__getitem__, points) if w is not None]
     if walls:
         job.last_progress_wall = walls[-1]
         low = min(walls)
@@ -472,7 +485,8 @@ def _latest_at_once(job: Any, rows: IterationRows, points: list[int]) -> Optiona
     last = _last_of(rows_of, "losses", truthy=True)
     if last is not None:
         job.last_losses = dict(last)
-    if any(_row_loss(f) is not None for f in rows_of):  # (a finite loss clears a NaN episode)
+    # (a finite loss clears a NaN episode: a row has one where it has losses, none of them None)
+    if any(map(dict.get, rows_of, repeat("losses"))):
         job.nan_at = None
     lr = _last_of(rows_of, "lr")
     if lr is not None:
@@ -486,7 +500,7 @@ def _latest_at_once(job: Any, rows: IterationRows, points: list[int]) -> Optiona
     total = next((t for t in (rows.train_iters[k] for k in reversed(points)) if t is not None), None)
     if total is not None:  # (a key's place in the config is not read: only its value)
         job.config["train_iters"] = total
-    top = max(its[k] for k in points)
+    top = max(map(its.__getitem__, points))
     return top if job.last_iteration is None or top >= job.last_iteration else job.last_iteration
 
 
