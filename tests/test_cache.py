@@ -509,7 +509,7 @@ def test_a_followers_entry_writer_holds_a_bounded_number_of_events(tmp_path):
     for block in range(60):
         first = block * n
         rows = IterationRows("run.log", range(first + 1, first + n + 1), [None] * n, [None] * n, [None] * n,
-                             range(first + 1, first + n + 1), [None] * n, [{}] * n)
+                             range(first + 1, first + n + 1), [None] * n, {})
         writer.add([rows])
         held = sum(len(item) for item in writer.buffer)
         assert held < CHUNK_EVENTS + n, f"{held:,} rows held after {block + 1} blocks"

@@ -99,9 +99,9 @@ def _items(draw) -> list:
 def _close(items: list, file: str, events: list, rows: list) -> None:
     items.extend(events)
     if rows:
-        items.append(IterationRows(file, [r[0] for r in rows], [r[1] for r in rows], [None] * len(rows),
-                                   [r[2] for r in rows], [r[3]["iteration"] for r in rows],
-                                   [r[3]["train_iters"] for r in rows], [r[3]["fields"] for r in rows]))
+        items.append(IterationRows.of_rows(file, [r[0] for r in rows], [r[1] for r in rows], [None] * len(rows),
+                                           [r[2] for r in rows], [r[3]["iteration"] for r in rows],
+                                           [r[3]["train_iters"] for r in rows], [r[3]["fields"] for r in rows]))
 
 
 def _state(items: list, bounded: bool = False, slice_size: int = 0) -> list:
@@ -165,7 +165,7 @@ def test_a_scan_at_once_reads_rows_as_one_at_a_time_does(its, ranks, nodes, tota
     from tuimon.store.iteration_fold import Scan
 
     n = len(its)
-    rows = IterationRows("f.log", list(range(n)), ranks[:n], nodes[:n], [None] * n, its, totals[:n], [{}] * n)
+    rows = IterationRows("f.log", list(range(n)), ranks[:n], nodes[:n], [None] * n, its, totals[:n], {})
     a = min(a, n - 1)
     store = type("Store", (), {"runs_of": lambda self, file: [1]})()
     fast, each = Scan.__new__(Scan), Scan.__new__(Scan)
@@ -183,7 +183,7 @@ def test_the_common_rows_are_scanned_at_once():
 
     def at_once(its: list, ranks: list, before: dict) -> bool:
         n = len(its)
-        rows = IterationRows("f.log", list(range(n)), ranks, [None] * n, [None] * n, its, [None] * n, [{}] * n)
+        rows = IterationRows("f.log", list(range(n)), ranks, [None] * n, [None] * n, its, [None] * n, {})
         return Scan.__new__(Scan)._one_rank_on(rows, 0, n, before, None, None, 64)
 
     assert at_once([10, 20, 30], [3, 3, 3], {3: (5, 5)}) and at_once([1], [None], {})

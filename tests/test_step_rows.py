@@ -47,7 +47,7 @@ def _other(kind: str, file: str, line: int, rank, wall, step: int):
     if kind == "memory":
         return Memory(**common, gpu_max_reserved_mb=1000.0 + line)
     return IterationRows(file, [line], [rank], [None], [wall], [max(step, 1)], [1000],
-                         [{"losses": frozen_map({"lm loss": 2.75}), "elapsed_ms": 900.0}])
+                         {"losses": [frozen_map({"lm loss": 2.75})], "elapsed_ms": [900.0]})
 
 
 _OTHERS = ["evaluation", "job-start", "config", "step", "throughput", "memory", "iteration-rows"]
@@ -131,10 +131,10 @@ def _blocks(draw) -> list:
                                None, None))
             _close(items, file, rates, steps, memories)
             if iterations:
-                items.append(IterationRows(file, [r[0] for r in iterations], [r[1] for r in iterations],
-                                           [None] * len(iterations), [r[2] for r in iterations],
-                                           [r[3] for r in iterations], [1000] * len(iterations),
-                                           [r[4] for r in iterations]))
+                items.append(IterationRows.of_rows(file, [r[0] for r in iterations], [r[1] for r in iterations],
+                                                   [None] * len(iterations), [r[2] for r in iterations],
+                                                   [r[3] for r in iterations], [1000] * len(iterations),
+                                                   [r[4] for r in iterations]))
     return items
 
 
@@ -195,7 +195,7 @@ def test_rate_rows_fold_at_once_among_iteration_rows():
     rows = RateRows("a.log", sorted(rates))
     iterations = IterationRows("a.log", [3 * k + 1 for k in range(200)], [0] * 200, [None] * 200,
                                [1.7e9 + k for k in range(200)], list(range(1, 201)), [1000] * 200,
-                               [{"elapsed_ms": 900.0} for _ in range(200)])
+                               {"elapsed_ms": [900.0] * 200})
     with events_taken() as taken:
         state = _state([rows, iterations])
     assert "Throughput" not in taken and "RunConfig" not in taken

@@ -271,6 +271,8 @@ fn split_bytes(text: &str, sep: u8) -> impl Iterator<Item = &str> {
 struct Key {
     spec: Spec,
     veto: Option<usize>,
+    /// the field's column among a block's (`Records.columns`), by its name
+    col: usize,
 }
 
 const MAX_KEYS: usize = 4096; // raw keys remembered (as the Python definition's cache)
@@ -285,6 +287,43 @@ struct KeyTable {
     index: HashMap<String, usize>,
     keys: Vec<Key>,
     last: Vec<(String, usize)>,
+    /// the fields' names (what `spec_of` names them: a fixed few), each a column
+    names: Vec<Py<PyString>>,
+    columns: HashMap<String, usize>,
+}
+
+impl KeyTable {
+    /// The column of the field `name`.
+    fn col_of(&mut self, name: &Bound<'_, PyString>) -> PyResult<usize> {
+        let text = name.to_str()?;
+        if let Some(&c) = self.columns.get(text) {
+            return Ok(c);
+        }
+        self.names.push(name.clone().unbind());
+        self.columns.insert(text.to_string(), self.names.len() - 1);
+        Ok(self.names.len() - 1)
+    }
+}
+
+/// Where a record's fields go: a dict (`Records.record`), or a row of a block's columns
+/// (`Records.columns`), each field by its column.
+trait FieldSink<'py> {
+    fn set(&mut self, name: &Bound<'py, PyString>, col: usize, value: Bound<'py, PyAny>) -> PyResult<()>;
+}
+
+impl<'py> FieldSink<'py> for Bound<'py, PyDict> {
+    fn set(&mut self, name: &Bound<'py, PyString>, _col: usize, value: Bound<'py, PyAny>) -> PyResult<()> {
+        self.set_item(name, value)
+    }
+}
+
+/// A row's fields by column, in the record's order (a later part of a field replaces an earlier one
+/// when the row joins the columns).
+impl<'py> FieldSink<'py> for Vec<(usize, Bound<'py, PyAny>)> {
+    fn set(&mut self, _name: &Bound<'py, PyString>, col: usize, value: Bound<'py, PyAny>) -> PyResult<()> {
+        self.push((col, value));
+        Ok(())
+    }
 }
 
 /// The compiled readers of two record kinds, `|`-separated `key: value` lists:
@@ -299,6 +338,8 @@ struct Records {
     frozen_map: Py<PyAny>,
     rules: records::RecordRules,
     keys: Mutex<KeyTable>,
+    /// the field of the losses (`rules.losses`), as a str
+    losses_name: Py<PyString>,
 }
 
 /// What a record's values say to the line's checks, each by its last value (a later part
@@ -308,6 +349,8 @@ struct Checks<'py> {
     vetoes: Vec<Option<Result<bool, Bound<'py, PyAny>>>>,
     /// a loss was NaN (or a value Python reads): the losses are looked at again, as Python does
     odd_loss: bool,
+    /// the record's losses, as its field holds them (None: it has none)
+    losses: Option<Bound<'py, PyAny>>,
 }
 
 impl Records {
@@ -318,10 +361,12 @@ impl Records {
         }
     }
 
+    /// An iteration line's counter and total, its fields into `fields`; None for a line the hook
+    /// reads (`fields` may then hold some of its fields: the caller drops them).
     fn iteration<'py>(&self, py: Python<'py>, body: &str, locs: &mut regex::CaptureLocations,
-                      keys: &mut KeyTable) -> PyResult<Option<(i64, i64, Bound<'py, PyDict>)>> {
+                      keys: &mut KeyTable, fields: &mut impl FieldSink<'py>) -> PyResult<Option<(i64, i64)>> {
         let Some((it, total)) = self.rules.one_mark(body, locs) else { return Ok(None) };
-        let (fields, checks) = self.read(py, body, keys)?;
+        let checks = self.read(py, body, keys, fields)?;
         for veto in checks.vetoes.into_iter().flatten() {
             match veto {
                 Ok(true) => return Ok(None),
@@ -334,7 +379,7 @@ impl Records {
             }
         }
         if checks.odd_loss {
-            if let Some(losses) = fields.get_item(self.rules.losses.as_str())? {
+            if let Some(losses) = &checks.losses {
                 for v in losses.call_method0("values")?.try_iter()? {
                     let v = v?;
                     if v.ne(&v)? {
@@ -343,7 +388,7 @@ impl Records {
                 }
             }
         }
-        Ok(Some((it, total, fields)))
+        Ok(Some((it, total)))
     }
 
     /// The meaning of the `place`th key of a record, `raw` (asked of `spec_of` once, remembered in
@@ -358,7 +403,7 @@ impl Records {
         let k = match table.index.get(raw) {
             Some(&k) => k,
             None => {
-                let key = self.ask(py, raw)?;
+                let key = self.ask(py, raw, table)?;
                 if table.keys.len() >= MAX_KEYS {
                     return Ok(once.insert(key));
                 }
@@ -379,7 +424,7 @@ impl Records {
         Ok(&table.keys[k])
     }
 
-    fn ask(&self, py: Python<'_>, raw: &str) -> PyResult<Key> {
+    fn ask(&self, py: Python<'_>, raw: &str, table: &mut KeyTable) -> PyResult<Key> {
         let answer = self.spec_of.bind(py).call1((raw,))?;
         let (name, kind): (Option<Bound<'_, PyString>>, Bound<'_, PyAny>) = answer.extract()?;
         let veto = match &name {
@@ -397,15 +442,19 @@ impl Records {
             Some(n) => Spec::Float(n.unbind(), if kind.is_instance_of::<PyFloat>() { Some(kind.extract()?) } else { None }),
         };
         let veto = if matches!(spec, Spec::Loss(_)) { None } else { veto };
-        Ok(Key { spec, veto })
+        let col = match &spec {
+            Spec::Int(n) | Spec::Float(n, _) | Spec::Read(n, _) => table.col_of(n.bind(py))?,
+            Spec::Skip | Spec::Loss(_) => usize::MAX,
+        };
+        Ok(Key { spec, veto, col })
     }
 
     /// `parse_record(record)`'s fields, and what they say to the line's checks.
-    fn read<'py>(&self, py: Python<'py>, record: &str, keys: &mut KeyTable)
-        -> PyResult<(Bound<'py, PyDict>, Checks<'py>)> {
-        let out = PyDict::new(py);
+    fn read<'py>(&self, py: Python<'py>, record: &str, keys: &mut KeyTable, out: &mut impl FieldSink<'py>)
+        -> PyResult<Checks<'py>> {
         let losses = PyDict::new(py);
-        let mut checks = Checks { vetoes: (0..self.rules.vetoes.len()).map(|_| None).collect(), odd_loss: false };
+        let mut checks = Checks { vetoes: (0..self.rules.vetoes.len()).map(|_| None).collect(), odd_loss: false,
+                                  losses: None };
         for (place, seg) in split_bytes(record, b'|').enumerate() {
             let bytes = seg.as_bytes();
             let Some(at) = memchr::memchr(b':', bytes).or_else(|| memchr::memchr(b'=', bytes)) else { continue };
@@ -438,18 +487,18 @@ impl Records {
                             (n.clone(), Err(n))
                         }
                     };
-                    out.set_item(name, v.0)?;
+                    out.set(name.bind(py), key.col, v.0)?;
                     v.1
                 }
                 Spec::Read(name, read) => {
                     let v = read.bind(py).call1((value,))?;
-                    out.set_item(name, &v)?;
+                    out.set(name.bind(py), key.col, v.clone())?;
                     Err(v)
                 }
                 Spec::Float(name, scale) => match numbers::fast_float(value) {
                     Some(f) => {
                         let v = f * scale.unwrap_or(1.0);
-                        out.set_item(name, PyFloat::new(py, v))?;
+                        out.set(name.bind(py), key.col, PyFloat::new(py, v).into_any())?;
                         Ok(v > 0.0)
                     }
                     None => {  // (what only Python's to_float reads: Python compares it too)
@@ -458,7 +507,7 @@ impl Records {
                             Some(k) if !v.is_none() => PyFloat::new(py, v.extract::<f64>()? * k).into_any(),
                             _ => v,
                         };
-                        out.set_item(name, &v)?;
+                        out.set(name.bind(py), key.col, v.clone())?;
                         Err(v)
                     }
                 },
@@ -468,9 +517,12 @@ impl Records {
             }
         }
         if !losses.is_empty() {
-            out.set_item(self.rules.losses.as_str(), self.frozen_map.bind(py).call1((losses,))?)?;
+            let frozen = self.frozen_map.bind(py).call1((losses,))?;
+            let name = self.losses_name.bind(py);
+            out.set(name, keys.col_of(name)?, frozen.clone())?;
+            checks.losses = Some(frozen);
         }
-        Ok((out, checks))
+        Ok(checks)
     }
 }
 
@@ -493,26 +545,67 @@ impl Records {
             losses: item(declaration, "loss_field")?,
             loss_tag: item(declaration, "loss_tag")?,
         };
-        Ok(Records { spec_of, to_float, to_int, frozen_map, rules, keys: Mutex::new(KeyTable::default()) })
+        let losses_name = PyString::new(declaration.py(), &rules.losses).unbind();
+        Ok(Records { spec_of, to_float, to_int, frozen_map, rules, keys: Mutex::new(KeyTable::default()), losses_name })
     }
 
     /// `parse_record(record)`: an iteration record's fields.
     fn record<'py>(&self, py: Python<'py>, record: &str) -> PyResult<Bound<'py, PyDict>> {
         let mut keys = self.keys.lock().expect("not poisoned");
-        Ok(self.read(py, record, &mut keys)?.0)
+        let mut out = PyDict::new(py);
+        self.read(py, record, &mut keys, &mut out)?;
+        Ok(out)
     }
 
     /// Record lines, `(body start, end)` of `text` (character offsets, ASCII bodies), read as
-    /// `MegatronParser._on_iteration` reads a line holding one record and no NaN: `(counter,
-    /// total, fields)`, the total as the line writes it; None for a line the hook reads (no
-    /// mark, two or more (ranks writing at once), a `skip` start, a NaN loss or a veto over 0
-    /// (its failure event), a counter past i64).
+    /// `MegatronParser._on_iteration` reads a line holding one record and no NaN, into columns:
+    /// `(found, counters, totals, fields)`: whether each line was read (not: a line the hook
+    /// reads: no mark, two or more (ranks writing at once), a `skip` start, a NaN loss or a veto
+    /// over 0 (its failure event), a counter past i64); each read line's counter and total (as
+    /// the line writes it); and each field a read line had, by name, a list of one value a read
+    /// line (None where a line has none).  A dict a line cost more than reading it did.
     #[allow(clippy::type_complexity)]
-    fn iterations<'py>(&self, py: Python<'py>, text: &Bound<'py, PyString>, lines: Vec<(usize, usize)>)
-        -> PyResult<Vec<Option<(i64, i64, Bound<'py, PyDict>)>>> {
+    fn columns<'py>(&self, py: Python<'py>, text: &Bound<'py, PyString>, lines: Vec<(usize, usize)>)
+        -> PyResult<(Vec<bool>, Vec<i64>, Vec<i64>, Bound<'py, PyDict>)> {
         let mut locs = self.rules.mark.capture_locations();
         let mut keys = self.keys.lock().expect("not poisoned");
-        text::slices(text.to_str()?, index_of(text).as_deref(), lines).into_iter().map(|body| self.iteration(py, body, &mut locs, &mut keys)).collect()
+        let index = index_of(text);
+        let bodies = text::slices(text.to_str()?, index.as_deref(), lines);
+        let (mut found, mut counters, mut totals) = (Vec::with_capacity(bodies.len()), Vec::new(), Vec::new());
+        let mut columns: Vec<Vec<Option<Bound<'py, PyAny>>>> = Vec::new();
+        let mut row: Vec<(usize, Bound<'py, PyAny>)> = Vec::new();
+        for body in bodies {
+            row.clear();
+            let Some((it, total)) = self.iteration(py, body, &mut locs, &mut keys, &mut row)? else {
+                found.push(false);
+                continue;
+            };
+            found.push(true);
+            let r = counters.len();
+            counters.push(it);
+            totals.push(total);
+            for (col, value) in row.drain(..) {
+                if columns.len() <= col {
+                    columns.resize_with(col + 1, Vec::new);
+                }
+                let column = &mut columns[col];
+                if column.len() == r + 1 {
+                    column[r] = Some(value); // (a later part of the field: its value, as a dict's)
+                } else {
+                    column.resize(r, None);
+                    column.push(Some(value));
+                }
+            }
+        }
+        let fields = PyDict::new(py);
+        for (col, mut column) in columns.into_iter().enumerate() {
+            if column.is_empty() {
+                continue;
+            }
+            column.resize(counters.len(), None);
+            fields.set_item(keys.names[col].bind(py), column)?;
+        }
+        Ok((found, counters, totals, fields))
     }
 
     /// `_pairs(text)`: a timer list's `name: value` pairs (the last colon of each part),

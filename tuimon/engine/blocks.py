@@ -327,7 +327,7 @@ class BlockEngine:
                     rows.events_at += 1
                     if its is not None and len(its.line) > told:  # (a maker may read the last counter)
                         told = len(its.line)
-                        its.told(its.values[told - 1][0])
+                        its.told(its.counters[told - 1])
                     try:
                         # (a step or rate line's maker puts the line into the rows made at their place where its
                         # events are a row's: None)
@@ -373,7 +373,7 @@ class BlockEngine:
             rows.at = k
             self._last_wall = last
             if its is not None and len(its.line) > told:  # (the parser's later hook lines read the counter)
-                its.told(its.values[len(its.line) - 1][0])
+                its.told(its.counters[len(its.line) - 1])
 
         count = text.count
         i, n = 0, len(hits)

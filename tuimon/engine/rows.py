@@ -191,11 +191,13 @@ def _read(core: Any, text: str, spans: list, parts: list,
     return verdicts, read, events, iterations
 
 
-def _iterations(core: Any, text: str, lines: list, owner: Any) -> tuple[list[int], list]:
-    found = _records(core).iterations(text, lines)
-    if found and not owner.reported("_announced"):
-        found[0] = None  # (the hook names the run's framework, in the line's words, with its first)
-    return [HOOK if f is None else ITERATION for f in found], [f for f in found if f is not None]
+def _iterations(core: Any, text: str, lines: list, owner: Any) -> tuple[list[int], Any]:
+    found, counters, totals, fields = _records(core).columns(text, lines)
+    if counters and not owner.reported("_announced"):
+        found[found.index(True)] = False  # (the hook names the run's framework, in the line's words, with its first)
+        counters, totals = counters[1:], totals[1:]
+        fields = {name: column[1:] for name, column in fields.items()}
+    return [ITERATION if f else HOOK for f in found], (counters, totals, fields)
 
 
 def _metrics(core: Any, text: str, lines: list, owner: Any) -> tuple[list[int], list]:
@@ -243,13 +245,14 @@ def _owner(parts: list, kind: int, parsers: Sequence[Any]) -> Any:
 
 
 class Iterations:
-    """A block's iteration lines the core read: each one's (counter, total, fields), and the
-    rows walked so far (line, rank, node, stamp), closed into :class:`IterationRows`."""
+    """A block's iteration lines the core read: their counters, totals and fields (a column a
+    field, :meth:`tuimon._core.Records.columns`), and the rows walked so far (line, rank, node,
+    stamp), closed into :class:`IterationRows`."""
 
-    __slots__ = ("values", "told", "closed", "line", "rank", "node", "wall")
+    __slots__ = ("counters", "totals", "fields", "told", "closed", "line", "rank", "node", "wall")
 
-    def __init__(self, values: list, told: Any) -> None:
-        self.values = values
+    def __init__(self, values: tuple[list, list, dict], told: Any) -> None:
+        self.counters, self.totals, self.fields = values
         self.told = told  # the parser's method told the last counter walked (its later lines read it)
         self.closed = 0  # rows closed already
         self.line: list[int] = []
@@ -261,9 +264,9 @@ class Iterations:
         a, b = self.closed, len(self.line)
         if a == b:
             return
-        values = self.values[a:b]
         events.append(IterationRows(file, self.line[a:b], self.rank[a:b], self.node[a:b], self.wall[a:b],
-                                    [v[0] for v in values], [v[1] for v in values], [v[2] for v in values]))
+                                    self.counters[a:b], self.totals[a:b],
+                                    {name: column[a:b] for name, column in self.fields.items()}))
         self.closed = b
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import heapq
 from array import array
 from itertools import accumulate
-from typing import Any, Optional, Sequence, TypeVar, Union
+from typing import Any, Mapping, Optional, Sequence, TypeVar, Union
 
 from .deepspeed import SAMPLES_MEMORY
 from .events import Event, Iteration, Memory, RunConfig, Step, Throughput, Timers, frozen_map
@@ -98,24 +98,39 @@ class TimerRows(Rows):
 
 class IterationRows(Rows):
     """Iteration lines of one file: per row its line, rank, node and stamp, its counter and
-    total, and its other fields as the core read them (the keyword arguments of its
-    :class:`~.events.Iteration`)."""
+    total; and its other fields as the core read them (the keyword arguments of its
+    :class:`~.events.Iteration`), a column a field: ``fields[name][k]`` is row ``k``'s (None
+    where it has none)."""
 
     __slots__ = ("file", "line", "rank", "node", "wall_time", "iteration", "train_iters", "fields")
     type = "iteration_rows"
 
     def __init__(self, file: str, line: Sequence[int], rank: Sequence[Optional[int]], node: Sequence[Optional[str]],
                  wall_time: Sequence[Optional[float]], iteration: Sequence[int], train_iters: Sequence[Optional[int]],
-                 fields: Sequence[dict]) -> None:
+                 fields: Mapping[str, Sequence[Any]]) -> None:
         self.file = file
         self.line, self.rank, self.node, self.wall_time = list(line), list(rank), list(node), list(wall_time)
-        self.iteration, self.train_iters, self.fields = list(iteration), list(train_iters), list(fields)
+        self.iteration, self.train_iters = list(iteration), list(train_iters)
+        self.fields = {name: list(column) for name, column in fields.items()}
+
+    @classmethod
+    def of_rows(cls, file: str, line: Sequence[int], rank: Sequence[Optional[int]], node: Sequence[Optional[str]],
+                wall_time: Sequence[Optional[float]], iteration: Sequence[int], train_iters: Sequence[Optional[int]],
+                fields: Sequence[Mapping[str, Any]]) -> "IterationRows":
+        """The rows of each row's fields (a dict a row)."""
+        names = dict.fromkeys(name for row in fields for name in row)
+        return cls(file, line, rank, node, wall_time, iteration, train_iters,
+                   {name: [row.get(name) for row in fields] for name in names})
+
+    def row(self, k: int) -> dict[str, Any]:
+        """Row ``k``'s fields (those it has)."""
+        return {name: column[k] for name, column in self.fields.items() if column[k] is not None}
 
     def event(self, k: int) -> Iteration:
         """Row ``k`` as the event the hook gives for its line."""
         return Iteration(file=self.file, line=self.line[k], rank=self.rank[k], node=self.node[k],
                          wall_time=self.wall_time[k], iteration=self.iteration[k], train_iters=self.train_iters[k],
-                         **self.fields[k])
+                         **self.row(k))
 
     def events(self) -> list[Event]:
         return [self.event(k) for k in range(len(self.line))]

@@ -23,9 +23,9 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_left
-from itertools import chain, repeat
+from itertools import chain
 from operator import lt
-from typing import Any, Callable, Optional, Sequence, Union, cast
+from typing import Any, Callable, Mapping, Optional, Sequence, Union, cast
 
 from tuimon.parsers.columns import IterationRows, weight
 
@@ -152,10 +152,9 @@ def says_divergence(loss: Optional[float], grad_norm: Optional[float], skipped: 
 _NAN_COUNT = "nan_count"  # (an iteration's count of NaN iterations)
 
 
-def _row_loss(f: dict) -> Optional[float]:
+def _loss_of(losses: Optional[Mapping[str, float]], nan_count: Optional[int]) -> Optional[float]:
     """An iteration row's loss (its primary one; NaN where it counted NaN iterations)."""
-    losses = f.get("losses")
-    return math.nan if f.get(_NAN_COUNT) else primary_loss(losses) if losses else None
+    return math.nan if nan_count else primary_loss(losses) if losses else None
 
 
 def nan_check(job: Any, step: Optional[int], ev: Any, loss: Optional[float], grad_norm: Optional[float],
@@ -364,30 +363,41 @@ def seen_in(job: Any, ranks: Sequence[Optional[int]], walls: Sequence[Optional[f
             job.last_wall = high
 
 
+class Columns:
+    """Some rows' fields, a column at a time (taken in C: a slice where the rows are a run, the
+    common case; a comprehension a field a row was most of the fold's time)."""
+
+    __slots__ = ("fields", "pick", "n")
+
+    def __init__(self, rows: IterationRows, points: Sequence[int]) -> None:
+        self.fields, self.n = rows.fields, len(points)
+        a, b = points[0], points[-1] + 1
+        if b - a == len(points):
+            self.pick: Callable[[list], list] = lambda column: column[a:b]
+        else:
+            self.pick = lambda column: list(map(column.__getitem__, points))
+
+    def __call__(self, name: str) -> list:
+        """The rows' values of field ``name`` (None where a row has none)."""
+        column = self.fields.get(name)
+        return [None] * self.n if column is None else self.pick(column)
+
+
 def _points(job: Any, rows: IterationRows, points: list[int], keys: list[RankKey]) -> None:
     """The rows' points, staged a rank's run at a time, as the event path stages each."""
-    # (each column taken in C: a slice where the points are a run of rows, the common case; a
-    # comprehension a field was most of the fold's time)
-    a, b = points[0], points[-1] + 1
-    if b - a == len(points):
-        def pick(column: list) -> list:
-            return column[a:b]
-    else:
-        def pick(column: list) -> list:
-            return list(map(column.__getitem__, points))
-    fields = pick(rows.fields)
+    fields = Columns(rows, points)
     columns: list[list] = []
     for name in _PLAN.names:
         if name == "iteration":
-            columns.append(pick(rows.iteration))
+            columns.append(fields.pick(rows.iteration))
         elif name == "wall_time":
-            columns.append(pick(rows.wall_time))
+            columns.append(fields.pick(rows.wall_time))
         elif name == "line":
-            columns.append(pick(rows.line))
+            columns.append(fields.pick(rows.line))
         else:
-            columns.append(list(map(dict.get, fields, repeat(name))))
+            columns.append(fields(name))
     made = list(zip(*columns))
-    computed = [get.of_each(list(map(dict.get, fields, repeat(get.name)))) for _, get in _COMPUTED]
+    computed = [get.of_each(fields(get.name)) for _, get in _COMPUTED]
     file_id = job.file_index.get(rows.file, 0)
     if len(set(keys)) == 1:
         job.ranks[keys[0]].stage(_PLAN, made, computed, file_id)
@@ -403,22 +413,23 @@ def diverges(rows: IterationRows, a: int, b: int) -> bool:
     """Whether a row of ``a`` to ``b`` may say a divergence (:func:`_latest`'s check): a loss
     that is not finite, NaN iterations counted, a grad norm that is not finite in a step
     not skipped."""
-    return _diverging(rows.fields[a:b])
+    return _diverging(Columns(rows, range(a, b)))
 
 
-def _diverging(fields: Sequence[dict]) -> bool:
+def _diverging(fields: Columns) -> bool:
     """Whether one of these rows' fields says a divergence (:func:`says_divergence`): none can
     where no row counts NaN iterations and every loss and grad norm is finite (looked at in C),
     else each row is asked."""
-    if not any(map(dict.get, fields, repeat(_NAN_COUNT))):
-        losses = chain.from_iterable(map(dict.values, filter(None, map(dict.get, fields, repeat("losses")))))
-        grads = [g for g in map(dict.get, fields, repeat("grad_norm")) if g is not None]
+    nan_counts, losses, grads = fields(_NAN_COUNT), fields("losses"), fields("grad_norm")
+    if not any(nan_counts):
         try:
-            if all(map(math.isfinite, losses)) and all(map(math.isfinite, grads)):
+            if all(map(math.isfinite, chain.from_iterable(map(dict.values, filter(None, losses))))) and \
+                    all(map(math.isfinite, [g for g in grads if g is not None])):
                 return False
         except TypeError:  # (a value that is no number: each row is asked, as before)
             pass
-    return any(says_divergence(_row_loss(f), f.get("grad_norm"), f.get("skipped")) for f in fields)
+    return any(says_divergence(_loss_of(row_losses, nan), grad, skipped)
+               for row_losses, nan, grad, skipped in zip(losses, nan_counts, grads, fields("skipped")))
 
 
 def _latest(job: Any, rows: IterationRows, points: list[int], max_failures: int,
@@ -443,10 +454,10 @@ def _latest(job: Any, rows: IterationRows, points: list[int], max_failures: int,
 def _latest_each(job: Any, rows: IterationRows, points: list[int], max_failures: int,
                  resets: Optional[dict[int, tuple[int, int]]]) -> int:
     """:func:`_latest`, a row at a time in order; the latest counter."""
-    fields, its = rows.fields, rows.iteration
+    its = rows.iteration
     top = job.last_iteration
     for k in points:
-        f = fields[k]
+        f = rows.row(k)
         it = its[k]
         if top is None or it >= top:
             top = it
@@ -455,7 +466,7 @@ def _latest_each(job: Any, rows: IterationRows, points: list[int], max_failures:
         losses = f.get("losses")
         if losses:
             job.last_losses = dict(losses)
-        loss = _row_loss(f)
+        loss = _loss_of(losses, f.get(_NAN_COUNT))
         grad = f.get("grad_norm")
         if says_divergence(loss, grad, f.get("skipped")):
             nan_check(job, it, rows.event(k), loss, grad, bool(f.get("skipped")), max_failures)
@@ -478,36 +489,35 @@ def _latest_each(job: Any, rows: IterationRows, points: list[int], max_failures:
 def _latest_at_once(job: Any, rows: IterationRows, points: list[int]) -> Optional[int]:
     """:func:`_latest` at once, where no point says a divergence (no NaN episode to record): each
     field's last value; the latest counter, or None (nothing changed) where a point says one."""
-    fields, its = rows.fields, rows.iteration
-    rows_of = [fields[k] for k in points]
-    if _diverging(rows_of):
+    fields = Columns(rows, points)
+    if _diverging(fields):
         return None
-    last = _last_of(rows_of, "losses", truthy=True)
+    losses = fields("losses")
+    last = _last_of(losses, truthy=True)
     if last is not None:
         job.last_losses = dict(last)
     # (a finite loss clears a NaN episode: a row has one where it has losses, none of them None)
-    if any(map(dict.get, rows_of, repeat("losses"))):
+    if any(losses):
         job.nan_at = None
-    lr = _last_of(rows_of, "lr")
+    lr = _last_of(fields("lr"))
     if lr is not None:
         job.last_iteration_lr = lr
-    scale = _last_of(rows_of, "loss_scale")
+    scale = _last_of(fields("loss_scale"))
     if scale is not None:
         job.last_loss_scale = scale
-    gbs = _last_of(rows_of, "global_batch")
+    gbs = _last_of(fields("global_batch"))
     if gbs is not None:
         job.config["global_batch"] = gbs
-    total = next((t for t in (rows.train_iters[k] for k in reversed(points)) if t is not None), None)
+    total = _last_of(fields.pick(rows.train_iters))
     if total is not None:  # (a key's place in the config is not read: only its value)
         job.config["train_iters"] = total
-    top = max(map(its.__getitem__, points))
+    top = max(fields.pick(rows.iteration))
     return top if job.last_iteration is None or top >= job.last_iteration else job.last_iteration
 
 
-def _last_of(rows: list[dict], name: str, truthy: bool = False) -> Any:
-    """The last of ``rows``' values of ``name`` that is not None (with ``truthy``: not empty)."""
-    for f in reversed(rows):
-        value = f.get(name)
+def _last_of(values: list, truthy: bool = False) -> Any:
+    """The last of ``values`` that is not None (with ``truthy``: not empty)."""
+    for value in reversed(values):
         if value if truthy else value is not None:
             return value
     return None
