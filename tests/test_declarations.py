@@ -92,6 +92,8 @@ def _anchors() -> set[str]:
     for declaration in (megatron.CORE_RECORD, megatron.CORE_MEMORY, megatron.CORE_EFFECTIVE, megatron.CORE_NUMWORKERS,
                         timers.CORE, torchtitan.CORE_METRICS, prefix.CORE, timestamps.CORE):
         for value in declaration.values():
+            if isinstance(value, dict):  # (a shape: its parts)
+                value = tuple(value.values())
             anchors.update(value if isinstance(value, (tuple, list)) else (value,))
     return {a for a in anchors if isinstance(a, str) and len(a.strip()) >= 3}
 

@@ -163,6 +163,7 @@ def parse_files_into(store: JobStore, files: list[Path], *, jobs: Optional[int] 
     futures: dict[Path, tuple[_Task, int]] = {}
     if jobs > 1 and len(unread) > 1:
         from concurrent.futures import ProcessPoolExecutor
+        from concurrent.futures.process import BrokenProcessPool
 
         try:
             workers = min(jobs, len(unread))
@@ -171,8 +172,11 @@ def parse_files_into(store: JobStore, files: list[Path], *, jobs: Optional[int] 
             spec = catalog.current().spec
             # the biggest first: the last to finish is then a small one (the pool takes them in turn)
             for batch in batches(unread, sizes, workers):
-                task = _Task(pool.submit(_parse_batch, [str(p) for p in batch], spec, cache_path,
-                                         [sizes[p] for p in batch]))
+                try:
+                    task = _Task(pool.submit(_parse_batch, [str(p) for p in batch], spec, cache_path,
+                                             [sizes[p] for p in batch]))
+                except BrokenProcessPool:  # a worker died while tasks were handed out: the rest are read here
+                    break
                 futures.update((p, (task, k)) for k, p in enumerate(batch))
         except OSError:  # no room for the pool's semaphores (/dev/shm full), no processes left: read here
             if pool is not None:
