@@ -105,37 +105,42 @@ impl Literals {
         let s = text.to_str()?;
         let bytes = s.as_bytes();
         let count = self.count;
-        let found = py.detach(|| {
-            let mut starts: Vec<Vec<usize>> = vec![Vec::new(); count];
-            let mut line_end = vec![0usize; count]; // per literal: the end of the last line it was seen on
+        // the lines holding a match, each found once (matches come in the order of their ends: a
+        // line's come together), and per literal the indexes of its lines among them
+        let (lines, held) = py.detach(|| {
+            let mut lines: Vec<usize> = Vec::new();
+            let mut held: Vec<Vec<u32>> = vec![Vec::new(); count];
+            let mut last = vec![u32::MAX; count]; // per literal: the last line it was seen on
+            let mut line_end = 0usize;
             for m in self.automaton.find_overlapping_iter(bytes) {
-                let k = m.pattern().as_usize();
-                if m.start() < line_end[k] {
-                    continue;
+                let at = m.start();
+                if at >= line_end || lines.is_empty() {
+                    lines.push(memchr::memrchr(b'\n', &bytes[..at]).map_or(0, |i| i + 1));
+                    line_end = memchr::memchr(b'\n', &bytes[at..]).map_or(bytes.len(), |i| at + i + 1);
                 }
-                starts[k].push(memchr::memrchr(b'\n', &bytes[..m.start()]).map_or(0, |i| i + 1));
-                line_end[k] = memchr::memchr(b'\n', &bytes[m.start()..]).map_or(bytes.len(), |i| m.start() + i + 1);
+                let line = (lines.len() - 1) as u32;
+                let k = m.pattern().as_usize();
+                if last[k] != line {
+                    last[k] = line;
+                    held[k].push(line);
+                }
             }
-            starts
+            (lines, held)
         });
+        // the lines' starts in characters (not ASCII: one walk of the indexed cursor, in order)
         let index = index_of(text);
-        if index.is_none() {  // ASCII: characters are bytes
-            return Ok(found.into_iter().enumerate().filter(|(_, v)| !v.is_empty()).collect());
-        }
-        // every offset is a line start: one pass numbers the lines' starts in characters
-        let mut starts_in_chars: HashMap<usize, usize> = HashMap::new();
-        let mut cursor = Cursor::indexed(s, index.as_deref());
-        let mut wanted: Vec<usize> = found.iter().flatten().copied().collect();
-        wanted.sort_unstable();
-        wanted.dedup();
-        for b in wanted {
-            starts_in_chars.insert(b, cursor.char_of(b));
-        }
-        Ok(found
+        let starts: Vec<usize> = match index.as_deref() {
+            None => lines,
+            Some(_) => {
+                let mut cursor = Cursor::indexed(s, index.as_deref());
+                lines.into_iter().map(|b| cursor.char_of(b)).collect()
+            }
+        };
+        Ok(held
             .into_iter()
             .enumerate()
             .filter(|(_, v)| !v.is_empty())
-            .map(|(k, v)| (k, v.into_iter().map(|b| starts_in_chars[&b]).collect()))
+            .map(|(k, v)| (k, v.into_iter().map(|line| starts[line as usize]).collect()))
             .collect())
     }
 }
