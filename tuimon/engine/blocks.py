@@ -314,6 +314,7 @@ class BlockEngine:
             last = self._last_wall
             its = rows.iterations
             told = len(its.line) if its is not None else 0
+            entries, made = rows.events, rows.events_at  # (each EVENT line's maker and values, and how many made)
             while k < n_rows and starts[k] < limit:
                 frame = frames[k]
                 own = frame[6]
@@ -323,15 +324,15 @@ class BlockEngine:
                     last = own
                 verdict = verdicts[k]
                 if verdict == EVENT:  # a line the core read for its parser: its events, in their place
-                    entry = rows.events[rows.events_at]
-                    rows.events_at += 1
+                    entry = entries[made]
+                    made += 1
                     if its is not None and len(its.line) > told:  # (a maker may read the last counter)
                         told = len(its.line)
                         its.told(its.counters[told - 1])
                     try:
                         # (a step or rate line's maker puts the line into the rows made at their place where its
                         # events are a row's: None)
-                        placed = rows.placed_of(entry[2])
+                        placed = rows.placed.get(entry[2]) or rows.placed_of(entry[2])
                         out = entry[0](placed, entry[1], frame, own)
                     except Exception:  # a hook bug must not stop the stream: counted, reported
                         self.failed += 1
@@ -370,7 +371,7 @@ class BlockEngine:
                     its.node.append(frame[5])
                     its.wall.append(own)
                 k += 1
-            rows.at = k
+            rows.at, rows.events_at = k, made
             self._last_wall = last
             if its is not None and len(its.line) > told:  # (the parser's later hook lines read the counter)
                 its.told(its.counters[len(its.line) - 1])
