@@ -58,6 +58,8 @@ def _f(value: Optional[float]) -> float:
 
 
 _NUMBERS = frozenset((float, int, type(None)))
+_INT_SET = frozenset((int,))
+_WALL_TYPES = frozenset((float, type(None)))
 
 
 def _floats(values: Sequence, scale: float, floor: Optional[float]) -> np.ndarray:
@@ -82,8 +84,29 @@ def _floats(values: Sequence, scale: float, floor: Optional[float]) -> np.ndarra
     return np.array([_f(check.value(v)) for v in values], dtype=np.float64)
 
 
-def _iterations(values: Any) -> list:
-    """The iteration column of staged values: -1 for none, or one no int32 holds."""
+def _relative(walls: Sequence, base: float) -> np.ndarray:
+    """Stamps (None: none) as seconds after ``base``, as :func:`_floats` makes each ``w - base``:
+    at once where every one is a plain float or None (None is NaN to numpy, and stays NaN)."""
+    if _WALL_TYPES.issuperset(map(type, walls)):
+        column = np.array(walls, dtype=np.float64)
+        column -= base
+        column[column > 3.4e38] = np.inf
+        column[column < -3.4e38] = -np.inf
+        return column
+    return _floats(tuple(None if w is None else w - base for w in walls), 1.0, None)
+
+
+def _iterations(values: Any) -> Any:
+    """The iteration column of staged values: -1 for none, or one no int32 holds (in numpy where
+    every value is a plain int, else a value at a time)."""
+    if values and _INT_SET.issuperset(map(type, values)):
+        try:
+            column = np.array(values, dtype=np.int64)
+        except OverflowError:  # (an int past int64: -1, a value at a time)
+            pass
+        else:
+            column[(column < 0) | (column > _I32_MAX)] = -1
+            return column
     return [v if v is not None and 0 <= v <= _I32_MAX else -1 for v in values]
 
 
@@ -373,8 +396,7 @@ class Series:
         if self.wall_base is None:
             self.wall_base = next((w for w in walls if w is not None), None)
         base = self.wall_base
-        cols["wall"][n:n + k] = _NAN if base is None else _floats(tuple(None if w is None else w - base for w in walls),
-                                                                  1.0, None)
+        cols["wall"][n:n + k] = _NAN if base is None else _relative(walls, base)
         cols["file"][n:n + k] = files
         cols["line"][n:n + k] = np.minimum(np.array(columns[-1], dtype=np.int64), _U32_MAX)
         self.n += k
