@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.conftest import ROOT
 
@@ -143,6 +146,29 @@ def test_the_core_frames_lines_by_the_declaration_it_is_handed() -> None:
     assert later.line_stamp("  2024-05-01 10:00:01") is None  # its dash lies past the declared reach
     with pytest.raises(ValueError, match="pattern"):
         native.core.Framing({"starts": "a", "brackets": [], "pad": 0}, timestamps.CORE)
+    # the stamp is read by the shape it is handed (not a pattern of the core's): other brackets, labels
+    angled = dict(timestamps.STAMP_SHAPE, opener="<", closer=">", label=3)
+    other = native.core.Framing(prefix.CORE, dict(timestamps.CORE, shape=angled))
+    assert other.line_stamp("<abc> <2024-05-01 10:00:01.5> x") == 1714557601.5
+    assert ours.line_stamp("<abc> <2024-05-01 10:00:01.5> x") is None
+    assert other.line_stamp("<abcd> 2024-05-01 10:00:01 x") is None  # (a label of 4: none at all)
+    assert re.match(timestamps.stamp_regex(angled), "<abc> <2024-05-01 10:00:01.5> x")
+    with pytest.raises(ValueError, match="stamp shape"):
+        native.core.Framing(prefix.CORE, dict(timestamps.CORE, shape=dict(angled, closer="<")))
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.lists(st.sampled_from(["[", "]", " ", "\t", "2024-05-01", "T", " ", "10:00:01", ",", ".", "5", "123456789",
+                                 "titan", "INFO", "-", ":", "é", "٣", "\u2003", "[2024-05-01 10:00:01"]), max_size=10))
+def test_the_stamp_regex_made_of_the_shape_is_the_one_written_out(pieces) -> None:
+    """LEADING is made of STAMP_SHAPE: it finds what the regex written out before the shape found,
+    Unicode lines included (re reads those, not the core)."""
+    from tuimon.parsers import timestamps
+
+    line = "".join(pieces)
+    written = re.compile(r"^\s*(?:\[[^\]\d]{1,16}\]\s*)?\[?(\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[.,]\d{1,9})?)")
+    got, want = timestamps.LEADING.match(line), written.match(line)
+    assert (got and got.span(1)) == (want and want.span(1)), line
 
 
 def test_nemo2_epoch_counters_are_renumbered_by_the_core_from_the_declaration(tmp_path: Path, monkeypatch) -> None:

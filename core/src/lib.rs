@@ -161,18 +161,14 @@ fn plain(line: &str) -> bool {
 
 #[pymethods]
 impl Framing {
-    /// `prefix`: `pattern`, `starts`, `brackets`, `pad`; `stamp`: `pattern`, `opener`, `reach`.
+    /// `prefix`: `pattern`, `starts`, `brackets`, `pad`; `stamp`: `shape` (see `stamp::StampShape`), `reach`.
     #[new]
     fn new(prefix: &Bound<'_, PyDict>, stamp: &Bound<'_, PyDict>) -> PyResult<Self> {
-        let opener: String = item(stamp, "opener")?;
-        let [opener] = opener.as_bytes() else {
-            return Err(pyo3::exceptions::PyValueError::new_err("a stamp's opener is one ASCII character"));
-        };
         Ok(Framing {
             prefix: prefix::PrefixRules::new(compile(&item::<String>(prefix, "pattern")?)?,
                                              item::<String>(prefix, "starts")?.into_bytes(), item(prefix, "brackets")?,
                                              item(prefix, "pad")?),
-            stamp: stamp::StampRules { pattern: compile(&item::<String>(stamp, "pattern")?)?, opener: *opener,
+            stamp: stamp::StampRules { shape: stamp_shape(&item::<Bound<'_, PyDict>>(stamp, "shape")?)?,
                                        reach: item(stamp, "reach")? },
         })
     }
@@ -192,7 +188,6 @@ impl Framing {
         let (mut number, mut counted) = (first_line, 0usize);
         let mut last: Option<usize> = None;
         let mut locs = self.prefix.pattern.capture_locations();
-        let mut stamp_locs = self.stamp.pattern.capture_locations();
         for start in starts {
             if last == Some(start) {
                 continue;
@@ -211,7 +206,7 @@ impl Framing {
             }
             let p = prefix::split(&self.prefix, line, &mut locs);
             let node = p.node.map(|(a, z)| &line[a..z]);
-            let wall = stamp::line_stamp(&self.stamp, &line.as_bytes()[p.body..], &mut stamp_locs);
+            let wall = stamp::line_stamp(&self.stamp, &line.as_bytes()[p.body..]);
             // ASCII: the body's character offset is its byte offset from the line's start
             out.push((number, end, start + p.body, p.rank, p.local_rank, node, wall).into_pyobject(py)?);
         }
@@ -231,7 +226,7 @@ impl Framing {
     /// The leading stamp of one line's body, as `parsers.timestamps.line_stamp` gives it
     /// (None for a body not read here).
     fn line_stamp(&self, body: &str) -> Option<f64> {
-        if plain(body) { stamp::line_stamp(&self.stamp, body.as_bytes(), &mut self.stamp.pattern.capture_locations()) } else { None }
+        if plain(body) { stamp::line_stamp(&self.stamp, body.as_bytes()) } else { None }
     }
 }
 
@@ -881,6 +876,14 @@ impl<'t> Names<'t> {
 }
 
 type TimerColumns = (Vec<u8>, Vec<Option<i64>>, Vec<u32>, Vec<u8>, Vec<String>, Vec<u32>, Vec<f64>);
+
+/// A stamp shape's declaration (`parsers.timestamps.STAMP_SHAPE`).
+fn stamp_shape(shape: &Bound<'_, PyDict>) -> PyResult<stamp::StampShape> {
+    stamp::StampShape::new(&item::<String>(shape, "opener")?, &item::<String>(shape, "closer")?, item(shape, "label")?,
+                           &item::<String>(shape, "between")?, &item::<String>(shape, "fraction")?,
+                           item(shape, "digits")?)
+        .map_err(pyo3::exceptions::PyValueError::new_err)
+}
 
 fn compile(p: &str) -> PyResult<regex::Regex> {
     regex::Regex::new(p).map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))
