@@ -12,7 +12,7 @@ them in line order with its other hit lines, and puts each read line's events in
 from __future__ import annotations
 
 from functools import lru_cache
-from itertools import chain, compress, count, repeat
+from itertools import chain, repeat
 from operator import itemgetter
 from typing import Any, Callable, Optional, Sequence
 
@@ -36,9 +36,6 @@ DS_STEP_LINES, DS_SAMPLES_LINES, DS_PIPE_LINES = 8, 9, 10
 NOTHING, HOOK, ROW, EVENT, ITERATION = 0, 1, 2, 3, 4
 #: a frame's body offset and end (see tuimon._core.Framing.frame)
 _BODY, _END = itemgetter(2), itemgetter(1)
-_FIRST, _SECOND = itemgetter(0), itemgetter(1)
-#: a span's kind, and its (body, end)
-_KIND, _SPAN = itemgetter(2), itemgetter(0, 1)
 
 
 # The core's readers, each built once a process from its parser's declaration (the core holds no
@@ -104,31 +101,32 @@ def split_rows(file: str, text: str, first_line: int, hits: list, columns: list,
     if len(parts) == 1:
         starts, owners = parts[0][2], None
     else:
-        # (each line's (start, part), made and split in C: a generator was 0.07 s of 50 MB of srun-mcore)
-        merged = sorted(chain.from_iterable(zip(part[2], repeat(k)) for k, part in enumerate(parts)))
-        starts, owners = list(map(_FIRST, merged)), list(map(_SECOND, merged))
+        # (each line's start and part, merged in numpy: a sort of (start, part) tuples was 0.03 s of 50 MB)
+        counts = [len(part[2]) for part in parts]
+        merged = np.fromiter(chain.from_iterable(part[2] for part in parts), dtype=np.int64, count=sum(counts))
+        order = np.argsort(merged, kind="stable")
+        starts, owners = merged[order].tolist(), np.repeat(np.arange(len(parts)), counts)[order]
     core = native.core
     assert core is not None  # (a rule has a column reader only with the core)
     frames = framing(core).frame(text, starts, first_line)
     bodies = list(map(_BODY, frames))
+    column_of = np.array([part[0].column for part in parts], dtype=np.int64)
+    kinds = np.full(len(starts), column_of[0]) if owners is None else column_of[owners]  # each line's kind
     if None not in bodies:  # every line ASCII (the common case)
-        # (each line's (body, end, kind), made in C: a comprehension was 0.1 s of 50 MB, a loop more)
-        column_of = [part[0].column for part in parts]
-        kinds = repeat(column_of[0]) if owners is None else map(column_of.__getitem__, owners)
-        spans = list(zip(bodies, map(_END, frames), kinds))
         kept = None
+        ends = list(map(_END, frames))
     else:
-        kept, spans = [], []
+        kept = []
         for k, frame in enumerate(frames):
-            rule, order, _ = parts[0 if owners is None else owners[k]]
             if frame[2] is None:  # not ASCII: the hook reads it
+                rule, order, _ = parts[0 if owners is None else owners[k]]
                 hits.append((starts[k], order, rule, None))
             else:
                 kept.append(k)
-                spans.append((frame[2], frame[1], rule.column))
         if not kept:
             return None
-    verdicts, read, events, iterations = _read(core, text, spans, parts, parsers)
+        bodies, ends, kinds = [bodies[k] for k in kept], [frames[k][1] for k in kept], kinds[kept]
+    verdicts, read, events, iterations = _read(core, text, bodies, ends, kinds, parts, parsers)
     if kept is None and HOOK not in verdicts:
         return BlockRows(file, starts, frames, verdicts, read, events, iterations)
     for j in [j for j, verdict in enumerate(verdicts) if verdict == HOOK]:  # (few)
@@ -143,52 +141,60 @@ def split_rows(file: str, text: str, first_line: int, hits: list, columns: list,
                      events, iterations)
 
 
-def _read(core: Any, text: str, spans: list, parts: list,
-          parsers: Sequence[Any]) -> tuple[list[int], Any, list, Optional["Iterations"]]:
-    """The verdict on each line of ``spans`` ((body, end, kind), in line order), the timer
-    columns, each EVENT line's (maker, values): its parser's method that makes its events,
-    and the values of the ITERATION lines."""
-    kinds = set(map(_KIND, spans))
-    if kinds <= {0, 1}:  # timer lines alone, the common case
+def _read(core: Any, text: str, bodies: list, ends: list, kinds: np.ndarray, parts: list,
+          parsers: Sequence[Any]) -> tuple[Any, Any, list, Optional["Iterations"]]:
+    """The verdict on each line (its body and end offsets, its kind; in line order), the timer
+    columns, each EVENT line's (maker, values, the kind of its rows at their place): its
+    parser's method that makes its events, and the values of the ITERATION lines."""
+    readers = _READER_OF[kinds]  # each line's reader
+    present = np.flatnonzero(np.bincount(readers, minlength=len(_READER_OF))).tolist()
+    if present == [0]:  # timer lines alone, the common case
+        spans = list(zip(bodies, ends, kinds.tolist()))
         verdicts, *read = _timer_lines(core).read(text, spans, _owner(parts, 0, parsers).offload_said())
         return verdicts, read, [], None
     read = [[], [], [], [], [], []]  # (no timer lines)
-    # each reader's lines: where they are among the spans (made in C: a loop over the lines, a
-    # comprehension a kind, cost a tenth of 50 MB of a shape of six kinds)
-    readers = list(map(_READER_OF.__getitem__, map(_KIND, spans))) if len(kinds) > 1 else None
-    placed: list[tuple[list[int], list[int]]] = []  # each reader's (positions, verdicts)
-    events_at: list[tuple[list[int], list]] = []  # each kind's (positions, entries) of its EVENT lines
+    # each reader's lines: where they are among the lines (found and taken in numpy: a pass over the
+    # lines a reader in Python was a twentieth of 50 MB of a shape of four kinds)
+    starts_of, ends_of = np.array(bodies, dtype=np.int64), np.array(ends, dtype=np.int64)
+    placed: list[tuple[Any, Any]] = []  # each reader's (positions, verdicts)
+    events_at: list[tuple[Any, list]] = []  # each kind's (positions, entries) of its EVENT lines
     iterations = None
-    for kind in sorted({_READER_OF[kind] for kind in kinds}):
-        at = list(range(len(spans))) if readers is None else list(compress(count(), map(kind.__eq__, readers)))
-        mine = spans if readers is None else list(map(spans.__getitem__, at))
+    for kind in present:
+        at = np.flatnonzero(readers == kind)
         if kind == 0:
-            verdicts, *read = _timer_lines(core).read(text, mine, _owner(parts, 0, parsers).offload_said())
+            spans = list(zip(starts_of[at].tolist(), ends_of[at].tolist(), kinds[at].tolist()))
+            verdicts, *read = _timer_lines(core).read(text, spans, _owner(parts, 0, parsers).offload_said())
             placed.append((at, verdicts))
             continue
         reader, maker_name = _READERS[kind]
         owner = _owner(parts, kind, parsers)
-        verdicts, values = reader(core, text, list(map(_SPAN, mine)), owner)
+        verdicts, values = reader(core, text, list(zip(starts_of[at].tolist(), ends_of[at].tolist())), owner)
         placed.append((at, verdicts))
         if kind == ITERATION_LINES:
             iterations = Iterations(values, getattr(owner, maker_name))
         elif values:  # (the maker takes the block's rows of its kind first: it makes a row of the line, or its events)
             maker, into = getattr(owner, maker_name), _INTO[kind]
-            events_at.append((list(compress(at, map(EVENT.__eq__, verdicts))), [(maker, v, into) for v in values]))
+            made = _as_array(verdicts) == EVENT
+            events_at.append((at[made], list(zip(repeat(maker), values, repeat(into)))))
     if len(placed) == 1:
         verdicts = placed[0][1]
     else:  # each reader's verdicts into their lines' places
-        merged = np.empty(len(spans), dtype=np.uint8)
-        for at, verdicts in placed:  # (a reader's verdicts: bytes, or a list)
-            merged[at] = np.frombuffer(verdicts, dtype=np.uint8) if isinstance(verdicts, bytes) else verdicts
+        merged = np.empty(len(readers), dtype=np.uint8)
+        for at, verdicts in placed:
+            merged[at] = _as_array(verdicts)
         verdicts = merged.tolist()
-    if len(events_at) == 1:
-        events = events_at[0][1]
+    if len(events_at) <= 1:
+        events = events_at[0][1] if events_at else []
     else:  # the EVENT lines of several kinds, in line order
-        where = list(chain.from_iterable(at for at, _ in events_at))
+        where = np.concatenate([at for at, _ in events_at])
         entries = list(chain.from_iterable(entries for _, entries in events_at))
-        events = list(map(entries.__getitem__, sorted(range(len(where)), key=where.__getitem__)))
+        events = list(map(entries.__getitem__, np.argsort(where, kind="stable").tolist()))
     return verdicts, read, events, iterations
+
+
+def _as_array(verdicts: Any) -> np.ndarray:
+    """A reader's verdicts (bytes, or a list) as a numpy array."""
+    return np.frombuffer(verdicts, dtype=np.uint8) if isinstance(verdicts, bytes) else np.asarray(verdicts, np.uint8)
 
 
 def _iterations(core: Any, text: str, lines: list, owner: Any) -> tuple[list[int], Any]:
@@ -229,7 +235,7 @@ _READERS = {ITERATION_LINES: (_iterations, "iterations_read"), METRICS_LINES: (_
             DS_SAMPLES_LINES: (_fields_of(DS_SAMPLES_LINES), "samples_into"),
             DS_PIPE_LINES: (_fields_of(DS_PIPE_LINES), "pipe_into")}
 #: a kind of read line -> its reader's (the timer kinds share one: 0)
-_READER_OF = [0, 0, *range(2, 11)]
+_READER_OF = np.array([0, 0, *range(2, 11)], dtype=np.int64)
 #: the kinds whose lines' makers put a line into the block's rows of a kind made at their place (where
 #: its events are a row's: the maker returns None), and that kind
 _INTO = {METRICS_LINES: StepRows, HF_DICTS: StepRows, MEMORY_LINES: MemoryRows, EFFECTIVE_LINES: RateRows,
