@@ -247,6 +247,41 @@ def test_min_max_timer_lines_the_core_reads_by_their_shape_give_the_hooks_events
     _same(path, monkeypatch)
 
 
+def test_lines_two_readers_or_another_rule_are_on_go_to_every_hook(tmp_path, monkeypatch):
+    """A line two core readers are on (an iteration record holding a timer list), or that another
+    rule also matches (a timer list naming the GPU), is left to the hooks, each of which reads it as
+    the Python engine does; the lines around them are the core's."""
+    record = " iteration {k}/ 100 | elapsed time per iteration (ms): 2500.5 | lm loss: 2.5E+00 |"
+    lines = []
+    for k in range(1, 40):
+        lines.append(record.format(k=k))
+        lines.append("time (ms) | forward-compute: 612.1 | backward-compute: 1501.2")
+        if k % 3 == 0:
+            lines.append(record.format(k=k) + " time (ms) | forward-compute: 600.0 | optimizer: 10.0")
+        if k % 4 == 0:
+            lines.append("time (ms) | forward on NVIDIA A100-SXM4-80GB: 1.5 | backward-compute: 2.0")
+    path = tmp_path / "shared.log"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    for read_size in (256, 1 << 20):
+        _same(path, monkeypatch, read_size)
+    # a user's format on some of the iteration lines: its event, and no built-in one of its type, on them
+    from tuimon.engine import catalog
+
+    fmt = tmp_path / "mine.toml"
+    fmt.write_text('name = "mine"\n[[lines]]\nevent = "iteration"\nanchor = "ours"\n'
+                   "regex = 'iteration (?P<iteration>\\d+)/ 100 .* ours'\n")
+    cat = catalog.load([fmt])
+    assert not cat.errors, cat.errors
+    path.write_text("\n".join(line + (" ours" if k % 5 == 0 and "iteration" in line else "")
+                              for k, line in enumerate(lines)) + "\n", encoding="utf-8")
+    before = catalog.current()
+    catalog.use(cat)
+    try:
+        assert _same(path, monkeypatch) > 0
+    finally:
+        catalog.use(before)
+
+
 def test_the_min_max_shape_is_the_regex_the_hook_reads_by():
     """One definition: the hook's regex is made of the shape the core is handed."""
     assert timers.CORE["minmax_shape"] is timers.MINMAX_SHAPE
