@@ -22,6 +22,8 @@ mod numbers;
 pub mod prefix;
 pub mod records;
 pub mod stamp;
+#[cfg(test)]
+mod testing;
 pub mod text;
 pub mod timers;
 

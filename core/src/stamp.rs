@@ -189,13 +189,8 @@ mod tests {
         let shape = shape();
         let pieces = ["[", "]", " ", "\t", "\x0b", "2024-05-01", " ", "T", "10:00:01", ",", ".", "5", "1234567890",
                       "titan", "INFO", "x", "-", ":", "0", "[2024-05-01 10:00:01", "] ", "abcdefghijklmnop", "q"];
-        let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
-        let mut next = |n: usize| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            (seed % n as u64) as usize
-        };
+        let mut draws = crate::testing::Draws::new(0x9e37_79b9_7f4a_7c15);
+        let mut next = |n: usize| draws.below(n);
         let mut matched = 0;
         for _ in 0..200_000 {
             let line: String = (0..next(12)).map(|_| pieces[next(pieces.len())]).collect();

@@ -292,13 +292,8 @@ mod tests {
         });
         let alphabet = [" ", ".", ":", "(", ")", ",", "a", "1", "\t", "\x0b", "\r", "-", "..", ": ", ", ", " ..", "\x1c"];
         let parts = ["  ", "fwd-bwd", " ", "....", ": ", "(", "1.5", ", ", "2.5", ")", " "];
-        let mut seed: u64 = 0x2545_f491_4f6c_dd1d;
-        let mut next = |n: usize| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            (seed % n as u64) as usize
-        };
+        let mut draws = crate::testing::Draws::new(0x2545_f491_4f6c_dd1d);
+        let mut next = |n: usize| draws.below(n);
         let (mut matched, mut lines) = (0, 0);
         for round in 0..200_000 {
             let line: String = if round % 2 == 0 {
