@@ -154,20 +154,20 @@ def _read(core: Any, text: str, bodies: list, ends: list, kinds: np.ndarray, par
     read = [[], [], [], [], [], []]  # (no timer lines)
     # each reader's lines: where they are among the lines (found and taken in numpy: a pass over the
     # lines a reader in Python was a twentieth of 50 MB of a shape of four kinds)
-    starts_of, ends_of = np.array(bodies, dtype=np.int64), np.array(ends, dtype=np.int64)
+    body_at, end_at = np.array(bodies, dtype=np.int64), np.array(ends, dtype=np.int64)
     placed: list[tuple[Any, Any]] = []  # each reader's (positions, verdicts)
     events_at: list[tuple[Any, list]] = []  # each kind's (positions, entries) of its EVENT lines
     iterations = None
     for kind in present:
         at = np.flatnonzero(readers == kind)
         if kind == 0:
-            spans = list(zip(starts_of[at].tolist(), ends_of[at].tolist(), kinds[at].tolist()))
+            spans = list(zip(body_at[at].tolist(), end_at[at].tolist(), kinds[at].tolist()))
             verdicts, *read = _timer_lines(core).read(text, spans, _owner(parts, 0, parsers).offload_said())
             placed.append((at, verdicts))
             continue
         reader, maker_name = _READERS[kind]
         owner = _owner(parts, kind, parsers)
-        verdicts, values = reader(core, text, list(zip(starts_of[at].tolist(), ends_of[at].tolist())), owner)
+        verdicts, values = reader(core, text, list(zip(body_at[at].tolist(), end_at[at].tolist())), owner)
         placed.append((at, verdicts))
         if kind == ITERATION_LINES:
             iterations = Iterations(values, getattr(owner, maker_name))
