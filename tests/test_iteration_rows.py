@@ -19,7 +19,7 @@ from tuimon.figures.summary import summarize
 from tuimon.parsers.columns import IterationRows, expand
 from tuimon.parsers.events import Iteration, LogWarning, Memory, Milestone, RunConfig, Step, Throughput, frozen_map
 
-from tests.helpers.stores import events_taken, stored
+from tests.helpers.stores import events_taken, iteration_rows, stored
 
 _RANKS = st.sampled_from([None, None, 0, 1, 2, 3])
 _LOSS = st.sampled_from([2.5, 3.25, 1.0, math.nan, math.inf, None])
@@ -99,9 +99,9 @@ def _items(draw) -> list:
 def _close(items: list, file: str, events: list, rows: list) -> None:
     items.extend(events)
     if rows:
-        items.append(IterationRows.of_rows(file, [r[0] for r in rows], [r[1] for r in rows], [None] * len(rows),
-                                           [r[2] for r in rows], [r[3]["iteration"] for r in rows],
-                                           [r[3]["train_iters"] for r in rows], [r[3]["fields"] for r in rows]))
+        items.append(iteration_rows(file, [r[0] for r in rows], [r[1] for r in rows], [None] * len(rows),
+                                   [r[2] for r in rows], [r[3]["iteration"] for r in rows],
+                                   [r[3]["train_iters"] for r in rows], [r[3]["fields"] for r in rows]))
 
 
 def _state(items: list, bounded: bool = False, slice_size: int = 0) -> list:
@@ -170,7 +170,7 @@ def test_a_scan_at_once_reads_rows_as_one_at_a_time_does(its, ranks, nodes, tota
     store = type("Store", (), {"runs_of": lambda self, file: [1]})()
     fast, each = Scan.__new__(Scan), Scan.__new__(Scan)
     each._each(store, rows, a, n, dict(before), known, file_rank, 4, max_ranks)
-    if fast._one_rank_on(rows, a, n, dict(before), known, file_rank, max_ranks):
+    if fast._at_once(rows, a, n, dict(before), known, file_rank, max_ranks):
         assert (fast.end, fast.keys, fast.points, fast.last, fast.known, fast.resets) == \
             (each.end, each.keys, each.points, each.last, each.known, each.resets)
 
@@ -184,7 +184,7 @@ def test_the_common_rows_are_scanned_at_once():
     def at_once(its: list, ranks: list, before: dict) -> bool:
         n = len(its)
         rows = IterationRows("f.log", list(range(n)), ranks, [None] * n, [None] * n, its, [None] * n, {})
-        return Scan.__new__(Scan)._one_rank_on(rows, 0, n, before, None, None, 64)
+        return Scan.__new__(Scan)._at_once(rows, 0, n, before, None, None, 64)
 
     assert at_once([10, 20, 30], [3, 3, 3], {3: (5, 5)}) and at_once([1], [None], {})
     assert at_once([1, 1, 2, 2], [0, 1, 0, 1], {}) and at_once([5, 6], [0, None], {0: (4, 1)})

@@ -19,7 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.helpers.stores import events_taken, stored
+from tests.helpers.stores import events_taken, iteration_rows, stored
 from tuimon.engine import native
 from tuimon.engine.ingest import parse_file
 from tuimon.figures.summary import summarize
@@ -131,10 +131,10 @@ def _blocks(draw) -> list:
                                None, None))
             _close(items, file, rates, steps, memories)
             if iterations:
-                items.append(IterationRows.of_rows(file, [r[0] for r in iterations], [r[1] for r in iterations],
-                                                   [None] * len(iterations), [r[2] for r in iterations],
-                                                   [r[3] for r in iterations], [1000] * len(iterations),
-                                                   [r[4] for r in iterations]))
+                items.append(iteration_rows(file, [r[0] for r in iterations], [r[1] for r in iterations],
+                                           [None] * len(iterations), [r[2] for r in iterations],
+                                           [r[3] for r in iterations], [1000] * len(iterations),
+                                           [r[4] for r in iterations]))
     return items
 
 

@@ -8,6 +8,7 @@
 //! Python); tests/test_core.py holds the two to the same answers.
 
 use crate::numbers;
+use crate::text::space;
 
 /// `text` without its SGR colour codes (`\x1b[` then digits and `;`, then `m`).
 pub fn strip_sgr(text: &str) -> String {
@@ -35,11 +36,6 @@ pub fn strip_sgr(text: &str) -> String {
 
 fn key_char(c: u8) -> bool {
     c.is_ascii_lowercase() || c == b'_'
-}
-
-/// Python's `\s` on ASCII without \x1c-\x1f.
-fn space(c: u8) -> bool {
-    matches!(c, b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c)
 }
 
 /// The end of the value starting at `j`, if one does.

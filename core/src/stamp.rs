@@ -3,6 +3,7 @@
 //! \x1c-\x1f (where the pattern's `\s` means what it means to Python), as POSIX seconds read as UTC.
 
 use crate::numbers::py_space;
+use crate::text::{mark, space};
 
 /// A leading stamp reader's declaration (`parsers.timestamps.CORE`): the stamp's shape, and how
 /// far into the line the stamp's first dash may lie.
@@ -26,21 +27,12 @@ pub struct StampShape {
     pub digits: usize,
 }
 
-/// The regex crate's and Python's `\s` on ASCII without \x1c-\x1f: tab to carriage return, and space.
-fn space(b: u8) -> bool {
-    b == b' ' || (b'\t'..=b'\r').contains(&b)
-}
-
 impl StampShape {
     /// `opener` and `closer` two ASCII punctuation characters; `between` and `fraction` ASCII and no
     /// digit; `label` and `digits` at least 1.
     pub fn new(opener: &str, closer: &str, label: usize, between: &str, fraction: &str, digits: usize)
         -> Result<Self, String> {
-        let one = |name: &str, text: &str| match text.as_bytes() {
-            [b] if b.is_ascii_punctuation() => Ok(*b),
-            _ => Err(format!("the stamp shape's {name:?} is not one ASCII punctuation character: {text:?}")),
-        };
-        let (opener, closer) = (one("opener", opener)?, one("closer", closer)?);
+        let (opener, closer) = (mark("stamp shape", "opener", opener)?, mark("stamp shape", "closer", closer)?);
         let plain = |text: &str| text.is_ascii() && !text.is_empty() && !text.bytes().any(|b| b.is_ascii_digit());
         if opener == closer || !plain(between) || !plain(fraction) || label == 0 || digits == 0 {
             return Err("the stamp shape cannot be read one way only".into());

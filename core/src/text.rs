@@ -9,6 +9,20 @@ pub fn plain(bytes: &[u8]) -> bool {
     bytes.is_ascii() && memchr::memchr3(0x1c, 0x1d, 0x1e, bytes).is_none() && memchr::memchr(0x1f, bytes).is_none()
 }
 
+/// White space on a [`plain`] line: Python's `\s` there, and the regex crate's (tab to carriage
+/// return, and space).
+pub fn space(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c)
+}
+
+/// A declared shape's mark (`what`'s `name`): one ASCII punctuation character.
+pub fn mark(what: &str, name: &str, text: &str) -> Result<u8, String> {
+    match text.as_bytes() {
+        [b] if b.is_ascii_punctuation() => Ok(*b),
+        _ => Err(format!("the {what}'s {name:?} is not one ASCII punctuation character: {text:?}")),
+    }
+}
+
 /// Characters between two checkpoints of an [`Index`].
 pub const INDEX_STEP: usize = 1 << 8;
 

@@ -7,6 +7,7 @@
 //! (`parsers.timers.CORE`): none is written here.
 
 use crate::numbers::{fast_float, py_strip};
+use crate::text::{mark, space};
 use regex::Regex;
 
 /// What one line gives.
@@ -59,20 +60,12 @@ pub struct MinMaxShape {
     pub close: u8,
 }
 
-/// The regex crate's `\s` on ASCII (Unicode's White_Space): tab to carriage return, and space.
-fn space(b: u8) -> bool {
-    b == b' ' || (b'\t'..=b'\r').contains(&b)
-}
-
 impl MinMaxShape {
     /// Each of `leader`, `open`, `comma` and `close` one ASCII punctuation character, each other;
     /// `after` ASCII, not starting with `leader` (so that the leaders' run ends where it reads
     /// as the regex reads it, longest first, with no other way to match).
     pub fn new(leader: &str, after: &str, open: &str, comma: &str, close: &str) -> Result<Self, String> {
-        let one = |name: &str, text: &str| match text.as_bytes() {
-            [b] if b.is_ascii_punctuation() => Ok(*b),
-            _ => Err(format!("the shape's {name:?} is not one ASCII punctuation character: {text:?}")),
-        };
+        let one = |name: &str, text: &str| mark("shape", name, text);
         let shape = MinMaxShape { leader: one("leader", leader)?, after: after.as_bytes().to_vec(), open: one("open", open)?,
                                   comma: one("comma", comma)?, close: one("close", close)? };
         let marks = [shape.leader, shape.open, shape.comma, shape.close];

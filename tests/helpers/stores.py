@@ -3,9 +3,9 @@ path's way (JobStore._take, one event at a time): the tests of bulk folds count 
 from __future__ import annotations
 
 from contextlib import contextmanager
-from typing import Iterator
+from typing import Any, Iterator, Mapping, Optional, Sequence
 
-from tuimon.parsers.columns import slices
+from tuimon.parsers.columns import IterationRows, slices
 from tuimon.store import job_store
 from tuimon.store.job_store import JobStore
 
@@ -34,3 +34,12 @@ def events_taken() -> Iterator[list[str]]:
         yield taken
     finally:
         job_store.JobStore._take = original  # type: ignore[method-assign]
+
+
+def iteration_rows(file: str, line: Sequence[int], rank: Sequence[Optional[int]], node: Sequence[Optional[str]],
+                   wall_time: Sequence[Optional[float]], iteration: Sequence[int],
+                   train_iters: Sequence[Optional[int]], fields: Sequence[Mapping[str, Any]]) -> IterationRows:
+    """Iteration rows of each row's fields (a dict a row), as columns."""
+    names = dict.fromkeys(name for row in fields for name in row)
+    return IterationRows(file, line, rank, node, wall_time, iteration, train_iters,
+                         {name: [row.get(name) for row in fields] for name in names})

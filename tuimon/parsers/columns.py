@@ -113,15 +113,6 @@ class IterationRows(Rows):
         self.iteration, self.train_iters = list(iteration), list(train_iters)
         self.fields = {name: list(column) for name, column in fields.items()}
 
-    @classmethod
-    def of_rows(cls, file: str, line: Sequence[int], rank: Sequence[Optional[int]], node: Sequence[Optional[str]],
-                wall_time: Sequence[Optional[float]], iteration: Sequence[int], train_iters: Sequence[Optional[int]],
-                fields: Sequence[Mapping[str, Any]]) -> "IterationRows":
-        """The rows of each row's fields (a dict a row)."""
-        names = dict.fromkeys(name for row in fields for name in row)
-        return cls(file, line, rank, node, wall_time, iteration, train_iters,
-                   {name: [row.get(name) for row in fields] for name in names})
-
     def row(self, k: int) -> dict[str, Any]:
         """Row ``k``'s fields (those it has)."""
         return {name: column[k] for name, column in self.fields.items() if column[k] is not None}

@@ -211,10 +211,10 @@ class Scan:
         run = job.run_of(rows.file)
         before = run.last
         known = run.shape.get("train_iters")
-        if not self._one_rank_on(rows, a, b, before, known, file_rank, max_ranks):
+        if not self._at_once(rows, a, b, before, known, file_rank, max_ranks):
             self._each(store, rows, a, b, before, known, file_rank, max_runs, max_ranks)
 
-    def _one_rank_on(self, rows: IterationRows, a: int, b: int, before: dict, known: Optional[int],
+    def _at_once(self, rows: IterationRows, a: int, b: int, before: dict, known: Optional[int],
                      file_rank: Optional[int], max_ranks: int) -> bool:
         """The common cases at once: each rank's counter going up from row to row and from the run's
         last of that rank (one rank's rows, or ranks that each print every record), with room for

@@ -77,9 +77,7 @@ def _floats(values: Sequence, scale: float, floor: Optional[float]) -> np.ndarra
                     column *= scale
             if floor is not None:
                 column[column <= floor] = _NAN  # (NaN stays NaN)
-            column[column > 3.4e38] = np.inf
-            column[column < -3.4e38] = -np.inf
-            return column
+            return _clamped(column)
     check = Attr("", scale, floor)
     return np.array([_f(check.value(v)) for v in values], dtype=np.float64)
 
@@ -90,10 +88,15 @@ def _relative(walls: Sequence, base: float) -> np.ndarray:
     if _WALL_TYPES.issuperset(map(type, walls)):
         column = np.array(walls, dtype=np.float64)
         column -= base
-        column[column > 3.4e38] = np.inf
-        column[column < -3.4e38] = -np.inf
-        return column
+        return _clamped(column)
     return _floats(tuple(None if w is None else w - base for w in walls), 1.0, None)
+
+
+def _clamped(column: np.ndarray) -> np.ndarray:
+    """``column`` with each magnitude no float32 holds made infinite, as :func:`_f` makes a value."""
+    column[column > 3.4e38] = np.inf
+    column[column < -3.4e38] = -np.inf
+    return column
 
 
 def _iterations(values: Any) -> Any:
