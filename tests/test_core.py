@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import FIXTURE_LOGS, ROOT, shared_or_skip
-from tuimon.engine import native, rows
+from tuimon.engine import blocks, native, rows
 from tuimon.engine.ingest import parse_file
 from tuimon.figures.summary import summarize
 from tuimon.parsers.columns import MemoryRows, TimerRows, expand, slices
@@ -99,9 +99,11 @@ def test_corpus_gives_the_same_events(monkeypatch):
     assert total > 10_000, total
 
 
+@pytest.mark.parametrize("walk", [1, 1 << 40], ids=["at-once", "line-by-line"])
 @pytest.mark.parametrize("shape", ["dense", "sparse", "srun-mcore", "titan-hf", "corpus-megatron",
                                    "ds-neox-stronghold"])
-def test_bench_shapes_give_the_same_events(shape, tmp_path, monkeypatch):
+def test_bench_shapes_give_the_same_events(shape, walk, tmp_path, monkeypatch):
+    monkeypatch.setattr(blocks, "BULK_WALK", walk)  # (see _WALKS)
     sys.path.insert(0, str(ROOT / "bench"))
     try:
         import matrix
@@ -209,11 +211,17 @@ def _log(draw) -> bytes:
     return b"".join(out)
 
 
+#: BlockEngine._events walks the core's lines between two hook lines at once from BULK_WALK of them,
+#: else one at a time: always at once, as built, and always one at a time
+_WALKS = st.sampled_from([1, blocks.BULK_WALK, 1 << 40])
+
+
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(data=_log(), read_size=st.sampled_from([64, 1000, 1 << 16]))
-def test_generated_logs_give_the_same_events(data, read_size, tmp_path, monkeypatch):
+@given(data=_log(), read_size=st.sampled_from([64, 1000, 1 << 16]), walk=_WALKS)
+def test_generated_logs_give_the_same_events(data, read_size, walk, tmp_path, monkeypatch):
     path = tmp_path / "gen.log"
     path.write_bytes(data)
+    monkeypatch.setattr(blocks, "BULK_WALK", walk)
     _same(path, monkeypatch, read_size)
 
 
@@ -531,6 +539,7 @@ def test_non_ascii_lines_are_left_to_python():
     text = "é█\n0: [2024-05-01 10:00:01] x\n"
     frames = framing.frame(text, [0, 3, 3], 7)
     assert frames == [(7, 2, None, None, None, None, None), (8, 29, 6, 0, None, None, 1714557601.0)]
+    assert rows.Frames(framing.frame_columns(text, [0, 3, 3], 7)).tuples() == frames  # (the columns' form)
     assert text[6:29] == "[2024-05-01 10:00:01] x"
 
 
@@ -554,6 +563,7 @@ def test_long_blocks_not_ascii_are_sliced_in_characters_whichever_block_came_bef
         starts = [0] + [k + 1 for k, ch in enumerate(text) if ch == "\n" and k + 1 < len(text)]
         picked = sorted(rng.sample(starts, 200))
         frames = framing.frame(text, picked, 1)
+        assert rows.Frames(framing.frame_columns(text, picked, 1)).tuples() == frames
         assert [f[0] for f in frames] == [text.count("\n", 0, a) + 1 for a in picked]
         assert [f[1] for f in frames] == [text.find("\n", a) for a in picked]
         got = dict(core.Literals(["step=1", "█"]).scan(text))

@@ -183,36 +183,46 @@ impl Framing {
     fn frame<'py>(&self, py: Python<'py>, text: &Bound<'py, PyString>, starts: Vec<usize>, first_line: i64)
         -> PyResult<Vec<Bound<'py, PyTuple>>> {
         let s = text.to_str()?;
-        let bytes = s.as_bytes();
-        let index = index_of(text);
-        let mut cursor = Cursor::indexed(s, index.as_deref());
         let mut out = Vec::with_capacity(starts.len());
-        let (mut number, mut counted) = (first_line, 0usize);
-        let mut last: Option<usize> = None;
-        let mut locs = self.prefix.pattern.capture_locations();
-        for start in starts {
-            if last == Some(start) {
-                continue;
+        let mut err = None;
+        self.each_frame(s, index_of(text).as_deref(), &starts, first_line, |line| {
+            let made = match line.read {
+                None => (line.number, line.end, None::<usize>, None::<i64>, None::<i64>, None::<&str>, None::<f64>)
+                    .into_pyobject(py),
+                Some(r) => (line.number, line.end, Some(r.body), r.rank, r.local_rank, r.node, r.wall).into_pyobject(py),
+            };
+            match made {
+                Ok(tuple) => out.push(tuple),
+                Err(e) => err = Some(e),
             }
-            last = Some(start);
-            let b = cursor.byte_of(start);
-            number += memchr::memchr_iter(b'\n', &bytes[counted.min(b)..b]).count() as i64;
-            counted = counted.max(b);
-            let e = memchr::memchr(b'\n', &bytes[b..]).map_or(bytes.len(), |i| b + i);
-            let line = &s[b..e];
-            let end = cursor.char_of(e);
-            if !plain(line) {
-                out.push((number, end, None::<usize>, None::<i64>, None::<i64>, None::<&str>, None::<f64>)
-                    .into_pyobject(py)?);
-                continue;
+        });
+        err.map_or(Ok(out), Err)
+    }
+
+    /// What `frame` gives, as columns: `(number, end, body, rank, local_rank, wall)` each the
+    /// bytes of an int64 (float64 for `wall`) array, and `node` a list.  Where `frame` has
+    /// None: -1 for `body`, the least int64 for `rank` and `local_rank`, NaN for `wall`
+    /// (a stamp is never NaN).  A block's frequent lines cross as arrays, not a tuple each.
+    fn frame_columns(&self, text: &Bound<'_, PyString>, starts: Vec<usize>, first_line: i64) -> PyResult<FrameColumns> {
+        let s = text.to_str()?;
+        let n = starts.len();
+        let mut ints: [Vec<u8>; 5] = std::array::from_fn(|_| Vec::with_capacity(8 * n));
+        let mut walls = Vec::with_capacity(8 * n);
+        let mut nodes: Vec<Option<String>> = Vec::with_capacity(n);
+        self.each_frame(s, index_of(text).as_deref(), &starts, first_line, |line| {
+            let (body, rank, local, wall) = match &line.read {
+                None => (-1, None, None, None),
+                Some(r) => (r.body as i64, r.rank, r.local_rank, r.wall),
+            };
+            let values = [line.number, line.end as i64, body, rank.unwrap_or(i64::MIN), local.unwrap_or(i64::MIN)];
+            for (column, value) in ints.iter_mut().zip(values) {
+                column.extend_from_slice(&value.to_ne_bytes());
             }
-            let p = prefix::split(&self.prefix, line, &mut locs);
-            let node = p.node.map(|(a, z)| &line[a..z]);
-            let wall = stamp::line_stamp(&self.stamp, &line.as_bytes()[p.body..]);
-            // ASCII: the body's character offset is its byte offset from the line's start
-            out.push((number, end, start + p.body, p.rank, p.local_rank, node, wall).into_pyobject(py)?);
-        }
-        Ok(out)
+            walls.extend_from_slice(&wall.unwrap_or(f64::NAN).to_ne_bytes());
+            nodes.push(line.read.and_then(|r| r.node).map(str::to_string));
+        });
+        let [number, end, body, rank, local] = ints;
+        Ok((number, end, body, rank, local, nodes, walls))
     }
 
     /// The prefix of one line, as `parsers.prefix.split_prefix` gives it: (body offset,
@@ -229,6 +239,60 @@ impl Framing {
     /// (None for a body not read here).
     fn line_stamp(&self, body: &str) -> Option<f64> {
         if plain(body) { stamp::line_stamp(&self.stamp, body.as_bytes()) } else { None }
+    }
+}
+
+/// One framed line (see `Framing.frame`): `read` None for a line not read here.
+struct FramedLine<'a> {
+    number: i64,
+    end: usize,
+    read: Option<FrameRead<'a>>,
+}
+
+/// A framed line's prefix and stamp.
+#[derive(Clone, Copy)]
+struct FrameRead<'a> {
+    body: usize,
+    rank: Option<i64>,
+    local_rank: Option<i64>,
+    node: Option<&'a str>,
+    wall: Option<f64>,
+}
+
+/// `Framing.frame_columns`' answer: five int64 columns, the nodes, the float64 stamps.
+type FrameColumns = (Vec<u8>, Vec<u8>, Vec<u8>, Vec<u8>, Vec<u8>, Vec<Option<String>>, Vec<u8>);
+
+impl Framing {
+    /// Each distinct start of `starts` (character offsets, ascending) framed, in order.
+    fn each_frame<'a>(&self, s: &'a str, index: Option<&'a text::Index>, starts: &[usize], first_line: i64,
+                      mut out: impl FnMut(FramedLine<'a>)) {
+        let bytes = s.as_bytes();
+        let mut cursor = Cursor::indexed(s, index);
+        let (mut number, mut counted) = (first_line, 0usize);
+        let mut last: Option<usize> = None;
+        let mut locs = self.prefix.pattern.capture_locations();
+        for &start in starts {
+            if last == Some(start) {
+                continue;
+            }
+            last = Some(start);
+            let b = cursor.byte_of(start);
+            number += memchr::memchr_iter(b'\n', &bytes[counted.min(b)..b]).count() as i64;
+            counted = counted.max(b);
+            let e = memchr::memchr(b'\n', &bytes[b..]).map_or(bytes.len(), |i| b + i);
+            let line = &s[b..e];
+            let end = cursor.char_of(e);
+            if !plain(line) {
+                out(FramedLine { number, end, read: None });
+                continue;
+            }
+            let p = prefix::split(&self.prefix, line, &mut locs);
+            let node = p.node.map(|(a, z)| &line[a..z]);
+            let wall = stamp::line_stamp(&self.stamp, &line.as_bytes()[p.body..]);
+            // ASCII: the body's character offset is its byte offset from the line's start
+            out(FramedLine { number, end, read: Some(FrameRead { body: start + p.body, rank: p.rank,
+                                                                 local_rank: p.local_rank, node, wall }) });
+        }
     }
 }
 

@@ -17,9 +17,12 @@ format matches gives no built-in event of the same type.
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from functools import lru_cache
 from operator import itemgetter
 from typing import Any, Callable, Mapping, Optional, Sequence
+
+import numpy as np
 
 from tuimon.parsers.base import LineContext, LineParser
 from tuimon.parsers.columns import Item, expand
@@ -32,7 +35,7 @@ from tuimon.parsers.timestamps import line_stamp
 from . import guard, native
 from .block_rules import BlockRule, BlockState
 from .presence import presence_of
-from .rows import COLUMN_KINDS, EVENT, ITERATION, ROW, BlockRows, framing, split_rows
+from .rows import COLUMN_KINDS, EVENT, ITERATION, ROW, BlockRows, framing, split_rows, stamps_of
 from .rules import HookRule, anchors_of, hook_rules, lines_holding, starts_with_literal
 from .user_regex import USER_REGEX_TIMEOUT_S, CorePattern, RegexTimeout
 
@@ -43,6 +46,9 @@ _STAMP_REACH = 256  # a stamp is within a line's first 40 characters, after a la
 _DATE = re.compile(r"-\d\d-\d\d[ T]\d\d:")  # in every stamp (parsers.timestamps.LEADING); starts with a literal
 #: a log with no stamp in its first blocks is taken to have none (each look costs a scan)
 LOG_START_BLOCKS = 8
+#: the core's lines between two hook lines walked at once from this many (numpy's cost a call
+#: is that of walking some twenty lines one at a time)
+BULK_WALK = 48
 
 _COLUMN_KINDS = tuple(COLUMN_KINDS.items())
 
@@ -305,17 +311,27 @@ class BlockEngine:
             events.extend(out)
 
         def walk(limit: int) -> None:
-            """The core's lines before ``limit`` (a line start): their stamps, and their rows."""
+            """The core's lines before ``limit`` (a line start): their stamps, and their rows; a long
+            run at once (no log start to put among them), a few between two hook lines one at a time."""
+            assert rows is not None
+            k0 = rows.at
+            k1 = bisect_left(rows.starts, limit, k0)
+            if k1 - k0 >= BULK_WALK and log_start is None:
+                walk_at_once(k0, k1)
+            elif k1 > k0:
+                walk_lines(k0, k1)
+
+        def walk_lines(k: int, k1: int) -> None:
+            """The core's lines k..k1, one at a time."""
             nonlocal log_start
             assert rows is not None
-            starts, frames, verdicts, tags = rows.starts, rows.frames, rows.verdicts, rows.ranks
+            frames, verdicts, tags = rows.frames.tuples(), rows.verdict_list, rows.ranks
             lines, ranks, nodes, walls = rows.line, rows.rank, rows.node, rows.wall
-            k, n_rows = rows.at, len(starts)
             last = self._last_wall
             its = rows.iterations
             told = len(its.line) if its is not None else 0
             entries, made = rows.events, rows.events_at  # (each EVENT line's maker and values, and how many made)
-            while k < n_rows and starts[k] < limit:
+            while k < k1:
                 frame = frames[k]
                 own = frame[6]
                 if own is None:
@@ -373,6 +389,70 @@ class BlockEngine:
                 k += 1
             rows.at, rows.events_at = k, made
             self._last_wall = last
+            if its is not None and len(its.line) > told:  # (the parser's later hook lines read the counter)
+                its.told(its.counters[len(its.line) - 1])
+
+        def walk_at_once(k0: int, k1: int) -> None:
+            """The core's lines k0..k1 at once: each kind's rows taken from the frames' columns, then
+            each EVENT line's maker in turn (told the counter of the iteration lines before it).  Rows
+            and EVENT lines' events need no order between them; a log start would (see walk_lines)."""
+            assert rows is not None
+            frames, verdicts = rows.frames, rows.verdicts[k0:k1]
+            stamps = frames.wall[k0:k1]
+            missing = np.isnan(stamps)
+            if missing.any():  # a line without a stamp takes the one before it
+                held = np.where(missing, -1, np.arange(k1 - k0))
+                np.maximum.accumulate(held, out=held)
+                last = self._last_wall
+                own = np.where(held >= 0, stamps[held], np.nan if last is None else last)
+            else:
+                own = stamps
+            final = float(own[-1])
+            self._last_wall = None if final != final else final
+            row = np.flatnonzero(verdicts == ROW)
+            if len(row):
+                at = row + k0
+                ranks = frames.ranks_at(at)
+                tags = rows.ranks[len(rows.line):len(rows.line) + len(row)]
+                if tags.count(None) != len(tags):  # the rank a line's own tag names (``[Rank 3] rank=3``)
+                    ranks = [rank if tag is None else tag for rank, tag in zip(ranks, tags)]
+                rows.line.extend(frames.number[at].tolist())
+                rows.rank.extend(ranks)
+                rows.node.extend(frames.nodes_at(at))
+                rows.wall.extend(stamps_of(own[row]))
+            its = rows.iterations
+            told = len(its.line) if its is not None else 0
+            iteration = np.flatnonzero(verdicts == ITERATION)
+            if len(iteration):
+                assert its is not None
+                at = iteration + k0
+                its.line.extend(frames.number[at].tolist())
+                its.rank.extend(frames.ranks_at(at))
+                its.node.extend(frames.nodes_at(at))
+                its.wall.extend(stamps_of(own[iteration]))
+            made = np.flatnonzero(verdicts == EVENT)
+            if len(made):
+                entries, k = rows.events, rows.events_at
+                walked = (np.searchsorted(iteration, made) + told).tolist()  # iteration lines before each
+                owns = stamps_of(own[made])
+                for j, frame in enumerate(frames.tuples_at(made + k0)):
+                    entry = entries[k]
+                    k += 1
+                    if walked[j] > told:  # (a maker may read the last counter)
+                        told = walked[j]
+                        assert its is not None
+                        its.told(its.counters[told - 1])
+                    try:
+                        placed = rows.placed.get(entry[2]) or rows.placed_of(entry[2])
+                        out = entry[0](placed, entry[1], frame, owns[j])
+                    except Exception:  # a hook bug must not stop the stream: counted, reported
+                        self.failed += 1
+                        out = []
+                    if out:
+                        rows.close_placed(events)
+                        events.extend(out)
+                rows.events_at = k
+            rows.at = k1
             if its is not None and len(its.line) > told:  # (the parser's later hook lines read the counter)
                 its.told(its.counters[len(its.line) - 1])
 

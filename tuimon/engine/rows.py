@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from functools import lru_cache
 from itertools import chain, repeat
-from operator import itemgetter
 from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
@@ -34,8 +33,8 @@ DS_STEP_LINES, DS_SAMPLES_LINES, DS_PIPE_LINES = 8, 9, 10
 #: the core's verdict on a line: nothing to read, left to its hook, a timer row, values for its
 #: parser, an iteration row
 NOTHING, HOOK, ROW, EVENT, ITERATION = 0, 1, 2, 3, 4
-#: a frame's body offset and end (see tuimon._core.Framing.frame)
-_BODY, _END = itemgetter(2), itemgetter(1)
+#: a frame's rank, where it has none (see tuimon._core.Framing.frame_columns)
+NO_RANK = np.iinfo(np.int64).min
 
 
 # The core's readers, each built once a process from its parser's declaration (the core holds no
@@ -107,40 +106,38 @@ def split_rows(file: str, text: str, first_line: int, hits: list, columns: list,
     parts, starts, owners = columns, merged.tolist(), owned
     core = native.core
     assert core is not None  # (a rule has a column reader only with the core)
-    frames = framing(core).frame(text, starts, first_line)
-    bodies = list(map(_BODY, frames))
+    frames = Frames(framing(core).frame_columns(text, starts, first_line))
     column_of = np.array([part[0].column for part in parts], dtype=np.int64)
     kinds = column_of[owners]  # each line's kind
-    if None not in bodies:  # every line ASCII (the common case)
+    if frames.ascii:  # every line ASCII (the common case)
         kept = None
-        ends = list(map(_END, frames))
+        bodies, ends = frames.body, frames.end
     else:
-        kept = []
-        for k, frame in enumerate(frames):
-            if frame[2] is None:  # not ASCII: the hook reads it
-                rule, order, _ = parts[owners[k]]
-                hits.append((starts[k], order, rule, None))
-            else:
-                kept.append(k)
-        if not kept:
+        read_here = frames.body >= 0
+        for k in np.flatnonzero(~read_here).tolist():  # not ASCII: the hook reads it (few)
+            rule, order, _ = parts[owners[k]]
+            hits.append((starts[k], order, rule, None))
+        kept = np.flatnonzero(read_here)
+        if not len(kept):
             return None
-        bodies, ends, kinds = [bodies[k] for k in kept], [frames[k][1] for k in kept], kinds[kept]
+        bodies, ends, kinds = frames.body[kept], frames.end[kept], kinds[kept]
     verdicts, read, events, iterations = _read(core, text, bodies, ends, kinds, parts, parsers)
-    if kept is None and HOOK not in verdicts:
+    verdicts = _as_array(verdicts)
+    hook = verdicts == HOOK
+    if kept is None and not hook.any():
         return BlockRows(file, starts, frames, verdicts, read, events, iterations)
-    for j in [j for j, verdict in enumerate(verdicts) if verdict == HOOK]:  # (few)
-        k = j if kept is None else kept[j]
+    for j in np.flatnonzero(hook).tolist():  # (few)
+        k = j if kept is None else int(kept[j])
         rule, order, _ = parts[owners[k]]
         hits.append((starts[k], order, rule, None))
-    keep = [j for j, verdict in enumerate(verdicts) if verdict != HOOK]
-    if not keep:
+    keep = np.flatnonzero(~hook)
+    if not len(keep):
         return None
-    at = keep if kept is None else [kept[j] for j in keep]
-    return BlockRows(file, [starts[k] for k in at], [frames[k] for k in at], [verdicts[j] for j in keep], read,
-                     events, iterations)
+    at = keep if kept is None else kept[keep]
+    return BlockRows(file, np.asarray(starts)[at].tolist(), frames.take(at), verdicts[keep], read, events, iterations)
 
 
-def _read(core: Any, text: str, bodies: list, ends: list, kinds: np.ndarray, parts: list,
+def _read(core: Any, text: str, bodies: np.ndarray, ends: np.ndarray, kinds: np.ndarray, parts: list,
           parsers: Sequence[Any]) -> tuple[Any, Any, list, Optional["Iterations"]]:
     """The verdict on each line (its body and end offsets, its kind; in line order), the timer
     columns, each EVENT line's (maker, values, the kind of its rows at their place): its
@@ -148,13 +145,13 @@ def _read(core: Any, text: str, bodies: list, ends: list, kinds: np.ndarray, par
     readers = _READER_OF[kinds]  # each line's reader
     present = np.flatnonzero(np.bincount(readers, minlength=len(_READER_OF))).tolist()
     if present == [0]:  # timer lines alone, the common case
-        spans = list(zip(bodies, ends, kinds.tolist()))
+        spans = list(zip(bodies.tolist(), ends.tolist(), kinds.tolist()))
         verdicts, *read = _timer_lines(core).read(text, spans, _owner(parts, 0, parsers).offload_said())
         return verdicts, read, [], None
     read = [[], [], [], [], [], []]  # (no timer lines)
     # each reader's lines: where they are among the lines (found and taken in numpy: a pass over the
     # lines a reader in Python was a twentieth of 50 MB of a shape of four kinds)
-    body_at, end_at = np.array(bodies, dtype=np.int64), np.array(ends, dtype=np.int64)
+    body_at, end_at = bodies, ends
     placed: list[tuple[Any, Any]] = []  # each reader's (positions, verdicts)
     events_at: list[tuple[Any, list]] = []  # each kind's (positions, entries) of its EVENT lines
     iterations = None
@@ -181,7 +178,7 @@ def _read(core: Any, text: str, bodies: list, ends: list, kinds: np.ndarray, par
         merged = np.empty(len(readers), dtype=np.uint8)
         for at, verdicts in placed:
             merged[at] = _as_array(verdicts)
-        verdicts = merged.tolist()
+        verdicts = merged
     if len(events_at) <= 1:
         events = events_at[0][1] if events_at else []
     else:  # the EVENT lines of several kinds, in line order
@@ -275,6 +272,83 @@ class Iterations:
         self.closed = b
 
 
+class Frames:
+    """The frames of a block's lines the core read, as columns (``Framing.frame_columns``: where a
+    frame has None, -1 for ``body``, :data:`NO_RANK` for ``rank`` and ``local``, NaN for ``wall``).
+    :meth:`BlockEngine._events <tuimon.engine.blocks.BlockEngine._events>` walks a long run of them
+    in bulk, and a few between two hook lines one at a time, as tuples (:meth:`tuples`)."""
+
+    __slots__ = ("number", "end", "body", "rank", "local", "node", "wall", "_tuples", "_nodes")
+
+    def __init__(self, columns: tuple) -> None:
+        number, end, body, rank, local, node, wall = columns
+        self.number, self.end, self.body = (np.frombuffer(c, dtype=np.int64) for c in (number, end, body))
+        self.rank, self.local = np.frombuffer(rank, dtype=np.int64), np.frombuffer(local, dtype=np.int64)
+        self.node: list[Optional[str]] = node
+        self.wall = np.frombuffer(wall, dtype=np.float64)
+        self._tuples: Optional[list[tuple]] = None
+        self._nodes: Optional[bool] = None
+
+    @property
+    def ascii(self) -> bool:
+        """Whether the core read every line (each ASCII)."""
+        return not len(self.body) or int(self.body.min()) >= 0
+
+    def take(self, at: np.ndarray) -> "Frames":
+        """The frames at ``at`` (positions, ascending)."""
+        out = Frames.__new__(Frames)
+        out.number, out.end, out.body = self.number[at], self.end[at], self.body[at]
+        out.rank, out.local, out.wall = self.rank[at], self.local[at], self.wall[at]
+        out.node = self.nodes_at(at)
+        out._tuples, out._nodes = None, self._nodes
+        return out
+
+    def ranks_at(self, at: np.ndarray) -> list[Optional[int]]:
+        """The ranks of the frames at ``at`` (None where a line's prefix names none)."""
+        rank = self.rank[at]
+        return with_none(rank, rank == NO_RANK)
+
+    def nodes_at(self, at: np.ndarray) -> list[Optional[str]]:
+        """The nodes of the frames at ``at``."""
+        if self._nodes is None:
+            self._nodes = self.node.count(None) != len(self.node)  # (most logs name no node)
+        return [self.node[k] for k in at.tolist()] if self._nodes else [None] * len(at)
+
+    def tuples(self) -> list[tuple]:
+        """Each frame as ``Framing.frame`` gives it (made once, when a line is walked alone)."""
+        if self._tuples is None:
+            self._tuples = self.tuples_at(None)
+        return self._tuples
+
+    def tuples_at(self, at: Optional[np.ndarray]) -> list[tuple]:
+        """The frames at ``at`` (every frame, for None), each as ``Framing.frame`` gives it."""
+        def of(column: np.ndarray) -> np.ndarray:
+            return column if at is None else column[at]
+
+        body, rank, local, wall = of(self.body), of(self.rank), of(self.local), of(self.wall)
+        node = self.node if at is None else self.nodes_at(at)
+        return list(zip(of(self.number).tolist(), of(self.end).tolist(), with_none(body, body < 0),
+                        with_none(rank, rank == NO_RANK), with_none(local, local == NO_RANK), node,
+                        stamps_of(wall)))
+
+
+def stamps_of(stamps: np.ndarray) -> list[Optional[float]]:
+    """Stamps as a list, None where NaN (none)."""
+    return with_none(stamps, np.isnan(stamps))
+
+
+def with_none(values: np.ndarray, missing: np.ndarray) -> list:
+    """``values`` as a list, None where ``missing``."""
+    holes = np.flatnonzero(missing)
+    if not len(holes):
+        return values.tolist()
+    if len(holes) == len(values):
+        return [None] * len(values)
+    out = values.astype(object)
+    out[holes] = None
+    return out.tolist()
+
+
 class BlockRows:
     """A block's lines the core read (their starts, frames and verdicts, in line order)
     and their rows (the core's ranks, counts and pairs; the line, rank, node and stamp of
@@ -284,12 +358,13 @@ class BlockRows:
 
     __slots__ = ("file", "starts", "frames", "verdicts", "names", "name_index", "ms", "counts", "comm", "ranks",
                  "at", "closed", "pairs_at", "line", "rank", "node", "wall", "events", "events_at", "iterations",
-                 "placed")
+                 "placed", "_verdict_list")
 
-    def __init__(self, file: str, starts: list[int], frames: list, verdicts: list[int], read: Any,
+    def __init__(self, file: str, starts: list[int], frames: Frames, verdicts: np.ndarray, read: Any,
                  events: Optional[list] = None, iterations: Optional[Iterations] = None) -> None:
         self.file = file
         self.starts, self.frames, self.verdicts = starts, frames, verdicts
+        self._verdict_list: Optional[list[int]] = None
         self.ranks, self.counts, self.comm, self.names, self.name_index, self.ms = read
         # each EVENT line's (maker, values, the PlacedRows kind it may add the line to)
         self.events = events or []
@@ -306,6 +381,13 @@ class BlockRows:
         self.rank: list[Optional[int]] = []
         self.node: list[Optional[str]] = []
         self.wall: list[Optional[float]] = []
+
+    @property
+    def verdict_list(self) -> list[int]:
+        """The verdicts as a list (made once, when a line is walked alone)."""
+        if self._verdict_list is None:
+            self._verdict_list = self.verdicts.tolist()
+        return self._verdict_list
 
     def before(self, out: list, number: int, events: list) -> None:
         """``out``, a line's events, go after ``events``: the rows so far go first when one
