@@ -12,7 +12,7 @@ import pytest
 from tests.conftest import ROOT, shared_or_skip
 from tuimon.figures.breakdown import OVERLAP_TOLERANCE, offload_share, one_off
 from tuimon.figures.breakdown import build as build_steady
-from tuimon.store.timers import MAX_MARKS, TimerStat, warmup_count
+from tuimon.store.timers import MAX_MARKS, ONE_BY_ONE, TimerStat, warmup_count
 
 
 def build(means: dict, iteration_ms, reports: int = 9, occasional=()):
@@ -195,15 +195,20 @@ def _state(t: TimerStat) -> tuple:
             list(t._val[1:]), t._stride)  # (marks[0] falls on no report: NaN)
 
 
+@pytest.mark.parametrize("one_by_one", [0, ONE_BY_ONE], ids=["numpy-always", "as-built"])
 @pytest.mark.parametrize("seed", range(40))
-def test_adding_in_bulk_is_adding_one_by_one(seed):
+def test_adding_in_bulk_is_adding_one_by_one(seed, one_by_one, monkeypatch):
     """The compiled core's timer rows are added a block at a time (``add_many``): the same
     float sums and the same marks as ``add`` report by report, across thinnings, after
-    merges and with training and setup reports mixed."""
+    merges and with training and setup reports mixed (few reports are added one at a time:
+    numpy's path is also run on them)."""
     import random
 
     import numpy as np
 
+    from tuimon.store import timers
+
+    monkeypatch.setattr(timers, "ONE_BY_ONE", one_by_one)
     rng = random.Random(seed)
     one, bulk = TimerStat("x"), TimerStat("x")
     for _ in range(rng.randrange(1, 9)):
@@ -213,7 +218,7 @@ def test_adding_in_bulk_is_adding_one_by_one(seed):
                 part.add(rng.random() * 100)
             one.merge(part)
             bulk.merge(part)
-        values = [rng.random() * 10 ** rng.randrange(-3, 6) for _ in range(rng.choice([0, 1, 2, 7, 900, 2500]))]
+        values = [rng.random() * 10 ** rng.randrange(-3, 6) for _ in range(rng.choice([0, 1, 2, 7, ONE_BY_ONE, ONE_BY_ONE + 1, 900, 2500]))]
         training = rng.random() < 0.5
         for v in values:
             one.add(v, training)
