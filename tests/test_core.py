@@ -290,6 +290,26 @@ def test_lines_two_readers_or_another_rule_are_on_go_to_every_hook(tmp_path, mon
         catalog.use(before)
 
 
+@pytest.mark.parametrize("walk", [1, 1 << 40], ids=["at-once", "line-by-line"])
+def test_rate_lines_name_the_iteration_the_lines_before_them_left(walk, tmp_path, monkeypatch):
+    """Megatron-DeepSpeed's ``Effective Tera Flops`` and ``NumWorkers`` lines are at the iteration
+    of the last record before them: one the core read, or one its hook read (not ASCII) after it."""
+    monkeypatch.setattr(blocks, "BULK_WALK", walk)
+    record = " iteration {k}/ 100 | elapsed time per iteration (ms): 2500.5 | lm loss: 2.5E+00 |{tail}"
+    lines = []
+    for k in range(1, 60):
+        lines.append(record.format(k=k, tail=" é" if k % 3 == 0 else ""))  # (every third the hook's)
+        lines.append("Effective Tera Flops per GPU: 41.2 and total parameters 52.005 B")
+        lines.append("NumWorkers: 1; SamplesPerStep: 4; IterationTime: 7.123;  SamplesPerSecond: 0.5512")
+        if k % 4 == 0:
+            lines.append("Effective Tera Flops per GPU: 40.0 and total parameters 52.005 B")
+    path = tmp_path / "rates.log"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    assert _same(path, monkeypatch) > 200
+    rates = [ev for ev in expand(_items(path, "core")[0]) if ev.type == "throughput"]
+    assert [ev.iteration for ev in rates[:7]] == [1, 1, 2, 2, 3, 3, 4]
+
+
 def test_the_min_max_shape_is_the_regex_the_hook_reads_by():
     """One definition: the hook's regex is made of the shape the core is handed."""
     assert timers.CORE["minmax_shape"] is timers.MINMAX_SHAPE

@@ -392,6 +392,43 @@ class BlockEngine:
             if its is not None and len(its.line) > told:  # (the parser's later hook lines read the counter)
                 its.told(its.counters[len(its.line) - 1])
 
+        def rows_alone(made: np.ndarray, k0: int, own: np.ndarray, iteration: np.ndarray, told: int) -> bool:
+            """The EVENT lines ``made`` (of k0..), when each makes a row and nothing else (see
+            rows._ROWS_OF): their rows made a kind at a time, put at their places in line order
+            (each told the counter of the iteration lines before it, as walk_lines tells it); else
+            (or where a maker raises: made one at a time, the line is counted) False, nothing done."""
+            assert rows is not None
+            k, n = rows.events_at, len(made)
+            kinds = rows.event_kinds[k:k + n]
+            present, first = np.unique(kinds, return_index=True)
+            if not all(kind in rows.rows_of for kind in present.tolist()):
+                return False
+            entries = rows.events[k:k + n]
+            frames = rows.frames.tuples_at(made + k0)
+            walls = stamps_of(own[made])
+            counters = rows.iterations.counters if rows.iterations is not None else []
+            walked = (np.searchsorted(iteration, made) + told).tolist()  # iteration lines before each
+            iterations = [counters[w - 1] if w > told else None for w in walked]
+            made_rows: dict[Any, tuple[list, list, list]] = {}  # each PlacedRows kind's places, rows and kinds
+            try:
+                for kind in present[np.argsort(first)].tolist():  # (the kinds in the order of their first line)
+                    rows_of, into = rows.rows_of[kind]
+                    at = np.flatnonzero(kinds == kind).tolist() if len(present) > 1 else list(range(n))
+                    got = rows_of([entries[j][1] for j in at], [frames[j] for j in at], [walls[j] for j in at],
+                                  [iterations[j] for j in at])
+                    places, kept, of = made_rows.setdefault(into, ([], [], []))
+                    places.extend(at)
+                    kept.extend(got)
+                    of.append(kind)
+            except Exception:  # (a bug: the lines are made one at a time, which counts the line it is on)
+                return False
+            for into, (places, kept, of) in made_rows.items():
+                if len(of) > 1:  # two kinds' rows into one (Effective Tera Flops and NumWorkers lines): in line order
+                    kept = list(map(kept.__getitem__, np.argsort(places, kind="stable").tolist()))
+                (rows.placed.get(into) or rows.placed_of(into)).extend(kept)
+            rows.events_at = k + n
+            return True
+
         def walk_at_once(k0: int, k1: int) -> None:
             """The core's lines k0..k1 at once: each kind's rows taken from the frames' columns, then
             each EVENT line's maker in turn (told the counter of the iteration lines before it).  Rows
@@ -431,7 +468,9 @@ class BlockEngine:
                 its.node.extend(frames.nodes_at(at))
                 its.wall.extend(stamps_of(own[iteration]))
             made = np.flatnonzero(verdicts == EVENT)
-            if len(made):
+            if len(made) and rows.rows_of and rows_alone(made, k0, own, iteration, told):
+                pass
+            elif len(made):
                 entries, k = rows.events, rows.events_at
                 walked = (np.searchsorted(iteration, made) + told).tolist()  # iteration lines before each
                 owns = stamps_of(own[made])

@@ -138,7 +138,7 @@ def split_rows(file: str, text: str, first_line: int, hits: list, columns: list,
 
 
 def _read(core: Any, text: str, bodies: np.ndarray, ends: np.ndarray, kinds: np.ndarray, parts: list,
-          parsers: Sequence[Any]) -> tuple[Any, Any, list, Optional["Iterations"]]:
+          parsers: Sequence[Any]) -> tuple[Any, Any, "EventLines", Optional["Iterations"]]:
     """The verdict on each line (its body and end offsets, its kind; in line order), the timer
     columns, each EVENT line's (maker, values, the kind of its rows at their place): its
     parser's method that makes its events, and the values of the ITERATION lines."""
@@ -147,13 +147,15 @@ def _read(core: Any, text: str, bodies: np.ndarray, ends: np.ndarray, kinds: np.
     if present == [0]:  # timer lines alone, the common case
         spans = list(zip(bodies.tolist(), ends.tolist(), kinds.tolist()))
         verdicts, *read = _timer_lines(core).read(text, spans, _owner(parts, 0, parsers).offload_said())
-        return verdicts, read, [], None
+        return verdicts, read, NO_EVENT_LINES, None
     read = [[], [], [], [], [], []]  # (no timer lines)
     # each reader's lines: where they are among the lines (found and taken in numpy: a pass over the
     # lines a reader in Python was a twentieth of 50 MB of a shape of four kinds)
     body_at, end_at = bodies, ends
     placed: list[tuple[Any, Any]] = []  # each reader's (positions, verdicts)
     events_at: list[tuple[Any, list]] = []  # each kind's (positions, entries) of its EVENT lines
+    kinds_at: list[int] = []  # and the kind
+    rows_of: dict[int, tuple[Any, Any]] = {}  # the kinds whose lines make a row alone: their parser's maker of many
     iterations = None
     for kind in present:
         at = np.flatnonzero(readers == kind)
@@ -172,6 +174,9 @@ def _read(core: Any, text: str, bodies: np.ndarray, ends: np.ndarray, kinds: np.
             maker, into = getattr(owner, maker_name), _INTO[kind]
             made = _as_array(verdicts) == EVENT
             events_at.append((at[made], list(zip(repeat(maker), values, repeat(into)))))
+            kinds_at.append(kind)
+            if kind in _ROWS_OF:
+                rows_of[kind] = (getattr(owner, _ROWS_OF[kind]), into)
     if len(placed) == 1:
         verdicts = placed[0][1]
     else:  # each reader's verdicts into their lines' places
@@ -181,11 +186,14 @@ def _read(core: Any, text: str, bodies: np.ndarray, ends: np.ndarray, kinds: np.
         verdicts = merged
     if len(events_at) <= 1:
         events = events_at[0][1] if events_at else []
+        event_kinds = np.full(len(events), kinds_at[0] if kinds_at else 0, dtype=np.int64)
     else:  # the EVENT lines of several kinds, in line order
         where = np.concatenate([at for at, _ in events_at])
         entries = list(chain.from_iterable(entries for _, entries in events_at))
-        events = list(map(entries.__getitem__, np.argsort(where, kind="stable").tolist()))
-    return verdicts, read, events, iterations
+        order = np.argsort(where, kind="stable")
+        events = list(map(entries.__getitem__, order.tolist()))
+        event_kinds = np.repeat(kinds_at, [len(e) for _, e in events_at])[order]
+    return verdicts, read, EventLines(events, event_kinds, rows_of), iterations
 
 
 def _as_array(verdicts: Any) -> np.ndarray:
@@ -230,6 +238,9 @@ _READERS = {ITERATION_LINES: (_iterations, "iterations_read"), METRICS_LINES: (_
             DS_STEP_LINES: (_fields_of(DS_STEP_LINES), "step_into"),
             DS_SAMPLES_LINES: (_fields_of(DS_SAMPLES_LINES), "samples_into"),
             DS_PIPE_LINES: (_fields_of(DS_PIPE_LINES), "pipe_into")}
+#: the kinds whose lines each make a row and nothing else (their makers always return None), and their
+#: parser's maker of the rows of many lines at once (see BlockEngine._events)
+_ROWS_OF = {EFFECTIVE_LINES: "effective_rows", NUMWORKERS_LINES: "numworkers_rows"}
 #: a kind of read line -> its reader's (the timer kinds share one: 0)
 _READER_OF = np.array([0, 0, *range(2, 11)], dtype=np.int64)
 #: the kinds whose lines' makers put a line into the block's rows of a kind made at their place (where
@@ -244,6 +255,20 @@ def _owner(parts: list, kind: int, parsers: Sequence[Any]) -> Any:
     ``kind`` (0: either timer kind)."""
     return next(parsers[rule.key[0]] for rule, _, _ in parts if (rule.column <= 1 if kind == 0 else rule.column == kind))
 
+
+
+class EventLines:
+    """A block's EVENT lines (in line order): each one's (maker, values, the PlacedRows kind it may add
+    the line to), its kind, and for the kinds whose lines each make a row alone, their parser's maker of
+    many lines' rows and that PlacedRows kind."""
+
+    __slots__ = ("entries", "kinds", "rows_of")
+
+    def __init__(self, entries: list, kinds: np.ndarray, rows_of: dict[int, tuple[Any, Any]]) -> None:
+        self.entries, self.kinds, self.rows_of = entries, kinds, rows_of
+
+
+NO_EVENT_LINES = EventLines([], np.zeros(0, dtype=np.int64), {})
 
 
 class Iterations:
@@ -358,16 +383,16 @@ class BlockRows:
 
     __slots__ = ("file", "starts", "frames", "verdicts", "names", "name_index", "ms", "counts", "comm", "ranks",
                  "at", "closed", "pairs_at", "line", "rank", "node", "wall", "events", "events_at", "iterations",
-                 "placed", "_verdict_list")
+                 "placed", "_verdict_list", "event_kinds", "rows_of")
 
     def __init__(self, file: str, starts: list[int], frames: Frames, verdicts: np.ndarray, read: Any,
-                 events: Optional[list] = None, iterations: Optional[Iterations] = None) -> None:
+                 events: EventLines = NO_EVENT_LINES, iterations: Optional[Iterations] = None) -> None:
         self.file = file
         self.starts, self.frames, self.verdicts = starts, frames, verdicts
         self._verdict_list: Optional[list[int]] = None
         self.ranks, self.counts, self.comm, self.names, self.name_index, self.ms = read
-        # each EVENT line's (maker, values, the PlacedRows kind it may add the line to)
-        self.events = events or []
+        # each EVENT line's (maker, values, the PlacedRows kind it may add the line to), and its kind
+        self.events, self.event_kinds, self.rows_of = events.entries, events.kinds, events.rows_of
         # the rows made at their place walked since the last event put in the block's, by kind (a PlacedRows:
         # their lines may interleave, as DeepSpeed's step and samples lines do)
         self.placed: dict[Any, list[tuple]] = {}

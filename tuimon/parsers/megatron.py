@@ -390,14 +390,25 @@ class MegatronParser(LineParser):
     def effective_into(self, rows: list[tuple], values: list, frame: tuple, wall: Optional[float]) -> None:
         """An ``Effective Tera Flops`` line the compiled core read (its TFLOPs and parameters,
         :data:`CORE_EFFECTIVE`), into ``rows`` (a tuple of :class:`~.columns.RateRows`)."""
-        rows.append((frame[0], frame[3], frame[5], wall, self.last_iteration, values[0], values[1], None, None, 0, None,
-                     None))
+        rows.extend(self.effective_rows([values], [frame], [wall], [None]))
+
+    def effective_rows(self, values: list[list], frames: list[tuple], walls: list, iterations: list) -> list[tuple]:
+        """The rows of many such lines (``effective_into``'s), each at the iteration ``iterations``
+        names (None: this parser's latest, as the lines before it left it)."""
+        last = self.last_iteration
+        return [(frame[0], frame[3], frame[5], wall, last if at is None else at, v[0], v[1], None, None, 0, None, None)
+                for v, frame, wall, at in zip(values, frames, walls, iterations)]
 
     def numworkers_into(self, rows: list[tuple], values: list, frame: tuple, wall: Optional[float]) -> None:
         """A ``NumWorkers`` line the compiled core read (its iteration time and samples a
         second, :data:`CORE_NUMWORKERS`), into ``rows`` (a tuple of :class:`~.columns.RateRows`)."""
-        rows.append((frame[0], frame[3], frame[5], wall, self.last_iteration, None, None, values[1], values[0], 1, None,
-                     None))
+        rows.extend(self.numworkers_rows([values], [frame], [wall], [None]))
+
+    def numworkers_rows(self, values: list[list], frames: list[tuple], walls: list, iterations: list) -> list[tuple]:
+        """The rows of many such lines (as :meth:`effective_rows`)."""
+        last = self.last_iteration
+        return [(frame[0], frame[3], frame[5], wall, last if at is None else at, None, None, v[1], v[0], 1, None, None)
+                for v, frame, wall, at in zip(values, frames, walls, iterations)]
 
     def _on_numworkers(self, body: str, ctx: LineContext) -> list[Event]:
         m = _NUMWORKERS.search(body)
