@@ -5,6 +5,7 @@
 //! number is read too (`[Rank N]`), and a second pattern searched after the first's match.
 
 use crate::numbers;
+use crate::template::{Found, Template};
 
 /// A value read: a float group, an int group or a tag.
 #[derive(Clone, Copy, Debug, PartialEq, pyo3::IntoPyObject)]
@@ -20,11 +21,54 @@ pub struct Group {
     pub int: bool,
 }
 
-/// A pattern and its groups read.
+/// A pattern and its groups read (by its template where it has one: see `template`).
 #[derive(Debug)]
 pub struct Reading {
     pub pattern: regex::Regex,
     pub groups: Vec<Group>,
+    template: Option<Template>,
+}
+
+/// Where a search keeps a match's groups: the regex's, or its template's.
+pub struct Scratch {
+    locs: regex::CaptureLocations,
+    slots: Vec<Option<(usize, usize)>>,
+    templated: bool,
+}
+
+impl Scratch {
+    /// Group `g` of the last match.
+    fn get(&self, g: usize) -> Option<(usize, usize)> {
+        if self.templated { self.slots.get(g).copied().flatten() } else { self.locs.get(g) }
+    }
+}
+
+impl Reading {
+    pub fn new(pattern: regex::Regex, groups: Vec<Group>) -> Reading {
+        let template = Template::of(pattern.as_str());
+        Reading { pattern, groups, template }
+    }
+
+    pub fn scratch(&self) -> Scratch {
+        Scratch { locs: self.pattern.capture_locations(),
+                  slots: self.template.as_ref().map_or_else(Vec::new, Template::slots), templated: false }
+    }
+
+    /// The end of the leftmost match in `body` from `from` on, its groups in `s`.
+    fn search(&self, body: &str, from: usize, s: &mut Scratch) -> Option<usize> {
+        if let Some(t) = &self.template {
+            match t.find_at(body.as_bytes(), from, &mut s.slots) {
+                Found::Match(_, end) => {
+                    s.templated = true;
+                    return Some(end);
+                }
+                Found::NoMatch => return None,
+                Found::GaveUp => {}
+            }
+        }
+        s.templated = false;
+        self.pattern.captures_read_at(&mut s.locs, body, from).map(|m| m.end())
+    }
 }
 
 /// A reader: its pattern and groups, the line's hook first where `hook_if` matches, the tag's
@@ -34,8 +78,15 @@ pub struct Reading {
 pub struct Fields {
     pub main: Reading,
     pub hook_if: Option<regex::Regex>,
-    pub tag: Option<regex::Regex>,
+    pub tag: Option<Reading>,
     pub then: Option<Reading>,
+}
+
+/// The scratch of a reader's searches.
+pub struct Scratches {
+    main: Scratch,
+    tag: Option<Scratch>,
+    then: Option<Scratch>,
 }
 
 /// What a reader makes of a line.
@@ -59,10 +110,10 @@ fn plain_int(text: &str) -> Option<i64> {
     numbers::fast_int(text).filter(|_| b.iter().all(u8::is_ascii_digit))
 }
 
-/// `groups` of `locs` appended to `out`; false where one is a value only Python reads.
-fn take(body: &str, locs: &regex::CaptureLocations, groups: &[Group], out: &mut Vec<Option<Value>>) -> bool {
+/// `groups` of the match in `s` appended to `out`; false where one is a value only Python reads.
+fn take(body: &str, s: &Scratch, groups: &[Group], out: &mut Vec<Option<Value>>) -> bool {
     for g in groups {
-        match locs.get(g.number) {
+        match s.get(g.number) {
             None => out.push(None),
             Some((a, z)) => {
                 let text = &body[a..z];
@@ -78,31 +129,34 @@ fn take(body: &str, locs: &regex::CaptureLocations, groups: &[Group], out: &mut 
 }
 
 impl Fields {
-    pub fn read(&self, body: &str, locs: &mut regex::CaptureLocations, then_locs: &mut regex::CaptureLocations)
-                -> Verdict {
+    pub fn scratches(&self) -> Scratches {
+        Scratches { main: self.main.scratch(), tag: self.tag.as_ref().map(Reading::scratch),
+                    then: self.then.as_ref().map(Reading::scratch) }
+    }
+
+    pub fn read(&self, body: &str, s: &mut Scratches) -> Verdict {
         if self.hook_if.as_ref().is_some_and(|p| p.is_match(body)) {
             return Verdict::Hook;
         }
-        let Some(found) = self.main.pattern.captures_read(locs, body) else {
+        let Some(end) = self.main.search(body, 0, &mut s.main) else {
             return Verdict::Nothing;
         };
-        let end = found.end();
         let mut values = Vec::with_capacity(self.main.groups.len() + 3);
-        if !take(body, locs, &self.main.groups, &mut values) {
+        if !take(body, &s.main, &self.main.groups, &mut values) {
             return Verdict::Hook;
         }
-        if let Some(tag) = &self.tag {
-            match tag.captures(body).and_then(|c| c.get(1)) {
+        if let (Some(tag), Some(ts)) = (&self.tag, s.tag.as_mut()) {
+            match tag.search(body, 0, ts).and_then(|_| ts.get(1)) {
                 None => values.push(None),
-                Some(m) => match numbers::fast_int(m.as_str()) {
+                Some((a, z)) => match numbers::fast_int(&body[a..z]) {
                     Some(v) => values.push(Some(Value::I(v))),
                     None => return Verdict::Hook,
                 },
             }
         }
-        if let Some(then) = &self.then {
-            if then.pattern.captures_read_at(then_locs, body, end).is_some() {
-                if !take(body, then_locs, &then.groups, &mut values) {
+        if let (Some(then), Some(ts)) = (&self.then, s.then.as_mut()) {
+            if then.search(body, end, ts).is_some() {
+                if !take(body, ts, &then.groups, &mut values) {
                     return Verdict::Hook;
                 }
             } else {
@@ -118,14 +172,11 @@ mod tests {
     use super::*;
 
     fn reading(pattern: &str, groups: &[(usize, bool)]) -> Reading {
-        Reading { pattern: regex::Regex::new(pattern).unwrap(),
-                  groups: groups.iter().map(|&(number, int)| Group { number, int }).collect() }
+        Reading::new(regex::Regex::new(pattern).unwrap(), groups.iter().map(|&(number, int)| Group { number, int }).collect())
     }
 
     fn read(f: &Fields, body: &str) -> Verdict {
-        let (mut a, mut b) = (f.main.pattern.capture_locations(),
-                              f.then.as_ref().map_or(f.main.pattern.capture_locations(), |t| t.pattern.capture_locations()));
-        f.read(body, &mut a, &mut b)
+        f.read(body, &mut f.scratches())
     }
 
     // (test data: a made-up line shape, not any format's)
@@ -133,7 +184,7 @@ mod tests {
     fn groups_tag_and_then() {
         let f = Fields { main: reading(r"n=(\d+) x=(\S+)", &[(1, true), (2, false)]),
                          hook_if: Some(regex::Regex::new(r"old").unwrap()),
-                         tag: Some(regex::Regex::new(r"<(\d+)>").unwrap()),
+                         tag: Some(reading(r"<(\d+)>", &[])),
                          then: Some(reading(r"m=(\S+)", &[(1, false)])) };
         assert_eq!(read(&f, "<3> n=12 x=0.5 m=2"),
                    Verdict::Read(vec![Some(Value::I(12)), Some(Value::F(0.5)), Some(Value::I(3)), Some(Value::F(2.0))]));

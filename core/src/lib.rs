@@ -22,6 +22,7 @@ mod numbers;
 pub mod prefix;
 pub mod records;
 pub mod stamp;
+pub mod template;
 #[cfg(test)]
 mod testing;
 pub mod text;
@@ -1129,7 +1130,7 @@ fn reading(declaration: &Bound<'_, PyDict>) -> PyResult<fields::Reading> {
         return Err(pyo3::exceptions::PyValueError::new_err(format!("the pattern has no group {g}")));
     }
     let groups = numbers.iter().map(|&number| fields::Group { number, int: ints.contains(&number) }).collect();
-    Ok(fields::Reading { pattern, groups })
+    Ok(fields::Reading::new(pattern, groups))
 }
 
 /// A declaration's optional entry, typed.
@@ -1156,6 +1157,7 @@ impl FieldLines {
         if tag.as_ref().is_some_and(|t| t.captures_len() < 2) {
             return Err(pyo3::exceptions::PyValueError::new_err("the tag has no group 1"));
         }
+        let tag = tag.map(|pattern| fields::Reading::new(pattern, Vec::new()));
         let then = optional::<Bound<'_, PyDict>>(declaration, "then")?.map(|d| reading(&d)).transpose()?;
         Ok(FieldLines { fields: fields::Fields { main, hook_if, tag, then } })
     }
@@ -1166,11 +1168,9 @@ impl FieldLines {
     fn read(&self, text: &Bound<'_, PyString>, lines: Vec<(usize, usize)>) -> PyResult<FieldRows> {
         let (mut verdicts, mut rows) = (Vec::with_capacity(lines.len()), Vec::new());
         let f = &self.fields;
-        let mut locs = f.main.pattern.capture_locations();
-        let mut then_locs = f.then.as_ref().map_or_else(|| f.main.pattern.capture_locations(),
-                                                         |t| t.pattern.capture_locations());
+        let mut scratches = f.scratches();
         for body in text::slices(text.to_str()?, index_of(text).as_deref(), lines) {
-            match f.read(body, &mut locs, &mut then_locs) {
+            match f.read(body, &mut scratches) {
                 fields::Verdict::Nothing => verdicts.push(0),
                 fields::Verdict::Hook => verdicts.push(1),
                 fields::Verdict::Read(values) => {

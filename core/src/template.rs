@@ -1,0 +1,296 @@
+//! A declared regex read without a regex engine where it is a plain sequence: literals and runs
+//! of one class (`\S+`, `\d{1,9}`, `[^\],]*`, `\.{2,}`), each alone in its capture group if it
+//! has one, an optional `^` first and `$` last.  A search tries the places of its first literal
+//! (or every place), leftmost first.  Such a pattern is matched by backtracking in
+//! the order the regex crate prefers (leftmost, then greedy or lazy as written), so the match
+//! and its groups are the regex's; a line that is not ASCII, or whose backtracking runs past a
+//! bound, is the regex's to read (`Found::GaveUp`).  The regex crate spends most of a line on
+//! capture groups (its bounded backtracker or PikeVM): 0.7-1.1 us on the rate lines, where a
+//! template takes a find of its first literal and a pass over the line.
+
+use regex_syntax::hir::{Class, Hir, HirKind, Look};
+
+/// Backtracking steps a line may take before it is left to the regex.
+const STEPS: usize = 4096;
+
+/// One piece of a template.
+#[derive(Debug, Clone)]
+enum Piece {
+    /// these bytes
+    Lit { bytes: Vec<u8>, group: Option<usize> },
+    /// `min..=max` bytes of `set` (ASCII: a bit per byte), as many as can be (greedy) or as few
+    Run { set: u128, min: usize, max: usize, greedy: bool, group: Option<usize> },
+}
+
+/// A pattern's template (see the module's doc).
+#[derive(Debug, Clone)]
+pub struct Template {
+    pieces: Vec<Piece>,
+    start: bool,
+    end: bool,
+    groups: usize,
+}
+
+/// What a template makes of a line.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Found {
+    /// the match's start and end (its groups in the slots)
+    Match(usize, usize),
+    NoMatch,
+    /// the regex reads it
+    GaveUp,
+}
+
+/// The ASCII bytes of a class (None: it holds bytes past ASCII that a line could hold).
+fn ascii_set(class: &Class) -> Option<u128> {
+    let mut set = 0u128;
+    let has = |b: u8| match class {
+        Class::Unicode(c) => c.ranges().iter().any(|r| r.start() <= b as char && b as char <= r.end()),
+        Class::Bytes(c) => c.ranges().iter().any(|r| r.start() <= b && b <= r.end()),
+    };
+    for b in 0..128u8 {
+        if has(b) {
+            set |= 1 << b;
+        }
+    }
+    Some(set)
+}
+
+/// A piece of one node: a literal, a class, or a repetition of either (of one byte), with its group.
+fn piece(hir: &Hir, group: Option<usize>) -> Option<Piece> {
+    match hir.kind() {
+        HirKind::Literal(lit) if lit.0.is_ascii() => Some(Piece::Lit { bytes: lit.0.to_vec(), group }),
+        HirKind::Class(class) => Some(Piece::Run { set: ascii_set(class)?, min: 1, max: 1, greedy: true, group }),
+        HirKind::Repetition(rep) => {
+            let set = match rep.sub.kind() {
+                HirKind::Class(class) => ascii_set(class)?,
+                HirKind::Literal(lit) if lit.0.len() == 1 && lit.0.is_ascii() => 1u128 << lit.0[0],
+                _ => return None,
+            };
+            let max = rep.max.map_or(usize::MAX, |m| m as usize);
+            Some(Piece::Run { set, min: rep.min as usize, max, greedy: rep.greedy, group })
+        }
+        HirKind::Capture(cap) if group.is_none() => piece(&cap.sub, Some(cap.index as usize)),
+        _ => None,
+    }
+}
+
+impl Template {
+    /// The template of `pattern`, where it is a plain sequence (else None: the regex reads it).
+    pub fn of(pattern: &str) -> Option<Template> {
+        let hir = regex_syntax::Parser::new().parse(pattern).ok()?;
+        let nodes: Vec<&Hir> = match hir.kind() {
+            HirKind::Concat(nodes) => nodes.iter().collect(),
+            _ => vec![&hir],
+        };
+        let mut t = Template { pieces: Vec::new(), start: false, end: false, groups: 1 };
+        for (k, node) in nodes.iter().enumerate() {
+            match node.kind() {
+                HirKind::Look(Look::Start) if k == 0 => t.start = true,
+                HirKind::Look(Look::End) if k + 1 == nodes.len() => t.end = true,
+                HirKind::Concat(_) => return None,
+                _ => t.pieces.push(piece(node, None)?),
+            }
+        }
+        for p in &t.pieces {
+            if let Piece::Lit { group: Some(g), .. } | Piece::Run { group: Some(g), .. } = p {
+                t.groups = t.groups.max(g + 1);
+            }
+        }
+        Some(t)
+    }
+
+    /// Slots a match fills: one a group (group 0 the whole match).
+    pub fn slots(&self) -> Vec<Option<(usize, usize)>> {
+        vec![None; self.groups]
+    }
+
+    /// The leftmost match in `hay`, as the regex finds it, its groups into `slots` (those of no
+    /// match: None).
+    pub fn find(&self, hay: &[u8], slots: &mut [Option<(usize, usize)>]) -> Found {
+        self.find_at(hay, 0, slots)
+    }
+
+    /// The leftmost match in `hay` from `from` on (as `captures_read_at`: `^` holds at 0 alone).
+    pub fn find_at(&self, hay: &[u8], from: usize, slots: &mut [Option<(usize, usize)>]) -> Found {
+        if !hay.is_ascii() {
+            return Found::GaveUp;
+        }
+        slots.iter_mut().for_each(|s| *s = None);
+        let mut steps = STEPS;
+        let mut try_at = |at: usize, slots: &mut [Option<(usize, usize)>]| self.at(0, at, hay, slots, &mut steps);
+        if self.start {
+            return match if from == 0 { try_at(0, slots) } else { Ok(None) } {
+                Ok(Some(end)) => self.found(0, end, slots),
+                Ok(None) => Found::NoMatch,
+                Err(()) => Found::GaveUp,
+            };
+        }
+        // the starts to try, leftmost first: where its first literal is, else everywhere
+        let first = match self.pieces.first() {
+            Some(Piece::Lit { bytes, .. }) => Some(memchr::memmem::Finder::new(bytes)),
+            _ => None,
+        };
+        let mut from = from;
+        while from <= hay.len() {
+            let at = match &first {
+                Some(finder) => match finder.find(&hay[from..]) {
+                    Some(i) => from + i,
+                    None => break,
+                },
+                None => from,
+            };
+            match try_at(at, slots) {
+                Ok(Some(end)) => return self.found(at, end, slots),
+                Ok(None) => from = at + 1,
+                Err(()) => return Found::GaveUp,
+            }
+        }
+        Found::NoMatch
+    }
+
+    fn found(&self, start: usize, end: usize, slots: &mut [Option<(usize, usize)>]) -> Found {
+        slots[0] = Some((start, end));
+        Found::Match(start, end)
+    }
+
+    /// Pieces `k..` from `at`: the match's end; Err when the steps ran out.
+    fn at(&self, k: usize, at: usize, hay: &[u8], slots: &mut [Option<(usize, usize)>], steps: &mut usize)
+          -> Result<Option<usize>, ()> {
+        let Some(p) = self.pieces.get(k) else {
+            return Ok((!self.end || at == hay.len()).then_some(at));
+        };
+        match p {
+            Piece::Lit { bytes, group } => {
+                if !hay[at..].starts_with(bytes) {
+                    return Ok(None);
+                }
+                if let Some(g) = group {
+                    slots[*g] = Some((at, at + bytes.len()));
+                }
+                self.at(k + 1, at + bytes.len(), hay, slots, steps)
+            }
+            Piece::Run { set, min, max, greedy, group } => {
+                let room = hay.len() - at;
+                let most = hay[at..at + room.min(*max)].iter().position(|&b| set >> b & 1 == 0)
+                    .unwrap_or(room.min(*max));
+                if most < *min {
+                    return Ok(None);
+                }
+                let mut try_len = |n: usize, slots: &mut [Option<(usize, usize)>]| {
+                    if *steps == 0 {
+                        return Err(());
+                    }
+                    *steps -= 1;
+                    if let Some(g) = group {
+                        slots[*g] = Some((at, at + n));
+                    }
+                    self.at(k + 1, at + n, hay, slots, steps)
+                };
+                if *greedy {
+                    for n in (*min..=most).rev() {
+                        if let Some(end) = try_len(n, slots)? {
+                            return Ok(Some(end));
+                        }
+                    }
+                } else {
+                    for n in *min..=most {
+                        if let Some(end) = try_len(n, slots)? {
+                            return Ok(Some(end));
+                        }
+                    }
+                }
+                Ok(None)
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::Draws;
+
+    // (made-up patterns, none a format's: the core holds no format's literal) and the literals
+    // their lines are drawn around
+    const PATTERNS: &[(&str, &[&str], &[&str])] = &[
+        (r"Abc de: (\S+) fg (\S+) H", &["Abc de: ", " fg ", " H"], FILLERS),
+        (r"Kw: (\d+); Lm: (\d+); No: (\S+);\s*Pq: (\S+)", &["Kw: ", "; Lm: ", "; No: ", ";", "Pq: "], &["1", "12", "0.5", "", " ", "x", ";"]),
+        (r"u=(\d+), v=(\d+), w=\[([^\],]*)", &["u=", ", v=", ", w=[", "]"], FILLERS),
+        (r"^ab (\w+) \.{2,}(\S*)$", &["ab ", " ", "..", "."], FILLERS),
+        (r"x(\S+?)y(\d*)", &["x", "y"], FILLERS),
+        (r"a: (\S{1,3})(\d+) b", &["a: ", " b"], FILLERS),
+        (r"ab(c)d(\s*)e$", &["ab", "c", "d", "e"], FILLERS),
+        (r"(?i)xy: (\S+)", &["xy: ", "XY: ", "xY: "], FILLERS),
+        (r"z z(\S+)z", &["z z", "z"], FILLERS),
+        (r"\d+(\S)b", &["1", "b"], FILLERS),
+        (r"(?:a|b)c(\d{2})", &["a", "b", "c"], FILLERS),
+    ];
+    const FILLERS: &[&str] = &["", " ", "  ", "1", "12", "0.5", ";", ",", "]", ".", "...", "x", "y", "z", "_w", "-",
+                               "\t", "a", "b", "c", "7", "34", "5", "9.25", "", ""];
+
+    fn line(d: &mut Draws, literals: &[&str], fillers: &[&str]) -> String {
+        let mut out = String::new();
+        for _ in 0..d.below(3) {
+            out.push_str(fillers[d.below(fillers.len())]);
+        }
+        for lit in literals {
+            if d.below(6) > 0 {
+                out.push_str(lit);
+            }
+            for _ in 0..d.below(3) {
+                out.push_str(fillers[d.below(fillers.len())]);
+            }
+        }
+        if d.below(20) == 0 {
+            out.insert(d.below(out.len() + 1), 'é'); // (not ASCII: the regex's)
+        }
+        out
+    }
+
+    #[test]
+    fn templates_find_what_the_regex_finds() {
+        let mut d = Draws::new(11);
+        for (pattern, literals, fillers) in PATTERNS {
+            let t = Template::of(pattern).unwrap_or_else(|| panic!("{pattern}: no template"));
+            let re = regex::Regex::new(pattern).unwrap();
+            let mut locs = re.capture_locations();
+            let mut slots = t.slots();
+            let (mut matched, mut gave_up) = (0, 0);
+            for _ in 0..100_000 {
+                let s = line(&mut d, literals, fillers);
+                let want = re.captures_read(&mut locs, &s).map(|m| (m.start(), m.end()));
+                match t.find(s.as_bytes(), &mut slots) {
+                    Found::GaveUp => {
+                        assert!(!s.is_ascii(), "{pattern}: gave up on {s:?}");
+                        gave_up += 1;
+                    }
+                    Found::NoMatch => assert_eq!(want, None, "{pattern}: {s:?}"),
+                    Found::Match(a, z) => {
+                        matched += 1;
+                        assert_eq!(want, Some((a, z)), "{pattern}: {s:?}");
+                        for g in 0..locs.len() {
+                            assert_eq!(slots.get(g).copied().flatten(), locs.get(g), "{pattern}: group {g} of {s:?}");
+                        }
+                    }
+                }
+            }
+            assert!(matched > 50 && gave_up > 100, "{pattern}: {matched} lines matched, {gave_up} not ASCII");
+        }
+    }
+
+    #[test]
+    fn what_is_not_a_plain_sequence_has_no_template() {
+        for pattern in [r"(?:ab|cd)e", r"(ab)?c", r"(a\d)c", r"a(?:bc)*", r"a\bc", r"(?m)^a$"] {
+            assert!(Template::of(pattern).is_none(), "{pattern}");
+        }
+    }
+
+    #[test]
+    fn past_ascii_or_past_its_steps_the_regex_reads() {
+        let t = Template::of(r"x(\S+?)y").unwrap();
+        assert_eq!(t.find("xéy".as_bytes(), &mut t.slots()), Found::GaveUp);
+        let t = Template::of(r"a(\S*)(\S*)(\S*)(\S*)b").unwrap();
+        assert_eq!(t.find(format!("a{}", "c".repeat(200)).as_bytes(), &mut t.slots()), Found::GaveUp);
+    }
+}
