@@ -705,6 +705,8 @@ impl Records {
 #[pyclass(frozen, module = "tuimon._core")]
 struct LineRegex {
     re: regex::Regex,
+    /// its template, where it is a plain sequence (a line's body read without the regex: `template`)
+    template: Option<template::Template>,
 }
 
 /// (whether the line was read here, the group spans of the first match: None for a group
@@ -721,7 +723,7 @@ impl LineRegex {
             .size_limit(8 << 20)
             .dfa_size_limit(8 << 20)
             .build()
-            .map(|re| LineRegex { re })
+            .map(|re| LineRegex { re, template: template::Template::of_line(pattern) })
             .map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))
     }
 
@@ -795,6 +797,7 @@ impl LineRegex {
         Ok(py.detach(|| {
             let (mut found, mut unread) = (Vec::new(), Vec::new());
             let mut locs = self.re.capture_locations();
+            let mut slots = self.template.as_ref().map_or_else(Vec::new, template::Template::slots);
             let mut prefix_locs = rules.pattern.capture_locations();
             for (&start, &b) in starts.iter().zip(&at) {
                 let end = memchr::memchr(b'\n', &bytes[b..]).map_or(bytes.len(), |i| b + i);
@@ -804,8 +807,17 @@ impl LineRegex {
                     continue;
                 }
                 let body = &line[prefix::split(rules, line, &mut prefix_locs).body..];
-                if self.re.captures_read(&mut locs, body).is_some() {
-                    let texts = groups.iter().map(|&g| locs.get(g).map(|(a, z)| body[a..z].to_string())).collect();
+                let by_template = self.template.as_ref().map(|t| t.find(body.as_bytes(), &mut slots));
+                let texts: Option<Vec<Option<String>>> = match by_template {
+                    Some(template::Found::Match(..)) => {
+                        Some(groups.iter().map(|&g| slots.get(g).copied().flatten().map(|(a, z)| body[a..z].to_string())).collect())
+                    }
+                    Some(template::Found::NoMatch) => None,
+                    _ => self.re.captures_read(&mut locs, body).map(|_| {
+                        groups.iter().map(|&g| locs.get(g).map(|(a, z)| body[a..z].to_string())).collect()
+                    }),
+                };
+                if let Some(texts) = texts {
                     found.push((start, texts));
                 }
             }

@@ -29,6 +29,8 @@ pub struct Template {
     start: bool,
     end: bool,
     groups: usize,
+    /// a line's alone (its `^` and `$` those of a multi-line pattern)
+    line: bool,
 }
 
 /// What a template makes of a line.
@@ -78,16 +80,27 @@ fn piece(hir: &Hir, group: Option<usize>) -> Option<Piece> {
 impl Template {
     /// The template of `pattern`, where it is a plain sequence (else None: the regex reads it).
     pub fn of(pattern: &str) -> Option<Template> {
-        let hir = regex_syntax::Parser::new().parse(pattern).ok()?;
+        Template::parsed(pattern, false)
+    }
+
+    /// The template of `pattern` compiled multi-line (`^` and `$` at every line's ends), for lines
+    /// alone: a text holding a newline is the regex's.
+    pub fn of_line(pattern: &str) -> Option<Template> {
+        Template::parsed(pattern, true)
+    }
+
+    fn parsed(pattern: &str, multi_line: bool) -> Option<Template> {
+        let hir = regex_syntax::ParserBuilder::new().multi_line(multi_line).build().parse(pattern).ok()?;
+        let (start, end) = if multi_line { (Look::StartLF, Look::EndLF) } else { (Look::Start, Look::End) };
         let nodes: Vec<&Hir> = match hir.kind() {
             HirKind::Concat(nodes) => nodes.iter().collect(),
             _ => vec![&hir],
         };
-        let mut t = Template { pieces: Vec::new(), start: false, end: false, groups: 1 };
+        let mut t = Template { pieces: Vec::new(), start: false, end: false, groups: 1, line: multi_line };
         for (k, node) in nodes.iter().enumerate() {
             match node.kind() {
-                HirKind::Look(Look::Start) if k == 0 => t.start = true,
-                HirKind::Look(Look::End) if k + 1 == nodes.len() => t.end = true,
+                HirKind::Look(look) if *look == start && k == 0 => t.start = true,
+                HirKind::Look(look) if *look == end && k + 1 == nodes.len() => t.end = true,
                 HirKind::Concat(_) => return None,
                 _ => t.pieces.push(piece(node, None)?),
             }
@@ -113,7 +126,7 @@ impl Template {
 
     /// The leftmost match in `hay` from `from` on (as `captures_read_at`: `^` holds at 0 alone).
     pub fn find_at(&self, hay: &[u8], from: usize, slots: &mut [Option<(usize, usize)>]) -> Found {
-        if !hay.is_ascii() {
+        if !hay.is_ascii() || self.line && memchr::memchr(b'\n', hay).is_some() {
             return Found::GaveUp;
         }
         slots.iter_mut().for_each(|s| *s = None);
@@ -277,6 +290,37 @@ mod tests {
             }
             assert!(matched > 50 && gave_up > 100, "{pattern}: {matched} lines matched, {gave_up} not ASCII");
         }
+    }
+
+    #[test]
+    fn a_multi_line_pattern_reads_one_line() {
+        let pattern = r"^\s*(\w+) \.{2,} ?(.*?)\s*$";
+        let t = Template::of_line(pattern).unwrap();
+        let re = regex::RegexBuilder::new(pattern).multi_line(true).build().unwrap();
+        let mut locs = re.capture_locations();
+        let mut d = Draws::new(3);
+        let mut matched = 0;
+        for _ in 0..20_000 {
+            let s = line(&mut d, &["  ", "ab", " ", "....", " ", "x y", "  "], FILLERS);
+            let mut slots = t.slots();
+            match t.find(s.as_bytes(), &mut slots) {
+                Found::GaveUp => assert!(!s.is_ascii()),
+                found => {
+                    let want = re.captures_read(&mut locs, &s).map(|m| (m.start(), m.end()));
+                    assert_eq!(found == Found::NoMatch, want.is_none(), "{s:?}");
+                    matched += usize::from(want.is_some());
+                    if want.is_some() {
+                        for (g, slot) in slots.iter().enumerate() {
+                            assert_eq!(*slot, locs.get(g), "group {g} of {s:?}");
+                        }
+                    }
+                }
+            }
+        }
+        assert_eq!(t.find(b"ab .. c\nab .. d", &mut t.slots()), Found::GaveUp); // (two lines: the regex's)
+        assert!(matched > 1000, "{matched} lines matched");
+        // (a pattern's own single-line anchors in a multi-line one: the regex's)
+        assert!(Template::of(pattern).is_some_and(|t| !t.line) && Template::of_line(r"(?-m)^a$").is_none());
     }
 
     #[test]
