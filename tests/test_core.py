@@ -310,6 +310,36 @@ def test_rate_lines_name_the_iteration_the_lines_before_them_left(walk, tmp_path
     assert [ev.iteration for ev in rates[:7]] == [1, 1, 2, 2, 3, 3, 4]
 
 
+_ROW_KINDS = {  # a line of each kind the core reads into rows its parser makes many at once (rows._ROWS_OF)
+    "ds-step": "[INFO] [logging.py:96:log_dist] [Rank 0] step={k}, skipped=0, lr=[0.0001], mom=[(0.9, 0.95)]",
+    "ds-samples": "[INFO] [timer.py:260:stop] epoch=0/micro_step={k}/global_step={k}, RunningAvgSamplesPerSec=2.5, "
+                  "CurrSamplesPerSec=28.1, MemAllocated=1GB, MaxMemAllocated=2GB",
+    "ds-pipe": "steps: {k} loss: 2.5123 iter time (s): 1.250 samples/sec: 51.2",
+    "metrics": "[titan] 2026-05-19 23:02:{s:02d},804 - root - INFO - step: {k}  loss:  7.1234  memory: 30.12GiB(31.70%)  "
+               "tps: 65,622  tflops: 304.53  mfu: 14.59%",
+    "hf-dict": "{{'loss': 2.1, 'grad_norm': 0.5, 'learning_rate': 5e-05, 'epoch': 0.{k}}}",
+}
+
+
+@pytest.mark.parametrize("walk", [1, 1 << 40], ids=["at-once", "line-by-line"])
+@pytest.mark.parametrize("kind", sorted(_ROW_KINDS))
+def test_lines_made_into_rows_at_once_say_first_what_their_first_line_says(kind, walk, tmp_path, monkeypatch):
+    """A parser makes many lines' rows at once only once none of them can make events: the first
+    line of a run still says the framework (and where its step time comes from), as the Python
+    engine's; so does a step 0 among DeepSpeed's steps, and the run's end among Trainer's dicts."""
+    monkeypatch.setattr(blocks, "BULK_WALK", walk)
+    lines = [_ROW_KINDS[kind].format(k=k, s=k % 60) for k in range(1, 120)]
+    if kind == "ds-step":
+        lines[60] = _ROW_KINDS[kind].format(k=0)
+    if kind == "hf-dict":
+        lines[90] = "{'train_runtime': 12.5, 'train_samples_per_second': 1.5, 'train_steps_per_second': 0.5, 'epoch': 3.0}"
+    path = tmp_path / f"{kind}.log"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    assert _same(path, monkeypatch, read_size=1 << 12) > 100
+    said = [ev for ev in expand(_items(path, "core")[0]) if ev.type == "run_config"]
+    assert said and said[0].line == 1, said[:1]
+
+
 def test_the_min_max_shape_is_the_regex_the_hook_reads_by():
     """One definition: the hook's regex is made of the shape the core is handed."""
     assert timers.CORE["minmax_shape"] is timers.MINMAX_SHAPE

@@ -392,42 +392,34 @@ class BlockEngine:
             if its is not None and len(its.line) > told:  # (the parser's later hook lines read the counter)
                 its.told(its.counters[len(its.line) - 1])
 
-        def rows_alone(made: np.ndarray, k0: int, own: np.ndarray, iteration: np.ndarray, told: int) -> bool:
-            """The EVENT lines ``made`` (of k0..), when each makes a row and nothing else (see
-            rows._ROWS_OF): their rows made a kind at a time, put at their places in line order
-            (each told the counter of the iteration lines before it, as walk_lines tells it); else
-            (or where a maker raises: made one at a time, the line is counted) False, nothing done."""
+        def rows_at_once(kinds: np.ndarray, entries: list, frames: list, walls: list, iterations: list
+                         ) -> Optional[list]:
+            """The rows of the EVENT lines of the kinds that make them at once (rows._ROWS_OF), each
+            kind's maker of many asked once: a row at each such line's place (None at the others', and
+            where a maker could make events: its lines are made one at a time); None for no row."""
             assert rows is not None
-            k, n = rows.events_at, len(made)
-            kinds = rows.event_kinds[k:k + n]
-            present, first = np.unique(kinds, return_index=True)
-            if not all(kind in rows.rows_of for kind in present.tolist()):
-                return False
-            entries = rows.events[k:k + n]
-            frames = rows.frames.tuples_at(made + k0)
-            walls = stamps_of(own[made])
-            counters = rows.iterations.counters if rows.iterations is not None else []
-            walked = (np.searchsorted(iteration, made) + told).tolist()  # iteration lines before each
-            iterations = [counters[w - 1] if w > told else None for w in walked]
-            made_rows: dict[Any, tuple[list, list, list]] = {}  # each PlacedRows kind's places, rows and kinds
-            try:
-                for kind in present[np.argsort(first)].tolist():  # (the kinds in the order of their first line)
-                    rows_of, into = rows.rows_of[kind]
-                    at = np.flatnonzero(kinds == kind).tolist() if len(present) > 1 else list(range(n))
-                    got = rows_of([entries[j][1] for j in at], [frames[j] for j in at], [walls[j] for j in at],
-                                  [iterations[j] for j in at])
-                    places, kept, of = made_rows.setdefault(into, ([], [], []))
-                    places.extend(at)
-                    kept.extend(got)
-                    of.append(kind)
-            except Exception:  # (a bug: the lines are made one at a time, which counts the line it is on)
-                return False
-            for into, (places, kept, of) in made_rows.items():
-                if len(of) > 1:  # two kinds' rows into one (Effective Tera Flops and NumWorkers lines): in line order
-                    kept = list(map(kept.__getitem__, np.argsort(places, kind="stable").tolist()))
-                (rows.placed.get(into) or rows.placed_of(into)).extend(kept)
-            rows.events_at = k + n
-            return True
+            made: Optional[list] = None
+            for kind in np.unique(kinds).tolist():
+                if kind not in rows.rows_of:
+                    continue
+                at = np.flatnonzero(kinds == kind).tolist()
+                many = len(at) == len(kinds)
+                try:
+                    got = rows.rows_of[kind][0]([entries[j][1] for j in at] if not many else [e[1] for e in entries],
+                                                frames if many else [frames[j] for j in at],
+                                                walls if many else [walls[j] for j in at],
+                                                iterations if many else [iterations[j] for j in at])
+                except Exception:  # (a bug: its lines are made one at a time, which counts the line it is on)
+                    got = None
+                if got is None:
+                    continue
+                if many:
+                    return got
+                if made is None:
+                    made = [None] * len(kinds)
+                for j, row in zip(at, got):
+                    made[j] = row
+            return made
 
         def walk_at_once(k0: int, k1: int) -> None:
             """The core's lines k0..k1 at once: each kind's rows taken from the frames' columns, then
@@ -468,29 +460,41 @@ class BlockEngine:
                 its.node.extend(frames.nodes_at(at))
                 its.wall.extend(stamps_of(own[iteration]))
             made = np.flatnonzero(verdicts == EVENT)
-            if len(made) and rows.rows_of and rows_alone(made, k0, own, iteration, told):
-                pass
-            elif len(made):
-                entries, k = rows.events, rows.events_at
-                walked = (np.searchsorted(iteration, made) + told).tolist()  # iteration lines before each
+            if len(made):
+                n, k = len(made), rows.events_at
+                entries, kinds = rows.events[k:k + n], rows.event_kinds[k:k + n]
+                lines = frames.tuples_at(made + k0)
                 owns = stamps_of(own[made])
-                for j, frame in enumerate(frames.tuples_at(made + k0)):
-                    entry = entries[k]
-                    k += 1
-                    if walked[j] > told:  # (a maker may read the last counter)
-                        told = walked[j]
-                        assert its is not None
-                        its.told(its.counters[told - 1])
-                    try:
-                        placed = rows.placed.get(entry[2]) or rows.placed_of(entry[2])
-                        out = entry[0](placed, entry[1], frame, owns[j])
-                    except Exception:  # a hook bug must not stop the stream: counted, reported
-                        self.failed += 1
-                        out = []
-                    if out:
-                        rows.close_placed(events)
-                        events.extend(out)
-                rows.events_at = k
+                walked = (np.searchsorted(iteration, made) + told).tolist()  # iteration lines before each
+                ready = None
+                if rows.rows_of:  # (each line after an iteration line is at its counter, as told below)
+                    counters = its.counters if its is not None else []
+                    ready = rows_at_once(kinds, entries, lines, owns,
+                                         [counters[w - 1] if w > told else None for w in walked])
+                if ready is not None and None not in ready:  # a row a line: put at their places in line order
+                    placed = rows.placed
+                    for entry, row in zip(entries, ready):
+                        (placed.get(entry[2]) or rows.placed_of(entry[2])).append(row)
+                else:
+                    for j, frame in enumerate(lines):
+                        entry = entries[j]
+                        if ready is not None and ready[j] is not None:
+                            (rows.placed.get(entry[2]) or rows.placed_of(entry[2])).append(ready[j])
+                            continue
+                        if walked[j] > told:  # (a maker may read the last counter)
+                            told = walked[j]
+                            assert its is not None
+                            its.told(its.counters[told - 1])
+                        try:
+                            placed_rows = rows.placed.get(entry[2]) or rows.placed_of(entry[2])
+                            out = entry[0](placed_rows, entry[1], frame, owns[j])
+                        except Exception:  # a hook bug must not stop the stream: counted, reported
+                            self.failed += 1
+                            out = []
+                        if out:
+                            rows.close_placed(events)
+                            events.extend(out)
+                rows.events_at = k + n
             rows.at = k1
             if its is not None and len(its.line) > told:  # (the parser's later hook lines read the counter)
                 its.told(its.counters[len(its.line) - 1])

@@ -238,9 +238,12 @@ _READERS = {ITERATION_LINES: (_iterations, "iterations_read"), METRICS_LINES: (_
             DS_STEP_LINES: (_fields_of(DS_STEP_LINES), "step_into"),
             DS_SAMPLES_LINES: (_fields_of(DS_SAMPLES_LINES), "samples_into"),
             DS_PIPE_LINES: (_fields_of(DS_PIPE_LINES), "pipe_into")}
-#: the kinds whose lines each make a row and nothing else (their makers always return None), and their
-#: parser's maker of the rows of many lines at once (see BlockEngine._events)
-_ROWS_OF = {EFFECTIVE_LINES: "effective_rows", NUMWORKERS_LINES: "numworkers_rows"}
+#: the kinds whose lines make rows at once, and their parser's maker of many lines' rows (see
+#: BlockEngine._events): None, and nothing read, where a line of them could make events (a maker's
+#: once-only events not said yet), else a row a line
+_ROWS_OF = {EFFECTIVE_LINES: "effective_rows", NUMWORKERS_LINES: "numworkers_rows", METRICS_LINES: "metrics_rows",
+            HF_DICTS: "dict_rows", DS_STEP_LINES: "step_rows", DS_SAMPLES_LINES: "samples_rows",
+            DS_PIPE_LINES: "pipe_rows"}
 #: a kind of read line -> its reader's (the timer kinds share one: 0)
 _READER_OF = np.array([0, 0, *range(2, 11)], dtype=np.int64)
 #: the kinds whose lines' makers put a line into the block's rows of a kind made at their place (where

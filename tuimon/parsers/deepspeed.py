@@ -215,8 +215,16 @@ class DeepSpeedParser(LineParser):
             return self._built(self.context_of(frame, wall))
         if not self.reported("_announced"):
             return self._step(step, skipped, lr, rank, self.context_of(frame, wall))
-        rows.append((frame[0], rank, frame[5], wall, step, None, lr, None, None, None, None, None, skipped, None))
+        rows.append(_step_row(values, frame, wall))
         return None
+
+    def step_rows(self, values: list[list], frames: list[tuple], walls: list, _iterations: list
+                  ) -> Optional[list[tuple]]:
+        """The rows of many step lines at once (``step_into``'s), where none makes events (the
+        framework said, no engine's step 0); else None."""
+        if not self.reported("_announced") or any(v[0] == 0 for v in values):
+            return None
+        return list(map(_step_row, values, frames, walls))
 
     def _on_samples(self, body: str, ctx: LineContext) -> list[Event]:
         m = _SAMPLES.search(body)
@@ -248,10 +256,13 @@ class DeepSpeedParser(LineParser):
         iteration, rate, allocated, peak = values
         if not self.reported("_announced"):
             return self._samples(iteration, rate, allocated, peak, self.context_of(frame, wall))
-        memory = allocated is not None and peak is not None
-        rows.append((frame[0], frame[3], frame[5], wall, iteration, None, None, rate, None, 2,
-                     allocated * 1024.0 if memory else None, peak * 1024.0 if memory else None))
+        rows.append(_samples_row(values, frame, wall))
         return None
+
+    def samples_rows(self, values: list[list], frames: list[tuple], walls: list, _iterations: list
+                     ) -> Optional[list[tuple]]:
+        """The rows of many samples lines at once (``samples_into``'s), once the framework is said."""
+        return list(map(_samples_row, values, frames, walls)) if self.reported("_announced") else None
 
     def _on_pipe(self, body: str, ctx: LineContext) -> list[Event]:
         m = _PIPE.search(body)
@@ -272,9 +283,13 @@ class DeepSpeedParser(LineParser):
         step, loss, secs, rate = values
         if not self.reported("_announced"):
             return self._pipe(step, loss, secs, rate, self.context_of(frame, wall))
-        rows.append((frame[0], frame[3], frame[5], wall, step, loss, None, secs * 1000.0 if secs is not None else None,
-                     None, None, None, None, None, rate))
+        rows.append(_pipe_row(values, frame, wall))
         return None
+
+    def pipe_rows(self, values: list[list], frames: list[tuple], walls: list, _iterations: list
+                  ) -> Optional[list[tuple]]:
+        """The rows of many pipeline lines at once (``pipe_into``'s), once the framework is said."""
+        return list(map(_pipe_row, values, frames, walls)) if self.reported("_announced") else None
 
     def _on_config_print(self, body: str, ctx: LineContext) -> list[Event]:
         """ZeRO-Offload (optimizer states on the CPU or NVMe) or ZeRO-Infinity (stage 3
@@ -341,3 +356,26 @@ class DeepSpeedParser(LineParser):
         if m:
             self._mem_label = m.group(1).strip()[:120] or None
         return []
+
+
+# the rows of the lines the compiled core read (see DeepSpeedParser.step_into, samples_into, pipe_into)
+def _step_row(values: list, frame: tuple, wall: Optional[float]) -> tuple:
+    """A step line's row of :class:`~.columns.StepRows` (its rank: its tag's, else its prefix's)."""
+    step, skipped, lr, tag = values
+    return (frame[0], frame[3] if tag is None else tag, frame[5], wall, step, None, lr, None, None, None, None, None,
+            skipped, None)
+
+
+def _samples_row(values: list, frame: tuple, wall: Optional[float]) -> tuple:
+    """A samples line's row of :class:`~.columns.RateRows` (its memory in MB, where it gives both figures)."""
+    iteration, rate, allocated, peak = values
+    memory = allocated is not None and peak is not None
+    return (frame[0], frame[3], frame[5], wall, iteration, None, None, rate, None, 2,
+            allocated * 1024.0 if memory else None, peak * 1024.0 if memory else None)
+
+
+def _pipe_row(values: list, frame: tuple, wall: Optional[float]) -> tuple:
+    """A pipeline line's row of :class:`~.columns.StepRows`."""
+    step, loss, secs, rate = values
+    return (frame[0], frame[3], frame[5], wall, step, loss, None, secs * 1000.0 if secs is not None else None,
+            None, None, None, None, None, rate)

@@ -290,13 +290,28 @@ class HFTrainerParser(LineParser):
         row's (a step's loss: a tuple of :class:`~.columns.StepRows`), else its events (the run's end;
         the first step, which says the framework; the first that says where its step time
         comes from)."""
-        loss = pairs.get("loss")
-        if loss is None or not self.reported("_announced") or not (
-                self._step_s is None or self.reported("_swift_said" if self._swift_at is not None else "_rate_said")):
+        if pairs.get("loss") is None or not self._rows_only():
             return self._dict(pairs, self.context_of(frame, wall))
-        rows.append((frame[0], frame[3], frame[5], wall, self._step, loss, pairs.get("learning_rate"),
-                     self._elapsed_ms(), None, None, None, None, None, None))
+        rows.append(self._dict_row(pairs, frame, wall))
         return None
+
+    def dict_rows(self, values: list[dict], frames: list[tuple], walls: list, _iterations: list
+                  ) -> Optional[list[tuple]]:
+        """The rows of many such dicts at once (``dict_into``'s), where none can make events (each
+        a step's loss, the framework and the step time's source said); else None."""
+        if not self._rows_only() or any(pairs.get("loss") is None for pairs in values):
+            return None
+        return [self._dict_row(pairs, frame, wall) for pairs, frame, wall in zip(values, frames, walls)]
+
+    def _rows_only(self) -> bool:
+        """Whether a dict with a loss makes a row alone now: nothing is left to say first."""
+        return self.reported("_announced") and (
+            self._step_s is None or self.reported("_swift_said" if self._swift_at is not None else "_rate_said"))
+
+    def _dict_row(self, pairs: dict[str, Optional[float]], frame: tuple, wall: Optional[float]) -> tuple:
+        """A dict's row of :class:`~.columns.StepRows` (a step's loss, at the step the bar gave)."""
+        return (frame[0], frame[3], frame[5], wall, self._step, pairs["loss"], pairs.get("learning_rate"),
+                self._elapsed_ms(), None, None, None, None, None, None)
 
     def _dict(self, pairs: dict[str, Optional[float]], ctx: LineContext) -> list[Event]:
         events: list[Event] = []

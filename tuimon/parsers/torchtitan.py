@@ -159,9 +159,21 @@ class TorchTitanParser(LineParser):
         elapsed = self._clock.elapsed_ms(frame[3], step, wall if frame[6] is not None else None)
         if not self.reported("_announced") or (elapsed is not None and not self.reported("_timed_said")):
             return self._metric_events(step, loss, tflops, tps, wps, mfu, gib, elapsed, self.context_of(frame, wall))
-        rows.append((frame[0], frame[3], frame[5], wall, step, loss, None, elapsed, tflops,
-                     wps if tps is None else tps, mfu, gib, None, None))
+        rows.append(_metrics_row(row, frame, wall, elapsed))
         return None
+
+    def metrics_rows(self, values: list[tuple], frames: list[tuple], walls: list, _iterations: list
+                     ) -> Optional[list[tuple]]:
+        """The rows of many such lines at once (``metrics_into``'s), once no line can make events
+        (the framework and the step time's source said); else None, and nothing read."""
+        if not (self.reported("_announced") and self.reported("_timed_said")):
+            return None
+        elapsed_ms, out = self._clock.elapsed_ms, []
+        for row, frame, wall in zip(values, frames, walls):
+            out.append(_metrics_row(row, frame, wall, elapsed_ms(frame[3], row[0], wall if frame[6] is not None else None)))
+        if values:
+            self._last_step = values[-1][0]
+        return out
 
     def _metrics(self, step: int, loss: Optional[float], tflops: Optional[float], tps: Optional[float],
                  wps: Optional[float], mfu: Optional[float], gib: Optional[float], ctx: LineContext) -> list[Event]:
@@ -227,3 +239,10 @@ class TorchTitanParser(LineParser):
         m = _SIZE.search(strip_ansi(body)) if "[titan]" in body or "Model " in body else None
         count = to_int(m.group(1).replace(",", "")) if m else None
         return [self.make(RunConfig, ctx, total_params=count)] if count else []
+
+
+def _metrics_row(row: tuple, frame: tuple, wall: Optional[float], elapsed: Optional[float]) -> tuple:
+    """A metrics line's row of :class:`~.columns.StepRows` (tps: wps where the line says that)."""
+    step, loss, tflops, tps, wps, mfu, gib = row
+    return (frame[0], frame[3], frame[5], wall, step, loss, None, elapsed, tflops, wps if tps is None else tps, mfu,
+            gib, None, None)
