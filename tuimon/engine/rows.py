@@ -196,6 +196,11 @@ def _read(core: Any, text: str, bodies: np.ndarray, ends: np.ndarray, kinds: np.
     return verdicts, read, EventLines(events, event_kinds, rows_of), iterations
 
 
+def _column(values: Any, dtype: Any) -> np.ndarray:
+    """A column the core handed over as the bytes of an array (or a list, where there was none)."""
+    return np.frombuffer(values, dtype=dtype) if isinstance(values, bytes) else np.asarray(values, dtype=dtype)
+
+
 def _as_array(verdicts: Any) -> np.ndarray:
     """A reader's verdicts (bytes, or a list) as a numpy array."""
     return np.frombuffer(verdicts, dtype=np.uint8) if isinstance(verdicts, bytes) else np.asarray(verdicts, np.uint8)
@@ -393,7 +398,10 @@ class BlockRows:
         self.file = file
         self.starts, self.frames, self.verdicts = starts, frames, verdicts
         self._verdict_list: Optional[list[int]] = None
-        self.ranks, self.counts, self.comm, self.names, self.name_index, self.ms = read
+        self.ranks, counts, self.comm, self.names, name_index, ms = read
+        # (the core's uint32 and float64 columns, as bytes: none where the block has no timer line)
+        self.counts, self.name_index = _column(counts, np.uint32), _column(name_index, np.uint32)
+        self.ms = _column(ms, np.float64)
         # each EVENT line's (maker, values, the PlacedRows kind it may add the line to), and its kind
         self.events, self.event_kinds, self.rows_of = events.entries, events.kinds, events.rows_of
         # the rows made at their place walked since the last event put in the block's, by kind (a PlacedRows:
@@ -452,7 +460,7 @@ class BlockRows:
             return
         counts = self.counts[a:b]
         lo = self.pairs_at
-        hi = lo + sum(counts)
+        hi = lo + int(counts.sum())
         events.append(TimerRows(self.file, self.line[a:b], self.rank[a:b], self.node[a:b], self.wall[a:b], counts,
                                 self.comm[a:b], self.names, self.name_index[lo:hi], self.ms[lo:hi]))
         self.closed, self.pairs_at = b, hi

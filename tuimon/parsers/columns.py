@@ -58,6 +58,18 @@ class Rows:
 R = TypeVar("R", bound=Rows)
 
 
+#: a column of numbers: a sequence, or a numpy array of the column's type (the core's, unconverted)
+Column = Any
+
+
+def _array(code: str, values: Column) -> array:
+    """``values`` as an array of ``code``: a numpy column of that type (the core's) copied at once."""
+    if hasattr(values, "dtype"):
+        assert values.dtype.itemsize == array(code).itemsize, values.dtype
+        return array(code, values.tobytes())
+    return array(code, values)
+
+
 class TimerRows(Rows):
     """Timer lines of one file: per row its line, rank, node and stamp, and its timers
     (``count`` of them: names by index into ``names``, and their ms); a ``comm`` row is
@@ -67,15 +79,15 @@ class TimerRows(Rows):
     type = "timer_rows"
 
     def __init__(self, file: str, line: Sequence[int], rank: Sequence[Optional[int]], node: Sequence[Optional[str]],
-                 wall_time: Sequence[Optional[float]], count: Sequence[int], comm: Sequence[int],
-                 names: Sequence[str], name_index: Sequence[int], ms: Sequence[float]) -> None:
+                 wall_time: Sequence[Optional[float]], count: "Column", comm: Sequence[int],
+                 names: Sequence[str], name_index: "Column", ms: "Column") -> None:
         self.file = file
         self.line, self.rank, self.node, self.wall_time = list(line), list(rank), list(node), list(wall_time)
-        self.count = array("I", count)
+        self.count = _array("I", count)
         self.comm = array("B", comm)
         self.names = tuple(names)
-        self.name_index = array("I", name_index)
-        self.ms = array("d", ms)
+        self.name_index = _array("I", name_index)
+        self.ms = _array("d", ms)
 
     def events(self) -> list[Event]:
         """Each row as the event the hook gives for its line."""
