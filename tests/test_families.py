@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import subprocess
 import sys
 import time
@@ -15,6 +16,8 @@ from pathlib import Path
 from typing import Optional
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.conftest import shared_or_skip
 from tuimon.engine.ingest import parse_file
@@ -762,3 +765,18 @@ def test_the_stall_limit_is_of_the_time_between_logged_steps(tmp_path, every, st
     s = summarize(job)
     assert s.iter_time_ms.median == pytest.approx(1000.0)
     assert (quiet_verdict(job, s, DEFAULTS["stalled"], end + 5.0, end, grew=True) == "stalled") is stalled
+
+
+_CODE_PIECES = ["def", "class", "return", "if", "elif", "for", "assert", "with", "self.", "os.environ", "os.environ_",
+                " ", "    ", "\t", "x", "_", ".", "=", " = ", "(", "é", "a1", "world_size", "mself.", ":", "\x0b", "\u2003"]
+
+
+@settings(max_examples=3000, deadline=None)
+@given(pieces=st.lists(st.sampled_from(_CODE_PIECES), max_size=10))
+def test_a_line_reads_as_source_as_its_regex_says(pieces):
+    """The launcher leaves a world size a script's source prints (modded-nanogpt's) to the code: is_code
+    answers what searching CODE answers, without trying its unanchored branches at every character."""
+    from tuimon.parsers.launcher import CODE, is_code
+
+    body = "".join(pieces)
+    assert is_code(body) == bool(re.search(CODE, body)), body
