@@ -7,7 +7,6 @@
 //! engines to the same answers.  Offsets in and out are character offsets, as Python
 //! slices a `str`.
 
-use aho_corasick::{AhoCorasick, AhoCorasickKind, MatchKind};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyFloat, PyString, PyTuple};
 use std::collections::HashMap;
@@ -21,6 +20,7 @@ mod memory;
 mod numbers;
 pub mod prefix;
 pub mod records;
+pub mod scan;
 pub mod stamp;
 pub mod template;
 #[cfg(test)]
@@ -65,30 +65,25 @@ fn ascii(text: &Bound<'_, PyString>) -> bool {
 /// Literals asked about a block at a time (`tuimon.engine.presence.Presence`'s question).
 #[pyclass(frozen, module = "tuimon._core")]
 struct Literals {
-    automaton: AhoCorasick,
-    count: usize,
+    scanner: scan::Scanner,
 }
 
 #[pymethods]
 impl Literals {
     #[new]
     fn new(literals: Vec<String>) -> PyResult<Self> {
-        let automaton = AhoCorasick::builder()
-            .match_kind(MatchKind::Standard)
-            .kind(Some(AhoCorasickKind::DFA))
-            .build(&literals)
-            .map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))?;
-        Ok(Literals { automaton, count: literals.len() })
+        let scanner = scan::Scanner::new(&literals).map_err(pyo3::exceptions::PyValueError::new_err)?;
+        Ok(Literals { scanner })
     }
 
     /// The indices of the literals `text` holds, in order.
     fn present(&self, py: Python<'_>, text: &Bound<'_, PyString>) -> PyResult<Vec<usize>> {
         let bytes = text.to_str()?.as_bytes();
-        let count = self.count;
+        let count = self.scanner.count();
         Ok(py.detach(|| {
             let mut seen = vec![false; count];
             let mut left = count;
-            for m in self.automaton.find_overlapping_iter(bytes) {
+            for m in self.scanner.automaton().find_overlapping_iter(bytes) {
                 let k = m.pattern().as_usize();
                 if !seen[k] {
                     seen[k] = true;
@@ -102,49 +97,20 @@ impl Literals {
         }))
     }
 
-    /// For each literal `text` holds, in order of the literals: `(index, line starts)`,
-    /// the character offsets of the starts of the lines holding it, ascending, each once.
+    /// The literals `text` holds, each with the starts of the lines holding it (character
+    /// offsets, ascending, each once), in the literals' order (see `scan`).
     fn scan(&self, py: Python<'_>, text: &Bound<'_, PyString>) -> PyResult<Vec<(usize, Vec<usize>)>> {
         let s = text.to_str()?;
-        let bytes = s.as_bytes();
-        let count = self.count;
-        // the lines holding a match, each found once (matches come in the order of their ends: a
-        // line's come together), and per literal the indexes of its lines among them
-        let (lines, held) = py.detach(|| {
-            let mut lines: Vec<usize> = Vec::new();
-            let mut held: Vec<Vec<u32>> = vec![Vec::new(); count];
-            let mut last = vec![u32::MAX; count]; // per literal: the last line it was seen on
-            let mut line_end = 0usize;
-            for m in self.automaton.find_overlapping_iter(bytes) {
-                let at = m.start();
-                if at >= line_end || lines.is_empty() {
-                    lines.push(memchr::memrchr(b'\n', &bytes[..at]).map_or(0, |i| i + 1));
-                    line_end = memchr::memchr(b'\n', &bytes[at..]).map_or(bytes.len(), |i| at + i + 1);
-                }
-                let line = (lines.len() - 1) as u32;
-                let k = m.pattern().as_usize();
-                if last[k] != line {
-                    last[k] = line;
-                    held[k].push(line);
-                }
-            }
-            (lines, held)
-        });
-        // the lines' starts in characters (not ASCII: one walk of the indexed cursor, in order)
+        let held = py.detach(|| self.scanner.lines(s.as_bytes()));
         let index = index_of(text);
-        let starts: Vec<usize> = match index.as_deref() {
-            None => lines,
-            Some(_) => {
-                let mut cursor = Cursor::indexed(s, index.as_deref());
-                lines.into_iter().map(|b| cursor.char_of(b)).collect()
+        // (not ASCII: the starts in characters, a walk of the indexed cursor over each ascending list)
+        Ok(held.starts(|bytes| match index.as_deref() {
+            None => bytes.to_vec(),
+            Some(index) => {
+                let mut cursor = Cursor::indexed(s, Some(index));
+                bytes.iter().map(|&b| cursor.char_of(b)).collect()
             }
-        };
-        Ok(held
-            .into_iter()
-            .enumerate()
-            .filter(|(_, v)| !v.is_empty())
-            .map(|(k, v)| (k, v.into_iter().map(|line| starts[line as usize]).collect()))
-            .collect())
+        }))
     }
 }
 
