@@ -237,7 +237,7 @@ impl Framing {
         let mut cursor = Cursor::indexed(s, index);
         let (mut number, mut counted) = (first_line, 0usize);
         let mut last: Option<usize> = None;
-        let mut locs = self.prefix.pattern.capture_locations();
+        let mut prefixes = prefix::Splitter::new(&self.prefix);
         for &start in starts {
             if last == Some(start) {
                 continue;
@@ -253,7 +253,7 @@ impl Framing {
                 out(FramedLine { number, end, read: None });
                 continue;
             }
-            let p = prefix::split(&self.prefix, line, &mut locs);
+            let p = prefixes.split(line);
             let node = p.node.map(|(a, z)| &line[a..z]);
             let wall = stamp::line_stamp(&self.stamp, &line.as_bytes()[p.body..]);
             // ASCII: the body's character offset is its byte offset from the line's start
