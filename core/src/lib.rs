@@ -568,16 +568,16 @@ impl Records {
     #[new]
     fn new(spec_of: Py<PyAny>, to_float: Py<PyAny>, to_int: Py<PyAny>, frozen_map: Py<PyAny>,
            declaration: &Bound<'_, PyDict>) -> PyResult<Self> {
-        let rules = records::RecordRules {
-            mark: compile(&item::<String>(declaration, "mark")?)?,
-            epoch: match (item::<Option<String>>(declaration, "epoch_start")?, item::<Option<String>>(declaration, "epoch_mark")?) {
+        let rules = records::RecordRules::new(
+            compile(&item::<String>(declaration, "mark")?)?,
+            match (item::<Option<String>>(declaration, "epoch_start")?, item::<Option<String>>(declaration, "epoch_mark")?) {
                 (Some(start), Some(mark)) => Some(records::EpochRule { start, pattern: compile(&mark)? }),
                 _ => None,
             },
-            vetoes: item(declaration, "vetoes")?,
-            losses: item(declaration, "loss_field")?,
-            loss_tag: item(declaration, "loss_tag")?,
-        };
+            item(declaration, "vetoes")?,
+            item(declaration, "loss_field")?,
+            item(declaration, "loss_tag")?,
+        );
         let losses_name = PyString::new(declaration.py(), &rules.losses).unbind();
         Ok(Records { spec_of, to_float, to_int, frozen_map, rules, keys: Mutex::new(KeyTable::default()), losses_name })
     }
