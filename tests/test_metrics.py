@@ -101,3 +101,41 @@ def test_startup_across_midnight_uses_real_seconds():
     assert phases[1].offset_s == 9.0
     # seed 002's table subtracts HHMMSS digits (191215 - 191101 = 114); the real gap is 74 s
     assert parse_compact("2023-10-05-191215") - parse_compact("2023-10-05-191101") == 74.0
+
+
+@settings(max_examples=500, deadline=None)
+@given(numbers=st.lists(st.integers(-3, 10**6), max_size=40))
+def test_the_log_interval_is_the_median_of_the_steps(numbers):
+    """median_step is np.median's answer (without np.median, whose first call imports numpy.ma)."""
+    from tuimon.figures.metrics import median_step
+
+    values = np.asarray(numbers, dtype=np.int64)
+    steps = np.diff(values[values >= 0])
+    steps = steps[steps > 0]
+    assert median_step(values) == (max(1, int(np.median(steps))) if steps.size else 1)
+
+
+@settings(max_examples=500, deadline=None)
+@given(values=st.lists(st.integers(0, 60), max_size=30), others=st.lists(st.integers(0, 60), min_size=1, max_size=30))
+def test_the_lines_another_rule_is_on_are_found_as_isin_finds_them(values, others):
+    from tuimon.engine.rows import _among
+
+    column = np.asarray(sorted(set(values)), dtype=np.int64)
+    assert _among(column, others).tolist() == np.isin(column, others).tolist()
+
+
+def test_a_small_summary_does_not_import_numpy_ma(tmp_path):
+    """numpy.ma costs 8 ms of a start: np.isin's sorting path, np.unique and np.median import it."""
+    import subprocess
+    import sys
+
+    log = tmp_path / "train.log"
+    log.write_text("using world size: 8\n" + "".join(
+        f" iteration {10 * k}/ 1000 | elapsed time per iteration (ms): 2500.5 | lm loss: 2.5E+00 |\n"
+        f"time (ms) | forward-compute: 612.1 | backward-compute: 1501.2\n[after training is done] datetime: x\n"
+        for k in range(1, 40)))
+    code = ("import sys; from tuimon.commands import cli\n"
+            "try: cli.main(['summary', '--no-cache', sys.argv[1]])\nexcept SystemExit: pass\n"
+            "print('numpy.ma' in sys.modules, file=sys.stderr)")
+    r = subprocess.run([sys.executable, "-c", code, str(log)], capture_output=True, text=True, timeout=120)
+    assert r.stderr.strip().splitlines()[-1] == "False", r.stderr

@@ -399,7 +399,7 @@ class BlockEngine:
             where a maker could make events: its lines are made one at a time); None for no row."""
             assert rows is not None
             made: Optional[list] = None
-            for kind in np.unique(kinds).tolist():
+            for kind in sorted(set(kinds.tolist())):  # (not np.unique: its first call imports numpy.ma)
                 if kind not in rows.rows_of:
                     continue
                 at = np.flatnonzero(kinds == kind).tolist()

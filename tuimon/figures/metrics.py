@@ -131,4 +131,9 @@ def median_step(numbers: np.ndarray) -> int:
     numbers = numbers[numbers >= 0].astype(np.int64)
     steps = np.diff(numbers)
     steps = steps[steps > 0]
-    return max(1, int(np.median(steps))) if steps.size else 1
+    if not steps.size:
+        return 1
+    # np.median's value, without its first call's import of numpy.ma (8 ms of every start)
+    ordered, half = np.sort(steps), steps.size // 2
+    middle = ordered[half] if steps.size % 2 else (float(ordered[half - 1]) + float(ordered[half])) / 2
+    return max(1, int(middle))
