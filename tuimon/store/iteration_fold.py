@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 from bisect import bisect_left
 from itertools import chain
-from operator import lt
+from operator import itemgetter, lt
 from typing import Any, Callable, Mapping, Optional, Sequence, Union, cast
 
 from tuimon.parsers.columns import IterationRows, weight
@@ -396,17 +396,17 @@ def _points(job: Any, rows: IterationRows, points: list[int], keys: list[RankKey
             columns.append(fields.pick(rows.line))
         else:
             columns.append(fields(name))
-    made = list(zip(*columns))
     computed = [get.of_each(fields(get.name)) for _, get in _COMPUTED]
     file_id = job.file_index.get(rows.file, 0)
     if len(set(keys)) == 1:
-        job.ranks[keys[0]].stage(_PLAN, made, computed, file_id)
+        job.ranks[keys[0]].stage(_PLAN, columns, computed, file_id)
         return
     where: dict[RankKey, list[int]] = {}
     for j, key in enumerate(keys):
         where.setdefault(key, []).append(j)
     for key, js in where.items():
-        job.ranks[key].stage(_PLAN, [made[j] for j in js], [[c[j] for j in js] for c in computed], file_id)
+        pick = itemgetter(*js) if len(js) > 1 else (lambda column, j=js[0]: (column[j],))  # (a tuple of each column's)
+        job.ranks[key].stage(_PLAN, [pick(c) for c in columns], [list(pick(c)) for c in computed], file_id)
 
 
 def diverges(rows: IterationRows, a: int, b: int) -> bool:

@@ -161,7 +161,7 @@ class Series:
     column it has leaves the NaN there)."""
 
     __slots__ = ("_cols", "_cap", "n", "wall_base", "bounded", "stride", "history", "appended",
-                 "_staged", "_plan", "_files", "_computed", "_fills")
+                 "_staged", "_count", "_plan", "_files", "_computed", "_fills")
 
     def __init__(self, capacity: int = 64, bounded: bool = False) -> None:
         self._cap = capacity
@@ -175,9 +175,10 @@ class Series:
         self._unstage()
 
     def _unstage(self) -> None:
-        """Points staged by :meth:`append_event` (what the plan read off each event), made
-        at once when the series is next read."""
-        self._staged: list[tuple] = []
+        """Points staged by :meth:`append_event` (what the plan read off each event) or
+        :meth:`stage`, a list a value the plan reads, made at once when the series is next read."""
+        self._staged: list[list] = []
+        self._count = 0
         self._plan: Optional[PointPlan] = None
         self._files: list[int] = []
         self._computed: list[list] = []
@@ -343,49 +344,54 @@ class Series:
             return
         if plan is not self._plan:
             self._stage_with(plan)
-        self._staged.append(plan.fetch(ev))
+        for column, value in zip(self._staged, plan.fetch(ev)):
+            column.append(value)
+        self._count += 1
         self._files.append(file_id)
         if plan.computed:
             for out, (_, get) in zip(self._computed, plan.computed):
                 out.append(get(ev))
         self.appended += 1
 
-    def stage(self, plan: PointPlan, points: list, computed: list[list], file_id: int = 0,
+    def stage(self, plan: PointPlan, columns: Sequence[Sequence], computed: list[list], file_id: int = 0,
               fills: Sequence[tuple[int, str, float]] = ()) -> None:
-        """Points as :meth:`append_event` stages them, made of rows rather than events: each
-        point what ``plan.fetch`` would read, ``computed`` the values of each of the plan's
-        computed getters (an unbounded series: a bounded one makes its points one by one);
-        ``fills``: (point of ``points``, column, value) as :meth:`fill_last` on it, in order."""
+        """Points as :meth:`append_event` stages them, made of rows rather than events, as
+        columns: each what ``plan.fetch`` would read of each point (a column a name of
+        ``plan.names``, in order), ``computed`` the values of each of the plan's computed
+        getters (an unbounded series: a bounded one makes its points one by one); ``fills``:
+        (point of the columns', column, value) as :meth:`fill_last` on it, in order."""
         assert not self.bounded
         if plan is not self._plan:
             self._stage_with(plan)
+        k = len(columns[0])
         if fills:
-            at = len(self._staged)
-            self._fills.extend((at + k, column, value) for k, column, value in fills)
-        self._staged.extend(points)
-        self._files.extend([file_id] * len(points))
+            at = self._count
+            self._fills.extend((at + j, column, value) for j, column, value in fills)
+        for staged, values in zip(self._staged, columns):
+            staged.extend(values)
+        self._count += k
+        self._files.extend([file_id] * k)
         for out, values in zip(self._computed, computed):
             out.extend(values)
-        self.appended += len(points)
+        self.appended += k
 
     def _stage_with(self, plan: PointPlan) -> None:
         """Points staged from now on follow ``plan`` (those of another are made first)."""
         self.flush()
         self._plan = plan
+        self._staged = [[] for _ in plan.names]
         self._computed = [[] for _ in plan.computed]
 
     def flush(self) -> None:
         """Make the staged points: column by column, as :meth:`_append_now` makes each."""
-        rows = self._staged
-        if not rows:
+        k = self._count
+        if not k:
             return
-        plan, files, computed, fills = self._plan, self._files, self._computed, self._fills
+        columns, plan, files, computed, fills = self._staged, self._plan, self._files, self._computed, self._fills
         assert plan is not None
         self._unstage()
-        k = len(rows)
         self._room(k)
         n, cols = self.n, self._cols
-        columns = list(zip(*rows))
         iterations = cols["iteration"]
         iterations[n:n + k] = _iterations(columns[0]) if plan.iteration_at >= 0 else -1
         for at, place, scale, floor in plan.plain:
@@ -444,8 +450,8 @@ class Series:
         """The last point's ``column`` becomes ``value`` if it holds NaN there (what
         ``last`` then ``set_last`` do), without making staged points now: a point told
         twice (DeepSpeed's step and samples lines) made every staged point one at a time."""
-        if self._staged:
-            self._fills.append((len(self._staged) - 1, column, value))
+        if self._count:
+            self._fills.append((self._count - 1, column, value))
         elif self.n:
             self._fill(self.n - 1, column, value)
 

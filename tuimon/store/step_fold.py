@@ -201,9 +201,9 @@ _RATE_COLUMNS = {"iteration": "iteration", "tflops_reported": "tflops", "samples
                  "iteration_time_s": "iteration_time_s", "wall_time": "wall_time", "line": "line"}
 
 
-def _points(plan: PointPlan, rows: Any, at: Any, attrs: dict[str, str]) -> list[tuple]:
+def _points(plan: PointPlan, rows: Any, at: Any, attrs: dict[str, str]) -> list[list]:
     """What ``plan.fetch`` reads off the events of rows ``at`` (``attrs``: where their
-    attributes are), column by column."""
+    attributes are), a column a name of the plan's."""
     k = len(at)
     everyone = k == len(rows.line)
     columns = []
@@ -214,4 +214,4 @@ def _points(plan: PointPlan, rows: Any, at: Any, attrs: dict[str, str]) -> list[
         else:
             column = getattr(rows, attr)
             columns.append(column if everyone else [column[j] for j in at])
-    return list(zip(*columns))
+    return columns
