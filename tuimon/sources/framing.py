@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Optional, Sequence
+from typing import Sequence
 
 import numpy as np
 
@@ -115,9 +115,6 @@ class Block:
     text: str  # complete lines, each ending in "\n"
     first_line: int  # 1-based number of the first line
     lines: int  # lines of the file the block ends (segments of one line count once)
-    #: when ``text`` is ASCII: its bytes and the offsets of its newlines, which the
-    #: trigger scanner would otherwise compute again (see tuimon.scan)
-    layout: Optional[tuple[bytes, np.ndarray]] = None
     #: indices of the text's lines that are later segments of the line before (a lone
     #: ``\r`` ended a record): they carry its number.  Empty for almost every block.
     continued: tuple[int, ...] = ()
@@ -211,15 +208,14 @@ class Framer:
         self._open = open_after
         if not complete:
             text = "".join(line + "\n" for line in prefix_lines)
-            return self._block(text, len(prefix_lines), None, continued)
+            return self._block(text, len(prefix_lines), continued)
         if len(complete) > self.max_line and _has_line_longer(complete, self.max_line):
             complete = self._drop_long_lines(complete)
         if b"\r" in complete:
             segments: list[int] = []
             complete = _fix_carriage_returns(complete, segments)
             continued += [i + len(prefix_lines) for i in segments]
-        newlines = np.flatnonzero(np.frombuffer(complete, dtype=np.uint8) == 10)
-        n = len(newlines)
+        n = int(np.count_nonzero(np.frombuffer(complete, dtype=np.uint8) == 10))
         try:
             text = complete.decode("utf-8")
         except UnicodeDecodeError:
@@ -229,8 +225,7 @@ class Framer:
             text = text.replace("\x00", "\u2400")
         if prefix_lines:
             text = "".join(line + "\n" for line in prefix_lines) + text
-        layout = (complete, newlines) if text.isascii() else None  # a marker or a U+FFFD is not ASCII
-        return self._block(text, n + len(prefix_lines), layout, continued)
+        return self._block(text, n + len(prefix_lines), continued)
 
     def _drop_long_lines(self, complete: bytes) -> bytes:
         marker = TOO_LONG_MARKER.encode()
@@ -243,13 +238,12 @@ class Framer:
                 out.append(line)
         return b"\n".join(out) + b"\n"
 
-    def _block(self, text: str, lines: int, layout: Optional[tuple[bytes, np.ndarray]] = None,
-               continued: Sequence[int] = ()) -> Block:
+    def _block(self, text: str, lines: int, continued: Sequence[int] = ()) -> Block:
         if continued:
             first = self.next_line - 1 if continued[0] == 0 else self.next_line  # an open line goes on
             lines -= len(continued)
-            block = Block(text, first, lines + (1 if continued[0] == 0 else 0), layout, tuple(sorted(continued)))
+            block = Block(text, first, lines + (1 if continued[0] == 0 else 0), tuple(sorted(continued)))
         else:
-            block = Block(text, self.next_line, lines, layout)
+            block = Block(text, self.next_line, lines)
         self.next_line += lines
         return block
