@@ -10,8 +10,11 @@
 
 use regex_syntax::hir::{Class, Hir, HirKind, Look};
 
-/// Backtracking steps a line may take before it is left to the regex.
+/// Backtracking steps a line may take before it is left to the regex (each reads at most the
+/// line: a line's worst case is bounded by both, a few milliseconds).
 const STEPS: usize = 4096;
+/// Lines longer than this are the regex's (linear in the line whatever it holds).
+const MAX_LINE: usize = 2048;
 
 /// One piece of a template.
 #[derive(Debug, Clone)]
@@ -126,7 +129,7 @@ impl Template {
 
     /// The leftmost match in `hay` from `from` on (as `captures_read_at`: `^` holds at 0 alone).
     pub fn find_at(&self, hay: &[u8], from: usize, slots: &mut [Option<(usize, usize)>]) -> Found {
-        if !hay.is_ascii() || self.line && memchr::memchr(b'\n', hay).is_some() {
+        if hay.len() > MAX_LINE || !hay.is_ascii() || self.line && memchr::memchr(b'\n', hay).is_some() {
             return Found::GaveUp;
         }
         slots.iter_mut().for_each(|s| *s = None);
@@ -170,6 +173,10 @@ impl Template {
     /// Pieces `k..` from `at`: the match's end; Err when the steps ran out.
     fn at(&self, k: usize, at: usize, hay: &[u8], slots: &mut [Option<(usize, usize)>], steps: &mut usize)
           -> Result<Option<usize>, ()> {
+        if *steps == 0 {
+            return Err(());
+        }
+        *steps -= 1;
         let Some(p) = self.pieces.get(k) else {
             return Ok((!self.end || at == hay.len()).then_some(at));
         };
@@ -191,10 +198,6 @@ impl Template {
                     return Ok(None);
                 }
                 let mut try_len = |n: usize, slots: &mut [Option<(usize, usize)>]| {
-                    if *steps == 0 {
-                        return Err(());
-                    }
-                    *steps -= 1;
                     if let Some(g) = group {
                         slots[*g] = Some((at, at + n));
                     }
@@ -336,5 +339,15 @@ mod tests {
         assert_eq!(t.find("xéy".as_bytes(), &mut t.slots()), Found::GaveUp);
         let t = Template::of(r"a(\S*)(\S*)(\S*)(\S*)b").unwrap();
         assert_eq!(t.find(format!("a{}", "c".repeat(200)).as_bytes(), &mut t.slots()), Found::GaveUp);
+        // a long line, whatever it holds (a run's reach is read at each step)
+        let t = Template::of(r"x(\S+?)y").unwrap();
+        assert_eq!(t.find(format!("x{}y", "c".repeat(MAX_LINE)).as_bytes(), &mut t.slots()), Found::GaveUp);
+        assert!(matches!(t.find(format!("x{}y", "c".repeat(MAX_LINE - 3)).as_bytes(), &mut t.slots()),
+                         Found::Match(0, _)));
+        // every start tried counts (a pattern that opens with a run tries each)
+        let t = Template::of(r"\d*(\d)z").unwrap();
+        let started = std::time::Instant::now();
+        assert_eq!(t.find("1".repeat(MAX_LINE).as_bytes(), &mut t.slots()), Found::GaveUp);
+        assert!(started.elapsed() < std::time::Duration::from_millis(200), "{:?}", started.elapsed());
     }
 }
