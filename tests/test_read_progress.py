@@ -58,10 +58,12 @@ def _big_log(path, mb: int) -> None:
 
 def test_a_long_read_shows_progress_on_a_terminal_and_keeps_stdout_clean(tmp_path):
     log = tmp_path / "big-123.out"
-    _big_log(log, 60)  # 2-3 s of reading here, well past the 1 s the line waits (20 MB read in 1.04 s once)
+    _big_log(log, 60)
     leader, follower = pty.openpty()
+    # (the line waits a second; this log is read in less on a quiet machine (0.9 s): it waits a tenth here)
     proc = subprocess.Popen([sys.executable, "-m", "tuimon", "summary", "--no-cache", "--jobs", "1", "--format",
-                             "csv", str(log)], cwd=ROOT, stdout=subprocess.PIPE, stderr=follower)
+                             "csv", str(log)], cwd=ROOT, stdout=subprocess.PIPE, stderr=follower,
+                            env={**os.environ, "TUIMON_PROGRESS_AFTER_S": "0.1"})
     os.close(follower)
     err = b""
     while True:
@@ -82,3 +84,11 @@ def test_a_long_read_shows_progress_on_a_terminal_and_keeps_stdout_clean(tmp_pat
     piped = subprocess.run([sys.executable, "-m", "tuimon", "summary", "--no-cache", "--jobs", "1", str(log)],
                            cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert "reading" not in piped.stderr
+
+
+def test_the_wait_is_the_environments_where_it_is_a_number(monkeypatch):
+    for value, wait in (("0.1", 0.1), ("0", 0.0), ("2", 2.0), ("soon", 1.0), ("-1", 1.0), ("inf", 1.0), ("nan", 1.0)):
+        monkeypatch.setenv("TUIMON_PROGRESS_AFTER_S", value)
+        assert ReadProgress(stream=io.StringIO()).after_s == wait, value
+    monkeypatch.delenv("TUIMON_PROGRESS_AFTER_S")
+    assert ReadProgress(stream=io.StringIO()).after_s == 1.0

@@ -5,9 +5,12 @@
 Rich's progress display (rich is a dependency already), shown only when stderr is a terminal and the
 read has taken longer than :data:`SHOW_AFTER_S` (a small read stays silent), redrawn at most every
 :data:`REDRAW_S` (by the reader's own calls: no refresh thread beside the parse), and transient: wiped
-when the read ends, so the figures printed on stdout (and a pipe's copy of stderr) stay clean."""
+when the read ends, so the figures printed on stdout (and a pipe's copy of stderr) stay clean.
+``TUIMON_PROGRESS_AFTER_S`` sets the wait (seconds, a number at least 0; anything else: the default),
+for a reader faster than its test's log is long."""
 from __future__ import annotations
 
+import os
 import sys
 import time
 from typing import Any, Callable, Optional, TextIO
@@ -26,6 +29,7 @@ class ReadProgress:
         self.bytes = self.files = 0
         self.clock = clock
         self.started = clock()
+        self.after_s = _wait()
         self.drawn_at: Optional[float] = None
         self._bar: Any = None  # rich's Progress, made (and rich imported: 50 ms) when first drawn
         self._task: Any = None
@@ -40,7 +44,7 @@ class ReadProgress:
         if not self.on:
             return
         now = self.clock()
-        if now - self.started < SHOW_AFTER_S or (self.drawn_at is not None and now - self.drawn_at < REDRAW_S):
+        if now - self.started < self.after_s or (self.drawn_at is not None and now - self.drawn_at < REDRAW_S):
             return
         self.drawn_at = now
         rate = f"{self.bytes / 1e6 / max(now - self.started, 1e-9):,.0f} MB/s"  # since the read began
@@ -67,6 +71,15 @@ class ReadProgress:
         if self._bar is not None:
             self._bar.stop()
             self._bar = None
+
+
+def _wait() -> float:
+    """How long a read goes on before it is shown (:data:`SHOW_AFTER_S`, or the environment's)."""
+    try:
+        wait = float(os.environ.get("TUIMON_PROGRESS_AFTER_S", SHOW_AFTER_S))
+    except ValueError:
+        return SHOW_AFTER_S
+    return wait if 0.0 <= wait < float("inf") else SHOW_AFTER_S
 
 
 def _is_tty(stream: TextIO) -> bool:
