@@ -399,16 +399,18 @@ class BlockEngine:
             where a maker could make events: its lines are made one at a time); None for no row."""
             assert rows is not None
             made: Optional[list] = None
+            values = [entry[1] for entry in entries]
             for kind in sorted(set(kinds.tolist())):  # (not np.unique: its first call imports numpy.ma)
                 if kind not in rows.rows_of:
                     continue
                 at = np.flatnonzero(kinds == kind).tolist()
                 many = len(at) == len(kinds)
-                try:
-                    got = rows.rows_of[kind][0]([entries[j][1] for j in at] if not many else [e[1] for e in entries],
-                                                frames if many else [frames[j] for j in at],
-                                                walls if many else [walls[j] for j in at],
-                                                iterations if many else [iterations[j] for j in at])
+
+                def of_kind(column: list) -> list:
+                    return column if many else [column[j] for j in at]
+
+                try:  # (a maker of many checks before it reads: None, and nothing read)
+                    got = rows.rows_of[kind][0](of_kind(values), of_kind(frames), of_kind(walls), of_kind(iterations))
                 except Exception:  # (a bug: its lines are made one at a time, which counts the line it is on)
                     got = None
                 if got is None:
