@@ -11,7 +11,6 @@
 
 use aho_corasick::{AhoCorasick, AhoCorasickKind, MatchKind};
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Mutex;
 
 /// Lines longer than this are not kept (the automaton reads them): a key is at most this long.
@@ -20,37 +19,9 @@ const MAX_KEY: usize = 512;
 /// a seventh of the lines of a NeoX log, whose runs repeat their start-up every few thousand lines).
 const MAX_LINES: usize = 8192;
 
-/// A multiplicative hash of 8 bytes at a time (the masked lines are keys of one table the scan
-/// alone fills: no input chosen to collide reaches it but its own log's lines).
-#[derive(Default)]
-struct WordHasher(u64);
-
-impl Hasher for WordHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        let mut chunks = bytes.chunks_exact(8);
-        for c in &mut chunks {
-            self.add(u64::from_le_bytes(c.try_into().expect("8 bytes")));
-        }
-        let rest = chunks.remainder();
-        if !rest.is_empty() {
-            let mut last = [0u8; 8];
-            last[..rest.len()].copy_from_slice(rest);
-            self.add(u64::from_le_bytes(last) ^ (rest.len() as u64) << 59);
-        }
-    }
-
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
-
-impl WordHasher {
-    fn add(&mut self, word: u64) {
-        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-}
-
-type Lines = HashMap<Vec<u8>, Vec<u32>, BuildHasherDefault<WordHasher>>;
+/// The masked lines seen, with the literals each holds (std's hash: keyed at random, as a log is anybody's
+/// text; a multiplicative hash of 8 bytes at a time was no faster here).
+type Lines = HashMap<Vec<u8>, Vec<u32>>;
 
 /// The literals, their automata and the masked lines seen.
 pub struct Scanner {

@@ -46,8 +46,8 @@ pub enum Found {
     GaveUp,
 }
 
-/// The ASCII bytes of a class (None: it holds bytes past ASCII that a line could hold).
-fn ascii_set(class: &Class) -> Option<u128> {
+/// The ASCII bytes of a class (a template reads ASCII lines alone: its other members never meet one).
+fn ascii_set(class: &Class) -> u128 {
     let mut set = 0u128;
     let has = |b: u8| match class {
         Class::Unicode(c) => c.ranges().iter().any(|r| r.start() <= b as char && b as char <= r.end()),
@@ -58,17 +58,17 @@ fn ascii_set(class: &Class) -> Option<u128> {
             set |= 1 << b;
         }
     }
-    Some(set)
+    set
 }
 
 /// A piece of one node: a literal, a class, or a repetition of either (of one byte), with its group.
 fn piece(hir: &Hir, group: Option<usize>) -> Option<Piece> {
     match hir.kind() {
         HirKind::Literal(lit) if lit.0.is_ascii() => Some(Piece::Lit { bytes: lit.0.to_vec(), group }),
-        HirKind::Class(class) => Some(Piece::Run { set: ascii_set(class)?, min: 1, max: 1, greedy: true, group }),
+        HirKind::Class(class) => Some(Piece::Run { set: ascii_set(class), min: 1, max: 1, greedy: true, group }),
         HirKind::Repetition(rep) => {
             let set = match rep.sub.kind() {
-                HirKind::Class(class) => ascii_set(class)?,
+                HirKind::Class(class) => ascii_set(class),
                 HirKind::Literal(lit) if lit.0.len() == 1 && lit.0.is_ascii() => 1u128 << lit.0[0],
                 _ => return None,
             };
