@@ -5,7 +5,7 @@
 //! number is read too (`[Rank N]`), and a second pattern searched after the first's match.
 
 use crate::numbers;
-use crate::template::{Found, Template};
+use crate::template::{Groups, Templated};
 
 /// A value read: a float group, an int group or a tag.
 #[derive(Clone, Copy, Debug, PartialEq, pyo3::IntoPyObject)]
@@ -21,53 +21,16 @@ pub struct Group {
     pub int: bool,
 }
 
-/// A pattern and its groups read (by its template where it has one: see `template`).
+/// A pattern (read by its template where it has one: see `template`) and its groups read.
 #[derive(Debug)]
 pub struct Reading {
-    pub pattern: regex::Regex,
+    pub pattern: Templated,
     pub groups: Vec<Group>,
-    template: Option<Template>,
-}
-
-/// Where a search keeps a match's groups: the regex's, or its template's.
-pub struct Scratch {
-    locs: regex::CaptureLocations,
-    slots: Vec<Option<(usize, usize)>>,
-    templated: bool,
-}
-
-impl Scratch {
-    /// Group `g` of the last match.
-    fn get(&self, g: usize) -> Option<(usize, usize)> {
-        if self.templated { self.slots.get(g).copied().flatten() } else { self.locs.get(g) }
-    }
 }
 
 impl Reading {
     pub fn new(pattern: regex::Regex, groups: Vec<Group>) -> Reading {
-        let template = Template::of(pattern.as_str());
-        Reading { pattern, groups, template }
-    }
-
-    pub fn scratch(&self) -> Scratch {
-        Scratch { locs: self.pattern.capture_locations(),
-                  slots: self.template.as_ref().map_or_else(Vec::new, Template::slots), templated: false }
-    }
-
-    /// The end of the leftmost match in `body` from `from` on, its groups in `s`.
-    fn search(&self, body: &str, from: usize, s: &mut Scratch) -> Option<usize> {
-        if let Some(t) = &self.template {
-            match t.find_at(body.as_bytes(), from, &mut s.slots) {
-                Found::Match(_, end) => {
-                    s.templated = true;
-                    return Some(end);
-                }
-                Found::NoMatch => return None,
-                Found::GaveUp => {}
-            }
-        }
-        s.templated = false;
-        self.pattern.captures_read_at(&mut s.locs, body, from).map(|m| m.end())
+        Reading { pattern: Templated::new(pattern), groups }
     }
 }
 
@@ -82,11 +45,11 @@ pub struct Fields {
     pub then: Option<Reading>,
 }
 
-/// The scratch of a reader's searches.
+/// The groups of a reader's searches, reused from line to line.
 pub struct Scratches {
-    main: Scratch,
-    tag: Option<Scratch>,
-    then: Option<Scratch>,
+    main: Groups,
+    tag: Option<Groups>,
+    then: Option<Groups>,
 }
 
 /// What a reader makes of a line.
@@ -111,7 +74,7 @@ fn plain_int(text: &str) -> Option<i64> {
 }
 
 /// `groups` of the match in `s` appended to `out`; false where one is a value only Python reads.
-fn take(body: &str, s: &Scratch, groups: &[Group], out: &mut Vec<Option<Value>>) -> bool {
+fn take(body: &str, s: &Groups, groups: &[Group], out: &mut Vec<Option<Value>>) -> bool {
     for g in groups {
         match s.get(g.number) {
             None => out.push(None),
@@ -130,15 +93,15 @@ fn take(body: &str, s: &Scratch, groups: &[Group], out: &mut Vec<Option<Value>>)
 
 impl Fields {
     pub fn scratches(&self) -> Scratches {
-        Scratches { main: self.main.scratch(), tag: self.tag.as_ref().map(Reading::scratch),
-                    then: self.then.as_ref().map(Reading::scratch) }
+        Scratches { main: self.main.pattern.groups(), tag: self.tag.as_ref().map(|t| t.pattern.groups()),
+                    then: self.then.as_ref().map(|t| t.pattern.groups()) }
     }
 
     pub fn read(&self, body: &str, s: &mut Scratches) -> Verdict {
         if self.hook_if.as_ref().is_some_and(|p| p.is_match(body)) {
             return Verdict::Hook;
         }
-        let Some(end) = self.main.search(body, 0, &mut s.main) else {
+        let Some((_, end)) = self.main.pattern.captures_at(body, 0, &mut s.main) else {
             return Verdict::Nothing;
         };
         let mut values = Vec::with_capacity(self.main.groups.len() + 3);
@@ -146,7 +109,7 @@ impl Fields {
             return Verdict::Hook;
         }
         if let (Some(tag), Some(ts)) = (&self.tag, s.tag.as_mut()) {
-            match tag.search(body, 0, ts).and_then(|_| ts.get(1)) {
+            match tag.pattern.captures_at(body, 0, ts).and_then(|_| ts.get(1)) {
                 None => values.push(None),
                 Some((a, z)) => match numbers::fast_int(&body[a..z]) {
                     Some(v) => values.push(Some(Value::I(v))),
@@ -155,7 +118,7 @@ impl Fields {
             }
         }
         if let (Some(then), Some(ts)) = (&self.then, s.then.as_mut()) {
-            if then.search(body, end, ts).is_some() {
+            if then.pattern.captures_at(body, end, ts).is_some() {
                 if !take(body, ts, &then.groups, &mut values) {
                     return Verdict::Hook;
                 }

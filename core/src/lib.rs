@@ -396,7 +396,7 @@ impl Records {
 
     /// An iteration line's counter and total, its fields into `fields`; None for a line the hook
     /// reads (`fields` may then hold some of its fields: the caller drops them).
-    fn iteration<'py>(&self, py: Python<'py>, body: &str, locs: &mut regex::CaptureLocations,
+    fn iteration<'py>(&self, py: Python<'py>, body: &str, locs: &mut template::Groups,
                       keys: &mut KeyTable, fields: &mut impl FieldSink<'py>) -> PyResult<Option<(i64, i64)>> {
         let Some((it, total)) = self.rules.one_mark(body, locs) else { return Ok(None) };
         let checks = self.read(py, body, keys, fields)?;
@@ -600,7 +600,7 @@ impl Records {
     #[allow(clippy::type_complexity)]
     fn columns<'py>(&self, py: Python<'py>, text: &Bound<'py, PyString>, lines: Vec<(usize, usize)>)
         -> PyResult<(Vec<bool>, Vec<i64>, Vec<i64>, Bound<'py, PyDict>)> {
-        let mut locs = self.rules.mark.capture_locations();
+        let mut locs = self.rules.mark.groups();
         let mut keys = self.keys.lock().expect("not poisoned");
         let index = index_of(text);
         let bodies = text::slices(text.to_str()?, index.as_deref(), lines);
@@ -670,9 +670,8 @@ impl Records {
 /// `re`; any other line is left to the Python regex (`tuimon.engine.user_regex`).
 #[pyclass(frozen, module = "tuimon._core")]
 struct LineRegex {
-    re: regex::Regex,
-    /// its template, where it is a plain sequence (a line's body read without the regex: `template`)
-    template: Option<template::Template>,
+    /// the regex, and its template where it is a plain sequence (a line's body read without the regex)
+    pattern: template::Templated,
 }
 
 /// (whether the line was read here, the group spans of the first match: None for a group
@@ -689,14 +688,14 @@ impl LineRegex {
             .size_limit(8 << 20)
             .dfa_size_limit(8 << 20)
             .build()
-            .map(|re| LineRegex { re, template: template::Template::of_line(pattern) })
+            .map(|re| LineRegex { pattern: template::Templated::of_line(re) })
             .map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))
     }
 
     /// (name, number) of the named groups, in order (numbered as `re` numbers them: by their
     /// opening parenthesis), as `re.Pattern.groupindex` lists them.
     fn group_index(&self) -> Vec<(String, usize)> {
-        self.re.capture_names().enumerate().filter_map(|(k, name)| name.map(|n| (n.to_string(), k))).collect()
+        self.pattern.regex.capture_names().enumerate().filter_map(|(k, name)| name.map(|n| (n.to_string(), k))).collect()
     }
 
     /// The first match in `hay[..end]` at or after `start` (byte offsets: the caller passes
@@ -715,8 +714,8 @@ impl LineRegex {
         }
         let hay = &hay[..end];
         let found = py.detach(|| {
-            let mut locs = self.re.capture_locations();
-            self.re.captures_read_at(&mut locs, hay, start).map(|_| (0..locs.len()).map(|g| locs.get(g)).collect())
+            let mut locs = self.pattern.regex.capture_locations();
+            self.pattern.regex.captures_read_at(&mut locs, hay, start).map(|_| (0..locs.len()).map(|g| locs.get(g)).collect())
         });
         (true, found)
     }
@@ -738,7 +737,7 @@ impl LineRegex {
                 let end = memchr::memchr(b'\n', &bytes[b..]).map_or(bytes.len(), |i| b + i + 1);
                 if !text::plain(&bytes[b.saturating_sub(1)..end]) {
                     unread.push(start);
-                } else if self.re.find_at(&s[..end], b).is_some() {
+                } else if self.pattern.regex.find_at(&s[..end], b).is_some() {
                     kept.push(start);
                 }
             }
@@ -762,8 +761,7 @@ impl LineRegex {
         let at: Vec<usize> = starts.iter().map(|&c| cursor.byte_of(c)).collect();
         Ok(py.detach(|| {
             let (mut found, mut unread) = (Vec::new(), Vec::new());
-            let mut locs = self.re.capture_locations();
-            let mut slots = self.template.as_ref().map_or_else(Vec::new, template::Template::slots);
+            let mut found_groups = self.pattern.groups();
             let mut prefix_locs = rules.pattern.capture_locations();
             for (&start, &b) in starts.iter().zip(&at) {
                 let end = memchr::memchr(b'\n', &bytes[b..]).map_or(bytes.len(), |i| b + i);
@@ -773,16 +771,9 @@ impl LineRegex {
                     continue;
                 }
                 let body = &line[prefix::split(rules, line, &mut prefix_locs).body..];
-                let by_template = self.template.as_ref().map(|t| t.find(body.as_bytes(), &mut slots));
-                let texts: Option<Vec<Option<String>>> = match by_template {
-                    Some(template::Found::Match(..)) => {
-                        Some(groups.iter().map(|&g| slots.get(g).copied().flatten().map(|(a, z)| body[a..z].to_string())).collect())
-                    }
-                    Some(template::Found::NoMatch) => None,
-                    _ => self.re.captures_read(&mut locs, body).map(|_| {
-                        groups.iter().map(|&g| locs.get(g).map(|(a, z)| body[a..z].to_string())).collect()
-                    }),
-                };
+                let texts: Option<Vec<Option<String>>> = self.pattern.captures_at(body, 0, &mut found_groups).map(|_| {
+                    groups.iter().map(|&g| found_groups.get(g).map(|(a, z)| body[a..z].to_string())).collect()
+                });
                 if let Some(texts) = texts {
                     found.push((start, texts));
                 }

@@ -3,15 +3,13 @@
 //! the counter and the total), found as `re.finditer` finds it; the keys are the declaration's
 //! key table's, asked through its `spec_of` (`tuimon._core.Records`).
 
-use crate::template::{self, Template};
+use crate::template::{Groups, Templated};
 use regex::Regex;
 
 /// A record reader's declaration, compiled.
 pub struct RecordRules {
-    /// a record's mark: group 1 the counter, group 2 the total
-    pub mark: Regex,
-    /// its template, where it is a plain sequence (three groups at most)
-    template: Option<Template>,
+    /// a record's mark (read by its template where it has one): group 1 the counter, group 2 the total
+    pub mark: Templated,
     /// a form whose counter counts within an epoch, renumbered through the run
     pub epoch: Option<EpochRule>,
     /// integer fields whose value over 0 sends the line to the hook (it makes a failure event)
@@ -47,57 +45,23 @@ impl EpochRule {
     }
 }
 
-/// What the mark's template makes of a line: its one mark's counter and total (None: past an
-/// i64), no single mark (none, or two or more), or a line the regex is to read.
-enum Found {
-    Match(Option<i64>, Option<i64>),
-    NoMatch,
-    GaveUp,
-}
-
 impl RecordRules {
     pub fn new(mark: Regex, epoch: Option<EpochRule>, vetoes: Vec<String>, losses: String, loss_tag: String) -> Self {
-        let template = Template::of(mark.as_str()).filter(|t| t.slots().len() <= 3);
-        RecordRules { mark, template, epoch, vetoes, losses, loss_tag }
-    }
-
-    /// `one_mark`'s look by the mark's template (see `template`): a plain sequence, read without
-    /// the regex's captures (0.3 us a line).
-    fn templated_mark(&self, body: &str) -> Found {
-        let Some(t) = &self.template else { return Found::GaveUp };
-        let mut slots = [None; 3];
-        let bytes = body.as_bytes();
-        let (start, end) = match t.find_at(bytes, 0, &mut slots) {
-            template::Found::Match(a, z) => (a, z),
-            template::Found::NoMatch => return Found::NoMatch,
-            template::Found::GaveUp => return Found::GaveUp,
-        };
-        let group = |g: usize| slots[g].and_then(|(a, z): (usize, usize)| counter(&body[a..z]));
-        let (it, total) = (group(1), group(2));
-        match t.find_at(bytes, end.max(start + 1).min(body.len()), &mut slots) {
-            template::Found::Match(..) => Found::NoMatch,
-            template::Found::NoMatch => Found::Match(it, total),
-            template::Found::GaveUp => Found::GaveUp,
-        }
+        RecordRules { mark: Templated::new(mark), epoch, vetoes, losses, loss_tag }
     }
 
     /// The (counter, total) of a line holding exactly one mark whose numbers fit an i64; None
-    /// for any other line (none; several: ranks writing at once; a counter past i64).  `locs`:
-    /// the mark's capture slots, reused from line to line.
-    pub fn one_mark(&self, body: &str, locs: &mut regex::CaptureLocations) -> Option<(i64, i64)> {
-        let marked = match self.templated_mark(body) {
-            Found::Match(it, total) => (it?, total?),
-            Found::NoMatch => return None,
-            Found::GaveUp => {
-                let (start, end) = self.mark.captures_read(locs, body).map(|m| (m.start(), m.end()))?;
-                // a second mark after it (non-overlapping, as finditer walks): ranks writing at once
-                if self.mark.find_at(body, end.max(start + 1).min(body.len())).is_some() {
-                    return None;
-                }
-                let group = |g: usize| locs.get(g).and_then(|(a, z)| counter(&body[a..z]));
-                (group(1)?, group(2)?)
-            }
-        };
+    /// for any other line (none; several: ranks writing at once; a counter past i64).  `groups`:
+    /// the mark's, reused from line to line.
+    pub fn one_mark(&self, body: &str, groups: &mut Groups) -> Option<(i64, i64)> {
+        let (start, end) = self.mark.captures_at(body, 0, groups)?;
+        let group = |g: usize| groups.get(g).and_then(|(a, z)| counter(&body[a..z]));
+        let marked = (group(1), group(2));
+        // a second mark after it (non-overlapping, as finditer walks): ranks writing at once
+        if self.mark.captures_at(body, end.max(start + 1).min(body.len()), groups).is_some() {
+            return None;
+        }
+        let marked = (marked.0?, marked.1?);
         match &self.epoch {
             Some(rule) => rule.renumbered(body).map(|found| found.unwrap_or(marked)),
             None => Some(marked),
@@ -128,7 +92,7 @@ mod tests {
         )
     }
 
-    struct Marks<'a>(&'a RecordRules, &'a mut regex::CaptureLocations);
+    struct Marks<'a>(&'a RecordRules, &'a mut Groups);
     impl Marks<'_> {
         fn one(&mut self, body: &str) -> Option<(i64, i64)> {
             self.0.one_mark(body, self.1)
@@ -141,10 +105,10 @@ mod tests {
         let pieces = ["iteration", " ", "  ", "=", "12", "7", "/", "100", "|", " |", "x", "99999999999999999999", "é",
                       "iteration 3/ 9 |", "Training epoch 1, iteration 2/5 | a | global_step: 11 "];
         let with = rules();
-        assert!(with.template.is_some());
+        assert!(with.mark.has_template());
         let mut without = rules();
-        without.template = None;
-        let (mut a, mut b) = (with.mark.capture_locations(), without.mark.capture_locations());
+        without.mark = Templated::without_template(with.mark.regex.clone());
+        let (mut a, mut b) = (with.mark.groups(), without.mark.groups());
         let mut d = Draws::new(21);
         let mut marked = 0;
         for _ in 0..50_000 {
@@ -159,8 +123,8 @@ mod tests {
     #[test]
     fn one_mark_a_line() {
         let rules = rules();
-        let mut locs = rules.mark.capture_locations();
-        let mut r = Marks(&rules, &mut locs);
+        let mut groups = rules.mark.groups();
+        let mut r = Marks(&rules, &mut groups);
         assert_eq!(r.one(" iteration       30/      50 | lm loss: 1.0 |"), Some((30, 50)));
         assert_eq!(r.one("iteration=  1/  317892 | x"), Some((1, 317892)));
         assert_eq!(r.one("iteration 1/ 2 |iteration 3/4|"), None);

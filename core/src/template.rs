@@ -222,6 +222,71 @@ impl Template {
     }
 }
 
+/// A declared regex and its template where it has one: the template reads what it can, the regex
+/// the rest (the readers of fields, records and block pairs all search so).
+#[derive(Debug)]
+pub struct Templated {
+    pub regex: regex::Regex,
+    template: Option<Template>,
+}
+
+/// Where a search keeps a match's groups: its template's slots, or the regex's.
+pub struct Groups {
+    locs: regex::CaptureLocations,
+    slots: Vec<Option<(usize, usize)>>,
+    templated: bool,
+}
+
+impl Groups {
+    /// Group `g` of the last match.
+    pub fn get(&self, g: usize) -> Option<(usize, usize)> {
+        if self.templated { self.slots.get(g).copied().flatten() } else { self.locs.get(g) }
+    }
+}
+
+impl Templated {
+    pub fn new(regex: regex::Regex) -> Self {
+        let template = Template::of(regex.as_str());
+        Templated { regex, template }
+    }
+
+    /// A multi-line regex's (`Template::of_line`: a line's body alone).
+    pub fn of_line(regex: regex::Regex) -> Self {
+        let template = Template::of_line(regex.as_str());
+        Templated { regex, template }
+    }
+
+    /// The regex alone, without a template (what tests hold a template to).
+    pub fn without_template(regex: regex::Regex) -> Self {
+        Templated { regex, template: None }
+    }
+
+    pub fn has_template(&self) -> bool {
+        self.template.is_some()
+    }
+
+    pub fn groups(&self) -> Groups {
+        Groups { locs: self.regex.capture_locations(),
+                 slots: self.template.as_ref().map_or_else(Vec::new, Template::slots), templated: false }
+    }
+
+    /// The leftmost match in `hay` from `from` on (as `captures_read_at`), its groups in `groups`.
+    pub fn captures_at(&self, hay: &str, from: usize, groups: &mut Groups) -> Option<(usize, usize)> {
+        if let Some(t) = &self.template {
+            match t.find_at(hay.as_bytes(), from, &mut groups.slots) {
+                Found::Match(a, z) => {
+                    groups.templated = true;
+                    return Some((a, z));
+                }
+                Found::NoMatch => return None,
+                Found::GaveUp => {}
+            }
+        }
+        groups.templated = false;
+        self.regex.captures_read_at(&mut groups.locs, hay, from).map(|m| (m.start(), m.end()))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -122,7 +122,7 @@ def split_rows(file: str, text: str, first_line: int, hits: list, columns: list,
             return None
         bodies, ends, kinds = frames.body[kept], frames.end[kept], kinds[kept]
     verdicts, read, events, iterations = _read(core, text, bodies, ends, kinds, parts, parsers)
-    verdicts = _as_array(verdicts)
+    verdicts = _column(verdicts, np.uint8)
     hook = verdicts == HOOK
     if kept is None and not hook.any():
         return BlockRows(file, starts, frames, verdicts, read, events, iterations)
@@ -172,7 +172,7 @@ def _read(core: Any, text: str, bodies: np.ndarray, ends: np.ndarray, kinds: np.
             iterations = Iterations(values, getattr(owner, maker_name))
         elif values:  # (the maker takes the block's rows of its kind first: it makes a row of the line, or its events)
             maker, into = getattr(owner, maker_name), _INTO[kind]
-            made = _as_array(verdicts) == EVENT
+            made = _column(verdicts, np.uint8) == EVENT
             events_at.append((at[made], list(zip(repeat(maker), values, repeat(into)))))
             kinds_at.append(kind)
             if kind in _ROWS_OF:
@@ -182,7 +182,7 @@ def _read(core: Any, text: str, bodies: np.ndarray, ends: np.ndarray, kinds: np.
     else:  # each reader's verdicts into their lines' places
         merged = np.empty(len(readers), dtype=np.uint8)
         for at, verdicts in placed:
-            merged[at] = _as_array(verdicts)
+            merged[at] = _column(verdicts, np.uint8)
         verdicts = merged
     if len(events_at) <= 1:
         events = events_at[0][1] if events_at else []
@@ -205,13 +205,9 @@ def _among(values: np.ndarray, others: list[int]) -> np.ndarray:
 
 
 def _column(values: Any, dtype: Any) -> np.ndarray:
-    """A column the core handed over as the bytes of an array (or a list, where there was none)."""
+    """A column the core handed over as the bytes of an array (or a list: a reader's verdicts, or
+    no timer line's columns)."""
     return np.frombuffer(values, dtype=dtype) if isinstance(values, bytes) else np.asarray(values, dtype=dtype)
-
-
-def _as_array(verdicts: Any) -> np.ndarray:
-    """A reader's verdicts (bytes, or a list) as a numpy array."""
-    return np.frombuffer(verdicts, dtype=np.uint8) if isinstance(verdicts, bytes) else np.asarray(verdicts, np.uint8)
 
 
 def _iterations(core: Any, text: str, lines: list, owner: Any) -> tuple[list[int], Any]:
