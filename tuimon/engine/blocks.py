@@ -321,6 +321,17 @@ class BlockEngine:
             elif k1 > k0:
                 walk_lines(k0, k1)
 
+        def make(entry: tuple, frame: tuple, own: Optional[float]) -> tuple[list, Optional[list]]:
+            """An EVENT line's maker on it: the rows of its kind made at their place, and its events
+            (None where its events are a row's, put into those rows)."""
+            assert rows is not None
+            placed = rows.placed.get(entry[2]) or rows.placed_of(entry[2])
+            try:
+                return placed, entry[0](placed, entry[1], frame, own)
+            except Exception:  # a hook bug must not stop the stream: counted, reported
+                self.failed += 1
+                return placed, []
+
         def walk_lines(k: int, k1: int) -> None:
             """The core's lines k..k1, one at a time."""
             nonlocal log_start
@@ -345,14 +356,7 @@ class BlockEngine:
                     if its is not None and len(its.line) > told:  # (a maker may read the last counter)
                         told = len(its.line)
                         its.told(its.counters[told - 1])
-                    try:
-                        # (a step or rate line's maker puts the line into the rows made at their place where its
-                        # events are a row's: None)
-                        placed = rows.placed.get(entry[2]) or rows.placed_of(entry[2])
-                        out = entry[0](placed, entry[1], frame, own)
-                    except Exception:  # a hook bug must not stop the stream: counted, reported
-                        self.failed += 1
-                        out = []
+                    placed, out = make(entry, frame, own)
                     if out is None:
                         if log_start is not None and frame[0] >= log_start.line:  # it goes before this row
                             row = placed.pop()
@@ -487,12 +491,7 @@ class BlockEngine:
                             told = walked[j]
                             assert its is not None
                             its.told(its.counters[told - 1])
-                        try:
-                            placed_rows = rows.placed.get(entry[2]) or rows.placed_of(entry[2])
-                            out = entry[0](placed_rows, entry[1], frame, owns[j])
-                        except Exception:  # a hook bug must not stop the stream: counted, reported
-                            self.failed += 1
-                            out = []
+                        out = make(entry, frame, owns[j])[1]
                         if out:
                             rows.close_placed(events)
                             events.extend(out)
