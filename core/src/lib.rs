@@ -762,7 +762,7 @@ impl LineRegex {
         Ok(py.detach(|| {
             let (mut found, mut unread) = (Vec::new(), Vec::new());
             let mut found_groups = self.pattern.groups();
-            let mut prefix_locs = rules.pattern.capture_locations();
+            let mut prefixes = prefix::Splitter::new(rules);
             for (&start, &b) in starts.iter().zip(&at) {
                 let end = memchr::memchr(b'\n', &bytes[b..]).map_or(bytes.len(), |i| b + i);
                 let line = &s[b..end];
@@ -770,7 +770,7 @@ impl LineRegex {
                     unread.push(start);
                     continue;
                 }
-                let body = &line[prefix::split(rules, line, &mut prefix_locs).body..];
+                let body = &line[prefixes.split(line).body..];
                 let texts: Option<Vec<Option<String>>> = self.pattern.captures_at(body, 0, &mut found_groups).map(|_| {
                     groups.iter().map(|&g| found_groups.get(g).map(|(a, z)| body[a..z].to_string())).collect()
                 });
