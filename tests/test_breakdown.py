@@ -12,7 +12,7 @@ import pytest
 from tests.conftest import ROOT, shared_or_skip
 from tuimon.figures.breakdown import OVERLAP_TOLERANCE, offload_share, one_off
 from tuimon.figures.breakdown import build as build_steady
-from tuimon.store.timers import MAX_MARKS, ONE_BY_ONE, TimerStat, warmup_count
+from tuimon.store.timers import MAX_MARKS, TimerStat, warmup_count
 
 
 def build(means: dict, iteration_ms, reports: int = 9, occasional=()):
@@ -190,25 +190,41 @@ def test_merging_into_an_empty_timer_is_marking_each_report(n):
     assert whole.steady() == by_mark.steady() and whole.count == n + 50
 
 
+
+@pytest.mark.parametrize("base", [1, 7, MAX_MARKS - 3, MAX_MARKS, 3 * MAX_MARKS + 5])
+@pytest.mark.parametrize("n", [1, 2, MAX_MARKS // 2, MAX_MARKS + 1, 4 * MAX_MARKS + 9])
+def test_merging_into_a_timer_marks_as_marking_each_report(base, n):
+    """A later part's marks go in a run at a time: the same marks, thinned at the same
+    moments, as marking them one by one (what merge did)."""
+    first, by_mark, part = TimerStat("fwd"), TimerStat("fwd"), TimerStat("fwd")
+    for i in range(base):
+        first.add(900.0 if i == 0 else 10.0 + (i % 5) / 3)
+    for i in range(n):
+        part.add(20.0 + (i % 11) / 7)
+    by_mark.merge(first)
+    base_n, base_sum = by_mark.count, by_mark.total_ms
+    for at, total, value in zip(part._at[1:], part._sum[1:], part._val[1:]):  # what merging did mark by mark
+        by_mark._mark(base_n + at, base_sum + total, value)
+    by_mark._stride = max(by_mark._stride, part._stride)
+    first.merge(part)
+    assert list(first._at) == list(by_mark._at) and list(first._sum) == list(by_mark._sum)
+    assert str(list(first._val)) == str(list(by_mark._val)) and first._stride == by_mark._stride
+    assert len(first._at) <= MAX_MARKS
+
 def _state(t: TimerStat) -> tuple:
     return (t.total_ms, t.count, t.last_ms, t.in_training, list(t._at), list(t._sum),
             list(t._val[1:]), t._stride)  # (marks[0] falls on no report: NaN)
 
 
-@pytest.mark.parametrize("one_by_one", [0, ONE_BY_ONE], ids=["numpy-always", "as-built"])
-@pytest.mark.parametrize("seed", range(40))
-def test_adding_in_bulk_is_adding_one_by_one(seed, one_by_one, monkeypatch):
+@pytest.mark.parametrize("seed", range(80))
+def test_adding_in_bulk_is_adding_one_by_one(seed):
     """The compiled core's timer rows are added a block at a time (``add_many``): the same
     float sums and the same marks as ``add`` report by report, across thinnings, after
-    merges and with training and setup reports mixed (few reports are added one at a time:
-    numpy's path is also run on them)."""
+    merges and with training and setup reports mixed, from a numpy array or a list."""
     import random
 
     import numpy as np
 
-    from tuimon.store import timers
-
-    monkeypatch.setattr(timers, "ONE_BY_ONE", one_by_one)
     rng = random.Random(seed)
     one, bulk = TimerStat("x"), TimerStat("x")
     for _ in range(rng.randrange(1, 9)):
@@ -218,11 +234,12 @@ def test_adding_in_bulk_is_adding_one_by_one(seed, one_by_one, monkeypatch):
                 part.add(rng.random() * 100)
             one.merge(part)
             bulk.merge(part)
-        values = [rng.random() * 10 ** rng.randrange(-3, 6) for _ in range(rng.choice([0, 1, 2, 7, ONE_BY_ONE, ONE_BY_ONE + 1, 900, 2500]))]
+        values = [rng.random() * 10 ** rng.randrange(-3, 6)
+                  for _ in range(rng.choice([0, 1, 2, 7, 16, 17, 900, MAX_MARKS + 1, 2500]))]
         training = rng.random() < 0.5
         for v in values:
             one.add(v, training)
-        bulk.add_many(np.array(values, dtype=np.float64), training)
+        bulk.add_many(np.array(values, dtype=np.float64) if rng.random() < 0.5 else values, training)
         assert _state(bulk) == _state(one)
     assert bulk.steady() == one.steady()
 
@@ -462,3 +479,18 @@ def test_timer_names_cut_to_fit_stay_told_apart():
     assert all(len(label) < len(name) for label, name in zip(labels, names)), labels  # cut, to fit
     assert len(set(labels)) == 3, labels
     assert "2cpu" in labels[0] and "2gpu" in labels[1] and "fwd" in labels[2], labels
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_the_names_of_a_block_come_in_order_of_first_report(seed):
+    """timer_fold._first_seen: each distinct name index once, in order of first report, with
+    where that report is (what np.unique's first indexes, ordered, give)."""
+    import numpy as np
+
+    from tuimon.store.timer_fold import _first_seen
+
+    rng = np.random.default_rng(seed)
+    ids = rng.integers(0, rng.integers(1, 40), size=rng.integers(0, 300)).astype(np.uint32)
+    unique, first = np.unique(ids, return_index=True)
+    expected = [(int(unique[j]), int(first[j])) for j in np.argsort(first, kind="stable")]
+    assert _first_seen(ids) == expected
