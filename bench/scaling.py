@@ -8,7 +8,11 @@ efficiency; issue 46's target: at least 0.7).  Beside it, seed 001's perl one-li
 the same files on one core, and one perl a file, N at a time (``xargs -P N``): what a shell
 user gets from the cores.  With ``--baseline``, another checkout's ``--jobs N`` beside each.
 
-    python bench/scaling.py [--files 16] [--file-mb 40] [--runs 2] [--baseline DIR]
+    python bench/scaling.py [--files 16] [--file-mb 40] [--runs 2] [--baseline DIR] [--rank-files]
+
+With ``--rank-files``, the files are one job's per-rank logs (``train_rank0000.log``...): many
+small ones (``--files 1000 --file-mb 0.05 --shapes dense``) measure what a file costs beyond its
+bytes, where each file has a parser, a store and a merge of its own.
 
 The machine's load average is printed before and after: a busy machine says so.
 """
@@ -46,6 +50,7 @@ def main() -> None:
                     help=f"shapes the files take in turn (of {', '.join(SHAPES)})")
     ap.add_argument("--repo", default=str(HERE.parent))
     ap.add_argument("--baseline", help="another checkout to time beside --repo, alternating")
+    ap.add_argument("--rank-files", action="store_true", help="the files are one job's per-rank logs")
     args = ap.parse_args()
     if not shutil.which("perl") or not shutil.which("xargs"):
         raise SystemExit("perl and xargs are needed for the baselines")
@@ -61,7 +66,7 @@ def main() -> None:
         shapes = [s for s in args.shapes.split(",") if s]
         files = []
         for k in range(args.files):
-            path = logs / f"job{k:02d}-{shapes[k % len(shapes)]}.log"
+            path = logs / (f"train_rank{k:04d}.log" if args.rank_files else f"job{k:02d}-{shapes[k % len(shapes)]}.log")
             if not build(shapes[k % len(shapes)], path, args.file_mb):
                 raise SystemExit(f"shape {shapes[k % len(shapes)]} needs ../shared/corpus")
             files.append(str(path))

@@ -50,12 +50,13 @@ def generate(path: Path, megabytes: float, make=block) -> int:
     target = int(megabytes * 1_000_000)
     written = 0
     i = 1
+    step = 500 if megabytes >= 1 else 5  # (a small file, one of many rank files, is not a whole chunk)
     with open(path, "w") as fh:
         while written < target:
-            chunk = "".join(make(j) for j in range(i, i + 500))
+            chunk = "".join(make(j) for j in range(i, i + step))
             fh.write(chunk)
             written += len(chunk.encode())
-            i += 500
+            i += step
     return written
 
 
