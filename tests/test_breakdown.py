@@ -490,7 +490,7 @@ def test_the_names_of_a_block_come_in_order_of_first_report(seed):
     from tuimon.store.timer_fold import _first_seen
 
     rng = np.random.default_rng(seed)
-    ids = rng.integers(0, rng.integers(1, 40), size=rng.integers(0, 300)).astype(np.uint32)
+    ids = rng.integers(0, rng.integers(1, 400), size=rng.integers(0, 2000)).astype(np.uint32)
     unique, first = np.unique(ids, return_index=True)
     expected = [(int(unique[j]), int(first[j])) for j in np.argsort(first, kind="stable")]
     assert _first_seen(ids) == expected

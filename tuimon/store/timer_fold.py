@@ -28,6 +28,7 @@ from tuimon.parsers.timers import COMM_OP, one_off_timer, timer_group
 from .iteration_fold import seen_in
 from .timers import TimerStat
 
+FIRST_LOOK = 256  # a block's first reports, looked through for its names (see _first_seen)
 #: (the job of the file's run, a store.job_store.Job; whether that run had logged progress; whether
 #: its reports are put aside: logged after an evaluation pass, before the next iteration record)
 State = tuple[Any, bool, bool]
@@ -167,9 +168,7 @@ def _add(job: Any, training: bool, aside: bool, parts: list[Any], rows: Optional
         all_ids, all_values = all_ids[finite], all_values[finite]
     # each name's reports, in order: one stable sort, not a mask a name (a block of a small file has a
     # dozen names of a few reports each, where numpy's cost a call was most of the fold)
-    order = np.argsort(all_ids, kind="stable")
-    ordered = all_values[order]
-    reports = ordered.tolist()
+    ordered = all_values[np.argsort(all_ids, kind="stable")]
     ends = np.cumsum(np.bincount(all_ids, minlength=len(names))).tolist()
     start = 0
     for k, name in enumerate(names):
@@ -182,12 +181,16 @@ def _add(job: Any, training: bool, aside: bool, parts: list[Any], rows: Optional
         if aside and not one_off_timer(name):  # (an evaluation's own timer times the pass: it is its report)
             stat.add_aside(ordered[a:start], training)
         else:
-            stat.add_many(reports[a:start], training)
+            stat.add_many(ordered[a:start], training)
 
 
 def _first_seen(ids: np.ndarray) -> list[tuple[int, int]]:
     """The distinct values of ``ids`` in order of first appearance, each with where it is first
-    (a dict's keys keep that order; not np.unique, whose sorts cost 40 us a block of a small file)."""
-    values = ids.tolist()
+    (a dict's keys keep that order).  A block's names all come in its first lines: where its first
+    reports hold as many names as the whole, they alone are looked through (not np.unique, whose
+    sorts cost 40 us a block of a small file, nor a list of every report of a big block)."""
+    values = ids[:FIRST_LOOK].tolist()
+    if len(ids) > FIRST_LOOK and len(dict.fromkeys(values)) < np.count_nonzero(np.bincount(ids)):
+        values = ids.tolist()
     index = values.index  # (a name's first report is early: each search stops there)
     return [(j, index(j)) for j in dict.fromkeys(values)]

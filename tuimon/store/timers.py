@@ -29,6 +29,8 @@ from typing import Optional, Sequence
 import numpy as np
 
 MAX_MARKS = 1024  # 24 KB a timer; a job keeps at most MAX_TIMERS timers
+#: :meth:`TimerStat.add_many` sums more reports than this in numpy (a timer's in a block of a big log)
+NUMPY_FROM = 256
 
 
 def warmup_count(n: int) -> int:
@@ -37,6 +39,11 @@ def warmup_count(n: int) -> int:
     if n <= 1:
         return 0
     return min(n - 1, max(1, round(0.1 * n)))
+
+
+def _listed(values: "Sequence[float] | np.ndarray") -> "Sequence[float]":
+    """Python floats (an array's elements one at a time would be numpy scalars, slower to take)."""
+    return values.tolist() if isinstance(values, np.ndarray) else values
 
 
 def percentiles(values: np.ndarray, qs: Sequence[float]) -> list[float]:
@@ -98,19 +105,24 @@ class TimerStat:
         if n - self._at[-1] >= self._stride:
             self._mark(n, total, ms)
 
-    def add_many(self, ms: Sequence[float], in_training: bool = True) -> None:
-        """:meth:`add` of each of ``ms`` (floats, in order), in bulk: the same sums (a running
-        sum adds one after the other, as ``add`` does) and the same marks, a run of marks up to
-        each thinning at a time.  In Python, not numpy: a call is a few dozen reports (a timer's
-        in a block of a file), where numpy's cost a call (15 us) was most of a small file's fold."""
-        values = ms.tolist() if isinstance(ms, np.ndarray) else list(ms)
-        k = len(values)
+    def add_many(self, ms: "Sequence[float] | np.ndarray", in_training: bool = True) -> None:
+        """:meth:`add` of each of ``ms`` (floats, in order), in bulk: the same sums (a running sum
+        adds one after the other, as ``add`` does, in numpy's cumsum or itertools.accumulate) and
+        the same marks, a run of marks up to each thinning at a time.  A few dozen reports (a
+        timer's in a block of a small file) are summed in Python: numpy's cost a call (15 us) was
+        most of such a file's fold."""
+        k = len(ms)
         if not k:
             return
         if in_training:
             self.in_training += k
         n0 = self.count
-        sums = list(accumulate(values, initial=self.total_ms))  # sums[j]: the total after j of them
+        sums: "list[float] | np.ndarray"
+        if isinstance(ms, np.ndarray) and k > NUMPY_FROM:
+            sums = np.cumsum(np.concatenate(((self.total_ms,), ms)))  # sums[j]: the total after j of them
+        else:
+            ms = ms.tolist() if isinstance(ms, np.ndarray) else list(ms)
+            sums = list(accumulate(ms, initial=self.total_ms))
         while True:
             # the first report at which a mark is due, as add() finds it (never behind the count)
             first = max(self._at[-1] + self._stride, n0 + 1)
@@ -120,13 +132,13 @@ class TimerStat:
             stride = self._stride
             last = min(n0 + k, first + (MAX_MARKS - len(self._at)) * stride)
             self._at.extend(range(first, last + 1, stride))
-            self._sum.extend(sums[first - n0:last - n0 + 1:stride])
-            self._val.extend(values[first - n0 - 1:last - n0:stride])
+            self._sum.extend(_listed(sums[first - n0:last - n0 + 1:stride]))
+            self._val.extend(_listed(ms[first - n0 - 1:last - n0:stride]))
             if len(self._at) > MAX_MARKS:
                 self._thin()
-        self.total_ms = sums[-1]
+        self.total_ms = float(sums[-1])
         self.count = n0 + k
-        self.last_ms = values[-1]
+        self.last_ms = float(ms[-1])
 
     def _mark(self, at: int, total: float, value: float) -> None:
         self._at.append(at)
