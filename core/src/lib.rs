@@ -8,11 +8,12 @@
 //! slices a `str`.
 
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyFloat, PyString, PyTuple};
+use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple, PyType};
 use std::collections::HashMap;
 use std::sync::Mutex;
 
 pub mod hf;
+pub mod jsonline;
 pub mod jsontext;
 pub mod metrics;
 mod fields;
@@ -1048,6 +1049,138 @@ fn json_indent(py: Python<'_>, compact: &str, indent: usize) -> String {
     py.detach(|| jsontext::indent(compact, indent))
 }
 
+/// How deep a value of an event may nest and still be written here (an event's maps are one deep).
+const JSON_DEPTH: usize = 16;
+
+/// `value` as Python's `json` module writes what `parsers.events._jsonable` makes of it: None,
+/// an exact str, bool or int, a float (numpy's float64 too: a subclass) with NaN and the
+/// infinities as the strings `"nan"`, `"inf"`, `"-inf"`, a dict of str keys, a tuple or list.
+/// False, with `out` part-written, for anything else (the caller writes the event in Python).
+fn json_value(value: &Bound<'_, PyAny>, out: &mut String, depth: usize) -> PyResult<bool> {
+    use std::fmt::Write;
+    if value.is_none() {
+        out.push_str("null");
+    } else if value.is_exact_instance_of::<PyString>() {
+        match value.cast::<PyString>()?.to_str() {
+            Ok(text) => jsonline::string(text, out),
+            Err(_) => return Ok(false), // (a lone surrogate: Python's escapes say it)
+        }
+    } else if value.is_exact_instance_of::<PyBool>() {
+        out.push_str(if value.is_truthy()? { "true" } else { "false" });
+    } else if value.is_exact_instance_of::<PyInt>() {
+        match value.extract::<i64>() {
+            Ok(n) => {
+                let _ = write!(out, "{n}");
+            }
+            Err(_) => out.push_str(value.str()?.to_str()?), // (past 64 bits: int's own digits)
+        }
+    } else if let Ok(number) = value.cast::<PyFloat>() {
+        let v = number.value();
+        if v.is_nan() {
+            out.push_str("\"nan\"");
+        } else if v.is_infinite() {
+            out.push_str(if v > 0.0 { "\"inf\"" } else { "\"-inf\"" });
+        } else {
+            jsonline::float_repr(v, out);
+        }
+    } else if depth >= JSON_DEPTH {
+        return Ok(false);
+    } else if let Ok(map) = value.cast::<PyDict>() {
+        out.push('{');
+        for (k, (key, item)) in map.iter().enumerate() {
+            if !key.is_exact_instance_of::<PyString>() {
+                return Ok(false); // (json writes other keys its own way)
+            }
+            if k > 0 {
+                out.push_str(", ");
+            }
+            match key.cast::<PyString>()?.to_str() {
+                Ok(text) => jsonline::string(text, out),
+                Err(_) => return Ok(false),
+            }
+            out.push_str(": ");
+            if !json_value(&item, out, depth + 1)? {
+                return Ok(false);
+            }
+        }
+        out.push('}');
+    } else if value.cast::<PyTuple>().is_ok() || value.cast::<PyList>().is_ok() {
+        out.push('[');
+        for (k, item) in value.try_iter()?.enumerate() {
+            if k > 0 {
+                out.push_str(", ");
+            }
+            if !json_value(&item?, out, depth + 1)? {
+                return Ok(false);
+            }
+        }
+        out.push(']');
+    } else {
+        return Ok(false);
+    }
+    Ok(true)
+}
+
+/// `tuimon events`' lines (`commands.cli._json_lines`): each event whose type is one of `flat`
+/// (those whose JSON is their fields, `parsers.events._to_dict`) as
+/// `json.JSONEncoder(allow_nan=False, check_circular=False).encode({"schema_version": version,
+/// **event.to_dict()})` and a newline, the same text; any other event, or one holding a value
+/// `json_value` leaves, as `one(event)` writes it.
+#[pyfunction]
+fn json_lines(events: &Bound<'_, PyList>, version: i64, flat: &Bound<'_, PyTuple>, one: &Bound<'_, PyAny>)
+    -> PyResult<String> {
+    use std::fmt::Write;
+    let py = events.py();
+    // each type's keys, `, "name": ` a field (None: written by `one`); a few types a call
+    let mut keys_of: Vec<(Bound<'_, PyType>, Option<Vec<String>>)> = Vec::new();
+    let mut out = String::with_capacity(events.len() * 512);
+    for event in events.iter() {
+        let start = out.len();
+        let kind = event.get_type();
+        let at = match keys_of.iter().position(|(t, _)| t.is(&kind)) {
+            Some(at) => at,
+            None => {
+                let mut keys = None;
+                if flat.iter().any(|t| t.is(&kind)) {
+                    let names: Vec<String> = kind.getattr(pyo3::intern!(py, "_fields"))?.extract()?;
+                    // (a field named as a key written before it would replace that key's value in the dict)
+                    if !names.iter().any(|n| n == "type" || n == "schema_version") {
+                        keys = Some(names.iter().map(|n| {
+                            let mut key = String::from(", ");
+                            jsonline::string(n, &mut key);
+                            key.push_str(": ");
+                            key
+                        }).collect());
+                    }
+                }
+                keys_of.push((kind, keys));
+                keys_of.len() - 1
+            }
+        };
+        let mut written = false;
+        if let (Some(keys), Ok(fields)) = (&keys_of[at].1, event.cast::<PyTuple>()) {
+            let name = event.getattr(pyo3::intern!(py, "type"))?;
+            if name.is_exact_instance_of::<PyString>() && fields.len() == keys.len() {
+                let _ = write!(out, "{{\"schema_version\": {version}, \"type\": ");
+                written = json_value(&name, &mut out, 0)?;
+                for (key, value) in keys.iter().zip(fields.iter()) {
+                    if !written {
+                        break;
+                    }
+                    out.push_str(key);
+                    written = json_value(&value, &mut out, 0)?;
+                }
+                out.push_str("}\n");
+            }
+        }
+        if !written {
+            out.truncate(start);
+            out.push_str(one.call1((&event,))?.cast::<PyString>()?.to_str()?);
+        }
+    }
+    Ok(out)
+}
+
 /// A report read: its tag's rank, its moment (`after N iterations`), and its values in the
 /// declaration's key order.
 type MemoryRow = (Option<i64>, String, Vec<Option<f64>>);
@@ -1175,6 +1308,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Framing>()?;
     m.add_function(wrap_pyfunction!(hf_dicts, m)?)?;
     m.add_function(wrap_pyfunction!(json_indent, m)?)?;
+    m.add_function(wrap_pyfunction!(json_lines, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     // the sources it was built from (build.rs): a checkout's Python compares them with its core/src
     m.add("SOURCES", env!("TUIMON_CORE_SOURCES"))?;

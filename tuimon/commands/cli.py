@@ -742,6 +742,7 @@ def _check_follow_args(settings: Settings) -> bool:
 
 
 def _json_lines(out, flush: bool = False):
+    from ..engine.native import json_lines
     from ..figures.schemas import EVENTS_SCHEMA_VERSION
     from ..parsers.columns import expand
 
@@ -749,9 +750,11 @@ def _json_lines(out, flush: bool = False):
     # an event is a flat record; 20,000 a second are written
     encode = json.JSONEncoder(allow_nan=False, check_circular=False).encode
 
+    def line(event) -> str:
+        return encode({"schema_version": EVENTS_SCHEMA_VERSION, **event.to_dict()}) + "\n"
+
     def emit(events) -> None:
-        out.write("".join(encode({"schema_version": EVENTS_SCHEMA_VERSION, **e.to_dict()}) + "\n"
-                          for e in expand(events)))
+        out.write(json_lines(list(expand(events)), EVENTS_SCHEMA_VERSION, line))
         if flush:
             out.flush()
     return emit

@@ -436,3 +436,6 @@ EVENT_TYPES: dict[str, type] = {
     for cls in (RunConfig, Iteration, Step, Throughput, Timers, Memory, Milestone,
                 Checkpoint, Resume, Evaluation, LogWarning, Failure, Exit, Truncated)
 }
+#: the event types whose JSON is their fields at its top level (``_to_dict``): the compiled core
+#: writes their lines (engine.native.json_lines), each as Python's encoder writes it
+FLAT_TYPES: tuple[type, ...] = tuple(EVENT_TYPES.values())
