@@ -190,3 +190,50 @@ def test_the_common_rows_are_scanned_at_once():
     assert at_once([1, 1, 2, 2], [0, 1, 0, 1], {}) and at_once([5, 6], [0, None], {0: (4, 1)})
     assert not at_once([10, 20, 20], [3, 3, 3], {}) and not at_once([10, 20, 10], [3, 4, 3], {})
     assert not at_once([10, 20], [3, 3], {3: (10, 5)}) and not at_once([11, 10], [3, 4], {4: (10, 1)})
+
+
+_MAYBE = st.one_of(st.none(), st.floats(allow_nan=True), st.integers(min_value=-3, max_value=3))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(min_value=0, max_value=6), st.data())
+def test_rows_make_the_events_each_row_makes(n, data):
+    """IterationRows.events (every row at once, from the columns) gives what event(k) gives row
+    by row: a field a row has no value for takes the field's default (losses: the empty map)."""
+    names = data.draw(st.lists(st.sampled_from(["elapsed_ms", "lr", "losses", "grad_norm", "skipped", "mfu",
+                                                "tflops_reported", "consumed_samples"]), unique=True))
+    fields = {name: data.draw(st.lists(st.one_of(_MAYBE, st.just(frozen_map({"lm loss": 2.0})))
+                                       if name == "losses" else _MAYBE, min_size=n, max_size=n)) for name in names}
+    rows = IterationRows("f.log", list(range(1, n + 1)), data.draw(st.lists(_MAYBE, min_size=n, max_size=n)),
+                         [None] * n, data.draw(st.lists(_MAYBE, min_size=n, max_size=n)), list(range(n)),
+                         [None] * n, fields)
+    assert [repr(e) for e in rows.events()] == [repr(rows.event(k)) for k in range(n)]
+
+
+def test_rows_of_a_field_no_iteration_has_are_refused_as_one_row_is():
+    rows = IterationRows("f.log", [1], [0], [None], [None], [1], [None], {"no_such_field": [1.0]})
+    try:
+        rows.event(0)
+    except TypeError as exc:
+        expected = str(exc)
+    try:
+        rows.events()
+    except TypeError as exc:
+        assert str(exc) == expected
+    else:
+        raise AssertionError("a field Iteration has not was taken")
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(st.none(), st.integers(min_value=0, max_value=5)), max_size=8),
+       st.lists(st.one_of(st.none(), st.integers(min_value=0, max_value=5)), max_size=8))
+def test_rows_merge_among_their_block_s_events_as_heapq_merges_them(first, then):
+    """columns._merged: heapq.merge by line (a tie: the block's event first), whether the runs are in
+    line order (a sort of the two) or not (heapq's own merge)."""
+    import heapq
+
+    from tuimon.parsers.columns import _line, _merged
+
+    a = [Milestone(file="f", line=line, name=f"a{k}") for k, line in enumerate(first)]
+    b = [Milestone(file="f", line=line, name=f"b{k}") for k, line in enumerate(then)]
+    assert _merged(a, b) == list(heapq.merge(a, b, key=_line))
