@@ -17,7 +17,7 @@ import heapq
 from array import array
 from itertools import accumulate, islice, repeat
 from operator import le
-from typing import Any, Mapping, Optional, Sequence, TypeVar, Union
+from typing import Any, Iterable, Mapping, Optional, Sequence, TypeVar, Union
 
 from .deepspeed import SAMPLES_MEMORY
 from .events import Event, FrozenDict, Iteration, Memory, RunConfig, Step, Throughput, Timers, frozen_map
@@ -61,6 +61,24 @@ R = TypeVar("R", bound=Rows)
 
 #: a column of numbers: a sequence, or a numpy array of the column's type (the core's, unconverted)
 Column = Any
+
+
+def _made(cls: Any, file: str, rows: Sequence[int], columns: Mapping[str, Sequence[Any]]) -> list:
+    """``cls(file=file, **{name: column[k] ...})`` of each of ``rows``, made at once: NamedTuple's
+    ``_make`` over the columns in the event's field order (a field not among ``columns`` takes its
+    default, as a keyword left out does).  Keywords cost a microsecond an event, and ``tuimon
+    events`` makes an event a row."""
+    assert cls._fields[0] == "file" and set(columns) <= set(cls._fields[1:]), (cls, sorted(columns))
+    n = len(rows)
+    every = n == len(next(iter(columns.values()), ()))
+    fields: list[Iterable[Any]] = [repeat(file, n)]
+    for name in cls._fields[1:]:
+        column = columns.get(name)
+        if column is None:
+            fields.append(repeat(cls._field_defaults.get(name), n))
+        else:
+            fields.append(column if every else [column[k] for k in rows])
+    return list(map(cls._make, zip(*fields)))
 
 
 def _array(code: str, values: Column) -> array:
@@ -230,20 +248,28 @@ class StepRows(PlacedRows):
     def events(self) -> list[Event]:
         """Each row as the events its parser gives for its line: its Step, then its Throughput
         and its Memory where the line gives them."""
+        file, rows = self.file, range(len(self.line))
+        where: dict[str, Sequence[Any]] = {"line": self.line, "rank": self.rank, "node": self.node,
+                                           "wall_time": self.wall_time}
+        steps = _made(Step, file, rows, {**where, "step": self.step, "loss": self.loss, "lr": self.lr,
+                                         "elapsed_ms": self.elapsed_ms, "skipped": self.skipped,
+                                         "samples_per_sec": self.samples_per_sec})
+        told = self.throughputs()
+        gib = [k for k, g in enumerate(self.gib) if g is not None]
+        if not told and not gib:
+            return steps
+        rates = dict(zip(told, _made(Throughput, file, told, {
+            **where, "iteration": self.step, "tflops_reported": self.tflops, "tokens_per_gpu_per_sec": self.tps,
+            "mfu": self.mfu})))
+        memories = dict(zip(gib, _made(Memory, file, gib, {
+            **where, "gpu_max_reserved_mb": [None if g is None else g * 1024.0 for g in self.gib]})))
         out: list[Event] = []
-        file = self.file
-        for k, line in enumerate(self.line):
-            rank, node, wall, step = self.rank[k], self.node[k], self.wall_time[k], self.step[k]
-            out.append(Step(file=file, line=line, rank=rank, node=node, wall_time=wall, step=step, loss=self.loss[k],
-                            lr=self.lr[k], elapsed_ms=self.elapsed_ms[k], skipped=self.skipped[k],
-                            samples_per_sec=self.samples_per_sec[k]))
-            tflops, tps, mfu, gib = self.tflops[k], self.tps[k], self.mfu[k], self.gib[k]
-            if tflops is not None or tps is not None or mfu is not None:
-                out.append(Throughput(file=file, line=line, rank=rank, node=node, wall_time=wall, iteration=step,
-                                      tflops_reported=tflops, tokens_per_gpu_per_sec=tps, mfu=mfu))
-            if gib is not None:
-                out.append(Memory(file=file, line=line, rank=rank, node=node, wall_time=wall,
-                                  gpu_max_reserved_mb=gib * 1024.0))
+        for k, step in enumerate(steps):
+            out.append(step)
+            if k in rates:
+                out.append(rates[k])
+            if k in memories:
+                out.append(memories[k])
         return out
 
 
@@ -273,25 +299,32 @@ class RateRows(PlacedRows):
         return len(self.line) + self.kind.count(0) + len(self.line) - self.allocated_mb.count(None)
 
     def events(self) -> list[Event]:
-        """Each row as the events its parser's hook gives for its line."""
+        """Each row as the events its parser's hook gives for its line: its Throughput (of its
+        TFLOPs, or of its samples a second and iteration time), then its RunConfig (kind 0) or
+        its Memory (the others, where it gives one)."""
+        file, kinds, rows = self.file, self.kind, range(len(self.line))
+        where: dict[str, Sequence[Any]] = {"line": self.line, "rank": self.rank, "node": self.node,
+                                           "wall_time": self.wall_time}
+
+        def of(column: list, megatron: bool) -> list:
+            """The column where the row's kind gives it (None elsewhere)."""
+            return [v if (kind == 0) == megatron else None for v, kind in zip(column, kinds)]
+
+        rates = _made(Throughput, file, rows, {
+            **where, "iteration": self.iteration, "tflops_reported": of(self.tflops, True),
+            "samples_per_sec": of(self.samples_per_sec, False), "iteration_time_s": of(self.iteration_time_s, False)})
+        told = [k for k, kind in enumerate(kinds) if kind == 0]
+        configs = dict(zip(told, _made(RunConfig, file, told, {**where, "total_params_b": self.params_b})))
+        held = [k for k, kind in enumerate(kinds) if kind != 0 and self.allocated_mb[k] is not None]
+        memories = dict(zip(held, _made(Memory, file, held, {
+            **where, "label": [SAMPLES_MEMORY] * len(kinds), "gpu_allocated_mb": self.allocated_mb,
+            "gpu_max_allocated_mb": self.max_allocated_mb})))
         out: list[Event] = []
-        file = self.file
-        for k, line in enumerate(self.line):
-            rank, node, wall = self.rank[k], self.node[k], self.wall_time[k]
-            kind = self.kind[k]
-            if kind == 0:
-                out.append(Throughput(file=file, line=line, rank=rank, node=node, wall_time=wall,
-                                      iteration=self.iteration[k], tflops_reported=self.tflops[k]))
-                out.append(RunConfig(file=file, line=line, rank=rank, node=node, wall_time=wall,
-                                     total_params_b=self.params_b[k]))
-                continue
-            out.append(Throughput(file=file, line=line, rank=rank, node=node, wall_time=wall,
-                                  iteration=self.iteration[k], samples_per_sec=self.samples_per_sec[k],
-                                  iteration_time_s=self.iteration_time_s[k]))
-            if self.allocated_mb[k] is not None:
-                out.append(Memory(file=file, line=line, rank=rank, node=node, wall_time=wall, label=SAMPLES_MEMORY,
-                                  gpu_allocated_mb=self.allocated_mb[k],
-                                  gpu_max_allocated_mb=self.max_allocated_mb[k]))
+        for k, rate in enumerate(rates):
+            out.append(rate)
+            then = configs.get(k) or memories.get(k)
+            if then is not None:
+                out.append(then)
         return out
 
 
@@ -315,12 +348,10 @@ class MemoryRows(PlacedRows):
 
     def events(self) -> list[Event]:
         """Each row as the Memory its parser's hook gives for its line."""
-        file = self.file
-        return [Memory(file=file, line=line, rank=rank, node=node, wall_time=wall, label=label, gpu_allocated_mb=a,
-                       gpu_max_allocated_mb=b, gpu_reserved_mb=c, gpu_max_reserved_mb=d)
-                for line, rank, node, wall, label, a, b, c, d in zip(
-                    self.line, self.rank, self.node, self.wall_time, self.label, self.allocated_mb,
-                    self.max_allocated_mb, self.reserved_mb, self.max_reserved_mb)]
+        return _made(Memory, self.file, range(len(self.line)), {
+            "line": self.line, "rank": self.rank, "node": self.node, "wall_time": self.wall_time, "label": self.label,
+            "gpu_allocated_mb": self.allocated_mb, "gpu_max_allocated_mb": self.max_allocated_mb,
+            "gpu_reserved_mb": self.reserved_mb, "gpu_max_reserved_mb": self.max_reserved_mb})
 
 
 #: the kinds of rows (in line order among themselves; timer and iteration rows after their block's
