@@ -1,4 +1,5 @@
-"""``tuimon summary`` across log shapes, against seed 001's perl one-liner on the same files.
+"""``tuimon summary`` (or ``tuimon events``, ``--verb events``) across log shapes, against seed
+001's perl one-liner on the same files.
 
 Shapes (each about --mb megabytes):
   dense     every line an event: Megatron iteration, DeepSpeed log_dist timers,
@@ -16,7 +17,7 @@ With --reopen, also the time to summarise an unchanged directory of --reopen-mb
 megabytes a second time (the parse cache) and after appending 10 MB to it, each
 against perl over the same files.
 
-    python bench/matrix.py --mb 100 [--repo DIR] [--shapes dense,sparse] [--reopen]
+    python bench/matrix.py --mb 100 [--repo DIR] [--shapes dense,sparse] [--reopen] [--verb events]
 """
 from __future__ import annotations
 
@@ -157,13 +158,16 @@ def _tree_rss_kb(root: int) -> int:
     return total
 
 
-def timed(cmd: list[str], cwd: str | None = None, env: dict | None = None) -> tuple[float, int, str]:
-    """(seconds, peak process-tree RSS in kB, stdout); the CPU seconds of the process tree
-    (user and system, every descendant it waited for) are in :data:`LAST_CPU`."""
+def timed(cmd: list[str], cwd: str | None = None, env: dict | None = None,
+          discard: bool = False) -> tuple[float, int, str]:
+    """(seconds, peak process-tree RSS in kB, stdout: empty with ``discard``, for an output of
+    hundreds of megabytes); the CPU seconds of the process tree (user and system, every
+    descendant it waited for) are in :data:`LAST_CPU`."""
     global LAST_CPU
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=cwd, env=env, text=True)
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL if discard else subprocess.PIPE, stderr=subprocess.DEVNULL,
+                            cwd=cwd, env=env, text=True)
     peak = [0]
     done = threading.Event()
 
@@ -201,6 +205,8 @@ def main() -> None:
     ap.add_argument("--baseline", help="another checkout to time beside --repo, alternating (its default only)")
     ap.add_argument("--reopen", action="store_true", help="also time reopening an unchanged directory")
     ap.add_argument("--reopen-mb", type=float, default=1000)
+    ap.add_argument("--verb", choices=("summary", "events"), default="summary",
+                    help="events: tuimon events (its JSON lines, discarded) where it says summary")
     args = ap.parse_args()
     if not shutil.which("perl"):
         raise SystemExit("perl not found: the baseline needs it")
@@ -210,6 +216,8 @@ def main() -> None:
     for repo in filter(None, (args.repo, args.baseline)):  # and compiled once, before any run is timed
         subprocess.run([sys.executable, "-m", "compileall", "-q", str(Path(repo) / "tuimon")], check=False)
     tui = [sys.executable, "-m", "tuimon", "summary", "--format", "json"]
+    events = args.verb == "events"
+    verb = [sys.executable, "-m", "tuimon", "events"] if events else tui
     rows = []
     try:
         for shape in filter(None, args.shapes.split(",")):
@@ -228,10 +236,14 @@ def main() -> None:
                 best["perl"] = min(best["perl"], timed(["perl", "-lne", PERL, str(log)])[0])
                 cpu["perl"] = min(cpu["perl"], LAST_CPU)
                 for name, extra, repo in runs:
-                    t, peak, _ = timed(tui + extra + _no_cache(repo) + [str(log)], cwd=repo, env=env)
+                    if events and extra:  # (events reads its files in turn: no --jobs)
+                        continue
+                    t, peak, _ = timed(verb + extra + _no_cache(repo) + [str(log)], cwd=repo, env=env, discard=events)
                     best[name] = min(best[name], t)
                     cpu[name] = min(cpu[name], LAST_CPU)
                     rss[name] = max(rss[name], peak)
+            if events:
+                best["jobs1"], cpu["jobs1"], rss["jobs1"] = best["default"], cpu["default"], rss["default"]
             row = (shape, mb, mb / best["perl"], mb / best["default"], mb / best["jobs1"],
                    best["perl"] / best["default"], best["perl"] / best["jobs1"], rss["default"] / 1024,
                    rss["jobs1"] / 1024, cpu["perl"] / max(cpu["default"], 1e-9), cpu["perl"] / max(cpu["jobs1"], 1e-9))
