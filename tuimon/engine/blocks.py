@@ -312,11 +312,18 @@ class BlockEngine:
 
         def walk(limit: int) -> None:
             """The core's lines before ``limit`` (a line start): their stamps, and their rows; a long
-            run at once (no log start to put among them), a few between two hook lines one at a time."""
+            run at once, a few between two hook lines one at a time.  A log start goes before the
+            first of them at or after its line: the lines up to that one are walked one at a time
+            (which puts it there), the rest at once (a small file is one block, its first)."""
             assert rows is not None
             k0 = rows.at
             k1 = bisect_left(rows.starts, limit, k0)
-            if k1 - k0 >= BULK_WALK and log_start is None:
+            if k1 - k0 >= BULK_WALK and log_start is not None:
+                k = k0 + int(np.searchsorted(rows.frames.number[k0:k1], log_start.line))
+                if k < k1:
+                    walk_lines(k0, k + 1)
+                    k0 = k + 1
+            if k1 - k0 >= BULK_WALK:  # (a log start still to come is after these lines: they need no order with it)
                 walk_at_once(k0, k1)
             elif k1 > k0:
                 walk_lines(k0, k1)
