@@ -64,10 +64,11 @@ Column = Any
 
 
 def _made(cls: Any, file: str, rows: Sequence[int], columns: Mapping[str, Sequence[Any]]) -> list:
-    """``cls(file=file, **{name: column[k] ...})`` of each of ``rows``, made at once: NamedTuple's
+    """``cls(file=file, **{name: column[k] ...})`` of each of ``rows`` (ascending, each once: all
+    of them where there are as many as a column's values), made at once: NamedTuple's
     ``_make`` over the columns in the event's field order (a field not among ``columns`` takes its
-    default, as a keyword left out does).  Keywords cost a microsecond an event, and ``tuimon
-    events`` makes an event a row."""
+    default, as a keyword left out does): ``tuimon events`` makes the events of every row, and
+    keyword arguments were most of their cost."""
     assert cls._fields[0] == "file" and set(columns) <= set(cls._fields[1:]), (cls, sorted(columns))
     n = len(rows)
     every = n == len(next(iter(columns.values()), ()))

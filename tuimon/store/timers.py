@@ -149,8 +149,8 @@ class TimerStat:
 
     def _mark_many(self, ats: Sequence[int], totals: Sequence[float], values: Sequence[float]) -> None:
         """:meth:`_mark` of each (at, total, value) in turn, a run at a time: each run fills the marks
-        up to the one that makes them thin, as marking one at a time thins them.  A job of a
-        thousand rank files merged its files' marks a call a mark: a third of its read."""
+        up to the one that makes them thin, as marking one at a time thins them (a job of a
+        thousand rank files merged its files' marks a call a mark: 750,000 calls)."""
         i, n = 0, len(ats)
         while i < n:
             j = min(n, i + MAX_MARKS + 1 - len(self._at))  # (the marks never hold more than MAX_MARKS between calls)
