@@ -14,6 +14,8 @@ import re
 from dataclasses import dataclass
 from typing import Sequence
 
+import numpy as np
+
 DEFAULT_MAX_LINE = 1 << 20
 TOO_LONG_MARKER = "\u2400tuimon: line too long, skipped"
 
@@ -213,7 +215,7 @@ class Framer:
             segments: list[int] = []
             complete = _fix_carriage_returns(complete, segments)
             continued += [i + len(prefix_lines) for i in segments]
-        n = complete.count(b"\n")
+        n = int(np.count_nonzero(np.frombuffer(complete, dtype=np.uint8) == 10))
         try:
             text = complete.decode("utf-8")
         except UnicodeDecodeError:
