@@ -9,6 +9,8 @@ Shapes (each about --mb megabytes):
   srun-mcore        srun-labelled 8-rank Megatron-Core log with ``(min, max)`` timer blocks
   titan-hf          torchtitan metric lines and HF Trainer dicts (generated, plus corpus)
   ds-neox-stronghold  ../shared/corpus DeepSpeed, GPT-NeoX and STRONGHOLD logs, replicated
+  llmc      llm.c's main.log step lines (s:N trl:... lr:... norm:...), a tel line every 250
+  nanogpt   modded-nanogpt's step lines (step:N/M train_loss:... train_time:...ms step_avg:...)
 
 For each: perl MB/s, tuimon summary MB/s by default and with --jobs 1 (best of
 --runs, runs alternating), the ratios, the peak RSS of the whole process tree and the
@@ -83,6 +85,19 @@ def _srun_mcore(i: int) -> str:
     return "".join(out)
 
 
+def _hand_loops(i: int) -> str:
+    """Hand-written training loops' step lines (parsers/formats/loops.py): llm.c's main.log (a
+    ``tel`` evaluation every 250 steps), then modded-nanogpt's running-total lines."""
+    out = f"s:{i} trl:{2 + (i % 997) / 500:.4f} lr:{(i % 600) / 1e6:.6f} norm:{0.5 + (i % 150) / 100:.2f}\n"
+    if i % 250 == 0:
+        out += f"s:{i} tel:{2 + (i % 991) / 500:.4f}\n"
+    return out
+
+
+def _nanogpt(i: int) -> str:
+    return f"step:{i}/9999999 train_loss:{2 + (i % 997) / 500:.4f} train_time:{i * 160 + i % 7}ms step_avg:160.00ms\n"
+
+
 def _titan_hf(i: int) -> str:
     return (f"[rank0]:[titan] 2026-04-30 00:{i // 60 % 60:02d}:{i % 60:02d},090 - root - INFO - \x1b[31mstep: {i}  "
             f"\x1b[32mloss:  {3 + (i % 100) / 100:.5f}  \x1b[38;2;180;60;0mgrad_norm:  0.0442  \x1b[38;2;54;234;195m"
@@ -125,6 +140,10 @@ def build(shape: str, path: Path, mb: float) -> bool:
             with open(path, "ab") as fh:
                 fh.write(extra.read_bytes())
             extra.unlink()
+    elif shape == "llmc":
+        _generated(path, mb, _hand_loops)
+    elif shape == "nanogpt":
+        _generated(path, mb, _nanogpt)
     elif shape == "corpus-megatron":
         return _replicated(path, mb, _corpus("megatron-lm", "megatron-deepspeed"))
     elif shape == "ds-neox-stronghold":
@@ -132,7 +151,7 @@ def build(shape: str, path: Path, mb: float) -> bool:
     return True
 
 
-SHAPES = ("dense", "sparse", "corpus-megatron", "srun-mcore", "titan-hf", "ds-neox-stronghold")
+SHAPES = ("dense", "sparse", "corpus-megatron", "srun-mcore", "titan-hf", "ds-neox-stronghold", "llmc", "nanogpt")
 
 
 def _tree_rss_kb(root: int) -> int:
