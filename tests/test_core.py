@@ -22,7 +22,7 @@ from tests.conftest import FIXTURE_LOGS, ROOT, shared_or_skip
 from tuimon.engine import blocks, native, rows
 from tuimon.engine.ingest import parse_file
 from tuimon.figures.summary import summarize
-from tuimon.parsers.columns import MemoryRows, TimerRows, expand, slices
+from tuimon.parsers.columns import IterationRows, MemoryRows, TimerRows, expand, slices
 from tuimon.parsers import megatron, timers
 from tuimon.parsers.events import frozen_map
 from tuimon.parsers.numbers import to_float, to_int
@@ -101,7 +101,7 @@ def test_corpus_gives_the_same_events(monkeypatch):
 
 @pytest.mark.parametrize("walk", [1, 1 << 40], ids=["at-once", "line-by-line"])
 @pytest.mark.parametrize("shape", ["dense", "sparse", "srun-mcore", "titan-hf", "corpus-megatron",
-                                   "ds-neox-stronghold"])
+                                   "ds-neox-stronghold", "llmc", "nanogpt"])
 def test_bench_shapes_give_the_same_events(shape, walk, tmp_path, monkeypatch):
     monkeypatch.setattr(blocks, "BULK_WALK", walk)  # (see _WALKS)
     sys.path.insert(0, str(ROOT / "bench"))
@@ -116,6 +116,9 @@ def test_bench_shapes_give_the_same_events(shape, walk, tmp_path, monkeypatch):
     rows = sum(len(item) for item in _items(path, "core", 1 << 16)[0] if type(item) is TimerRows)
     if shape in ("dense", "srun-mcore", "corpus-megatron", "ds-neox-stronghold"):
         assert rows > 100, f"{shape}: {rows} timer lines read in columns"
+    if shape in ("llmc", "nanogpt"):  # (a declared format's step lines go to the store as rows)
+        runs = sum(len(item) for item in _items(path, "core", 1 << 16)[0] if type(item) is IterationRows)
+        assert runs > 1000, f"{shape}: {runs} step lines as rows"
 
 
 # -- generated logs -----------------------------------------------------------------------

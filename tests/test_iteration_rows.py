@@ -237,3 +237,36 @@ def test_rows_merge_among_their_block_s_events_as_heapq_merges_them(first, then)
     a = [Milestone(file="f", line=line, name=f"a{k}") for k, line in enumerate(first)]
     b = [Milestone(file="f", line=line, name=f"b{k}") for k, line in enumerate(then)]
     assert _merged(a, b) == list(heapq.merge(a, b, key=_line))
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_items(), st.sampled_from([1, 2, 3, 32]))
+def test_runs_of_iteration_events_leave_the_store_their_events_leave(items, run):
+    """columns.iteration_runs: a run of Iteration events (a declared format's step lines) as rows in
+    its place gives back the same events and leaves the store as the events do, one by one."""
+    from unittest import mock
+
+    from tuimon.parsers import columns
+
+    events = expand(items)
+    # (and with the second file's lines after the first's: a run stops where the file changes)
+    later = [e._replace(line=e.line + 10_000) if e.file == "b.log" and e.line is not None else e for e in events]
+    for events in (events, later):
+        with mock.patch.object(columns, "RUN_ROWS", run):
+            converted = columns.iteration_runs(events)
+        assert [repr(e) for e in expand(converted)] == [repr(e) for e in events]
+        with np.errstate(all="ignore"):
+            assert _state(converted) == _state(events)
+            assert _state(converted, slice_size=3) == _state(events)
+
+
+def test_a_block_with_the_core_s_iteration_rows_keeps_its_events():
+    """Rows of the core stand after their block's events: a run of events before them stays events
+    (a file's rows must reach the store in line order)."""
+    from tuimon.parsers.columns import RUN_ROWS, iteration_runs
+
+    events = [Iteration(file="a.log", line=k, iteration=k, elapsed_ms=100.0) for k in range(1, RUN_ROWS + 2)]
+    core = iteration_rows("a.log", [1000], [None], [None], [None], [1000], [None], [{"elapsed_ms": 90.0}])
+    assert iteration_runs(events + [core]) == events + [core]
+    made = iteration_runs(events)
+    assert len(made) == 1 and type(made[0]) is IterationRows and made[0].events() == events

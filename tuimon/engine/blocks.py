@@ -25,7 +25,7 @@ from typing import Any, Callable, Mapping, Optional, Sequence
 import numpy as np
 
 from tuimon.parsers.base import LineContext, LineParser
-from tuimon.parsers.columns import Item, expand
+from tuimon.parsers.columns import RUN_ROWS, Item, expand, iteration_runs
 from tuimon.parsers.events import EVENT_TYPES, LOG_START, Event, Milestone, RunConfig, Timers, frozen_map
 from tuimon.parsers.prefix import split_prefix
 from tuimon.parsers.schema import Format, LineFormat, Running
@@ -590,6 +590,8 @@ class BlockEngine:
             rows.close(events)
         if log_start is not None:
             events.append(log_start)
+        if native.core is not None and len(events) >= RUN_ROWS:  # (the Python engine, the oracle, gives events)
+            return iteration_runs(events)
         return events
 
     def _data_event(self, rule: DataRule, m: Any, ctx: LineContext, own_stamp: Optional[float]) -> Optional[Event]:

@@ -187,6 +187,60 @@ class IterationRows(Rows):
         return list(map(Iteration._make, zip(*columns)))
 
 
+#: a run of this many Iteration events or more, in a block without the core's iteration rows, goes to
+#: the store as rows (iteration_runs)
+RUN_ROWS = 32
+_AT = {name: k for k, name in enumerate(Iteration._fields)}
+_OTHER_FIELDS = tuple((k, name, Iteration._field_defaults.get(name)) for k, name in enumerate(Iteration._fields)
+                      if name not in _ITERATION_OWN)
+
+
+def iteration_runs(items: list) -> list:
+    """``items`` (a block's, in line order) with each run of :data:`RUN_ROWS` or more Iteration events
+    in a row (of one file, each line after the one before, an int iteration, a losses map) as one
+    :class:`IterationRows` in its place: the store folds rows in bulk to what the events leave one
+    by one.  The step lines of a declared format's data rule (llm.c's, modded-nanogpt's) were each
+    taken by the store an event at a time.  Left as they are in a block with the core's own
+    iteration rows, which stand after the block's events: a file's rows go to the store in line
+    order."""
+    if any(type(item) is IterationRows for item in items):
+        return items
+    out: list = []
+    i, n = 0, len(items)
+    while i < n:
+        item = items[i]
+        j = i
+        while j < n and _joins(items[j], item if j > i else None, items[j - 1] if j > i else None):
+            j += 1
+        if j - i >= RUN_ROWS:
+            out.append(_rows_of(items[i:j]))
+            i = j
+        else:
+            out.extend(items[i:max(j, i + 1)])
+            i = max(j, i + 1)
+    return out
+
+
+def _joins(ev: Any, first: Any, before: Any) -> bool:
+    """Whether ``ev`` goes on the run that ``first`` starts (None: starts one), after ``before``."""
+    if type(ev) is not Iteration or type(ev.line) is not int or type(ev.iteration) is not int or ev.losses is None:
+        return False
+    return first is None or (ev.file == first.file and ev.line > before.line)
+
+
+def _rows_of(run: list) -> IterationRows:
+    """A run of Iteration events as rows: a column a field, but those every event leaves at its
+    default (the rows' events take it again)."""
+    columns = list(zip(*run))
+    fields = {}
+    for k, name, default in _OTHER_FIELDS:
+        column = columns[k]
+        if column.count(None) < len(column) if default is None else any(value is not default for value in column):
+            fields[name] = column
+    return IterationRows(run[0].file, columns[_AT["line"]], columns[_AT["rank"]], columns[_AT["node"]],
+                         columns[_AT["wall_time"]], columns[_AT["iteration"]], columns[_AT["train_iters"]], fields)
+
+
 class PlacedRows(Rows):
     """Rows at the place of their events among a block's others (not after them), gathered as
     one tuple a line (its values in the order of the slots after ``file``: 12 list appends a
