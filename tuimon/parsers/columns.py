@@ -90,8 +90,7 @@ def _array(code: str, values: Column) -> array:
     return array(code, values)
 
 
-#: Iteration's fields and their defaults, in order (IterationRows.events makes its events from them)
-_ITERATION_DEFAULTS = tuple((name, Iteration._field_defaults.get(name)) for name in Iteration._fields)
+#: Iteration's fields (IterationRows.events makes its events from them)
 _ITERATION_FIELDS = frozenset(Iteration._fields)
 #: the fields IterationRows keeps apart from ``fields`` (and the file)
 _ITERATION_OWN = frozenset(("file", "line", "rank", "node", "wall_time", "iteration", "train_iters"))
@@ -167,24 +166,19 @@ class IterationRows(Rows):
                          **self.row(k))
 
     def events(self) -> list[Event]:
-        """Each row as :meth:`event` makes it: made from the columns in the event's field order at
-        once (a field a row has no value for takes the field's default, as a keyword left out does)."""
+        """Each row as :meth:`event` makes it, all at once (:func:`_made`): a value a row lacks (None)
+        is its field's default, as a keyword :meth:`row` leaves out is."""
         if not _ITERATION_OWN.isdisjoint(self.fields) or not _ITERATION_FIELDS.issuperset(self.fields):
             return [self.event(k) for k in range(len(self.line))]  # (the event itself says what is wrong)
-        n = len(self.line)
-        given = {"line": self.line, "rank": self.rank, "node": self.node, "wall_time": self.wall_time,
-                 "iteration": self.iteration, "train_iters": self.train_iters}
-        columns: list[Any] = []
-        for name, default in _ITERATION_DEFAULTS:
-            column = given.get(name)
-            if column is None:
-                column = self.fields.get(name)
-                if column is None:
-                    column = repeat(self.file if name == "file" else default, n)
-                elif default is not None and None in column:
-                    column = [default if value is None else value for value in column]
-            columns.append(column)
-        return list(map(Iteration._make, zip(*columns)))
+        defaults = Iteration._field_defaults
+        columns: dict[str, Sequence[Any]] = {
+            "line": self.line, "rank": self.rank, "node": self.node, "wall_time": self.wall_time,
+            "iteration": self.iteration, "train_iters": self.train_iters}
+        for name, column in self.fields.items():
+            default = defaults.get(name)
+            columns[name] = column if default is None or None not in column else \
+                [default if value is None else value for value in column]
+        return _made(Iteration, self.file, range(len(self.line)), columns)
 
 
 #: a run of this many Iteration events or more, in a block without the core's iteration rows, goes to
@@ -206,26 +200,30 @@ def iteration_runs(items: list) -> list:
     if any(type(item) is IterationRows for item in items):
         return items
     out: list = []
-    i, n = 0, len(items)
-    while i < n:
-        item = items[i]
-        j = i
-        while j < n and _joins(items[j], item if j > i else None, items[j - 1] if j > i else None):
-            j += 1
-        if j - i >= RUN_ROWS:
-            out.append(_rows_of(items[i:j]))
-            i = j
-        else:
-            out.extend(items[i:max(j, i + 1)])
-            i = max(j, i + 1)
+    run: list = []
+    for item in items:
+        if _steps(item) and (not run or item.file == run[0].file and item.line > run[-1].line):
+            run.append(item)
+            continue
+        _put(out, run)
+        run = [item] if _steps(item) else []
+        if not run:
+            out.append(item)
+    _put(out, run)
     return out
 
 
-def _joins(ev: Any, first: Any, before: Any) -> bool:
-    """Whether ``ev`` goes on the run that ``first`` starts (None: starts one), after ``before``."""
-    if type(ev) is not Iteration or type(ev.line) is not int or type(ev.iteration) is not int or ev.losses is None:
-        return False
-    return first is None or (ev.file == first.file and ev.line > before.line)
+def _steps(ev: Any) -> bool:
+    """Whether ``ev`` may stand in a run: an Iteration at a line, of an int iteration, with a losses map."""
+    return type(ev) is Iteration and type(ev.line) is int and type(ev.iteration) is int and ev.losses is not None
+
+
+def _put(out: list, run: list) -> None:
+    """A run into ``out``: as rows where it is long enough, else its events."""
+    if len(run) >= RUN_ROWS:
+        out.append(_rows_of(run))
+    else:
+        out.extend(run)
 
 
 def _rows_of(run: list) -> IterationRows:
