@@ -32,6 +32,11 @@ impl Reading {
     pub fn new(pattern: regex::Regex, groups: Vec<Group>) -> Reading {
         Reading { pattern: Templated::new(pattern), groups }
     }
+
+    /// A multi-line pattern's (a data rule's: `^` and `$` at a line's ends), searched in a line alone.
+    pub fn of_line(pattern: regex::Regex, groups: Vec<Group>) -> Reading {
+        Reading { pattern: Templated::of_line(pattern), groups }
+    }
 }
 
 /// A reader: its pattern and groups, the line's hook first where `hook_if` matches, the tag's
@@ -92,6 +97,11 @@ fn take(body: &str, s: &Groups, groups: &[Group], out: &mut Vec<Option<Value>>) 
 }
 
 impl Fields {
+    /// How many values a line read gives: the groups, the tag's, `then`'s groups.
+    pub fn width(&self) -> usize {
+        self.main.groups.len() + usize::from(self.tag.is_some()) + self.then.as_ref().map_or(0, |t| t.groups.len())
+    }
+
     pub fn scratches(&self) -> Scratches {
         Scratches { main: self.main.pattern.groups(), tag: self.tag.as_ref().map(|t| t.pattern.groups()),
                     then: self.then.as_ref().map(|t| t.pattern.groups()) }

@@ -683,14 +683,7 @@ type Searched = (bool, Option<Vec<Option<(usize, usize)>>>);
 impl LineRegex {
     #[new]
     fn new(pattern: &str) -> PyResult<Self> {
-        // multi-line, as the engine compiles a format's regexes: ^ and $ at every line's ends
-        regex::RegexBuilder::new(pattern)
-            .multi_line(true)
-            .size_limit(8 << 20)
-            .dfa_size_limit(8 << 20)
-            .build()
-            .map(|re| LineRegex { pattern: template::Templated::of_line(re) })
-            .map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))
+        compile_line(pattern).map(|re| LineRegex { pattern: template::Templated::of_line(re) })
     }
 
     /// (name, number) of the named groups, in order (numbered as `re` numbers them: by their
@@ -923,6 +916,17 @@ fn stamp_shape(shape: &Bound<'_, PyDict>) -> PyResult<stamp::StampShape> {
                            &item::<String>(shape, "between")?, &item::<String>(shape, "fraction")?,
                            item(shape, "digits")?)
         .map_err(pyo3::exceptions::PyValueError::new_err)
+}
+
+/// A format's line regex, compiled as the engine compiles them (multi-line: ^ and $ at every
+/// line's ends), within bounds a user's regex cannot make the core pass.
+fn compile_line(pattern: &str) -> PyResult<regex::Regex> {
+    regex::RegexBuilder::new(pattern)
+        .multi_line(true)
+        .size_limit(8 << 20)
+        .dfa_size_limit(8 << 20)
+        .build()
+        .map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))
 }
 
 fn compile(p: &str) -> PyResult<regex::Regex> {
@@ -1236,14 +1240,16 @@ struct FieldLines {
 
 /// A declaration's `pattern` and `groups` (`ints`: those of them read as ints).
 fn reading(declaration: &Bound<'_, PyDict>) -> PyResult<fields::Reading> {
-    let pattern = compile(&item::<String>(declaration, "pattern")?)?;
+    let source = item::<String>(declaration, "pattern")?;
+    let lines = optional::<bool>(declaration, "line")?.unwrap_or(false);
+    let pattern = if lines { compile_line(&source)? } else { compile(&source)? };
     let numbers: Vec<usize> = item(declaration, "groups")?;
     let ints: Vec<usize> = optional(declaration, "ints")?.unwrap_or_default();
     if let Some(&g) = numbers.iter().chain(&ints).find(|&&g| g == 0 || g >= pattern.captures_len()) {
         return Err(pyo3::exceptions::PyValueError::new_err(format!("the pattern has no group {g}")));
     }
     let groups = numbers.iter().map(|&number| fields::Group { number, int: ints.contains(&number) }).collect();
-    Ok(fields::Reading::new(pattern, groups))
+    Ok(if lines { fields::Reading::of_line(pattern, groups) } else { fields::Reading::new(pattern, groups) })
 }
 
 /// A declaration's optional entry, typed.
@@ -1256,7 +1262,8 @@ fn optional<'py, T: FromPyObjectOwned<'py>>(declaration: &Bound<'py, PyDict>, ke
 
 #[pymethods]
 impl FieldLines {
-    /// `declaration`: `pattern` (searched in a line's body, as `re.search` does) and `groups` (the
+    /// `declaration`: `pattern` (searched in a line's body, as `re.search` does; with `line`, a
+    /// format's line regex, multi-line, searched in the whole line by `read_lines`) and `groups` (the
     /// numbers of the groups read, each as `to_float` reads it; those in `ints` as `to_int` does);
     /// optionally `hook_if` (a pattern: a line it is found in goes to the hook), `tag` (a pattern
     /// whose group 1, an int, is read after the groups; None where it is not found) and `then` (a
@@ -1294,7 +1301,47 @@ impl FieldLines {
         }
         Ok((verdicts, rows))
     }
+
+    /// The lines starting at `starts` (character offsets of `text`, ascending), each searched to
+    /// its newline (a data rule's lines: `tuimon.engine.data_rows`): per line 0 (no match), 1 (a
+    /// value only Python reads, or a line that is not ASCII or holds \x1c-\x1f: Python's regex
+    /// reads it) or 3 (read); and the values of the lines read, a column a value (as `read`
+    /// orders a line's).
+    fn read_lines(&self, py: Python<'_>, text: &Bound<'_, PyString>, starts: Vec<usize>) -> PyResult<FieldColumns> {
+        let s = text.to_str()?;
+        let bytes = s.as_bytes();
+        let index = index_of(text);
+        let mut cursor = Cursor::indexed(s, index.as_deref());
+        let at: Vec<usize> = starts.iter().map(|&c| cursor.byte_of(c)).collect();
+        let f = &self.fields;
+        Ok(py.detach(|| {
+            let mut verdicts = Vec::with_capacity(at.len());
+            let mut columns: Vec<Vec<Option<fields::Value>>> = vec![Vec::new(); f.width()];
+            let mut scratches = f.scratches();
+            for &b in &at {
+                let end = memchr::memchr(b'\n', &bytes[b..]).map_or(bytes.len(), |i| b + i);
+                let line = &s[b..end];
+                if !plain(line) {
+                    verdicts.push(1);
+                    continue;
+                }
+                match f.read(line, &mut scratches) {
+                    fields::Verdict::Nothing => verdicts.push(0),
+                    fields::Verdict::Hook => verdicts.push(1),
+                    fields::Verdict::Read(values) => {
+                        verdicts.push(3);
+                        for (column, value) in columns.iter_mut().zip(values) {
+                            column.push(value);
+                        }
+                    }
+                }
+            }
+            (verdicts, columns)
+        }))
+    }
 }
+
+type FieldColumns = (Vec<u8>, Vec<Vec<Option<fields::Value>>>);
 
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {

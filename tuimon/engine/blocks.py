@@ -34,8 +34,9 @@ from tuimon.parsers.timestamps import line_stamp
 
 from . import guard, native
 from .block_rules import BlockRule, BlockState
+from .data_rows import DataReader, data_reader
 from .presence import presence_of
-from .rows import COLUMN_KINDS, EVENT, ITERATION, ROW, BlockRows, framing, split_rows, stamps_of
+from .rows import COLUMN_KINDS, EVENT, ITERATION, ITERATION_LINES, ROW, BlockRows, DataPart, framing, split_rows, stamps_of
 from .rules import HookRule, anchors_of, hook_rules, lines_holding, starts_with_literal
 from .user_regex import USER_REGEX_TIMEOUT_S, CorePattern, RegexTimeout
 
@@ -56,7 +57,7 @@ _COLUMN_KINDS = tuple(COLUMN_KINDS.items())
 class DataRule:
     """A compiled line format, with the format it belongs to."""
 
-    __slots__ = ("fmt", "entry", "anchors", "user", "cls", "order", "by_line", "key")
+    __slots__ = ("fmt", "entry", "anchors", "user", "cls", "order", "by_line", "key", "_reader")
 
     def __init__(self, fmt: Format, entry: LineFormat, user: bool, order: int, index: int = 0) -> None:
         self.fmt, self.entry, self.user, self.order = fmt, entry, user, order
@@ -67,6 +68,23 @@ class DataRule:
         # a line that is not ASCII goes to Python's regex alone, not the whole block with it)
         core_run = isinstance(entry.pattern, CorePattern)
         self.by_line = bool(self.anchors) and (core_run or not starts_with_literal(entry.regex))
+        self._reader: Any = _UNKNOWN
+
+    @property
+    def reader(self) -> Optional[DataReader]:
+        """The core's reader of the rule's lines into rows (:mod:`.data_rows`), or None; made
+        when first asked (the rule set is made at start, and most rules are never asked)."""
+        if self._reader is _UNKNOWN:
+            self._reader = data_reader(self.entry, self.fmt, self.user, native.core) if self.anchors else None
+        return self._reader
+
+    def miss(self, text: str, start: int, hits: list) -> None:
+        """The rule's matches on the line at ``start`` into ``hits``, by the Python engine (a line
+        the core's reader leaves)."""
+        _line_hits(text, start, self, hits)
+
+
+_UNKNOWN = object()
 
 
 #: rule sets by the identities of their formats and parser classes (each held by its entry, so that
@@ -223,20 +241,25 @@ class BlockEngine:
                 self._build()
                 present, held = self._presence.scan(text)
         hits: list[tuple[int, int, Any, Any]] = []  # (line start, order, rule, match or None)
+        part: Optional[DataPart] = None  # the lines of a data rule the core read, as rows
         for rule in self._data:
             if not rule.anchors or any(a in present for a in rule.anchors):
-                if rule.user:
+                if part is None and held is not None and rule.reader is not None and \
+                        not (rule.user and guard.is_disabled(rule.fmt.name)):
+                    part = self._data_part(text, rule, held, hits)
+                elif rule.user:
                     self._user_hits(text, rule, hits, held)
                 else:
                     _data_hits(text, rule, hits, held)
-        if hits and not self._user_steps and any(r.entry.event in _STEPS for _, _, r, _ in hits):
+        if (hits or part is not None) and not self._user_steps and \
+                (part is not None or any(r.entry.event in _STEPS for _, _, r, _ in hits)):
             self._user_steps = True  # a format gives this run's steps: fallbacks are off
             self._drop_fallbacks()
             self._build()
         for block in self._blocks:
             block.prepare(text, present, held, hits)
         hook_base = len(self._data) + 1
-        columns: list[tuple[HookRule, int, list[int]]] = []  # rules whose plain lines the core reads
+        columns: list[tuple[Any, int, list[int]]] = []  # rules whose plain lines the core reads (and a DataPart)
         hooks = self._hooks
         for n in _hooks_present(hooks, present):
             hook = hooks[n]
@@ -249,6 +272,11 @@ class BlockEngine:
                     columns.append((hook, hook_base + n, [h[0] for h in found]))
             else:
                 hook.lines(text, hook_base + n, hits, held)
+        if part is not None:
+            if any(hook.column == ITERATION_LINES for hook, _, _ in columns):
+                part.spill(text, hits)  # (a block's iteration rows are of one kind: the rule's lines are events)
+            else:
+                columns.append((part, 0, part.starts))
         rows = split_rows(self.file, text, first_line, hits, columns, self.active) if columns else None
         if hits:
             hits.sort(key=_FIRST)
@@ -257,6 +285,19 @@ class BlockEngine:
         if not hits and rows is None:
             return [start] if start is not None else []
         return self._events(text, first_line, hits, start, rows)
+
+    def _data_part(self, text: str, rule: DataRule, held: Mapping[str, list[int]], hits: list) -> Optional[DataPart]:
+        """The lines of ``rule`` (one with a core reader) the core reads, as a DataPart (None for
+        none); those it leaves go into ``hits`` as the Python engine reads them."""
+        starts = lines_holding(text, rule.anchors, held)
+        if starts is None:  # (an anchor across lines)
+            _data_hits(text, rule, hits, held)
+            return None
+        reader = rule.reader
+        assert reader is not None
+        # a user's format, or a built-in one's steps, names the run before its first event (_announce)
+        announce = None if rule.fmt.name in self._announced else rule.fmt.name
+        return reader.part(text, starts, rule.miss, hits, self._running, rule.key, announce)
 
     def _user_hits(self, text: str, rule: DataRule, hits: list, held: Optional[Mapping[str, list[int]]]) -> None:
         """A user rule's hits; a regex that runs over its time bound turns its format off
@@ -323,6 +364,12 @@ class BlockEngine:
                 if k < k1:
                     walk_lines(k0, k + 1)
                     k0 = k + 1
+            its = rows.iterations
+            if k1 - k0 >= BULK_WALK and its is not None and its.announce is not None:
+                first = np.flatnonzero(rows.verdicts[k0:k1] == ITERATION)  # (a data rule's first row names its run)
+                if len(first):
+                    walk_lines(k0, k0 + int(first[0]) + 1)
+                    k0 += int(first[0]) + 1
             if k1 - k0 >= BULK_WALK:  # (a log start still to come is after these lines: they need no order with it)
                 walk_at_once(k0, k1)
             elif k1 > k0:
@@ -393,10 +440,14 @@ class BlockEngine:
                         events.append(log_start)
                         log_start = None
                     assert its is not None
+                    if its.announce is not None:  # a data rule's first row: its format names the run first
+                        self._announce_rows(its, frame, own, rows, events)
                     its.line.append(frame[0])
                     its.rank.append(frame[3])
                     its.node.append(frame[5])
                     its.wall.append(own)
+                    if its.walked is not None:
+                        its.walked(its, len(its.line) - 1, [frame[3]], [frame[6]])
                 k += 1
             rows.at, rows.events_at = k, made
             self._last_wall = last
@@ -468,10 +519,13 @@ class BlockEngine:
             if len(iteration):
                 assert its is not None
                 at = iteration + k0
+                first = len(its.line)
                 its.line.extend(frames.number[at].tolist())
                 its.rank.extend(frames.ranks_at(at))
                 its.node.extend(frames.nodes_at(at))
                 its.wall.extend(stamps_of(own[iteration]))
+                if its.walked is not None:  # (the lines' own stamps)
+                    its.walked(its, first, its.rank[first:], stamps_of(stamps[iteration]))
             made = np.flatnonzero(verdicts == EVENT)
             if len(made):
                 n, k = len(made), rows.events_at
@@ -481,9 +535,9 @@ class BlockEngine:
                 walked = (np.searchsorted(iteration, made) + told).tolist()  # iteration lines before each
                 ready = None
                 if rows.rows_of:  # (each line after an iteration line is at its counter, as told below)
-                    counters = its.counters if its is not None else []
+                    counters = its.counters if its is not None and its.tells else []
                     ready = rows_at_once(kinds, entries, lines, owns,
-                                         [counters[w - 1] if w > told else None for w in walked])
+                                         [counters[w - 1] if w > told and counters else None for w in walked])
                 if ready is not None and None not in ready:  # a row a line: put at their places in line order
                     placed = rows.placed
                     for entry, row in zip(entries, ready):
@@ -593,6 +647,17 @@ class BlockEngine:
         if native.core is not None and len(events) >= RUN_ROWS:  # (the Python engine, the oracle, gives events)
             return iteration_runs(events)
         return events
+
+    def _announce_rows(self, its: Any, frame: tuple, wall: Optional[float], rows: BlockRows, events: list) -> None:
+        """A data rule's first row read by the core (``frame``, stamped ``wall``): its format names
+        the run before it, as :meth:`_announce` does before the first of its events, unless it has."""
+        name, its.announce = its.announce, None
+        if name in self._announced:
+            return
+        self._announced.add(name)
+        rows.close_placed(events)
+        events.append(RunConfig(file=self.file, line=frame[0], rank=frame[3], node=frame[5], wall_time=wall,
+                                framework=name))
 
     def _data_event(self, rule: DataRule, m: Any, ctx: LineContext, own_stamp: Optional[float]) -> Optional[Event]:
         entry = rule.entry

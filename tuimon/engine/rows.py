@@ -30,6 +30,8 @@ COLUMN_KINDS = {"time-list": 0, "minmax": 1, "iteration": 2, "metrics": 3, "hf-d
                 "effective": 6, "numworkers": 7, "ds-step": 8, "ds-samples": 9, "ds-pipe": 10}
 ITERATION_LINES, METRICS_LINES, HF_DICTS, MEMORY_LINES, EFFECTIVE_LINES, NUMWORKERS_LINES = 2, 3, 4, 5, 6, 7
 DS_STEP_LINES, DS_SAMPLES_LINES, DS_PIPE_LINES = 8, 9, 10
+#: a data rule's lines (a declared format's step lines: :class:`DataPart`), read before the hooks' kinds
+DATA_LINES = 11
 #: the core's verdict on a line: nothing to read, left to its hook, a timer row, values for its
 #: parser, an iteration row
 NOTHING, HOOK, ROW, EVENT, ITERATION = 0, 1, 2, 3, 4
@@ -80,8 +82,9 @@ def _metric_lines(core: Any) -> Any:
 def split_rows(file: str, text: str, first_line: int, hits: list, columns: list,
                parsers: Sequence[Any]) -> Optional["BlockRows"]:
     """The lines of ``columns`` ((rule, order, its lines' starts) of each hook rule the core
-    has a reader for) that the core reads; every other of their lines goes into ``hits``
-    as a hook's (the core leaves it, it is not ASCII, or another rule is on it too)."""
+    has a reader for, and of a :class:`DataPart`) that the core reads; every other of their
+    lines goes into ``hits`` as a hook's, or a data rule's match (the core leaves it, it is not
+    ASCII, or another rule is on it too)."""
     # each line's start and part, merged in numpy (a sort of (start, part) tuples, and sets of the starts to
     # find the lines two readers are on, were 0.05 s of 50 MB of dense)
     counts = [len(part[2]) for part in columns]
@@ -98,8 +101,7 @@ def split_rows(file: str, text: str, first_line: int, hits: list, columns: list,
         taken[:-1] |= twice
     if taken.any():
         for k in np.flatnonzero(taken).tolist():  # (few)
-            rule, order_of, _ = columns[owned[k]]
-            hits.append((int(merged[k]), order_of, rule, None))
+            _to_hits(text, columns[owned[k]], int(merged[k]), hits)
         merged, owned = merged[~taken], owned[~taken]
     if not len(merged):
         return None
@@ -115,21 +117,20 @@ def split_rows(file: str, text: str, first_line: int, hits: list, columns: list,
     else:
         read_here = frames.body >= 0
         for k in np.flatnonzero(~read_here).tolist():  # not ASCII: the hook reads it (few)
-            rule, order, _ = parts[owners[k]]
-            hits.append((starts[k], order, rule, None))
+            _to_hits(text, parts[owners[k]], starts[k], hits)
         kept = np.flatnonzero(read_here)
         if not len(kept):
             return None
         bodies, ends, kinds = frames.body[kept], frames.end[kept], kinds[kept]
-    verdicts, read, events, iterations = _read(core, text, bodies, ends, kinds, parts, parsers)
+    data_at = None if DATA_LINES not in column_of else np.asarray(starts) if kept is None else np.asarray(starts)[kept]
+    verdicts, read, events, iterations = _read(core, text, bodies, ends, kinds, parts, parsers, data_at)
     verdicts = _column(verdicts, np.uint8)
     hook = verdicts == HOOK
     if kept is None and not hook.any():
         return BlockRows(file, starts, frames, verdicts, read, events, iterations)
     for j in np.flatnonzero(hook).tolist():  # (few)
         k = j if kept is None else int(kept[j])
-        rule, order, _ = parts[owners[k]]
-        hits.append((starts[k], order, rule, None))
+        _to_hits(text, parts[owners[k]], starts[k], hits)
     keep = np.flatnonzero(~hook)
     if not len(keep):
         return None
@@ -137,11 +138,23 @@ def split_rows(file: str, text: str, first_line: int, hits: list, columns: list,
     return BlockRows(file, np.asarray(starts)[at].tolist(), frames.take(at), verdicts[keep], read, events, iterations)
 
 
+def _to_hits(text: str, part: tuple, start: int, hits: list) -> None:
+    """A line of ``part`` (a reader's (rule, order, starts)) the core does not read, into ``hits``:
+    its hook's, or its data rule's matches on it."""
+    rule, order, _ = part
+    if rule.column == DATA_LINES:
+        rule.miss(text, start, hits)
+    else:
+        hits.append((start, order, rule, None))
+
+
 def _read(core: Any, text: str, bodies: np.ndarray, ends: np.ndarray, kinds: np.ndarray, parts: list,
-          parsers: Sequence[Any]) -> tuple[Any, Any, "EventLines", Optional["Iterations"]]:
+          parsers: Sequence[Any], data_at: Optional[np.ndarray] = None
+          ) -> tuple[Any, Any, "EventLines", Optional["Iterations"]]:
     """The verdict on each line (its body and end offsets, its kind; in line order), the timer
     columns, each EVENT line's (maker, values, the kind of its rows at their place): its
-    parser's method that makes its events, and the values of the ITERATION lines."""
+    parser's method that makes its events, and the values of the ITERATION lines (``data_at``: each
+    line's start, where a data rule's lines are among them: read already, their values those lines')."""
     readers = _READER_OF[kinds]  # each line's reader
     present = np.flatnonzero(np.bincount(readers, minlength=len(_READER_OF))).tolist()
     if present == [0]:  # timer lines alone, the common case
@@ -163,6 +176,12 @@ def _read(core: Any, text: str, bodies: np.ndarray, ends: np.ndarray, kinds: np.
             spans = list(zip(body_at[at].tolist(), end_at[at].tolist(), kinds[at].tolist()))
             verdicts, *read = _timer_lines(core).read(text, spans, _owner(parts, 0, parsers).offload_said())
             placed.append((at, verdicts))
+            continue
+        if kind == DATA_LINES:  # (read before the block's hooks were found: the part holds their values)
+            assert data_at is not None
+            part = next(part for part, _, _ in parts if part.column == DATA_LINES)
+            iterations = part.iterations(data_at[at])
+            placed.append((at, np.full(len(at), ITERATION, dtype=np.uint8)))
             continue
         reader, maker_name = _READERS[kind]
         owner = _owner(parts, kind, parsers)
@@ -254,7 +273,7 @@ _ROWS_OF = {EFFECTIVE_LINES: "effective_rows", NUMWORKERS_LINES: "numworkers_row
             HF_DICTS: "dict_rows", DS_STEP_LINES: "step_rows", DS_SAMPLES_LINES: "samples_rows",
             DS_PIPE_LINES: "pipe_rows"}
 #: a kind of read line -> its reader's (the timer kinds share one: 0)
-_READER_OF = np.array([0, 0, *range(2, 11)], dtype=np.int64)
+_READER_OF = np.array([0, 0, *range(2, 12)], dtype=np.int64)
 #: the kinds whose lines' makers put a line into the block's rows of a kind made at their place (where
 #: its events are a row's: the maker returns None), and that kind
 _INTO = {METRICS_LINES: StepRows, HF_DICTS: StepRows, MEMORY_LINES: MemoryRows, EFFECTIVE_LINES: RateRows,
@@ -283,16 +302,59 @@ class EventLines:
 NO_EVENT_LINES = EventLines([], np.zeros(0, dtype=np.int64), {})
 
 
+def _told_nobody(last: int) -> None:
+    """A data rule's rows: no parser reads their counters."""
+
+
+class DataPart:
+    """One data rule's lines of a block read by the core before the block's hooks were found
+    (:mod:`tuimon.engine.data_rows`), taken by :func:`split_rows` as a reader's lines: their starts
+    (ascending) and the values of each (``fields``: a column a field), the rows' running totals and
+    announcement (see :class:`Iterations`), and ``miss(text, start, hits)``, which puts a line the
+    core does not read among the block's hits as the data rule's matches on it."""
+
+    column = DATA_LINES
+    __slots__ = ("starts", "counters", "totals", "fields", "miss", "walked", "announce")
+
+    def __init__(self, starts: list[int], counters: list, totals: list, fields: dict[str, list],
+                 miss: Callable[[str, int, list], None], walked: Optional[Callable] = None,
+                 announce: Optional[str] = None) -> None:
+        self.starts, self.counters, self.totals, self.fields = starts, counters, totals, fields
+        self.miss, self.walked, self.announce = miss, walked, announce
+
+    def spill(self, text: str, hits: list) -> None:
+        """Every line of the part into ``hits`` (the block has rows the part's cannot stand beside)."""
+        for start in self.starts:
+            self.miss(text, start, hits)
+
+    def iterations(self, kept: np.ndarray) -> Iterations:
+        """The rows of the lines starting at ``kept`` (of the part's, ascending: others went to the hits)."""
+        counters, totals, fields = self.counters, self.totals, self.fields
+        if len(kept) != len(self.starts):
+            at = np.searchsorted(np.asarray(self.starts), kept).tolist()
+            counters, totals = [counters[k] for k in at], [totals[k] for k in at]
+            fields = {name: [column[k] for k in at] for name, column in fields.items()}
+        return Iterations((counters, totals, fields), _told_nobody, self.walked, self.announce)
+
+
 class Iterations:
     """A block's iteration lines the core read: their counters, totals and fields (a column a
     field, :meth:`tuimon._core.Records.columns`), and the rows walked so far (line, rank, node,
-    stamp), closed into :class:`IterationRows`."""
+    stamp), closed into :class:`IterationRows`.  A data rule's (:class:`DataPart`) tell no parser
+    their counters (``tells``), may have running totals to take as they are walked (``walked``) and
+    its format's name to say before the first (``announce``)."""
 
-    __slots__ = ("counters", "totals", "fields", "told", "closed", "line", "rank", "node", "wall")
+    __slots__ = ("counters", "totals", "fields", "told", "closed", "line", "rank", "node", "wall", "tells", "walked",
+                 "announce")
 
-    def __init__(self, values: tuple[list, list, dict], told: Any) -> None:
+    def __init__(self, values: tuple[list, list, dict], told: Any, walked: Optional[Callable] = None,
+                 announce: Optional[str] = None) -> None:
         self.counters, self.totals, self.fields = values
         self.told = told  # the parser's method told the last counter walked (its later lines read it)
+        self.tells = told is not _told_nobody
+        # (these rows, the first, their ranks and own stamps) of rows just walked: a data rule's running totals
+        self.walked = walked
+        self.announce = announce
         self.closed = 0  # rows closed already
         self.line: list[int] = []
         self.rank: list[Optional[int]] = []

@@ -1,0 +1,170 @@
+"""A data rule's step lines read by the compiled core into rows (tuimon.engine.data_rows),
+against the Python engine, its oracle: the same events, and the same store.
+
+Generated logs mix a declared format's step lines (llm.c's, modded-nanogpt's built-in ones,
+and a user's with running totals, a stamp-timed step, a constant and two losses) with what
+the core must leave to Python's regex: values only ``to_float``/``to_int`` read, text that is
+not ASCII, another rule on the same line, Megatron's iteration lines in the same block (the
+rows of one block are of one kind), restarts, launcher prefixes and stamps.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests.test_core import _items, _same
+from tuimon.engine import blocks, catalog, native
+from tuimon.engine.data_rows import data_reader
+from tuimon.parsers.columns import IterationRows, expand
+from tuimon.parsers.formats.loops import LLMC, MODDED_NANOGPT
+from tuimon.parsers.schema import compile_builtin, format_from_dict
+
+core = native.core
+
+#: a user's step lines: a launcher prefix and a stamp may lead them; the tokens are a running total,
+#: the step's time comes from the stamps, the batch is a constant, and two losses fill one map
+USER_FORMAT = """name = "steps"
+[[lines]]
+event = "iteration"
+anchor = " aux "
+regex = '^(?:\\d+: )?(?:\\[[-\\d :,]+\\] )?it (?:(?P<iteration>\\d+) )?loss (?P<loss>\\S+) aux (?P<loss_aux>\\S+) tok (?P<consumed_tokens>\\S+)'
+cumulative = ["consumed_tokens"]
+time_from = "stamp"
+set = { global_batch = 8 }
+"""
+
+
+@pytest.fixture
+def user_format(tmp_path):
+    fmt = tmp_path / "steps.toml"
+    fmt.write_text(USER_FORMAT)
+    cat = catalog.load([fmt])
+    assert not cat.errors, cat.errors
+    before = catalog.current()
+    catalog.use(cat)
+    try:
+        yield cat.user[0]
+    finally:
+        catalog.use(before)
+
+
+_LOSS = st.sampled_from(["2.5", "2.5", "0.125", "nan", "1,5", "-0.0", "3e-2", "inf", "x"])
+
+
+@st.composite
+def _line(draw, k: int) -> str:
+    """One line: mostly step lines of the three formats (step ``k``), some of them odd."""
+    kind = draw(st.integers(0, 9))
+    loss = draw(_LOSS)
+    if kind <= 3:  # the user's
+        prefix = draw(st.sampled_from(["", "", "3: ", "12: ", "x: "]))
+        stamp = draw(st.sampled_from(["", f"[2024-05-01 10:{k // 60 % 60:02d}:{k % 60:02d},250] ",
+                                      f"[2024-05-01 10:00:{(99 - k) % 60:02d}] "]))
+        tok = draw(st.sampled_from([str(1000 * k), str(1000 * k), "1,000", "007", str(10 ** 20), "0"]))
+        tail = draw(st.sampled_from(["", "", "", " time (ms) | forward-compute: 1.5", " caf\u00e9", "\x1c"]))
+        step = draw(st.sampled_from([f"{k} ", f"{k} ", f"{k} ", ""]))  # (a line without its step makes no row)
+        return f"{prefix}{stamp}it {step}loss {loss} aux {draw(_LOSS)} tok {tok}{tail}"
+    if kind <= 5:  # llm.c's
+        step = draw(st.sampled_from([str(k), str(k), f"0{k}", ""]))
+        if draw(st.booleans()):
+            return f"s:{step} trl:{loss} lr:0.000{k % 10} norm:{draw(_LOSS)}"
+        return f"s:{step} trl:{loss}"
+    if kind <= 7:  # modded-nanogpt's (its total restarts after the warm-up steps)
+        time = draw(st.sampled_from([150 * k, 150 * k, 3, 10 ** 16]))
+        if draw(st.booleans()):
+            return f"step:{k}/100 train_loss:{loss} train_time:{time}ms step_avg:nanms"
+        return f"step:{k}/100 train_time:{time}ms step_avg:1.5ms"
+    return draw(st.sampled_from([
+        f" iteration {k}/ 100 | elapsed time per iteration (ms): 2500.5 | lm loss: 2.5E+00 |",
+        "num_parameters: 124475904 => bytes: 248951808", "plain noise line", "time (ms) | forward-compute: 2.0",
+        # Megatron-DeepSpeed's rate lines name the iteration of the parser's lines before them, not the rows'
+        "Effective Tera Flops per GPU: 41.2 and total parameters 52.005 B",
+        "NumWorkers: 1; SamplesPerStep: 4; IterationTime: 7.123;  SamplesPerSecond: 0.5512"]))
+
+
+@st.composite
+def _log(draw) -> bytes:
+    lines, k = [], 1
+    for _ in range(draw(st.integers(1, 120))):
+        k = draw(st.sampled_from([k + 1, k + 1, k + 1, k + 2, k, max(1, k - 5)]))  # on, on by two, again, back
+        lines.append(draw(_line(k)).encode())
+    junk = draw(st.sampled_from([b"", b"", b"\xff", b"\xc3"]))
+    if junk:
+        at = draw(st.integers(0, len(lines) - 1))
+        lines[at] = lines[at][:3] + junk + lines[at][3:]
+    return b"\n".join(lines) + b"\n"
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=_log(), read_size=st.sampled_from([64, 1000, 1 << 16]), walk=st.sampled_from([1, 48, 1 << 40]))
+def test_step_lines_give_the_python_engines_events_and_store(data, read_size, walk, tmp_path, monkeypatch,
+                                                              user_format):
+    path = tmp_path / "gen.log"
+    path.write_bytes(data)
+    monkeypatch.setattr(blocks, "BULK_WALK", walk)
+    _same(path, monkeypatch, read_size)
+
+
+def _rows_and_events(path: Path) -> tuple[int, list]:
+    items = _items(path, "core", 1 << 20)[0]
+    return sum(len(item) for item in items if type(item) is IterationRows), expand(items)
+
+
+@pytest.mark.parametrize("walk", [1, 1 << 40], ids=["at-once", "line-by-line"])
+def test_the_core_reads_a_users_steps_with_running_totals_into_rows(walk, tmp_path, monkeypatch, user_format):
+    """The rows are the core's (not events gathered afterwards), and their figures are the format's: the
+    tokens a step from the running total, per rank; the step time from the stamps; the constant; the
+    two losses; the run named by the format before its first step."""
+    monkeypatch.setattr(blocks, "BULK_WALK", walk)
+    lines = []
+    for k in range(1, 201):
+        for rank in (0, 1):
+            lines.append(f"{rank}: [2024-05-01 10:{k * 2 // 60:02d}:{k * 2 % 60:02d}] it {k} loss 2.5 aux 0.5 "
+                         f"tok {1000 * k * (rank + 1)}")
+    path = tmp_path / "run.log"
+    path.write_text("\n".join(lines) + "\n")
+    rows, events = _rows_and_events(path)
+    assert rows == 400, rows
+    assert _same(path, monkeypatch) == 403  # (and the log's start, the run's name, the stats)
+    assert [e.type for e in events[:2]] == ["milestone", "run_config"]
+    first = events[1]
+    assert (first.framework, first.line, first.rank) == ("steps", 1, 0)
+    steps = [e for e in events if e.type == "iteration"]
+    assert [(e.iteration, e.rank) for e in steps[:4]] == [(1, 0), (1, 1), (2, 0), (2, 1)]
+    assert steps[0].consumed_tokens is None and steps[0].elapsed_ms is None  # (no step before them)
+    assert {(e.rank, e.consumed_tokens, e.elapsed_ms) for e in steps[2:]} == {(0, 1000, 2000.0), (1, 2000, 2000.0)}
+    assert {e.global_batch for e in steps} == {8}
+    assert dict(steps[5].losses) == {"loss": 2.5, "aux": 0.5}
+
+
+@pytest.mark.parametrize("fmt", [LLMC, MODDED_NANOGPT], ids=["llm.c", "modded-nanogpt"])
+def test_the_built_in_loops_step_lines_have_a_core_reader(fmt):
+    built = format_from_dict(fmt, "built-in", compile_builtin)
+    steps = [e for e in built.lines if e.event == "iteration"]
+    assert steps and all(data_reader(e, built, False, core) is not None for e in steps)
+    assert all(data_reader(e, built, False, None) is None for e in steps)  # (the Python engine: no core)
+
+
+_STEPS = {"event": "iteration", "anchor": " trl:", "regex": r"^s:(?P<iteration>\d+) trl:(?P<loss>\S+)"}
+
+
+@pytest.mark.parametrize("change", [
+    {"event": "step", "regex": r"^s:(?P<step>\d+) trl:(?P<loss>\S+)"},  # rows stand for iterations alone
+    {"regex": r"s:(?P<iteration>\d+) trl:(?P<loss>\S+)"},  # not anchored: more than one match a line
+    {"regex": r"^s:(?P<iteration>\d+) trl:(?P<loss>\S+)|x"},  # an alternative without the ^
+    {"regex": r"^(?P<rank>\d+): s:(?P<iteration>\d+) trl:(?P<loss>\S+)"},  # the line's rank: Python reads it
+    {"regex": r"^s:(?P<iteration>\d+) trl:(?P<loss>\S++)"},  # the core would read it otherwise than re
+    {"types": {"loss": "si"}},  # a value only Python converts
+    {"types": {"iteration": "float"}},  # a step rounded from a float
+    {"set": {"rank": 3}},  # a constant rank
+    {"cumulative": ["iteration"]},  # the rows' counter a running total
+    {"pairs": r"(?P<name>\w+)=(?P<value>\S+)"},  # pairs are read by Python
+], ids=lambda change: repr(change)[:40])
+def test_a_rule_the_rows_cannot_stand_for_has_no_core_reader(change):
+    fmt = format_from_dict({"name": "x", "lines": [_STEPS]}, "x.toml", compile_builtin)
+    assert data_reader(fmt.lines[0], fmt, False, core) is not None
+    fmt = format_from_dict({"name": "x", "lines": [{**_STEPS, **change}]}, "x.toml", compile_builtin)
+    assert data_reader(fmt.lines[0], fmt, False, core) is None

@@ -1,0 +1,181 @@
+"""A data rule's step lines read by the compiled core into columns, not an event a line.
+
+A declared format's step lines (llm.c's ``s:1 trl:10.9598 lr:0.000002 norm:15.24``,
+modded-nanogpt's ``step:100/1390 train_time:14741ms step_avg:163.79ms``, a user's) were each
+searched by Python's regex, made a dict of fields and an event, and walked alone: 9 us a line,
+a twentieth of perl's speed on such a log.  Here the core searches a block's candidate lines
+with the rule's own regex and reads its groups as the rule's types read them (``FieldLines``'s
+``read_lines``); the lines become a :class:`~tuimon.engine.rows.DataPart`, walked with the
+block's other lines the core read and closed into :class:`~tuimon.parsers.columns.IterationRows`,
+each row the event the Python engine makes of its line (``tests/test_core.py`` holds them to it).
+
+A line the core does not read as Python would (a value only ``to_float``/``to_int`` reads, text
+that is not ASCII, another rule on the line, a line with no step) is read by the Python engine
+as before, in its place.  Only a rule whose events the rows can stand for is read so
+(:func:`data_reader`).
+"""
+from __future__ import annotations
+
+from re import _constants as sre  # type: ignore[attr-defined]
+from re import _parser  # type: ignore[attr-defined]
+from typing import Any, Callable, Optional
+
+import numpy as np
+
+from tuimon.parsers.events import FrozenDict
+from tuimon.parsers.numbers import to_float, to_int
+from tuimon.parsers.schema import Format, LineFormat, Running
+
+from .rows import DataPart, Iterations
+from .user_regex import CorePattern, compiled_in_core
+
+#: the fields a rule's groups fill that stand for the line's own (its frame's): Python reads those
+_OWN = frozenset(("rank", "node", "wall_time"))
+#: the fields IterationRows keeps apart from its ``fields``
+_COUNTERS = ("iteration", "train_iters")
+#: what the core reads a group as: Python's converter -> an int (else a float)
+_READS: dict[Any, bool] = {to_int: True, to_float: False}
+READ = 3  # (FieldLines' verdict on a line it read; 1: Python reads it)
+
+
+class DataReader:
+    """How the core reads one data rule's lines: its ``FieldLines``, and where each value goes
+    ((field, None) or (map field, key), as the rule's plan puts it)."""
+
+    __slots__ = ("lines", "places", "constants", "entry")
+
+    def __init__(self, lines: Any, places: list[tuple[str, Optional[str]]], entry: LineFormat) -> None:
+        self.lines, self.places, self.entry = lines, places, entry
+        self.constants = dict(entry.set)
+
+    def read(self, text: str, starts: list[int]) -> tuple[list[int], dict[str, list], list[int]]:
+        """Of the lines at ``starts``: those the core read (their starts), their values (a
+        column a field: ``iteration``, ``train_iters`` and the event's others, None where a line
+        has none), and those Python's regex reads."""
+        verdicts, values = self.lines.read_lines(text, starts)
+        verdict = np.frombuffer(verdicts, dtype=np.uint8)
+        read = np.flatnonzero(verdict == READ)
+        slow = [starts[k] for k in np.flatnonzero(verdict == 1).tolist()]
+        n = len(read)
+        columns: dict[str, list] = {name: [value] * n for name, value in self.constants.items()}
+        maps: dict[str, list[dict]] = {}
+        for (name, key), column in zip(self.places, values):
+            if key is not None:  # (few lines of a map give more than one key: a dict a row, then frozen)
+                rows = maps.get(name)
+                if rows is None:
+                    rows = maps[name] = [{} for _ in range(n)]
+                for row, value in zip(rows, column):
+                    if value is not None:
+                        row[key] = value
+            elif name in columns:  # a group over a constant: where it took part
+                columns[name] = [c if v is None else v for v, c in zip(column, columns[name])]
+            else:
+                columns[name] = column
+        for name, rows in maps.items():
+            columns[name] = [FrozenDict(row) if row else None for row in rows]
+        if self.entry.time_from and "elapsed_ms" not in columns:
+            columns["elapsed_ms"] = [None] * n
+        found = [starts[k] for k in read.tolist()]
+        steps = columns["iteration"]
+        if None in steps:  # a line without a step makes no row: Python's regex reads it
+            missing = [k for k, step in enumerate(steps) if step is None]
+            slow = sorted(slow + [found[k] for k in missing])
+            keep = [k for k, step in enumerate(steps) if step is not None]
+            found = [found[k] for k in keep]
+            columns = {name: [column[k] for k in keep] for name, column in columns.items()}
+        return found, columns, slow
+
+    def part(self, text: str, starts: list[int], miss: Callable[[str, int, list], None], hits: list,
+             running: Optional[Running], key: Any, announce: Optional[str]) -> Optional[DataPart]:
+        """The lines at ``starts`` as a :class:`DataPart` (None where the core read none), those
+        it leaves put into ``hits`` by ``miss``; ``running``: the engine's running totals, for a rule
+        with ``cumulative`` or ``time_from`` fields (``key``: the rule's in them)."""
+        found, columns, slow = self.read(text, starts)
+        for start in slow:
+            miss(text, start, hits)
+        if not found:
+            return None
+        counters = columns.pop("iteration")
+        totals = columns.pop("train_iters", None) or [None] * len(found)
+        walked = None
+        entry = self.entry
+        if running is not None and (entry.cumulative or entry.time_from):
+            walked = _running_walk(running, entry, key)
+        return DataPart(found, counters, totals, columns, miss, walked, announce)
+
+
+def _running_walk(running: Running, entry: LineFormat, key: Any) -> Callable[[Iterations, int, list, list], None]:
+    """What takes the running totals of rows as they are walked (in line order with the rule's
+    lines Python reads): ``Running.apply`` on each row's fields, as the Python engine applies it to
+    a line's, the results written into the rows' columns (``its.fields``), from row ``first`` on."""
+    names = entry.cumulative
+
+    def walk(its: Iterations, first: int, ranks: list, stamps: list) -> None:
+        counters, columns = its.counters, its.fields
+        totals = [columns[name] for name in names]
+        elapsed = columns["elapsed_ms"] if entry.time_from else None
+        for j, rank, stamp in zip(range(first, first + len(ranks)), ranks, stamps):
+            fields: dict[str, Any] = {"iteration": counters[j]}
+            for name, column in zip(names, totals):
+                if column[j] is not None:
+                    fields[name] = column[j]
+            if elapsed is not None and elapsed[j] is not None:
+                fields["elapsed_ms"] = elapsed[j]
+            running.apply(entry, key, rank, fields, stamp)
+            for name, column in zip(names, totals):
+                column[j] = fields.get(name)
+            if elapsed is not None:
+                elapsed[j] = fields.get("elapsed_ms")
+
+    return walk
+
+
+def data_reader(entry: LineFormat, fmt: Format, user: bool, core: Any) -> Optional[DataReader]:
+    """The core's reader of ``entry``'s lines, where its rows stand for its events; else None:
+
+    * an ``iteration`` entry without ``pairs`` (rows are IterationRows; pairs are Python's);
+    * each group an int or a float as the core reads them (``to_int``, ``to_float``), none of
+      them, nor a constant, the line's rank, node or stamp (its frame's), nor a running total
+      of the step (the rows' counters);
+    * its regex starting with ``^`` (one match a line) and read by the core as ``re`` reads it;
+    * a user's format only where none of its regexes can time out while a block is read (each
+      line regex the core's, no pairs, no blocks): that turns the format off mid-block."""
+    if core is None or entry.event != "iteration" or entry.pairs_pattern is not None:
+        return None
+    if _OWN & set(entry.set) or set(_COUNTERS) & set(entry.cumulative):
+        return None
+    if user and (fmt.blocks or any(not isinstance(e.pattern, CorePattern) or e.pairs_pattern is not None
+                                   for e in fmt.lines)):
+        return None
+    if not _one_a_line(entry.regex):
+        return None
+    regex, _ = compiled_in_core(entry.regex, core)
+    if regex is None:
+        return None
+    number = dict(regex.group_index())
+    groups, ints, places = [], [], []
+    for group, name, key, convert in entry.plan:
+        as_int = _READS.get(convert)
+        if as_int is None or name in _OWN or group not in number:
+            return None
+        groups.append(number[group])
+        if as_int:
+            ints.append(number[group])
+        places.append((name, key))
+    if [convert for _, name, _, convert in entry.plan if name == "iteration"] != [to_int]:
+        return None  # (a row's step: one int group)
+    try:
+        lines = core.FieldLines({"pattern": entry.regex, "line": True, "groups": groups, "ints": ints})
+    except ValueError:
+        return None
+    return DataReader(lines, places, entry)
+
+
+def _one_a_line(source: str) -> bool:
+    """Whether ``source`` starts with ``^`` outside any alternation: in a multi-line regex, one
+    match a line at most, at its start (the Python engine walks a line's matches one after another)."""
+    try:
+        tree = _parser.parse(source)
+    except Exception:
+        return False
+    return len(tree) > 0 and tree[0] == (sre.AT, sre.AT_BEGINNING)
