@@ -95,7 +95,8 @@ def _log(draw) -> bytes:
     if junk:
         at = draw(st.integers(0, len(lines) - 1))
         lines[at] = lines[at][:3] + junk + lines[at][3:]
-    return b"\n".join(lines) + b"\n"
+    end = draw(st.sampled_from([b"\n", b"\n", b"\r\n", b"\r"]))  # (CRLF; a lone CR ends a line too)
+    return end.join(lines) + end
 
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
