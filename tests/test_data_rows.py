@@ -169,3 +169,34 @@ def test_a_rule_the_rows_cannot_stand_for_has_no_core_reader(change):
     assert data_reader(fmt.lines[0], fmt, False, core) is not None
     fmt = format_from_dict({"name": "x", "lines": [{**_STEPS, **change}]}, "x.toml", compile_builtin)
     assert data_reader(fmt.lines[0], fmt, False, core) is None
+
+
+@pytest.mark.parametrize("bound", [4096, 2], ids=["room", "past-the-bound"])
+@pytest.mark.parametrize("read_size", [4096, 1 << 20])
+@pytest.mark.parametrize("walk", [1, 1 << 40], ids=["at-once", "line-by-line"])
+def test_running_totals_taken_a_rank_at_a_time_are_the_python_engines(bound, read_size, walk, tmp_path, monkeypatch,
+                                                                      user_format):
+    """Four ranks' totals interleaved over many blocks: a total that stays, one that goes down (a
+    restart), a step that comes again, stamps a second apart or the same; with room for every rank's
+    base, and with room for two (the other ranks' rows get no step value, never a wrong one)."""
+    from tuimon.engine import data_rows
+    from tuimon.parsers import schema
+
+    monkeypatch.setattr(blocks, "BULK_WALK", walk)
+    monkeypatch.setattr(schema, "MAX_RUNNING", bound)
+    monkeypatch.setattr(data_rows, "MAX_RUNNING", bound)
+    lines, total = [], [0, 0, 0, 0]
+    for k in range(1, 700):
+        step = k - 300 if k > 400 else k  # (back by 300 at 400: a restart)
+        for rank in range(4):
+            total[rank] = 0 if k == 400 else total[rank] + (0 if k % 7 == 0 else 100 * (rank + 1))
+            second = (k // 3) % 60 if rank % 2 else k % 60
+            lines.append(f"{rank}: [2024-05-01 10:{k // 60 % 60:02d}:{second:02d}] it {step - (k % 11 == 0)} "
+                         f"loss 2.5 aux 0.5 tok {total[rank]}")
+    path = tmp_path / "ranks.log"
+    path.write_text("\n".join(lines) + "\n")
+    assert _same(path, monkeypatch, read_size) > 2000
+    rows, events = _rows_and_events(path)
+    assert rows > 2000, rows
+    tokens = {e.consumed_tokens for e in events if e.type == "iteration"}
+    assert {100, 200, 300, 400, 0}.issubset(tokens) if bound > 4 else {100, 200}.issubset(tokens), sorted(tokens)[:9]
