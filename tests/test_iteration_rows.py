@@ -270,3 +270,18 @@ def test_a_block_with_the_core_s_iteration_rows_keeps_its_events():
     assert iteration_runs(events + [core]) == events + [core]
     made = iteration_runs(events)
     assert len(made) == 1 and type(made[0]) is IterationRows and made[0].events() == events
+
+
+_LOSS_NAMES = st.sampled_from(["lm loss", "loss", "reduced train loss", "aux", "z"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.dictionaries(_LOSS_NAMES, st.floats(allow_nan=False), max_size=2), max_size=12),
+       st.sampled_from([(), ("loss",), ("lm loss",), ("reduced train loss", "loss")]), st.booleans())
+def test_primary_losses_of_a_column_are_each_rows_primary_loss(column, everywhere, hole):
+    """The column at once (in C where every row names one name of the list and none an earlier one)
+    is the primary loss row by row, whichever names the rows hold."""
+    from tuimon.store.fields import primary_loss, primary_losses
+
+    column = [{**{name: 1.5 for name in everywhere}, **row} for row in column] + ([None] if hole else [])
+    assert primary_losses(column) == [primary_loss(row) for row in column]

@@ -84,11 +84,15 @@ def primary_loss(losses: Optional[Mapping[str, float]]) -> Optional[float]:
 
 
 def primary_losses(column: list) -> list:
-    """:func:`primary_loss` of each of ``column`` (rows' losses): in C where every row names the
-    first of :data:`_PRIMARY_LOSSES` (Megatron's rows: a call a row was a tenth of their fold)."""
-    first = _PRIMARY_LOSSES[0]
-    if None not in column and all(map(contains, column, repeat(first))):
-        return list(map(getitem, column, repeat(first)))
+    """:func:`primary_loss` of each of ``column`` (rows' losses): in C where every row names one of
+    :data:`_PRIMARY_LOSSES` and none an earlier one (Megatron's rows name the first, llm.c's and a
+    declared format's the second: a call a row was a tenth of their fold)."""
+    if None not in column:
+        for name in _PRIMARY_LOSSES:
+            if all(map(contains, column, repeat(name))):
+                return list(map(getitem, column, repeat(name)))
+            if any(map(contains, column, repeat(name))):
+                break  # (some rows name it, others a later one: a row at a time)
     return list(map(primary_loss, column))
 
 
