@@ -661,3 +661,48 @@ def test_a_clock_two_hours_ahead_raises_one_stalled_alert_at_most(tmp_path, how)
             fh.write(megatron_line(i))
         step(i)
     assert len(stalled) <= 1, [a.message for a in stalled]
+
+
+# -- rolling medians: the compiled core's sliding window against numpy's median of each window --------
+import numpy as np  # noqa: E402
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from tuimon.engine import native  # noqa: E402
+from tuimon.figures import alerts as alert_figures  # noqa: E402
+
+_VALUES = st.lists(st.one_of(st.floats(-1e6, 1e6, allow_nan=False), st.sampled_from([0.0, -0.0, 1.5, 2.0, 1e300])),
+                   max_size=400)
+
+
+def _both(call):
+    """``call()`` with the compiled core, then with numpy alone (the core is required: the README's
+    test command builds it)."""
+    assert native.core is not None, "the compiled core is not built"
+    with_core = call()
+    before = native.use(None)
+    try:
+        return with_core, call()
+    finally:
+        native.use(before)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_VALUES, st.integers(1, 60), st.floats(0.5, 10))
+def test_spike_flags_slid_in_the_core_are_numpys(values, window, k):
+    v = np.array(values, dtype=np.float64)
+    got, want = _both(lambda: alert_figures._spike_flags(v, window, k, min(window, 20)))
+    assert got.tolist() == want.tolist()
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.floats(1e-3, 1e5), max_size=400), st.integers(1, 60), st.integers(1, 60))
+def test_medians_before_and_rolling_medians_slid_in_the_core_are_numpys(values, n, first):
+    v = np.array(values, dtype=np.float64)
+    stop = max(first, len(v) - 3)
+    got, want = _both(lambda: alert_figures._medians_before(v, n, first, stop))
+    assert got.tolist() == want.tolist()
+    if len(v) >= n:
+        got, want = _both(lambda: alert_figures._rolling(v, n, False) or
+                          (np.median(np.lib.stride_tricks.sliding_window_view(v, n), axis=1), None))
+        assert got[0].tolist() == want[0].tolist()

@@ -4,7 +4,7 @@
 from typing import Any, Callable, Optional, final
 
 __all__ = ["Literals", "Records", "LineRegex", "TimerLines", "MetricLines", "MemoryLines", "FieldLines", "Framing",
-           "hf_dicts", "json_indent", "json_lines", "__version__", "SOURCES", "BUILD"]
+           "hf_dicts", "json_indent", "json_lines", "rolling_median", "__version__", "SOURCES", "BUILD"]
 
 #: a reader's declaration, from parsers/ (megatron.CORE_RECORD, CORE_MEMORY, CORE_EFFECTIVE, CORE_NUMWORKERS,
 #: deepspeed.CORE_STEP, CORE_SAMPLES, CORE_PIPE, timers.CORE, torchtitan.CORE_METRICS, prefix.CORE, timestamps.CORE)
@@ -42,6 +42,7 @@ class Framing:
 
 def hf_dicts(text: str, lines: list[tuple[int, int]]) -> tuple[list[int], list[dict[str, float]]]: ...
 def json_indent(compact: str, indent: int) -> str: ...
+def rolling_median(values: bytes, window: int, mad: bool) -> tuple[bytes, bytes]: ...
 def json_lines(events: list[Any], version: int, flat: tuple[type, ...], one: Callable[[Any], str]) -> str: ...
 
 @final

@@ -21,6 +21,7 @@ mod memory;
 mod numbers;
 pub mod prefix;
 pub mod records;
+pub mod rolling;
 pub mod scan;
 pub mod stamp;
 pub mod template;
@@ -1343,6 +1344,20 @@ impl FieldLines {
 
 type FieldColumns = (Vec<u8>, Vec<Vec<Option<fields::Value>>>);
 
+/// The median of each window of `window` values of `values` (the bytes of float64s, finite), and
+/// with `mad` its median absolute deviation, as numpy's `np.median` gives them
+/// (`core/src/rolling.rs`): bytes of float64s, one a window (`tuimon/figures/alerts.py`).
+#[pyfunction]
+fn rolling_median(py: Python<'_>, values: &[u8], window: usize, mad: bool) -> PyResult<(Vec<u8>, Vec<u8>)> {
+    if !values.len().is_multiple_of(8) {
+        return Err(pyo3::exceptions::PyValueError::new_err("values must be float64s"));
+    }
+    let numbers: Vec<f64> = values.chunks_exact(8).map(|b| f64::from_ne_bytes(b.try_into().expect("8 bytes"))).collect();
+    let (meds, mads) = py.detach(|| rolling::rolling(&numbers, window, mad));
+    let bytes = |v: Vec<f64>| v.iter().flat_map(|x| x.to_ne_bytes()).collect::<Vec<u8>>();
+    Ok((bytes(meds), bytes(mads)))
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Literals>()?;
@@ -1356,6 +1371,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(hf_dicts, m)?)?;
     m.add_function(wrap_pyfunction!(json_indent, m)?)?;
     m.add_function(wrap_pyfunction!(json_lines, m)?)?;
+    m.add_function(wrap_pyfunction!(rolling_median, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     // the sources it was built from (build.rs): a checkout's Python compares them with its core/src
     m.add("SOURCES", env!("TUIMON_CORE_SOURCES"))?;
