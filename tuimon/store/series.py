@@ -19,6 +19,7 @@ point (a figure over a whole log stays exact).
 """
 from __future__ import annotations
 
+from functools import lru_cache
 from operator import attrgetter
 from typing import Any, Optional, Sequence
 
@@ -147,8 +148,12 @@ class PointPlan:
 
 
 
+@lru_cache(maxsize=None)
 def point_plan(event_type: str) -> PointPlan:
-    """How an event of ``event_type`` fills a point (from the field registry)."""
+    """How an event of ``event_type`` fills a point (from the field registry): one plan a type, so
+    that a series staging the iteration rows' points and an iteration event's (the records after an
+    evaluation) stages them together (another plan makes the staged points first: 970 flushes of a
+    few hundred points each, a fifth of the store's time on an llm.c log of 10 MB, evaluated every 250)."""
     getters = dict(getters_for(event_type))
     return PointPlan(getters.get("iteration"),
                      tuple((k, getters[key]) for k, key in enumerate(_FLOAT_KEYS) if key in getters))
