@@ -25,7 +25,8 @@ from tuimon.parsers.schema import compile_builtin, format_from_dict
 core = native.core
 
 #: a user's step lines: a launcher prefix and a stamp may lead them; the tokens are a running total,
-#: the step's time comes from the stamps, the batch is a constant, and two losses fill one map
+#: the step's time comes from the stamps, the batch is a constant, and two losses fill one map; and
+#: nanotron's (the README's example, not anchored: a line may hold two), its numbers with SI suffixes
 USER_FORMAT = """name = "steps"
 [[lines]]
 event = "iteration"
@@ -34,6 +35,13 @@ regex = '^(?:\\d+: )?(?:\\[[-\\d :,]+\\] )?it (?:(?P<iteration>\\d+) )?loss (?P<
 cumulative = ["consumed_tokens"]
 time_from = "stamp"
 set = { global_batch = 8 }
+
+[[lines]]
+event = "iteration"
+anchor = "iteration: "
+regex = 'iteration: (?P<iteration>\\d+) / (?P<train_iters>\\d+) \\| consumed_tokens: (?P<consumed_tokens>\\S+) \\| time_per_iteration_ms: (?P<elapsed_ms>\\S+) \\| .*?lm_loss: (?P<loss>\\S+)'
+types = { consumed_tokens = "si", elapsed_ms = "si" }
+cumulative = ["consumed_tokens"]
 """
 
 
@@ -57,8 +65,15 @@ _LOSS = st.sampled_from(["2.5", "2.5", "0.125", "nan", "1,5", "-0.0", "3e-2", "i
 @st.composite
 def _line(draw, k: int) -> str:
     """One line: mostly step lines of the three formats (step ``k``), some of them odd."""
-    kind = draw(st.integers(0, 9))
+    kind = draw(st.integers(0, 11))
     loss = draw(_LOSS)
+    if kind >= 10:  # nanotron's
+        tok = draw(st.sampled_from([f"{k * 1.31:.2f}M", f"{k * 131}K", f"{k * 1000}", "1,5M", "inf", "2.5.1K", "7G"]))
+        line = (f"iteration: {k} / 100 | consumed_tokens: {tok} | time_per_iteration_ms: "
+                f"{draw(st.sampled_from(['1.23K', '1230', 'x', '1e3', '-5K']))} | global_batch_size: 131K | lm_loss: "
+                f"{loss} | lr: 0.0003")
+        return draw(st.sampled_from(["", "12/05 14:03:11 [INFO|DP=0|PP=0|TP=0|nid001234]: ", "3: "])) + line + \
+            draw(st.sampled_from(["", "", " | " + line.replace(f"iteration: {k} ", f"iteration: {k + 1} ")]))
     if kind <= 3:  # the user's
         prefix = draw(st.sampled_from(["", "", "3: ", "12: ", "x: "]))
         stamp = draw(st.sampled_from(["", f"[2024-05-01 10:{k // 60 % 60:02d}:{k % 60:02d},250] ",
@@ -154,11 +169,10 @@ _STEPS = {"event": "iteration", "anchor": " trl:", "regex": r"^s:(?P<iteration>\
 
 @pytest.mark.parametrize("change", [
     {"event": "step", "regex": r"^s:(?P<step>\d+) trl:(?P<loss>\S+)"},  # rows stand for iterations alone
-    {"regex": r"s:(?P<iteration>\d+) trl:(?P<loss>\S+)"},  # not anchored: more than one match a line
-    {"regex": r"^s:(?P<iteration>\d+) trl:(?P<loss>\S+)|x"},  # an alternative without the ^
     {"regex": r"^(?P<rank>\d+): s:(?P<iteration>\d+) trl:(?P<loss>\S+)"},  # the line's rank: Python reads it
     {"regex": r"^s:(?P<iteration>\d+) trl:(?P<loss>\S++)"},  # the core would read it otherwise than re
-    {"types": {"loss": "si"}},  # a value only Python converts
+    {"types": {"loss": "percent"}},  # a value only Python converts
+    {"types": {"iteration": "si"}},  # a step read as another type (then rounded)
     {"types": {"iteration": "float"}},  # a step rounded from a float
     {"set": {"rank": 3}},  # a constant rank
     {"cumulative": ["iteration"]},  # the rows' counter a running total
@@ -200,3 +214,21 @@ def test_running_totals_taken_a_rank_at_a_time_are_the_python_engines(bound, rea
     assert rows > 2000, rows
     tokens = {e.consumed_tokens for e in events if e.type == "iteration"}
     assert {100, 200, 300, 400, 0}.issubset(tokens) if bound > 4 else {100, 200}.issubset(tokens), sorted(tokens)[:9]
+
+
+def test_the_core_reads_nanotrons_lines_si_numbers_and_all(tmp_path, monkeypatch, user_format):
+    """The README's example format (not anchored, numbers with SI suffixes, a running total of an int
+    field read as SI and rounded): rows, the Python engine's events; a line holding two matches is
+    left to Python, which makes two events of it."""
+    lines = [f"12/05 14:03:{k % 60:02d} [INFO|DP=0|PP=0|TP=0|nid001234]: iteration: {k} / 300 | consumed_tokens: "
+             f"{k * 0.131:.3f}M | time_per_iteration_ms: 1.23K | tokens_per_sec: 107K | lm_loss: 9.51 | lr: 0.0003"
+             for k in range(1, 301)]
+    lines[150] += " | iteration: 999 / 300 | consumed_tokens: 1K | time_per_iteration_ms: 5 | lm_loss: 1.0"
+    path = tmp_path / "nanotron.log"
+    path.write_text("\n".join(lines) + "\n")
+    rows, events = _rows_and_events(path)
+    assert rows == 299, rows  # (the line of two matches: its events are Python's)
+    assert _same(path, monkeypatch) > 300
+    steps = [e for e in events if e.type == "iteration"]
+    assert [e.iteration for e in steps[150:153]] == [151, 999, 152]
+    assert (steps[5].consumed_tokens, steps[5].elapsed_ms, steps[5].train_iters) == (131000, 1230.0, 300)

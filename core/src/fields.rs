@@ -14,11 +14,19 @@ pub enum Value {
     I(i64),
 }
 
+/// How a group is read: as `to_float`, `to_int` or a format's `si` type read it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Kind {
+    Float,
+    Int,
+    Si,
+}
+
 /// A group read, and how.
 #[derive(Clone, Copy, Debug)]
 pub struct Group {
     pub number: usize,
-    pub int: bool,
+    pub kind: Kind,
 }
 
 /// A pattern (read by its template where it has one: see `template`) and its groups read.
@@ -45,6 +53,9 @@ impl Reading {
 #[derive(Debug)]
 pub struct Fields {
     pub main: Reading,
+    /// a line holding a second match after the first is the hook's (a data rule's lines: Python's
+    /// engine makes an event of each match)
+    pub once: bool,
     pub hook_if: Option<regex::Regex>,
     pub tag: Option<Reading>,
     pub then: Option<Reading>,
@@ -78,6 +89,27 @@ fn plain_int(text: &str) -> Option<i64> {
     numbers::fast_int(text).filter(|_| b.iter().all(u8::is_ascii_digit))
 }
 
+/// A number with an SI suffix as the `si` type reads it (`parsers.schema._si`: the number as
+/// `to_float` reads it, times 1e3 for `K`...), for a plain number and one suffix letter alone
+/// (`1.31M`, `107K`, `104`): None, ask Python.
+fn si(text: &str) -> Option<f64> {
+    let (number, scale) = match text.as_bytes().last()? {
+        b'K' => (&text[..text.len() - 1], 1e3),
+        b'M' => (&text[..text.len() - 1], 1e6),
+        b'B' | b'G' => (&text[..text.len() - 1], 1e9),
+        b'T' => (&text[..text.len() - 1], 1e12),
+        b'P' => (&text[..text.len() - 1], 1e15),
+        _ => (text, 1.0),
+    };
+    let b = number.as_bytes();
+    let lead = b.first().copied()?;
+    if !(lead.is_ascii_digit() || lead == b'.' || lead == b'-' || lead == b'+')
+        || !b.iter().all(|c| c.is_ascii_digit() || b"+-.eE".contains(c)) {
+        return None;
+    }
+    numbers::fast_float(number).map(|v| v * scale)
+}
+
 /// `groups` of the match in `s` appended to `out`; false where one is a value only Python reads.
 fn take(body: &str, s: &Groups, groups: &[Group], out: &mut Vec<Option<Value>>) -> bool {
     for g in groups {
@@ -85,7 +117,11 @@ fn take(body: &str, s: &Groups, groups: &[Group], out: &mut Vec<Option<Value>>) 
             None => out.push(None),
             Some((a, z)) => {
                 let text = &body[a..z];
-                let value = if g.int { plain_int(text).map(Value::I) } else { numbers::fast_float(text).map(Value::F) };
+                let value = match g.kind {
+                    Kind::Int => plain_int(text).map(Value::I),
+                    Kind::Float => numbers::fast_float(text).map(Value::F),
+                    Kind::Si => si(text).map(Value::F),
+                };
                 match value {
                     Some(v) => out.push(Some(v)),
                     None => return false,
@@ -111,9 +147,15 @@ impl Fields {
         if self.hook_if.as_ref().is_some_and(|p| p.is_match(body)) {
             return Verdict::Hook;
         }
-        let Some((_, end)) = self.main.pattern.captures_at(body, 0, &mut s.main) else {
+        let Some((start, end)) = self.main.pattern.captures_at(body, 0, &mut s.main) else {
             return Verdict::Nothing;
         };
+        if self.once {  // (where `re` searches on from: past an empty match by one)
+            let next = if end > start { end } else { end + 1 };
+            if next <= body.len() && self.main.pattern.regex.is_match_at(body, next) {
+                return Verdict::Hook;
+            }
+        }
         let mut values = Vec::with_capacity(self.main.groups.len() + 3);
         if !take(body, &s.main, &self.main.groups, &mut values) {
             return Verdict::Hook;
@@ -145,7 +187,9 @@ mod tests {
     use super::*;
 
     fn reading(pattern: &str, groups: &[(usize, bool)]) -> Reading {
-        Reading::new(regex::Regex::new(pattern).unwrap(), groups.iter().map(|&(number, int)| Group { number, int }).collect())
+        Reading::new(regex::Regex::new(pattern).unwrap(),
+                     groups.iter().map(|&(number, int)| Group { number, kind: if int { Kind::Int } else { Kind::Float } })
+                         .collect())
     }
 
     fn read(f: &Fields, body: &str) -> Verdict {
@@ -155,7 +199,7 @@ mod tests {
     // (test data: a made-up line shape, not any format's)
     #[test]
     fn groups_tag_and_then() {
-        let f = Fields { main: reading(r"n=(\d+) x=(\S+)", &[(1, true), (2, false)]),
+        let f = Fields { main: reading(r"n=(\d+) x=(\S+)", &[(1, true), (2, false)]), once: false,
                          hook_if: Some(regex::Regex::new(r"old").unwrap()),
                          tag: Some(reading(r"<(\d+)>", &[])),
                          then: Some(reading(r"m=(\S+)", &[(1, false)])) };
@@ -172,5 +216,20 @@ mod tests {
         assert_eq!(read(&f, "n=1234567890123456789 x=1"), Verdict::Hook);
         assert_eq!(read(&f, "n=0 x=1 m=1x"), Verdict::Hook);
         assert_eq!(read(&f, "n=0 x=1"), Verdict::Read(vec![Some(Value::I(0)), Some(Value::F(1.0)), None, None]));
+    }
+
+    #[test]
+    fn once_leaves_a_line_of_two_matches_and_si_reads_a_suffix() {
+        let mut main = reading(r"n=(\d+) x=(\S+)", &[(1, true), (2, false)]);
+        main.groups[1].kind = Kind::Si;
+        let f = Fields { main, once: true, hook_if: None, tag: None, then: None };
+        assert_eq!(read(&f, "n=1 x=1.31M"), Verdict::Read(vec![Some(Value::I(1)), Some(Value::F(1.31 * 1e6))]));
+        assert_eq!(read(&f, "n=1 x=107K n=2"), Verdict::Read(vec![Some(Value::I(1)), Some(Value::F(107e3))]));
+        assert_eq!(read(&f, "n=1 x=104 n=2 x=5"), Verdict::Hook);  // a second match: Python's
+        for odd in ["1.3Mx", "M", "inf", "1,5K", "1..5", "K5"] {
+            assert_eq!(read(&f, &format!("n=1 x={odd}")), Verdict::Hook, "{odd}");
+        }
+        assert_eq!(si("-2.5e3G"), Some(-2.5e3 * 1e9));
+        assert_eq!(si(".5T"), Some(0.5 * 1e12));
     }
 }

@@ -1246,10 +1246,13 @@ fn reading(declaration: &Bound<'_, PyDict>) -> PyResult<fields::Reading> {
     let pattern = if lines { compile_line(&source)? } else { compile(&source)? };
     let numbers: Vec<usize> = item(declaration, "groups")?;
     let ints: Vec<usize> = optional(declaration, "ints")?.unwrap_or_default();
-    if let Some(&g) = numbers.iter().chain(&ints).find(|&&g| g == 0 || g >= pattern.captures_len()) {
+    let si: Vec<usize> = optional(declaration, "si")?.unwrap_or_default();
+    if let Some(&g) = numbers.iter().chain(&ints).chain(&si).find(|&&g| g == 0 || g >= pattern.captures_len()) {
         return Err(pyo3::exceptions::PyValueError::new_err(format!("the pattern has no group {g}")));
     }
-    let groups = numbers.iter().map(|&number| fields::Group { number, int: ints.contains(&number) }).collect();
+    let kind = |number: &usize| if ints.contains(number) { fields::Kind::Int }
+                                else if si.contains(number) { fields::Kind::Si } else { fields::Kind::Float };
+    let groups = numbers.iter().map(|number| fields::Group { number: *number, kind: kind(number) }).collect();
     Ok(if lines { fields::Reading::of_line(pattern, groups) } else { fields::Reading::new(pattern, groups) })
 }
 
@@ -1265,8 +1268,9 @@ fn optional<'py, T: FromPyObjectOwned<'py>>(declaration: &Bound<'py, PyDict>, ke
 impl FieldLines {
     /// `declaration`: `pattern` (searched in a line's body, as `re.search` does; with `line`, a
     /// format's line regex, multi-line, searched in the whole line by `read_lines`) and `groups` (the
-    /// numbers of the groups read, each as `to_float` reads it; those in `ints` as `to_int` does);
-    /// optionally `hook_if` (a pattern: a line it is found in goes to the hook), `tag` (a pattern
+    /// numbers of the groups read, each as `to_float` reads it; those in `ints` as `to_int` does, those
+    /// in `si` as a format's `si` type does); optionally `once` (a line holding a second match after
+    /// the first is the hook's), `hook_if` (a pattern: a line it is found in goes to the hook), `tag` (a pattern
     /// whose group 1, an int, is read after the groups; None where it is not found) and `then` (a
     /// declaration of `pattern` and `groups` searched from the end of the match; its values come
     /// last, None where it is not found).
@@ -1280,7 +1284,8 @@ impl FieldLines {
         }
         let tag = tag.map(|pattern| fields::Reading::new(pattern, Vec::new()));
         let then = optional::<Bound<'_, PyDict>>(declaration, "then")?.map(|d| reading(&d)).transpose()?;
-        Ok(FieldLines { fields: fields::Fields { main, hook_if, tag, then } })
+        let once = optional::<bool>(declaration, "once")?.unwrap_or(false);
+        Ok(FieldLines { fields: fields::Fields { main, once, hook_if, tag, then } })
     }
 
     /// The lines `(body start, end)` of `text` (character offsets, plain ASCII bodies): per line

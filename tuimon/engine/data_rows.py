@@ -16,15 +16,14 @@ as before, in its place.  Only a rule whose events the rows can stand for is rea
 """
 from __future__ import annotations
 
-from re import _constants as sre  # type: ignore[attr-defined]
-from re import _parser  # type: ignore[attr-defined]
+import math
 from typing import Any, Callable, Optional
 
 import numpy as np
 
 from tuimon.parsers.events import FrozenDict
 from tuimon.parsers.numbers import to_float, to_int
-from tuimon.parsers.schema import MAX_RUNNING, Format, LineFormat, Running, _per_step
+from tuimon.parsers.schema import CONVERTERS, MAX_RUNNING, Format, LineFormat, Running, _per_step
 
 from .rows import DataPart, Iterations
 from .user_regex import CorePattern, compiled_in_core
@@ -33,8 +32,8 @@ from .user_regex import CorePattern, compiled_in_core
 _OWN = frozenset(("rank", "node", "wall_time"))
 #: the fields IterationRows keeps apart from its ``fields``
 _COUNTERS = ("iteration", "train_iters")
-#: what the core reads a group as: Python's converter -> an int (else a float)
-_READS: dict[Any, bool] = {to_int: True, to_float: False}
+#: what the core reads a group as: Python's converter -> the core's kind (FieldLines' declaration)
+_READS: dict[Any, str] = {to_int: "ints", to_float: "floats", CONVERTERS["si"]: "si"}
 READ = 3  # (FieldLines' verdict on a line it read; 1: Python reads it)
 
 
@@ -42,11 +41,13 @@ class DataReader:
     """How the core reads one data rule's lines: its ``FieldLines``, and where each value goes
     ((field, None) or (map field, key), as the rule's plan puts it)."""
 
-    __slots__ = ("lines", "places", "constants", "entry")
+    __slots__ = ("lines", "places", "constants", "entry", "whole")
 
-    def __init__(self, lines: Any, places: list[tuple[str, Optional[str]]], entry: LineFormat) -> None:
+    def __init__(self, lines: Any, places: list[tuple[str, Optional[str]]], entry: LineFormat,
+                 whole: frozenset[str] = frozenset()) -> None:
         self.lines, self.places, self.entry = lines, places, entry
         self.constants = dict(entry.set)
+        self.whole = whole  # int fields read as numbers of another type: rounded, as the type's to_whole rounds
 
     def read(self, text: str, starts: list[int]) -> tuple[list[int], dict[str, list], list[int]]:
         """Of the lines at ``starts``: those the core read (their starts), their values (a
@@ -60,6 +61,8 @@ class DataReader:
         columns: dict[str, list] = {name: [value] * n for name, value in self.constants.items()}
         maps: dict[str, list[dict]] = {}
         for (name, key), column in zip(self.places, values):
+            if name in self.whole:
+                column = [None if v is None or not math.isfinite(v) else int(round(v)) for v in column]
             if key is not None:  # (few lines of a map give more than one key: a dict a row, then frozen)
                 rows = maps.get(name)
                 if rows is None:
@@ -228,10 +231,11 @@ def data_reader(entry: LineFormat, fmt: Format, user: bool, core: Any) -> Option
     """The core's reader of ``entry``'s lines, where its rows stand for its events; else None:
 
     * an ``iteration`` entry without ``pairs`` (rows are IterationRows; pairs are Python's);
-    * each group an int or a float as the core reads them (``to_int``, ``to_float``), none of
-      them, nor a constant, the line's rank, node or stamp (its frame's), nor a running total
-      of the step (the rows' counters);
-    * its regex starting with ``^`` (one match a line) and read by the core as ``re`` reads it;
+    * each group an int, a float or an ``si`` number as the core reads them (``to_int``,
+      ``to_float``, the ``si`` type), none of them, nor a constant, the line's rank, node or
+      stamp (its frame's), nor a running total of the step (the rows' counters);
+    * its regex read by the core as ``re`` reads it (a line holding a second match, of which
+      the Python engine makes a second event, is left to it);
     * a user's format only where none of its regexes can time out while a block is read (each
       line regex the core's, no pairs, no blocks): that turns the format off mid-block."""
     if core is None or entry.event != "iteration" or entry.pairs_pattern is not None:
@@ -241,35 +245,30 @@ def data_reader(entry: LineFormat, fmt: Format, user: bool, core: Any) -> Option
     if user and (fmt.blocks or any(not isinstance(e.pattern, CorePattern) or e.pairs_pattern is not None
                                    for e in fmt.lines)):
         return None
-    if not _one_a_line(entry.regex):
-        return None
     regex, _ = compiled_in_core(entry.regex, core)
     if regex is None:
         return None
     number = dict(regex.group_index())
-    groups, ints, places = [], [], []
+    groups: list[int] = []
+    kinds: dict[str, list[int]] = {"ints": [], "floats": [], "si": []}
+    places = []
+    whole = set()
     for group, name, key, convert in entry.plan:
-        as_int = _READS.get(convert)
-        if as_int is None or name in _OWN or group not in number:
+        rounded = getattr(convert, "whole_of", None)  # (an int field of a float type: read, then rounded)
+        if rounded is not None:
+            whole.add(name)
+        kind = _READS.get(rounded or convert)
+        if kind is None or name in _OWN or group not in number or (rounded is not None and kind == "ints"):
             return None
         groups.append(number[group])
-        if as_int:
-            ints.append(number[group])
+        kinds[kind].append(number[group])
         places.append((name, key))
     if [convert for _, name, _, convert in entry.plan if name == "iteration"] != [to_int]:
         return None  # (a row's step: one int group)
     try:
-        lines = core.FieldLines({"pattern": entry.regex, "line": True, "groups": groups, "ints": ints})
+        lines = core.FieldLines({"pattern": entry.regex, "line": True, "once": True, "groups": groups,
+                                 "ints": kinds["ints"], "si": kinds["si"]})
     except ValueError:
         return None
-    return DataReader(lines, places, entry)
+    return DataReader(lines, places, entry, frozenset(whole))
 
-
-def _one_a_line(source: str) -> bool:
-    """Whether ``source`` starts with ``^`` outside any alternation: in a multi-line regex, one
-    match a line at most, at its start (the Python engine walks a line's matches one after another)."""
-    try:
-        tree = _parser.parse(source)
-    except Exception:
-        return False
-    return len(tree) > 0 and tree[0] == (sre.AT, sre.AT_BEGINNING)

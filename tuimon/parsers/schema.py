@@ -462,6 +462,7 @@ def _typed(kind: str, target: str) -> Callable[[str], Any]:
         def to_whole(text: str) -> Optional[int]:
             value = convert(text)
             return int(round(value)) if value is not None and math.isfinite(value) else None
+        to_whole.whole_of = convert  # type: ignore[attr-defined]  # (what the compiled core reads, then rounds)
         return to_whole
     if target == "bool":
         def to_bool(text: str) -> Optional[bool]:
