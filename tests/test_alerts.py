@@ -688,21 +688,32 @@ def _both(call):
 
 
 @settings(max_examples=300, deadline=None)
-@given(_VALUES, st.integers(1, 60), st.floats(0.5, 10))
-def test_spike_flags_slid_in_the_core_are_numpys(values, window, k):
+@given(_VALUES, st.integers(1, 60), st.floats(0.5, 10), st.sampled_from([1, 7, 1 << 16]))
+def test_spike_flags_slid_in_the_core_are_numpys(values, window, k, chunk):
+    """(in chunks of windows, as a long series is slid: one window, a few, all at once)"""
     v = np.array(values, dtype=np.float64)
-    got, want = _both(lambda: alert_figures._spike_flags(v, window, k, min(window, 20)))
+    before, alert_figures._CHUNK = alert_figures._CHUNK, chunk
+    try:
+        got, want = _both(lambda: alert_figures._spike_flags(v, window, k, min(window, 20)))
+    finally:
+        alert_figures._CHUNK = before
     assert got.tolist() == want.tolist()
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.floats(1e-3, 1e5), max_size=400), st.integers(1, 60), st.integers(1, 60))
-def test_medians_before_and_rolling_medians_slid_in_the_core_are_numpys(values, n, first):
+@given(st.lists(st.floats(1e-3, 1e5), max_size=400), st.integers(1, 60), st.integers(1, 60),
+       st.sampled_from([1, 7, 1 << 16]))
+def test_medians_before_and_rolling_medians_slid_in_the_core_are_numpys(values, n, first, chunk):
     v = np.array(values, dtype=np.float64)
     stop = max(first, len(v) - 3)
-    got, want = _both(lambda: alert_figures._medians_before(v, n, first, stop))
-    assert got.tolist() == want.tolist()
-    if len(v) >= n:
-        got, want = _both(lambda: alert_figures._rolling(v, n, False) or
-                          (np.median(np.lib.stride_tricks.sliding_window_view(v, n), axis=1), None))
-        assert got[0].tolist() == want[0].tolist()
+    before, alert_figures._CHUNK = alert_figures._CHUNK, chunk
+    try:
+        got, want = _both(lambda: alert_figures._medians_before(v, n, first, stop))
+        assert got.tolist() == want.tolist()
+        if len(v) >= n:
+            got, want = _both(lambda: alert_figures._rolling(v, n, True) or (
+                np.median(windows := np.lib.stride_tricks.sliding_window_view(v, n), axis=1),
+                np.median(np.abs(windows - np.median(windows, axis=1)[:, None]), axis=1)))
+            assert got[0].tolist() == want[0].tolist() and got[1].tolist() == want[1].tolist()
+    finally:
+        alert_figures._CHUNK = before

@@ -337,13 +337,14 @@ def _spike_flags(v: np.ndarray, window: int, k: float, least: int) -> np.ndarray
     flags = np.zeros(n, dtype=bool)
     for j in range(least, min(n, window)):  # the first points: a window still filling
         flags[j] = _above(v[j], v[:j], k)
-    if n > window:
-        rolled = _rolling(v[:-1], window, True)  # window i: the points before i+window
-        if rolled is not None:
-            med, mad = rolled
+    if n > window and _slides():
+        for start in range(0, n - window, _CHUNK):  # window i: the points before i+window (chunks bound the memory)
+            end = min(n - window, start + _CHUNK)
+            med, mad = _rolling(v[start:end + window - 1], window, True)  # type: ignore[misc]
             mad = np.maximum(mad, _MAD_FLOOR * np.abs(med))
-            flags[window:] = (v[window:] > med + k * mad) & (mad > 0)
-            return flags
+            flags[window + start:window + end] = (v[window + start:window + end] > med + k * mad) & (mad > 0)
+        return flags
+    if n > window:
         windows = np.lib.stride_tricks.sliding_window_view(v[:-1], window)
         for start in range(0, windows.shape[0], 8192):  # chunks bound the memory of the deviations
             chunk = windows[start:start + 8192]
@@ -355,17 +356,36 @@ def _spike_flags(v: np.ndarray, window: int, k: float, least: int) -> np.ndarray
     return flags
 
 
+_CHUNK = 1 << 16  # windows slid at once: a series of 24 million points held 16 bytes a point more at once
+
+
+def _slides() -> bool:
+    """Whether the compiled core slides the windows (:func:`_rolling`), else numpy partitions each."""
+    from ..engine import native
+
+    return native.core is not None
+
+
 def _rolling(v: np.ndarray, window: int, mad: bool) -> Optional[tuple[np.ndarray, np.ndarray]]:
     """The median of each window of ``v`` (finite), and with ``mad`` each one's median absolute
-    deviation, as ``np.median`` gives them, by the compiled core's sliding window: numpy partitions
-    each window afresh (1.5 us a point for windows of 50: most of ``tuimon events`` on an llm.c log).
-    None without the core (the caller asks numpy)."""
+    deviation (else an empty array), as ``np.median`` gives them, by the compiled core's sliding
+    window, :data:`_CHUNK` windows at a time (what crosses to the core and back is a chunk's): numpy
+    partitions each window afresh (1.5 us a point for windows of 50: most of ``tuimon events`` on an
+    llm.c log). None without the core (the caller asks numpy)."""
     from ..engine import native
 
     if native.core is None:
         return None
-    med, dev = native.core.rolling_median(np.ascontiguousarray(v, dtype=np.float64).tobytes(), window, mad)
-    return np.frombuffer(med, dtype=np.float64), np.frombuffer(dev, dtype=np.float64)
+    count = max(0, v.size - window + 1)
+    med, dev = np.empty(count), np.empty(count if mad else 0)
+    for start in range(0, count, _CHUNK):
+        end = min(count, start + _CHUNK)
+        got = native.core.rolling_median(np.ascontiguousarray(v[start:end + window - 1], dtype=np.float64).tobytes(),
+                                         window, mad)
+        med[start:end] = np.frombuffer(got[0], dtype=np.float64)
+        if mad:
+            dev[start:end] = np.frombuffer(got[1], dtype=np.float64)
+    return med, dev
 
 
 def _above(x: float, before: np.ndarray, k: float) -> bool:
