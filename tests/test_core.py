@@ -861,6 +861,12 @@ def test_formats_check_says_which_engine_runs_each_entry(tmp_path):
                        cwd=ROOT)
     assert r.returncode == 0, r.stderr
     assert "compiled core" in r.stdout and "look-around" in r.stdout, r.stdout
+    assert "columns" not in r.stdout, r.stdout  # (step events are not read into rows)
+    fmt.write_text('name = "rows"\n[[lines]]\nevent = "iteration"\nregex = \'step (?P<iteration>\\d+) loss (?P<loss>\\S+)\'\n'
+                   'samples = [{ line = "step 3 loss 2.5", expect = { iteration = 3, loss = 2.5 } }]\n')
+    r = subprocess.run([sys.executable, "-m", "tuimon", "formats", "check", str(fmt)], capture_output=True, text=True,
+                       cwd=ROOT)
+    assert r.returncode == 0 and "read into columns" in r.stdout, (r.stdout, r.stderr)
 
 
 _JSON = st.recursive(

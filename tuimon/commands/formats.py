@@ -78,7 +78,7 @@ def _check(files: list[str]) -> int:
         for k, entry in enumerate(fmt.lines):
             given = entry_fields(entry)
             print(sanitize(f"  lines[{k}]: {entry.event}: gives {', '.join(given) or 'no field'}; feeds "
-                           f"{', '.join(figures_fed(entry.event, given)) or 'no figure'}; {_engine_of(entry)}"))
+                           f"{', '.join(figures_fed(entry.event, given)) or 'no figure'}; {_engine_of(entry, fmt)}"))
         for k, block in enumerate(fmt.blocks):
             given = list(dict.fromkeys(block.keys.values()))
             print(sanitize(f"  blocks[{k}]: {block.event}: gives {', '.join(given) or 'no field'}; feeds "
@@ -119,12 +119,17 @@ def _engine_of_regex(regex: str) -> str:
     return f"read by Python's regex, {USER_REGEX_TIMEOUT_S:g} s a search at most ({reason})"
 
 
-def _engine_of(entry) -> str:
-    """Which engine runs an entry's line regex, and why not the compiled core."""
+def _engine_of(entry, fmt) -> str:
+    """Which engine runs an entry's line regex, and why not the compiled core; whether the core
+    reads its lines into columns (tuimon.engine.data_rows: several times faster)."""
+    from ..engine import native
+    from ..engine.data_rows import data_reader
     from ..engine.user_regex import CorePattern, core_reason
 
     if isinstance(entry.pattern, CorePattern):
-        return "run by the compiled core (linear time; a line that is not ASCII goes to Python's regex)"
+        rows = "; its lines read into columns there (a line of two matches, or a value only Python reads, goes to " \
+               "Python)" if data_reader(entry, fmt, True, native.core) is not None else ""
+        return f"run by the compiled core (linear time; a line that is not ASCII goes to Python's regex){rows}"
     return f"run by Python's regex, {USER_REGEX_TIMEOUT_S:g} s a search at most ({core_reason(entry.regex)})"
 
 
