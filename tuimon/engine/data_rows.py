@@ -7,11 +7,12 @@ a twentieth of perl's speed on such a log.  Here the core searches a block's can
 with the rule's own regex and reads its groups as the rule's types read them (``FieldLines``'s
 ``read_lines``); the lines become a :class:`~tuimon.engine.rows.DataPart`, walked with the
 block's other lines the core read and closed into :class:`~tuimon.parsers.columns.IterationRows`,
-each row the event the Python engine makes of its line (``tests/test_core.py`` holds them to it).
+each row the event the Python engine makes of its line (``tests/test_data_rows.py`` and
+``tests/test_core.py`` hold them to it).
 
 A line the core does not read as Python would (a value only ``to_float``/``to_int`` reads, text
-that is not ASCII, another rule on the line, a line with no step) is read by the Python engine
-as before, in its place.  Only a rule whose events the rows can stand for is read so
+that is not ASCII, another rule on the line, a second match on it, a line with no step) is read
+by the Python engine as before, in its place.  Only a rule whose events the rows can stand for is read so
 (:func:`data_reader`).
 """
 from __future__ import annotations
