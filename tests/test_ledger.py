@@ -482,3 +482,33 @@ def test_the_ledger_heading_shows_a_file_name_literally():
     ledger = Ledger(name, [name], None, None, None, {}, {}, {}, None, None, [], [], [f"{name}: startup unknown"])
     heading = ledger_heading(ledger)
     assert "[bold red]boom[/]" in heading.plain and "\x1b" not in heading.plain and not heading.spans
+
+
+def test_a_series_points_keep_each_logged_iteration_once_copied_only_where_some_go():
+    """_points drops points without an iteration and an iteration's second line; where none goes, the
+    columns themselves are handed on (no copy at the summary's peak), with the same values."""
+    import numpy as np
+
+    from tuimon.figures import run_ledger
+
+    class Columns:
+        wall_base = 1000.0
+
+        def __init__(self, its, walls, elapsed):
+            self.cols = {"iteration": np.array(its, dtype=np.int32), "wall": np.array(walls, dtype=np.float32),
+                         "elapsed_ms": np.array(elapsed, dtype=np.float32)}
+
+        def __len__(self):
+            return len(self.cols["iteration"])
+
+        def column(self, name):
+            return self.cols[name]
+
+    odd = Columns([1, -1, 2, 2, 3], [0.0, 0.5, 1.0, 1.5, 2.0], [10.0, 11.0, 12.0, 13.0, 14.0])
+    its, walls, elapsed = run_ledger._points(odd)
+    assert its.tolist() == [1, 2, 3] and walls.tolist() == [1000.0, 1001.0, 1002.0]
+    assert elapsed.tolist() == [10.0, 12.0, 14.0]
+    plain = Columns([1, 2, 3], [0.0, 1.0, 2.0], [10.0, 12.0, 14.0])
+    its, walls, elapsed = run_ledger._points(plain)
+    assert its is plain.cols["iteration"] and elapsed is plain.cols["elapsed_ms"]
+    assert walls.tolist() == [1000.0, 1001.0, 1002.0]

@@ -55,10 +55,8 @@ def run_ledger(series: Any, *, first_step: Optional[float], startup_s: Optional[
         return RunLedger(start, first_step, None, end, world_size, start_iteration, last_iteration, resumed_from,
                          seconds, [], _bounded(placed), notes)
     # a step line without a stamp of its own carries the last one read: the first of equal stamps is kept
-    stamped = np.isfinite(walls)
-    its, walls, elapsed = its[stamped], walls[stamped], elapsed[stamped]
-    moved = np.concatenate(([True], np.diff(walls) != 0))
-    its, walls, elapsed = its[moved], walls[moved], elapsed[moved]
+    its, walls, elapsed = _kept(np.isfinite(walls), its, walls, elapsed)
+    its, walls, elapsed = _kept(np.concatenate(([True], np.diff(walls) != 0)), its, walls, elapsed)
     t_first = max(first_step, float(walls[0])) if first_step is not None else float(walls[0])
     last_step = float(walls[-1])
     if end is not None and end >= last_step:
@@ -109,12 +107,19 @@ def _points(series: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     walls = series.column("wall").astype(np.float64)
     walls += series.wall_base if series.wall_base is not None else np.nan
     elapsed = series.column("elapsed_ms")
-    keep = its >= 0
-    its, walls, elapsed = its[keep], walls[keep], elapsed[keep]
+    its, walls, elapsed = _kept(its >= 0, its, walls, elapsed)
     if its.size > 1:
-        fresh = np.concatenate(([True], its[1:] != its[:-1]))
-        its, walls, elapsed = its[fresh], walls[fresh], elapsed[fresh]
+        its, walls, elapsed = _kept(np.concatenate(([True], its[1:] != its[:-1])), its, walls, elapsed)
     return its, walls, elapsed
+
+
+def _kept(keep: np.ndarray, *columns: np.ndarray) -> tuple[np.ndarray, ...]:
+    """The ``columns`` where ``keep`` holds; the columns themselves where it holds everywhere (an llm.c
+    log of 23 million steps: each copy of the three was 16 bytes a point more at the summary's peak).
+    Nothing here writes into them."""
+    if keep.all():
+        return columns
+    return tuple(column[keep] for column in columns)
 
 
 def _unstamped(its: np.ndarray, walls: np.ndarray, median_ms: Optional[float]) -> Optional[str]:
