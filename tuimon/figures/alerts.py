@@ -337,54 +337,41 @@ def _spike_flags(v: np.ndarray, window: int, k: float, least: int) -> np.ndarray
     flags = np.zeros(n, dtype=bool)
     for j in range(least, min(n, window)):  # the first points: a window still filling
         flags[j] = _above(v[j], v[:j], k)
-    if n > window and _slides():
-        for start in range(0, n - window, _CHUNK):  # window i: the points before i+window (chunks bound the memory)
-            end = min(n - window, start + _CHUNK)
-            med, mad = _rolling(v[start:end + window - 1], window, True)  # type: ignore[misc]
-            mad = np.maximum(mad, _MAD_FLOOR * np.abs(med))
-            flags[window + start:window + end] = (v[window + start:window + end] > med + k * mad) & (mad > 0)
-        return flags
-    if n > window:
-        windows = np.lib.stride_tricks.sliding_window_view(v[:-1], window)
-        for start in range(0, windows.shape[0], 8192):  # chunks bound the memory of the deviations
-            chunk = windows[start:start + 8192]
-            med = np.median(chunk, axis=1)
-            mad = np.median(np.abs(chunk - med[:, None]), axis=1)
-            mad = np.maximum(mad, _MAD_FLOOR * np.abs(med))
-            at = v[window + start:window + start + chunk.shape[0]]
-            flags[window + start:window + start + chunk.shape[0]] = (at > med + k * mad) & (mad > 0)
+    for start in range(0, max(0, n - window), _CHUNK):  # window i: the points before i+window (chunks bound the memory)
+        end = min(n - window, start + _CHUNK)
+        med, mad = _rolling(v[start:end + window - 1], window, True)
+        mad = np.maximum(mad, _MAD_FLOOR * np.abs(med))
+        flags[window + start:window + end] = (v[window + start:window + end] > med + k * mad) & (mad > 0)
     return flags
 
 
 _CHUNK = 1 << 16  # windows slid at once: a series of 24 million points held 16 bytes a point more at once
 
 
-def _slides() -> bool:
-    """Whether the compiled core slides the windows (:func:`_rolling`), else numpy partitions each."""
-    from ..engine import native
-
-    return native.core is not None
-
-
-def _rolling(v: np.ndarray, window: int, mad: bool) -> Optional[tuple[np.ndarray, np.ndarray]]:
+def _rolling(v: np.ndarray, window: int, mad: bool) -> tuple[np.ndarray, np.ndarray]:
     """The median of each window of ``v`` (finite), and with ``mad`` each one's median absolute
-    deviation (else an empty array), as ``np.median`` gives them, by the compiled core's sliding
-    window, :data:`_CHUNK` windows at a time (what crosses to the core and back is a chunk's): numpy
-    partitions each window afresh (1.5 us a point for windows of 50: most of ``tuimon events`` on an
-    llm.c log). None without the core (the caller asks numpy)."""
+    deviation (else an empty array), as ``np.median`` gives them: by the compiled core's sliding
+    window, :data:`_CHUNK` windows at a time (what crosses to the core and back is a chunk's), where
+    numpy partitions each window afresh (1.5 us a point for windows of 50: most of ``tuimon events``
+    on an llm.c log); without the core, by numpy, 8,192 windows at a time (a chunk's deviations)."""
     from ..engine import native
 
-    if native.core is None:
-        return None
     count = max(0, v.size - window + 1)
     med, dev = np.empty(count), np.empty(count if mad else 0)
-    for start in range(0, count, _CHUNK):
-        end = min(count, start + _CHUNK)
-        got = native.core.rolling_median(np.ascontiguousarray(v[start:end + window - 1], dtype=np.float64).tobytes(),
-                                         window, mad)
-        med[start:end] = np.frombuffer(got[0], dtype=np.float64)
+    core = native.core
+    for start in range(0, count, _CHUNK if core is not None else 8192):
+        end = min(count, start + (_CHUNK if core is not None else 8192))
+        part = v[start:end + window - 1]
+        if core is not None:
+            got = core.rolling_median(np.ascontiguousarray(part, dtype=np.float64).tobytes(), window, mad)
+            med[start:end] = np.frombuffer(got[0], dtype=np.float64)
+            if mad:
+                dev[start:end] = np.frombuffer(got[1], dtype=np.float64)
+            continue
+        windows = np.lib.stride_tricks.sliding_window_view(part, window)
+        med[start:end] = np.median(windows, axis=1)
         if mad:
-            dev[start:end] = np.frombuffer(got[1], dtype=np.float64)
+            dev[start:end] = np.median(np.abs(windows - med[start:end, None]), axis=1)
     return med, dev
 
 
@@ -406,9 +393,7 @@ def _slowdowns(job: Job, name: str, rank: Optional[str], series: Series, opts: M
         finite = finite[_WARMUP:]
         if v.size < 2 * window:
             continue
-        rolled = _rolling(v, window, False)  # rolling[s]: v[s:s+window]
-        rolling = rolled[0] if rolled is not None else \
-            np.median(np.lib.stride_tricks.sliding_window_view(v, window), axis=1)
+        rolling = _rolling(v, window, False)[0]  # rolling[s]: v[s:s+window]
         bases = _medians_before(v, base_n, window, v.size - window + 1)
         ratios = rolling[window:v.size - window + 1] / bases
         slow = False
@@ -440,14 +425,7 @@ def _medians_before(v: np.ndarray, n: int, first: int, stop: int) -> np.ndarray:
         out[start - first] = np.median(v[max(0, start - n):start])
     full = max(first, n)
     if stop > full:
-        rolled = _rolling(v[full - n:stop - 1], n, False)  # window i: v[full-n+i:full+i], before full+i
-        if rolled is not None:
-            out[full - first:] = rolled[0]
-            return out
-        windows = np.lib.stride_tricks.sliding_window_view(v[:stop - 1], n)  # window i: v[i:i+n], before i+n
-        for at in range(full, stop, 8192):
-            upto = min(stop, at + 8192)
-            out[at - first:upto - first] = np.median(windows[at - n:upto - n], axis=1)
+        out[full - first:] = _rolling(v[full - n:stop - 1], n, False)[0]  # window i: v[full-n+i:full+i], before full+i
     return out
 
 
