@@ -6,8 +6,9 @@ next to nothing.  A regex whose anchors cannot be read off runs on every block.
 """
 from __future__ import annotations
 
-import re
 from typing import Optional
+
+from ..parsers.patterns import lazy
 
 _META = set(".^$*+?{}[]|()")
 _QUANTIFIERS = set("*+?{")
@@ -58,7 +59,7 @@ def required_anchors(pattern: str, min_len: int = 3) -> Optional[list[str]]:
     return [best]
 
 
-_LEADING_CHOICE = re.compile(r"((?:[^\\.^$*+?{}\[\]|()]|\\[^A-Za-z0-9])*)\(\?:([^()\\]*)\)")
+_LEADING_CHOICE = lazy(r"((?:[^\\.^$*+?{}\[\]|()]|\\[^A-Za-z0-9])*)\(\?:([^()\\]*)\)")
 
 
 def _alternatives(pattern: str, min_len: int) -> Optional[list[str]]:
@@ -74,13 +75,18 @@ def _alternatives(pattern: str, min_len: int) -> Optional[list[str]]:
     return [head + c for c in choices]  # type: ignore[operator]
 
 
-_CLASS_AFTER = re.compile(r"\[([^\]\\^-]{1,4})\]([+*?{]?)")
+_CLASS_AFTER = lazy(r"\[([^\]\\^-]{1,4})\]([+*?{]?)")
 
 
 def _run_ends(pattern: str, run: str) -> list[int]:
     """Pattern offsets right after each top-level spelling of ``run``."""
     out = []
+    first = run[0]
     for at in range(len(pattern)):
+        # a spelling starts with the run's first character, plain or escaped (145 patterns
+        # read whole at every offset were 6 ms of every start)
+        if pattern[at] != first and not (pattern[at] == "\\" and pattern[at + 1:at + 2] == first):
+            continue
         spelled = _prefix_for(pattern[at:], run)
         if literal_of(spelled) == run:
             out.append(at + len(spelled))

@@ -12,7 +12,6 @@ list is 200-900 such lines a run, which went one by one to a Python hook before.
 """
 from __future__ import annotations
 
-import re
 from typing import Any, Mapping, Optional
 
 from tuimon.parsers.base import LineContext
@@ -20,12 +19,13 @@ from tuimon.parsers.events import EVENT_TYPES, Event
 from tuimon.parsers.prefix import split_prefix
 from tuimon.parsers.schema import MAX_BLOCK_PAIRS, BlockFormat, Format
 
+from ..parsers.patterns import lazy
 from . import guard, native
 from .rows import framing
 from .rules import anchors_of, lines_holding
 from .user_regex import USER_REGEX_TIMEOUT_S, RegexTimeout, core_line_regex
 
-_NEWLINE = re.compile("\n")
+_NEWLINE = lazy("\n")
 
 
 class BlockState:

@@ -32,6 +32,7 @@ from tuimon.parsers.schema import Format, LineFormat, Running
 from tuimon.parsers.timers import timer_group
 from tuimon.parsers.timestamps import line_stamp
 
+from ..parsers.patterns import lazy
 from . import guard, native
 from .block_rules import BlockRule, BlockState
 from .data_rows import DataReader, data_reader
@@ -44,7 +45,7 @@ Handler = Callable[[str, LineContext], list[Event]]
 _FIRST = itemgetter(0, 1)
 _STEPS = ("iteration", "step")
 _STAMP_REACH = 256  # a stamp is within a line's first 40 characters, after a launcher prefix
-_DATE = re.compile(r"-\d\d-\d\d[ T]\d\d:")  # in every stamp (parsers.timestamps.LEADING); starts with a literal
+_DATE = lazy(r"-\d\d-\d\d[ T]\d\d:")  # in every stamp (parsers.timestamps.LEADING); starts with a literal
 #: a log with no stamp in its first blocks is taken to have none (each look costs a scan)
 LOG_START_BLOCKS = 8
 #: the core's lines between two hook lines walked at once from this many (numpy's cost a call

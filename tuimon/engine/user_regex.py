@@ -22,6 +22,7 @@ from typing import Any, Iterator, Optional
 
 from tuimon.parsers.schema import Format, FormatError, RegexRefused
 
+from ..parsers.patterns import lazy
 from .anchors import skip_class
 from .regex_safety import unbounded_nesting
 
@@ -167,8 +168,8 @@ class CorePattern(TimedPattern):
         return (compile_user, (self.pattern, "line" if self.multiline else "pairs"))
 
 
-_INLINE_FLAGS_LATER = re.compile(r"(?<!^)\((?:\?[aiLmsux]+)\)")
-_VERBOSE = re.compile(r"\(\?[a-zA-Z-]*x")
+_INLINE_FLAGS_LATER = lazy(r"(?<!^)\((?:\?[aiLmsux]+)\)")
+_VERBOSE = lazy(r"\(\?[a-zA-Z-]*x")
 
 
 def core_reason(source: str) -> Optional[str]:

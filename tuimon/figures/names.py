@@ -9,11 +9,12 @@ its first token, then the others from the left while they fit.  Left-out tokens 
 """
 from __future__ import annotations
 
-import re
 from typing import Iterable
 
+from ..parsers.patterns import lazy
+
 ELLIPSIS = "…"
-_TOKEN = re.compile(r"[^-_.:/# ]*[-_.:/# ]*")
+_TOKEN = lazy(r"[^-_.:/# ]*[-_.:/# ]*")
 
 
 def _tokens(name: str) -> list[str]:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar, Optional, Pattern, Union
 
 from .events import Event, RunConfig
+from .patterns import lazy
 
 
 class _Flag:
@@ -182,7 +183,7 @@ class Sniff:
 
     def __init__(self, patterns: tuple[str, ...]) -> None:
         self.patterns = patterns
-        self.regex = re.compile("|".join(f"(?:{p})" for p in patterns))
+        self.regex = lazy("|".join(f"(?:{p})" for p in patterns))
 
     def search(self, text: str) -> Optional[re.Match[str]]:
         return self.regex.search(text)

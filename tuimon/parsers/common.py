@@ -1,17 +1,17 @@
 """Small helpers shared by several format parsers."""
 from __future__ import annotations
 
-import re
 import shlex
 from typing import Optional
 
 from .numbers import to_int
+from .patterns import lazy
 
 #: DeepSpeed's log_dist and Megatron's memory reports tag a line "[Rank N]": its anchor, and its pattern
 RANK_ANCHOR = "[Rank"
 RANK_TAG = r"\[Rank (\d{1,6})\]"
-_RANK_TAG = re.compile(RANK_TAG)
-ANSI = re.compile(r"\x1b\[[0-9;]*m")  # an SGR colour code (core/src/metrics.rs reads them so too)
+_RANK_TAG = lazy(RANK_TAG)
+ANSI = lazy(r"\x1b\[[0-9;]*m")  # an SGR colour code (core/src/metrics.rs reads them so too)
 
 
 def strip_ansi(text: str) -> str:
@@ -36,7 +36,7 @@ def rank_or(body: str, default: Optional[int]) -> Optional[int]:
     return default if rank is None else rank
 
 
-_NORM = re.compile(r"[^a-z0-9/]+")
+_NORM = lazy(r"[^a-z0-9/]+")
 _norm_cache: dict[str, str] = {}
 
 
@@ -105,7 +105,7 @@ _SHAPE_INTS = {"ffn_hidden_size": "ffn_hidden_size", "kv_channels": "kv_channels
                "moe_router_topk": "moe_topk", "topk": "moe_topk", "moe_ffn_hidden_size": "moe_ffn_hidden_size",
                "moe_shared_expert_intermediate_size": "moe_shared_ffn_size",
                "expert_model_parallel_size": "ep", "moe_expert_parallel_size": "ep"}
-_FIRST_INT = re.compile(r"\d{1,9}")
+_FIRST_INT = lazy(r"\d{1,9}")
 
 
 def _on(value: Optional[str]) -> Optional[bool]:
@@ -208,15 +208,15 @@ def _activation_checkpointing(pairs: dict[str, str]) -> Optional[bool]:
     return False if seen else None
 
 
-_QUOTING = re.compile(r"[\"'\\]")
-_SHELL_SPACE = re.compile(r"[ \t\r\n]+")  # shlex's whitespace, not str.split's (which splits on more)
+_QUOTING = lazy(r"[\"'\\]")
+_SHELL_SPACE = lazy(r"[ \t\r\n]+")  # shlex's whitespace, not str.split's (which splits on more)
 
 
 # a shell word as shlex (POSIX) reads it: runs of plain characters, '...' (all literal), "..." (a
 # backslash escapes only \\ and "), and a backslash escaping the next character
-_SHELL_WORD = re.compile(r"""(?:[^ \t\r\n'"\\]+|'[^']*'|"(?:[^"\\]|\\[\s\S])*"|\\[\s\S])+""")
-_SHELL_PART = re.compile(r"""[^'"\\]+|'([^']*)'|"((?:[^"\\]|\\[\s\S])*)"|\\([\s\S])""")
-_DQ_ESCAPE = re.compile(r'\\([\\"])')
+_SHELL_WORD = lazy(r"""(?:[^ \t\r\n'"\\]+|'[^']*'|"(?:[^"\\]|\\[\s\S])*"|\\[\s\S])+""")
+_SHELL_PART = lazy(r"""[^'"\\]+|'([^']*)'|"((?:[^"\\]|\\[\s\S])*)"|\\([\s\S])""")
+_DQ_ESCAPE = lazy(r'\\([\\"])')
 
 
 def shell_words(command: str) -> list[str]:

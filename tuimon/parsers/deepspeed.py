@@ -9,39 +9,39 @@ Timer lines are handled by :mod:`parsers.timers`.
 """
 from __future__ import annotations
 
-import re
 from typing import Optional
 
 from .base import LineContext, LineParser, Sample, compile_sniff
 from .common import RANK_TAG, rank_or
 from .events import Checkpoint, Event, Memory, Milestone, RunConfig, Step, Throughput
 from .numbers import to_float, to_int
+from .patterns import lazy
 
-_STEP = re.compile(r"step=(\d+), skipped=(\d+), lr=\[([^\],]*)")
-_SAMPLES = re.compile(r"\[timer\.py:\d+:stop\] (\d+)/(\d+), SamplesPerSec=(\S+)")
+_STEP = lazy(r"step=(\d+), skipped=(\d+), lr=\[([^\],]*)")
+_SAMPLES = lazy(r"\[timer\.py:\d+:stop\] (\d+)/(\d+), SamplesPerSec=(\S+)")
 # timer.py's ThroughputTimer: "epoch=E/micro_step=M/global_step=N, RunningAvgSamplesPerSec=..." (0.10 on) and,
 # before it, "E/N, RunningAvgSamplesPerSec=..." (epoch and global step; 0.6-0.9)
-_SAMPLES_NEW = re.compile(r"(?:global_step=|\] \d{1,9}/)(\d+), RunningAvgSamplesPerSec=([^,\s]+), "
-                          r"CurrSamplesPerSec=([^,\s]+)")
+_SAMPLES_NEW = lazy(r"(?:global_step=|\] \d{1,9}/)(\d+), RunningAvgSamplesPerSec=([^,\s]+), "
+                    r"CurrSamplesPerSec=([^,\s]+)")
 # the same line's "MemAllocated=12.3GB, MaxMemAllocated=20.5GB" (GB of 2**30 bytes, as see_memory_usage's)
-_SAMPLES_MEM = re.compile(r"MemAllocated=([^,\s]+?)GB, MaxMemAllocated=([^,\s]+?)GB")
+_SAMPLES_MEM = lazy(r"MemAllocated=([^,\s]+?)GB, MaxMemAllocated=([^,\s]+?)GB")
 # how ZeRO is set up, from the engine's configuration print ("zero_config ....... stage=3 ...
 # offload_param=DeepSpeedZeroOffloadParamConfig(device='cpu', ...) offload_optimizer=...") or,
 # in older versions, ZeRO stage 2's "CPU Offload: True"
-_ZERO_STAGE = re.compile(r"zero_config \.+ stage=(\d)")
-_ZERO_CPU_OFFLOAD = re.compile(r"\[stage(?:2|_1_and_2)\.py:\d+:__init__\] CPU Offload: True\s*$")
-_ZERO_OFFLOAD = re.compile(r"offload_(param|optimizer)=\w+\(device='(?:cpu|nvme)'|(cpu_offload)=True")
+_ZERO_STAGE = lazy(r"zero_config \.+ stage=(\d)")
+_ZERO_CPU_OFFLOAD = lazy(r"\[stage(?:2|_1_and_2)\.py:\d+:__init__\] CPU Offload: True\s*$")
+_ZERO_OFFLOAD = lazy(r"offload_(param|optimizer)=\w+\(device='(?:cpu|nvme)'|(cpu_offload)=True")
 # the same configuration as multi-line JSON ("zero_config .... {" / "json = {" then one key a line,
 # the closing brace at the start of a line): its keys come one a line, so they are read one a line
-_JSON_OPEN = re.compile(r"(?:zero_config \.+ |json = )\{\s*$")
-_JSON_KEY = re.compile(r'^\s*"(stage|offload_param|offload_optimizer|device|cpu_offload)": ("?[\w{]+"?)')
-_JSON_CLOSE = re.compile(r"^\}\s*$")
+_JSON_OPEN = lazy(r"(?:zero_config \.+ |json = )\{\s*$")
+_JSON_KEY = lazy(r'^\s*"(stage|offload_param|offload_optimizer|device|cpu_offload)": ("?[\w{]+"?)')
+_JSON_CLOSE = lazy(r"^\}\s*$")
 # the pipeline engine's train_batch: "steps: {global_steps} loss: {agg_train_loss:0.4f} ", since 0.14.1 (MoE
 # pipelines) each additional loss as "{name}: {value:0.4f} ", then "iter time (s): {:0.3f} samples/sec: {:0.3f}"
-_PIPE = re.compile(r"steps: (\d+) loss: (\S+) (?:\S+: \S+ )*?iter time \(s\): (\S+) samples/sec: (\S+)")
-_MA = re.compile(r"MA (\S+) GB\s+Max_MA (\S+) GB\s+CA (\S+) GB\s+Max_CA (\S+) GB")
-_CPU = re.compile(r"CPU Virtual Memory:\s+used = (\S+) GB, percent = (\S+)%")
-_MEM_LABEL = re.compile(r"see_memory_usage\] (.*)")
+_PIPE = lazy(r"steps: (\d+) loss: (\S+) (?:\S+: \S+ )*?iter time \(s\): (\S+) samples/sec: (\S+)")
+_MA = lazy(r"MA (\S+) GB\s+Max_MA (\S+) GB\s+CA (\S+) GB\s+Max_CA (\S+) GB")
+_CPU = lazy(r"CPU Virtual Memory:\s+used = (\S+) GB, percent = (\S+)%")
+_MEM_LABEL = lazy(r"see_memory_usage\] (.*)")
 #: also the compiled core's (tuimon._core.FieldLines): the hooks' own regexes, the groups they read (ints
 #: as to_int reads them, the rest as to_float does), the [Rank N] tag rank_or reads, the older samples line
 #: the hook reads first, the memory figures searched after the samples
@@ -51,10 +51,10 @@ CORE_SAMPLES = {"pattern": _SAMPLES_NEW.pattern, "groups": [1, 3], "ints": [1], 
 CORE_PIPE = {"pattern": _PIPE.pattern, "groups": [1, 2, 3, 4], "ints": [1]}
 # a checkpoint: "Saving model checkpoint: /ckpt/global_step1000/mp_rank_00_model_states.pt", and (0.10 on)
 # "[Torch] Checkpoint global_step1000 is about to be saved!" ... "[Torch] Checkpoint global_step1000 is ready now!"
-_CKPT_SAVING = re.compile(r"Saving model checkpoint: (\S*?global_step(\d{1,12}))/\S*")
+_CKPT_SAVING = lazy(r"Saving model checkpoint: (\S*?global_step(\d{1,12}))/\S*")
 #: the label of the memory figures of a samples line
 SAMPLES_MEMORY = "throughput timer"
-_CKPT_STAGE = re.compile(r"\] Checkpoint global_step(\d{1,12}) is (about to be saved|ready now)!")
+_CKPT_STAGE = lazy(r"\] Checkpoint global_step(\d{1,12}) is (about to be saved|ready now)!")
 
 
 class DeepSpeedParser(LineParser):

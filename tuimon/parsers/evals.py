@@ -30,25 +30,26 @@ from .base import LineContext, LineParser, Sample
 from .common import strip_ansi
 from .events import Evaluation, Event, frozen_map
 from .numbers import to_float
+from .patterns import lazy
 from .progress import step_of
 
 _NUMBER = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?"
 # Megatron "validation loss at ..."; GPT-NeoX "{chart_name} results at {prefix} | lm_loss value: ... |", its chart
 # "validation", "test", "valid" or "validation/{dataset}", its prefix "iteration N" or "the end of training for val data"
-_MEGATRON = re.compile(r"(?:validation loss|(validation|test|valid)(?:/[\w.-]{1,60})? results) at "
-                       r"(?:iteration (\d{1,12})(?: on ([\w -]{1,60}?))?|the end of training for (\w+) data)\s*\|(.*)")
-_MEGATRON_PAIR = re.compile(r"\s*([^|:]{1,80}?) (value|PPL)\s*:\s*(" + _NUMBER + r"|nan|inf)\s*(?=\||$)")
-_NEMO_STEP = re.compile(r"\|\s*global_step: (\d{1,12})\b")
-_NEMO_VAL = re.compile(r"\|\s*(val_loss): (" + _NUMBER + r"|nan|inf)\s*(?:\||$)")
-_LIGHTNING = re.compile(r"global step (\d{1,12}): '([\w/]{1,64})' reached (" + _NUMBER + r"|nan|inf)")
-_TITAN = re.compile(r"validate step: *(\d{1,12}) +loss: *(" + _NUMBER + r"|nan|inf)")
-_LLMC = re.compile(r"^s:(\d{1,12}) (tel|eval):(" + _NUMBER + r"|nan|inf)\s*$")
+_MEGATRON = lazy(r"(?:validation loss|(validation|test|valid)(?:/[\w.-]{1,60})? results) at "
+                 r"(?:iteration (\d{1,12})(?: on ([\w -]{1,60}?))?|the end of training for (\w+) data)\s*\|(.*)")
+_MEGATRON_PAIR = lazy(r"\s*([^|:]{1,80}?) (value|PPL)\s*:\s*(" + _NUMBER + r"|nan|inf)\s*(?=\||$)")
+_NEMO_STEP = lazy(r"\|\s*global_step: (\d{1,12})\b")
+_NEMO_VAL = lazy(r"\|\s*(val_loss): (" + _NUMBER + r"|nan|inf)\s*(?:\||$)")
+_LIGHTNING = lazy(r"global step (\d{1,12}): '([\w/]{1,64})' reached (" + _NUMBER + r"|nan|inf)")
+_TITAN = lazy(r"validate step: *(\d{1,12}) +loss: *(" + _NUMBER + r"|nan|inf)")
+_LLMC = lazy(r"^s:(\d{1,12}) (tel|eval):(" + _NUMBER + r"|nan|inf)\s*$")
 _LLMC_NAMES = {"tel": "val loss", "eval": "hellaswag acc"}
-_HELLASWAG = re.compile(r"^HellaSwag: \d{1,12}/\d{1,12} = (" + _NUMBER + r")\s*$")
+_HELLASWAG = lazy(r"^HellaSwag: \d{1,12}/\d{1,12} = (" + _NUMBER + r")\s*$")
 # a held-out figure: a set word, then at most two more words, then what is measured
-_EVAL_KV = re.compile(r"(?<![\w.-])['\"]?((?:val|valid|validation|eval|test|dev)(?:[_ /-][A-Za-z]{1,20}){0,2}?"
-                      r"[_ /-](?:loss|ppl|perplexity|acc|accuracy|bpb))['\"]?\s*(?:[:=]\s*|\s+)"
-                      r"(" + _NUMBER + r"|nan|inf)(?![\w.])", re.I)
+_EVAL_KV = lazy(r"(?<![\w.-])['\"]?((?:val|valid|validation|eval|test|dev)(?:[_ /-][A-Za-z]{1,20}){0,2}?"
+                r"[_ /-](?:loss|ppl|perplexity|acc|accuracy|bpb))['\"]?\s*(?:[:=]\s*|\s+)"
+                r"(" + _NUMBER + r"|nan|inf)(?![\w.])", re.I)
 
 
 class EvalParser(LineParser):

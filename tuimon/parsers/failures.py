@@ -2,77 +2,77 @@
 tracebacks, the kernel's OOM killer.  Always on, whatever the framework."""
 from __future__ import annotations
 
-import re
 from typing import Optional
 
 from .base import LineContext, LineParser, Sample
 from .common import message_of
 from .events import Event, Exit, Failure
+from .patterns import lazy
 from .timestamps import parse_iso
 
-_CANCELLED = re.compile(r"\*\*\* (?:JOB|STEP) (\S+) ON (\S+) CANCELLED AT (\S+)(?: DUE TO ([^*]+?))? \*\*\*")
-_OOM = re.compile(r"CUDA out of memory|OutOfMemoryError|CUDA error: out of memory|XPU out of memory"
-                  r"|HIP out of memory|torch\.OutOfMemoryError")
-_NCCL = re.compile(r"NCCL error|DistBackendError|ncclUnhandledCudaError|ncclSystemError|ncclInternalError"
-                   r"|ncclInvalidUsage|ncclRemoteError|Watchdog caught collective operation timeout"
-                   r"|NCCL communicator was aborted|NCCL WARN .*(?:[Ee]rror|[Tt]imeout)"
-                   # oneCCL, the collectives of Intel GPUs (Aurora): "|CCL_ERROR| atl_ofi.cpp:..."
-                   r"|\|CCL_ERROR\|")
+_CANCELLED = lazy(r"\*\*\* (?:JOB|STEP) (\S+) ON (\S+) CANCELLED AT (\S+)(?: DUE TO ([^*]+?))? \*\*\*")
+_OOM = lazy(r"CUDA out of memory|OutOfMemoryError|CUDA error: out of memory|XPU out of memory"
+            r"|HIP out of memory|torch\.OutOfMemoryError")
+_NCCL = lazy(r"NCCL error|DistBackendError|ncclUnhandledCudaError|ncclSystemError|ncclInternalError"
+             r"|ncclInvalidUsage|ncclRemoteError|Watchdog caught collective operation timeout"
+             r"|NCCL communicator was aborted|NCCL WARN .*(?:[Ee]rror|[Tt]imeout)"
+             # oneCCL, the collectives of Intel GPUs (Aurora): "|CCL_ERROR| atl_ofi.cpp:..."
+             r"|\|CCL_ERROR\|")
 # what a traceback's closing exception says when the device ran out of memory in words the
 # OOM triggers do not catch: SYCL/Level Zero on Intel GPUs (Aurora), ROCm, cuBLAS's allocation
-_DEVICE_OOM = re.compile(r"OUT_OF_DEVICE_MEMORY|PI_ERROR_OUT_OF_RESOURCES|UR_RESULT_ERROR_OUT_OF_RESOURCES"
-                         r"|hipErrorOutOfMemory|CUBLAS_STATUS_ALLOC_FAILED|cudaErrorMemoryAllocation")
-_KILLED = re.compile(r"^Killed$|^Killed by signal|: Killed$|oom-kill|Out of memory: Killed process"
-                     r"|exit code 137|exited on signal 9"
-                     # bash's report of a child it lost: "slurm_script: line 42: 12345 Killed   python train.py"
-                     r"|: line \d+: +\d+ (?:Killed|Segmentation fault|Aborted|Bus error)"
-                     r"|^Segmentation fault(?: \(core dumped\))?$"
-                     # srun's report of a task that crashed: "srun: error: nid001: task 3: Segmentation fault (core dumped)"
-                     r"|: tasks? [\d\-,]+: Segmentation fault(?: \(core dumped\))?$")
+_DEVICE_OOM = lazy(r"OUT_OF_DEVICE_MEMORY|PI_ERROR_OUT_OF_RESOURCES|UR_RESULT_ERROR_OUT_OF_RESOURCES"
+                   r"|hipErrorOutOfMemory|CUBLAS_STATUS_ALLOC_FAILED|cudaErrorMemoryAllocation")
+_KILLED = lazy(r"^Killed$|^Killed by signal|: Killed$|oom-kill|Out of memory: Killed process"
+               r"|exit code 137|exited on signal 9"
+               # bash's report of a child it lost: "slurm_script: line 42: 12345 Killed   python train.py"
+               r"|: line \d+: +\d+ (?:Killed|Segmentation fault|Aborted|Bus error)"
+               r"|^Segmentation fault(?: \(core dumped\))?$"
+               # srun's report of a task that crashed: "srun: error: nid001: task 3: Segmentation fault (core dumped)"
+               r"|: tasks? [\d\-,]+: Segmentation fault(?: \(core dumped\))?$")
 # Slurm's cgroup OOM killer: "slurmstepd: error: Detected 1 oom_kill event in StepId=1234567.0. ..."
-_HOST_OOM = re.compile(r"Detected \d+ oom[_-]kill events?|OOM Killed")
+_HOST_OOM = lazy(r"Detected \d+ oom[_-]kill events?|OOM Killed")
 # PBS: "=>> PBS: job killed: walltime 3620 exceeded limit 3600", "... mem 270gb exceeded limit 256gb"
-_PBS_KILLED = re.compile(r"PBS: job killed: (\w+)(.*)")
+_PBS_KILLED = lazy(r"PBS: job killed: (\w+)(.*)")
 # LSF's job report (Summit, Lassen): "TERM_RUNLIMIT: job killed after reaching LSF run time limit."
-_LSF_TERM = re.compile(r"^\s*TERM_([A-Z_]{3,24}): (job killed.*|.*limit.*)$")
+_LSF_TERM = lazy(r"^\s*TERM_([A-Z_]{3,24}): (job killed.*|.*limit.*)$")
 _LSF_KIND = {"RUNLIMIT": "cancelled", "CPULIMIT": "cancelled", "DEADLINE": "cancelled", "PREEMPT": "cancelled",
              "OWNER": "cancelled", "FORCE_OWNER": "cancelled", "ADMIN": "cancelled", "FORCE_ADMIN": "cancelled",
              "MEMLIMIT": "oom", "SWAP": "oom"}
 # the machine, not the program: Slurm's lost node, a GPU's ECC error or Xid, a GPU gone from the bus
-_HARDWARE = re.compile(r"Node failure on [\w.-]+|uncorrectable ECC error|ECC error(?:s)? detected|fallen off the bus"
-                       r"|NVRM: Xid|\bXid \(PCI:")
+_HARDWARE = lazy(r"Node failure on [\w.-]+|uncorrectable ECC error|ECC error(?:s)? detected|fallen off the bus"
+                 r"|NVRM: Xid|\bXid \(PCI:")
 # a CUDA fault other than memory (that is an OOM) or a machine error (hardware): an illegal memory
 # access, a device-side assert, a launch failure... what an NCCL watchdog or a kernel reports first
-_CUDA = re.compile(r"CUDA error: (?!out of memory)(?!uncorrectable ECC)[a-z][\w ,'-]{2,80}|cudaErrorIllegalAddress"
-                   r"|device-side assert triggered|CUBLAS_STATUS_EXECUTION_FAILED|CUDNN_STATUS_EXECUTION_FAILED")
-_ABORT = re.compile(r"Fatal Python error: (?:Aborted|Segmentation fault|Bus error|Floating point exception)"
-                    r"|terminate called after throwing an instance of")
+_CUDA = lazy(r"CUDA error: (?!out of memory)(?!uncorrectable ECC)[a-z][\w ,'-]{2,80}|cudaErrorIllegalAddress"
+             r"|device-side assert triggered|CUBLAS_STATUS_EXECUTION_FAILED|CUDNN_STATUS_EXECUTION_FAILED")
+_ABORT = lazy(r"Fatal Python error: (?:Aborted|Segmentation fault|Bus error|Floating point exception)"
+              r"|terminate called after throwing an instance of")
 # a batch script's own verdict on a step it ran: "Job failed (exit 1) -- see train.err", "Step 3 failed",
 # "ERROR: training failed", "FAILED: pretrain_gpt.py", "python exited with exit code 2"
-_SCRIPT = re.compile(r"^(?:\W{0,4}\s*)?(?:(?:ERROR|Error|error)\s*[:!-]?\s*)?(?:(?:[Jj]ob|[Rr]un|[Tt]raining|[Ss]tep"
-                     r"(?: \w{1,24})?|[Ss]tage(?: \w{1,24})?|[Tt]ask(?: \w{1,24})?|[Cc]ommand)\s+(?:has\s+)?failed\b.{0,400}"
-                     r"|FAILED(?:\s*$|[:!(]|\s+[-(:]|\s+with\b).{0,400}"
-                     r"|.{0,200}\bexited with (?:exit )?(?:code|status) [1-9]\d{0,5}\b.{0,200})$")
+_SCRIPT = lazy(r"^(?:\W{0,4}\s*)?(?:(?:ERROR|Error|error)\s*[:!-]?\s*)?(?:(?:[Jj]ob|[Rr]un|[Tt]raining|[Ss]tep"
+               r"(?: \w{1,24})?|[Ss]tage(?: \w{1,24})?|[Tt]ask(?: \w{1,24})?|[Cc]ommand)\s+(?:has\s+)?failed\b.{0,400}"
+               r"|FAILED(?:\s*$|[:!(]|\s+[-(:]|\s+with\b).{0,400}"
+               r"|.{0,200}\bexited with (?:exit )?(?:code|status) [1-9]\d{0,5}\b.{0,200})$")
 # The exception line that closes a traceback: "ValueError: msg", "torch.distributed.DistBackendError: ..."
 # (Python's StopIteration ends no such word: a data loader run dry raises it)
-_EXC_LINE = re.compile(r"^\s*([A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Exit|Failure)|(?:Stop|StopAsync)Iteration)"
-                       r"(?::\s?(.*))?$")
-_SLURM_EXIT = re.compile(r"srun: error: \S+: tasks? [\d\-,]+: Exited with exit code (\d+)")
+_EXC_LINE = lazy(r"^\s*([A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Exit|Failure)|(?:Stop|StopAsync)Iteration)"
+                 r"(?::\s?(.*))?$")
+_SLURM_EXIT = lazy(r"srun: error: \S+: tasks? [\d\-,]+: Exited with exit code (\d+)")
 # torchrun's report of a worker it lost: "...multiprocessing.api:failed (exitcode: -9) local_rank: 3 (pid: 4242)
 # of binary: /usr/bin/python" (a negative code is the signal that killed it: the host's OOM killer's 9, say)
 # DeepSpeed's launcher on a rank it lost: "[launch.py:321:sigkill_handler] ['/usr/bin/python', '-u', 'train.py',
 # '--local_rank=3'] exits with return code = -9"
-_DS_LAUNCH_EXIT = re.compile(r"\] exits with return code = (-?\d{1,6})\s*$")
+_DS_LAUNCH_EXIT = lazy(r"\] exits with return code = (-?\d{1,6})\s*$")
 # PALS mpiexec (Polaris, Aurora): "x1921c0s0b0n0.hostmgmt2000...: rank 5 died from signal 9",
 # "x3004c0s13b0n0: rank 3 exited with code 1"
 # (the host is the line's launcher prefix: its node)
-_PALS_EXIT = re.compile(r"^rank (\d{1,7}) (?:died from signal (\d{1,3})|exited with code (\d{1,3}))\s*$")
+_PALS_EXIT = lazy(r"^rank (\d{1,7}) (?:died from signal (\d{1,3})|exited with code (\d{1,3}))\s*$")
 # MPICH: "application called MPI_Abort(MPI_COMM_WORLD, 1) - process 3"
-_MPI_ABORT = re.compile(r"application called MPI_Abort\([^,()]*, (-?\d{1,6})\) - process (\d{1,7})")
+_MPI_ABORT = lazy(r"application called MPI_Abort\([^,()]*, (-?\d{1,6})\) - process (\d{1,7})")
 # torchrun's error report, a field a line: "  rank      : 3 (local_rank: 3)", "  exitcode  : -9 (pid: 12345)"
-_TORCHRUN_RANK = re.compile(r"^\s*rank\s*: (\d{1,7}) \(local_rank: \d+\)")
-_TORCHRUN_CODE = re.compile(r"^\s*exitcode\s*: (-?\d{1,6}) \(pid: \d+\)")
-_TORCHRUN_EXIT = re.compile(r"failed \(exitcode: (-?\d+)\) local_rank: \d+")
+_TORCHRUN_RANK = lazy(r"^\s*rank\s*: (\d{1,7}) \(local_rank: \d+\)")
+_TORCHRUN_CODE = lazy(r"^\s*exitcode\s*: (-?\d{1,6}) \(pid: \d+\)")
+_TORCHRUN_EXIT = lazy(r"failed \(exitcode: (-?\d+)\) local_rank: \d+")
 
 
 class FailureParser(LineParser):

@@ -12,41 +12,41 @@ the bar's time a step; the closing dict is the run's throughput and its end.
 """
 from __future__ import annotations
 
-import re
 from typing import Optional
 
 from .base import LineContext, LineParser, Sample, compile_sniff
 from .events import Checkpoint, Evaluation, Event, Exit, RunConfig, Step, Throughput, frozen_map
 from .numbers import to_float
+from .patterns import lazy
 
 # 'key': value, for values that are numbers, bare (transformers 4: 'loss': 2.9859) or quoted as
 # transformers 5 and ms-swift print them ('loss': '10.96'); other strings and lists are passed over
-_PAIR = re.compile(r"'([A-Za-z_/]+)': ('?)([-+]?(?:\d[\d.]*(?:[eE][-+]?\d+)?|inf|nan))\2(?=[,}])")
+_PAIR = lazy(r"'([A-Za-z_/]+)': ('?)([-+]?(?:\d[\d.]*(?:[eE][-+]?\d+)?|inf|nan))\2(?=[,}])")
 # n/total [elapsed<remaining, rate]: the last one of a line holds its latest state
-_SAVING = re.compile(r"Saving model checkpoint to (\S*?checkpoint-(\d{1,18})\b\S*)")
+_SAVING = lazy(r"Saving model checkpoint to (\S*?checkpoint-(\d{1,18})\b\S*)")
 # the header of a run: "  Total optimization steps = 471", "  Instantaneous batch size per device = 8",
 # "  Total train batch size (w. parallel, distributed & accumulation) = 64"
 # (after transformers' own logging prefix where a script sets it: "[INFO|trainer.py:1149] 2021-05-25 06:30:55,250 >>"
 # in its examples until 2021, "2023-06-01 10:00:00 - INFO - transformers.trainer - " after)
-_HEADER = re.compile(r"(?:^|>> |\.trainer - )\s*(Total optimization steps|Instantaneous batch size per device|"
-                     r"Total train batch size(?: \(w\. parallel, distributed & accumulation\))?) = ([\d,]{1,24})\s*$")
+_HEADER = lazy(r"(?:^|>> |\.trainer - )\s*(Total optimization steps|Instantaneous batch size per device|"
+               r"Total train batch size(?: \(w\. parallel, distributed & accumulation\))?) = ([\d,]{1,24})\s*$")
 _HEADER_FIELD = {"Total optimization steps": "train_iters", "Instantaneous batch size per device": "micro_batch"}
 # Unsloth's own banner for the Trainer it patches (its versions word it apart): "==((====))==  Unsloth ... |
 # Num GPUs = 1" (later "Num GPUs used = 1"), "Total batch size = 8 | Total steps = 60" (later "Total batch
 # size (2 x 4 x 1) = 8"), "Trainable parameters = 83,886,080 of 8,114,147,328 (1.03% trained)": the
 # trainable count alone (LoRA's adapters) is no model size
-_UNSLOTH = re.compile(r"(Num GPUs(?: used)?|Total steps|Total batch size(?: \([\dx ]{1,40}\))?|"
-                      r"Batch size per device|Trainable parameters = [\d,]{1,24} of)(?: =)? ?([\d,]{1,24})\b")
+_UNSLOTH = lazy(r"(Num GPUs(?: used)?|Total steps|Total batch size(?: \([\dx ]{1,40}\))?|"
+                r"Batch size per device|Trainable parameters = [\d,]{1,24} of)(?: =)? ?([\d,]{1,24})\b")
 _UNSLOTH_FIELD = {"Num GPUs": "world_size", "Num GPUs used": "world_size", "Total steps": "train_iters",
                   "Batch size per device": "micro_batch"}
 # the closing report's block: "  eval_loss               =     2.1941"
-_EVAL_METRIC = re.compile(r"^\s*(eval_\w{1,40})\s+=\s+([-+]?\d[\d.]*(?:[eE][-+]?\d+)?|nan|inf)\s*$")
+_EVAL_METRIC = lazy(r"^\s*(eval_\w{1,40})\s+=\s+([-+]?\d[\d.]*(?:[eE][-+]?\d+)?|nan|inf)\s*$")
 # what an evaluation dict holds that is no figure of the model
 _EVAL_COST = ("eval_runtime", "eval_samples_per_second", "eval_steps_per_second")
 # ms-swift's own progress in its dicts
-_SWIFT_STEP = re.compile(r"'global_step/max_steps': '(\d{1,12})/(\d{1,12})'")
-_SWIFT_SPEED = re.compile(r"'train_speed\(iter/s\)': '?([\d.]+(?:[eE][-+]?\d+)?)'?")
-_BAR = re.compile(r"(\d+)/(\d+) \[[\d:]+<[\d:?]+, *([\d.]+|\?)(s/it|it/s)")
+_SWIFT_STEP = lazy(r"'global_step/max_steps': '(\d{1,12})/(\d{1,12})'")
+_SWIFT_SPEED = lazy(r"'train_speed\(iter/s\)': '?([\d.]+(?:[eE][-+]?\d+)?)'?")
+_BAR = lazy(r"(\d+)/(\d+) \[[\d:]+<[\d:?]+, *([\d.]+|\?)(s/it|it/s)")
 
 
 def pairs(body: str) -> list[tuple[str, str]]:

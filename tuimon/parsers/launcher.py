@@ -2,29 +2,29 @@
 torch.distributed initialisation and the training command line itself."""
 from __future__ import annotations
 
-import re
 from typing import ClassVar, Optional
 
 from .base import LineContext, LineParser, Sample
 from .common import config_from_args, flags_from_command
 from .events import GLOG_LAUNCH, GLOG_START, Event, Milestone, RunConfig, Step
 from .numbers import to_float, to_int
+from .patterns import lazy
 from .timestamps import glog_wall
 
 # DeepSpeed's launcher, on each node: "[launch.py:152:main] nnodes=2, num_local_procs=8, node_rank=0"
-_DS_NODES = re.compile(r"nnodes=(\d{1,6}), num_local_procs=(\d{1,4}), node_rank=\d")
-_EZPZ_RANK = re.compile(r"\] - RANK: (\d+) / (\d+)")
+_DS_NODES = lazy(r"nnodes=(\d{1,6}), num_local_procs=(\d{1,4}), node_rank=\d")
+_EZPZ_RANK = lazy(r"\] - RANK: (\d+) / (\d+)")
 # torchrun's command line ("torchrun --nproc_per_node=8 --nnodes=2 ...", "python -m torch.distributed.run
 # --nproc-per-node 4 --nnodes 1:4"): the processes a node runs times the nodes (at most, when elastic)
-_TORCHRUN = re.compile(r"(?:torchrun|torch\.distributed\.(?:run|launch))\b(.{0,2000})")
-_NPROC = re.compile(r"--nproc[_-]per[_-]node[= ]['\"]?(\d{1,4})\b")
-_NNODES = re.compile(r"--nnodes[= ]['\"]?(?:\d{1,6}:)?(\d{1,6})\b")
+_TORCHRUN = lazy(r"(?:torchrun|torch\.distributed\.(?:run|launch))\b(.{0,2000})")
+_NPROC = lazy(r"--nproc[_-]per[_-]node[= ]['\"]?(\d{1,4})\b")
+_NNODES = lazy(r"--nnodes[= ]['\"]?(?:\d{1,6}:)?(\d{1,6})\b")
 # a script's or framework's print of it: "WORLD_SIZE=16", "world_size: 16", "world size = 16"
-_WORLD = re.compile(r"(?<![\w.-])(?:WORLD_SIZE|[Ww]orld[_ ]size)\s*[=:]\s*['\"]?(\d{1,7})\b(?![.\d])")
+_WORLD = lazy(r"(?<![\w.-])(?:WORLD_SIZE|[Ww]orld[_ ]size)\s*[=:]\s*['\"]?(\d{1,7})\b(?![.\d])")
 # torch's glog prefix: level, month and day, time to the microsecond, thread id, source file
-_GLOG = re.compile(r"^\s*[IWEF](\d{4} \d\d:\d\d:\d\d\.\d{6}) +\d+ \S+:\d+\]")
+_GLOG = lazy(r"^\s*[IWEF](\d{4} \d\d:\d\d:\d\d\.\d{6}) +\d+ \S+:\d+\]")
 # the module of torchrun itself (torch/distributed/run.py, python -m torch.distributed.launch's launch.py)
-_GLOG_LAUNCHER = re.compile(r"torch/distributed/(?:run|launch)\.py:\d+\]")
+_GLOG_LAUNCHER = lazy(r"torch/distributed/(?:run|launch)\.py:\d+\]")
 _LAUNCH_GAP_S = 60.0  # a launcher's banner lines (several, one set a node) this close in time are one launch
 
 
@@ -37,8 +37,8 @@ def _glog_seconds(stamp: str) -> float:
 CODE = r"^\s*(?:def|class|return|if|elif|for|assert|with)\b|\bself\.|os\.environ|^\s{4,}[A-Za-z_][\w.]*\s*=\s"
 # (the same, searched faster: re tried the unanchored branches at every character, 34 us a line of
 # a 700-character argument dump; tests/test_families.py holds is_code to CODE)
-_CODE_START = re.compile(r"\s*(?:def|class|return|if|elif|for|assert|with)\b|\s{4,}[A-Za-z_][\w.]*\s*=\s")
-_SELF = re.compile(r"\bself\.")
+_CODE_START = lazy(r"\s*(?:def|class|return|if|elif|for|assert|with)\b|\s{4,}[A-Za-z_][\w.]*\s*=\s")
+_SELF = lazy(r"\bself\.")
 
 
 def is_code(body: str) -> bool:
@@ -48,8 +48,8 @@ def is_code(body: str) -> bool:
 
 
 # ezpz's history lines: "[2025-05-06 09:06:59][I][examples/minimal:61:__main__] iter=0 loss=2701.3 dt=0.62 ..."
-_EZPZ_ITER = re.compile(r"\]\s*iter=(\d{1,18}) ")
-_EZPZ_PAIR = re.compile(r"(?:^|\s)([A-Za-z_][\w/]*)=([-+]?(?:\d[\d.]*(?:[eE][-+]?\d+)?|nan|inf))(?=\s|$)")
+_EZPZ_ITER = lazy(r"\]\s*iter=(\d{1,18}) ")
+_EZPZ_PAIR = lazy(r"(?:^|\s)([A-Za-z_][\w/]*)=([-+]?(?:\d[\d.]*(?:[eE][-+]?\d+)?|nan|inf))(?=\s|$)")
 
 
 class LauncherParser(LineParser):

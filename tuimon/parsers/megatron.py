@@ -16,14 +16,15 @@ from .base import LineContext, LineParser, Sample, compile_sniff
 from .common import RANK_ANCHOR, norm_key, rank_tag
 from .events import INIT_TIME, Event, Exit, Failure, Iteration, Memory, Milestone, RunConfig, Step, Throughput, frozen_map
 from .numbers import to_float, to_int
+from .patterns import lazy
 from .timestamps import parse_iso
 
 # Same shape as the grep users run: one event per match, even when two ranks'
 # lines were interleaved onto one physical line.
-ITERATION = re.compile(r"iteration[ =]+(\d+)/ *(\d+) *\|")
+ITERATION = lazy(r"iteration[ =]+(\d+)/ *(\d+) *\|")
 
-_EFFECTIVE = re.compile(r"Effective Tera Flops per GPU: (\S+) and total parameters (\S+) B")
-_NUMWORKERS = re.compile(r"NumWorkers: (\d+); SamplesPerStep: (\d+); IterationTime: (\S+);\s*SamplesPerSecond: (\S+)")
+_EFFECTIVE = lazy(r"Effective Tera Flops per GPU: (\S+) and total parameters (\S+) B")
+_NUMWORKERS = lazy(r"NumWorkers: (\d+); SamplesPerStep: (\d+); IterationTime: (\S+);\s*SamplesPerSecond: (\S+)")
 #: what every whole memory report holds (a wrapped report's tail does not)
 _WHOLE_REPORT = "memory (MB)"
 #: also the compiled core's (tuimon._core.FieldLines): the groups it reads, as to_float does, for the
@@ -36,22 +37,22 @@ CORE_NUMWORKERS = {"pattern": _NUMWORKERS.pattern, "groups": [3, 4]}
 #: also the compiled core's, for the reports it reads (core/src/memory.rs)
 MEMORY = (r"(?:\[Rank (\d+)\] )?\(?(after \d+ iterations|(?:before|after) save_checkpoint for iteration \d+)\)?"
           r" memory \(MB\) \| ")
-_MEMORY = re.compile(MEMORY)
+_MEMORY = lazy(MEMORY)
 # a wrapped report's tail: the cut field's rest ("erved: 42498.00 "), then whole fields
-_MEMORY_TAIL_HEAD = re.compile(r"^\s*[a-z ]{0,16}: [-+\d.]+\s*$")
+_MEMORY_TAIL_HEAD = lazy(r"^\s*[a-z ]{0,16}: [-+\d.]+\s*$")
 #: a report's four figures, as norm_key spells their keys, in the order of Memory's fields
 MEMORY_KEYS = ("allocated", "max allocated", "reserved", "max reserved")
 _MEMORY_KEYS = frozenset(MEMORY_KEYS)
 # NeMo 2's progress printer: "Training epoch 1, iteration 5/49 | ... | global_step: 55 | ...": the
 # iteration counts within the epoch and its total is the epoch's (max_steps when resumed)
 _NEMO2_START = "Training epoch"
-_NEMO2 = re.compile(re.escape(_NEMO2_START) + r" (\d+), iteration \d+/(\d+) \|.*?\| global_step: (\d+)\b")
+_NEMO2 = lazy(re.escape(_NEMO2_START) + r" (\d+), iteration \d+/(\d+) \|.*?\| global_step: (\d+)\b")
 # --exit-interval, --exit-duration-in-mins, and --exit-signal-handler's SIGTERM (Slurm's warning before a
 # time limit or a preemption): the program saved its checkpoint and left
-_EXIT = re.compile(r"\[exiting program (?:at iteration (\d+)|after [\d.]+ minutes|after receiving SIGTERM\.?)\] "
-                   r"datetime: (.*)")
+_EXIT = lazy(r"\[exiting program (?:at iteration (\d+)|after [\d.]+ minutes|after receiving SIGTERM\.?)\] "
+             r"datetime: (.*)")
 _MILESTONES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
-    (re.compile(p), name) for p, name in (
+    (lazy(p), name) for p, name in (
         (r"> initializing torch distributed", "init-distributed"),
         (r"> compiling dataset index builder", "compile-dataset-index"),
         (r"done with dataset index builder\. Compilation time: (\S+) seconds", "dataset-index-builder"),
@@ -523,8 +524,8 @@ class MegatronParser(LineParser):
 
 _GROUP_1_2 = methodcaller("group", 1, 2)
 # PyTorch Lightning's bar: "n/total [elapsed<remaining, key=value, ...]"; its pairs' keys may hold spaces
-_PTL_BAR = re.compile(r"(\d+)/(\d+) \[")
-_PTL_PAIR = re.compile(r"([A-Za-z_][A-Za-z_ ]*?)=([-+]?(?:\d[\d.]*(?:[eE][-+]?\d+)?|nan|inf))(?=[,\]]|$)")
+_PTL_BAR = lazy(r"(\d+)/(\d+) \[")
+_PTL_PAIR = lazy(r"([A-Za-z_][A-Za-z_ ]*?)=([-+]?(?:\d[\d.]*(?:[eE][-+]?\d+)?|nan|inf))(?=[,\]]|$)")
 _FIRST, _SECOND = itemgetter(0), itemgetter(1)
 
 

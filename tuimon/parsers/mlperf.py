@@ -19,19 +19,19 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from dataclasses import replace
 from typing import Any, Optional
 
 from .base import LineContext, LineParser, Sample, compile_sniff
 from .events import RUN_START, RUN_STOP, Evaluation, Event, Exit, Milestone, RunConfig, Step, Throughput, frozen_map
+from .patterns import lazy
 
 _MAX_RECORD = 64 * 1024  # a record is a few hundred bytes; a longer line is no record to trust
 # key -> (milestone, the once-only flag of it)
 _PHASES = {"init_start": ("job-start", "_started"), "init_stop": ("initialized", "_initialized"),
            "run_start": (RUN_START, "_running"), "run_stop": (RUN_STOP, "_stopped")}
 # "64xNVIDIA DGX H100", "8xNVIDIA DGX A100 (80GB)": a DGX node holds 8 GPUs
-_DGX = re.compile(r"^(?:(\d{1,5})x)?NVIDIA DGX ((?:GB|[ABH])\d{3})\b")
+_DGX = lazy(r"^(?:(\d{1,5})x)?NVIDIA DGX ((?:GB|[ABH])\d{3})\b")
 _CONFIG_KEYS = {"global_batch_size": "global_batch", "max_sequence_length": "seq_length",
                 "sequence_length": "seq_length", "num_layers": "num_layers", "num_heads": "num_heads",
                 "hidden_size": "hidden_size"}

@@ -10,8 +10,10 @@ from __future__ import annotations
 import re
 from typing import Optional
 
-_NUM = re.compile(r"[-+]?(?:\d[\d,]*\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|inf(?:inity)?|nan)",
-                  re.IGNORECASE)
+from .patterns import lazy
+
+_NUM = lazy(r"[-+]?(?:\d[\d,]*\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|inf(?:inity)?|nan)",
+            re.IGNORECASE)
 _MAX_INT_DIGITS = 18
 
 

@@ -11,7 +11,9 @@ import re
 from dataclasses import dataclass
 from typing import Optional
 
-_PREFIX = re.compile(
+from .patterns import lazy
+
+_PREFIX = lazy(
     r"""^(?:
         \ {0,6}(?P<label>\d{1,6}):\                            # srun --label (padded: " 0: " beside "10: ")
       | (?P<host>(?:\d{1,3}(?:\.\d{1,3}){3}|[a-z][a-z0-9-]*\d[a-z0-9-]*(?:\.[a-z0-9-]+)*|localhost)):\   # pdsh host

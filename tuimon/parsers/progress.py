@@ -35,48 +35,49 @@ from typing import Optional
 from .base import LineContext, LineParser, Sample, compile_sniff
 from .events import Event, RunConfig, Step, Throughput
 from .numbers import to_float
+from .patterns import lazy
 
 _NUMBER = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?"
 # "step=1", "step: 1", "step 1", '"step": 1', and a JSON or dict record's quoted number ('"loss": "2.5"')
 _SEP = r"[\"']?\s*(?:[=:]\s*|\s+)[\"']?"
-_STEP = re.compile(r"(?<![\w.-])(global[_ ]step|num_updates|step|iteration|iter|batch|epoch)" + _SEP +
-                   r"\[?\s*(\d{1,12})(?:\.0+)?(?![.\d])(?:\s*/\s*(\d{1,12}))?", re.I)
-_EPOCH_BATCH = re.compile(r"(?<![\w.-])Train: (\d{1,6}) \[\s*(\d{1,12})/(\d{1,12})")
+_STEP = lazy(r"(?<![\w.-])(global[_ ]step|num_updates|step|iteration|iter|batch|epoch)" + _SEP +
+             r"\[?\s*(\d{1,12})(?:\.0+)?(?![.\d])(?:\s*/\s*(\d{1,12}))?", re.I)
+_EPOCH_BATCH = lazy(r"(?<![\w.-])Train: (\d{1,6}) \[\s*(\d{1,12})/(\d{1,12})")
 _STEP_KEYS = ("global_step", "global step", "num_updates", "step", "iteration", "iter", "batch", "epoch")
-_LOSS = re.compile(r"(?<![\w.-])((?:[a-z]+[_ /-])?loss(?:[_ /-](?:train|avg|mean))?)" + _SEP +
-                   r"(" + _NUMBER + r"|nan|inf)(?![\w.])", re.I)
+_LOSS = lazy(r"(?<![\w.-])((?:[a-z]+[_ /-])?loss(?:[_ /-](?:train|avg|mean))?)" + _SEP +
+             r"(" + _NUMBER + r"|nan|inf)(?![\w.])", re.I)
 _EVAL_WORDS = {"val", "valid", "validation", "eval", "test", "dev"}
-_TIME = re.compile(r"(?<![\w.-])((?:dt|time|step[_ ]time|iter(?:ation)?[_ ]time|batch[_ ]time|"
-                   r"time[_ ]per[_ ](?:step|iter(?:ation)?|batch)|elapsed[_ ]time[_ ]per[_ ]iteration)"
-                   r"(?:[_ ](?:ms|s|sec)| \((?:ms|s)\))?|seconds)" + _SEP +
-                   r"(\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)((?-i:[KM]))?\s*(ms|s|sec)?(?![\w.])", re.I)
+_TIME = lazy(r"(?<![\w.-])((?:dt|time|step[_ ]time|iter(?:ation)?[_ ]time|batch[_ ]time|"
+             r"time[_ ]per[_ ](?:step|iter(?:ation)?|batch)|elapsed[_ ]time[_ ]per[_ ]iteration)"
+             r"(?:[_ ](?:ms|s|sec)| \((?:ms|s)\))?|seconds)" + _SEP +
+             r"(\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)((?-i:[KM]))?\s*(ms|s|sec)?(?![\w.])", re.I)
 _SCALE = {"K": 1e3, "M": 1e6}  # Nanotron's human-formatted numbers: "elapsed_time_per_iteration_ms: 1.23K"
 # llm.c: "| (322.82 ms | 1624079 tok/s)" (train_gpt2.py), "| 322.82 ms | 42.1% bf16 MFU |" (train_gpt2.cu)
-_BARE_MS = re.compile(r"[(|]\s*(\d+(?:\.\d*)?)\s*ms\s*[|)]")
-_MFU = re.compile(r"\|\s*(\d+(?:\.\d*)?)%\s*(?:bf16|fp16|fp32|tf32)?\s*MFU\b")
+_BARE_MS = lazy(r"[(|]\s*(\d+(?:\.\d*)?)\s*ms\s*[|)]")
+_MFU = lazy(r"\|\s*(\d+(?:\.\d*)?)%\s*(?:bf16|fp16|fp32|tf32)?\s*MFU\b")
 # llm.c's train_gpt2.cu prints each step's loss and norm with their z-scores: "loss 7.011300 (+0.00z)| norm ..."
-_LLMC_ZSCORE = re.compile(r"\d \([-+](?:\d+\.\d+|nan|inf)z\)\| norm ")
+_LLMC_ZSCORE = lazy(r"\d \([-+](?:\d+\.\d+|nan|inf)z\)\| norm ")
 # nanoGPT: "iter 100: loss 3.2456, time 123.45ms, mfu 35.12%" ("mfu -100.00%" before its estimate warms up)
-_MFU_WORD = re.compile(r"(?<![\w.-])mfu[ =:]\s*(-?\d+(?:\.\d*)?)%")
+_MFU_WORD = lazy(r"(?<![\w.-])mfu[ =:]\s*(-?\d+(?:\.\d*)?)%")
 # the whole run's tokens a second: llm.c's "(322.82 ms | 1624079 tok/s)", build-nanogpt's "tok/sec: 45858.48",
 # "tokens/sec: 9.8e4", "tokens_per_sec=..." (not a rate per GPU or per device: those say so)
-_TOKS = re.compile(r"(?<![\w.])(\d+(?:\.\d*)?)\s*tok/s\b|(?<![\w/])tok(?:ens)?(?:/s(?:ec)?|_per_sec(?:ond)?)"
-                   r"(?![\w/])\s*[:=]\s*(\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)")
-_PER_STEP = re.compile(r"(?<![\w.])(\d+(?:\.\d*)?)\s*(ms|s)/(?:it|iter|step)\b")  # "456.7 ms/it", "1.52s/it"
-_LR = re.compile(r"(?<![\w.-])(?:lr|learning[_ ]rate)" + _SEP + r"(" + _NUMBER + r")(?![\w.])", re.I)
-_SAMPLES = re.compile(r"(?:(\d+(?:\.\d*)?)\s*samples?/s(?:ec)?\b|samples_per_sec(?:ond)?" + _SEP +
-                      r"(\d+(?:\.\d*)?))", re.I)
-_TFLOPS = re.compile(r"(?<![\w.-])(?:TFLOP/s/device|(?:model_)?TFLOPs?(?:_per_gpu| per GPU)?)" + _SEP +
-                     r"(\d+(?:\.\d*)?)(?![\w.])", re.I)
-_HEADER = re.compile(r"\[(?:step|batch)=(\d{1,12})(?:/(\d{1,12}))?\]:?\s*$")
+_TOKS = lazy(r"(?<![\w.])(\d+(?:\.\d*)?)\s*tok/s\b|(?<![\w/])tok(?:ens)?(?:/s(?:ec)?|_per_sec(?:ond)?)"
+             r"(?![\w/])\s*[:=]\s*(\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)")
+_PER_STEP = lazy(r"(?<![\w.])(\d+(?:\.\d*)?)\s*(ms|s)/(?:it|iter|step)\b")  # "456.7 ms/it", "1.52s/it"
+_LR = lazy(r"(?<![\w.-])(?:lr|learning[_ ]rate)" + _SEP + r"(" + _NUMBER + r")(?![\w.])", re.I)
+_SAMPLES = lazy(r"(?:(\d+(?:\.\d*)?)\s*samples?/s(?:ec)?\b|samples_per_sec(?:ond)?" + _SEP +
+                r"(\d+(?:\.\d*)?))", re.I)
+_TFLOPS = lazy(r"(?<![\w.-])(?:TFLOP/s/device|(?:model_)?TFLOPs?(?:_per_gpu| per GPU)?)" + _SEP +
+               r"(\d+(?:\.\d*)?)(?![\w.])", re.I)
+_HEADER = lazy(r"\[(?:step|batch)=(\d{1,12})(?:/(\d{1,12}))?\]:?\s*$")
 # a metric line under a header: OLMo "    train/CrossEntropyLoss=2.345", Composer "\t Train loss/train/total: 2.345"
-_METRIC_LOSS = re.compile(r"\s+((?:train[ /])?[\w/ ]*?loss[\w/]*)\s*[=:]\s*(" + _NUMBER + r"|nan|inf)\s*$", re.I)
+_METRIC_LOSS = lazy(r"\s+((?:train[ /])?[\w/ ]*?loss[\w/]*)\s*[=:]\s*(" + _NUMBER + r"|nan|inf)\s*$", re.I)
 _HEADER_REACH = 60  # lines a header's metrics may follow it by
 # lines other parsers read, or progress bars whose postfix carries a loss
 # DeepSpeed's pipeline engine's step line (parsers.deepspeed reads it, the compiled core too: see LEAVES)
-_PIPELINE = re.compile(r"\bsteps: \d+ loss: ")
-_OTHERS = re.compile(r"iteration[ =]+\d+/ *\d+ *\||\{'loss'|\[titan\]|\]\s*iter=\d|reduced_train_loss|"
-                     + _PIPELINE.pattern + r"|\d%\|")
+_PIPELINE = lazy(r"\bsteps: \d+ loss: ")
+_OTHERS = lazy(r"iteration[ =]+\d+/ *\d+ *\||\{'loss'|\[titan\]|\]\s*iter=\d|reduced_train_loss|"
+               + _PIPELINE.pattern + r"|\d%\|")
 # a text each alternative of _OTHERS holds, and a word each key of _STEP holds (in any case): a line
 # without them needs no search (each costs 6-8 us a line: no literal starts them)
 _OTHERS_NEEDLES = ("iteration", "{'loss'", "[titan]", "iter=", "reduced_train_loss", "steps: ", "%|")

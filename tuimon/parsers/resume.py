@@ -22,19 +22,19 @@ Written from the frameworks' own print statements:
 """
 from __future__ import annotations
 
-import re
 from typing import Optional
 
 from .base import LineContext, LineParser, Sample
 from .events import Event, Resume
+from .patterns import lazy
 
-_MEGATRON = re.compile(r"(?:loading|loaded) checkpoint from (\S+)(?: \[[^\]]{0,80}\])? at iteration (\d{1,12})\b")
-_TITAN = re.compile(r"Loading the checkpoint from (\S*?step-(\d{1,12}))\.?\s*$")
-_DEEPSPEED = re.compile(r"[Ll]oading checkpoint(?::| from) (\S*?global_step(\d{1,12})\S*)")
-_TRAINER = re.compile(r"Continuing training from global step (\d{1,12})\b")
-_SCRIPT = re.compile(r"[Rr]esuming (?:training )?from (?:the )?checkpoint:? +(\S+)")
+_MEGATRON = lazy(r"(?:loading|loaded) checkpoint from (\S+)(?: \[[^\]]{0,80}\])? at iteration (\d{1,12})\b")
+_TITAN = lazy(r"Loading the checkpoint from (\S*?step-(\d{1,12}))\.?\s*$")
+_DEEPSPEED = lazy(r"[Ll]oading checkpoint(?::| from) (\S*?global_step(\d{1,12})\S*)")
+_TRAINER = lazy(r"Continuing training from global step (\d{1,12})\b")
+_SCRIPT = lazy(r"[Rr]esuming (?:training )?from (?:the )?checkpoint:? +(\S+)")
 # a checkpoint's step in its path: the last of these in it
-_PATH_STEP = re.compile(r"(?:checkpoint-|step[=_-]|global_step|iter_)(\d{1,12})(?!\d)")
+_PATH_STEP = lazy(r"(?:checkpoint-|step[=_-]|global_step|iter_)(\d{1,12})(?!\d)")
 
 
 class ResumeParser(LineParser):

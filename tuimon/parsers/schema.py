@@ -20,6 +20,7 @@ from typing import Any, Callable, Mapping, Optional
 
 from .events import EVENT_TYPES
 from .numbers import to_float, to_int
+from .patterns import lazy
 from .prefix import split_prefix
 from .timestamps import line_stamp, parse_compact, parse_date_text, parse_iso
 
@@ -29,7 +30,7 @@ from .timestamps import line_stamp, parse_compact, parse_date_text, parse_iso
 TYPES = ("int", "float", "si", "percent", "str", "time")
 _COMMON = ("file", "line")  # given by the engine, never by a group
 _SI = {"": 1.0, "K": 1e3, "M": 1e6, "B": 1e9, "G": 1e9, "T": 1e12, "P": 1e15}
-_SI_NUMBER = re.compile(r"\s*([-+]?(?:\d[\d,]*\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*([KMBGTP]?)")
+_SI_NUMBER = lazy(r"\s*([-+]?(?:\d[\d,]*\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*([KMBGTP]?)")
 #: map fields a ``pairs`` regex fills, per event, and how group names fold into them
 MAP_FIELD = {"iteration": "losses", "timers": "timers", "eval": "metrics"}
 EVENTS = tuple(name for name in EVENT_TYPES if name != "truncated")

@@ -16,6 +16,7 @@ from .base import LineContext, LineParser, Sample, compile_sniff
 from .common import RANK_ANCHOR, RANK_TAG, rank_or
 from .events import Checkpoint, Event, RunConfig, Timers, frozen_map
 from .numbers import to_float, to_int
+from .patterns import lazy
 
 #: a ``name ....: (min, max)`` line (or ``name ....: max``), as data: a name, a space and at least two
 #: leaders, ``after``; a pair (``open`` min ``comma`` and a space, max ``close``) or a value alone; spaces to
@@ -34,10 +35,10 @@ def shape_regex(shape: Mapping[str, str]) -> str:
 
 
 MINMAX = shape_regex(MINMAX_SHAPE)  # (min, max), or max alone
-_MINMAX = re.compile(MINMAX)
+_MINMAX = lazy(MINMAX)
 # DeepSpeed's comms logger: "rank=0 | comm op: broadcast | time (ms): 3907.38 | msg size: 576.0 B | ..."
 COMM_OP_NAME = r"\bcomm op: ([^|]*?)\s*\|"
-_COMM_OP = re.compile(COMM_OP_NAME)
+_COMM_OP = lazy(COMM_OP_NAME)
 # a list line's anchor (its pairs follow; a colon right after it: a comms-logger line); the timer a save's time
 # is (the hook gives it to the save announced before); the prefix of offloading's timers (their first line
 # announces the run's offloading)
@@ -46,7 +47,7 @@ _LIST_ANCHOR, _SAVE_TIMER, _OFFLOADING = "time (ms)", "save-checkpoint", "offloa
 #: tuimon.engine.rows builds the reader)
 CORE = {"list_anchor": _LIST_ANCHOR, "minmax_shape": MINMAX_SHAPE, "comm_op": COMM_OP_NAME, "to_hook": (_SAVE_TIMER,),
         "announce": _OFFLOADING, "rank_anchor": RANK_ANCHOR, "rank_tag": RANK_TAG}  # (the rank: its first digits)
-_SAVED = re.compile(r"successfully saved checkpoint (?:from iteration|at iteration)\s+(\d+) to (\S+)")
+_SAVED = lazy(r"successfully saved checkpoint (?:from iteration|at iteration)\s+(\d+) to (\S+)")
 _COMM_WORDS = ("allreduce", "all-reduce", "all_reduce", "allgather", "all-gather", "reduce-scatter",
                "reduce_scatter", "send", "recv", "broadcast", "grads-reduce", "params-all-gather")
 _SETUP_WORDS = ("setup", "load-checkpoint", "model and optimizer", "data iterators", "init_optimizer",

@@ -12,12 +12,14 @@ import re
 import time
 from typing import Optional
 
+from .patterns import lazy
+
 # 2022-06-29 01:36:30,237 | 2026-04-15 11:19:02.524672 | 2023-12-19 13:33:24 | 2021-05-27T21:42:11
-_ISO = re.compile(
+_ISO = lazy(
     r"(?P<y>\d{4})-(?P<mo>\d{2})-(?P<d>\d{2})[ T](?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2})(?:[.,](?P<f>\d{1,9}))?"
 )
 # 2023-11-02-183323 (the ALCF "Job started at" stamp)
-_COMPACT = re.compile(r"(?P<y>\d{4})-(?P<mo>\d{2})-(?P<d>\d{2})-(?P<h>\d{2})(?P<mi>\d{2})(?P<s>\d{2})\b")
+_COMPACT = lazy(r"(?P<y>\d{4})-(?P<mo>\d{2})-(?P<d>\d{2})-(?P<h>\d{2})(?P<mi>\d{2})(?P<s>\d{2})\b")
 # Leading stamp of a line: "[2022-06-29 01:36:30,237] ...", "[2023-12-19 13:33:24][INFO]...",
 # " [2026-04-15 11:19:02.524672] iteration ...", "[titan] 2026-05-19 23:02:48,804 - root"
 #: as data: spaces; a label between ``opener`` and ``closer`` (at most ``label`` characters, no digit) and
@@ -35,7 +37,7 @@ def stamp_regex(shape: dict) -> str:
             rf"(\d{{4}}-\d{{2}}-\d{{2}}[{between}]\d{{2}}:\d{{2}}:\d{{2}}(?:[{fraction}]\d{{1,{shape['digits']}}})?)")
 
 
-LEADING = re.compile(stamp_regex(STAMP_SHAPE))
+LEADING = lazy(stamp_regex(STAMP_SHAPE))
 _OPENER = STAMP_SHAPE["opener"]
 _REACH = 40  # a line's stamp starts within this many characters
 
@@ -71,7 +73,7 @@ def parse_compact(text: str) -> Optional[float]:
 
 
 _seconds_cache: dict[str, Optional[float]] = {}
-_FRACTION = re.compile(r"[.,](\d{1,9})")
+_FRACTION = lazy(r"[.,](\d{1,9})")
 
 
 def _cached_stamp(line: str, at: int) -> Optional[float]:
@@ -137,7 +139,7 @@ _MONTHS = {
     "avr": 4, "abr": 4, "mai": 5, "mag": 5, "juin": 6, "giu": 6, "juil": 7, "lug": 7, "août": 8, "aout": 8,
     "ago": 8, "sept": 9, "set": 9, "okt": 10, "ott": 10, "dez": 12, "déc": 12, "dic": 12,
 }
-_DATE_TOKEN = re.compile(r"(\d{1,2}):(\d{2})(?::(\d{2}))?|(\d+)|([^\W\d_]+)")
+_DATE_TOKEN = lazy(r"(\d{1,2}):(\d{2})(?::(\d{2}))?|(\d+)|([^\W\d_]+)")
 
 
 def _month(word: str) -> Optional[int]:

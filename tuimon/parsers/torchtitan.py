@@ -19,10 +19,11 @@ from .base import LineContext, LineParser, Sample, compile_sniff
 from .common import STAMP_DIFFERENCES, StampClock, strip_ansi
 from .events import Checkpoint, Event, Exit, Memory, RunConfig, Step, Throughput
 from .numbers import to_float, to_int
+from .patterns import lazy
 
 # a metrics line: from "step:" on (a validation line, "validate step: ...", is an evaluation's), its pairs
 _VALIDATION, _START, _UNIT = "validate step", "step:", "GiB"
-METRIC = re.compile(r"([a-z_]+):\s+([-+]?[\d.,]+(?:[eE][-+]?\d+)?|nan|inf)(" + re.escape(_UNIT) + ")?")
+METRIC = lazy(r"([a-z_]+):\s+([-+]?[\d.,]+(?:[eE][-+]?\d+)?|nan|inf)(" + re.escape(_UNIT) + ")?")
 #: a typed row's keys: the step and the loss, the rates, and the memory (the one value read with the unit)
 _ROW_KEYS = ("step", "loss", "tflops", "tps", "wps", "mfu", "memory")
 #: what the compiled core is handed to read metrics lines as _on_metrics does (core/src/metrics.rs: the pairs'
@@ -31,17 +32,17 @@ CORE_METRICS = {"skip": (_VALIDATION,), "start": _START, "keys": _ROW_KEYS, "uni
 # "Finished saving the checkpoint (or staging if async is enabled)in 12.34 seconds."; since 2025 "Finished saving
 # the checkpoint in 12.34 seconds." or, async, "Finished staging ..." (what blocks training), and at the last step
 # "Last step checkpoint completed in 3.21s"
-_SAVED = re.compile(r"(?:Finished (?:saving|staging) the checkpoint\b.*?\bin (\d{1,9}(?:\.\d+)?) seconds"
-                    r"|Last step checkpoint completed in (\d{1,9}(?:\.\d+)?)s\b)")
-_INIT = re.compile(r"local batch size (\d+), global batch size (\d+),.*?sequence length (\d+), total steps (\d+)")
+_SAVED = lazy(r"(?:Finished (?:saving|staging) the checkpoint\b.*?\bin (\d{1,9}(?:\.\d+)?) seconds"
+              r"|Last step checkpoint completed in (\d{1,9}(?:\.\d+)?)s\b)")
+_INIT = lazy(r"local batch size (\d+), global batch size (\d+),.*?sequence length (\d+), total steps (\d+)")
 # since 2026-08 the batch is counted in tokens: "... with 16384 tokens per DP rank, 32768 tokens per train step,
 # gradient accumulation steps 2, maximum context length 2048, total steps 20000 (warmup 500)"
-_INIT_TOKENS = re.compile(r"(\d+) tokens per train step,.*?maximum context length (\d+), total steps (\d+)")
+_INIT_TOKENS = lazy(r"(\d+) tokens per train step,.*?maximum context length (\d+), total steps (\d+)")
 # "Applied selective activation checkpointing to the model" ("SelectiveAC", "FullAC" since 2026): whether the
 # forward is computed twice (full), which the seed formula's factor 4 assumes, or not (selective: cheap ops only)
-_AC = re.compile(r"Applied (full|FullAC|selective|SelectiveAC) activation checkpointing to the model")
+_AC = lazy(r"Applied (full|FullAC|selective|SelectiveAC) activation checkpointing to the model")
 # "Model llama3 8B size: 8,030,261,248 total parameters" (coloured)
-_SIZE = re.compile(r"\bsize: (\d{1,3}(?:,\d{3})*|\d+) total parameters")
+_SIZE = lazy(r"\bsize: (\d{1,3}(?:,\d{3})*|\d+) total parameters")
 
 
 def metric_values(body: str) -> Optional[dict[str, tuple[str, str]]]:

@@ -11,16 +11,15 @@ of.  NCCL warnings that report an error are failures (:mod:`parsers.failures`).
 """
 from __future__ import annotations
 
-import re
-
 from .base import LineContext, LineParser, Sample
 from .common import message_of
 from .events import Event, LogWarning
+from .patterns import lazy
 
-_PYTHON = re.compile(r"\b((?:User|Future|Deprecation|Runtime|Resource|Syntax|Import|Unicode|Bytes|"
-                     r"PendingDeprecation)?Warning): \S")
-_GLOG = re.compile(r"^W\d{4} \d\d:\d\d:\d\d[.\d]* +\d+ +\S+:\d+\]")
-_NCCL_ERROR = re.compile(r"[Ee]rror|[Tt]imeout|[Ff]ailure|[Ff]ailed")
+_PYTHON = lazy(r"\b((?:User|Future|Deprecation|Runtime|Resource|Syntax|Import|Unicode|Bytes|"
+               r"PendingDeprecation)?Warning): \S")
+_GLOG = lazy(r"^W\d{4} \d\d:\d\d:\d\d[.\d]* +\d+ +\S+:\d+\]")
+_NCCL_ERROR = lazy(r"[Ee]rror|[Tt]imeout|[Ff]ailure|[Ff]ailed")
 
 
 class WarningParser(LineParser):

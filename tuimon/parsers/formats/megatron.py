@@ -3,16 +3,16 @@ and the argument list (the stateful parts, iteration records with their keys by
 meaning, are :class:`parsers.megatron.MegatronParser`)."""
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from ..common import config_from_args
 from ..numbers import to_int
+from ..patterns import lazy
 
 # GPT-NeoX's NeoXArgs.print pads "  {arg} {dots} {value}" with dots to 64 characters and appends
 # whether the value is its default: "True........................updated", and with no dots at all
 # where the line was already that long ("{'enabled': True}updated")
-_NEOX_INFO = re.compile(r"\.+(?:default|updated)$")
+_NEOX_INFO = lazy(r"\.+(?:default|updated)$")
 _NEOX_WIDTH = 64
 _NEOX_NOTES = ("default", "updated")
 
