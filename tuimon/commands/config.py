@@ -37,7 +37,6 @@ from __future__ import annotations
 import math
 import os
 import re
-import tomllib
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Sequence
 
@@ -195,6 +194,8 @@ def load(path: Optional[str] = None, *, explicit: bool = False) -> Config:
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
     text = raw.decode("utf-8", "replace")
+    import tomllib  # (here: without a config file, a start never needs it)
+
     try:
         data = tomllib.loads(text)
         flat = _flatten(data)

@@ -33,7 +33,6 @@ import os
 import pickle
 import sqlite3
 import stat
-import tempfile
 import time
 import zlib
 from dataclasses import dataclass
@@ -109,6 +108,8 @@ def _make_key(path: Path) -> None:
     """Write a new key whole, or not at all: a temporary file (0600) filled and synced, then
     linked to ``path`` (an existing key wins a race: two first runs at once share one).  A full
     disk left a 0-byte key, which then turned the cache off for good after space came back."""
+    import tempfile  # (here: once a cache's life, and its import was paid by every start)
+
     fd, tmp = tempfile.mkstemp(prefix=".key-", dir=path.parent)  # 0600, O_EXCL
     try:
         try:

@@ -308,13 +308,13 @@ def notes(summaries: list[Summary], bullet: str = "!") -> list[str]:
 def render(summaries: list[Summary], columns: tuple[Column, ...], fmt: str) -> str:
     """The rows in ``columns``, as table, markdown, csv or json: the one table renderer.
     A table or markdown with the MFU column says below it why a figure is marked ``!``."""
-    import csv
-    import io
-
     if fmt == "json":
         records = [{"schema_version": SCHEMA_VERSION, **{c.name: raw(c, r) for c in columns}} for r in summaries]
         return json_indented(records) + "\n"
     if fmt == "csv":
+        import csv  # (here: a table, the common case, never needs it)
+        import io
+
         buf = io.StringIO()
         writer = csv.writer(buf, lineterminator="\n")
         writer.writerow([c.name for c in columns])

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import math
 import re
-import tomllib
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Optional
 
@@ -553,6 +552,8 @@ def _bad_entry(origin: str, kind: str, k: int) -> Any:
 def format_from_toml(text: str, origin: str, compile: Compile = compile_builtin) -> Format:
     """A format file; a user's is compiled by the engine's ``compile`` (tuimon.engine.user_regex.compile_user,
     which runs each regex in the core or bounds it in time, and refuses the unsafe)."""
+    import tomllib  # (here: a run without format files never needs it, and every start paid its import)
+
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
