@@ -1,12 +1,15 @@
-//! A declared regex read without a regex engine where it is a plain sequence: literals and runs
-//! of one class (`\S+`, `\d{1,9}`, `[^\],]*`, `\.{2,}`), each alone in its capture group if it
-//! has one, an optional `^` first and `$` last.  A search tries the places of its first literal
-//! (or every place), leftmost first.  Such a pattern is matched by backtracking in
-//! the order the regex crate prefers (leftmost, then greedy or lazy as written), so the match
-//! and its groups are the regex's; a line that is not ASCII, or whose backtracking runs past a
-//! bound, is the regex's to read (`Found::GaveUp`).  The regex crate spends most of a line on
-//! capture groups (its bounded backtracker or PikeVM): 0.7-1.1 us on the rate lines, where a
-//! template takes a find of its first literal and a pass over the line.
+//! A declared regex read without a regex engine where it is small enough to backtrack: literals,
+//! runs of one class (`\S+`, `\d{1,9}`, `[^\],]*`, `\.{2,}`), and groups (capturing or not) of
+//! alternatives, each a sequence of the same, the group once or optional (`(?:e[-+]?\d+)?`,
+//! `(?P<x>\d[\d.]*|nan|inf)`), an optional `^` first and `$` last.  A search tries the places of
+//! its first literal (or every place), leftmost first.  Such a pattern is matched by backtracking
+//! in the order the regex crate prefers (leftmost, then the first alternative that leads to a
+//! match, greedy or lazy as written: its leftmost-first semantics are a backtracker's), so the
+//! match and its groups are the regex's; a line that is not ASCII, or whose backtracking runs past
+//! a bound, is the regex's to read (`Found::GaveUp`).  The regex crate spends most of a line on
+//! capture groups (its bounded backtracker or PikeVM): 0.7-1.1 us on the rate lines and the
+//! hand-written loops' step lines, where a template takes a find of its first literal and a pass
+//! over the line.
 
 use regex_syntax::hir::{Class, Hir, HirKind, Look};
 
@@ -23,9 +26,12 @@ enum Piece {
     Lit { bytes: Vec<u8>, group: Option<usize> },
     /// `min..=max` bytes of `set` (ASCII: a bit per byte), as many as can be (greedy) or as few
     Run { set: u128, min: usize, max: usize, greedy: bool, group: Option<usize> },
+    /// one of `branches` (each a sequence), the first that leads to a match; where `optional`, none
+    /// too (tried after them when greedy, before them when lazy)
+    Alt { branches: Vec<Vec<Piece>>, optional: bool, greedy: bool, group: Option<usize> },
 }
 
-/// A pattern's template (see the module's doc).
+/// A template (see the module's doc).
 #[derive(Debug, Clone)]
 pub struct Template {
     pieces: Vec<Piece>,
@@ -61,27 +67,122 @@ fn ascii_set(class: &Class) -> u128 {
     set
 }
 
-/// A piece of one node: a literal, a class, or a repetition of either (of one byte), with its group.
-fn piece(hir: &Hir, group: Option<usize>) -> Option<Piece> {
+/// The set of one byte's class or literal, where `hir` is one (what a run repeats).
+fn byte_set(hir: &Hir) -> Option<u128> {
     match hir.kind() {
-        HirKind::Literal(lit) if lit.0.is_ascii() => Some(Piece::Lit { bytes: lit.0.to_vec(), group }),
-        HirKind::Class(class) => Some(Piece::Run { set: ascii_set(class), min: 1, max: 1, greedy: true, group }),
-        HirKind::Repetition(rep) => {
-            let set = match rep.sub.kind() {
-                HirKind::Class(class) => ascii_set(class),
-                HirKind::Literal(lit) if lit.0.len() == 1 && lit.0.is_ascii() => 1u128 << lit.0[0],
-                _ => return None,
-            };
-            let max = rep.max.map_or(usize::MAX, |m| m as usize);
-            Some(Piece::Run { set, min: rep.min as usize, max, greedy: rep.greedy, group })
-        }
-        HirKind::Capture(cap) if group.is_none() => piece(&cap.sub, Some(cap.index as usize)),
+        HirKind::Class(class) => Some(ascii_set(class)),
+        HirKind::Literal(lit) if lit.0.len() == 1 && lit.0.is_ascii() => Some(1u128 << lit.0[0]),
         _ => None,
     }
 }
 
+/// `hir` as a sequence of pieces (None: not one a template reads).
+fn sequence(hir: &Hir) -> Option<Vec<Piece>> {
+    let mut out = Vec::new();
+    match hir.kind() {
+        HirKind::Concat(nodes) => {
+            for node in nodes {
+                pieces_of(node, &mut out)?;
+            }
+        }
+        _ => pieces_of(hir, &mut out)?,
+    }
+    Some(out)
+}
+
+/// The alternatives of `hir` (itself where it is not an alternation), each a sequence.
+fn branches(hir: &Hir) -> Option<Vec<Vec<Piece>>> {
+    match hir.kind() {
+        HirKind::Alternation(alts) => alts.iter().map(sequence).collect(),
+        _ => Some(vec![sequence(hir)?]),
+    }
+}
+
+/// The pieces of one node, appended to `out`.
+fn pieces_of(hir: &Hir, out: &mut Vec<Piece>) -> Option<()> {
+    out.push(match hir.kind() {
+        HirKind::Empty => return Some(()),
+        HirKind::Literal(lit) if lit.0.is_ascii() => Piece::Lit { bytes: lit.0.to_vec(), group: None },
+        HirKind::Class(class) => Piece::Run { set: ascii_set(class), min: 1, max: 1, greedy: true, group: None },
+        HirKind::Repetition(rep) => match byte_set(&rep.sub) {
+            Some(set) => {
+                let max = rep.max.map_or(usize::MAX, |m| m as usize);
+                Piece::Run { set, min: rep.min as usize, max, greedy: rep.greedy, group: None }
+            }
+            None if rep.min == 0 && rep.max == Some(1) => {
+                Piece::Alt { branches: branches(&rep.sub)?, optional: true, greedy: rep.greedy, group: None }
+            }
+            None if rep.min == 1 && rep.max == Some(1) => return pieces_of(&rep.sub, out),
+            None => return None,
+        },
+        HirKind::Capture(cap) => {
+            let g = Some(cap.index as usize);
+            let mut inner = Vec::new();
+            pieces_of(&cap.sub, &mut inner)?;
+            match inner.as_mut_slice() {
+                // a literal or a run alone in its group: the piece keeps the group itself
+                [Piece::Lit { group, .. } | Piece::Run { group, .. }] if group.is_none() => *group = g,
+                // (not an optional one: a group around an optional part takes part, empty, when it is left out)
+                [Piece::Alt { group, optional: false, .. }] if group.is_none() => *group = g,
+                _ => return {
+                    out.push(Piece::Alt { branches: vec![inner], optional: false, greedy: true, group: g });
+                    Some(())
+                },
+            }
+            out.extend(inner);
+            return Some(());
+        }
+        HirKind::Concat(_) => return sequence(hir).map(|s| out.extend(s)),
+        HirKind::Alternation(_) => Piece::Alt { branches: branches(hir)?, optional: false, greedy: true, group: None },
+        _ => return None,
+    });
+    Some(())
+}
+
+/// The highest group number a piece of `pieces` fills, plus one (at least 1: group 0).
+fn groups_in(pieces: &[Piece]) -> usize {
+    pieces.iter().map(|p| match p {
+        Piece::Lit { group, .. } | Piece::Run { group, .. } => group.map_or(1, |g| g + 1),
+        Piece::Alt { branches, group, .. } => {
+            branches.iter().map(|b| groups_in(b)).max().unwrap_or(1).max(group.map_or(1, |g| g + 1))
+        }
+    }).max().unwrap_or(1)
+}
+
+/// Where a sequence goes on once its last piece matched: the rest of the sequence it is in (from
+/// piece `k` of `seq`), closing the group opened at `close`'s offset first.
+struct Then<'a> {
+    seq: &'a [Piece],
+    k: usize,
+    close: Option<(usize, usize)>,
+    up: Option<&'a Then<'a>>,
+}
+
+/// The line being matched and what its match may still spend.
+struct Line<'h, 's> {
+    hay: &'h [u8],
+    slots: &'s mut [Option<(usize, usize)>],
+    steps: usize,
+}
+
+impl Line<'_, '_> {
+    /// Group `g` set to `span` while `next` is tried, and back to what it was if that fails.
+    fn with_group<F>(&mut self, g: Option<usize>, span: (usize, usize), next: F) -> Result<Option<usize>, ()>
+    where
+        F: FnOnce(&mut Self) -> Result<Option<usize>, ()>,
+    {
+        let Some(g) = g else { return next(self) };
+        let old = self.slots[g].replace(span);
+        let found = next(self);
+        if let Ok(None) = found {
+            self.slots[g] = old;
+        }
+        found
+    }
+}
+
 impl Template {
-    /// The template of `pattern`, where it is a plain sequence (else None: the regex reads it).
+    /// The template of `pattern`, where it has one (else None: the regex reads it).
     pub fn of(pattern: &str) -> Option<Template> {
         Template::parsed(pattern, false)
     }
@@ -104,15 +205,10 @@ impl Template {
             match node.kind() {
                 HirKind::Look(look) if *look == start && k == 0 => t.start = true,
                 HirKind::Look(look) if *look == end && k + 1 == nodes.len() => t.end = true,
-                HirKind::Concat(_) => return None,
-                _ => t.pieces.push(piece(node, None)?),
+                _ => pieces_of(node, &mut t.pieces)?,
             }
         }
-        for p in &t.pieces {
-            if let Piece::Lit { group: Some(g), .. } | Piece::Run { group: Some(g), .. } = p {
-                t.groups = t.groups.max(g + 1);
-            }
-        }
+        t.groups = groups_in(&t.pieces);
         Some(t)
     }
 
@@ -133,18 +229,17 @@ impl Template {
             return Found::GaveUp;
         }
         slots.iter_mut().for_each(|s| *s = None);
-        let mut steps = STEPS;
-        let mut try_at = |at: usize, slots: &mut [Option<(usize, usize)>]| self.at(0, at, hay, slots, &mut steps);
+        let mut line = Line { hay, slots, steps: STEPS };
         if self.start {
-            return match if from == 0 { try_at(0, slots) } else { Ok(None) } {
-                Ok(Some(end)) => self.found(0, end, slots),
+            return match if from == 0 { self.at(&self.pieces, 0, 0, None, &mut line) } else { Ok(None) } {
+                Ok(Some(end)) => Template::found(0, end, line.slots),
                 Ok(None) => Found::NoMatch,
                 Err(()) => Found::GaveUp,
             };
         }
         // the starts to try, leftmost first: where its first literal is, else everywhere
         let first = match self.pieces.first() {
-            Some(Piece::Lit { bytes, .. }) => Some(memchr::memmem::Finder::new(bytes)),
+            Some(Piece::Lit { bytes, .. }) if !bytes.is_empty() => Some(memchr::memmem::Finder::new(bytes)),
             _ => None,
         };
         let mut from = from;
@@ -156,8 +251,8 @@ impl Template {
                 },
                 None => from,
             };
-            match try_at(at, slots) {
-                Ok(Some(end)) => return self.found(at, end, slots),
+            match self.at(&self.pieces, 0, at, None, &mut line) {
+                Ok(Some(end)) => return Template::found(at, end, line.slots),
                 Ok(None) => from = at + 1,
                 Err(()) => return Found::GaveUp,
             }
@@ -165,56 +260,75 @@ impl Template {
         Found::NoMatch
     }
 
-    fn found(&self, start: usize, end: usize, slots: &mut [Option<(usize, usize)>]) -> Found {
+    fn found(start: usize, end: usize, slots: &mut [Option<(usize, usize)>]) -> Found {
         slots[0] = Some((start, end));
         Found::Match(start, end)
     }
 
-    /// Pieces `k..` from `at`: the match's end; Err when the steps ran out.
-    fn at(&self, k: usize, at: usize, hay: &[u8], slots: &mut [Option<(usize, usize)>], steps: &mut usize)
+    /// Pieces `k..` of `seq` from `at`, then `then`: the match's end; Err when the steps ran out.
+    /// (A group a path set is put back as it was where the path fails: an alternative or a run's
+    /// length tried and left must not leave its groups behind.)
+    fn at(&self, seq: &[Piece], k: usize, at: usize, then: Option<&Then<'_>>, line: &mut Line<'_, '_>)
           -> Result<Option<usize>, ()> {
-        if *steps == 0 {
+        if line.steps == 0 {
             return Err(());
         }
-        *steps -= 1;
-        let Some(p) = self.pieces.get(k) else {
-            return Ok((!self.end || at == hay.len()).then_some(at));
+        line.steps -= 1;
+        let Some(p) = seq.get(k) else {
+            return match then {
+                None => Ok((!self.end || at == line.hay.len()).then_some(at)),
+                Some(t) => {
+                    let (g, open) = t.close.map_or((None, at), |(g, open)| (Some(g), open));
+                    line.with_group(g, (open, at), |line| self.at(t.seq, t.k, at, t.up, line))
+                }
+            };
         };
         match p {
             Piece::Lit { bytes, group } => {
-                if !hay[at..].starts_with(bytes) {
+                if !line.hay[at..].starts_with(bytes) {
                     return Ok(None);
                 }
-                if let Some(g) = group {
-                    slots[*g] = Some((at, at + bytes.len()));
-                }
-                self.at(k + 1, at + bytes.len(), hay, slots, steps)
+                let end = at + bytes.len();
+                line.with_group(*group, (at, end), |line| self.at(seq, k + 1, end, then, line))
             }
             Piece::Run { set, min, max, greedy, group } => {
-                let room = hay.len() - at;
-                let most = hay[at..at + room.min(*max)].iter().position(|&b| set >> b & 1 == 0)
-                    .unwrap_or(room.min(*max));
+                let room = (line.hay.len() - at).min(*max);
+                let most = line.hay[at..at + room].iter().position(|&b| set >> b & 1 == 0).unwrap_or(room);
                 if most < *min {
                     return Ok(None);
                 }
-                let mut try_len = |n: usize, slots: &mut [Option<(usize, usize)>]| {
-                    if let Some(g) = group {
-                        slots[*g] = Some((at, at + n));
-                    }
-                    self.at(k + 1, at + n, hay, slots, steps)
+                let try_len = |n: usize, line: &mut Line<'_, '_>| {
+                    line.with_group(*group, (at, at + n), |line| self.at(seq, k + 1, at + n, then, line))
                 };
                 if *greedy {
                     for n in (*min..=most).rev() {
-                        if let Some(end) = try_len(n, slots)? {
+                        if let Some(end) = try_len(n, line)? {
                             return Ok(Some(end));
                         }
                     }
                 } else {
                     for n in *min..=most {
-                        if let Some(end) = try_len(n, slots)? {
+                        if let Some(end) = try_len(n, line)? {
                             return Ok(Some(end));
                         }
                     }
+                }
+                Ok(None)
+            }
+            Piece::Alt { branches, optional, greedy, group } => {
+                if *optional && !*greedy {
+                    if let Some(end) = self.at(seq, k + 1, at, then, line)? {
+                        return Ok(Some(end));
+                    }
+                }
+                let after = Then { seq, k: k + 1, close: group.map(|g| (g, at)), up: then };
+                for branch in branches {
+                    if let Some(end) = self.at(branch, 0, at, Some(&after), line)? {
+                        return Ok(Some(end));
+                    }
+                }
+                if *optional && *greedy {
+                    return self.at(seq, k + 1, at, then, line);
                 }
                 Ok(None)
             }
@@ -306,7 +420,17 @@ mod tests {
         (r"z z(\S+)z", &["z z", "z"], FILLERS),
         (r"\d+(\S)b", &["1", "b"], FILLERS),
         (r"(?:a|b)c(\d{2})", &["a", "b", "c"], FILLERS),
+        // groups of alternatives, optional groups, groups in groups
+        (r"(ab)?c", &["a", "b", "c", "ab"], FILLERS),
+        (r"(?:ab|cd)e(\d)?", &["ab", "cd", "e"], FILLERS),
+        (r"((?:xy)?)z(\S*?)", &["x", "y", "z"], FILLERS),
+        (r"(a|ab)(c|bcd)(d*)", &["a", "b", "c", "d", "ab", "bcd"], FILLERS),
+        (r"(?:a|ab)??(b)(?:c|)(x|)", &["a", "b", "c", "x", "ab"], FILLERS),
+        (r"y(z(\d+)?|(w)|)\.", &["y", "z", "w", "."], FILLERS),
+        (r"x(?:yz)??(\w*)", &["x", "yz", "y", "z"], FILLERS),
+        (r"^\s*(?:(\w+)=(\d+)|(-{2,})) *(?:;|,)", &[" ", "a", "=", "-", "--", ";"], FILLERS),
     ];
+
     const FILLERS: &[&str] = &["", " ", "  ", "1", "12", "0.5", ";", ",", "]", ".", "...", "x", "y", "z", "_w", "-",
                                "\t", "a", "b", "c", "7", "34", "5", "9.25", "", ""];
 
@@ -360,6 +484,56 @@ mod tests {
         }
     }
 
+    /// Step lines of a hand-written loop's shape (made-up keys), whole and with a few edits each.
+    #[test]
+    fn anchored_step_lines_with_optional_parts_read_as_the_regex_reads_them() {
+        const PATTERNS: &[(&str, &[&str])] = &[
+            (r"^k:(\d{1,6}) q:([-+]?(?:\d[\d.]*(?:e[-+]?\d+)?|na|in|-?na))(?: w:([-+.\de]{1,9}))?(?: z:([-+.\de]{1,9}|na|in))?[ \t]*$",
+             &["k:12 q:3.5 w:0.0001 z:1.5", "k:1 q:na", "k:7 q:-na z:in", "k:30 q:2.5e-3 w:1e-5 \t", "k:4 q:1e5 z:0.5  "]),
+            (r"^u:(\d{1,5})/(\d{1,5}) (?:v:(?P<v>[-+]?(?:\d[\d.]*|na|in)) )?t:(\d{1,9})ms a:",
+             &["u:3/100 v:2.75 t:1234ms a:5.1ms", "u:10/10 t:99ms a:nanms", "u:1/2 v:na t:0ms a:", "u:5/6 v:-1. t:7ms a:x"]),
+        ];
+        const EDITS: &[&str] = &["", " ", "0", "1", "12", "3.5", "e", "-", "+", ".", "na", "in", "x", "\t", "/", "ms", ":", "é"];
+        let mut d = Draws::new(5);
+        for (pattern, lines) in PATTERNS {
+            let t = Template::of(pattern).unwrap_or_else(|| panic!("{pattern}: no template"));
+            let re = regex::Regex::new(pattern).unwrap();
+            let mut locs = re.capture_locations();
+            let mut slots = t.slots();
+            let (mut matched, mut missed) = (0, 0);
+            for _ in 0..100_000 {
+                let mut s = lines[d.below(lines.len())].to_string();
+                for _ in 0..d.below(3) {
+                    let at = d.below(s.len() + 1);
+                    if !s.is_char_boundary(at) {
+                        continue;
+                    }
+                    match d.below(3) {
+                        0 => s.insert_str(at, EDITS[d.below(EDITS.len())]),
+                        1 if at < s.len() && s.is_char_boundary(at + 1) => { s.remove(at); }
+                        _ => s.truncate(at),
+                    }
+                }
+                let want = re.captures_read(&mut locs, &s).map(|m| (m.start(), m.end()));
+                match t.find(s.as_bytes(), &mut slots) {
+                    Found::GaveUp => assert!(!s.is_ascii(), "{pattern}: gave up on {s:?}"),
+                    Found::NoMatch => {
+                        assert_eq!(want, None, "{pattern}: {s:?}");
+                        missed += 1;
+                    }
+                    Found::Match(a, z) => {
+                        matched += 1;
+                        assert_eq!(want, Some((a, z)), "{pattern}: {s:?}");
+                        for g in 0..locs.len() {
+                            assert_eq!(slots.get(g).copied().flatten(), locs.get(g), "{pattern}: group {g} of {s:?}");
+                        }
+                    }
+                }
+            }
+            assert!(matched > 20_000 && missed > 5_000, "{pattern}: {matched} lines matched, {missed} not");
+        }
+    }
+
     #[test]
     fn a_multi_line_pattern_reads_one_line() {
         let pattern = r"^\s*(\w+) \.{2,} ?(.*?)\s*$";
@@ -392,9 +566,12 @@ mod tests {
     }
 
     #[test]
-    fn what_is_not_a_plain_sequence_has_no_template() {
-        for pattern in [r"(?:ab|cd)e", r"(ab)?c", r"(a\d)c", r"a(?:bc)*", r"a\bc", r"(?m)^a$"] {
+    fn what_cannot_backtrack_in_order_has_no_template() {
+        for pattern in [r"a(?:bc)*", r"a\bc", r"(?m)^a$", r"(a|b)+", r"(?:ab){2}", r"(?:a|b$)c", r"(\d)+", r"x(?:y(?:z)?)*", r"a(?:;|$)"] {
             assert!(Template::of(pattern).is_none(), "{pattern}");
+        }
+        for pattern in [r"(?:ab|cd)e", r"(ab)?c", r"(a\d)c", r"((a)|b(c)?)d"] {
+            assert!(Template::of(pattern).is_some(), "{pattern}");
         }
     }
 
