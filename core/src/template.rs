@@ -35,6 +35,8 @@ enum Piece {
 #[derive(Debug, Clone)]
 pub struct Template {
     pieces: Vec<Piece>,
+    /// the bytes a match starts with, where it cannot be empty (the places a search tries)
+    first: Option<u128>,
     start: bool,
     end: bool,
     groups: usize,
@@ -149,6 +151,37 @@ fn groups_in(pieces: &[Piece]) -> usize {
     }).max().unwrap_or(1)
 }
 
+/// The bytes a match of `seq` can start with, and whether it can be empty (then it may start anywhere).
+fn first_bytes(seq: &[Piece]) -> (u128, bool) {
+    let mut set = 0u128;
+    for p in seq {
+        match p {
+            Piece::Lit { bytes, .. } => match bytes.first() {
+                Some(&b) => return (set | 1u128 << b, false),
+                None => continue,
+            },
+            Piece::Run { set: run, min, .. } => {
+                set |= run;
+                if *min > 0 {
+                    return (set, false);
+                }
+            }
+            Piece::Alt { branches, optional, .. } => {
+                let mut may_be_empty = *optional;
+                for branch in branches {
+                    let (bytes, empty) = first_bytes(branch);
+                    set |= bytes;
+                    may_be_empty |= empty;
+                }
+                if !may_be_empty {
+                    return (set, false);
+                }
+            }
+        }
+    }
+    (set, true)
+}
+
 /// Where a sequence goes on once its last piece matched: the rest of the sequence it is in (from
 /// piece `k` of `seq`), closing the group opened at `close`'s offset first.
 struct Then<'a> {
@@ -200,7 +233,7 @@ impl Template {
             HirKind::Concat(nodes) => nodes.iter().collect(),
             _ => vec![&hir],
         };
-        let mut t = Template { pieces: Vec::new(), start: false, end: false, groups: 1, line: multi_line };
+        let mut t = Template { pieces: Vec::new(), first: None, start: false, end: false, groups: 1, line: multi_line };
         for (k, node) in nodes.iter().enumerate() {
             match node.kind() {
                 HirKind::Look(look) if *look == start && k == 0 => t.start = true,
@@ -209,6 +242,10 @@ impl Template {
             }
         }
         t.groups = groups_in(&t.pieces);
+        t.first = match first_bytes(&t.pieces) {
+            (set, false) => Some(set),
+            (_, true) => None,
+        };
         Some(t)
     }
 
@@ -237,19 +274,25 @@ impl Template {
                 Err(()) => Found::GaveUp,
             };
         }
-        // the starts to try, leftmost first: where its first literal is, else everywhere
+        // the starts to try, leftmost first: where its first literal is, else where a byte a match
+        // starts with is (a group of alternatives first: each place tried was each branch tried), else
+        // everywhere
         let first = match self.pieces.first() {
             Some(Piece::Lit { bytes, .. }) if !bytes.is_empty() => Some(memchr::memmem::Finder::new(bytes)),
             _ => None,
         };
         let mut from = from;
         while from <= hay.len() {
-            let at = match &first {
-                Some(finder) => match finder.find(&hay[from..]) {
+            let at = match (&first, self.first) {
+                (Some(finder), _) => match finder.find(&hay[from..]) {
                     Some(i) => from + i,
                     None => break,
                 },
-                None => from,
+                (None, Some(set)) => match hay[from..].iter().position(|&b| set >> b & 1 == 1) {
+                    Some(i) => from + i,
+                    None => break,
+                },
+                (None, None) => from,
             };
             match self.at(&self.pieces, 0, at, None, &mut line) {
                 Ok(Some(end)) => return Template::found(at, end, line.slots),
