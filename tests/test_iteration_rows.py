@@ -3,7 +3,8 @@
 Generated logs of iteration lines (ranks or none, counters going on, repeated by other
 ranks, going back, another total, NaN losses and grad norms, skipped steps) among the
 events a store sees beside them (reported rates, memory, configs with and without a
-shape, a job script's start, steps, a hook's iteration): their items as the engine hands
+shape, a job script's start, steps, a hook's iteration, evaluations, after which the first
+record is timed over the pass and timer reports are put aside until the second): their items as the engine hands
 them over (each close's events, then its rows) must leave the store what their events,
 in line order, leave it.
 """
@@ -16,8 +17,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tuimon.figures.summary import summarize
-from tuimon.parsers.columns import IterationRows, expand
-from tuimon.parsers.events import Iteration, LogWarning, Memory, Milestone, RunConfig, Step, Throughput, frozen_map
+from tuimon.parsers.columns import IterationRows, TimerRows, expand
+from tuimon.parsers.events import (Evaluation, Iteration, LogWarning, Memory, Milestone, RunConfig, Step, Throughput,
+                                   Timers, frozen_map)
 
 from tests.helpers.stores import events_taken, iteration_rows, stored
 
@@ -47,7 +49,7 @@ def _row(draw, counter: int) -> dict:
 
 
 _OTHERS = ["throughput", "memory", "warning", "config-plain", "config-shape", "config-total", "job-start",
-           "step", "hook-iteration"]
+           "step", "hook-iteration", "eval", "eval", "timers", "timers"]
 
 
 def _other(kind: str, file: str, line: int, rank, wall, counter: int):
@@ -68,6 +70,11 @@ def _other(kind: str, file: str, line: int, rank, wall, counter: int):
         return Milestone(**common, name="job-start")
     if kind == "step":
         return Step(**common, step=counter, loss=2.0, lr=1e-4)
+    if kind == "timers":  # (reports between an evaluation and the record after it are put aside)
+        return Timers(**common, timers=frozen_map({"forward-compute": 100.0 + line, "backward-compute": 250.5}),
+                      iteration=counter)
+    if kind == "eval":
+        return Evaluation(**common, iteration=counter, metrics=frozen_map({"lm loss": 2.5}))
     return Iteration(**common, iteration=counter, train_iters=1000, elapsed_ms=900.0,
                      losses=frozen_map({"lm loss": 2.75}))
 
@@ -110,11 +117,12 @@ def _state(items: list, bounded: bool = False, slice_size: int = 0) -> list:
     out = []
     for key, job in store.jobs.items():
         series = {k: s.points.tobytes() for k, s in job.ranks.items()}
-        runs = {f: (r.progressed, dict(r.last), dict(r.shape)) for f, r in job.runs_by_file.items()}
+        runs = {f: (r.progressed, dict(r.last), dict(r.shape), r.after_eval) for f, r in job.runs_by_file.items()}
         out.append((key, job.events, sorted(job.ranks_seen), job.first_wall, job.last_wall, job.first_step_wall,
                     job.last_iteration, job.last_progress, job.last_progress_wall, repr(job.last_losses), job.nan_at,
                     repr(job.nan_events), job.last_iteration_lr, job.last_loss_scale,
-                    repr(sorted(job.config.items())), series, repr(runs), repr(summarize(job, now=0.0).as_dict())))
+                    repr(sorted(job.config.items())), series, repr(runs), sorted(job.after_eval),
+                    repr(summarize(job, now=0.0).as_dict())))
     return out
 
 
@@ -142,6 +150,37 @@ def test_rows_fold_in_bulk_where_nothing_orders_them():
     assert state == _state(expand(items))
     job = next(iter(state))
     assert job[6] == rows[-1][3]["iteration"]  # the last counter
+
+
+def test_the_records_after_an_evaluation_fold_in_bulk_and_put_its_timers_aside():
+    """An evaluation every 50 steps (llm.c's every 250) among one rank's iteration lines and
+    timer lines the core read (a block's timer rows come after its iteration rows): the two
+    records after each pass are folded with the others, not taken one by one; the reports
+    between a pass and its second record are put aside, the others are not, as the events in
+    line order leave them."""
+    rows, events, timer_lines = [], [], []
+    for step in range(1, 301):
+        line = 3 * step
+        rows.append((line, None, None, {"iteration": step, "train_iters": 1000,
+                                        "fields": {"elapsed_ms": 1000.0 + step, "losses": frozen_map({"loss": 2.5})}}))
+        timer_lines.append(line + 1)
+        if step % 50 == 0:
+            events.append(_other("eval", "a.log", line + 2, None, None, step))
+    items: list = []
+    _close(items, "a.log", events, rows)
+    n = len(timer_lines)
+    items.append(TimerRows("a.log", timer_lines, [None] * n, [None] * n, [None] * n, [2] * n, [0] * n,
+                           ("forward-compute", "backward-compute"), [0, 1] * n,
+                           [v for k in range(n) for v in (100.0 + k, 250.5)]))
+    with events_taken() as taken, np.errstate(all="ignore"):
+        state = _state(items)
+    assert "Iteration" not in taken
+    assert state == _state(expand(items))
+    job = next(iter(stored(items).jobs.values()))
+    # each pass's first record is timed over it; the report after that record is aside (five passes
+    # with records after them)
+    assert sorted(job.after_eval) == [("a.log", 3 * (step + 1)) for step in range(50, 300, 50)]
+    assert job.timers["forward-compute"].aside_count == 5 and job.timers["forward-compute"].count == 300 - 5
 
 
 class _Run:

@@ -181,10 +181,6 @@ def fold(store: Any, rows: IterationRows, a: int, b: int, segment: Any, take: Ca
     file = rows.file
     while a < b:
         job, file_rank = store.job_for(file)
-        if job.run_of(file).after_eval:  # the records after an evaluation, one by one (two at most)
-            touched.append(take(rows.event(a)))
-            a += 1
-            continue
         if job.bounded or not _ROWS_MAKE_POINTS or b - a < FEW:
             for k in range(a, b):
                 touched.append(take(rows.event(k)))
@@ -332,12 +328,27 @@ def _fold_run(store: Any, job: Any, file_rank: Optional[int], rows: IterationRow
     _counts(job, rows, a, end, max_ranks)
     points = scan.points
     if points:
+        if run.after_eval:
+            _after_eval(store, job, run, rows, points, segment)
         keys = scan.keys if len(points) == end - a else [scan.keys[k - a] for k in points]
         _points(job, rows, points, keys)
         _latest(job, rows, points, max_failures, scan.resets)
     if not segment.progressed:  # the state its timers count in moves with the run's first progress
         segment.mark(rows.line[a], store._timer_state(rows.file))
     return end
+
+
+def _after_eval(store: Any, job: Any, run: Any, rows: IterationRows, points: list[int], segment: Any) -> None:
+    """The two records after an evaluation pass, as the event path takes them: the first is timed
+    over the pass (the summary leaves it out of the step times), and the timer reports before the
+    second are put aside (the state the segment marks at each).  They were taken one by one: with
+    an evaluation every 250 steps (llm.c), 2 rows in 250 were events."""
+    for k in points[:run.after_eval]:
+        if run.after_eval == 2 and len(job.after_eval) < MAX_ASIDE:
+            job.after_eval.add((rows.file, rows.line[k] or 0))
+        run.after_eval -= 1
+        if segment.aside:
+            segment.mark(rows.line[k], store._timer_state(rows.file))
 
 
 def _counts(job: Any, rows: IterationRows, a: int, b: int, max_ranks: int) -> None:
