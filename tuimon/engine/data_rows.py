@@ -42,13 +42,16 @@ class DataReader:
     """How the core reads one data rule's lines: its ``FieldLines``, and where each value goes
     ((field, None) or (map field, key), as the rule's plan puts it)."""
 
-    __slots__ = ("lines", "places", "constants", "entry", "whole")
+    __slots__ = ("lines", "places", "constants", "entry", "whole", "single")
 
     def __init__(self, lines: Any, places: list[tuple[str, Optional[str]]], entry: LineFormat,
                  whole: frozenset[str] = frozenset()) -> None:
         self.lines, self.places, self.entry = lines, places, entry
         self.constants = dict(entry.set)
         self.whole = whole  # int fields read as numbers of another type: rounded, as the type's to_whole rounds
+        # map fields one group fills (llm.c's losses: {"loss": ...}): a row's map is made without a dict first
+        named = [name for name, key in places if key is not None]
+        self.single = frozenset(name for name in named if named.count(name) == 1)
 
     def read(self, text: str, starts: list[int]) -> tuple[list[int], dict[str, list], list[int]]:
         """Of the lines at ``starts``: those the core read (their starts), their values (a
@@ -64,7 +67,9 @@ class DataReader:
         for (name, key), column in zip(self.places, values):
             if name in self.whole:
                 column = [None if v is None or not math.isfinite(v) else int(round(v)) for v in column]
-            if key is not None:  # (few lines of a map give more than one key: a dict a row, then frozen)
+            if key is not None and name in self.single:  # the map's one key: its value's map, made at once
+                columns[name] = [None if v is None else FrozenDict({key: v}) for v in column]
+            elif key is not None:  # (few lines of a map give more than one key: a dict a row, then frozen)
                 rows = maps.get(name)
                 if rows is None:
                     rows = maps[name] = [{} for _ in range(n)]
