@@ -44,13 +44,16 @@ def hook_rules(parsers: tuple[Any, ...], core: Any, column_kinds: tuple[tuple[st
     return tuple(rules)
 
 
+_UNSET = object()  # (a lazily made attribute not made yet)
+
+
 class HookRule:
     """Lines holding a match of ``trigger`` go to the handler named ``name`` of the engine's
     active parser ``key[0]`` (once a line).  It names its handler rather than holding it, so
     that every file read by the same parsers shares one list of rules (:func:`hook_rules`):
     each file holding its own cost ~25 KB a file, 250 MB at 10,000 followed files."""
 
-    __slots__ = ("trigger", "name", "key", "literal", "anchors", "by_line", "column", "core", "leaves")
+    __slots__ = ("trigger", "name", "key", "literal", "anchors", "by_line", "column", "leaves", "_core", "_engine")
 
     def __init__(self, trigger: str, name: str, key: tuple[int, int], column: Optional[int] = None,
                  leaves: Union[str, re.Pattern[str], None] = None) -> None:
@@ -59,8 +62,19 @@ class HookRule:
         self.column = column  # the compiled core's reader of its plain lines (see BlockEngine._events), if any
         self.literal, self.anchors = _read_off(trigger)
         self.by_line = bool(self.anchors) and not starts_with_literal(trigger)
-        # the trigger over its candidate lines in one call to the core (2 us a line in re)
-        self.core = core_line_regex(trigger, native.core) if self.literal is None and self.anchors else None
+        self._engine = native.core if self.literal is None and self.anchors else None
+        self._core: Any = _UNSET
+
+    @property
+    def core(self) -> Any:
+        """The trigger compiled by the core, to run over its candidate lines in one call (2 us a line
+        in re); None where the core does not read it as ``re`` does.  Compiled when a block first
+        holds its anchors: most rules never meet a line of theirs, and compiling the 46 triggers a
+        start was a tenth of a summary of a 100-line log."""
+        core = self._core
+        if core is _UNSET:
+            core = self._core = core_line_regex(self.trigger, self._engine) if self._engine is not None else None
+        return core
 
     @property
     def regex(self) -> re.Pattern[str]:
