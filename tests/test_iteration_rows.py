@@ -11,6 +11,7 @@ in line order, leave it.
 from __future__ import annotations
 
 import math
+import random
 
 import numpy as np
 from hypothesis import HealthCheck, given, settings
@@ -181,6 +182,39 @@ def test_the_records_after_an_evaluation_fold_in_bulk_and_put_its_timers_aside()
     # with records after them)
     assert sorted(job.after_eval) == [("a.log", 3 * (step + 1)) for step in range(50, 300, 50)]
     assert job.timers["forward-compute"].aside_count == 5 and job.timers["forward-compute"].count == 300 - 5
+
+
+def test_evaluations_repeated_records_and_timer_rows_in_any_order_leave_the_events_store():
+    """Drawn runs of one file: records (some printed again by a rank without a label), evaluations
+    (one before any record too) and the core's timer rows between them, in any order: the timer
+    state marked at each row while it moves (no progress yet, or records awaited after a pass) and
+    the after-evaluation records are those of the events in line order."""
+    rng = random.Random(5)
+    for _ in range(150):
+        rows, events, timer_lines = [], [], []
+        line, step = rng.randint(1, 5), 0
+        if rng.random() < 0.5:
+            events.append(_other("eval", "a.log", line, None, None, 0))
+        for _ in range(rng.randint(5, 40)):
+            line += 1
+            draw = rng.random()
+            if draw < 0.6 or draw < 0.75 and step:
+                step += draw < 0.6  # (else the same record again)
+                rows.append((line, None, None, {"iteration": step, "train_iters": 1000,
+                                                "fields": {"elapsed_ms": 1000.0 + step}}))
+            elif draw < 0.9:
+                timer_lines.append(line)
+            else:
+                events.append(_other("eval", "a.log", line, None, None, step))
+        items: list = []
+        _close(items, "a.log", events, rows)
+        n = len(timer_lines)
+        if n:
+            items.append(TimerRows("a.log", timer_lines, [None] * n, [None] * n, [None] * n, [2] * n, [0] * n,
+                                   ("forward-compute", "backward-compute"), [0, 1] * n,
+                                   [v for k in range(n) for v in (100.0 + k, 250.5)]))
+        with np.errstate(all="ignore"):
+            assert _state(items) == _state(expand(items)), items
 
 
 class _Run:

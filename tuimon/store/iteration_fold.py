@@ -25,7 +25,7 @@ import math
 from bisect import bisect_left
 from itertools import chain
 from operator import itemgetter, lt
-from typing import Any, Callable, Mapping, Optional, Sequence, Union, cast
+from typing import Any, Callable, Container, Mapping, Optional, Sequence, Union, cast
 
 from tuimon.parsers.columns import IterationRows, weight
 
@@ -327,28 +327,33 @@ def _fold_run(store: Any, job: Any, file_rank: Optional[int], rows: IterationRow
             series_of[key] = Series(bounded=job.bounded)
     _counts(job, rows, a, end, max_ranks)
     points = scan.points
+    _marks(store, job, run, rows, a, end, points, segment)
     if points:
-        if run.after_eval:
-            _after_eval(store, job, run, rows, points, segment)
         keys = scan.keys if len(points) == end - a else [scan.keys[k - a] for k in points]
         _points(job, rows, points, keys)
         _latest(job, rows, points, max_failures, scan.resets)
-    if not segment.progressed:  # the state its timers count in moves with the run's first progress
-        segment.mark(rows.line[a], store._timer_state(rows.file))
     return end
 
 
-def _after_eval(store: Any, job: Any, run: Any, rows: IterationRows, points: list[int], segment: Any) -> None:
-    """The two records after an evaluation pass, as the event path takes them: the first is timed
-    over the pass (the summary leaves it out of the step times), and the timer reports before the
-    second are put aside (the state the segment marks at each).  They were taken one by one: with
-    an evaluation every 250 steps (llm.c), 2 rows in 250 were events."""
-    for k in points[:run.after_eval]:
-        if run.after_eval == 2 and len(job.after_eval) < MAX_ASIDE:
-            job.after_eval.add((rows.file, rows.line[k] or 0))
-        run.after_eval -= 1
-        if segment.aside:
+def _marks(store: Any, job: Any, run: Any, rows: IterationRows, a: int, end: int, points: list[int],
+           segment: Any) -> None:
+    """What rows ``a`` to ``end`` do, row by row as the event path does it, while it moves: the two
+    records after an evaluation pass (the first is timed over the pass: the summary leaves it out
+    of the step times), and the state the file's timer reports count in, marked at each row until
+    the run has logged progress and no evaluation's records are awaited (the reports before are
+    setup timers, or put aside).  A row another rank printed again counts for neither record.  (The
+    records after a pass were taken one by one: with an evaluation every 250 steps, llm.c's, 2 rows
+    in 250 were events.)"""
+    counted: Container[int] = range(a, end) if len(points) == end - a else set(points)
+    for k in range(a, end):
+        if run.after_eval and k in counted:
+            if run.after_eval == 2 and len(job.after_eval) < MAX_ASIDE:
+                job.after_eval.add((rows.file, rows.line[k] or 0))
+            run.after_eval -= 1
+        if not segment.progressed or segment.aside:
             segment.mark(rows.line[k], store._timer_state(rows.file))
+        elif not run.after_eval:
+            return
 
 
 def _counts(job: Any, rows: IterationRows, a: int, b: int, max_ranks: int) -> None:
