@@ -496,6 +496,25 @@ mod tests {
         out
     }
 
+    /// What the template makes of `s`, held to the regex: the same match and every group, or a line
+    /// that is not ASCII given up.
+    fn same_as_the_regex(t: &Template, re: &regex::Regex, locs: &mut regex::CaptureLocations,
+                         slots: &mut [Option<(usize, usize)>], s: &str) -> Found {
+        let want = re.captures_read(locs, s).map(|m| (m.start(), m.end()));
+        let found = t.find(s.as_bytes(), slots);
+        match found {
+            Found::GaveUp => assert!(!s.is_ascii(), "{}: gave up on {s:?}", re.as_str()),
+            Found::NoMatch => assert_eq!(want, None, "{}: {s:?}", re.as_str()),
+            Found::Match(a, z) => {
+                assert_eq!(want, Some((a, z)), "{}: {s:?}", re.as_str());
+                for g in 0..locs.len() {
+                    assert_eq!(slots.get(g).copied().flatten(), locs.get(g), "{}: group {g} of {s:?}", re.as_str());
+                }
+            }
+        }
+        found
+    }
+
     #[test]
     fn templates_find_what_the_regex_finds() {
         let mut d = Draws::new(11);
@@ -507,20 +526,10 @@ mod tests {
             let (mut matched, mut gave_up) = (0, 0);
             for _ in 0..100_000 {
                 let s = line(&mut d, literals, fillers);
-                let want = re.captures_read(&mut locs, &s).map(|m| (m.start(), m.end()));
-                match t.find(s.as_bytes(), &mut slots) {
-                    Found::GaveUp => {
-                        assert!(!s.is_ascii(), "{pattern}: gave up on {s:?}");
-                        gave_up += 1;
-                    }
-                    Found::NoMatch => assert_eq!(want, None, "{pattern}: {s:?}"),
-                    Found::Match(a, z) => {
-                        matched += 1;
-                        assert_eq!(want, Some((a, z)), "{pattern}: {s:?}");
-                        for g in 0..locs.len() {
-                            assert_eq!(slots.get(g).copied().flatten(), locs.get(g), "{pattern}: group {g} of {s:?}");
-                        }
-                    }
+                match same_as_the_regex(&t, &re, &mut locs, &mut slots, &s) {
+                    Found::GaveUp => gave_up += 1,
+                    Found::NoMatch => {}
+                    Found::Match(..) => matched += 1,
                 }
             }
             assert!(matched > 50 && gave_up > 100, "{pattern}: {matched} lines matched, {gave_up} not ASCII");
@@ -557,20 +566,10 @@ mod tests {
                         _ => s.truncate(at),
                     }
                 }
-                let want = re.captures_read(&mut locs, &s).map(|m| (m.start(), m.end()));
-                match t.find(s.as_bytes(), &mut slots) {
-                    Found::GaveUp => assert!(!s.is_ascii(), "{pattern}: gave up on {s:?}"),
-                    Found::NoMatch => {
-                        assert_eq!(want, None, "{pattern}: {s:?}");
-                        missed += 1;
-                    }
-                    Found::Match(a, z) => {
-                        matched += 1;
-                        assert_eq!(want, Some((a, z)), "{pattern}: {s:?}");
-                        for g in 0..locs.len() {
-                            assert_eq!(slots.get(g).copied().flatten(), locs.get(g), "{pattern}: group {g} of {s:?}");
-                        }
-                    }
+                match same_as_the_regex(&t, &re, &mut locs, &mut slots, &s) {
+                    Found::GaveUp => {}
+                    Found::NoMatch => missed += 1,
+                    Found::Match(..) => matched += 1,
                 }
             }
             assert!(matched > 20_000 && missed > 5_000, "{pattern}: {matched} lines matched, {missed} not");
