@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from tuimon.engine import anchors
 from tuimon.engine.rules import anchors_of
 from tuimon.parsers import ALL_PARSERS
-from tuimon.parsers.patterns import LazyPattern, compiled, lazy
+from tuimon.parsers.patterns import LazyPattern, lazy
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -38,15 +38,14 @@ def test_a_lazy_pattern_answers_as_the_compiled_one(source, flags):
         assert pat.sub("<>", text) == eager.sub("<>", text) and pat.split(text) == eager.split(text)
         assert pat.subn("", text, 1) == eager.subn("", text, 1)
         assert (pat.flags, pat.groups, dict(pat.groupindex)) == (eager.flags, eager.groups, dict(eager.groupindex))
-        assert compiled(pat) is pat._compiled and isinstance(compiled(pat), re.Pattern)
+        assert pat.compiled() is pat._compiled and isinstance(pat.compiled(), re.Pattern)
 
 
 def test_a_lazy_pattern_is_compiled_once_and_fails_as_re_does():
     pat = lazy(rb"(\d+) ms")
     assert pat.search(b"took 12 ms").group(1) == b"12"
     first = pat._compiled
-    assert pat.match(b"3 ms") and pat._compiled is first and compiled(pat) is first
-    assert compiled(first) is first  # a compiled pattern is its own
+    assert pat.match(b"3 ms") and pat._compiled is first and pat.compiled() is first
     with pytest.raises(AttributeError):
         pat.no_such_method  # noqa: B018
     broken = lazy("(unclosed")

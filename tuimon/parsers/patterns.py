@@ -8,12 +8,12 @@ the compiled pattern's methods as its own attributes, so a later ``search`` is o
 attribute lookup, as on an ``re.Pattern``.
 
 Only attribute use is lazy: ``re.sub(lazy(p), ...)`` and ``isinstance(x, re.Pattern)``
-need the pattern compiled (:func:`compiled`).
+need the ``re.Pattern`` itself (:meth:`LazyPattern.compiled`); no reader does either.
 """
 from __future__ import annotations
 
 import re
-from typing import Any, AnyStr, Generic, Union, cast, overload
+from typing import Any, AnyStr, Generic, Union, overload
 
 #: the ``re.Pattern`` attributes a compiled pattern's first use copies onto the lazy one
 _COPIED = ("search", "match", "fullmatch", "finditer", "findall", "sub", "subn", "split",
@@ -53,10 +53,3 @@ def lazy(pattern: Union[str, bytes], flags: int = 0) -> Any:
     """``re.compile(pattern, flags)``, done when the pattern is first used."""
     # typed as the pattern it stands for: its users call re.Pattern's methods on it
     return LazyPattern(pattern, flags)
-
-
-def compiled(pattern: re.Pattern[AnyStr]) -> re.Pattern[AnyStr]:
-    """The ``re.Pattern`` itself, for the uses that need one (``re.sub``, ``isinstance``)."""
-    if isinstance(pattern, LazyPattern):
-        return cast("re.Pattern[AnyStr]", pattern.compiled())
-    return pattern

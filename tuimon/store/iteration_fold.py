@@ -344,6 +344,8 @@ def _marks(store: Any, job: Any, run: Any, rows: IterationRows, a: int, end: int
     setup timers, or put aside).  A row another rank printed again counts for neither record.  (The
     records after a pass were taken one by one: with an evaluation every 250 steps, llm.c's, 2 rows
     in 250 were events.)"""
+    if segment.progressed and not segment.aside and not run.after_eval:
+        return  # (the common case: nothing moves)
     counted: Container[int] = range(a, end) if len(points) == end - a else set(points)
     for k in range(a, end):
         if run.after_eval and k in counted:
