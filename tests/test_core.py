@@ -228,6 +228,27 @@ def test_generated_logs_give_the_same_events(data, read_size, walk, tmp_path, mo
     _same(path, monkeypatch, read_size)
 
 
+@pytest.mark.parametrize("walk", [1, blocks.BULK_WALK])
+def test_the_log_start_goes_before_the_first_line_that_gives_something(walk, tmp_path, monkeypatch):
+    """The first stamped line is one the core reads and makes nothing of (a DeepSpeed step line it
+    does not take), then timer lines the core reads as rows, then a hook's line: the log start
+    goes before the first timer row, as in the Python engine, where the rows are walked at once
+    (hypothesis found it with a walk of one line; a log's start with as many timer lines as a walk
+    at once takes shows it as built)."""
+    head = "[2024-05-01 10:00:01,250] steps: 4 loss: 2.5123 moe_loss: 0.0125 aux loss: 1 iter time (s): 1.250 samples/sec: 51.2\n"
+    timers = "time (ms) | forward-compute: 612.1 | backward-compute: 1501.2 | optimizer: 250.1\n" * (walk + 2)
+    tail = (" iteration       10/ 1000 | consumed samples: 640 | elapsed time per iteration (ms): 2500.5 | learning rate: "
+            "3.000E-04 | global batch size: 64 | lm loss: 2.5E+00 | loss scale: 4096.0 | grad norm: 1.2 | number of "
+            "skipped iterations: 0 | number of nan iterations: 0 |\n")
+    path = tmp_path / "start.log"
+    path.write_text(head + timers + tail)
+    monkeypatch.setattr(blocks, "BULK_WALK", walk)
+    _same(path, monkeypatch)
+    items, _ = _items(path, "core", 1 << 20)
+    kinds = [type(e).__name__ for e in expand(items)]
+    assert kinds[:2] == ["Milestone", "Timers"], kinds[:4]
+
+
 _MINMAX_PIECES = st.sampled_from(["    ", " ", "forward-compute", "a", "1", "..", ".", "....", ": ", ":", "(", ")", ", ",
                                   ",", "1001.12", "1e3", "inf", "nan", "n/a", "\t", "\x0b", "\r", "\x1c", "é", " .. ",
                                   "batch-generator ....: ", "(1.5, 2.5)"])

@@ -37,7 +37,19 @@ from . import guard, native
 from .block_rules import BlockRule, BlockState
 from .data_rows import DataReader, data_reader
 from .presence import presence_of
-from .rows import COLUMN_KINDS, EVENT, ITERATION, ITERATION_LINES, ROW, BlockRows, DataPart, framing, split_rows, stamps_of
+from .rows import (
+    COLUMN_KINDS,
+    EVENT,
+    ITERATION,
+    ITERATION_LINES,
+    NOTHING,
+    ROW,
+    BlockRows,
+    DataPart,
+    framing,
+    split_rows,
+    stamps_of,
+)
 from .rules import HookRule, anchors_of, hook_rules, lines_holding, starts_with_literal
 from .user_regex import USER_REGEX_TIMEOUT_S, CorePattern, RegexTimeout
 
@@ -355,16 +367,20 @@ class BlockEngine:
         def walk(limit: int) -> None:
             """The core's lines before ``limit`` (a line start): their stamps, and their rows; a long
             run at once, a few between two hook lines one at a time.  A log start goes before the
-            first of them at or after its line: the lines up to that one are walked one at a time
-            (which puts it there), the rest at once (a small file is one block, its first)."""
+            first of them at or after its line that gives something: the lines up to that one are
+            walked one at a time (which puts it there), the rest at once (a small file is one block,
+            its first)."""
             assert rows is not None
             k0 = rows.at
             k1 = bisect_left(rows.starts, limit, k0)
-            if k1 - k0 >= BULK_WALK and log_start is not None:
-                k = k0 + int(np.searchsorted(rows.frames.number[k0:k1], log_start.line))
-                if k < k1:
-                    walk_lines(k0, k + 1)
-                    k0 = k + 1
+            while k1 - k0 >= BULK_WALK and log_start is not None:
+                # (a line at or after it that gives nothing, or whose maker gave nothing, does not place it)
+                gives = np.flatnonzero((rows.frames.number[k0:k1] >= log_start.line) & (rows.verdicts[k0:k1] != NOTHING))
+                if not len(gives):
+                    break
+                k = k0 + int(gives[0])
+                walk_lines(k0, k + 1)
+                k0 = k + 1
             its = rows.iterations
             if k1 - k0 >= BULK_WALK and its is not None and its.announce is not None:
                 first = np.flatnonzero(rows.verdicts[k0:k1] == ITERATION)  # (a data rule's first row names its run)
