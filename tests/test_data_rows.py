@@ -9,6 +9,7 @@ rows of one block are of one kind), restarts, launcher prefixes and stamps.
 """
 from __future__ import annotations
 
+import pickle
 from pathlib import Path
 
 import pytest
@@ -18,9 +19,11 @@ from hypothesis import strategies as st
 from tests.test_core import _items, _same
 from tuimon.engine import blocks, catalog, native
 from tuimon.engine.data_rows import data_reader
-from tuimon.parsers.columns import IterationRows, expand
+from tuimon.parsers.columns import IterationRows, KeyMaps, copied, expand, map_values
+from tuimon.parsers.events import FrozenDict
 from tuimon.parsers.formats.loops import LLMC, MODDED_NANOGPT
 from tuimon.parsers.schema import compile_builtin, format_from_dict
+from tuimon.store.fields import primary_losses
 
 core = native.core
 
@@ -232,3 +235,43 @@ def test_the_core_reads_nanotrons_lines_si_numbers_and_all(tmp_path, monkeypatch
     steps = [e for e in events if e.type == "iteration"]
     assert [e.iteration for e in steps[150:153]] == [151, 999, 152]
     assert (steps[5].consumed_tokens, steps[5].elapsed_ms, steps[5].train_iters) == (131000, 1230.0, 300)
+
+
+def test_a_one_key_map_column_is_the_list_of_its_rows_maps():
+    """A data rule's map field one group fills (llm.c's losses) is a column of values, its rows' maps
+    made where asked for: each way the store and the events read a column gives what the list of
+    FrozenDicts gives."""
+    values = [2.5, None, 3.25, float("nan"), 1.0]
+    column = KeyMaps("loss", list(values))
+    rows = [None if v is None else FrozenDict({"loss": v}) for v in values]
+    assert len(column) == len(rows)
+    for k in range(-len(rows), len(rows)):
+        assert column[k] == rows[k] and type(column[k]) is type(rows[k])
+    assert list(column[1:4]) == rows[1:4] and type(column[1:4]) is KeyMaps
+    assert list(column) == rows and list(reversed(column)) == rows[::-1]
+    assert None in column and FrozenDict({"loss": 1.0}) in column and {"loss": 9.0} not in column
+    assert None not in KeyMaps("loss", [1.0]) and column.count(None) == 1 and column.index(None) == 1
+    assert column == rows and column != rows[:-1] and column != "loss"
+    assert repr(list(pickle.loads(pickle.dumps(column)))) == repr(rows)
+    copy = copied(column)
+    copy.values[0] = 9.0
+    assert column.values[0] == 2.5 and copied(rows) == rows and copied(rows) is not rows
+    assert map_values(column) is column.values and map_values(rows) is None
+    assert primary_losses(column) == values[:3] + [primary_losses(column)[3]] + values[4:]
+    assert primary_losses(column) is not column.values
+
+
+@pytest.mark.parametrize("line", ["s:{k} trl:3.2810 lr:0.000002 norm:15.24",
+                                  "step:{k}/1390 train_loss:3.2810 train_time:{k}000ms step_avg:1000.00ms"],
+                         ids=["llm.c", "modded-nanogpt"])
+def test_the_loops_rows_keep_their_losses_as_values(line, tmp_path):
+    """The built-in loops' step lines, read by the core, keep their one loss a row as a column of
+    values (not a map a row); their events hold the maps the hook makes."""
+    path = tmp_path / "run.log"
+    path.write_text("".join(line.format(k=k) + "\n" for k in range(1, 301)))
+    items = _items(path, "core", 1 << 20)[0]
+    rows = [item for item in items if type(item) is IterationRows]
+    assert rows and all(type(r.fields["losses"]) is KeyMaps for r in rows)
+    steps = [e for e in expand(items) if e.type == "iteration"]
+    assert len(steps) == 300 and all(type(e.losses) is FrozenDict and len(e.losses) == 1 for e in steps)
+    assert {next(iter(e.losses.values())) for e in steps} == {3.281}

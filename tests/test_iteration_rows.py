@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tuimon.figures.summary import summarize
-from tuimon.parsers.columns import IterationRows, TimerRows, expand
+from tuimon.parsers.columns import IterationRows, KeyMaps, TimerRows, expand
 from tuimon.parsers.events import (Evaluation, Iteration, LogWarning, Memory, Milestone, RunConfig, Step, Throughput,
                                    Timers, frozen_map)
 
@@ -127,9 +127,21 @@ def _state(items: list, bounded: bool = False, slice_size: int = 0) -> list:
     return out
 
 
+def _keyed(items: list) -> list:
+    """The items with each rows' losses a column of one key's values (a data rule's: llm.c's
+    ``{"loss": ...}``), each map's value kept."""
+    for item in items:
+        losses = item.fields.get("losses") if type(item) is IterationRows else None
+        if losses is not None:
+            item.fields["losses"] = KeyMaps("loss", [None if m is None else next(iter(m.values())) for m in losses])
+    return items
+
+
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(_items(), st.sampled_from([0, 0, 3, 7]), st.booleans())
-def test_rows_leave_the_store_their_events_leave(items, slice_size, bounded):
+@given(_items(), st.sampled_from([0, 0, 3, 7]), st.booleans(), st.booleans())
+def test_rows_leave_the_store_their_events_leave(items, slice_size, bounded, keyed):
+    if keyed:
+        items = _keyed(items)
     with np.errstate(all="ignore"):
         want = _state(expand(items), bounded)
         assert _state(items, bounded, slice_size) == want

@@ -22,6 +22,7 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
+from tuimon.parsers.columns import KeyMaps
 from tuimon.parsers.events import FrozenDict
 from tuimon.parsers.numbers import to_float, to_int
 from tuimon.parsers.schema import CONVERTERS, MAX_RUNNING, Format, LineFormat, Running, _per_step
@@ -51,7 +52,7 @@ class DataReader:
         self.whole = whole  # int fields read as numbers of another type: rounded, as the type's to_whole rounds
         # map fields one group fills (llm.c's losses: {"loss": ...}): a row's map is made without a dict first
         named = [name for name, key in places if key is not None]
-        self.single = frozenset(name for name in named if named.count(name) == 1)
+        self.single = frozenset(name for name in named if named.count(name) == 1 and name not in entry.cumulative)
 
     def read(self, text: str, starts: list[int]) -> tuple[list[int], dict[str, list], list[int]]:
         """Of the lines at ``starts``: those the core read (their starts), their values (a
@@ -62,13 +63,13 @@ class DataReader:
         read = np.flatnonzero(verdict == READ)
         slow = [starts[k] for k in np.flatnonzero(verdict == 1).tolist()]
         n = len(read)
-        columns: dict[str, list] = {name: [value] * n for name, value in self.constants.items()}
+        columns: dict[str, Any] = {name: [value] * n for name, value in self.constants.items()}
         maps: dict[str, list[dict]] = {}
         for (name, key), column in zip(self.places, values):
             if name in self.whole:
                 column = [None if v is None or not math.isfinite(v) else int(round(v)) for v in column]
-            if key is not None and name in self.single:  # the map's one key: its value's map, made at once
-                columns[name] = [None if v is None else FrozenDict({key: v}) for v in column]
+            if key is not None and name in self.single:  # the map's one key: its rows' maps, made where asked for
+                columns[name] = KeyMaps(key, column)
             elif key is not None:  # (few lines of a map give more than one key: a dict a row, then frozen)
                 rows = maps.get(name)
                 if rows is None:

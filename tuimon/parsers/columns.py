@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import heapq
 from array import array
+from collections.abc import Sequence as SequenceABC
 from itertools import accumulate, islice, repeat
 from operator import le
 from typing import Any, Iterable, Mapping, Optional, Sequence, TypeVar, Union
@@ -61,6 +62,59 @@ R = TypeVar("R", bound=Rows)
 
 #: a column of numbers: a sequence, or a numpy array of the column's type (the core's, unconverted)
 Column = Any
+
+
+class KeyMaps(SequenceABC):
+    """A column of maps of one key (a data rule's map field one group fills: llm.c's and
+    modded-nanogpt's ``losses``, ``{"loss": ...}``): the key and each row's value (None: the row
+    has no map).  A row's map is made where it is asked for (an item, a slice's, the
+    iteration), as the :class:`FrozenDict` a list of them would hold; the store's fold reads the
+    ``values`` (:func:`map_values`).  Made a row at a time, the maps were a twelfth of reading
+    llm.c's log, and read three times over by the fold."""
+
+    __slots__ = ("key", "values")
+
+    def __init__(self, key: str, values: list) -> None:
+        self.key, self.values = key, values
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    def __getitem__(self, k: Any) -> Any:
+        if isinstance(k, slice):
+            return KeyMaps(self.key, self.values[k])
+        value = self.values[k]
+        return None if value is None else FrozenDict({self.key: value})
+
+    def __iter__(self) -> Any:
+        key = self.key
+        return (None if value is None else FrozenDict({key: value}) for value in self.values)
+
+    def __contains__(self, item: Any) -> bool:
+        if item is None:
+            return None in self.values
+        return any(item == row for row in self)
+
+    def __eq__(self, other: Any) -> bool:
+        return isinstance(other, SequenceABC) and not isinstance(other, (str, bytes)) and list(self) == list(other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __reduce__(self) -> tuple:
+        return (KeyMaps, (self.key, self.values))
+
+    def __repr__(self) -> str:
+        return f"KeyMaps({self.key!r}, {len(self.values)} rows)"
+
+
+def map_values(column: Any) -> Optional[list]:
+    """The values of a :class:`KeyMaps` column, None for one that is not (a list of maps)."""
+    return column.values if type(column) is KeyMaps else None
+
+
+def copied(column: Any) -> Any:
+    """A column's copy, of its kind: a list, or a :class:`KeyMaps` of its own values."""
+    return KeyMaps(column.key, list(column.values)) if type(column) is KeyMaps else list(column)
 
 
 def _made(cls: Any, file: str, rows: Sequence[int], columns: Mapping[str, Sequence[Any]]) -> list:
@@ -153,7 +207,7 @@ class IterationRows(Rows):
         self.file = file
         self.line, self.rank, self.node, self.wall_time = list(line), list(rank), list(node), list(wall_time)
         self.iteration, self.train_iters = list(iteration), list(train_iters)
-        self.fields = {name: list(column) for name, column in fields.items()}
+        self.fields = {name: copied(column) for name, column in fields.items()}
 
     def row(self, k: int) -> dict[str, Any]:
         """Row ``k``'s fields (those it has)."""

@@ -86,7 +86,13 @@ def primary_loss(losses: Optional[Mapping[str, float]]) -> Optional[float]:
 def primary_losses(column: list) -> list:
     """:func:`primary_loss` of each of ``column`` (rows' losses): in C where every row names one of
     :data:`_PRIMARY_LOSSES` and none an earlier one (Megatron's rows name the first, llm.c's and a
-    declared format's the second: a call a row was a tenth of their fold)."""
+    declared format's the second: a call a row was a tenth of their fold).  A column of one key's
+    maps (:class:`~tuimon.parsers.columns.KeyMaps`): its values, each its map's only loss."""
+    from tuimon.parsers.columns import map_values  # (not at import: `tuimon --help` loads this module, not the readers)
+
+    values = map_values(column)
+    if values is not None:
+        return list(values)
     if None not in column:
         for name in _PRIMARY_LOSSES:
             if all(map(contains, column, repeat(name))):

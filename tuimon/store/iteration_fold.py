@@ -27,7 +27,7 @@ from itertools import chain
 from operator import itemgetter, lt
 from typing import Any, Callable, Container, Mapping, Optional, Sequence, Union, cast
 
-from tuimon.parsers.columns import IterationRows, weight
+from tuimon.parsers.columns import IterationRows, map_values, weight
 
 from .fields import Of, primary_loss
 from .series import Series, point_plan
@@ -440,8 +440,12 @@ def _diverging(fields: Columns) -> bool:
     else each row is asked."""
     nan_counts, losses, grads = fields(_NAN_COUNT), fields("losses"), fields("grad_norm")
     if not any(nan_counts):
+        values = map_values(losses)  # (one key's maps: their values, no map made)
+        if values is not None and None in values:
+            values = [v for v in values if v is not None]
         try:
-            if all(map(math.isfinite, chain.from_iterable(map(dict.values, filter(None, losses))))) and \
+            if all(map(math.isfinite, values if values is not None else
+                       chain.from_iterable(map(dict.values, filter(None, losses))))) and \
                     all(map(math.isfinite, [g for g in grads if g is not None])):
                 return False
         except TypeError:  # (a value that is no number: each row is asked, as before)
