@@ -251,6 +251,7 @@ def test_a_one_key_map_column_is_the_list_of_its_rows_maps():
     assert list(column) == rows and list(reversed(column)) == rows[::-1]
     assert None in column and FrozenDict({"loss": 1.0}) in column and {"loss": 9.0} not in column
     assert None not in KeyMaps("loss", [1.0]) and column.count(None) == 1 and column.index(None) == 1
+    assert column.count(FrozenDict({"loss": 2.5})) == 1 and column.count({"loss": 7.0}) == 0
     assert column == rows and column != rows[:-1] and column != "loss"
     assert repr(list(pickle.loads(pickle.dumps(column)))) == repr(rows)
     copy = copied(column)

@@ -95,6 +95,11 @@ class KeyMaps(SequenceABC):
             return None in self.values
         return any(item == row for row in self)
 
+    def count(self, item: Any) -> int:
+        if item is None:
+            return self.values.count(None)
+        return sum(1 for row in self if row == item)
+
     def __eq__(self, other: Any) -> bool:
         return isinstance(other, SequenceABC) and not isinstance(other, (str, bytes)) and list(self) == list(other)
 

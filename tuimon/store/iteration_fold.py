@@ -385,20 +385,42 @@ class Columns:
     """Some rows' fields, a column at a time (taken in C: a slice where the rows are a run, the
     common case; a comprehension a field a row was most of the fold's time)."""
 
-    __slots__ = ("fields", "pick", "n")
+    __slots__ = ("fields", "pick", "n", "end", "_none")
 
     def __init__(self, rows: IterationRows, points: Sequence[int]) -> None:
         self.fields, self.n = rows.fields, len(points)
+        self._none: Optional[list] = None
         a, b = points[0], points[-1] + 1
+        self.end = b
         if b - a == len(points):
             self.pick: Callable[[list], list] = lambda column: column[a:b]
         else:
             self.pick = lambda column: list(map(column.__getitem__, points))
 
     def __call__(self, name: str) -> list:
-        """The rows' values of field ``name`` (None where a row has none)."""
+        """The rows' values of field ``name`` (None where a row has none), not to be changed (the
+        Nones of a field no row has are one list, most of the point plan's fields)."""
         column = self.fields.get(name)
-        return [None] * self.n if column is None else self.pick(column)
+        if column is not None:
+            return self.pick(column)
+        if self._none is None:
+            self._none = [None] * self.n
+        return self._none
+
+    def given(self, name: str) -> Optional[list]:
+        """The rows' values of field ``name``, None where no row has it (a field the rule does not read)."""
+        column = self.fields.get(name)
+        return None if column is None else self.pick(column)
+
+    def last(self, column: Optional[list], truthy: bool = False) -> Any:
+        """The rows' last value of ``column`` (a column of all the rows, or None: none) that is not
+        None (with ``truthy``: not empty): the last row's where it has one, as it mostly has."""
+        if column is None:
+            return None
+        value = column[self.end - 1]  # (the last row is a point: a run's last, or the last picked)
+        if value if truthy else value is not None:
+            return value
+        return _last_of(self.pick(column), truthy)
 
 
 def _points(job: Any, rows: IterationRows, points: list[int], keys: list[RankKey]) -> None:
@@ -438,20 +460,23 @@ def _diverging(fields: Columns) -> bool:
     """Whether one of these rows' fields says a divergence (:func:`says_divergence`): none can
     where no row counts NaN iterations and every loss and grad norm is finite (looked at in C),
     else each row is asked."""
-    nan_counts, losses, grads = fields(_NAN_COUNT), fields("losses"), fields("grad_norm")
-    if not any(nan_counts):
+    nan_counts, losses, grads = fields.given(_NAN_COUNT), fields("losses"), fields.given("grad_norm")
+    if nan_counts is None or not any(nan_counts):
         values = map_values(losses)  # (one key's maps: their values, no map made)
         if values is not None and None in values:
             values = [v for v in values if v is not None]
+        if grads is not None and None in grads:
+            grads = [g for g in grads if g is not None]
         try:
             if all(map(math.isfinite, values if values is not None else
                        chain.from_iterable(map(dict.values, filter(None, losses))))) and \
-                    all(map(math.isfinite, [g for g in grads if g is not None])):
+                    (grads is None or all(map(math.isfinite, grads))):
                 return False
         except TypeError:  # (a value that is no number: each row is asked, as before)
             pass
     return any(says_divergence(_loss_of(row_losses, nan), grad, skipped)
-               for row_losses, nan, grad, skipped in zip(losses, nan_counts, grads, fields("skipped")))
+               for row_losses, nan, grad, skipped in zip(losses, fields(_NAN_COUNT), fields("grad_norm"),
+                                                         fields("skipped")))
 
 
 def _latest(job: Any, rows: IterationRows, points: list[int], max_failures: int,
@@ -465,7 +490,10 @@ def _latest(job: Any, rows: IterationRows, points: list[int], max_failures: int,
     job.last_iteration = top
     k = points[-1]
     job.last_progress = (rows.file, rows.line[k])
-    walls: list[float] = [w for w in map(rows.wall_time.__getitem__, points) if w is not None]
+    a, b = points[0], k + 1
+    walls: list = rows.wall_time[a:b] if b - a == len(points) else list(map(rows.wall_time.__getitem__, points))
+    if None in walls:  # (a log without stamps: none, seen in C)
+        walls = [w for w in walls if w is not None]
     if walls:
         job.last_progress_wall = walls[-1]
         low = min(walls)
@@ -514,23 +542,22 @@ def _latest_at_once(job: Any, rows: IterationRows, points: list[int]) -> Optiona
     fields = Columns(rows, points)
     if _diverging(fields):
         return None
-    losses = fields("losses")
-    last = _last_of(losses, truthy=True)
+    given = rows.fields.get
+    last = fields.last(given("losses"), truthy=True)
     if last is not None:
         job.last_losses = dict(last)
-    # (a finite loss clears a NaN episode: a row has one where it has losses, none of them None)
-    if any(losses):
+        # (a finite loss clears a NaN episode: a row has one where it has losses, none of them None)
         job.nan_at = None
-    lr = _last_of(fields("lr"))
+    lr = fields.last(given("lr"))
     if lr is not None:
         job.last_iteration_lr = lr
-    scale = _last_of(fields("loss_scale"))
+    scale = fields.last(given("loss_scale"))
     if scale is not None:
         job.last_loss_scale = scale
-    gbs = _last_of(fields("global_batch"))
+    gbs = fields.last(given("global_batch"))
     if gbs is not None:
         job.config["global_batch"] = gbs
-    total = _last_of(fields.pick(rows.train_iters))
+    total = fields.last(rows.train_iters)
     if total is not None:  # (a key's place in the config is not read: only its value)
         job.config["train_iters"] = total
     top = max(fields.pick(rows.iteration))
@@ -539,6 +566,8 @@ def _latest_at_once(job: Any, rows: IterationRows, points: list[int]) -> Optiona
 
 def _last_of(values: list, truthy: bool = False) -> Any:
     """The last of ``values`` that is not None (with ``truthy``: not empty)."""
+    if values.count(None) == len(values):  # (a field the rows leave out: seen in C)
+        return None
     for value in reversed(values):
         if value if truthy else value is not None:
             return value
