@@ -221,3 +221,28 @@ def test_a_point_costs_only_the_columns_its_lines_give():
     elapsed = s.column("elapsed_ms")
     assert np.isnan(elapsed[:n]).all() and elapsed[n] == 5.0
     assert np.isnan(s.column("tflops")).all() and len(s.column("tflops")) == n + 1
+
+
+def test_a_log_without_stamps_keeps_no_wall_column():
+    """llm.c's main.log stamps no line: its points keep no column of NaN stamps (4 of 26 bytes a
+    point), staged or made one by one, and read NaN; the first stamped point makes the column, NaN
+    before it."""
+    from tuimon.store.series import Series
+
+    n = 20_000
+    for staged in (True, False):
+        s = Series(bounded=not staged)
+        for k in range(n):
+            s.append_event(Step(file="f", line=k + 1, wall_time=None, step=k, loss=2.0), PLANS[Step])
+        assert len(s) == n and set(s._cols) == {"iteration", "file", "line", "loss"}, staged
+        assert np.isnan(s.column("wall")).all() and np.isnan(s.points["wall"]).all()
+        s.append_event(Step(file="f", line=n + 1, wall_time=1.7e9, step=n, loss=2.0), PLANS[Step])
+        s.append_event(Step(file="f", line=n + 2, wall_time=1.7e9 + 3, step=n + 1, loss=2.0), PLANS[Step])
+        walls = s.column("wall")
+        assert "wall" in s._cols and np.isnan(walls[:-2]).all() and walls[-2:].tolist() == [0.0, 3.0], staged
+    merged = Series()
+    merged.append(1, None, loss=1.0)
+    other = Series()
+    other.append(2, 1.7e9 + 5, loss=1.0)
+    merged.extend_from(other)
+    assert np.isnan(merged.column("wall")[0]) and merged.column("wall")[1] == 0.0 and merged.wall_base == 1.7e9 + 5

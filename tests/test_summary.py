@@ -359,3 +359,39 @@ def test_the_first_step_completes_after_training_starts_plus_its_time(tmp_path):
     # 16:59:10 -> 17:19:23 + 620.2 s
     assert s["startup_s"] == pytest.approx(20 * 60 + 13 + 620.2, abs=0.1)
     assert [p["name"] for p in s["startup"]][-2:] == ["training-start", "first-step"]
+
+
+def test_the_records_after_an_evaluation_are_found_by_file_and_line():
+    """The points a job puts aside (the first record after each evaluation pass) are those of its
+    (file, line) pairs, whether the series' points come from one file or several whose line
+    numbers meet, whether a pair's file holds no point of the series, and for lines past 2^31."""
+    import random
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from tuimon.figures.summary import _aside
+    from tuimon.store.series import Series
+
+    rng = random.Random(7)
+    for case in range(60):
+        files = rng.choice([["a"], ["a", "b"], ["b", "a", "c"]])
+        series = Series()
+        points = []
+        for k in range(rng.randint(1, 300)):
+            file_id = rng.randrange(len(files))
+            line = rng.choice([rng.randint(1, 400), rng.randint(1, 400), 4_000_000_000 + rng.randint(0, 3)])
+            series.append(k, None, file_id=file_id, line=line)
+            points.append((files[file_id], line))
+        after = {rng.choice(points) for _ in range(rng.randint(0, 6))}
+        after |= {(rng.choice(["a", "b", "zz"]), rng.randint(1, 400)) for _ in range(rng.randint(0, 4))}
+        job = SimpleNamespace(after_eval=after, file_index={name: k for k, name in enumerate(files)})
+        got = _aside(job, series)
+        assert got.dtype == bool and got.tolist() == [point in after for point in points], case
+    one_file = Series()
+    for k in range(1, 6):
+        one_file.append(k, None, file_id=1, line=10 * k)
+    job = SimpleNamespace(after_eval={("a", 20), ("b", 30)}, file_index={"a": 0, "b": 1})
+    assert _aside(job, one_file).tolist() == [False, False, True, False, False]  # (a's line 20 is not b's)
+    assert not _aside(SimpleNamespace(after_eval=set(), file_index={}), Series()).size
+    assert np.array_equal(_aside(SimpleNamespace(after_eval={("a", 5)}, file_index={"a": 0}), Series()), [])

@@ -27,8 +27,6 @@ def run_ledger(series: Any, *, first_step: Optional[float], startup_s: Optional[
     notes: list[str] = []
     seconds: dict[str, Optional[float]] = dict.fromkeys(RUN_PARTS)
     its, walls, elapsed = _points(series)
-    if not stated:  # step times made from stamps: they hold whatever the interval held
-        elapsed = np.full(its.size, np.nan)
     start = first_step - startup_s if first_step is not None and startup_s is not None else None
     if startup_s is not None:
         seconds["startup"] = float(startup_s)
@@ -54,6 +52,8 @@ def run_ledger(series: Any, *, first_step: Optional[float], startup_s: Optional[
                 add_segment(placed, "unknown", first_step - start, end - start)
         return RunLedger(start, first_step, None, end, world_size, start_iteration, last_iteration, resumed_from,
                          seconds, [], _bounded(placed), notes)
+    if not stated:  # step times made from stamps: they hold whatever the interval held
+        elapsed = np.full(its.size, np.nan)
     # a step line without a stamp of its own carries the last one read: the first of equal stamps is kept
     its, walls, elapsed = _kept(np.isfinite(walls), its, walls, elapsed)
     its, walls, elapsed = _kept(np.concatenate(([True], np.diff(walls) != 0)), its, walls, elapsed)
@@ -104,8 +104,11 @@ def _points(series: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         return np.empty(0, np.int32), np.empty(0), np.empty(0, np.float32)
     # the columns as they are stored (int32, float32): only the stamps widen, to absolute float64 seconds
     its = series.column("iteration")
-    walls = series.column("wall").astype(np.float64)
-    walls += series.wall_base if series.wall_base is not None else np.nan
+    if series.wall_base is None:  # no stamp: NaN a point, read-only and held nowhere (llm.c's 23 million: 8 bytes each)
+        walls = np.broadcast_to(np.float64(np.nan), its.shape)
+    else:
+        walls = series.column("wall").astype(np.float64)
+        walls += series.wall_base
     elapsed = series.column("elapsed_ms")
     its, walls, elapsed = _kept(its >= 0, its, walls, elapsed)
     if its.size > 1:
