@@ -361,18 +361,22 @@ def test_the_first_step_completes_after_training_starts_plus_its_time(tmp_path):
     assert [p["name"] for p in s["startup"]][-2:] == ["training-start", "first-step"]
 
 
-def test_the_records_after_an_evaluation_are_found_by_file_and_line():
+@pytest.mark.parametrize("chunk", [1 << 20, 7])
+def test_the_records_after_an_evaluation_are_found_by_file_and_line(chunk, monkeypatch):
     """The points a job puts aside (the first record after each evaluation pass) are those of its
     (file, line) pairs, whether the series' points come from one file or several whose line
-    numbers meet, whether a pair's file holds no point of the series, and for lines past 2^31."""
+    numbers meet, whether a pair's file holds no point of the series, and for lines past 2^31;
+    looked up a chunk of points at a time (a chunk of 7: the lookups cross chunks)."""
     import random
     from types import SimpleNamespace
 
     import numpy as np
 
+    from tuimon.figures import summary
     from tuimon.figures.summary import _aside
     from tuimon.store.series import Series
 
+    monkeypatch.setattr(summary, "_ASIDE_CHUNK", chunk)
     rng = random.Random(7)
     for case in range(60):
         files = rng.choice([["a"], ["a", "b"], ["b", "a", "c"]])
