@@ -287,17 +287,28 @@ def test_the_cache_stays_under_its_size_limit_dropping_the_oldest(tmp_path, monk
     monkeypatch.setenv("TUIMON_CACHE_MAX_MB", "1")  # the least it takes
     cache = _cache(tmp_path)
     logs = []
-    for k in range(30):
+
+    def cached(log) -> bool:
+        with open(log, "rb") as fh:
+            return cache.load(str(log), fh.fileno()) is not None
+
+    # logs of a few thousand records each (an entry's size is the store's: it shrinks as the store does)
+    # until the oldest goes, then five more
+    gone_at = None
+    for k in range(200):
         log = tmp_path / f"run-{k}.log"
         log.write_text(_lines(1, 1500 + k))
         logs.append(log)
         parse_file_store(log, str(log), cache=cache)
         assert cache.used_bytes() <= 1e6 + 200_000  # at most one entry over, until the next commit
-    with open(logs[-1], "rb") as fh:
-        assert cache.load(str(logs[-1]), fh.fileno()) is not None, "the newest entry stays"
-    with open(logs[0], "rb") as fh:
-        assert cache.load(str(logs[0]), fh.fileno()) is None, "the oldest went"
-    assert 5 < cache.info()["files"] < 30
+        if gone_at is None and not cached(logs[0]):
+            gone_at = k
+        if gone_at is not None and k >= gone_at + 5:
+            break
+    assert gone_at is not None and gone_at > 5, "the oldest went, once the entries filled the limit"
+    assert cached(logs[-1]), "the newest entry stays"
+    assert not cached(logs[0]), "the oldest went"
+    assert 5 < cache.info()["files"] < len(logs)
 
 
 # -- trust: a cache someone else can write is not used; nothing in it runs code -----------------------
