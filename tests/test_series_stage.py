@@ -71,7 +71,7 @@ def test_staged_points_are_those_made_one_at_a_time(items):
                 assert len(staged) == len(made)
     _same(staged, made)
     for series in (staged, made):  # (what a flush of None alone relies on: NaN past the points)
-        assert all(np.isnan(col[series.n:]).all() for key, col in series._cols.items() if key not in _ALWAYS)
+        assert all(np.isnan(col[series.n:]).all() for key, col in series._cols.items() if key not in _ALWAYS + ("file",))
 
 
 fill_ops = st.one_of(
@@ -216,8 +216,8 @@ def test_a_point_costs_only_the_columns_its_lines_give():
         s.append_event(Step(file="f", line=k + 1, wall_time=1.7e9 + k, step=k, loss=2.0, elapsed_ms=None), plan)
     s.append_event(Step(file="f", line=n + 1, wall_time=1.7e9 + n, step=n, loss=2.0, elapsed_ms=5.0), plan)
     assert len(s) == n + 1
-    assert set(s._cols) == {"iteration", "wall", "file", "line", "loss", "elapsed_ms"}
-    assert s.bytes_allocated <= (n + 1) * 22 * 9 // 8 + 4096
+    assert set(s._cols) == {"iteration", "wall", "line", "loss", "elapsed_ms"}  # (one file: no file column)
+    assert s.bytes_allocated <= (n + 1) * 20 * 9 // 8 + 4096
     elapsed = s.column("elapsed_ms")
     assert np.isnan(elapsed[:n]).all() and elapsed[n] == 5.0
     assert np.isnan(s.column("tflops")).all() and len(s.column("tflops")) == n + 1
@@ -234,7 +234,7 @@ def test_a_log_without_stamps_keeps_no_wall_column():
         s = Series(bounded=not staged)
         for k in range(n):
             s.append_event(Step(file="f", line=k + 1, wall_time=None, step=k, loss=2.0), PLANS[Step])
-        assert len(s) == n and set(s._cols) == {"iteration", "file", "line", "loss"}, staged
+        assert len(s) == n and set(s._cols) == {"iteration", "line", "loss"}, staged
         assert np.isnan(s.column("wall")).all() and np.isnan(s.points["wall"]).all()
         s.append_event(Step(file="f", line=n + 1, wall_time=1.7e9, step=n, loss=2.0), PLANS[Step])
         s.append_event(Step(file="f", line=n + 2, wall_time=1.7e9 + 3, step=n + 1, loss=2.0), PLANS[Step])
@@ -246,3 +246,38 @@ def test_a_log_without_stamps_keeps_no_wall_column():
     other.append(2, 1.7e9 + 5, loss=1.0)
     merged.extend_from(other)
     assert np.isnan(merged.column("wall")[0]) and merged.column("wall")[1] == 0.0 and merged.wall_base == 1.7e9 + 5
+
+
+def test_a_job_of_one_file_keeps_no_file_column():
+    """Points of a job's first file (index 0) keep no file column (2 bytes a point); a point of
+    another file makes it, 0 before; a merge that gives the first file another index (remap_files)
+    makes it too, and extending by a series without one reads its points as the first file's."""
+    from tuimon.store.series import Series
+
+    s = Series()
+    for k in range(100):
+        s.append(k, None, file_id=0, line=k + 1, loss=1.0)
+    assert "file" not in s._cols and s.column("file").tolist() == [0] * 100 and s.point(5)["file"] == 0
+    s.append(100, None, file_id=2, line=101, loss=1.0)
+    assert "file" in s._cols and s.column("file").tolist() == [0] * 100 + [2]
+    t = Series()
+    for k in range(10):
+        t.append(k, None, file_id=0, line=k + 1, loss=1.0)
+    t.remap_files(np.array([0], dtype=np.uint16))
+    assert "file" not in t._cols
+    t.remap_files(np.array([3], dtype=np.uint16), start=4)
+    assert t.column("file").tolist() == [0] * 4 + [3] * 6
+    u = Series()
+    u.append(1, None, file_id=1, line=1, loss=1.0)
+    v = Series()
+    for k in range(3):
+        v.append(k + 2, None, file_id=0, line=k + 2, loss=1.0)
+    u.extend_from(v)
+    assert u.column("file").tolist() == [1, 0, 0, 0]
+    plan = PLANS[Step]
+    given = {"step": [1, 2], "loss": [2.0, 2.5], "line": [7, 8]}
+    for file_id in (0, 1):
+        staged = Series()
+        staged.stage(plan, [given.get(name, [None, None]) for name in plan.names], [], file_id=file_id)
+        assert len(staged) == 2 and staged.column("file").tolist() == [file_id] * 2
+        assert ("file" in staged._cols) == bool(file_id)

@@ -31,12 +31,17 @@ from .fields import FIELDS, Attr, Getter, getters_for
 POINT_DTYPE = np.dtype([(f.key, f.dtype) for f in FIELDS] + [("wall", "<f4"), ("file", "<u2"), ("line", "<u4")])
 _NAMES: tuple[str, ...] = POINT_DTYPE.names or ()
 #: the columns every point has (a float column of the registry, and the wall time, is made when a value
-#: needs it: a log without stamps, llm.c's main.log, keeps no column of NaN, 4 of its 26 bytes a point)
-_ALWAYS = ("iteration", "file", "line")
+#: needs it: a log without stamps, llm.c's main.log, keeps no column of NaN, 4 of its 26 bytes a point;
+#: the file index when a point of another file than the job's first comes: 2 bytes a point more)
+_ALWAYS = ("iteration", "line")
+#: what a column made late holds at the points before (and past ``n``): NaN, the first file's 0
+_BLANK: dict[str, float] = {"file": 0}
 #: the bits of the NaN an absent float column reads as (what None and NaN are stored as)
 _NAN_BITS = int(np.array([np.nan], dtype="<f4").view("<u4")[0])
 _U32_MAX = np.iinfo(np.uint32).max
 _FLOAT_KEYS = tuple(f.key for f in FIELDS if f.key != "iteration")
+#: a point's value of a column not made: NaN, the first file's 0
+_ABSENT = {key: np.array(_BLANK.get(key, np.nan), dtype=POINT_DTYPE[key])[()] for key in _NAMES if key not in _ALWAYS}
 _FLOAT_SET = frozenset(_FLOAT_KEYS)
 _NAN = float("nan")
 _I32_MAX = np.iinfo(np.int32).max
@@ -214,10 +219,10 @@ class Series:
 
     # -- the columns ---------------------------------------------------------------------------
     def _float_column(self, key: str) -> np.ndarray:
-        """``key``'s column, made (NaN) if it is not yet."""
+        """``key``'s column (a float one, or the file index), made (NaN; the file index: 0) if it is not yet."""
         col = self._cols.get(key)
         if col is None:
-            col = self._cols[key] = np.full(self._cap, np.nan, dtype="<f4")
+            col = self._cols[key] = np.full(self._cap, _BLANK.get(key, np.nan), dtype=POINT_DTYPE[key])
         return col
 
     def _put(self, key: str, at: int, values: np.ndarray) -> None:
@@ -248,7 +253,8 @@ class Series:
         """Room for ``capacity`` points, a column at a time (the new room of a float column is NaN)."""
         n = self.n
         for key, col in self._cols.items():
-            grown = np.empty(capacity, dtype=col.dtype) if key in _ALWAYS else np.full(capacity, np.nan, dtype="<f4")
+            grown = np.empty(capacity, dtype=col.dtype) if key in _ALWAYS else \
+                np.full(capacity, _BLANK.get(key, np.nan), dtype=col.dtype)
             grown[:n] = col[:n]
             self._cols[key] = grown
         self._cap = capacity
@@ -284,9 +290,9 @@ class Series:
             self.history = (self.history + 1) // 2  # (the points 0, 2, 4... of the history)
             self.n = self.history + rest
             self.stride *= 2
-        for key, col in self._cols.items():  # what the points left: NaN again past n
+        for key, col in self._cols.items():  # what the points left: NaN (the file: 0) again past n
             if key not in _ALWAYS:
-                col[self.n:old_n] = np.nan
+                col[self.n:old_n] = _BLANK.get(key, np.nan)
 
     # -- points in -----------------------------------------------------------------------------
     def append(self, iteration: Optional[int], wall: Optional[float] = None, *, file_id: int = 0, line: int = 0,
@@ -309,7 +315,8 @@ class Series:
         cols, n = self._cols, self.n
         cols["iteration"][n] = iteration if iteration is not None and 0 <= iteration <= _I32_MAX else -1
         self._put_one("wall", n, _f(rel))
-        cols["file"][n] = file_id
+        if file_id or "file" in cols:
+            self._float_column("file")[n] = file_id
         cols["line"][n] = min(line, _U32_MAX)
         self.n = n + 1
 
@@ -413,7 +420,8 @@ class Series:
         base = self.wall_base
         if base is not None:  # (else NaN: the column, absent or NaN past n, holds it already)
             self._put("wall", n, _relative(walls, base))
-        cols["file"][n:n + k] = files
+        if "file" in cols or any(files):
+            self._float_column("file")[n:n + k] = files
         cols["line"][n:n + k] = np.minimum(np.array(columns[-1], dtype=np.int64), _U32_MAX)
         self.n += k
         for at, column, value in fills:
@@ -438,9 +446,14 @@ class Series:
         """Points from ``start`` on came from another job's store: their file indexes,
         through ``mapping`` (other index -> this job's), become this job's."""
         self.flush()
-        if start < self.n:
-            column = self._cols["file"][start:self.n]
-            column[...] = mapping[column]
+        if start >= self.n:
+            return
+        if "file" not in self._cols:  # (every point the first file's: made only where that is another's now)
+            if not mapping[0]:
+                return
+            self._float_column("file")
+        column = self._cols["file"][start:self.n]
+        column[...] = mapping[column]
 
     def set_last(self, column: str, value: Optional[float]) -> None:
         self.flush()
@@ -483,7 +496,7 @@ class Series:
     def point(self, i: int) -> dict[str, Any]:
         """Point ``i``'s values by column (numpy scalars)."""
         self.flush()
-        return {key: self.column(key)[i] if key in self._cols else np.float32(np.nan) for key in _NAMES}
+        return {key: self._cols[key][i] if key in self._cols else _ABSENT[key] for key in _NAMES}
 
     def column(self, name: str) -> np.ndarray:
         """A column's first ``n`` values (a float column no point gave a value: NaN)."""
@@ -492,7 +505,7 @@ class Series:
         if col is None:
             if name not in _NAMES:
                 raise KeyError(name)
-            return np.full(self.n, np.nan, dtype=POINT_DTYPE[name])
+            return np.full(self.n, _BLANK.get(name, np.nan), dtype=POINT_DTYPE[name])
         return col[: self.n]
 
     def last(self, name: str) -> Optional[float]:
