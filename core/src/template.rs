@@ -496,37 +496,51 @@ mod tests {
         out
     }
 
-    /// What the template makes of `s`, held to the regex: the same match and every group, or a line
-    /// that is not ASCII given up.
-    fn same_as_the_regex(t: &Template, re: &regex::Regex, locs: &mut regex::CaptureLocations,
-                         slots: &mut [Option<(usize, usize)>], s: &str) -> Found {
-        let want = re.captures_read(locs, s).map(|m| (m.start(), m.end()));
-        let found = t.find(s.as_bytes(), slots);
-        match found {
-            Found::GaveUp => assert!(!s.is_ascii(), "{}: gave up on {s:?}", re.as_str()),
-            Found::NoMatch => assert_eq!(want, None, "{}: {s:?}", re.as_str()),
-            Found::Match(a, z) => {
-                assert_eq!(want, Some((a, z)), "{}: {s:?}", re.as_str());
-                for g in 0..locs.len() {
-                    assert_eq!(slots.get(g).copied().flatten(), locs.get(g), "{}: group {g} of {s:?}", re.as_str());
+    /// A pattern's template and regex, and where each keeps a line's groups.
+    struct Pair {
+        t: Template,
+        re: regex::Regex,
+        locs: regex::CaptureLocations,
+        slots: Vec<Option<(usize, usize)>>,
+    }
+
+    impl Pair {
+        fn of(pattern: &str) -> Pair {
+            let t = Template::of(pattern).unwrap_or_else(|| panic!("{pattern}: no template"));
+            let re = regex::Regex::new(pattern).unwrap();
+            let (locs, slots) = (re.capture_locations(), t.slots());
+            Pair { t, re, locs, slots }
+        }
+
+        /// What the template makes of `s`, held to the regex: the same match and every group, or a
+        /// line that is not ASCII given up.
+        fn same_as_the_regex(&mut self, s: &str) -> Found {
+            let Pair { t, re, locs, slots } = self;
+            let want = re.captures_read(locs, s).map(|m| (m.start(), m.end()));
+            let found = t.find(s.as_bytes(), slots);
+            match found {
+                Found::GaveUp => assert!(!s.is_ascii(), "{}: gave up on {s:?}", re.as_str()),
+                Found::NoMatch => assert_eq!(want, None, "{}: {s:?}", re.as_str()),
+                Found::Match(a, z) => {
+                    assert_eq!(want, Some((a, z)), "{}: {s:?}", re.as_str());
+                    for g in 0..locs.len() {
+                        assert_eq!(slots.get(g).copied().flatten(), locs.get(g), "{}: group {g} of {s:?}", re.as_str());
+                    }
                 }
             }
+            found
         }
-        found
     }
 
     #[test]
     fn templates_find_what_the_regex_finds() {
         let mut d = Draws::new(11);
         for (pattern, literals, fillers) in PATTERNS {
-            let t = Template::of(pattern).unwrap_or_else(|| panic!("{pattern}: no template"));
-            let re = regex::Regex::new(pattern).unwrap();
-            let mut locs = re.capture_locations();
-            let mut slots = t.slots();
+            let mut pair = Pair::of(pattern);
             let (mut matched, mut gave_up) = (0, 0);
             for _ in 0..100_000 {
                 let s = line(&mut d, literals, fillers);
-                match same_as_the_regex(&t, &re, &mut locs, &mut slots, &s) {
+                match pair.same_as_the_regex(&s) {
                     Found::GaveUp => gave_up += 1,
                     Found::NoMatch => {}
                     Found::Match(..) => matched += 1,
@@ -548,10 +562,7 @@ mod tests {
         const EDITS: &[&str] = &["", " ", "0", "1", "12", "3.5", "e", "-", "+", ".", "na", "in", "x", "\t", "/", "ms", ":", "é"];
         let mut d = Draws::new(5);
         for (pattern, lines) in PATTERNS {
-            let t = Template::of(pattern).unwrap_or_else(|| panic!("{pattern}: no template"));
-            let re = regex::Regex::new(pattern).unwrap();
-            let mut locs = re.capture_locations();
-            let mut slots = t.slots();
+            let mut pair = Pair::of(pattern);
             let (mut matched, mut missed) = (0, 0);
             for _ in 0..100_000 {
                 let mut s = lines[d.below(lines.len())].to_string();
@@ -566,7 +577,7 @@ mod tests {
                         _ => s.truncate(at),
                     }
                 }
-                match same_as_the_regex(&t, &re, &mut locs, &mut slots, &s) {
+                match pair.same_as_the_regex(&s) {
                     Found::GaveUp => {}
                     Found::NoMatch => missed += 1,
                     Found::Match(..) => matched += 1,
