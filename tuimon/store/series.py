@@ -218,8 +218,9 @@ class Series:
         return self.appended > self.n
 
     # -- the columns ---------------------------------------------------------------------------
-    def _float_column(self, key: str) -> np.ndarray:
-        """``key``'s column (a float one, or the file index), made (NaN; the file index: 0) if it is not yet."""
+    def _made_column(self, key: str) -> np.ndarray:
+        """``key``'s column (a float one, the wall time or the file index), made if it is not yet: NaN
+        (the file index: 0) at every place, as the points before it read it."""
         col = self._cols.get(key)
         if col is None:
             col = self._cols[key] = np.full(self._cap, _BLANK.get(key, np.nan), dtype=POINT_DTYPE[key])
@@ -232,7 +233,7 @@ class Series:
             if (as_stored.view("<u4") == _NAN_BITS).all():
                 return  # what an absent column reads as already
             values = as_stored
-        self._float_column(key)[at:at + len(values)] = values
+        self._made_column(key)[at:at + len(values)] = values
 
     def _put_column(self, key: str, at: int, values: Sequence, scale: float, floor: Optional[float]) -> None:
         """Staged ``values`` (:func:`_floats` of them) into ``key``'s column from ``at`` (``n``).  Values
@@ -247,7 +248,7 @@ class Series:
         if key in self._cols:
             self._cols[key][at] = value
         elif value == value or np.array([value], dtype="<f4").view("<u4")[0] != _NAN_BITS:
-            self._float_column(key)[at] = value
+            self._made_column(key)[at] = value
 
     def _grow(self, capacity: int) -> None:
         """Room for ``capacity`` points, a column at a time (the new room of a float column is NaN)."""
@@ -316,7 +317,7 @@ class Series:
         cols["iteration"][n] = iteration if iteration is not None and 0 <= iteration <= _I32_MAX else -1
         self._put_one("wall", n, _f(rel))
         if file_id or "file" in cols:
-            self._float_column("file")[n] = file_id
+            self._made_column("file")[n] = file_id
         cols["line"][n] = min(line, _U32_MAX)
         self.n = n + 1
 
@@ -334,13 +335,13 @@ class Series:
             if key in _ALWAYS:
                 self._cols[key][n:n + k] = col[:k]
             else:
-                self._float_column(key)[n:n + k] = col[:k]
+                self._made_column(key)[n:n + k] = col[:k]
         if other.wall_base is not None:
             if self.wall_base is None:
                 self.wall_base = other.wall_base
             elif other.wall_base != self.wall_base:
                 walls = other.column("wall").astype(np.float64) + (other.wall_base - self.wall_base)
-                self._float_column("wall")[n:n + k] = np.clip(walls, -3.4e38, 3.4e38)
+                self._made_column("wall")[n:n + k] = np.clip(walls, -3.4e38, 3.4e38)
         self.n += k
         self.appended += other.appended
         while self.bounded and self.n - self.history > RECENT:
@@ -421,7 +422,7 @@ class Series:
         if base is not None:  # (else NaN: the column, absent or NaN past n, holds it already)
             self._put("wall", n, _relative(walls, base))
         if "file" in cols or any(files):
-            self._float_column("file")[n:n + k] = files
+            self._made_column("file")[n:n + k] = files
         cols["line"][n:n + k] = np.minimum(np.array(columns[-1], dtype=np.int64), _U32_MAX)
         self.n += k
         for at, column, value in fills:
@@ -451,7 +452,7 @@ class Series:
         if "file" not in self._cols:  # (every point the first file's: made only where that is another's now)
             if not mapping[0]:
                 return
-            self._float_column("file")
+            self._made_column("file")
         column = self._cols["file"][start:self.n]
         column[...] = mapping[column]
 
