@@ -175,6 +175,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--state", metavar="FILE",
                    help="save read positions here and resume from them (one follower per file)")
     p.add_argument("--exclude", action="append", metavar="GLOB", help="file name pattern to skip")
+    p.add_argument("--jobs", "-j", type=_positive_int, metavar="N",
+                   help="processes to parse with: 1 reads on one core; more (default: one per core) parses a big "
+                        "file beside the writing of its events")
     add_alert_options(p, hooks=False)
     p.add_argument("--startup-timeout", type=_positive_float, metavar="SECONDS", default=STARTUP_TIMEOUT_S,
                    help=f"a job with no step this long after it started alerts startup-hang (default "
@@ -674,6 +677,7 @@ def _mtime(path: str) -> Optional[float]:
 
 def cmd_events(settings: Settings) -> int:
     from ..engine.ingest import ParseStats, parse_file, start_sizes
+    from ..engine.procs import cores
     from ..store.job_store import JobStore
     from .alerts import feed_from, last_writes
 
@@ -695,9 +699,10 @@ def cmd_events(settings: Settings) -> int:
 
     cache = _cache(settings)
     sizes = start_sizes(files)  # read what the files held at the start, not after a writer that keeps on
+    beside = (settings.jobs or cores()) > 1  # (a big file's parser in a worker, its events written here)
     for path in files:
         try:
-            _, stats = parse_file(path, str(path), sink=emit, cache=cache, limit=sizes[path])
+            _, stats = parse_file(path, str(path), sink=emit, cache=cache, limit=sizes[path], beside=beside)
         except BrokenPipeError:  # writing: the reader went away (`| head`), no file is unreadable
             if cache is not None:
                 cache.close()

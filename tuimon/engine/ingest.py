@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Iterator, Optional
 
 import numpy as np
 
@@ -176,7 +176,10 @@ class Reading:
 
     def feed(self, data: bytes) -> list[Item]:
         """The events of ``data``'s complete lines, written to the cache entry, less those given already."""
-        events = self.parser.feed(data)
+        return self.taken(self.parser.feed(data))
+
+    def taken(self, events: list[Item]) -> list[Item]:
+        """What this parser's events of a block give: written to the cache entry, less those given already."""
         if self.writer is not None:
             self.writer.add(events)
         if self.skip_events:
@@ -223,14 +226,16 @@ class Reading:
 def parse_file(path: Path, label: Optional[str] = None,
                sink: Optional[Callable[[list[Item]], None]] = None,
                read_size: int = READ_SIZE, catalog: Optional[Catalog] = None,
-               cache: Optional[ParseCache] = None, limit: Optional[int] = None) -> tuple[list[Event], ParseStats]:
+               cache: Optional[ParseCache] = None, limit: Optional[int] = None,
+               beside: bool = False) -> tuple[list[Event], ParseStats]:
     """Parse a whole file.  With ``sink``, events are handed over per block (a block's
     plain timer and iteration lines as rows, :mod:`tuimon.parsers.columns`) and the returned
     list stays empty (bounded memory on huge files); without, the list holds every
     event, in line order.  With ``cache``, a file read before is not parsed
     again (see :mod:`tuimon.engine.cache`): its saved events come first, then those
     of what it gained since.  With ``limit``, the file is read up to that offset at most
-    (the size it had when the report started)."""
+    (the size it had when the report started).  ``beside``: a big file is parsed by a worker while
+    ``sink`` takes its events here (two cores: see :func:`_read_on`)."""
     from ..sources.files import open_regular  # a name swapped for a FIFO after discovery must not block
 
     label = label or str(path)
@@ -245,7 +250,7 @@ def parse_file(path: Path, label: Optional[str] = None,
             offset = entry.offset if entry is not None else 0
             if entry is None or os.fstat(fh.fileno()).st_size > offset:
                 reading.write_to(cache, key, entry)
-        offset = _read_on(fh, reading, offset, read_size, out, limit=limit)
+        offset = _read_on(fh, reading, offset, read_size, out, limit=limit, beside=beside and sink is not None)
         if reading.writer is not None:
             reading.writer.commit(fh.fileno(), offset, reading.parser)  # the state before the end-of-input flush
         tail = reading.finish()
@@ -263,9 +268,8 @@ def restored(entry: Optional[Entry], label: str, catalog: Optional[Catalog] = No
     if the entry is of a file read under ``label``; else None."""
     if entry is None or getattr(entry.parser, "label", None) != label:
         return None
-    cat = catalog or catalog_mod.current()
     fp = entry.parser
-    fp.engine.attach(cat.user, cat.builtin)
+    fp.engine.attach(*_formats(catalog))
     fp.cached = entry.offset
     return fp
 
@@ -273,11 +277,13 @@ def restored(entry: Optional[Entry], label: str, catalog: Optional[Catalog] = No
 def parse_file_store(path: Path, label: Optional[str] = None, read_size: int = READ_SIZE,
                      catalog: Optional[Catalog] = None, cache: Optional[ParseCache] = None,
                      on_bytes: Optional[Callable[[int], None]] = None,
-                     limit: Optional[int] = None) -> tuple[Any, ParseStats]:
+                     limit: Optional[int] = None, beside: bool = False) -> tuple[Any, ParseStats]:
     """A store of the file's events alone (merge it with :meth:`JobStore.merge_file`),
     and the stats.  With ``cache``, a file read before is taken in from its saved
     store at once, and only what it gained since is parsed.  ``on_bytes``: told how many
-    bytes each block read was (a progress display).  ``limit``: read up to that offset at most."""
+    bytes each block read was (a progress display).  ``limit``: read up to that offset at most.
+    ``beside``: a big file is parsed by a worker while this process builds the store (two cores:
+    see :func:`_read_on`)."""
     from ..sources.files import open_regular
     from ..store.job_store import JobStore
 
@@ -302,7 +308,7 @@ def parse_file_store(path: Path, label: Optional[str] = None, read_size: int = R
         start = offset
         if on_bytes is not None and start:
             on_bytes(start)  # taken in from the cache
-        offset = _read_on(fh, reading, offset, read_size, store.add, on_bytes, limit)
+        offset = _read_on(fh, reading, offset, read_size, store.add, on_bytes, limit, beside)
         if cache is not None and (offset > start or not reading.parser.cached):
             cache.save_store(key, fh.fileno(), offset, reading.parser, store)  # before the end-of-input flush
         store.add(reading.finish())
@@ -310,33 +316,106 @@ def parse_file_store(path: Path, label: Optional[str] = None, read_size: int = R
 
 
 def _read_on(fh: Any, reading: Reading, offset: int, read_size: int, out: Callable[[list[Item]], None],
-             on_bytes: Optional[Callable[[int], None]] = None, limit: Optional[int] = None) -> int:
+             on_bytes: Optional[Callable[[int], None]] = None, limit: Optional[int] = None,
+             beside: bool = False) -> int:
     """Feed ``reading`` the file from ``offset`` to its end (or to ``limit``); returns the offset
-    reached.  A sparse hole of :data:`HOLE_MIN` or more is stepped over: it holds no line (a 100 GB
-    hole reads as NULs for minutes)."""
+    reached.  ``beside``: parsed in a worker while ``out`` takes the events here (:mod:`.pipeline`),
+    where the file has :data:`~.pipeline.BESIDE_MIN` left to read and a worker can be started.  A
+    worker that dies costs time, not data: the file is read on here from ``offset``, without the
+    events and the bytes told already (the same bytes give the same events), and without a cache
+    entry (the entry's writer has them)."""
+    fd = fh.fileno()
+    if beside and reading.on_block is None and not reading.skip_events and \
+            (limit if limit is not None else os.fstat(fd).st_size) - offset >= _beside_min():
+        from .pipeline import WorkerLost, parse_beside
+
+        given, told = 0, 0
+
+        def take(events: list[Item]) -> None:
+            nonlocal given
+            events = reading.taken(events)
+            if events:
+                given += sum(len(e) if type(e) in ROWS else 1 for e in events)  # (a row is an event)
+                out(events)
+
+        def tell(n: int) -> None:
+            nonlocal told
+            told += n
+            if on_bytes is not None:
+                on_bytes(n)
+
+        parser = reading.parser
+        try:
+            done = parse_beside(_pieces(fd, offset, read_size, limit), parser.feed, lambda: parser, take, tell)
+        except WorkerLost:
+            done = None
+            reading.skip_events = given
+            if reading.writer is not None:
+                reading.writer.abandon()
+                reading.writer = None
+            on_bytes = _told_once(on_bytes, told)
+        if done is not None:
+            passed, reading.parser = done
+            reading.parser.engine.attach(*_formats(reading.catalog))
+            return offset + passed
+    for passed, data in _pieces(fd, offset, read_size, limit):
+        offset += passed
+        if on_bytes is not None:
+            on_bytes(passed)
+        if data:
+            events = reading.feed(data)
+            if events:
+                out(events)
+    return offset
+
+
+def _told_once(on_bytes: Optional[Callable[[int], None]], told: int) -> Optional[Callable[[int], None]]:
+    """``on_bytes`` not told the first ``told`` bytes again."""
+    if on_bytes is None or not told:
+        return on_bytes
+    tell, skip = on_bytes, told
+
+    def once(n: int) -> None:
+        nonlocal skip
+        dropped = min(n, skip)
+        skip -= dropped
+        if n > dropped:
+            tell(n - dropped)
+    return once
+
+
+def _beside_min() -> int:
+    from .pipeline import BESIDE_MIN
+
+    return BESIDE_MIN
+
+
+def _formats(catalog: Optional[Catalog]) -> tuple:
+    """The formats a parser restored from a pickle reads with (pickles leave them out)."""
+    cat = catalog or catalog_mod.current()
+    return cat.user, cat.builtin
+
+
+def _pieces(fd: int, offset: int, read_size: int, limit: Optional[int]) -> Iterator[tuple[int, bytes]]:
+    """The file from ``offset`` to its end (or to ``limit``) as (bytes passed, data): reads of
+    ``read_size`` at most, and sparse holes of :data:`HOLE_MIN` or more stepped over (no data: a hole
+    holds no line, and a 100 GB one reads as NULs for minutes)."""
     from ..sources.files import next_data
 
     # read by offset (pread): SEEK_DATA moves the descriptor's position under a buffered reader,
     # which then read the same bytes twice
-    fd = fh.fileno()
     end = limit if limit is not None else os.fstat(fd).st_size
     while limit is None or offset < limit:
         if offset < end and (data_at := next_data(fd, offset, end)) is not None and data_at - offset >= HOLE_MIN:
             hole = min(data_at, end) - offset
-            if on_bytes is not None:
-                on_bytes(hole)
             offset += hole
+            yield hole, b""
             continue
         chunk = os.pread(fd, read_size if limit is None else min(read_size, limit - offset), offset)
         if not chunk:
-            return offset
+            return
         offset += len(chunk)
-        if on_bytes is not None:
-            on_bytes(len(chunk))
-        events = reading.feed(chunk)
-        if events:
-            out(events)
-    return offset
+        yield len(chunk), chunk
 
 
 def cached_store(path: Path, cache: ParseCache, label: Optional[str] = None) -> Optional[tuple[Any, ParseStats]]:

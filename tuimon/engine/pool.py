@@ -7,13 +7,14 @@ their events in turn gives).  The biggest file past :data:`WORKER_MAX` is read h
 streamed a block at a time (so one big file costs what ``--jobs 1`` costs, and its
 events never wait in memory); workers take every other file, the biggest first (a
 store pickled back is a few numpy arrays: 17 MB for a 200 MB log), so a directory
-of several big logs is read on every core.
+of several big logs is read on every core.  With no pool (one file to read, the
+others taken from the parse cache), a big file is parsed beside its store: the
+parser in a worker, the store here (:mod:`.pipeline`).
 """
 from __future__ import annotations
 
 import os
 import pickle
-import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Optional, Protocol, Sequence
 
@@ -22,6 +23,7 @@ from . import catalog
 from .alloc import collector_for_batch, keep_freed_memory
 from .cache import ParseCache
 from .ingest import ParseStats, cached_store, parse_file_store, start_sizes
+from .procs import cores, die_with, process_context
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
@@ -34,36 +36,6 @@ WORKER_MAX = 32 << 20
 BATCH_BYTES, BATCH_FILES = 8 << 20, 256
 #: and at least this many tasks a worker, so that the workers end together
 TASKS_PER_WORKER = 4
-
-
-def cores() -> int:
-    """Cores this process may run on."""
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-
-
-def process_context() -> Any:
-    """fork starts in milliseconds, but is only safe while this process has a single thread."""
-    import multiprocessing  # (with the first worker: one file, the common case, starts 8 ms sooner)
-
-    fork = threading.active_count() == 1 and "fork" in multiprocessing.get_all_start_methods()
-    return multiprocessing.get_context("fork" if fork else "spawn")
-
-
-def _die_with(parent: int) -> None:
-    """A worker's first act: ask the kernel to kill it when its parent dies (a ``timeout``'s
-    SIGTERM or a SIGKILL give the parent no time to stop its workers, which would read on for
-    minutes, orphaned).  Linux's ``PR_SET_PDEATHSIG``; where there is none, workers still end
-    with their file."""
-    try:
-        import ctypes
-        import signal
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG = 1
-    except (OSError, AttributeError):
-        return
-    if os.getppid() != parent:  # the parent died before the request was made
-        os._exit(1)
 
 
 def _parse_batch(paths: Sequence[str], spec: Sequence[tuple[str, str]], cache_path: Optional[str],
@@ -168,7 +140,7 @@ def parse_files_into(store: JobStore, files: list[Path], *, jobs: Optional[int] 
         try:
             workers = min(jobs, len(unread))
             pool = ProcessPoolExecutor(workers, mp_context=process_context(),
-                                       initializer=_die_with, initargs=(os.getpid(),))
+                                       initializer=die_with, initargs=(os.getpid(),))
             spec = catalog.current().spec
             # the biggest first: the last to finish is then a small one (the pool takes them in turn)
             for batch in batches(unread, sizes, workers):
@@ -183,6 +155,8 @@ def parse_files_into(store: JobStore, files: list[Path], *, jobs: Optional[int] 
                 _stop_workers(pool)
             pool, futures = None, {}
     read_here: dict[Path, tuple | OSError] = {}  # (store, stats), or what reading it raised
+    # with no pool (whose threads make fork unsafe), a big file read here is parsed beside its store
+    beside = jobs > 1 and not futures
     try:
         if here is not None and futures:  # read while the workers read theirs, not after waiting for them
             try:
@@ -199,8 +173,8 @@ def parse_files_into(store: JobStore, files: list[Path], *, jobs: Optional[int] 
                                                 else None)
                     if whole is not None:
                         told(sizes[path] or 0)
-                part, stats = whole if whole is not None else parse_file_store(path, str(path), cache=cache,
-                                                                               on_bytes=told, limit=sizes[path])
+                part, stats = whole if whole is not None else parse_file_store(
+                    path, str(path), cache=cache, on_bytes=told, limit=sizes[path], beside=beside)
             except OSError as exc:
                 on_error(path, exc)
                 continue

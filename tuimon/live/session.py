@@ -242,7 +242,7 @@ class LiveSession:
     # -- background side --------------------------------------------------------------------
     def start(self) -> None:
         if self.process:
-            from ..engine.pool import process_context
+            from ..engine.procs import process_context
 
             ctx = process_context()
             self._queue = ctx.Queue(maxsize=256)  # bounded: a slow UI slows the reader, never the reverse
