@@ -319,45 +319,13 @@ def _read_on(fh: Any, reading: Reading, offset: int, read_size: int, out: Callab
              on_bytes: Optional[Callable[[int], None]] = None, limit: Optional[int] = None,
              beside: bool = False) -> int:
     """Feed ``reading`` the file from ``offset`` to its end (or to ``limit``); returns the offset
-    reached.  ``beside``: parsed in a worker while ``out`` takes the events here (:mod:`.pipeline`),
-    where the file has :data:`~.pipeline.BESIDE_MIN` left to read and a worker can be started.  A
-    worker that dies costs time, not data: the file is read on here from ``offset``, without the
-    events and the bytes told already (the same bytes give the same events), and without a cache
-    entry (the entry's writer has them)."""
+    reached.  ``beside``: parsed in a worker while ``out`` takes the events here (:func:`_read_beside`)."""
     fd = fh.fileno()
     if beside and reading.on_block is None and not reading.skip_events and \
             (limit if limit is not None else os.fstat(fd).st_size) - offset >= _beside_min():
-        from .pipeline import WorkerLost, parse_beside
-
-        given, told = 0, 0
-
-        def take(events: list[Item]) -> None:
-            nonlocal given
-            events = reading.taken(events)
-            if events:
-                given += sum(len(e) if type(e) in ROWS else 1 for e in events)  # (a row is an event)
-                out(events)
-
-        def tell(n: int) -> None:
-            nonlocal told
-            told += n
-            if on_bytes is not None:
-                on_bytes(n)
-
-        parser = reading.parser
-        try:
-            done = parse_beside(_pieces(fd, offset, read_size, limit), parser.feed, lambda: parser, take, tell)
-        except WorkerLost:
-            done = None
-            reading.skip_events = given
-            if reading.writer is not None:
-                reading.writer.abandon()
-                reading.writer = None
-            on_bytes = _told_once(on_bytes, told)
-        if done is not None:
-            passed, reading.parser = done
-            reading.parser.engine.attach(*_formats(reading.catalog))
-            return offset + passed
+        reached, on_bytes = _read_beside(fd, reading, offset, read_size, out, on_bytes, limit)
+        if reached is not None:
+            return reached
     for passed, data in _pieces(fd, offset, read_size, limit):
         offset += passed
         if on_bytes is not None:
@@ -367,6 +335,48 @@ def _read_on(fh: Any, reading: Reading, offset: int, read_size: int, out: Callab
             if events:
                 out(events)
     return offset
+
+
+def _read_beside(fd: int, reading: Reading, offset: int, read_size: int, out: Callable[[list[Item]], None],
+                 on_bytes: Optional[Callable[[int], None]], limit: Optional[int],
+                 ) -> tuple[Optional[int], Optional[Callable[[int], None]]]:
+    """The file parsed in a worker (:mod:`.pipeline`), its events taken here: the offset reached, and
+    ``reading`` holding the parser as the worker left it.  None where it is to be read here from
+    ``offset`` (no worker could start; or the worker died: then what was taken is not to be taken
+    again, the events by :attr:`Reading.skip_events` (the same bytes give the same events), the bytes
+    by the callback returned in place of ``on_bytes``, and the cache entry being written, which has
+    them, is dropped)."""
+    from .pipeline import WorkerLost, parse_beside
+
+    given, told = 0, 0
+
+    def take(events: list[Item]) -> None:
+        nonlocal given
+        events = reading.taken(events)
+        if events:
+            given += sum(len(e) if type(e) in ROWS else 1 for e in events)  # (a row is an event)
+            out(events)
+
+    def tell(n: int) -> None:
+        nonlocal told
+        told += n
+        if on_bytes is not None:
+            on_bytes(n)
+
+    parser = reading.parser
+    try:
+        done = parse_beside(_pieces(fd, offset, read_size, limit), parser.feed, lambda: parser, take, tell)
+    except WorkerLost:
+        reading.skip_events = given
+        if reading.writer is not None:
+            reading.writer.abandon()
+            reading.writer = None
+        return None, _told_once(on_bytes, told)
+    if done is None:
+        return None, on_bytes
+    passed, reading.parser = done
+    reading.parser.engine.attach(*_formats(reading.catalog))
+    return offset + passed, on_bytes
 
 
 def _told_once(on_bytes: Optional[Callable[[int], None]], told: int) -> Optional[Callable[[int], None]]:
