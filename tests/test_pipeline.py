@@ -265,3 +265,289 @@ def test_cli_events_and_summary_read_beside_give_one_process_output(beside, run_
     assert beside == [True, True]
     code, out, _ = run_cli("events", "--no-cache", "--jobs", "2", str(logs))
     assert code == 0 and all(json.loads(line) for line in out.splitlines())
+
+
+# -- a file in pieces, on several workers ----------------------------------------------------------
+@pytest.fixture
+def pieces(monkeypatch, beside):
+    """Pieces of 2 KiB (every fixture is cut in many places); how many blocks this process parsed
+    again (``here``, a list of one count) beside the worker reads that ran."""
+    monkeypatch.setattr(pipeline, "PIECE_BYTES", 2048)
+    ran: list[bool] = []
+    real = pipeline.parse_in_pieces
+
+    def spy(*args, **kwargs):
+        done = real(*args, **kwargs)
+        ran.append(done is not None)
+        return done
+
+    monkeypatch.setattr(pipeline, "parse_in_pieces", spy)
+    parent, here = os.getpid(), [0]
+    feed = FileParser.feed
+
+    def counted(self, data):
+        if os.getpid() == parent:
+            here[0] += 1
+        return feed(self, data)
+
+    monkeypatch.setattr(FileParser, "feed", counted)
+    return ran, here
+
+
+def _megatron_with_bad_lines(tmp_path):
+    """A Megatron log with invalid UTF-8, NULs and lines too long for the framer in several places."""
+    from tuimon.sources import framing
+
+    lines = (FIXTURES / "megatron-deepspeed-8gpu-1234567.log").read_bytes().splitlines(keepends=True)
+    out = []
+    for k, line in enumerate(lines):
+        out.append(line)
+        if k % 17 == 5:
+            out.append(b"garbage \xff\xfe\x00 bytes\n")
+        if k % 41 == 7:
+            out.append(b"x" * (framing.DEFAULT_MAX_LINE + 10) + b"\n")
+    path = tmp_path / "bad.log"
+    path.write_bytes(b"".join(out))
+    return path
+
+
+@pytest.mark.parametrize("workers", [2, 3])
+def test_a_file_in_pieces_gives_the_one_process_store_and_stats(pieces, tmp_path, workers, monkeypatch):
+    """Every fixture (pieces of 256 bytes: all but the smallest are cut), and a log with invalid UTF-8
+    and lines too long (the stats' counts summed over the pieces)."""
+    ran, here = pieces
+    monkeypatch.setattr(pipeline, "PIECE_BYTES", 256)
+    logs = [*sorted(FIXTURES.iterdir()), _megatron_with_bad_lines(tmp_path)]
+    blocks = again = 0
+    for path in logs:
+        one = _store_state(*parse_file_store(path, str(path), read_size=64))
+        here[0] = 0
+        two = _store_state(*parse_file_store(path, str(path), read_size=64, beside=workers))
+        if path.parent == FIXTURES:  # (the other's pieces are its lines of a megabyte: parsed here, mostly)
+            blocks += -(-path.stat().st_size // 64)
+            again += here[0]
+        assert two == one, path
+    assert ran == [True] * sum(p.stat().st_size >= 512 for p in logs)  # (a smaller one has no two pieces)
+    assert 0 < again < blocks, "some blocks are parsed again here, some are the workers' alone"
+
+
+def test_the_corpus_in_pieces_gives_the_one_process_store(pieces, monkeypatch):
+    corpus = SHARED / "corpus"
+    if not corpus.exists():
+        pytest.skip(f"SKIPPED: {corpus} not found -- the corpus read in pieces needs ../shared")
+    monkeypatch.setattr(pipeline, "PIECE_BYTES", 1 << 16)
+    for path in sorted(p for p in corpus.rglob("*") if p.is_file() and p.suffix != ".tsv"):
+        one = _store_state(*parse_file_store(path, str(path), read_size=1 << 13))
+        assert _store_state(*parse_file_store(path, str(path), read_size=1 << 13, beside=2)) == one, path
+    assert any(pieces[0])
+
+
+def _plan(path, starts, read_size):
+    """Pieces of ``path`` whose first lines are these (numbers, 1 first), each read from its start:
+    the grid of a read in order whose reads end at those lines' starts too."""
+    from tuimon.engine.pipeline import Piece
+
+    data = path.read_bytes()
+    at = [0] + [k + 1 for k, byte in enumerate(data) if byte == 10]
+    starts = sorted({1, *starts})
+    ends = [at[s - 1] for s in starts[1:]] + [len(data)]
+    return [Piece(at[s - 1], at[s - 1], end, s) for s, end in zip(starts, ends)]
+
+
+def _in_order(path, plan, read_size) -> list:
+    """The events of one parser fed the plan's blocks in turn (the read in order on that grid)."""
+    parser = FileParser(str(path))
+    out: list = []
+    with open(path, "rb") as fh:
+        for piece in plan:
+            at = piece.grid
+            while at < piece.end:
+                data = os.pread(fh.fileno(), min(read_size, piece.end - at), at)
+                at += len(data)
+                out.extend(parser.feed(data))
+    return expand(out + parser.finish())
+
+
+def test_cuts_at_every_line_of_a_stretch_and_at_random_lines(forked):
+    """A piece may start at any line: in a Megatron argument block, a timer report, a traceback,
+    between the lines of an iteration (each cut of a stretch of lines, then random sets of cuts): the
+    events are those of one parser reading the same blocks in turn."""
+    import random
+
+    from tuimon.engine.ingest import _formats
+
+    rng = random.Random(46)
+    met = 0
+    for name in ("megatron-deepspeed-8gpu-1234567.log", "stronghold-run.log", "nccl-timeout-555001.out"):
+        path = FIXTURES / name
+        n = path.read_bytes().count(b"\n")
+        plans = [[k] for k in range(2, min(n, 120))] + [rng.sample(range(2, n), 5) for _ in range(20)]
+        with open(path, "rb") as fh:
+            for starts in plans:
+                plan = _plan(path, starts, 256)
+                first = FileParser(str(path))
+                got: list = []
+                passed, state = pipeline.parse_in_pieces(
+                    fh.fileno(), plan, first, lambda line, before: FileParser.at_line(str(path), None, line),
+                    lambda p: p.engine.attach(*_formats(None)), 256, got.extend, None, 2)
+                assert passed == path.stat().st_size
+                assert expand(got + state.finish()) == _in_order(path, plan, 256), (name, starts)
+                met += state is not first
+    assert met
+
+
+def test_a_cut_falls_where_the_read_in_order_ends_a_block(tmp_path):
+    """Pieces follow each other (a piece's grid is the one before's end), each read from where the read in
+    order is (a multiple of the read size from the start), its first line's start the bytes after the last
+    line end before it (no carriage return in them), and numbered as that line is."""
+    from tuimon.engine import ingest
+
+    lines = [(f"line {k} " + "x" * (k * 37 % 300) + ("\r progress\r" if k % 13 == 0 else "") + "\n").encode()
+             for k in range(40_000)]
+    path = tmp_path / "run.log"
+    path.write_bytes(b"".join(lines))
+    data = path.read_bytes()
+    pipeline_bytes = pipeline.PIECE_BYTES
+    try:
+        pipeline.PIECE_BYTES = 1 << 16
+        with open(path, "rb") as fh:
+            for offset, first_line in ((0, 1), (sum(map(len, lines[:100])), 101)):
+                cut = ingest._cut(fh.fileno(), offset, len(data), first_line, 4096)
+                assert len(cut) > 20 and cut[0].start == cut[0].grid == offset and cut[-1].end == len(data)
+                for before, piece in zip(cut, cut[1:]):
+                    assert piece.grid == before.end and (piece.grid - offset) % 4096 == 0
+                    held = data[piece.start:piece.grid]
+                    assert data[piece.start - 1:piece.start] == b"\n" and b"\n" not in held and b"\r" not in held
+                    assert piece.line == data[:piece.start].count(b"\n") + 1
+    finally:
+        pipeline.PIECE_BYTES = pipeline_bytes
+
+
+def test_pieces_whose_states_never_meet_are_parsed_here(pieces, monkeypatch):
+    """No state sent back (none compared): every piece but the first is parsed here, to the same."""
+    ran, here = pieces
+    monkeypatch.setattr(pipeline, "CHECKED_BLOCKS", 0)
+    path = FIXTURES / "megatron-deepspeed-8gpu-1234567.log"
+    one = _store_state(*parse_file_store(path, str(path), read_size=512))
+    first_piece_blocks = -(-2048 // 512) + 1
+    here[0] = 0
+    assert _store_state(*parse_file_store(path, str(path), read_size=512, beside=2)) == one
+    assert ran == [True] and here[0] >= -(-path.stat().st_size // 512) - first_piece_blocks
+
+
+def test_a_killed_worker_of_pieces_costs_time_not_data(pieces, monkeypatch):
+    ran, _ = pieces
+    path = FIXTURES / "megatron-deepspeed-8gpu-1234567.log"
+    one = _store_state(*parse_file_store(path, str(path), read_size=512))
+    told: list[int] = []
+    _killed_on(7, monkeypatch)
+    assert _store_state(*parse_file_store(path, str(path), read_size=512, on_bytes=told.append, beside=3)) == one
+    assert sum(told) == path.stat().st_size and ran == []
+    assert not multiprocessing.active_children()
+
+
+def test_events_of_a_file_in_pieces_are_those_of_one_process(pieces):
+    for path in sorted(FIXTURES.iterdir()):
+        one: list = []
+        two: list = []
+        _, stats_one = parse_file(path, str(path), sink=one.extend, read_size=512)
+        _, stats_two = parse_file(path, str(path), sink=two.extend, read_size=512, beside=2)
+        assert expand(two) == expand(one) and stats_two == stats_one, path
+
+
+def test_a_piece_whose_state_is_the_read_in_order_s_is_not_parsed_here(pieces, monkeypatch, tmp_path):
+    """llm.c's step lines leave no state that changes from piece to piece: a worker's piece goes on from
+    its last one's state and meets the read in order's before its first block (its first line's start,
+    before the cut, held as the read in order holds it), so nothing is parsed again here but the first
+    piece of the second worker (a parser of its own, which has not seen the first lines)."""
+    ran, here = pieces
+    monkeypatch.setattr(pipeline, "PIECE_BYTES", 1 << 16)
+    path = tmp_path / "main.log"
+    path.write_bytes(_llmc(1, 40_000))
+    one = _store_state(*parse_file_store(path, str(path), read_size=1 << 13))
+    here[0] = 0
+    assert _store_state(*parse_file_store(path, str(path), read_size=1 << 13, beside=2)) == one
+    assert ran == [True] and here[0] <= 1 << 16 >> 13, here
+
+
+class _Logged:
+    """A parser that writes down each block it is fed (by the worker's pid) and whose state is always
+    the read in order's: the workers' pace, seen from outside."""
+
+    def __init__(self, log: str) -> None:
+        self.log = log
+
+    def feed(self, data: bytes) -> list:
+        with open(self.log, "a") as fh:
+            fh.write(f"{os.getpid()} {data[:8].decode()}\n")
+        return [data[:8]]
+
+    def deciding(self):
+        return 0
+
+    def counts(self):
+        return (0,)
+
+    def set_counts(self, counts) -> None:
+        pass
+
+
+def test_a_worker_runs_one_piece_ahead_of_the_store_at_most(forked, tmp_path):
+    """The memory bound: while the store is still taking the first piece, the second worker parses its
+    first piece (the second) and then waits: its next (the fourth) waits for the store to take the second,
+    and so on."""
+    from tuimon.engine.pipeline import Piece
+
+    log = str(tmp_path / "fed.log")
+    path = tmp_path / "pieces.bin"
+    path.write_bytes(b"".join(f"piece{k:02d}-".encode() * 8 for k in range(6)))  # 6 pieces of 8 blocks of 8 bytes
+    plan = [Piece(64 * k, 64 * k, 64 * (k + 1), k) for k in range(6)]
+    seen: list = []
+
+    def fed() -> list[str]:
+        return open(log).read().split() if os.path.exists(log) else []
+
+    def ahead(done: str, waiting: str) -> None:
+        deadline = time.monotonic() + 60
+        while fed().count(done) < 8 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert fed().count(done) == 8
+        time.sleep(0.3)  # (time enough for a worker that did not wait to start its next piece)
+        assert waiting not in fed()
+
+    def take(events) -> None:
+        seen.extend(events)
+        if len(seen) == 1:  # the store at the first piece: the second is parsed, the fourth waits
+            ahead("piece01-", "piece03-")
+        if len(seen) == 17:  # at the third: the fourth is parsed, the sixth waits
+            ahead("piece03-", "piece05-")
+
+    with open(path, "rb") as fh:
+        passed, _ = pipeline.parse_in_pieces(fh.fileno(), plan, _Logged(log), lambda line, before: before or _Logged(log),
+                                             lambda state: None, 8, take, None, 2)
+    assert passed == 384 and [e.decode() for e in seen] == [f"piece{k:02d}-" for k in range(6) for _ in range(8)]
+
+
+def _llmc(k0: int, k1: int) -> bytes:
+    return b"".join(b"s:%d trl:%.4f lr:%.6f norm:%.2f\n" % (k, 2 + k / 1e5, k / 1e6, 0.5 + k % 7 / 100)
+                    + (b"s:%d tel:%.4f\n" % (k, 2.5) if k % 250 == 0 else b"") for k in range(k0, k1))
+
+
+@pytest.mark.parametrize("workers", [2, 3])
+def test_a_grown_file_read_on_from_the_cache_in_pieces_reads_as_in_one_process(pieces, tmp_path, monkeypatch, workers):
+    """The parse cache's state after a read in pieces is the read in order's: the grown file, read on from
+    it in pieces again, gives the store and the stats (what came from the cache included) of one process."""
+    monkeypatch.setattr(pipeline, "PIECE_BYTES", 1 << 15)
+    results = []
+    for beside, name in ((0, "one"), (workers, "pieces")):
+        log = tmp_path / name / "main.log"
+        log.parent.mkdir()
+        log.write_bytes(_llmc(1, 10_000))
+        cache = ParseCache(tmp_path / name / "cache.sqlite3", key="k")
+        parse_file_store(log, "main.log", cache=cache, read_size=4096, beside=beside)
+        with open(log, "ab") as fh:
+            fh.write(_llmc(10_000, 20_000))
+        results.append(_store_state(*parse_file_store(log, "main.log", cache=cache, read_size=4096, beside=beside)))
+        cache.close()
+    assert results[1] == results[0] and "cached=0," not in results[0][-1]
+    assert pieces[0] == [True, True]

@@ -699,7 +699,8 @@ def cmd_events(settings: Settings) -> int:
 
     cache = _cache(settings)
     sizes = start_sizes(files)  # read what the files held at the start, not after a writer that keeps on
-    beside = (settings.jobs or cores()) > 1  # (a big file's parser in a worker, its events written here)
+    jobs = settings.jobs or cores()
+    beside = jobs if jobs > 1 else 0  # (a big file's parsers in workers, its events written here)
     for path in files:
         try:
             _, stats = parse_file(path, str(path), sink=emit, cache=cache, limit=sizes[path], beside=beside)

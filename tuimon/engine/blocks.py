@@ -178,6 +178,18 @@ class BlockEngine:
             state.pop(name, None)
         return state
 
+    def deciding(self) -> dict:
+        """:meth:`__getstate__` less what only counts (``failed``) and the parsers' caches, a log-start
+        search that is over the same however it ended: two engines alike in it give the same events for
+        the same lines."""
+        state = self.__getstate__()
+        del state["failed"]
+        if state["_log_started"] or state["_stamp_blocks"] >= LOG_START_BLOCKS:
+            state["_log_started"], state["_stamp_blocks"] = True, LOG_START_BLOCKS
+        # each parser's state less its caches, by name: the same however it was made
+        state["active"] = [(type(p).__name__, sorted(p.snapshot().items())) for p in self.active]
+        return state
+
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
         self.__dict__.setdefault("_running", Running())

@@ -2,9 +2,10 @@
 from __future__ import annotations
 
 import os
+import pickle
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator, Optional
+from typing import Any, Callable, Iterator, Optional, Sequence
 
 import numpy as np
 
@@ -14,9 +15,10 @@ from tuimon.parsers.events import Event, Truncated
 from ..sources.framing import Block, Framer
 from . import catalog as catalog_mod
 from . import guard
-from .blocks import BlockEngine
+from .blocks import LOG_START_BLOCKS, BlockEngine
 from .cache import Entry, EntryWriter, ParseCache, skipped
 from .catalog import Catalog
+from .plain import plain
 
 READ_SIZE = 1 << 20  # the block size; the local follower reads as much at a time
 HOLE_MIN = 1 << 20  # sparse holes at least this large are stepped over, not read as NULs (as the follower does)
@@ -77,6 +79,36 @@ class FileParser:
         state = dict(self.__dict__)
         state["on_block"] = None
         return state
+
+    @classmethod
+    def at_line(cls, label: str, catalog: Optional[Catalog], line: int) -> "FileParser":
+        """A parser for a piece of a file that starts at ``line``, a line's first: its own state, past the
+        file's first blocks (:meth:`.BlockEngine._log_start` looks no more); made as a pickled state is
+        restored, so that its state and one restored compare alike (:meth:`deciding`)."""
+        made = cls(label, catalog)
+        made.framer.next_line = line
+        made.engine._stamp_blocks = LOG_START_BLOCKS
+        made = pickle.loads(pickle.dumps(made, pickle.HIGHEST_PROTOCOL))
+        made.engine.attach(*_formats(catalog))
+        return made
+
+    def counts(self) -> tuple[int, ...]:
+        """What reading counts (its stats: bytes, lines too long, lines of invalid UTF-8, hook failures):
+        nothing that decides what a line gives."""
+        f = self.framer
+        return f.bytes_in, f.too_long, f.invalid_utf8, self.engine.failed
+
+    def set_counts(self, counts: Sequence[int]) -> None:
+        f = self.framer
+        f.bytes_in, f.too_long, f.invalid_utf8, self.engine.failed = counts
+
+    def deciding(self) -> Any:
+        """The state that decides what the next bytes give, as plain values (:mod:`.plain`;
+        :meth:`counts` left out): two parsers alike in it give the same events for the same bytes."""
+        framer = dict(self.framer.__dict__)
+        for name in ("bytes_in", "too_long", "invalid_utf8"):
+            del framer[name]
+        return plain((self.label, sorted(framer.items()), sorted(self.engine.deciding().items())))
 
     def feed(self, data: bytes) -> list[Item]:
         """The events of the complete lines so far (a block's plain timer lines and iteration
@@ -227,15 +259,15 @@ def parse_file(path: Path, label: Optional[str] = None,
                sink: Optional[Callable[[list[Item]], None]] = None,
                read_size: int = READ_SIZE, catalog: Optional[Catalog] = None,
                cache: Optional[ParseCache] = None, limit: Optional[int] = None,
-               beside: bool = False) -> tuple[list[Event], ParseStats]:
+               beside: int = 0) -> tuple[list[Event], ParseStats]:
     """Parse a whole file.  With ``sink``, events are handed over per block (a block's
     plain timer and iteration lines as rows, :mod:`tuimon.parsers.columns`) and the returned
     list stays empty (bounded memory on huge files); without, the list holds every
     event, in line order.  With ``cache``, a file read before is not parsed
     again (see :mod:`tuimon.engine.cache`): its saved events come first, then those
     of what it gained since.  With ``limit``, the file is read up to that offset at most
-    (the size it had when the report started).  ``beside``: a big file is parsed by a worker while
-    ``sink`` takes its events here (two cores: see :func:`_read_on`)."""
+    (the size it had when the report started).  ``beside``: a big file is parsed by up to that many
+    workers while ``sink`` takes its events here (see :func:`_read_beside`)."""
     from ..sources.files import open_regular  # a name swapped for a FIFO after discovery must not block
 
     label = label or str(path)
@@ -250,7 +282,7 @@ def parse_file(path: Path, label: Optional[str] = None,
             offset = entry.offset if entry is not None else 0
             if entry is None or os.fstat(fh.fileno()).st_size > offset:
                 reading.write_to(cache, key, entry)
-        offset = _read_on(fh, reading, offset, read_size, out, limit=limit, beside=beside and sink is not None)
+        offset = _read_on(fh, reading, offset, read_size, out, limit=limit, beside=beside if sink is not None else 0)
         if reading.writer is not None:
             reading.writer.commit(fh.fileno(), offset, reading.parser)  # the state before the end-of-input flush
         tail = reading.finish()
@@ -277,13 +309,13 @@ def restored(entry: Optional[Entry], label: str, catalog: Optional[Catalog] = No
 def parse_file_store(path: Path, label: Optional[str] = None, read_size: int = READ_SIZE,
                      catalog: Optional[Catalog] = None, cache: Optional[ParseCache] = None,
                      on_bytes: Optional[Callable[[int], None]] = None,
-                     limit: Optional[int] = None, beside: bool = False) -> tuple[Any, ParseStats]:
+                     limit: Optional[int] = None, beside: int = 0) -> tuple[Any, ParseStats]:
     """A store of the file's events alone (merge it with :meth:`JobStore.merge_file`),
     and the stats.  With ``cache``, a file read before is taken in from its saved
     store at once, and only what it gained since is parsed.  ``on_bytes``: told how many
     bytes each block read was (a progress display).  ``limit``: read up to that offset at most.
-    ``beside``: a big file is parsed by a worker while this process builds the store (two cores:
-    see :func:`_read_on`)."""
+    ``beside``: a big file is parsed by up to that many workers while this process builds the store
+    (see :func:`_read_beside`)."""
     from ..sources.files import open_regular
     from ..store.job_store import JobStore
 
@@ -317,13 +349,14 @@ def parse_file_store(path: Path, label: Optional[str] = None, read_size: int = R
 
 def _read_on(fh: Any, reading: Reading, offset: int, read_size: int, out: Callable[[list[Item]], None],
              on_bytes: Optional[Callable[[int], None]] = None, limit: Optional[int] = None,
-             beside: bool = False) -> int:
+             beside: int = 0) -> int:
     """Feed ``reading`` the file from ``offset`` to its end (or to ``limit``); returns the offset
-    reached.  ``beside``: parsed in a worker while ``out`` takes the events here (:func:`_read_beside`)."""
+    reached.  ``beside``: parsed by that many workers at most while ``out`` takes the events here
+    (:func:`_read_beside`); none below 1."""
     fd = fh.fileno()
-    if beside and reading.on_block is None and not reading.skip_events and \
+    if beside > 0 and reading.on_block is None and not reading.skip_events and \
             (limit if limit is not None else os.fstat(fd).st_size) - offset >= _beside_min():
-        reached, on_bytes = _read_beside(fd, reading, offset, read_size, out, on_bytes, limit)
+        reached, on_bytes = _read_beside(fd, reading, offset, read_size, out, on_bytes, limit, beside)
         if reached is not None:
             return reached
     for passed, data in _pieces(fd, offset, read_size, limit):
@@ -338,15 +371,15 @@ def _read_on(fh: Any, reading: Reading, offset: int, read_size: int, out: Callab
 
 
 def _read_beside(fd: int, reading: Reading, offset: int, read_size: int, out: Callable[[list[Item]], None],
-                 on_bytes: Optional[Callable[[int], None]], limit: Optional[int],
+                 on_bytes: Optional[Callable[[int], None]], limit: Optional[int], workers: int,
                  ) -> tuple[Optional[int], Optional[Callable[[int], None]]]:
-    """The file parsed in a worker (:mod:`.pipeline`), its events taken here: the offset reached, and
-    ``reading`` holding the parser as the worker left it.  None where it is to be read here from
-    ``offset`` (no worker could start; or the worker died: then what was taken is not to be taken
-    again, the events by :attr:`Reading.skip_events` (the same bytes give the same events), the bytes
-    by the callback returned in place of ``on_bytes``, and the cache entry being written, which has
-    them, is dropped)."""
-    from .pipeline import WorkerLost, parse_beside
+    """The file parsed by workers (:mod:`.pipeline`), its events taken here: in pieces by ``workers``
+    at once where it holds two or more, else by one. Returns the offset reached, ``reading`` holding
+    the parser as the read in order leaves it; or None where it is to be read here from ``offset`` (no
+    worker could start; or one died: then what was taken is not to be taken again, the events by
+    :attr:`Reading.skip_events` (the same bytes give the same events), the bytes by the callback
+    returned in place of ``on_bytes``, and the cache entry being written, which has them, is dropped)."""
+    from . import pipeline
 
     given, told = 0, 0
 
@@ -364,9 +397,26 @@ def _read_beside(fd: int, reading: Reading, offset: int, read_size: int, out: Ca
             on_bytes(n)
 
     parser = reading.parser
+    end = limit if limit is not None else os.fstat(fd).st_size
+    catalog = reading.catalog
+
+    def restore(state: FileParser) -> None:
+        state.engine.attach(*_formats(catalog))
+
     try:
-        done = parse_beside(_pieces(fd, offset, read_size, limit), parser.feed, lambda: parser, take, tell)
-    except WorkerLost:
+        pieces = _cut(fd, offset, end, reading.next_line, read_size) if workers > 1 and not reading.pending else []
+        if len(pieces) > 1:
+            def at_line(line: int, before: Optional[FileParser]) -> FileParser:
+                """A piece's parser: the worker's last one, moved on to ``line``; or a new one."""
+                if before is None:
+                    return FileParser.at_line(parser.label, catalog, line)
+                before.framer.restart_at(line)
+                return before
+
+            done = pipeline.parse_in_pieces(fd, pieces, parser, at_line, restore, read_size, take, tell, workers)
+        else:
+            done = pipeline.parse_beside(_pieces(fd, offset, read_size, limit), parser.feed, lambda: parser, take, tell)
+    except pipeline.WorkerLost:
         reading.skip_events = given
         if reading.writer is not None:
             reading.writer.abandon()
@@ -375,8 +425,45 @@ def _read_beside(fd: int, reading: Reading, offset: int, read_size: int, out: Ca
     if done is None:
         return None, on_bytes
     passed, reading.parser = done
-    reading.parser.engine.attach(*_formats(reading.catalog))
+    if reading.parser is not parser:
+        restore(reading.parser)
+        reading.parser.cached = parser.cached  # (a piece's parser did not start from the parse cache)
     return offset + passed, on_bytes
+
+
+def _cut(fd: int, offset: int, end: int, line: int, read_size: int) -> list:
+    """The file from ``offset`` to ``end`` as pieces of about :data:`~.pipeline.PIECE_BYTES`, cut where
+    the read in order from ``offset`` by ``read_size`` ends a block (see :class:`~.pipeline.Piece`), each
+    numbered (its lines counted); none where a sparse hole is in it (a hole is stepped over, not read:
+    :func:`_pieces`).  No cut falls in a line of 64 KiB or more, or in one holding a carriage return
+    (the framer's segments)."""
+    from .pipeline import PIECE_BYTES, Piece
+
+    seek_hole = getattr(os, "SEEK_HOLE", None)
+    try:
+        if end - offset < 2 * PIECE_BYTES or seek_hole is None or os.lseek(fd, offset, seek_hole) < end:
+            return []
+    except OSError:
+        return []
+    step = max(1, PIECE_BYTES // read_size) * read_size
+    cuts = [(offset, offset)]  # (a piece's first line's start, the grid offset it is read at)
+    for grid in range(offset + step, end - step // 2, step):
+        reach = min(1 << 16, grid - cuts[-1][1])
+        window = os.pread(fd, reach, grid - reach)
+        nl = window.rfind(b"\n")
+        if len(window) == reach and nl >= 0 and b"\r" not in window[nl + 1:]:
+            cuts.append((grid - reach + nl + 1, grid))
+    out = []
+    at = offset
+    for k, (start, grid) in enumerate(cuts):
+        while at < start:
+            window = os.pread(fd, min(4 << 20, start - at), at)
+            if not window:
+                return []  # (cut short under us: read in order)
+            line += window.count(b"\n")
+            at += len(window)
+        out.append(Piece(start, grid, cuts[k + 1][1] if k + 1 < len(cuts) else end, line))
+    return out
 
 
 def _told_once(on_bytes: Optional[Callable[[int], None]], told: int) -> Optional[Callable[[int], None]]:

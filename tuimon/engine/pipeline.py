@@ -1,24 +1,30 @@
-"""One file on two cores: its parser in a worker process, what takes its events here.
+"""One file on several cores: its parsers in worker processes, what takes its events here.
 
 A file's lines are parsed in order (the parser's state runs from line to line) and its events are
 taken in order (the store's folds run from event to event): two stages, each sequential, and
 neither waits on the other's result.  So a big file is read on two cores by running them side by
-side: the parser in a forked worker, which hands each block's events over a pipe (pickled: a
-block's rows are a few arrays and lists, pickling and unpickling them cost 5-15 % of parsing),
-while this process adds them to its store.  The result is the sequential read's by construction:
-the same parser reads the same blocks, the same events reach the store in the same order, and the
-parser's state at the end comes back with the last message (the parse cache saves it, and this
-process flushes the end of input with it).
+side (:func:`parse_beside`): the parser in a forked worker, which hands each block's events over a
+pipe (pickled: a block's rows are a few arrays and lists, pickling and unpickling them cost 5-15 %
+of parsing), while this process adds them to its store.  The result is the sequential read's by
+construction: the same parser reads the same blocks, the same events reach the store in the same
+order, and the parser's state at the end comes back with the last message (the parse cache saves
+it, and this process flushes the end of input with it).  The pipe is 1 MiB (64 KiB where Linux
+will not widen it): a worker ahead of the store waits in its write.
 
-The pipe holds at most 64 KiB: a worker ahead of the store waits in its write (a block or so
-of events in flight, whatever the file's size).
+A file of two pieces or more is parsed by several workers at once (:func:`parse_in_pieces`): each
+piece from a state of its own (the worker's state at the end of its piece before: what lasts, the
+parsers woken and what they saw once, is mostly the same), checked here against the state the read
+in order has there, block by block, and parsed here until the two are alike; from there the
+worker's events are the read in order's.  Mostly they are alike before the piece's first block, or
+after it.  Each worker parses at most one piece ahead of the store (:data:`PIECE_WORKERS` of
+:data:`PIECE_BYTES` of log, their events pickled, in this process at most).
 """
 from __future__ import annotations
 
 import os
 import pickle
 import signal
-from typing import Any, Callable, Iterator, Optional
+from typing import Any, Callable, Iterator, NamedTuple, Optional, Sequence
 
 from . import guard
 from .procs import die_with, fork_is_safe
@@ -116,14 +122,233 @@ def _parse(pieces: Iterator[tuple[int, bytes]], feed: Callable[[bytes], list], s
     except (BrokenPipeError, ConnectionResetError):  # the parent stopped reading: nobody to tell
         pass
     except Exception as exc:
-        try:
-            blob = pickle.dumps((_FAILED, exc), pickle.HIGHEST_PROTOCOL)
-            pickle.loads(blob)  # (an exception that cannot be rebuilt there is told by its text)
-        except Exception:
-            blob = pickle.dumps((_FAILED, RuntimeError(f"{type(exc).__name__}: {exc}")))
-        try:
-            sender.send_bytes(blob)
-        except OSError:
-            pass
+        _send_failure(sender, exc)
+    finally:
+        sender.close()
+
+
+def _send_failure(sender: Any, exc: Exception) -> None:
+    try:
+        blob = pickle.dumps((_FAILED, exc), pickle.HIGHEST_PROTOCOL)
+        pickle.loads(blob)  # (an exception that cannot be rebuilt there is told by its text)
+    except Exception:
+        blob = pickle.dumps((_FAILED, RuntimeError(f"{type(exc).__name__}: {exc}")))
+    try:
+        sender.send_bytes(blob)
+    except OSError:
+        pass
+
+
+# -- a file in pieces, on several workers -----------------------------------------------------------
+#: a file read in pieces is cut (at line ends) into pieces of this size
+PIECE_BYTES = 16 << 20
+#: workers at most: each holds a piece of events ahead of the store, pickled, at most (the memory bound)
+PIECE_WORKERS = 8
+#: blocks of a piece whose parser state the worker sends with their events: the state a piece's parser
+#: starts from is its own, and where it has not become the state of the read in order by then (a parser
+#: woken only by the log's first lines, say), the rest of the piece is parsed here
+CHECKED_BLOCKS = 16
+
+_PIECE, _START = 3, 4
+
+
+class Piece(NamedTuple):
+    """A piece of a file, cut where the read in order ends a block (the engine's blocks are a read's
+    complete lines: a parser woken by a line reads the lines of its block before it too, so the
+    blocks must be the read in order's): its lines from ``start`` (a line's first) on, read at
+    ``grid`` (the read in order's offset there: the bytes before it are the piece's first line's
+    start, held whole by the framer) up to ``end`` (the next piece's grid)."""
+    start: int
+    grid: int
+    end: int
+    line: int  # the number of the line at ``start``
+
+
+def parse_in_pieces(fd: int, pieces: Sequence[Piece], first: Any, at_line: Callable[[int, Any], Any],
+                    restore: Callable[[Any], None], read_size: int, out: Callable[[list], None],
+                    on_bytes: Optional[Callable[[int], None]], workers: int) -> Optional[tuple[int, Any]]:
+    """A file's ``pieces`` parsed by ``workers`` processes at once, their events given to ``out`` here,
+    in file order, as the one parser ``first`` reading them all in turn gives them.
+
+    The first piece is parsed from ``first``; every other one from a parser of its own,
+    ``at_line(piece.line)``. Here, each piece but the first is parsed again from the state the one
+    before it ended in (the state of the read in order), a block at a time, until that state is the
+    worker's, block for block (``deciding()``: the same state gives the same events for the same
+    bytes); from there the worker's events are the read in order's, and its parser's state at the
+    piece's end is that read's (its ``counts()`` summed). Mostly the states meet after a block.
+
+    Returns the bytes read and the parser's state at the end (``restore`` makes a state sent back
+    readable on); None where no worker can be started. Raises :class:`WorkerLost` as
+    :func:`parse_beside` does (the events given so far are the read in order's first ones)."""
+    if not fork_is_safe():
+        return None
+    import multiprocessing
+    import queue
+    import threading
+
+    ctx = multiprocessing.get_context("fork")
+    workers = max(1, min(workers, PIECE_WORKERS, len(pieces)))
+    try:
+        credits = [ctx.Semaphore(1) for _ in range(workers)]  # (a piece ahead of the store, a worker)
+    except OSError:  # no room for semaphores (/dev/shm full)
+        return None
+    procs: list[Any] = []
+    receivers: list[Any] = []
+    inboxes: list[queue.SimpleQueue] = [queue.SimpleQueue() for _ in range(workers)]
+    threads: list[threading.Thread] = []
+    try:
+        for w in range(workers):
+            receiver, sender = ctx.Pipe(duplex=False)
+            _widen(receiver.fileno())
+            proc = ctx.Process(target=_parse_pieces, name="tuimon-parser",
+                               args=(fd, pieces, range(w, len(pieces), workers), first, at_line, read_size,
+                                     sender, credits[w], os.getpid()), daemon=True)
+            try:
+                proc.start()
+            finally:
+                sender.close()
+            procs.append(proc)
+            receivers.append(receiver)
+    except OSError:  # no processes left
+        _end(procs, receivers, threads)
+        return None
+    for receiver, inbox in zip(receivers, inboxes):  # (threads only once every worker is forked)
+        thread = threading.Thread(target=_drain, args=(receiver, inbox), daemon=True, name="tuimon-pieces")
+        thread.start()
+        threads.append(thread)
+    passed = 0
+
+    def tell(n: int) -> None:
+        nonlocal passed
+        passed += n
+        if on_bytes is not None:
+            on_bytes(n)
+
+    try:
+        state = first
+        for k, piece in enumerate(pieces):
+            w = k % workers
+
+            def take(inbox: queue.SimpleQueue = inboxes[w], proc: Any = procs[w]) -> tuple:
+                return _taken(inbox, proc)
+
+            state = _take_piece(take, tell, out, restore, None if k == 0 else state,
+                                _blocks(fd, piece.grid, piece.end, read_size))
+            credits[w].release()
+        for w in range(workers):
+            message = _taken(inboxes[w], procs[w])
+            guard.adopt(message[1])
+        return passed, state
+    finally:
+        _end(procs, receivers, threads)
+
+
+def _take_piece(take: Callable[[], tuple], tell: Callable[[int], None], out: Callable[[list], None],
+                restore: Callable[[Any], None], state: Any, blocks: Iterator[bytes]) -> Any:
+    """A piece's events out, its parser's state at its end returned. ``state``: the state the piece
+    starts in, for a piece parsed from a state of its own (None for the first, parsed from the true one);
+    parsed here until it is the worker's."""
+    met: Optional[tuple] = None  # the worker's counts where the states met
+    here = state
+    while True:
+        message = take()
+        if message[0] == _START:
+            if here.deciding() == message[1]:
+                met = message[2]  # (met before a block: nothing is parsed here)
+            continue
+        if message[0] == _PIECE:
+            ended = message[1]
+            restore(ended)
+            if here is None:  # (the first piece)
+                return ended
+            if met is None:  # never met: parsed here, whole
+                return here
+            ended.set_counts([a + b - c for a, b, c in zip(here.counts(), ended.counts(), met)])
+            return ended
+        _, passed, events, check = message
+        tell(passed)
+        if here is None or met is not None:
+            if events:
+                out(events)
+            continue
+        own = here.feed(next(blocks, b""))  # (b"": the file was cut short under us)
+        if own:
+            out(own)
+        if check is not None and here.deciding() == check[0]:
+            met = check[1]
+
+
+def _taken(inbox: Any, proc: Any) -> tuple:
+    blob = inbox.get()
+    if blob is None:
+        raise WorkerLost(f"a parsing process ended before the file's end (exit status {_status(proc)})")
+    message = pickle.loads(blob)
+    if message[0] == _FAILED:
+        raise message[1]
+    return message
+
+
+def _drain(receiver: Any, inbox: Any) -> None:
+    """A worker's messages taken off its pipe as they come (the worker goes on with its piece while the
+    store takes another's events); None at the pipe's end."""
+    try:
+        while True:
+            inbox.put(receiver.recv_bytes())
+    except (EOFError, OSError):
+        inbox.put(None)
+
+
+def _end(procs: list, receivers: list, threads: list) -> None:
+    for proc in procs:
+        if proc.is_alive():
+            proc.terminate()
+    for proc in procs:
+        proc.join()
+    for receiver in receivers:
+        receiver.close()
+    for thread in threads:
+        thread.join(5)
+
+
+def _blocks(fd: int, start: int, end: int, read_size: int) -> Iterator[bytes]:
+    """A piece's bytes, a block at a time: the worker's blocks, and the ones read again here."""
+    while start < end:
+        data = os.pread(fd, min(read_size, end - start), start)
+        if not data:  # (cut short under us: the file is read to where it ends)
+            return
+        start += len(data)
+        yield data
+
+
+def _parse_pieces(fd: int, pieces: Sequence[Piece], mine: Sequence[int], first: Any, at_line: Callable[[int, Any], Any],
+                  read_size: int, sender: Any, credit: Any, parent: int) -> None:
+    """A worker: its pieces in turn (each when the store has taken its piece before), each block's
+    events sent, with the state they leave for a piece's first blocks, then the piece's end state."""
+    die_with(parent)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    parser = None
+    try:
+        for k in mine:
+            credit.acquire()
+            piece = pieces[k]
+            # (a piece's parser goes on from where the worker's last piece left it: what lasts, the
+            # parsers woken and what they saw once, is then mostly what the read in order has there)
+            parser = first if k == 0 else at_line(piece.line, parser)
+            if k:
+                if piece.grid > piece.start:  # (its first line's start, held as the read in order holds it)
+                    parser.feed(os.pread(fd, piece.grid - piece.start, piece.start))
+                sender.send_bytes(pickle.dumps((_START, parser.deciding(), parser.counts()), pickle.HIGHEST_PROTOCOL))
+            n = 0
+            for data in _blocks(fd, piece.grid, piece.end, read_size):
+                events = parser.feed(data)
+                n += 1
+                check = (parser.deciding(), parser.counts()) if k and n <= CHECKED_BLOCKS else None
+                sender.send_bytes(pickle.dumps((_BLOCK, len(data), events, check), pickle.HIGHEST_PROTOCOL))
+            sender.send_bytes(pickle.dumps((_PIECE, parser), pickle.HIGHEST_PROTOCOL))
+        sender.send_bytes(pickle.dumps((_END, guard.disabled()), pickle.HIGHEST_PROTOCOL))
+    except (BrokenPipeError, ConnectionResetError):
+        pass
+    except Exception as exc:
+        _send_failure(sender, exc)
     finally:
         sender.close()

@@ -156,7 +156,7 @@ def parse_files_into(store: JobStore, files: list[Path], *, jobs: Optional[int] 
             pool, futures = None, {}
     read_here: dict[Path, tuple | OSError] = {}  # (store, stats), or what reading it raised
     # with no pool (whose threads make fork unsafe), a big file read here is parsed beside its store
-    beside = jobs > 1 and not futures
+    beside = jobs if jobs > 1 and not futures else 0
     try:
         if here is not None and futures:  # read while the workers read theirs, not after waiting for them
             try:

@@ -152,6 +152,10 @@ class Framer:
         """Bytes of the held, incomplete last line."""
         return len(self._partial)
 
+    def restart_at(self, line: int) -> None:
+        """The next bytes start line ``line`` (nothing held; the counts go on)."""
+        self._partial, self._discarding, self._open, self.next_line = b"", False, False, line
+
     def feed(self, data: bytes) -> Block:
         self.bytes_in += len(data)
         prefix_lines: list[str] = []
