@@ -407,9 +407,10 @@ def _read_beside(fd: int, reading: Reading, offset: int, read_size: int, out: Ca
         pieces = _cut(fd, offset, end, reading.next_line, read_size) if workers > 1 and not reading.pending else []
         if len(pieces) > 1:
             def at_line(line: int, before: Optional[FileParser]) -> FileParser:
-                """A piece's parser: the worker's last one, moved on to ``line``; or a new one."""
+                """A piece's parser: a state of the read in order's (``before``), moved on to ``line``; or a new one."""
                 if before is None:
                     return FileParser.at_line(parser.label, catalog, line)
+                restore(before)
                 before.framer.restart_at(line)
                 return before
 

@@ -12,12 +12,13 @@ it, and this process flushes the end of input with it).  The pipe is 1 MiB (64 K
 will not widen it): a worker ahead of the store waits in its write.
 
 A file of two pieces or more is parsed by several workers at once (:func:`parse_in_pieces`): each
-piece from a state of its own (the worker's state at the end of its piece before: what lasts, the
-parsers woken and what they saw once, is mostly the same), checked here against the state the read
-in order has there, block by block, and parsed here until the two are alike; from there the
-worker's events are the read in order's.  Mostly they are alike before the piece's first block, or
-after it.  Each worker parses at most one piece ahead of the store (:data:`PIECE_WORKERS` of
-:data:`PIECE_BYTES` of log, their events pickled, in this process at most).
+piece from a state of its own (the read in order's state a few pieces before, sent to the worker as
+the store took its last piece: what lasts, the parsers woken and what they saw once, is mostly the
+same), checked here against the state the read in order has there, block by block, and parsed here
+until the two are alike; from there the worker's events are the read in order's.  Mostly they are
+alike before the piece's first block, or after it.  Each worker parses at most one piece ahead of
+the store (:data:`PIECE_WORKERS` of :data:`PIECE_BYTES` of log, their events pickled, in this
+process at most).
 """
 from __future__ import annotations
 
@@ -171,11 +172,13 @@ def parse_in_pieces(fd: int, pieces: Sequence[Piece], first: Any, at_line: Calla
     in file order, as the one parser ``first`` reading them all in turn gives them.
 
     The first piece is parsed from ``first``; every other one from a parser of its own,
-    ``at_line(piece.line)``. Here, each piece but the first is parsed again from the state the one
-    before it ended in (the state of the read in order), a block at a time, until that state is the
-    worker's, block for block (``deciding()``: the same state gives the same events for the same
-    bytes); from there the worker's events are the read in order's, and its parser's state at the
-    piece's end is that read's (its ``counts()`` summed). Mostly the states meet after a block.
+    ``at_line(piece.line, before)`` (``before``: the state the read in order had at the end of the
+    worker's last piece, sent as the store took it; None for a worker's first piece), fed the piece's
+    first line's start. Here, each piece but the first is parsed again from the
+    state the one before it ended in (the state of the read in order), a block at a time, until that
+    state is the worker's (``deciding()``: the same state gives the same events for the same bytes),
+    before the first block or after one; from there the worker's events are the read in order's, and
+    its parser's state at the piece's end is that read's (its ``counts()`` summed).
 
     Returns the bytes read and the parser's state at the end (``restore`` makes a state sent back
     readable on); None where no worker can be started. Raises :class:`WorkerLost` as
@@ -188,29 +191,30 @@ def parse_in_pieces(fd: int, pieces: Sequence[Piece], first: Any, at_line: Calla
 
     ctx = multiprocessing.get_context("fork")
     workers = max(1, min(workers, PIECE_WORKERS, len(pieces)))
-    try:
-        credits = [ctx.Semaphore(1) for _ in range(workers)]  # (a piece ahead of the store, a worker)
-    except OSError:  # no room for semaphores (/dev/shm full)
-        return None
     procs: list[Any] = []
     receivers: list[Any] = []
+    goes: list[Any] = []  # to each worker: go on to your next piece, from this state (the read in order's)
     inboxes: list[queue.SimpleQueue] = [queue.SimpleQueue() for _ in range(workers)]
     threads: list[threading.Thread] = []
     try:
         for w in range(workers):
             receiver, sender = ctx.Pipe(duplex=False)
+            go_receiver, go = ctx.Pipe(duplex=False)
             _widen(receiver.fileno())
             proc = ctx.Process(target=_parse_pieces, name="tuimon-parser",
                                args=(fd, pieces, range(w, len(pieces), workers), first, at_line, read_size,
-                                     sender, credits[w], os.getpid()), daemon=True)
+                                     sender, go_receiver, os.getpid()), daemon=True)
             try:
                 proc.start()
             finally:
                 sender.close()
+                go_receiver.close()
             procs.append(proc)
             receivers.append(receiver)
+            goes.append(go)
+            go.send_bytes(b"")  # (its first piece: from a state of its own)
     except OSError:  # no processes left
-        _end(procs, receivers, threads)
+        _end(procs, receivers + goes, threads)
         return None
     for receiver, inbox in zip(receivers, inboxes):  # (threads only once every worker is forked)
         thread = threading.Thread(target=_drain, args=(receiver, inbox), daemon=True, name="tuimon-pieces")
@@ -234,13 +238,17 @@ def parse_in_pieces(fd: int, pieces: Sequence[Piece], first: Any, at_line: Calla
 
             state = _take_piece(take, tell, out, restore, None if k == 0 else state,
                                 _blocks(fd, piece.grid, piece.end, read_size))
-            credits[w].release()
+            if k + workers < len(pieces):  # (its next piece: the state here is the nearest true one)
+                try:
+                    goes[w].send_bytes(pickle.dumps(state, pickle.HIGHEST_PROTOCOL))
+                except OSError:
+                    raise WorkerLost(f"a parsing process ended before the file's end (exit status {_status(procs[w])})")
         for w in range(workers):
             message = _taken(inboxes[w], procs[w])
             guard.adopt(message[1])
         return passed, state
     finally:
-        _end(procs, receivers, threads)
+        _end(procs, receivers + goes, threads)
 
 
 def _take_piece(take: Callable[[], tuple], tell: Callable[[int], None], out: Callable[[list], None],
@@ -298,14 +306,14 @@ def _drain(receiver: Any, inbox: Any) -> None:
         inbox.put(None)
 
 
-def _end(procs: list, receivers: list, threads: list) -> None:
+def _end(procs: list, pipes: list, threads: list) -> None:
     for proc in procs:
         if proc.is_alive():
             proc.terminate()
     for proc in procs:
         proc.join()
-    for receiver in receivers:
-        receiver.close()
+    for pipe in pipes:
+        pipe.close()
     for thread in threads:
         thread.join(5)
 
@@ -321,19 +329,19 @@ def _blocks(fd: int, start: int, end: int, read_size: int) -> Iterator[bytes]:
 
 
 def _parse_pieces(fd: int, pieces: Sequence[Piece], mine: Sequence[int], first: Any, at_line: Callable[[int, Any], Any],
-                  read_size: int, sender: Any, credit: Any, parent: int) -> None:
-    """A worker: its pieces in turn (each when the store has taken its piece before), each block's
-    events sent, with the state they leave for a piece's first blocks, then the piece's end state."""
+                  read_size: int, sender: Any, go: Any, parent: int) -> None:
+    """A worker: its pieces in turn (each when the store has taken its piece before, which sends the state
+    the read in order had at that piece's end), each block's events sent, with the state they leave for a
+    piece's first blocks, then the piece's end state."""
     die_with(parent)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    parser = None
     try:
         for k in mine:
-            credit.acquire()
+            blob = go.recv_bytes()
             piece = pieces[k]
-            # (a piece's parser goes on from where the worker's last piece left it: what lasts, the
-            # parsers woken and what they saw once, is then mostly what the read in order has there)
-            parser = first if k == 0 else at_line(piece.line, parser)
+            # (a piece's parser goes on from the state the read in order had a few pieces before: what
+            # lasts, the parsers woken and what they saw once, is then mostly what it has there)
+            parser = first if k == 0 else at_line(piece.line, pickle.loads(blob) if blob else None)
             if k:
                 if piece.grid > piece.start:  # (its first line's start, held as the read in order holds it)
                     parser.feed(os.pread(fd, piece.grid - piece.start, piece.start))
@@ -346,7 +354,7 @@ def _parse_pieces(fd: int, pieces: Sequence[Piece], mine: Sequence[int], first: 
                 sender.send_bytes(pickle.dumps((_BLOCK, len(data), events, check), pickle.HIGHEST_PROTOCOL))
             sender.send_bytes(pickle.dumps((_PIECE, parser), pickle.HIGHEST_PROTOCOL))
         sender.send_bytes(pickle.dumps((_END, guard.disabled()), pickle.HIGHEST_PROTOCOL))
-    except (BrokenPipeError, ConnectionResetError):
+    except (BrokenPipeError, ConnectionResetError, EOFError):  # (EOFError: the parent stopped: no next piece)
         pass
     except Exception as exc:
         _send_failure(sender, exc)
