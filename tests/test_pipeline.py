@@ -28,15 +28,20 @@ def beside(monkeypatch):
     list of the worker reads that ran (a read that fell back to one process would prove nothing)."""
     monkeypatch.setattr(pipeline, "BESIDE_MIN", 0)
     monkeypatch.setattr(pipeline, "fork_is_safe", lambda: True)
+    return _spied(monkeypatch, "parse_beside")
+
+
+def _spied(monkeypatch, name: str) -> list[bool]:
+    """Whether each call of ``pipeline.<name>`` read with workers (None: it could not start them)."""
     ran: list[bool] = []
-    real = pipeline.parse_beside
+    real = getattr(pipeline, name)
 
     def spy(*args, **kwargs):
         done = real(*args, **kwargs)
         ran.append(done is not None)
         return done
 
-    monkeypatch.setattr(pipeline, "parse_beside", spy)
+    monkeypatch.setattr(pipeline, name, spy)
     return ran
 
 
@@ -273,15 +278,7 @@ def pieces(monkeypatch, beside):
     """Pieces of 2 KiB (every fixture is cut in many places); how many blocks this process parsed
     again (``here``, a list of one count) beside the worker reads that ran."""
     monkeypatch.setattr(pipeline, "PIECE_BYTES", 2048)
-    ran: list[bool] = []
-    real = pipeline.parse_in_pieces
-
-    def spy(*args, **kwargs):
-        done = real(*args, **kwargs)
-        ran.append(done is not None)
-        return done
-
-    monkeypatch.setattr(pipeline, "parse_in_pieces", spy)
+    ran = _spied(monkeypatch, "parse_in_pieces")
     parent, here = os.getpid(), [0]
     feed = FileParser.feed
 
