@@ -397,8 +397,6 @@ def test_a_cut_falls_where_the_read_in_order_ends_a_block(tmp_path):
     """Pieces follow each other (a piece's grid is the one before's end), each read from where the read in
     order is (a multiple of the read size from the start), its first line's start the bytes after the last
     line end before it (no carriage return in them), and numbered as that line is."""
-    from tuimon.engine import ingest
-
     lines = [(f"line {k} " + "x" * (k * 37 % 300) + ("\r progress\r" if k % 13 == 0 else "") + "\n").encode()
              for k in range(40_000)]
     path = tmp_path / "run.log"
@@ -409,7 +407,7 @@ def test_a_cut_falls_where_the_read_in_order_ends_a_block(tmp_path):
         pipeline.PIECE_BYTES = 1 << 16
         with open(path, "rb") as fh:
             for offset, first_line in ((0, 1), (sum(map(len, lines[:100])), 101)):
-                cut = ingest._cut(fh.fileno(), offset, len(data), first_line, 4096)
+                cut = pipeline.cut(fh.fileno(), offset, len(data), first_line, 4096)
                 assert len(cut) > 20 and cut[0].start == cut[0].grid == offset and cut[-1].end == len(data)
                 for before, piece in zip(cut, cut[1:]):
                     assert piece.grid == before.end and (piece.grid - offset) % 4096 == 0

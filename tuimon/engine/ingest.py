@@ -404,7 +404,7 @@ def _read_beside(fd: int, reading: Reading, offset: int, read_size: int, out: Ca
         state.engine.attach(*_formats(catalog))
 
     try:
-        pieces = _cut(fd, offset, end, reading.next_line, read_size) if workers > 1 and not reading.pending else []
+        pieces = pipeline.cut(fd, offset, end, reading.next_line, read_size) if workers > 1 and not reading.pending else []
         if len(pieces) > 1:
             def at_line(line: int, before: Optional[FileParser]) -> FileParser:
                 """A piece's parser: a state of the read in order's (``before``), moved on to ``line``; or a new one."""
@@ -430,41 +430,6 @@ def _read_beside(fd: int, reading: Reading, offset: int, read_size: int, out: Ca
         restore(reading.parser)
         reading.parser.cached = parser.cached  # (a piece's parser did not start from the parse cache)
     return offset + passed, on_bytes
-
-
-def _cut(fd: int, offset: int, end: int, line: int, read_size: int) -> list:
-    """The file from ``offset`` to ``end`` as pieces of about :data:`~.pipeline.PIECE_BYTES`, cut where
-    the read in order from ``offset`` by ``read_size`` ends a block (see :class:`~.pipeline.Piece`), each
-    numbered (its lines counted); none where a sparse hole is in it (a hole is stepped over, not read:
-    :func:`_pieces`).  No cut falls in a line of 64 KiB or more, or in one holding a carriage return
-    (the framer's segments)."""
-    from .pipeline import PIECE_BYTES, Piece
-
-    seek_hole = getattr(os, "SEEK_HOLE", None)
-    try:
-        if end - offset < 2 * PIECE_BYTES or seek_hole is None or os.lseek(fd, offset, seek_hole) < end:
-            return []
-    except OSError:
-        return []
-    step = max(1, PIECE_BYTES // read_size) * read_size
-    cuts = [(offset, offset)]  # (a piece's first line's start, the grid offset it is read at)
-    for grid in range(offset + step, end - step // 2, step):
-        reach = min(1 << 16, grid - cuts[-1][1])
-        window = os.pread(fd, reach, grid - reach)
-        nl = window.rfind(b"\n")
-        if len(window) == reach and nl >= 0 and b"\r" not in window[nl + 1:]:
-            cuts.append((grid - reach + nl + 1, grid))
-    out = []
-    at = offset
-    for k, (start, grid) in enumerate(cuts):
-        while at < start:
-            window = os.pread(fd, min(4 << 20, start - at), at)
-            if not window:
-                return []  # (cut short under us: read in order)
-            line += window.count(b"\n")
-            at += len(window)
-        out.append(Piece(start, grid, cuts[k + 1][1] if k + 1 < len(cuts) else end, line))
-    return out
 
 
 def _told_once(on_bytes: Optional[Callable[[int], None]], told: int) -> Optional[Callable[[int], None]]:

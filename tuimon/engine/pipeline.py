@@ -165,6 +165,39 @@ class Piece(NamedTuple):
     line: int  # the number of the line at ``start``
 
 
+def cut(fd: int, offset: int, end: int, line: int, read_size: int) -> list[Piece]:
+    """The file from ``offset`` to ``end`` as pieces of about :data:`PIECE_BYTES`, cut where the read
+    in order from ``offset`` by ``read_size`` ends a block (see :class:`Piece`), each numbered (its
+    lines counted); none where a sparse hole is in it (a hole is stepped over, not read: see
+    :func:`tuimon.engine.ingest._pieces`).  No cut falls in a line of 64 KiB or more, or in one
+    holding a carriage return (the framer's segments)."""
+    seek_hole = getattr(os, "SEEK_HOLE", None)
+    try:
+        if end - offset < 2 * PIECE_BYTES or seek_hole is None or os.lseek(fd, offset, seek_hole) < end:
+            return []
+    except OSError:
+        return []
+    step = max(1, PIECE_BYTES // read_size) * read_size
+    cuts = [(offset, offset)]  # (a piece's first line's start, the grid offset it is read at)
+    for grid in range(offset + step, end - step // 2, step):
+        reach = min(1 << 16, grid - cuts[-1][1])
+        window = os.pread(fd, reach, grid - reach)
+        nl = window.rfind(b"\n")
+        if len(window) == reach and nl >= 0 and b"\r" not in window[nl + 1:]:
+            cuts.append((grid - reach + nl + 1, grid))
+    out = []
+    at = offset
+    for k, (start, grid) in enumerate(cuts):
+        while at < start:
+            window = os.pread(fd, min(4 << 20, start - at), at)
+            if not window:
+                return []  # (cut short under us: read in order)
+            line += window.count(b"\n")
+            at += len(window)
+        out.append(Piece(start, grid, cuts[k + 1][1] if k + 1 < len(cuts) else end, line))
+    return out
+
+
 def parse_in_pieces(fd: int, pieces: Sequence[Piece], first: Any, at_line: Callable[[int, Any], Any],
                     restore: Callable[[Any], None], read_size: int, out: Callable[[list], None],
                     on_bytes: Optional[Callable[[int], None]], workers: int) -> Optional[tuple[int, Any]]:
