@@ -177,13 +177,13 @@ def test_a_hole_passed_over_is_told_and_not_parsed(forked):
     assert passed == 5 + (1 << 20) + 3 and fed == [5, 1 << 20, 3] and got == [[b"abcde"], [b"xyz"]]
 
 
-def test_what_reading_raised_in_the_worker_is_raised_here(forked):
+def test_what_the_worker_raised_is_the_cause_of_its_loss(forked):
     def fails(data):
         raise OSError(5, "Input/output error")
 
-    with pytest.raises(OSError) as info:
+    with pytest.raises(pipeline.WorkerLost) as info:
         pipeline.parse_beside(_pieces(3), fails, lambda: None, lambda e: None)
-    assert info.value.errno == 5
+    assert isinstance(info.value.__cause__, OSError) and info.value.__cause__.errno == 5
     assert not multiprocessing.active_children()
 
 
@@ -196,8 +196,37 @@ def test_an_error_that_cannot_cross_is_told_by_its_text(forked):
     def fails(data):
         raise _Unpicklable("a hook broke", 2)
 
-    with pytest.raises(RuntimeError, match="_Unpicklable: a hook broke"):
+    with pytest.raises(pipeline.WorkerLost) as info:
         pipeline.parse_beside(_pieces(3), fails, lambda: None, lambda e: None)
+    assert isinstance(info.value.__cause__, RuntimeError) and "_Unpicklable: a hook broke" in str(info.value)
+
+
+def _fails_there(nth: int, error: BaseException, monkeypatch) -> None:
+    """A worker (not this process) raises ``error`` as it is given its ``nth`` block."""
+    parent, fed = os.getpid(), [0]
+    real = FileParser.feed
+
+    def feed(self, data):
+        if os.getpid() != parent:
+            fed[0] += 1
+            if fed[0] == nth:
+                raise error
+        return real(self, data)
+
+    monkeypatch.setattr(FileParser, "feed", feed)
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_worker_that_fails_costs_time_not_data(pieces, monkeypatch, workers):
+    """A worker short of memory (its own), or any error of its own: the file is read again here, to the
+    same store; an error of the file's would be met again here, and raised as a read in one process does."""
+    path = FIXTURES / "megatron-deepspeed-8gpu-1234567.log"
+    one = _store_state(*parse_file_store(path, str(path), read_size=512))
+    _fails_there(5, MemoryError("the worker ran short"), monkeypatch)
+    told: list[int] = []
+    assert _store_state(*parse_file_store(path, str(path), read_size=512, on_bytes=told.append,
+                                          beside=workers)) == one
+    assert sum(told) == path.stat().st_size and not multiprocessing.active_children()
 
 
 def test_no_worker_is_forked_while_threads_run():

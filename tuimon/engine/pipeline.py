@@ -41,8 +41,15 @@ _BLOCK, _END, _FAILED = 0, 1, 2
 
 
 class WorkerLost(Exception):
-    """The worker ended before the end of the file (killed: by the kernel short of memory, by a
-    user): the events handed over are a part.  The file is to be read again, here."""
+    """A worker ended before the end of the file (killed: by the kernel short of memory, by a user),
+    or failed (what it raised is the cause: a worker's own shortage, or the file's error, which the
+    read here meets again): the events handed over are a part.  The file is to be read again, here."""
+
+
+def _failed(error: BaseException) -> WorkerLost:
+    lost = WorkerLost(f"a parsing process failed: {type(error).__name__}: {error}")
+    lost.__cause__ = error
+    return lost
 
 
 def parse_beside(pieces: Iterator[tuple[int, bytes]], feed: Callable[[bytes], list], state: Callable[[], Any],
@@ -52,8 +59,8 @@ def parse_beside(pieces: Iterator[tuple[int, bytes]], feed: Callable[[bytes], li
     events (if any), in order, as they come.  ``pieces``: (bytes passed, data) in file order, read
     in the worker (a hole passed over has no data).  Returns the bytes passed and ``state()`` at the
     end (the parser, as the worker left it: pickled, as the parse cache saves it); None where no
-    worker can be started (fork is unsafe while threads run): nothing was read.  Raises what
-    reading raised in the worker (an OSError of the file's), or :class:`WorkerLost`."""
+    worker can be started (fork is unsafe while threads run): nothing was read.  Raises
+    :class:`WorkerLost` where the worker died or failed (what it raised is the cause)."""
     if not fork_is_safe():
         return None
     import multiprocessing
@@ -87,7 +94,7 @@ def parse_beside(pieces: Iterator[tuple[int, bytes]], feed: Callable[[bytes], li
                 guard.adopt(message[2])  # (formats the worker turned off stay off for the files after)
                 return passed, message[1]
             else:
-                raise message[1]
+                raise _failed(message[1])
     finally:
         receiver.close()
         if worker.is_alive():  # (Ctrl-C, or taking the events failed here)
@@ -325,7 +332,7 @@ def _taken(inbox: Any, proc: Any) -> tuple:
         raise WorkerLost(f"a parsing process ended before the file's end (exit status {_status(proc)})")
     message = pickle.loads(blob)
     if message[0] == _FAILED:
-        raise message[1]
+        raise _failed(message[1])
     return message
 
 
