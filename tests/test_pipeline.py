@@ -107,9 +107,8 @@ def test_the_parser_state_that_comes_back_reads_on_as_the_one_that_read(beside, 
     assert beside == [True, True]
 
 
-def _killed_on(nth: int, monkeypatch) -> None:
-    """The worker (only: not this process) killed as it is given its ``nth`` block: the kernel's
-    OOM killer, or a user's ``kill -9``."""
+def _at_worker_block(nth: int, act, monkeypatch) -> None:
+    """``act()`` in a worker (only: not this process) as it is given its ``nth`` block."""
     parent, fed = os.getpid(), [0]
     real = FileParser.feed
 
@@ -117,10 +116,15 @@ def _killed_on(nth: int, monkeypatch) -> None:
         if os.getpid() != parent:
             fed[0] += 1
             if fed[0] == nth:
-                os.kill(os.getpid(), signal.SIGKILL)
+                act()
         return real(self, data)
 
     monkeypatch.setattr(FileParser, "feed", feed)
+
+
+def _killed_on(nth: int, monkeypatch) -> None:
+    """The worker killed as it is given its ``nth`` block: the kernel's OOM killer, or ``kill -9``."""
+    _at_worker_block(nth, lambda: os.kill(os.getpid(), signal.SIGKILL), monkeypatch)
 
 
 def test_a_killed_worker_costs_time_not_data(beside, monkeypatch):
@@ -202,18 +206,11 @@ def test_an_error_that_cannot_cross_is_told_by_its_text(forked):
 
 
 def _fails_there(nth: int, error: BaseException, monkeypatch) -> None:
-    """A worker (not this process) raises ``error`` as it is given its ``nth`` block."""
-    parent, fed = os.getpid(), [0]
-    real = FileParser.feed
+    """A worker raises ``error`` as it is given its ``nth`` block."""
+    def fail() -> None:
+        raise error
 
-    def feed(self, data):
-        if os.getpid() != parent:
-            fed[0] += 1
-            if fed[0] == nth:
-                raise error
-        return real(self, data)
-
-    monkeypatch.setattr(FileParser, "feed", feed)
+    _at_worker_block(nth, fail, monkeypatch)
 
 
 @pytest.mark.parametrize("workers", [1, 2])
