@@ -139,21 +139,25 @@ def test_a_killed_worker_costs_time_not_data(beside, monkeypatch):
     assert not multiprocessing.active_children()
 
 
-def test_a_killed_worker_gives_each_event_once_and_leaves_no_cache_entry(beside, monkeypatch, tmp_path):
-    """``tuimon events``: the events handed on before the worker died are not handed on again; the cache
-    entry being written had them, so it is dropped (the next read parses the file again, to the same)."""
+@pytest.mark.parametrize("name, read_size, nth", [("megatron-deepspeed-8gpu-1234567.log", 2048, 6),
+                                                   ("stronghold-run.log", 512, 8)])
+def test_a_killed_worker_gives_each_event_once_and_leaves_no_cache_entry(beside, monkeypatch, tmp_path, name,
+                                                                           read_size, nth):
+    """``tuimon events``: the events handed on before the worker died are not handed on again (a row of
+    DeepSpeed's step lines is its Step, Throughput and Memory: counted as the events it stands for); the
+    cache entry being written had them, so it is dropped (the next read parses the file again, to the same)."""
     path = tmp_path / "run.log"
-    path.write_bytes((FIXTURES / "megatron-deepspeed-8gpu-1234567.log").read_bytes())
+    path.write_bytes((FIXTURES / name).read_bytes())
     one: list = []
-    parse_file(path, str(path), sink=one.extend, read_size=2048)
-    _killed_on(6, monkeypatch)
+    parse_file(path, str(path), sink=one.extend, read_size=read_size)
+    _killed_on(nth, monkeypatch)
     cache = ParseCache(tmp_path / "cache" / "parse-cache.sqlite3", key="k")
     two: list = []
-    parse_file(path, str(path), sink=two.extend, read_size=2048, cache=cache, beside=True)
+    parse_file(path, str(path), sink=two.extend, read_size=read_size, cache=cache, beside=True)
     assert expand(two) == expand(one)
     monkeypatch.undo()
     three: list = []
-    parse_file(path, str(path), sink=three.extend, read_size=2048, cache=cache)
+    parse_file(path, str(path), sink=three.extend, read_size=read_size, cache=cache)
     cache.close()
     assert expand(three) == expand(one)
 

@@ -9,7 +9,7 @@ from typing import Any, Callable, Iterator, Optional, Sequence
 
 import numpy as np
 
-from tuimon.parsers.columns import ROWS, Item, Rows, expand
+from tuimon.parsers.columns import ROWS, Item, Rows, expand, weight
 from tuimon.parsers.events import Event, Truncated
 
 from ..sources.framing import Block, Framer
@@ -387,7 +387,7 @@ def _read_beside(fd: int, reading: Reading, offset: int, read_size: int, out: Ca
         nonlocal given
         events = reading.taken(events)
         if events:
-            given += sum(len(e) if type(e) in ROWS else 1 for e in events)  # (a row is an event)
+            given += weight(events)  # (rows counted as the events they stand for, as skipping counts them)
             out(events)
 
     def tell(n: int) -> None:
