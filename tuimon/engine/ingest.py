@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import os
-import pickle
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, Optional, Sequence
@@ -14,7 +13,7 @@ from tuimon.parsers.events import Event, Truncated
 
 from ..sources.framing import Block, Framer
 from . import catalog as catalog_mod
-from . import guard
+from . import guard, pipeline
 from .blocks import LOG_START_BLOCKS, BlockEngine
 from .cache import Entry, EntryWriter, ParseCache, skipped
 from .catalog import Catalog
@@ -83,13 +82,10 @@ class FileParser:
     @classmethod
     def at_line(cls, label: str, catalog: Optional[Catalog], line: int) -> "FileParser":
         """A parser for a piece of a file that starts at ``line``, a line's first: its own state, past the
-        file's first blocks (:meth:`.BlockEngine._log_start` looks no more); made as a pickled state is
-        restored, so that its state and one restored compare alike (:meth:`deciding`)."""
+        file's first blocks (:meth:`.BlockEngine._log_start` looks no more)."""
         made = cls(label, catalog)
         made.framer.next_line = line
         made.engine._stamp_blocks = LOG_START_BLOCKS
-        made = pickle.loads(pickle.dumps(made, pickle.HIGHEST_PROTOCOL))
-        made.engine.attach(*_formats(catalog))
         return made
 
     def counts(self) -> tuple[int, ...]:
@@ -355,7 +351,7 @@ def _read_on(fh: Any, reading: Reading, offset: int, read_size: int, out: Callab
     (:func:`_read_beside`); none below 1."""
     fd = fh.fileno()
     if beside > 0 and reading.on_block is None and not reading.skip_events and \
-            (limit if limit is not None else os.fstat(fd).st_size) - offset >= _beside_min():
+            (limit if limit is not None else os.fstat(fd).st_size) - offset >= pipeline.BESIDE_MIN:
         reached, on_bytes = _read_beside(fd, reading, offset, read_size, out, on_bytes, limit, beside)
         if reached is not None:
             return reached
@@ -379,8 +375,6 @@ def _read_beside(fd: int, reading: Reading, offset: int, read_size: int, out: Ca
     worker could start; or one died: then what was taken is not to be taken again, the events by
     :attr:`Reading.skip_events` (the same bytes give the same events), the bytes by the callback
     returned in place of ``on_bytes``, and the cache entry being written, which has them, is dropped)."""
-    from . import pipeline
-
     given, told = 0, 0
 
     def take(events: list[Item]) -> None:
@@ -445,12 +439,6 @@ def _told_once(on_bytes: Optional[Callable[[int], None]], told: int) -> Optional
         if n > dropped:
             tell(n - dropped)
     return once
-
-
-def _beside_min() -> int:
-    from .pipeline import BESIDE_MIN
-
-    return BESIDE_MIN
 
 
 def _formats(catalog: Optional[Catalog]) -> tuple:

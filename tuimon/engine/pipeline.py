@@ -37,7 +37,9 @@ BESIDE_MIN = 8 << 20
 #: the pipe's size asked for: a block's events or two (Linux lets a user have pipes of 1 MiB)
 PIPE_BYTES = 1 << 20
 
-_BLOCK, _END, _FAILED = 0, 1, 2
+# what a worker sends: a block's events, its end (and the formats it turned off), what went wrong,
+# a piece's end state, a piece's start state
+_BLOCK, _END, _FAILED, _PIECE, _START = range(5)
 
 
 class WorkerLost(Exception):
@@ -81,20 +83,19 @@ def parse_beside(pieces: Iterator[tuple[int, bytes]], feed: Callable[[bytes], li
     try:
         while True:
             try:
-                message = pickle.loads(receiver.recv_bytes())
+                blob: Optional[bytes] = receiver.recv_bytes()
             except EOFError:
-                raise WorkerLost(f"the parsing process ended before the file's end (exit status {_status(worker)})")
+                blob = None
+            message = _message(blob, worker)
             if message[0] == _BLOCK:
                 passed += message[1]
                 if on_bytes is not None:
                     on_bytes(message[1])
                 if message[2]:
                     out(message[2])
-            elif message[0] == _END:
+            else:
                 guard.adopt(message[2])  # (formats the worker turned off stay off for the files after)
                 return passed, message[1]
-            else:
-                raise _failed(message[1])
     finally:
         receiver.close()
         if worker.is_alive():  # (Ctrl-C, or taking the events failed here)
@@ -156,9 +157,6 @@ PIECE_WORKERS = 8
 #: starts from is its own, and where it has not become the state of the read in order by then (a parser
 #: woken only by the log's first lines, say), the rest of the piece is parsed here
 CHECKED_BLOCKS = 16
-
-_PIECE, _START = 3, 4
-
 
 class Piece(NamedTuple):
     """A piece of a file, cut where the read in order ends a block (the engine's blocks are a read's
@@ -327,9 +325,13 @@ def _take_piece(take: Callable[[], tuple], tell: Callable[[int], None], out: Cal
 
 
 def _taken(inbox: Any, proc: Any) -> tuple:
-    blob = inbox.get()
+    return _message(inbox.get(), proc)
+
+
+def _message(blob: Optional[bytes], worker: Any) -> tuple:
+    """A worker's message; :class:`WorkerLost` where it ended (None: its pipe closed) or failed."""
     if blob is None:
-        raise WorkerLost(f"a parsing process ended before the file's end (exit status {_status(proc)})")
+        raise WorkerLost(f"a parsing process ended before the file's end (exit status {_status(worker)})")
     message = pickle.loads(blob)
     if message[0] == _FAILED:
         raise _failed(message[1])
