@@ -177,7 +177,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--exclude", action="append", metavar="GLOB", help="file name pattern to skip")
     p.add_argument("--jobs", "-j", type=_positive_int, metavar="N",
                    help="processes to parse with: 1 reads on one core; more (default: one per core) parses a big "
-                        "file beside the writing of its events")
+                        "file on them, beside the writing of its events")
     add_alert_options(p, hooks=False)
     p.add_argument("--startup-timeout", type=_positive_float, metavar="SECONDS", default=STARTUP_TIMEOUT_S,
                    help=f"a job with no step this long after it started alerts startup-hang (default "

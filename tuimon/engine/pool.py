@@ -8,8 +8,8 @@ streamed a block at a time (so one big file costs what ``--jobs 1`` costs, and i
 events never wait in memory); workers take every other file, the biggest first (a
 store pickled back is a few numpy arrays: 17 MB for a 200 MB log), so a directory
 of several big logs is read on every core.  With no pool (one file to read, the
-others taken from the parse cache), a big file is parsed beside its store: the
-parser in a worker, the store here (:mod:`.pipeline`).
+others taken from the parse cache), a big file is parsed by workers beside its
+store, in pieces where it has two or more (:mod:`.pipeline`).
 """
 from __future__ import annotations
 
