@@ -208,7 +208,10 @@ def _per_steps(values: list, steps: np.ndarray, last: dict, name: str, whole: bo
     """parsers.schema._per_step of each of ``values`` (totals, in order; None, NaN and the infinities
     are none) from the total before it (``last[name]``, the base, for the first), and that base moved
     to the last total: int totals' values rounded, as Running.apply rounds them; None where none."""
-    if whole:
+    if whole and None not in values:  # (the common case, in C: no generator a value)
+        totals = np.array(values, dtype=np.int64)  # (ints below _EXACT: _running_at_once checked them)
+        missing = np.zeros(len(values), dtype=bool)
+    elif whole:
         missing = np.fromiter((v is None for v in values), dtype=bool, count=len(values))
         totals = np.fromiter((0 if v is None else v for v in values), dtype=np.int64, count=len(values))
     else:
@@ -229,8 +232,12 @@ def _per_steps(values: list, steps: np.ndarray, last: dict, name: str, whole: bo
         change, gone = t[1:] - t[:-1], at[1:] - at[:-1]
         good = np.flatnonzero((t[1:] >= t[:-1]) & (gone > 0))
         per = change[good] / gone[good]  # (float64, correctly rounded as Python's int and float divisions are)
-        for k, value in zip(kept[good + 1].tolist(), np.round(per).astype(np.int64).tolist() if whole else per.tolist()):
-            out[k] = value
+        derived = np.round(per).astype(np.int64).tolist() if whole else per.tolist()
+        if len(derived) == len(values) - 1:  # every total after the first has its value (in C)
+            out[1:] = derived
+        else:
+            for k, value in zip(kept[good + 1].tolist(), derived):
+                out[k] = value
     return out
 
 
