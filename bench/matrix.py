@@ -13,7 +13,9 @@ Shapes (each about --mb megabytes):
   nanogpt   modded-nanogpt's step lines (step:N/M train_loss:... train_time:...ms step_avg:...)
 
 For each: perl MB/s, tuimon summary MB/s by default and with --jobs 1 (best of
---runs, runs alternating), the ratios, the peak RSS of the whole process tree and the
+--runs, runs alternating), the ratios, the peak RSS of the whole process tree (and by default,
+with forked workers sharing their parent's pages, its peak summed PSS: each shared page counted
+once across the tree, where summed RSS counts it in every process) and the
 ratio of CPU seconds (user and system, the process tree) beside the wall-clock one.
 With --reopen, also the time to summarise an unchanged directory of --reopen-mb
 megabytes a second time (the parse cache) and after appending 10 MB to it, each
@@ -41,6 +43,7 @@ from summary_throughput import block as sparse_block  # noqa: E402
 
 SHARED = Path(os.environ.get("TUIMON_SHARED", HERE.parent.parent / "shared")) / "corpus"
 LAST_CPU = 0.0  # CPU seconds of the last timed() process tree
+LAST_PSS = 0  # peak proportional set size (kB) of the last timed() process tree
 
 
 def _dense(i: int) -> str:
@@ -154,8 +157,22 @@ def build(shape: str, path: Path, mb: float) -> bool:
 SHAPES = ("dense", "sparse", "corpus-megatron", "srun-mcore", "titan-hf", "ds-neox-stronghold", "llmc", "nanogpt")
 
 
-def _tree_rss_kb(root: int) -> int:
-    """Resident kB of ``root`` and every descendant, read from /proc."""
+def _pss_kb(pid: int) -> int:
+    """Proportional set size of ``pid`` in kB (0 where /proc does not say): its resident pages, a page
+    shared with other processes counted as its share (forked workers share the parent's pages: the
+    sum of the tree's RSS counts those once a process)."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as fh:
+            for line in fh:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
+def _tree_memory_kb(root: int) -> tuple[int, int]:
+    """(resident kB, proportional kB) of ``root`` and every descendant, read from /proc."""
     children: dict[int, list[int]] = {}
     rss: dict[int, int] = {}
     for entry in os.listdir("/proc"):
@@ -169,30 +186,32 @@ def _tree_rss_kb(root: int) -> int:
             continue
         children.setdefault(ppid, []).append(int(entry))
         rss[int(entry)] = pages * os.sysconf("SC_PAGE_SIZE") // 1024
-    total, todo = 0, [root]
+    total, pss, todo = 0, 0, [root]
     while todo:
         pid = todo.pop()
         total += rss.get(pid, 0)
+        pss += _pss_kb(pid)
         todo.extend(children.get(pid, ()))
-    return total
+    return total, pss
 
 
 def timed(cmd: list[str], cwd: str | None = None, env: dict | None = None,
           discard: bool = False) -> tuple[float, int, str]:
     """(seconds, peak process-tree RSS in kB, stdout: empty with ``discard``, for an output of
     hundreds of megabytes); the CPU seconds of the process tree (user and system, every
-    descendant it waited for) are in :data:`LAST_CPU`."""
-    global LAST_CPU
+    descendant it waited for) are in :data:`LAST_CPU`, its peak summed PSS in :data:`LAST_PSS`."""
+    global LAST_CPU, LAST_PSS
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL if discard else subprocess.PIPE, stderr=subprocess.DEVNULL,
                             cwd=cwd, env=env, text=True)
-    peak = [0]
+    peak = [0, 0]
     done = threading.Event()
 
     def watch() -> None:
         while not done.is_set():
-            peak[0] = max(peak[0], _tree_rss_kb(proc.pid))
+            rss, pss = _tree_memory_kb(proc.pid)
+            peak[0], peak[1] = max(peak[0], rss), max(peak[1], pss)
             done.wait(0.02)
 
     t = threading.Thread(target=watch, daemon=True)
@@ -203,6 +222,7 @@ def timed(cmd: list[str], cwd: str | None = None, env: dict | None = None,
     LAST_CPU = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     done.set()
     t.join()
+    LAST_PSS = peak[1]
     if proc.returncode != 0:
         raise SystemExit(f"{' '.join(cmd[:4])}... failed with status {proc.returncode}")
     return elapsed, peak[0], out
@@ -248,6 +268,7 @@ def main() -> None:
             best = {"perl": float("inf"), "default": float("inf"), "jobs1": float("inf"), "base": float("inf")}
             cpu = dict(best)  # least CPU seconds of each, over the runs
             rss = {"default": 0, "jobs1": 0, "base": 0}
+            pss = dict(rss)
             runs = [("default", [], args.repo), ("jobs1", ["--jobs", "1"], args.repo)]
             if args.baseline:
                 runs.append(("base", [], args.baseline))
@@ -261,14 +282,18 @@ def main() -> None:
                     best[name] = min(best[name], t)
                     cpu[name] = min(cpu[name], LAST_CPU)
                     rss[name] = max(rss[name], peak)
+                    pss[name] = max(pss[name], LAST_PSS)
             if events:
                 best["jobs1"], cpu["jobs1"], rss["jobs1"] = best["default"], cpu["default"], rss["default"]
+                pss["jobs1"] = pss["default"]
             row = (shape, mb, mb / best["perl"], mb / best["default"], mb / best["jobs1"],
                    best["perl"] / best["default"], best["perl"] / best["jobs1"], rss["default"] / 1024,
-                   rss["jobs1"] / 1024, cpu["perl"] / max(cpu["default"], 1e-9), cpu["perl"] / max(cpu["jobs1"], 1e-9))
+                   pss["default"] / 1024, rss["jobs1"] / 1024, cpu["perl"] / max(cpu["default"], 1e-9),
+                   cpu["perl"] / max(cpu["jobs1"], 1e-9))
             rows.append(row)
             print("{:20s} {:7.1f} MB  perl {:7.1f} MB/s  default {:6.1f} MB/s  jobs1 {:6.1f} MB/s  "
-                  "ratio {:.3f} / {:.3f}  RSS {:5.0f} / {:5.0f} MB  CPU ratio {:.3f} / {:.3f}".format(*row), flush=True)
+                  "ratio {:.3f} / {:.3f}  RSS {:5.0f} (PSS {:.0f}) / {:5.0f} MB  CPU ratio {:.3f} / {:.3f}".format(*row),
+                  flush=True)
             if args.baseline:
                 print(f"{'':20s} baseline default {mb / best['base']:6.1f} MB/s (ratio {best['perl'] / best['base']:.3f}, "
                       f"RSS {rss['base'] / 1024:.0f} MB); this checkout / baseline: {best['base'] / best['default']:.2f}x",
@@ -276,11 +301,11 @@ def main() -> None:
             log.unlink()
         if rows:
             print("\n| shape | MB | perl MB/s | default MB/s | --jobs 1 MB/s | ratio default | ratio --jobs 1 "
-                  "| peak RSS default | peak RSS --jobs 1 | CPU ratio default | CPU ratio --jobs 1 |")
+                  "| peak RSS default (PSS) | peak RSS --jobs 1 | CPU ratio default | CPU ratio --jobs 1 |")
             print("|---|---|---|---|---|---|---|---|---|---|---|")
             for r in rows:
-                print("| {} | {:.0f} | {:.0f} | {:.1f} | {:.1f} | {:.3f} | {:.3f} | {:.0f} MB | {:.0f} MB | {:.3f} | {:.3f} |"
-                      .format(*r))
+                print("| {} | {:.0f} | {:.0f} | {:.1f} | {:.1f} | {:.3f} | {:.3f} | {:.0f} MB ({:.0f}) | {:.0f} MB | {:.3f} "
+                      "| {:.3f} |".format(*r))
             worst = min(rows, key=lambda r: r[5])
             print(f"\nworst shape: {worst[0]}, ratio {worst[5]:.3f} (default), {worst[6]:.3f} (--jobs 1)")
         if args.reopen:
