@@ -240,7 +240,7 @@ class Series:
         that are all None leave it as it is: NaN past ``n``, or absent, which reads as NaN (most of a
         point plan's columns are absent from most events: half the columns of a flush, each made a
         numpy array for nothing)."""
-        if values.count(None) == len(values):
+        if values[0] is None and values.count(None) == len(values):  # (count compares each float with None: 18 ns)
             return
         self._put(key, at, _floats(values, scale, floor))
 
@@ -416,8 +416,8 @@ class Series:
             else:
                 self._put_column(_FLOAT_KEYS[at], n, values, 1.0, None)
         walls = columns[-2]
-        if self.wall_base is None:
-            self.wall_base = next((w for w in walls if w is not None), None)
+        if self.wall_base is None and walls.count(None) != k:  # (a log without stamps: its Nones counted in C)
+            self.wall_base = next(w for w in walls if w is not None)
         base = self.wall_base
         if base is not None:  # (else NaN: the column, absent or NaN past n, holds it already)
             self._put("wall", n, _relative(walls, base))
