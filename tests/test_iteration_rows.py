@@ -17,12 +17,22 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tuimon.figures.summary import summarize
-from tuimon.parsers.columns import IterationRows, KeyMaps, TimerRows, expand
-from tuimon.parsers.events import (Evaluation, Iteration, LogWarning, Memory, Milestone, RunConfig, Step, Throughput,
-                                   Timers, frozen_map)
-
 from tests.helpers.stores import events_taken, iteration_rows, stored
+from tuimon.figures.summary import summarize
+from tuimon.parsers.columns import IterationRows, KeyMaps, TimerRows, expand, has_none
+from tuimon.parsers.events import (
+    Evaluation,
+    FrozenDict,
+    Iteration,
+    LogWarning,
+    Memory,
+    Milestone,
+    RunConfig,
+    Step,
+    Throughput,
+    Timers,
+    frozen_map,
+)
 
 _RANKS = st.sampled_from([None, None, 0, 1, 2, 3])
 _LOSS = st.sampled_from([2.5, 3.25, 1.0, math.nan, math.inf, None])
@@ -370,3 +380,15 @@ def test_primary_losses_of_a_column_are_each_rows_primary_loss(column, everywher
 
     column = [{**{name: 1.5 for name in everywhere}, **row} for row in column] + ([None] if hole else [])
     assert primary_losses(column) == [primary_loss(row) for row in column]
+
+
+def test_has_none_says_what_none_in_says():
+    """has_none (a sum in C, not `None in`) gives `None in`'s answer on numbers, Nones anywhere,
+    values that are no number (a sum that fails is looked through), and what sums without error."""
+    cases = [[], [None], [1.5], [1, 2.5, 3], [None, 1.0], [1.0, None], [1.0, None, 2.0], [2**80, 1.5],
+             [float("nan"), float("inf"), float("-inf")], [True, 2], ["x", 1.0], ["x", None], [1.0, "x"],
+             [FrozenDict({"loss": 1.0}), None], [None] * 5]
+    for values in cases:
+        assert has_none(values) is (None in values), values
+    maps = KeyMaps("loss", [1.0, None, 2.0])
+    assert None in maps and None not in KeyMaps("loss", [1.0, 2.0])

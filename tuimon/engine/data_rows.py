@@ -22,7 +22,7 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
-from tuimon.parsers.columns import KeyMaps
+from tuimon.parsers.columns import KeyMaps, has_none
 from tuimon.parsers.events import FrozenDict
 from tuimon.parsers.numbers import to_float, to_int
 from tuimon.parsers.schema import CONVERTERS, MAX_RUNNING, Format, LineFormat, Running, _per_step
@@ -87,7 +87,7 @@ class DataReader:
             columns["elapsed_ms"] = [None] * n
         found = [starts[k] for k in read.tolist()]
         steps = columns["iteration"]
-        if None in steps:  # a line without a step makes no row: Python's regex reads it
+        if has_none(steps):  # a line without a step makes no row: Python's regex reads it
             missing = [k for k, step in enumerate(steps) if step is None]
             slow = sorted(slow + [found[k] for k in missing])
             keep = [k for k, step in enumerate(steps) if step is not None]
@@ -208,7 +208,7 @@ def _per_steps(values: list, steps: np.ndarray, last: dict, name: str, whole: bo
     """parsers.schema._per_step of each of ``values`` (totals, in order; None, NaN and the infinities
     are none) from the total before it (``last[name]``, the base, for the first), and that base moved
     to the last total: int totals' values rounded, as Running.apply rounds them; None where none."""
-    if whole and None not in values:  # (the common case, in C: no generator a value)
+    if whole and not has_none(values):  # (the common case, in C: no generator a value)
         totals = np.array(values, dtype=np.int64)  # (ints below _EXACT: _running_at_once checked them)
         missing = np.zeros(len(values), dtype=bool)
     elif whole:

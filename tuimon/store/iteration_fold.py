@@ -27,7 +27,7 @@ from itertools import chain
 from operator import itemgetter, lt
 from typing import Any, Callable, Container, Mapping, Optional, Sequence, Union, cast
 
-from tuimon.parsers.columns import IterationRows, map_values, weight
+from tuimon.parsers.columns import IterationRows, has_none, map_values, weight
 
 from .fields import Of, primary_loss
 from .series import Series, point_plan
@@ -463,9 +463,9 @@ def _diverging(fields: Columns) -> bool:
     nan_counts, losses, grads = fields.given(_NAN_COUNT), fields("losses"), fields.given("grad_norm")
     if nan_counts is None or not any(nan_counts):
         values = map_values(losses)  # (one key's maps: their values, no map made)
-        if values is not None and None in values:
+        if values is not None and has_none(values):
             values = [v for v in values if v is not None]
-        if grads is not None and None in grads:
+        if grads is not None and has_none(grads):
             grads = [g for g in grads if g is not None]
         try:
             if all(map(math.isfinite, values if values is not None else
@@ -492,7 +492,7 @@ def _latest(job: Any, rows: IterationRows, points: list[int], max_failures: int,
     job.last_progress = (rows.file, rows.line[k])
     a, b = points[0], k + 1
     walls: list = rows.wall_time[a:b] if b - a == len(points) else list(map(rows.wall_time.__getitem__, points))
-    if None in walls:  # (a log without stamps: none, seen in C)
+    if has_none(walls):  # (a log without stamps: none, seen in C)
         walls = [w for w in walls if w is not None]
     if walls:
         job.last_progress_wall = walls[-1]
