@@ -418,6 +418,23 @@ _ALPHABET = st.sampled_from(list("0123456789 :-.,T[]abcdefghlkmnoprstuxz") + ["[
                                                                              "2024-05-01 10:00:01", "]: "])
 
 
+def test_every_prefix_form_is_split_as_python_splits_it():
+    """Each prefix form, short ones too (a one-digit label: its colon at 1, its space at 2), before
+    bodies whose first space follows a colon or not (llm.c's ``s:1 trl:``), and bare: the core's
+    quick test and pattern give the Python definition's split (the drawn lines rarely hold them)."""
+    framing = rows.framing(core)
+    heads = ["0: ", "7: ", " 3: ", "      7: ", "12: ", "123456: ", "a1: ", "x1: ", "nid001234: ", "gpu-node7.cluster: ",
+             "10.0.0.1: ", "localhost: ", "[default3]:", "[rank5]: ", "0: [default1]: [rank9]: ", "s:", "a:", "0:", "1:x ",
+             "a1:b ", "localhost:", ""]
+    bodies = ["s:1 trl:10.9598 lr:0.000002 norm:15.24", "step:3/15258 train_time:87406ms step_avg:nanms",
+              "iteration 5/ 10 |", "x: y", ": z", " ", ""]
+    for head in heads:
+        for body in bodies:
+            line = head + body
+            pre = split_prefix(line)
+            assert framing.split_prefix(line) == (len(line) - len(pre.body), pre.rank, pre.local_rank, pre.node), line
+
+
 @settings(max_examples=2000, deadline=None)
 @given(pieces=st.lists(_ALPHABET, max_size=24))
 def test_prefix_and_stamp_follow_the_python_definitions(pieces):

@@ -38,7 +38,9 @@ impl PrefixRules {
 }
 
 /// False for most lines: no launcher prefix can start there (`may_have_prefix`).  A label
-/// or host prefix ends in a colon that comes before any space.
+/// or host prefix holds no space and ends in a colon and a space: the line's first space comes
+/// right after a colon (a colon before it alone let llm.c's `s:1 trl:...` lines through to the
+/// pattern: a third of framing them).
 pub fn may_have_prefix(rules: &PrefixRules, line: &[u8]) -> bool {
     match line.first() {
         Some(b' ') => {
@@ -46,8 +48,7 @@ pub fn may_have_prefix(rules: &PrefixRules, line: &[u8]) -> bool {
             pad <= rules.pad && line.get(pad).is_some_and(u8::is_ascii_digit) && may_have_prefix(rules, &line[pad..])
         }
         Some(c) if rules.starts.contains(c) => {
-            let space = memchr::memchr(b' ', line).unwrap_or(line.len());
-            space > 1 && memchr::memchr(b':', &line[1..space]).is_some()
+            memchr::memchr(b' ', line).is_some_and(|space| space > 1 && line[space - 1] == b':')
         }
         _ => rules.brackets.iter().any(|b| line.starts_with(b.as_bytes())),
     }

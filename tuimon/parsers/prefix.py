@@ -51,13 +51,14 @@ CORE = {
 
 def may_have_prefix(line: str) -> bool:
     """False for most lines: no launcher prefix can start there.  A label or host
-    prefix ends in a colon that comes before any space."""
+    prefix holds no space and ends in a colon and a space: the line's first space comes
+    right after a colon."""
     if line[:1] == " ":  # srun pads its labels to the widest: " 0: " when there are ten tasks or more
         stripped = line.lstrip(" ")
         return len(line) - len(stripped) <= _PAD and stripped[:1].isdigit() and may_have_prefix(stripped)
     if line[:1] in _PREFIX_START:
         space = line.find(" ")
-        return line.find(":", 1, space if space >= 0 else len(line)) > 0
+        return space > 1 and line[space - 1] == ":"
     return line.startswith(_BRACKET_PREFIXES)
 
 
