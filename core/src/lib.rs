@@ -1363,6 +1363,19 @@ fn rolling_median(py: Python<'_>, values: &[u8], window: usize, mad: bool) -> Py
     Ok((bytes(meds), bytes(mads)))
 }
 
+// A pyclass's Rust value lives inline in its Python object, whose memory Python's allocator
+// aligns to 16 bytes: a field that asks for more (memchr's AVX2 finders hold 32-byte vectors) would
+// be read by an aligned load from a misaligned address (a SIGSEGV met in template.rs).  Checked here
+// when the core is built, not found in a crash.
+const _: () = {
+    const fn fits<T>() -> bool {
+        std::mem::align_of::<T>() <= 16
+    }
+    assert!(fits::<Literals>() && fits::<Framing>() && fits::<Records>() && fits::<LineRegex>()
+            && fits::<MetricLines>() && fits::<TimerLines>() && fits::<MemoryLines>() && fits::<FieldLines>(),
+            "a pyclass holds a value aligned to more than 16 bytes: keep it behind a Box or a Vec");
+};
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Literals>()?;
