@@ -43,7 +43,7 @@ pub struct Template {
     /// a line's alone (its `^` and `$` those of a multi-line pattern)
     line: bool,
     /// the first byte of its first literal, where it starts with one: the places a search tries (a
-    /// `memmem::Finder` made a line was a tenth of the core's time on Megatron's dense logs).  Not a
+    /// `memmem::Finder` built a line was a twentieth of the core's time on Megatron's dense logs).  Not a
     /// `Finder` kept here: its AVX2 form holds 32-byte-aligned vectors, and a template lives inside
     /// a Python object, which Python's allocator aligns to 16 bytes (an aligned load faulted).
     lead: Option<u8>,
