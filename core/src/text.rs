@@ -102,9 +102,17 @@ impl<'a> Cursor<'a> {
             self.chr = 0;
         }
         // (self.chr counts the characters starting before self.byte)
+        let bytes = self.bytes;
+        // an ASCII stretch up to the target (most of a block that is not ASCII is): as many bytes as
+        // characters (an ASCII byte is a character's start, so self.byte is one too)
+        let ahead = self.byte + (target - self.chr);
+        if ahead <= bytes.len() && bytes[self.byte..ahead].is_ascii() {
+            self.chr = target;
+            self.byte = ahead;
+            return ahead;
+        }
         // eight bytes at a time while the target lies beyond them: a block's offsets asked by
         // each rule cost a walk of the block, 1 ms a MB byte by byte
-        let bytes = self.bytes;
         while self.byte + 8 <= bytes.len() {
             let w = u64::from_le_bytes(bytes[self.byte..self.byte + 8].try_into().expect("8 bytes"));
             // continuation bytes are 10xxxxxx: bit 7 set, bit 6 (shifted onto bit 7) clear
@@ -132,7 +140,10 @@ impl<'a> Cursor<'a> {
         if self.ascii {
             return target;
         }
-        if let Some(index) = self.index {
+        // (a target a step ahead or less: walked from here, without the checkpoints' binary search,
+        // which was most of a conversion of a block's ascending line starts)
+        let near = target >= self.byte && target - self.byte <= INDEX_STEP;
+        if let (Some(index), false) = (self.index, near) {
             let i = index.at.partition_point(|&b| b <= target) - 1;  // (the last checkpoint at or before it)
             if target < self.byte || index.at[i] > self.byte {
                 self.chr = i * INDEX_STEP;
@@ -225,6 +236,39 @@ mod tests {
                 assert_eq!(c.byte_of(target), chars[target.min(n)], "{size} {target}");
                 let t = next() % (n + 1);
                 assert_eq!(c.char_of(chars[t]), t, "{size} {t}");
+            }
+        }
+    }
+
+    #[test]
+    fn ascending_offsets_land_where_characters_do() {
+        // a block's line starts asked in order: mostly ASCII lines, a few wide characters, steps
+        // shorter and longer than the index's (the walks from the last offset, and the ASCII stretches)
+        let pieces = ["abcdefgh ", "0123456789abcdef\n", "é", "█", "😀", "\n", "x"];
+        let mut seed = 5u64;
+        let mut next = || {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (seed >> 33) as usize
+        };
+        for size in [50usize, 2000, 20000] {
+            let mut text = String::new();
+            for _ in 0..size {
+                let k = next() % 40;
+                text.push_str(pieces[if k < 36 { k % 2 } else { 2 + k % 5 }]);
+            }
+            let chars: Vec<usize> = text.char_indices().map(|(b, _)| b).chain([text.len()]).collect();
+            let n = chars.len() - 1;
+            let index = Index::build(&text);
+            for stride in [1usize, 7, 100, INDEX_STEP - 1, INDEX_STEP, INDEX_STEP + 1, 3 * INDEX_STEP] {
+                let (mut by_char, mut by_byte) = (Cursor::indexed(&text, Some(&index)), Cursor::indexed(&text, Some(&index)));
+                let mut t = next() % stride;
+                while t <= n + 2 {
+                    assert_eq!(by_char.byte_of(t), chars[t.min(n)], "{size} {stride} {t}");
+                    if t <= n {
+                        assert_eq!(by_byte.char_of(chars[t]), t, "{size} {stride} {t}");
+                    }
+                    t += 1 + next() % stride;
+                }
             }
         }
     }
