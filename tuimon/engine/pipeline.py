@@ -119,21 +119,31 @@ def _status(worker: Any) -> str:
     return str(worker.exitcode)
 
 
-def _parse(pieces: Iterator[tuple[int, bytes]], feed: Callable[[bytes], list], state: Callable[[], Any],
-           sender: Any, parent: int) -> None:
-    """The worker: each piece's events sent as they are made, then the state; or what went wrong."""
+def _as_worker(sender: Any, parent: int, run: Callable[[], None], parent_gone: tuple[type[BaseException], ...]) -> None:
+    """A worker's body ``run``: the worker ends with its parent and leaves Ctrl-C to it (the parent
+    ends the worker), sends what ``run`` raised as its failure (``parent_gone``: what says the parent
+    stopped reading or sending: nobody to tell), and closes its pipe at the end."""
     die_with(parent)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle: it ends this worker
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
-        for passed, data in pieces:
-            sender.send_bytes(pickle.dumps((_BLOCK, passed, feed(data) if data else []), pickle.HIGHEST_PROTOCOL))
-        sender.send_bytes(pickle.dumps((_END, state(), guard.disabled()), pickle.HIGHEST_PROTOCOL))
-    except (BrokenPipeError, ConnectionResetError):  # the parent stopped reading: nobody to tell
+        run()
+    except parent_gone:
         pass
     except Exception as exc:
         _send_failure(sender, exc)
     finally:
         sender.close()
+
+
+def _parse(pieces: Iterator[tuple[int, bytes]], feed: Callable[[bytes], list], state: Callable[[], Any],
+           sender: Any, parent: int) -> None:
+    """The worker: each piece's events sent as they are made, then the state; or what went wrong."""
+    def run() -> None:
+        for passed, data in pieces:
+            sender.send_bytes(pickle.dumps((_BLOCK, passed, feed(data) if data else []), pickle.HIGHEST_PROTOCOL))
+        sender.send_bytes(pickle.dumps((_END, state(), guard.disabled()), pickle.HIGHEST_PROTOCOL))
+
+    _as_worker(sender, parent, run, (BrokenPipeError, ConnectionResetError))
 
 
 def _send_failure(sender: Any, exc: Exception) -> None:
@@ -375,9 +385,7 @@ def _parse_pieces(fd: int, pieces: Sequence[Piece], mine: Sequence[int], first: 
     """A worker: its pieces in turn (each when the store has taken its piece before, which sends the state
     the read in order had at that piece's end), each block's events sent, with the state they leave for a
     piece's first blocks, then the piece's end state."""
-    die_with(parent)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
+    def run() -> None:
         for k in mine:
             blob = go.recv_bytes()
             piece = pieces[k]
@@ -396,9 +404,6 @@ def _parse_pieces(fd: int, pieces: Sequence[Piece], mine: Sequence[int], first: 
                 sender.send_bytes(pickle.dumps((_BLOCK, len(data), events, check), pickle.HIGHEST_PROTOCOL))
             sender.send_bytes(pickle.dumps((_PIECE, parser), pickle.HIGHEST_PROTOCOL))
         sender.send_bytes(pickle.dumps((_END, guard.disabled()), pickle.HIGHEST_PROTOCOL))
-    except (BrokenPipeError, ConnectionResetError, EOFError):  # (EOFError: the parent stopped: no next piece)
-        pass
-    except Exception as exc:
-        _send_failure(sender, exc)
-    finally:
-        sender.close()
+
+    # (EOFError: the parent stopped, and sends no next piece)
+    _as_worker(sender, parent, run, (BrokenPipeError, ConnectionResetError, EOFError))
